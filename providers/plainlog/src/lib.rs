@@ -1,0 +1,171 @@
+//! `plainlog`: a transcript-only provider (base world only, no dialog-hooker).
+//!
+//! It drives any program that takes `--transcript <path> -- <prompt>` and appends one
+//! JSON object per line to that file:
+//!
+//! - `{"role": "user"|"assistant"|"system", "text": "…", "ts": "…"}` — a chat message;
+//! - `{"type": "tool_use", "id", "name", "input": {…}, "ts"}` and
+//!   `{"type": "tool_result", "id", "text", "is_error"?, "ts"}` — tool calls;
+//! - `{"turn": "working"|"idle"}` — the agent's turn state.
+//!
+//! A tool named `ask` with input `{"question", "header"?, "options": [{"label",
+//! "description"?}]}` is an interactive dialog; being transcript-only, lab shows it but
+//! cannot answer it (`answerable: false`). lab's tests use it as the fixture that
+//! proves the host's transcript-only fallback, and docs/providers.md uses it as the
+//! worked example.
+
+use lab_provider_sdk::{
+    json, jsonl, Dialog, DialogKind, DialogOption, LaunchRequest, LaunchSpec, Message, ParseOutput, Provider,
+    ProviderInfo, Question, Role, ToolCall, TurnSignal,
+};
+use serde_json::Value;
+
+pub struct Plainlog;
+
+impl Provider for Plainlog {
+    fn info() -> ProviderInfo {
+        ProviderInfo {
+            name: "plainlog".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Agents that append a plain JSONL chat log (transcript-only)".into(),
+            default_program: "plainlog-agent".into(),
+        }
+    }
+
+    fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
+        let home = req.env_var("HOME").ok_or("HOME is not set in the agent's environment")?;
+        let transcript = format!("{}/.plainlog/{}.jsonl", home.trim_end_matches('/'), req.session_id);
+        Ok(LaunchSpec {
+            argv: vec![req.program, "--transcript".into(), transcript.clone(), "--".into(), req.prompt],
+            transcript_path: Some(transcript),
+            session_id: Some(req.session_id),
+        })
+    }
+
+    fn parse_transcript(chunk: &[u8]) -> ParseOutput {
+        jsonl::parse_lines(chunk, parse_line)
+    }
+
+    fn map_dialog(call: ToolCall) -> Option<Dialog> {
+        if call.name != "ask" {
+            return None;
+        }
+        let input: Value = serde_json::from_str(&call.input).ok()?;
+        let options = input["options"]
+            .as_array()?
+            .iter()
+            .map(|o| DialogOption {
+                label: json::str_at(o, "label").unwrap_or_default().to_string(),
+                description: json::str_at(o, "description").unwrap_or_default().to_string(),
+            })
+            .collect();
+        Some(Dialog {
+            tool_id: call.id,
+            tool_name: call.name,
+            kind: DialogKind::Question,
+            answerable: false,
+            questions: vec![Question {
+                header: json::str_at(&input, "header").unwrap_or_default().to_string(),
+                question: json::str_at(&input, "question").unwrap_or_default().to_string(),
+                multi_select: false,
+                options,
+            }],
+            plan: None,
+            deep_link: None,
+        })
+    }
+}
+
+fn parse_line(v: &Value) -> Result<jsonl::LineOutput, String> {
+    let ts = json::str_at(v, "ts").unwrap_or_default().to_string();
+    let mut out = jsonl::LineOutput::default();
+    if let Some(turn) = json::str_at(v, "turn") {
+        out.turn = Some(match turn {
+            "working" => TurnSignal::Working,
+            "idle" => TurnSignal::Idle,
+            other => return Err(format!("unknown turn `{other}`")),
+        });
+        return Ok(out);
+    }
+    match json::str_at(v, "type") {
+        Some("tool_use") => {
+            let name = json::require_str(v, "name")?.to_string();
+            out.messages.push(Message {
+                role: Role::Assistant,
+                kind: "tool_use".into(),
+                text: name.clone(),
+                tool_use_id: Some(json::require_str(v, "id")?.to_string()),
+                tool_name: Some(name),
+                tool_input: Some(v.get("input").cloned().unwrap_or(Value::Null).to_string()),
+                is_error: false,
+                timestamp: ts,
+            });
+            out.turn = Some(TurnSignal::Working);
+        }
+        Some("tool_result") => {
+            out.messages.push(Message {
+                role: Role::Tool,
+                kind: "tool_result".into(),
+                text: json::str_at(v, "text").unwrap_or_default().to_string(),
+                tool_use_id: Some(json::require_str(v, "id")?.to_string()),
+                tool_name: None,
+                tool_input: None,
+                is_error: v["is_error"].as_bool().unwrap_or(false),
+                timestamp: ts,
+            });
+            out.turn = Some(TurnSignal::Working);
+        }
+        Some(other) => return Err(format!("unknown line type `{other}`")),
+        None => {
+            let role = match json::require_str(v, "role")? {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                "system" => Role::System,
+                other => return Err(format!("unknown role `{other}`")),
+            };
+            out.messages.push(Message::text(role, json::require_str(v, "text")?, ts));
+            if role == Role::User {
+                out.turn = Some(TurnSignal::Working);
+            }
+        }
+    }
+    Ok(out)
+}
+
+lab_provider_sdk::export_provider!(Plainlog);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_messages_tools_and_turns() {
+        let chunk = br#"{"role":"user","text":"hi","ts":"t1"}
+{"type":"tool_use","id":"a1","name":"ask","input":{"question":"Q?","options":[{"label":"x"}]}}
+{"type":"tool_result","id":"a1","text":"x"}
+garbage
+{"turn":"idle"}
+"#;
+        let out = Plainlog::parse_transcript(chunk);
+        assert_eq!(out.messages.len(), 3);
+        assert_eq!(out.messages[0].text, "hi");
+        assert_eq!(out.messages[1].tool_name.as_deref(), Some("ask"));
+        assert_eq!(out.messages[2].kind, "tool_result");
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+        assert_eq!(out.diagnostics.len(), 1);
+        assert_eq!(out.diagnostics[0].line, 3);
+    }
+
+    #[test]
+    fn maps_ask_to_an_unanswerable_dialog() {
+        let d = Plainlog::map_dialog(ToolCall {
+            id: "a1".into(),
+            name: "ask".into(),
+            input: r#"{"question":"Q?","options":[{"label":"x","description":"d"}]}"#.into(),
+        })
+        .unwrap();
+        assert!(!d.answerable);
+        assert_eq!(d.questions[0].options[0].description, "d");
+        assert!(Plainlog::map_dialog(ToolCall { id: "b".into(), name: "run".into(), input: "{}".into() }).is_none());
+    }
+}

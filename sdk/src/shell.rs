@@ -1,0 +1,35 @@
+//! POSIX shell quoting, for building hook commands.
+
+/// Quote `s` as one POSIX shell word. Plain words stay as they are.
+pub fn quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Quote and join words into one command line.
+pub fn join<I, S>(words: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    words.into_iter().map(|w| quote(w.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("/usr/bin/lab"), "/usr/bin/lab");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote(""), "''");
+        assert_eq!(join(["lab", "hook", "x;y"]), "lab hook 'x;y'");
+    }
+}
