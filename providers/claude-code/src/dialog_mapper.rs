@@ -1,0 +1,243 @@
+//! The one dialog mapper: a Claude Code tool call → a lab [`Dialog`].
+//!
+//! Used for both sources of a pending dialog — a `tool_use` block in the transcript and
+//! the PreToolUse hook spool — so the two always agree.
+//!
+//! - `AskUserQuestion` with input
+//!   `{"questions": [{"question", "header", "options": [{"label", "description"}], "multiSelect"}]}`
+//!   → kind `question`. It is answerable (lab can play keystrokes for it, see
+//!   [`crate::keystrokes`]) when it has exactly one question with at least one option;
+//!   several questions are shown in full but answered in the TUI. `header`,
+//!   `description` and `multiSelect` may be missing (→ `""`, `""`, `false`);
+//!   `question`, `options` and each option's `label` are required.
+//! - `ExitPlanMode` with input `{"plan": "<markdown>"}` → kind `plan`, never answerable
+//!   (approve/reject stays in the TUI). An input object without `plan` still maps to a
+//!   plan dialog (with no plan text): the agent is waiting on the approval either way.
+//! - Any other tool → `None`. Input that is not JSON, or has the wrong shape for a
+//!   dialog tool → `None` (never a panic).
+//!
+//! `deep_link` is always `None`: there is no link that opens a local session's dialog;
+//! the host shows its own fallback hint.
+
+use lab_provider_sdk::{Dialog, DialogKind, DialogOption, Question, ToolCall};
+use serde_json::Value;
+
+use crate::keystrokes;
+
+pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
+pub const EXIT_PLAN_MODE: &str = "ExitPlanMode";
+
+/// Map a tool call to the dialog it opens, if it is one.
+pub fn map_dialog(call: ToolCall) -> Option<Dialog> {
+    match call.name.as_str() {
+        ASK_USER_QUESTION => {
+            let input: Value = serde_json::from_str(&call.input).ok()?;
+            let questions = questions(&input)?;
+            let answerable = keystrokes::supports(&questions);
+            Some(Dialog {
+                tool_id: call.id,
+                tool_name: call.name,
+                kind: DialogKind::Question,
+                answerable,
+                questions,
+                plan: None,
+                deep_link: None,
+            })
+        }
+        EXIT_PLAN_MODE => {
+            let input: Value = serde_json::from_str(&call.input).ok()?;
+            let obj = input.as_object()?;
+            let plan = match obj.get("plan") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return None,
+            };
+            Some(Dialog {
+                tool_id: call.id,
+                tool_name: call.name,
+                kind: DialogKind::Plan,
+                answerable: false,
+                questions: Vec::new(),
+                plan,
+                deep_link: None,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The questions of an AskUserQuestion input, or `None` if the shape is wrong.
+fn questions(input: &Value) -> Option<Vec<Question>> {
+    let list = input.get("questions")?.as_array()?;
+    if list.is_empty() {
+        return None;
+    }
+    list.iter().map(question).collect()
+}
+
+fn question(q: &Value) -> Option<Question> {
+    let q = q.as_object()?;
+    let options = q
+        .get("options")?
+        .as_array()?
+        .iter()
+        .map(|o| {
+            let o = o.as_object()?;
+            Some(DialogOption {
+                label: o.get("label")?.as_str()?.to_string(),
+                description: opt_str(o.get("description"))?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let multi_select = match q.get("multiSelect") {
+        None | Some(Value::Null) => false,
+        Some(v) => v.as_bool()?,
+    };
+    Some(Question {
+        header: opt_str(q.get("header"))?,
+        question: q.get("question")?.as_str()?.to_string(),
+        multi_select,
+        options,
+    })
+}
+
+/// An optional string field: missing or null → `""`, a string → itself, else `None`.
+fn opt_str(v: Option<&Value>) -> Option<String> {
+    match v {
+        None | Some(Value::Null) => Some(String::new()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, input: &str) -> ToolCall {
+        ToolCall {
+            id: "toolu_01ABC".into(),
+            name: name.into(),
+            input: input.into(),
+        }
+    }
+
+    const ONE: &str = r#"{"questions":[{"question":"Which database should we use?","header":"Database",
+        "options":[{"label":"PostgreSQL","description":"Relational, strong consistency"},
+                   {"label":"SQLite","description":"Embedded, zero setup"},
+                   {"label":"MongoDB","description":"Document store"}],"multiSelect":false}]}"#;
+
+    #[test]
+    fn one_question_is_answerable_with_labels_and_descriptions() {
+        let d = map_dialog(call("AskUserQuestion", ONE)).unwrap();
+        assert_eq!(d.tool_id, "toolu_01ABC");
+        assert_eq!(d.tool_name, "AskUserQuestion");
+        assert_eq!(d.kind, DialogKind::Question);
+        assert!(d.answerable);
+        assert_eq!(d.plan, None);
+        assert_eq!(d.deep_link, None);
+        assert_eq!(d.questions.len(), 1);
+        let q = &d.questions[0];
+        assert_eq!(q.header, "Database");
+        assert_eq!(q.question, "Which database should we use?");
+        assert!(!q.multi_select);
+        let labels: Vec<_> = q.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["PostgreSQL", "SQLite", "MongoDB"]);
+        assert_eq!(q.options[1].description, "Embedded, zero setup");
+    }
+
+    #[test]
+    fn two_questions_show_everything_but_are_not_answerable() {
+        let input = r#"{"questions":[
+            {"question":"Which database?","header":"Database","options":[{"label":"PostgreSQL","description":"a"},{"label":"SQLite","description":"b"}],"multiSelect":false},
+            {"question":"Which framework?","header":"Framework","options":[{"label":"Axum","description":"c"},{"label":"Actix","description":"d"}],"multiSelect":false}]}"#;
+        let d = map_dialog(call("AskUserQuestion", input)).unwrap();
+        assert!(!d.answerable);
+        assert_eq!(d.questions.len(), 2);
+        assert_eq!(d.questions[1].header, "Framework");
+        assert_eq!(d.questions[1].options[0].label, "Axum");
+        assert_eq!(d.questions[1].options[1].description, "d");
+    }
+
+    #[test]
+    fn multi_select_single_question_is_shown_and_answerable_per_recipe() {
+        let input = r#"{"questions":[{"question":"Which features?","header":"Features",
+            "options":[{"label":"Auth","description":"x"},{"label":"Billing","description":"y"}],"multiSelect":true}]}"#;
+        let d = map_dialog(call("AskUserQuestion", input)).unwrap();
+        assert!(d.questions[0].multi_select);
+        assert_eq!(d.answerable, keystrokes::MULTI_SELECT_ANSWERABLE);
+    }
+
+    #[test]
+    fn optional_fields_default() {
+        let d = map_dialog(call(
+            "AskUserQuestion",
+            r#"{"questions":[{"question":"Q?","options":[{"label":"A"},{"label":"B"}]}]}"#,
+        ))
+        .unwrap();
+        assert!(d.answerable);
+        assert_eq!(d.questions[0].header, "");
+        assert_eq!(d.questions[0].options[0].description, "");
+        assert!(!d.questions[0].multi_select);
+    }
+
+    #[test]
+    fn no_options_is_shown_but_not_answerable() {
+        let d = map_dialog(call(
+            "AskUserQuestion",
+            r#"{"questions":[{"question":"Q?","options":[]}]}"#,
+        ))
+        .unwrap();
+        assert!(!d.answerable);
+    }
+
+    #[test]
+    fn exit_plan_mode_carries_the_plan() {
+        let d = map_dialog(call(
+            "ExitPlanMode",
+            r##"{"plan":"# Plan\n\n1. Add the table\n2. Migrate"}"##,
+        ))
+        .unwrap();
+        assert_eq!(d.kind, DialogKind::Plan);
+        assert!(!d.answerable);
+        assert!(d.questions.is_empty());
+        assert_eq!(
+            d.plan.as_deref(),
+            Some("# Plan\n\n1. Add the table\n2. Migrate")
+        );
+        assert_eq!(d.deep_link, None);
+        let d = map_dialog(call("ExitPlanMode", "{}")).unwrap();
+        assert_eq!(d.plan, None);
+    }
+
+    #[test]
+    fn unknown_tools_are_not_dialogs() {
+        assert!(map_dialog(call("Bash", r#"{"command":"ls"}"#)).is_none());
+        assert!(map_dialog(call("askuserquestion", ONE)).is_none());
+        assert!(map_dialog(call("", "")).is_none());
+    }
+
+    #[test]
+    fn malformed_input_is_none() {
+        for bad in [
+            "",
+            "not json",
+            "[]",
+            "null",
+            r#"{"questions":"nope"}"#,
+            r#"{"questions":[]}"#,
+            r#"{"questions":[42]}"#,
+            r#"{"questions":[{"header":"no question","options":[]}]}"#,
+            r#"{"questions":[{"question":"Q?"}]}"#,
+            r#"{"questions":[{"question":"Q?","options":[{"description":"no label"}]}]}"#,
+            r#"{"questions":[{"question":"Q?","options":[{"label":7}]}]}"#,
+            r#"{"questions":[{"question":"Q?","options":[{"label":"A"}],"multiSelect":"yes"}]}"#,
+            r#"{"questions":[{"question":"Q?","header":3,"options":[{"label":"A"}]}]}"#,
+        ] {
+            assert!(map_dialog(call("AskUserQuestion", bad)).is_none(), "{bad}");
+        }
+        for bad in ["", "[1]", "\"plan\"", r#"{"plan":42}"#] {
+            assert!(map_dialog(call("ExitPlanMode", bad)).is_none(), "{bad}");
+        }
+    }
+}

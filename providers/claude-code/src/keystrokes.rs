@@ -1,0 +1,360 @@
+//! Keystroke recipes that answer a live AskUserQuestion picker (docs/compat.md §7).
+//!
+//! Geometry of the Claude Code 2.1.198 picker for one single-select question with N
+//! options: the N option rows, a synthesized "Type something." row (free text, lab's
+//! "Other"), a rule, then a synthesized "Chat about this" row. The cursor starts on the
+//! first option. Keys are tmux key names; the host plays the ops in order with its
+//! fixed pause between them (250 ms — back-to-back keys raced the committing Enter
+//! ahead of the navigation), so pacing is not this module's concern.
+//!
+//! - `{"option": i}` → `Up × (N − 1 + 2)`, `Down × i`, `Enter`.
+//! - `{"other": text}` → `Up × (N − 1 + 2)`, `Down × N`, literal `text`, `Enter`.
+//!
+//! The leading climb normalises the cursor to the first option wherever it is — the
+//! picker has `N − 1 + 2` rows below the first option that the cursor can sit on
+//! ("Type something." and "Chat about this"), and climbing past the top is harmless
+//! because the picker clamps there. It is sent for free text too, for the same reason.
+//!
+//! Multi-select (one question, `multiSelect: true`) follows the observed geometry:
+//! rows "[ ] label" × N, "[ ] Type something", "Submit"; Enter toggles the row under
+//! the cursor; Enter on "Submit" opens a review screen whose cursor is on "Submit
+//! answers"; Enter there submits. Whether lab answers such questions is
+//! [`MULTI_SELECT_ANSWERABLE`]; see the crate docs for the decision.
+//!
+//! Refused (with a message the host shows): a dialog that is not an answerable
+//! question, a number of answers other than one per question, an option index out of
+//! range, several options for a single-select question, an empty or multi-line free
+//! text (a newline would commit the picker half-typed).
+
+use lab_provider_sdk::{Answer, Dialog, DialogKind, KeyOp, Question};
+
+/// Whether a single multi-select question is answerable with [`multi_select_keys`].
+pub const MULTI_SELECT_ANSWERABLE: bool = false;
+
+/// Synthesized rows below the last option that the cursor can reach in a single-select
+/// picker: "Type something." and "Chat about this".
+pub const TRAILING_SYNTH_ROWS: usize = 2;
+
+/// Whether lab can answer a question list with keystrokes: exactly one question with at
+/// least one option (and, for multi-select, only if [`MULTI_SELECT_ANSWERABLE`]).
+pub fn supports(questions: &[Question]) -> bool {
+    match questions {
+        [q] => !q.options.is_empty() && (!q.multi_select || MULTI_SELECT_ANSWERABLE),
+        _ => false,
+    }
+}
+
+/// The keystrokes that answer `dialog` with `answers` (one per question, in order).
+pub fn answer_keys(dialog: &Dialog, answers: &[Answer]) -> Result<Vec<KeyOp>, String> {
+    if dialog.kind != DialogKind::Question {
+        return Err(format!(
+            "{} dialogs are answered in Claude Code's own interface, not with keystrokes",
+            dialog.tool_name
+        ));
+    }
+    if !dialog.answerable || !supports(&dialog.questions) {
+        return Err(match dialog.questions.as_slice() {
+            [q] if q.multi_select => "this multi-select question is not answerable from lab; answer it in Claude Code".into(),
+            [q] if q.options.is_empty() => "this question has no options to choose from".into(),
+            qs => format!(
+                "this dialog is not answerable from lab ({} questions; only a single question is); answer it in Claude Code",
+                qs.len()
+            ),
+        });
+    }
+    if answers.len() != dialog.questions.len() {
+        return Err(format!(
+            "expected exactly {} answer(s), one per question, got {}",
+            dialog.questions.len(),
+            answers.len()
+        ));
+    }
+    let (q, a) = (&dialog.questions[0], &answers[0]);
+    if q.multi_select {
+        let picks = match a {
+            Answer::Options(v) => v.clone(),
+            Answer::Option(i) => vec![*i],
+            Answer::Other(_) => {
+                return Err("free text in a multi-select question is not answerable from lab; answer it in Claude Code".into())
+            }
+        };
+        multi_select_keys(q.options.len(), &picks)
+    } else {
+        match a {
+            Answer::Option(i) => single_select_keys(q.options.len(), *i),
+            Answer::Other(text) => other_keys(q.options.len(), text),
+            Answer::Options(_) => Err(
+                "this question takes a single option (`option`), not several (`options`)".into(),
+            ),
+        }
+    }
+}
+
+fn keys(name: &str, n: usize) -> impl Iterator<Item = KeyOp> + '_ {
+    std::iter::repeat_with(move || KeyOp::key(name)).take(n)
+}
+
+/// Climb to the first option of a single-select picker with `n` options.
+fn normalise(n: usize) -> impl Iterator<Item = KeyOp> {
+    keys("Up", n.saturating_sub(1) + TRAILING_SYNTH_ROWS)
+}
+
+/// Select option `index` (0-based) of a single-select picker with `n` options.
+pub fn single_select_keys(n: usize, index: u32) -> Result<Vec<KeyOp>, String> {
+    let i = index as usize;
+    if i >= n {
+        return Err(format!(
+            "option {index} is out of range: the question has {n} options (0 to {})",
+            n.saturating_sub(1)
+        ));
+    }
+    Ok(normalise(n)
+        .chain(keys("Down", i))
+        .chain([KeyOp::key("Enter")])
+        .collect())
+}
+
+/// Type `text` into the "Type something." row of a single-select picker with `n` options.
+pub fn other_keys(n: usize, text: &str) -> Result<Vec<KeyOp>, String> {
+    check_free_text(text)?;
+    Ok(normalise(n)
+        .chain(keys("Down", n))
+        .chain([KeyOp::Literal(text.to_string()), KeyOp::key("Enter")])
+        .collect())
+}
+
+fn check_free_text(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("the free-text answer is empty".into());
+    }
+    if text.chars().any(char::is_control) {
+        return Err("the free-text answer must be one line without control characters (a newline would submit it half-typed)".into());
+    }
+    Ok(())
+}
+
+/// Toggle the options `picks` (0-based, any order, no repeats) of a multi-select picker
+/// with `n` options, then submit and confirm the review screen.
+///
+/// Rows: options `0..n`, "[ ] Type something" at `n`, "Submit" at `n + 1` (and
+/// possibly "Chat about this" below it). The climb covers all of them.
+pub fn multi_select_keys(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> {
+    if picks.is_empty() {
+        return Err("choose at least one option".into());
+    }
+    let mut sorted: Vec<usize> = picks.iter().map(|&p| p as usize).collect();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("option {} is listed more than once", w[0]));
+    }
+    if let Some(&last) = sorted.last() {
+        if last >= n {
+            return Err(format!(
+                "option {last} is out of range: the question has {n} options (0 to {})",
+                n.saturating_sub(1)
+            ));
+        }
+    }
+    let submit_row = n + 1;
+    let mut ops: Vec<KeyOp> = keys("Up", submit_row + 1).collect();
+    let mut cursor = 0;
+    for i in sorted {
+        ops.extend(keys("Down", i - cursor));
+        ops.push(KeyOp::key("Enter"));
+        cursor = i;
+    }
+    ops.extend(keys("Down", submit_row - cursor));
+    ops.push(KeyOp::key("Enter")); // Submit
+    ops.push(KeyOp::key("Enter")); // review screen: "Submit answers"
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab_provider_sdk::DialogOption;
+
+    fn question(n: usize, multi: bool) -> Question {
+        Question {
+            header: "Pick".into(),
+            question: "Which one?".into(),
+            multi_select: multi,
+            options: (0..n)
+                .map(|i| DialogOption {
+                    label: format!("opt{i}"),
+                    description: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn dialog(questions: Vec<Question>) -> Dialog {
+        let answerable = supports(&questions);
+        Dialog {
+            tool_id: "toolu_1".into(),
+            tool_name: "AskUserQuestion".into(),
+            kind: DialogKind::Question,
+            answerable,
+            questions,
+            plan: None,
+            deep_link: None,
+        }
+    }
+
+    /// Render ops compactly: "Up Up Down Enter" / literal as `'text'`.
+    fn show(ops: &[KeyOp]) -> String {
+        ops.iter()
+            .map(|op| match op {
+                KeyOp::Key(k) => k.clone(),
+                KeyOp::Literal(t) => format!("'{t}'"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn rep(k: &str, n: usize) -> Vec<&str> {
+        vec![k; n]
+    }
+
+    #[test]
+    fn option_recipe_for_every_index_with_two_three_four_options() {
+        for n in [2usize, 3, 4] {
+            let d = dialog(vec![question(n, false)]);
+            for i in 0..n {
+                let got = answer_keys(&d, &[Answer::Option(i as u32)]).unwrap();
+                let mut want = rep("Up", n - 1 + 2);
+                want.extend(rep("Down", i));
+                want.push("Enter");
+                assert_eq!(show(&got), want.join(" "), "n={n} i={i}");
+            }
+            let err = answer_keys(&d, &[Answer::Option(n as u32)]).unwrap_err();
+            assert!(err.contains("out of range"), "{err}");
+        }
+        // Spelled out once, so the shape is obvious.
+        let d = dialog(vec![question(3, false)]);
+        assert_eq!(
+            show(&answer_keys(&d, &[Answer::Option(2)]).unwrap()),
+            "Up Up Up Up Down Down Enter"
+        );
+        assert_eq!(
+            show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()),
+            "Up Up Up Up Enter"
+        );
+    }
+
+    #[test]
+    fn other_recipe_climbs_then_lands_on_type_something() {
+        for n in [2usize, 3, 4] {
+            let d = dialog(vec![question(n, false)]);
+            let got = answer_keys(&d, &[Answer::Other("use Redis, it's 'fine'".into())]).unwrap();
+            let mut want = rep("Up", n + 1);
+            want.extend(rep("Down", n));
+            let want = format!("{} 'use Redis, it's 'fine'' Enter", want.join(" "));
+            assert_eq!(show(&got), want, "n={n}");
+            assert_eq!(
+                got[got.len() - 2],
+                KeyOp::Literal("use Redis, it's 'fine'".into())
+            );
+        }
+    }
+
+    #[test]
+    fn free_text_is_checked() {
+        let d = dialog(vec![question(2, false)]);
+        assert!(answer_keys(&d, &[Answer::Other("".into())])
+            .unwrap_err()
+            .contains("empty"));
+        assert!(answer_keys(&d, &[Answer::Other("  ".into())])
+            .unwrap_err()
+            .contains("empty"));
+        assert!(answer_keys(&d, &[Answer::Other("a\nb".into())])
+            .unwrap_err()
+            .contains("one line"));
+        assert!(answer_keys(&d, &[Answer::Other("a\u{1b}[A".into())])
+            .unwrap_err()
+            .contains("control"));
+    }
+
+    #[test]
+    fn wrong_answer_counts_and_shapes_are_refused() {
+        let d = dialog(vec![question(3, false)]);
+        assert!(answer_keys(&d, &[]).unwrap_err().contains("exactly 1"));
+        assert!(answer_keys(&d, &[Answer::Option(0), Answer::Option(1)])
+            .unwrap_err()
+            .contains("exactly 1"));
+        assert!(answer_keys(&d, &[Answer::Options(vec![0, 1])])
+            .unwrap_err()
+            .contains("single option"));
+    }
+
+    #[test]
+    fn unanswerable_dialogs_are_refused() {
+        let two = dialog(vec![question(2, false), question(2, false)]);
+        assert!(!two.answerable);
+        let err = answer_keys(&two, &[Answer::Option(0), Answer::Option(0)]).unwrap_err();
+        assert!(err.contains("not answerable"), "{err}");
+
+        let mut forced = dialog(vec![question(2, false), question(2, false)]);
+        forced.answerable = true; // the host must not be able to talk us into it
+        assert!(answer_keys(&forced, &[Answer::Option(0), Answer::Option(0)]).is_err());
+
+        let mut flagged_off = dialog(vec![question(2, false)]);
+        flagged_off.answerable = false;
+        assert!(answer_keys(&flagged_off, &[Answer::Option(0)]).is_err());
+
+        let empty = dialog(vec![question(0, false)]);
+        assert!(answer_keys(&empty, &[Answer::Option(0)])
+            .unwrap_err()
+            .contains("no options"));
+
+        let plan = Dialog {
+            tool_id: "toolu_2".into(),
+            tool_name: "ExitPlanMode".into(),
+            kind: DialogKind::Plan,
+            answerable: false,
+            questions: vec![],
+            plan: Some("# Plan".into()),
+            deep_link: None,
+        };
+        assert!(answer_keys(&plan, &[])
+            .unwrap_err()
+            .contains("ExitPlanMode"));
+    }
+
+    #[test]
+    fn multi_select_answerability_follows_the_switch() {
+        let d = dialog(vec![question(3, true)]);
+        assert_eq!(d.answerable, MULTI_SELECT_ANSWERABLE);
+        let res = answer_keys(&d, &[Answer::Options(vec![0, 2])]);
+        assert_eq!(res.is_ok(), MULTI_SELECT_ANSWERABLE);
+        if !MULTI_SELECT_ANSWERABLE {
+            assert!(res.unwrap_err().contains("multi-select"));
+        }
+    }
+
+    #[test]
+    fn multi_select_recipe_toggles_then_submits_and_confirms() {
+        // 3 options: rows 0..2, "Type something" 3, "Submit" 4.
+        assert_eq!(
+            show(&multi_select_keys(3, &[2, 0]).unwrap()),
+            "Up Up Up Up Up Enter Down Down Enter Down Down Enter Enter"
+        );
+        assert_eq!(
+            show(&multi_select_keys(2, &[1]).unwrap()),
+            "Up Up Up Up Down Enter Down Down Enter Enter"
+        );
+        assert_eq!(
+            show(&multi_select_keys(4, &[0, 1, 2, 3]).unwrap()),
+            "Up Up Up Up Up Up Enter Down Enter Down Enter Down Enter Down Down Enter Enter"
+        );
+        assert!(multi_select_keys(3, &[])
+            .unwrap_err()
+            .contains("at least one"));
+        assert!(multi_select_keys(3, &[1, 1])
+            .unwrap_err()
+            .contains("more than once"));
+        assert!(multi_select_keys(3, &[3])
+            .unwrap_err()
+            .contains("out of range"));
+    }
+}

@@ -1,0 +1,766 @@
+//! Claude Code session transcript (`<config>/projects/<slug>/<session>.jsonl`) → chat
+//! messages and turn signals (docs/compat.md §5).
+//!
+//! Every line is one JSON object with a `type`. Each line's `sessionId` (any type)
+//! becomes the parse output's session id; its `timestamp` (RFC 3339) becomes the
+//! timestamp of every message it yields (`""` if absent).
+//!
+//! ## Lines that yield messages — one message per content block, in block order
+//!
+//! | line / block | message (role, kind, text) |
+//! |---|---|
+//! | `user`, `message.content` a string | user, `text`, the prompt |
+//! | `user` block `text` | user, `text` |
+//! | `user` block `image` / `document` | user, `image` / `document`, `[image]` / `[document]` |
+//! | `user` block `tool_result` `{tool_use_id, content, is_error}` | tool, `tool_result`, the result text (`content` a string, or its `text` blocks joined with `\n`, images as `[image]`); `tool_use_id`, `is_error` |
+//! | `assistant`, `message.content` a string | assistant, `text` |
+//! | `assistant` block `text` | assistant, `text` (markdown) |
+//! | `assistant` block `thinking` | assistant, `thinking`, the thinking text |
+//! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use`, a one-line summary (`Bash: ls -la`); `tool_use_id`, `tool_name`, `tool_input` = `input` as JSON text |
+//! | `system` with a string `content` | system, `text`, the content |
+//! | `[Request interrupted by user…]` user text | system, `text`, the marker text |
+//! | `assistant` with `isApiErrorMessage: true` | system, `text`, the error text |
+//!
+//! ## Lines and blocks skipped on purpose (no message, no turn signal, no diagnostic)
+//!
+//! - Line types other than `user` / `assistant` / `system` (`summary`, `mode`,
+//!   `permission-mode`, `file-history-snapshot`, `attachment`, and any new type).
+//! - `isSidechain: true` lines: a sub-agent's conversation. Its `end_turn` is not the
+//!   main agent's, so it must not drive the turn state.
+//! - User lines Claude Code writes for itself: `isMeta: true` (expanded slash-command
+//!   prompts, caveats, reminders), `isCompactSummary: true` and
+//!   `isVisibleInTranscriptOnly: true` (the compaction summary), and user text wrapped
+//!   in the local-command / bash-mode tags (`<command-name>`, `<command-message>`,
+//!   `<command-args>`, `<local-command-stdout>`, `<local-command-stderr>`,
+//!   `<local-command-caveat>`, `<bash-input>`, `<bash-stdout>`, `<bash-stderr>`) — they
+//!   record what the operator did in the TUI, not a prompt to the agent. The same tags
+//!   in `system` content (subtype `local_command`) are skipped too.
+//! - Empty text and thinking blocks, and Claude Code's `(no content)` placeholder text.
+//! - Content blocks of a type not listed above (`redacted_thinking`, server tool
+//!   blocks, future types) — forward compatible, the line's other blocks still count.
+//!
+//! ## Diagnostics
+//!
+//! A line that is not JSON, not an object, has no string `type`, or is a `user` /
+//! `assistant` / `system` line of the wrong shape (no `message` object, `content`
+//! neither string nor array, a block that is not an object, a `text` block without
+//! text, a `tool_use` without `id`/`name`, a `tool_result` without `tool_use_id`, …)
+//! becomes a diagnostic and yields nothing. Never a panic.
+//!
+//! ## Turn signals (the last one in the chunk wins; blocks in order within a line)
+//!
+//! - user prompt (text, image, document) → `working`; `tool_result` → `working`;
+//! - `[Request interrupted by user…]` → `idle` (the operator pressed Esc; Claude waits);
+//! - assistant `tool_use` block → `working` (also when `stop_reason` says otherwise);
+//! - assistant line without `tool_use` whose `message.stop_reason` is `end_turn`,
+//!   `stop_sequence`, `max_tokens` or `refusal` → `idle`; `tool_use` → `working`;
+//!   `null` / absent (Claude Code writes each streamed block as its own line, often all
+//!   with `stop_reason: null`) → no signal;
+//! - `system` subtype `turn_duration` → `idle` (written when a turn ends);
+//! - everything else → no signal.
+
+use lab_provider_sdk::{json, jsonl, jsonl::LineOutput, Message, ParseOutput, Role, TurnSignal};
+use serde_json::{Map, Value};
+
+/// Parse a chunk of complete transcript lines.
+pub fn parse_transcript(chunk: &[u8]) -> ParseOutput {
+    jsonl::parse_lines(chunk, parse_line)
+}
+
+/// Tags that open the user text Claude Code writes for local commands and bash mode.
+const COMMAND_TAGS: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+];
+
+const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
+const NO_CONTENT: &str = "(no content)";
+const SUMMARY_MAX_CHARS: usize = 120;
+
+/// One transcript line (a parsed JSON value) → what it yields.
+pub fn parse_line(v: &Value) -> Result<LineOutput, String> {
+    let obj = v.as_object().ok_or("line is not a JSON object")?;
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err("`type` is not a string".into()),
+        None => return Err("line has no `type`".into()),
+    };
+    let mut line = Line {
+        out: LineOutput {
+            session_id: json::str_at(v, "sessionId")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            ..Default::default()
+        },
+        ts: json::str_at(v, "timestamp").unwrap_or_default().to_string(),
+    };
+    if !matches!(ty, "user" | "assistant" | "system") || flag(obj, "isSidechain") {
+        return Ok(line.out);
+    }
+    match ty {
+        "user" => user(obj, &mut line)?,
+        "assistant" => assistant(obj, &mut line)?,
+        _ => system(obj, &mut line)?,
+    }
+    Ok(line.out)
+}
+
+struct Line {
+    out: LineOutput,
+    ts: String,
+}
+
+impl Line {
+    fn push(&mut self, role: Role, kind: &str, text: impl Into<String>) -> &mut Message {
+        let mut m = Message::text(role, text, self.ts.clone());
+        m.kind = kind.into();
+        self.out.messages.push(m);
+        self.out.messages.last_mut().expect("just pushed")
+    }
+    fn signal(&mut self, s: TurnSignal) {
+        self.out.turn = Some(s);
+    }
+}
+
+fn flag(obj: &Map<String, Value>, key: &str) -> bool {
+    obj.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The `message.content` of a user/assistant line: a string or an array of blocks.
+enum Content<'a> {
+    Text(&'a str),
+    Blocks(&'a [Value]),
+}
+
+fn content<'a>(obj: &'a Map<String, Value>, ty: &str) -> Result<Content<'a>, String> {
+    let msg = obj
+        .get("message")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{ty} line has no `message` object"))?;
+    match msg.get("content") {
+        Some(Value::String(s)) => Ok(Content::Text(s)),
+        Some(Value::Array(a)) => Ok(Content::Blocks(a)),
+        Some(_) => Err(format!(
+            "{ty} `message.content` is neither a string nor an array"
+        )),
+        None => Err(format!("{ty} line has no `message.content`")),
+    }
+}
+
+/// A content block as an object with its `type`.
+fn block(b: &Value, i: usize) -> Result<(&Map<String, Value>, &str), String> {
+    let obj = b
+        .as_object()
+        .ok_or_else(|| format!("content block {i} is not an object"))?;
+    let ty = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("content block {i} has no string `type`"))?;
+    Ok((obj, ty))
+}
+
+fn block_str<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+    ty: &str,
+    i: usize,
+) -> Result<&'a str, String> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("`{ty}` block {i} has no string `{key}`"))
+}
+
+fn is_command_wrapper(text: &str) -> bool {
+    let t = text.trim_start();
+    COMMAND_TAGS.iter().any(|tag| t.starts_with(tag))
+}
+
+fn user(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
+    let content = content(obj, "user")?;
+    if flag(obj, "isMeta")
+        || flag(obj, "isCompactSummary")
+        || flag(obj, "isVisibleInTranscriptOnly")
+    {
+        return Ok(());
+    }
+    match content {
+        Content::Text(s) => user_text(s, line),
+        Content::Blocks(blocks) => {
+            for (i, b) in blocks.iter().enumerate() {
+                let (bo, ty) = block(b, i)?;
+                match ty {
+                    "text" => user_text(block_str(bo, "text", ty, i)?, line),
+                    "tool_result" => {
+                        let id = block_str(bo, "tool_use_id", ty, i)?.to_string();
+                        let text = tool_result_text(bo.get("content"), i)?;
+                        let is_error = bo.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                        let m = line.push(Role::Tool, "tool_result", text);
+                        m.tool_use_id = Some(id);
+                        m.is_error = is_error;
+                        line.signal(TurnSignal::Working);
+                    }
+                    "image" | "document" => {
+                        line.push(Role::User, ty, format!("[{ty}]"));
+                        line.signal(TurnSignal::Working);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn user_text(text: &str, line: &mut Line) {
+    if text.trim().is_empty() || is_command_wrapper(text) {
+        return;
+    }
+    if text.trim_start().starts_with(INTERRUPT_PREFIX) {
+        line.push(Role::System, "text", text.trim());
+        line.signal(TurnSignal::Idle);
+        return;
+    }
+    line.push(Role::User, "text", text);
+    line.signal(TurnSignal::Working);
+}
+
+/// The text of a tool_result's `content`: a string, or text/image blocks.
+fn tool_result_text(content: Option<&Value>, i: usize) -> Result<String, String> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut texts = Vec::new();
+            for p in parts {
+                match p.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        texts.push(p.get("text").and_then(Value::as_str).ok_or_else(|| {
+                            format!("`tool_result` block {i} has a text part without string `text`")
+                        })?)
+                    }
+                    Some("image") => texts.push("[image]"),
+                    Some(_) => {}
+                    None => {
+                        return Err(format!(
+                            "`tool_result` block {i} has a content part without `type`"
+                        ))
+                    }
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        Some(_) => Err(format!(
+            "`tool_result` block {i} has `content` that is neither a string nor an array"
+        )),
+    }
+}
+
+fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
+    let content = content(obj, "assistant")?;
+    let stop_reason = json::str_at(obj.get("message").unwrap_or(&Value::Null), "stop_reason");
+    let text_role = if flag(obj, "isApiErrorMessage") {
+        Role::System
+    } else {
+        Role::Assistant
+    };
+    let mut used_tool = false;
+    match content {
+        Content::Text(s) => assistant_text(s, text_role, line),
+        Content::Blocks(blocks) => {
+            for (i, b) in blocks.iter().enumerate() {
+                let (bo, ty) = block(b, i)?;
+                match ty {
+                    "text" => assistant_text(block_str(bo, "text", ty, i)?, text_role, line),
+                    "thinking" => {
+                        let t = block_str(bo, "thinking", ty, i)?;
+                        if !t.trim().is_empty() {
+                            line.push(Role::Assistant, "thinking", t);
+                        }
+                    }
+                    "tool_use" => {
+                        let id = block_str(bo, "id", ty, i)?.to_string();
+                        let name = block_str(bo, "name", ty, i)?.to_string();
+                        let input = bo
+                            .get("input")
+                            .cloned()
+                            .unwrap_or_else(|| Value::Object(Map::new()));
+                        let m = line.push(Role::Assistant, "tool_use", tool_summary(&name, &input));
+                        m.tool_use_id = Some(id);
+                        m.tool_name = Some(name);
+                        m.tool_input = Some(input.to_string());
+                        used_tool = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if used_tool {
+        line.signal(TurnSignal::Working);
+    } else {
+        match stop_reason {
+            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => {
+                line.signal(TurnSignal::Idle)
+            }
+            Some("tool_use") => line.signal(TurnSignal::Working),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn assistant_text(text: &str, role: Role, line: &mut Line) {
+    if text.trim().is_empty() || text.trim() == NO_CONTENT {
+        return;
+    }
+    line.push(role, "text", text);
+}
+
+fn system(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
+    let subtype = match obj.get("subtype") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err("system `subtype` is not a string".into()),
+    };
+    let content = match obj.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err("system `content` is not a string".into()),
+    };
+    if subtype == Some("turn_duration") {
+        line.signal(TurnSignal::Idle);
+        return Ok(());
+    }
+    if subtype == Some("local_command") {
+        return Ok(());
+    }
+    if let Some(text) = content.filter(|t| !t.trim().is_empty() && !is_command_wrapper(t)) {
+        line.push(Role::System, "text", text);
+    }
+    Ok(())
+}
+
+/// A one-line human summary of a tool call: the tool name and its key input.
+pub fn tool_summary(name: &str, input: &Value) -> String {
+    let detail: Option<String> = match name {
+        "AskUserQuestion" => json::str_at(input, "questions/0/question").map(str::to_string),
+        "ExitPlanMode" => Some("plan ready for approval".to_string()),
+        "TodoWrite" => input
+            .get("todos")
+            .and_then(Value::as_array)
+            .map(|t| format!("{} items", t.len())),
+        _ => [
+            "command",
+            "file_path",
+            "notebook_path",
+            "path",
+            "pattern",
+            "url",
+            "query",
+            "description",
+            "prompt",
+            "skill",
+        ]
+        .iter()
+        .find_map(|k| {
+            input
+                .get(*k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
+        })
+        .map(str::to_string),
+    };
+    match detail {
+        Some(d) => format!("{name}: {}", one_line(&d, SUMMARY_MAX_CHARS)),
+        None => name.to_string(),
+    }
+}
+
+/// The first non-blank line of `s`, cut to `max` characters with an ellipsis.
+fn one_line(s: &str, max: usize) -> String {
+    let first = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let more_lines = s.trim().lines().count() > 1;
+    if first.chars().count() > max {
+        let cut: String = first.chars().take(max).collect();
+        format!("{cut}…")
+    } else if more_lines {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab_provider_sdk::Diagnostic;
+
+    fn parse(s: &str) -> ParseOutput {
+        parse_transcript(s.as_bytes())
+    }
+
+    #[test]
+    fn realistic_session_with_an_answered_question() {
+        let out = parse_transcript(include_bytes!("../testdata/session-ask-answered.jsonl"));
+        assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
+        assert_eq!(
+            out.session_id.as_deref(),
+            Some("3f2b8c1a-5d4e-4f60-9a7b-1c2d3e4f5a6b")
+        );
+        let got: Vec<(Role, &str, &str)> = out
+            .messages
+            .iter()
+            .map(|m| (m.role, m.kind.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Role::User, "text", "Add an order history endpoint. Ask me which database to use first."),
+                (Role::Assistant, "thinking", "The user wants me to ask about the database before starting."),
+                (Role::Assistant, "text", "Before I start, I need to know which database to use."),
+                (Role::Assistant, "tool_use", "AskUserQuestion: Which database should the order service use?"),
+                (
+                    Role::Tool,
+                    "tool_result",
+                    "User has answered your questions: \"Which database should the order service use?\"=\"PostgreSQL\". You can now continue with the user's answers in mind."
+                ),
+                (Role::Assistant, "tool_use", "Bash: ls migrations"),
+                (Role::Tool, "tool_result", "0001_init.sql\n0002_customers.sql"),
+                (Role::Assistant, "text", "PostgreSQL it is. I added migration `0003_orders.sql`."),
+            ]
+        );
+        let ask = &out.messages[3];
+        assert_eq!(
+            ask.tool_use_id.as_deref(),
+            Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE")
+        );
+        assert_eq!(ask.tool_name.as_deref(), Some("AskUserQuestion"));
+        assert_eq!(ask.timestamp, "2026-07-07T10:15:04.512Z");
+        let input: Value = serde_json::from_str(ask.tool_input.as_deref().unwrap()).unwrap();
+        assert_eq!(input["questions"][0]["options"][0]["label"], "PostgreSQL");
+        assert_eq!(
+            out.messages[4].tool_use_id.as_deref(),
+            Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE")
+        );
+        assert!(!out.messages[4].is_error);
+        assert_eq!(out.messages[0].timestamp, "2026-07-07T10:15:00.101Z");
+        // The chunk ends with system turn_duration.
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+        // The tool_use round-trips through the one dialog mapper.
+        let d = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolCall {
+            id: ask.tool_use_id.clone().unwrap(),
+            name: ask.tool_name.clone().unwrap(),
+            input: ask.tool_input.clone().unwrap(),
+        })
+        .unwrap();
+        assert!(d.answerable);
+        assert_eq!(d.questions[0].options.len(), 3);
+    }
+
+    #[test]
+    fn esc_on_the_picker_is_an_error_result_then_idle() {
+        let out = parse_transcript(include_bytes!("../testdata/session-ask-rejected.jsonl"));
+        assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
+        let r = out
+            .messages
+            .iter()
+            .find(|m| m.kind == "tool_result")
+            .unwrap();
+        assert_eq!(r.role, Role::Tool);
+        assert!(r.is_error);
+        assert_eq!(
+            r.tool_use_id.as_deref(),
+            Some("toolu_01Xy2Zk7LmN3pQ4rS5tU6vWx")
+        );
+        assert!(
+            r.text
+                .starts_with("The user doesn't want to proceed with this tool use."),
+            "{}",
+            r.text
+        );
+        let last = out.messages.last().unwrap();
+        assert_eq!(
+            (last.role, last.text.as_str()),
+            (Role::System, "[Request interrupted by user for tool use]")
+        );
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+    }
+
+    #[test]
+    fn bookkeeping_lines_pass_silently() {
+        let out = parse(concat!(
+            r#"{"type":"mode","mode":"normal","sessionId":"s-1"}"#,
+            "\n",
+            r#"{"type":"permission-mode","permissionMode":"auto","sessionId":"s-1"}"#,
+            "\n",
+            r#"{"type":"file-history-snapshot","messageId":"m1","snapshot":{"messageId":"m1","trackedFileBackups":{},"timestamp":"2026-07-07T10:15:00.100Z"},"isSnapshotUpdate":false}"#,
+            "\n",
+            r#"{"type":"attachment","attachment":{"type":"todo_reminder","content":[]},"uuid":"u","timestamp":"2026-07-07T10:15:00.100Z","sessionId":"s-1"}"#,
+            "\n",
+            r#"{"type":"summary","summary":"Order history endpoint","leafUuid":"x"}"#,
+            "\n",
+            r#"{"type":"some-future-thing","whatever":[1,2,3]}"#,
+            "\n",
+        ));
+        assert!(out.messages.is_empty());
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+        assert_eq!(out.turn, None);
+        assert_eq!(out.session_id.as_deref(), Some("s-1"));
+    }
+
+    #[test]
+    fn malformed_lines_become_diagnostics() {
+        let chunk = concat!(
+            "this is not json\n",
+            "[1,2]\n",
+            r#"{"no_type":true}"#,
+            "\n",
+            r#"{"type":7}"#,
+            "\n",
+            r#"{"type":"user"}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":42}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":["bare string block"]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"x"}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":{"odd":1}}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"text"}]}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"informational","content":{"not":"text"}}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"still fine"},"timestamp":"t"}"#,
+            "\n",
+        );
+        let out = parse(chunk);
+        let lines: Vec<u32> = out.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(
+            lines,
+            (0..12).collect::<Vec<u32>>(),
+            "{:#?}",
+            out.diagnostics
+        );
+        assert!(out.diagnostics[0].message.starts_with("not JSON"));
+        assert!(out.diagnostics[1].message.contains("not a JSON object"));
+        assert!(
+            out.diagnostics[6].message.contains("`id`"),
+            "{}",
+            out.diagnostics[6].message
+        );
+        assert_eq!(out.messages.len(), 1);
+        assert_eq!(out.messages[0].text, "still fine");
+    }
+
+    #[test]
+    fn streaming_assistant_lines_with_null_stop_reason_do_not_end_the_turn() {
+        let out = parse(concat!(
+            r#"{"type":"user","message":{"role":"user","content":"go"}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Working on it"}],"stop_reason":null}}"#,
+            "\n",
+        ));
+        assert_eq!(out.turn, Some(TurnSignal::Working));
+        for reason in ["end_turn", "stop_sequence", "max_tokens"] {
+            let line = format!(
+                "{{\"type\":\"assistant\",\"message\":{{\"content\":[{{\"type\":\"text\",\"text\":\"done\"}}],\"stop_reason\":\"{reason}\"}}}}\n"
+            );
+            assert_eq!(parse(&line).turn, Some(TurnSignal::Idle), "{reason}");
+        }
+        // A tool_use keeps the agent working whatever the stop_reason says.
+        let out = parse(concat!(
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Let me look"},{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"/x/src/main.rs"}}],"stop_reason":"end_turn"}}"#,
+            "\n",
+        ));
+        assert_eq!(out.turn, Some(TurnSignal::Working));
+        assert_eq!(out.messages[1].text, "Read: /x/src/main.rs");
+        assert_eq!(out.messages[1].role, Role::Assistant);
+    }
+
+    #[test]
+    fn meta_and_command_lines_are_skipped() {
+        let out = parse(concat!(
+            r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"Caveat: The messages below were generated by the user while running local commands."}}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>"}}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"<local-command-stdout>Set model to opus</local-command-stdout>"}}"#,
+            "\n",
+            r#"{"type":"user","isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"This session is being continued from a previous conversation..."}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"local_command","content":"<command-name>/model</command-name>","level":"info"}"#,
+            "\n",
+            r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"sub-agent prompt"}}"#,
+            "\n",
+            r#"{"type":"assistant","isSidechain":true,"message":{"content":[{"type":"text","text":"sub-agent done"}],"stop_reason":"end_turn"}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"(no content)"},{"type":"thinking","thinking":"","signature":"sig"},{"type":"redacted_thinking","data":"xx"}]}}"#,
+            "\n",
+        ));
+        assert!(out.messages.is_empty(), "{:#?}", out.messages);
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+        assert_eq!(out.turn, None);
+    }
+
+    #[test]
+    fn system_lines_with_text_become_system_messages() {
+        let out = parse(concat!(
+            r#"{"type":"system","subtype":"informational","content":"Claude Code has switched from npm to native installer.","level":"info","timestamp":"2026-07-07T10:00:00Z","sessionId":"s"}"#,
+            "\n",
+            r#"{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":150000}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"stop_hook_summary","hookCount":1,"hookInfos":[]}"#,
+            "\n",
+        ));
+        assert!(out.diagnostics.is_empty());
+        let texts: Vec<_> = out
+            .messages
+            .iter()
+            .map(|m| (m.role, m.text.as_str()))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                (
+                    Role::System,
+                    "Claude Code has switched from npm to native installer."
+                ),
+                (Role::System, "Conversation compacted")
+            ]
+        );
+        assert_eq!(out.messages[0].timestamp, "2026-07-07T10:00:00Z");
+        assert_eq!(out.turn, None);
+        let out = parse("{\"type\":\"system\",\"subtype\":\"turn_duration\",\"durationMs\":8123,\"isMeta\":false}\n");
+        assert!(out.messages.is_empty());
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+    }
+
+    #[test]
+    fn content_forms_and_tool_result_shapes() {
+        let out = parse(concat!(
+            r#"{"type":"assistant","message":{"content":"plain string reply","stop_reason":"end_turn"}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"text","text":"see this"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"line a"},{"type":"image","source":{}},{"type":"text","text":"line b"}]}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2"}]}}"#,
+            "\n",
+        ));
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+        let got: Vec<_> = out
+            .messages
+            .iter()
+            .map(|m| (m.role, m.kind.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Role::Assistant, "text", "plain string reply"),
+                (Role::User, "text", "see this"),
+                (Role::User, "image", "[image]"),
+                (Role::Tool, "tool_result", "line a\n[image]\nline b"),
+                (Role::Tool, "tool_result", ""),
+            ]
+        );
+        assert_eq!(out.turn, Some(TurnSignal::Working));
+    }
+
+    #[test]
+    fn api_error_messages_are_system_text() {
+        let out = parse(concat!(
+            r#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 Overloaded"}],"stop_reason":"stop_sequence"}}"#,
+            "\n",
+        ));
+        assert_eq!(out.messages[0].role, Role::System);
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+    }
+
+    #[test]
+    fn summaries_are_short_and_informative() {
+        use serde_json::json;
+        assert_eq!(
+            tool_summary(
+                "Bash",
+                &json!({"command":"cargo test","description":"Run tests"})
+            ),
+            "Bash: cargo test"
+        );
+        assert_eq!(
+            tool_summary("Edit", &json!({"file_path":"/a/b.rs","old_string":"x"})),
+            "Edit: /a/b.rs"
+        );
+        assert_eq!(
+            tool_summary("Grep", &json!({"pattern":"fn main"})),
+            "Grep: fn main"
+        );
+        assert_eq!(
+            tool_summary("Task", &json!({"description":"Find callers","prompt":"…"})),
+            "Task: Find callers"
+        );
+        assert_eq!(
+            tool_summary("TodoWrite", &json!({"todos":[{},{}]})),
+            "TodoWrite: 2 items"
+        );
+        assert_eq!(
+            tool_summary("ExitPlanMode", &json!({"plan":"# P"})),
+            "ExitPlanMode: plan ready for approval"
+        );
+        assert_eq!(tool_summary("Mystery", &json!({"x":1})), "Mystery");
+        assert_eq!(tool_summary("Bash", &json!("not an object")), "Bash");
+        assert_eq!(
+            tool_summary("Bash", &json!({"command":"set -e\nmake"})),
+            "Bash: set -e …"
+        );
+        let long = "x".repeat(300);
+        let s = tool_summary("Bash", &json!({ "command": long }));
+        assert_eq!(s.chars().count(), "Bash: ".len() + SUMMARY_MAX_CHARS + 1);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn reparsing_is_deterministic() {
+        let bytes = include_bytes!("../testdata/session-ask-answered.jsonl");
+        assert_eq!(parse_transcript(bytes), parse_transcript(bytes));
+    }
+
+    /// Transcripts captured from the real `claude` binary (if any were added) parse
+    /// without a single diagnostic.
+    #[test]
+    fn real_transcripts_parse_cleanly() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            let out = parse_transcript(&bytes);
+            assert!(
+                out.diagnostics.is_empty(),
+                "{}: {:#?}",
+                f.display(),
+                out.diagnostics
+            );
+        }
+    }
+}
