@@ -1,0 +1,772 @@
+//! `fake-claude [--session-id UUID] [--settings FILE] [--permission-mode MODE] [PROMPT]`
+//!
+//! A scripted stand-in for the interactive Claude Code TUI. It writes the session
+//! transcript and runs the `--settings` hook commands the way Claude Code 2.1.198 does,
+//! and its pickers and composer really react to keys played with `tmux send-keys`.
+//! What it does is read from the JSON script named by `FAKE_CLAUDE_SCRIPT`; every event
+//! is also appended to `FAKE_CLAUDE_LOG` (one JSON object per line) when that is set.
+//! See README.md for the script format.
+
+mod hooks;
+mod keys;
+mod script;
+mod ui;
+mod util;
+
+use hooks::{HookRun, Hooks};
+use keys::{Input, Key, RawMode};
+use script::{AskStep, BashStep, IdleStep, PlanStep, Question, Script, Step};
+use serde_json::{json, Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::time::{Duration, Instant};
+use ui::{AskOutcome, AskPicker, Choice, ChoiceOutcome, Composer, ComposerOutcome, Screen};
+use util::{api_id, iso_now, uuid_v4};
+
+const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+const CHAT_ABOUT_THIS: &str = "The user wants to clarify these questions. This means they may have additional information, context or questions for you. Take their response into account and then reformulate the questions if appropriate. Start by asking them what they would like to clarify.";
+const USAGE: &str = "usage: FAKE_CLAUDE_SCRIPT=script.json fake-claude [--session-id UUID] [--settings FILE] [--permission-mode MODE] [PROMPT]";
+
+/// Claude flags that take a value, so their value is not mistaken for the prompt.
+const VALUE_FLAGS: &[&str] = &[
+    "--session-id", "--settings", "--permission-mode", "--model", "--fallback-model",
+    "--append-system-prompt", "--system-prompt", "--system-prompt-file",
+    "--append-system-prompt-file", "--allowedTools", "--allowed-tools", "--disallowedTools",
+    "--disallowed-tools", "--tools", "--mcp-config", "--add-dir", "--resume", "-r",
+    "--output-format", "--input-format", "--max-turns", "--agents", "--agent",
+    "--setting-sources", "--permission-prompt-tool", "--plugin-dir", "--max-budget-usd",
+    "--betas", "--json-schema", "--debug-file", "--effort",
+];
+
+#[derive(Default, Debug)]
+struct Args {
+    session_id: Option<String>,
+    settings: Option<String>,
+    permission_mode: Option<String>,
+    prompt: Option<String>,
+}
+
+fn parse_args(argv: impl Iterator<Item = String>) -> Args {
+    let mut a = Args::default();
+    let mut it = argv.peekable();
+    let mut positional_only = false;
+    while let Some(arg) = it.next() {
+        if positional_only || !arg.starts_with('-') || arg == "-" {
+            a.prompt = Some(arg);
+            continue;
+        }
+        if arg == "--" {
+            positional_only = true;
+            continue;
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if !VALUE_FLAGS.contains(&flag.as_str()) {
+            continue; // unknown or boolean flag: ignored
+        }
+        let value = match inline {
+            Some(v) => Some(v),
+            None => it.next(),
+        };
+        match flag.as_str() {
+            "--session-id" => a.session_id = value,
+            "--settings" => a.settings = value,
+            "--permission-mode" => a.permission_mode = value,
+            _ => {}
+        }
+    }
+    a
+}
+
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+}
+
+/// The event log named by FAKE_CLAUDE_LOG.
+struct Log(Option<File>);
+
+impl Log {
+    fn event(&self, mut v: Value) {
+        let Some(f) = &self.0 else { return };
+        if let Value::Object(m) = &mut v {
+            m.insert("ts".into(), json!(iso_now()));
+        }
+        let mut line = v.to_string();
+        line.push('\n');
+        let mut f = f;
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// The session JSONL, appended one whole line per write.
+struct Transcript {
+    file: File,
+    path: String,
+    session_id: String,
+    cwd: String,
+    version: String,
+    last_uuid: Option<String>,
+}
+
+impl Transcript {
+    /// A new conversation entry chained to the previous one (it becomes the new parent
+    /// whether or not it is written right away).
+    fn entry(&mut self, ty: &str) -> Map<String, Value> {
+        let uuid = uuid_v4();
+        let mut m = Map::new();
+        m.insert("parentUuid".into(), json!(self.last_uuid));
+        m.insert("isSidechain".into(), json!(false));
+        m.insert("userType".into(), json!("external"));
+        m.insert("cwd".into(), json!(self.cwd));
+        m.insert("sessionId".into(), json!(self.session_id));
+        m.insert("version".into(), json!(self.version));
+        m.insert("gitBranch".into(), json!(""));
+        m.insert("type".into(), json!(ty));
+        m.insert("uuid".into(), json!(uuid));
+        m.insert("timestamp".into(), json!(iso_now()));
+        self.last_uuid = Some(uuid);
+        m
+    }
+
+    fn write(&mut self, v: &Value) {
+        let mut line = v.to_string();
+        line.push('\n');
+        let _ = self.file.write_all(line.as_bytes());
+        let _ = self.file.flush();
+    }
+}
+
+struct ToolOutcome {
+    content: String,
+    is_error: bool,
+    /// The `toolUseResult` of the transcript line and the PostToolUse `tool_response`.
+    result: Value,
+    /// `tool_input` for the PostToolUse hook; None = the hook does not fire.
+    post_input: Option<Value>,
+    /// Extra fields for the `answer` log event.
+    log: Value,
+}
+
+enum Waited<O> {
+    Done(O),
+    Afk,
+}
+
+trait Widget {
+    type Out;
+    fn on_key(&mut self, k: &Key) -> Option<Self::Out>;
+    fn render(&self) -> Vec<String>;
+}
+
+impl Widget for AskPicker {
+    type Out = AskOutcome;
+    fn on_key(&mut self, k: &Key) -> Option<AskOutcome> {
+        AskPicker::on_key(self, k)
+    }
+    fn render(&self) -> Vec<String> {
+        AskPicker::render(self)
+    }
+}
+
+impl Widget for Choice {
+    type Out = ChoiceOutcome;
+    fn on_key(&mut self, k: &Key) -> Option<ChoiceOutcome> {
+        Choice::on_key(self, k)
+    }
+    fn render(&self) -> Vec<String> {
+        Choice::render(self)
+    }
+}
+
+impl Widget for Composer {
+    type Out = ComposerOutcome;
+    fn on_key(&mut self, k: &Key) -> Option<ComposerOutcome> {
+        Composer::on_key(self, k)
+    }
+    fn render(&self) -> Vec<String> {
+        Composer::render(self)
+    }
+}
+
+struct Agent {
+    tx: Transcript,
+    hooks: Hooks,
+    log: Log,
+    input: Input,
+    screen: Screen,
+    raw: RawMode,
+    model: String,
+    effort: String,
+    flush_pending: bool,
+    permission_mode: String,
+    prompt_id: String,
+    turn_open: bool,
+    turn_start: Instant,
+    /// The last thing written was an assistant text line carrying `end_turn`.
+    ended_with_text: bool,
+}
+
+impl Agent {
+    // ---- process ---------------------------------------------------------------------
+
+    fn exit(&mut self, code: i32) -> ! {
+        self.log.event(json!({"event": "exit", "code": code}));
+        self.raw.restore();
+        let _ = std::io::stdout().write_all(b"\r\n");
+        let _ = std::io::stdout().flush();
+        std::process::exit(code)
+    }
+
+    // ---- hooks -------------------------------------------------------------------------
+
+    fn hook_base(&self, event: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("session_id".into(), json!(self.tx.session_id));
+        m.insert("transcript_path".into(), json!(self.tx.path));
+        m.insert("cwd".into(), json!(self.tx.cwd));
+        m.insert("prompt_id".into(), json!(self.prompt_id));
+        m.insert("permission_mode".into(), json!(self.permission_mode));
+        m.insert("hook_event_name".into(), json!(event));
+        m
+    }
+
+    fn run_hooks(&mut self, event: &str, target: &str, payload: Map<String, Value>, tool_use_id: Option<&str>) -> Vec<HookRun> {
+        let payload = Value::Object(payload);
+        let runs = self.hooks.run(event, target, &payload);
+        for r in &runs {
+            self.log.event(json!({
+                "event": "hook",
+                "hook_event_name": event,
+                "target": target,
+                "tool_use_id": tool_use_id,
+                "command": r.command,
+                "exit_code": r.exit_code,
+                "timed_out": r.timed_out,
+                "duration_ms": r.duration_ms,
+                "stdout": r.stdout,
+                "stderr": r.stderr,
+            }));
+        }
+        runs
+    }
+
+    fn notify(&mut self, notification_type: &str, message: &str) {
+        let mut p = self.hook_base("Notification");
+        p.remove("permission_mode");
+        p.insert("message".into(), json!(message));
+        p.insert("notification_type".into(), json!(notification_type));
+        self.log.event(json!({"event": "notification", "notification_type": notification_type, "message": message}));
+        self.screen.set_status(&format!("🔔 {message}"));
+        self.run_hooks("Notification", notification_type, p, None);
+    }
+
+    // ---- transcript --------------------------------------------------------------------
+
+    fn assistant_entry(&mut self, content: Value, stop_reason: Option<&str>) -> Map<String, Value> {
+        let mut m = self.tx.entry("assistant");
+        m.insert(
+            "message".into(),
+            json!({
+                "id": api_id("msg_01", 22),
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": content,
+                "stop_reason": stop_reason,
+                "stop_sequence": null,
+                "usage": {
+                    "input_tokens": 4,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                    "output_tokens": 12,
+                    "service_tier": "standard"
+                }
+            }),
+        );
+        m.insert("requestId".into(), json!(api_id("req_011C", 20)));
+        m
+    }
+
+    fn say(&mut self, text: &str, end_turn: bool) {
+        let e = self.assistant_entry(json!([{"type": "text", "text": text}]), end_turn.then_some("end_turn"));
+        self.tx.write(&Value::Object(e));
+        self.log.event(json!({"event": "say", "text": text, "end_turn": end_turn}));
+        self.screen.push(&format!("● {text}"));
+        self.turn_open = true;
+        self.ended_with_text = end_turn;
+    }
+
+    fn user_message(&mut self, text: &str, source: &str) {
+        self.prompt_id = uuid_v4();
+        let mut e = self.tx.entry("user");
+        e.insert("message".into(), json!({"role": "user", "content": text}));
+        e.insert("permissionMode".into(), json!(self.permission_mode));
+        let uuid = e["uuid"].clone();
+        self.tx.write(&json!({
+            "type": "file-history-snapshot",
+            "messageId": uuid,
+            "snapshot": {"messageId": uuid, "trackedFileBackups": {}, "timestamp": iso_now()},
+            "isSnapshotUpdate": false
+        }));
+        self.tx.write(&Value::Object(e));
+        self.log.event(json!({"event": "user_message", "source": source, "text": text}));
+        self.screen.push(&format!("> {text}"));
+        self.turn_open = true;
+        self.turn_start = Instant::now();
+        self.ended_with_text = false;
+        let mut p = self.hook_base("UserPromptSubmit");
+        p.insert("prompt".into(), json!(text));
+        self.run_hooks("UserPromptSubmit", "", p, None);
+    }
+
+    fn set_permission_mode(&mut self, mode: &str) {
+        self.permission_mode = mode.to_string();
+        self.tx.write(&json!({"type": "permission-mode", "permissionMode": mode, "sessionId": self.tx.session_id}));
+    }
+
+    /// Closes an open turn: `end_turn` text (unless the last line already was one), the
+    /// `turn_duration` system line, and the Stop hooks.
+    fn end_turn(&mut self, text: Option<&str>) {
+        if !self.turn_open {
+            return;
+        }
+        if !self.ended_with_text {
+            self.say(text.unwrap_or("Done."), true);
+        }
+        let mut e = self.tx.entry("system");
+        e.insert("subtype".into(), json!("turn_duration"));
+        e.insert("durationMs".into(), json!(self.turn_start.elapsed().as_millis() as u64));
+        e.insert("isMeta".into(), json!(false));
+        self.tx.write(&Value::Object(e));
+        self.turn_open = false;
+        self.ended_with_text = false;
+        let mut p = self.hook_base("Stop");
+        p.remove("prompt_id");
+        p.insert("stop_hook_active".into(), json!(false));
+        self.run_hooks("Stop", "", p, None);
+    }
+
+    // ---- keys --------------------------------------------------------------------------
+
+    /// Draws `w` and feeds it keys until it is done. `notify` fires a Notification once if
+    /// it is still open after that long; `afk` gives up if no key at all arrives in time.
+    fn run_widget<W: Widget>(
+        &mut self,
+        w: &mut W,
+        ready: Value,
+        notify: Option<(u64, &str, &str)>,
+        afk: Option<u64>,
+    ) -> Waited<W::Out> {
+        let opened = Instant::now();
+        let mut notify_at = notify.map(|(ms, t, m)| (opened + Duration::from_millis(ms), t.to_string(), m.to_string()));
+        let mut afk_at = afk.map(|ms| opened + Duration::from_millis(ms));
+        self.screen.draw(&w.render());
+        self.log.event(ready);
+        loop {
+            let deadline = match (&notify_at, afk_at) {
+                (Some((n, ..)), Some(a)) => Some((*n).min(a)),
+                (Some((n, ..)), None) => Some(*n),
+                (None, a) => a,
+            };
+            match self.input.next_key(deadline) {
+                None => {
+                    let now = Instant::now();
+                    if notify_at.as_ref().is_some_and(|(n, ..)| *n <= now) {
+                        if let Some((_, t, m)) = notify_at.take() {
+                            self.notify(&t, &m);
+                        }
+                    }
+                    if afk_at.is_some_and(|a| a <= now) {
+                        return Waited::Afk;
+                    }
+                }
+                Some(Key::Eof) => {
+                    self.log.event(json!({"event": "eof"}));
+                    self.exit(0);
+                }
+                Some(k) => {
+                    afk_at = None; // "any key to stay"
+                    if let Some(o) = w.on_key(&k) {
+                        self.screen.set_status("");
+                        return Waited::Done(o);
+                    }
+                }
+            }
+            self.screen.draw(&w.render());
+        }
+    }
+
+    // ---- tools -------------------------------------------------------------------------
+
+    /// One tool call: the assistant tool_use line (now, or on resolve when pending lines
+    /// are not flushed), PreToolUse hooks (exit 2 blocks), the interaction, the tool_result
+    /// line, PostToolUse hooks when the tool ran, and an `answer` log event.
+    fn tool_use(
+        &mut self,
+        name: &str,
+        input: Value,
+        summary: &str,
+        interact: impl FnOnce(&mut Agent, &str) -> ToolOutcome,
+    ) {
+        let id = api_id("toolu_01", 22);
+        let started = Instant::now();
+        let entry = self.assistant_entry(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]), Some("tool_use"));
+        let tool_uuid = entry["uuid"].clone();
+        let entry = Value::Object(entry);
+        self.turn_open = true;
+        self.ended_with_text = false;
+        if self.flush_pending {
+            self.tx.write(&entry);
+        }
+        self.log.event(json!({"event": "tool_use", "tool_name": name, "tool_use_id": id, "flushed": self.flush_pending}));
+        self.screen.push(&format!("● {name}({summary})"));
+
+        let mut p = self.hook_base("PreToolUse");
+        p.insert("effort".into(), json!({"level": self.effort}));
+        p.insert("tool_name".into(), json!(name));
+        p.insert("tool_input".into(), input.clone());
+        p.insert("tool_use_id".into(), json!(id));
+        let runs = self.run_hooks("PreToolUse", name, p, Some(&id));
+        let outcome = match runs.iter().find(|r| r.exit_code == Some(2)) {
+            Some(r) => {
+                let msg = format!("PreToolUse:{name} hook error: [{}]: {}", r.command, r.stderr.trim_end());
+                ToolOutcome {
+                    content: msg.clone(),
+                    is_error: true,
+                    result: json!(format!("Error: {msg}")),
+                    post_input: None,
+                    log: json!({"outcome": "blocked_by_hook"}),
+                }
+            }
+            None => interact(self, &id),
+        };
+
+        if !self.flush_pending {
+            self.tx.write(&entry);
+        }
+        let mut block = json!({"tool_use_id": id, "type": "tool_result", "content": outcome.content});
+        if outcome.is_error {
+            block["is_error"] = json!(true);
+        }
+        let mut e = self.tx.entry("user");
+        e.insert("message".into(), json!({"role": "user", "content": [block]}));
+        e.insert("toolUseResult".into(), outcome.result.clone());
+        e.insert("sourceToolAssistantUUID".into(), tool_uuid);
+        self.tx.write(&Value::Object(e));
+        let first = outcome.content.lines().next().unwrap_or("").chars().take(200).collect::<String>();
+        self.screen.push(&format!("  ⎿  {first}"));
+
+        let mut log = json!({"event": "answer", "tool_name": name, "tool_use_id": id, "is_error": outcome.is_error, "content": outcome.content});
+        if let (Value::Object(l), Value::Object(extra)) = (&mut log, &outcome.log) {
+            l.extend(extra.clone());
+        }
+        self.log.event(log);
+
+        if let Some(post_input) = outcome.post_input {
+            let mut p = self.hook_base("PostToolUse");
+            p.insert("tool_name".into(), json!(name));
+            p.insert("tool_input".into(), post_input);
+            p.insert("tool_response".into(), outcome.result);
+            p.insert("tool_use_id".into(), json!(id));
+            p.insert("duration_ms".into(), json!(started.elapsed().as_millis() as u64));
+            self.run_hooks("PostToolUse", name, p, Some(&id));
+        }
+    }
+
+    fn ask(&mut self, step: &AskStep) {
+        let qs: Vec<Question> = step.questions.clone();
+        let input = script::ask_tool_input(&qs);
+        let summary = format!("{} question{}", qs.len(), if qs.len() == 1 { "" } else { "s" });
+        self.tool_use("AskUserQuestion", input, &summary, |a, id| {
+            let mut picker = AskPicker::new(qs.clone());
+            let ready = json!({"event": "ready", "widget": "ask", "tool_use_id": id});
+            let notify = step.notify_after_ms.map(|ms| (ms, "permission_prompt", "Claude needs your permission"));
+            let qjson = serde_json::to_value(&qs).unwrap_or(Value::Null);
+            match a.run_widget(&mut picker, ready, notify, step.afk_after_ms) {
+                Waited::Done(AskOutcome::Answered(ans)) => {
+                    let mut map = Map::new();
+                    let mut parts = Vec::new();
+                    for (q, a) in qs.iter().zip(ans) {
+                        if let Some(a) = a {
+                            parts.push(format!("\"{}\"=\"{}\"", q.question, a));
+                            map.insert(q.question.clone(), json!(a));
+                        }
+                    }
+                    let answers = Value::Object(map);
+                    ToolOutcome {
+                        content: format!(
+                            "User has answered your questions: {}. You can now continue with the user's answers in mind.",
+                            parts.join(", ")
+                        ),
+                        is_error: false,
+                        result: json!({"questions": qjson, "answers": answers}),
+                        post_input: Some(json!({"questions": qjson, "answers": answers})),
+                        log: json!({"outcome": "answered", "answers": answers}),
+                    }
+                }
+                Waited::Done(AskOutcome::Cancelled) => ToolOutcome {
+                    content: REJECTED.into(),
+                    is_error: true,
+                    result: json!("User rejected tool use"),
+                    post_input: None,
+                    log: json!({"outcome": "rejected"}),
+                },
+                Waited::Done(AskOutcome::Chat) => ToolOutcome {
+                    content: CHAT_ABOUT_THIS.into(),
+                    is_error: true,
+                    result: json!("User rejected tool use"),
+                    post_input: None,
+                    log: json!({"outcome": "chat"}),
+                },
+                Waited::Afk => {
+                    let ms = step.afk_after_ms.unwrap_or(0);
+                    ToolOutcome {
+                        content: format!(
+                            "No response after {}s — the user may be away from keyboard. Proceed with your best judgment and note any assumptions you made.",
+                            ms / 1000
+                        ),
+                        is_error: false,
+                        result: json!({"questions": qjson, "answers": {}}),
+                        post_input: Some(json!({"questions": qjson, "answers": {}, "afkTimeoutMs": ms})),
+                        log: json!({"outcome": "afk", "answers": {}}),
+                    }
+                }
+            }
+        });
+    }
+
+    fn plan(&mut self, step: &PlanStep) {
+        let plan = step.plan().to_string();
+        self.tool_use("ExitPlanMode", json!({"plan": plan}), "", |a, id| {
+            let mut title = vec!["Exit plan mode?".to_string(), String::new()];
+            title.extend(plan.lines().map(|l| format!("  {l}")));
+            title.push(String::new());
+            title.push("Claude has written up a plan and is ready to execute. Would you like to proceed?".into());
+            let mut c = Choice::new(title, &["Yes", "No"]);
+            let ready = json!({"event": "ready", "widget": "plan", "tool_use_id": id});
+            let notify = step.notify_after_ms().map(|ms| (ms, "permission_prompt", "Claude Code needs your approval for the plan"));
+            match a.run_widget(&mut c, ready, notify, None) {
+                Waited::Done(ChoiceOutcome::Picked(0)) => {
+                    if a.permission_mode == "plan" {
+                        a.set_permission_mode("default");
+                    }
+                    ToolOutcome {
+                        content: format!(
+                            "User has approved your plan. You can now start coding. Start with updating your todo list if applicable\n\n## Approved Plan:\n{plan}"
+                        ),
+                        is_error: false,
+                        result: json!({"plan": plan, "isAgent": false}),
+                        post_input: Some(json!({"plan": plan})),
+                        log: json!({"outcome": "approved"}),
+                    }
+                }
+                other => ToolOutcome {
+                    content: REJECTED.into(),
+                    is_error: true,
+                    result: json!("User rejected tool use"),
+                    post_input: None,
+                    log: json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
+                },
+            }
+        });
+    }
+
+    fn bash(&mut self, step: &BashStep) {
+        let mut input = json!({"command": step.command});
+        if let Some(d) = &step.description {
+            input["description"] = json!(d);
+        }
+        self.tool_use("Bash", input.clone(), &step.command, |a, id| {
+            let mut title = vec!["Bash command".to_string(), String::new(), format!("  {}", step.command)];
+            if let Some(d) = &step.description {
+                title.push(format!("  {d}"));
+            }
+            title.push(String::new());
+            title.push("Do you want to proceed?".into());
+            let mut c = Choice::new(title, &["Yes", "No"]);
+            let ready = json!({"event": "ready", "widget": "bash", "tool_use_id": id});
+            let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission to use Bash"));
+            match a.run_widget(&mut c, ready, notify, None) {
+                Waited::Done(ChoiceOutcome::Picked(0)) => ToolOutcome {
+                    content: step.output.clone(),
+                    is_error: false,
+                    result: json!({"stdout": step.output, "stderr": "", "interrupted": false, "isImage": false}),
+                    post_input: Some(input.clone()),
+                    log: json!({"outcome": "approved"}),
+                },
+                other => ToolOutcome {
+                    content: REJECTED.into(),
+                    is_error: true,
+                    result: json!("User rejected tool use"),
+                    post_input: None,
+                    log: json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
+                },
+            }
+        });
+    }
+
+    /// Ends the turn, then waits in the composer for one message and records it.
+    fn idle(&mut self, step: &IdleStep) -> String {
+        self.end_turn(step.say.as_deref());
+        let mut c = Composer::default();
+        let notify = step.notify_after_ms.map(|ms| (ms, "idle_prompt", "Claude is waiting for your input"));
+        match self.run_widget(&mut c, json!({"event": "ready", "widget": "composer"}), notify, None) {
+            Waited::Done(ComposerOutcome::Submit(text)) => {
+                self.user_message(&text, "composer");
+                text
+            }
+            _ => self.exit(0),
+        }
+    }
+
+    fn run(&mut self, steps: &[Step]) -> ! {
+        for (i, step) in steps.iter().enumerate() {
+            self.log.event(json!({"event": "step", "index": i}));
+            match step {
+                Step::Say(text) => {
+                    let next = steps[i + 1..].iter().find(|s| !matches!(s, Step::SleepMs(_)));
+                    let ends = matches!(next, None | Some(Step::Idle(_)));
+                    self.say(text, ends);
+                    self.screen.draw(&[]);
+                }
+                Step::Ask(a) => self.ask(a),
+                Step::Plan(p) => self.plan(p),
+                Step::Bash(b) => self.bash(b),
+                Step::Notify(n) => {
+                    self.notify(&n.notification_type, &n.message);
+                    self.screen.draw(&[]);
+                }
+                Step::Idle(s) => {
+                    self.idle(s);
+                }
+                Step::SleepMs(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                Step::Exit(code) => self.exit(*code),
+            }
+        }
+        // Out of script: an agent that never ends — echo every message back.
+        self.log.event(json!({"event": "script_done"}));
+        loop {
+            let text = self.idle(&IdleStep::default());
+            self.say(&format!("You said: {text}"), true);
+        }
+    }
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("fake-claude: {msg}");
+    std::process::exit(2)
+}
+
+fn main() {
+    let args = parse_args(std::env::args().skip(1));
+    let script_path = match std::env::var("FAKE_CLAUDE_SCRIPT") {
+        Ok(p) if !p.is_empty() => p,
+        _ => fail(&format!("FAKE_CLAUDE_SCRIPT is not set\n{USAGE}")),
+    };
+    let script = Script::load(&script_path).unwrap_or_else(|e| fail(&e));
+    let session_id = match args.session_id {
+        Some(s) if is_uuid(&s) => s.to_ascii_lowercase(),
+        Some(s) => fail(&format!("invalid session id {s:?}: must be a valid UUID")),
+        None => uuid_v4(),
+    };
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|e| fail(&format!("no working directory: {e}")));
+    let config_dir = match std::env::var("CLAUDE_CONFIG_DIR") {
+        Ok(d) if !d.is_empty() => d,
+        _ => match std::env::var("HOME") {
+            Ok(h) if !h.is_empty() => format!("{h}/.claude"),
+            _ => fail("neither CLAUDE_CONFIG_DIR nor HOME is set"),
+        },
+    };
+    let project_dir = format!("{config_dir}/projects/{}", util::project_slug(&cwd));
+    if let Err(e) = std::fs::create_dir_all(&project_dir) {
+        fail(&format!("cannot create {project_dir}: {e}"));
+    }
+    let path = format!("{project_dir}/{session_id}.jsonl");
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| fail(&format!("cannot open transcript {path}: {e}")));
+    let hooks = Hooks::load(args.settings.as_deref(), script.hook_timeout_ms, &cwd).unwrap_or_else(|e| fail(&e));
+    let log = Log(std::env::var("FAKE_CLAUDE_LOG").ok().filter(|p| !p.is_empty()).map(|p| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .unwrap_or_else(|e| fail(&format!("cannot open FAKE_CLAUDE_LOG {p}: {e}")))
+    }));
+
+    let raw = RawMode::enable(0);
+    let permission_mode = args.permission_mode.unwrap_or_else(|| "default".into());
+    let mut agent = Agent {
+        tx: Transcript {
+            file,
+            path: path.clone(),
+            session_id: session_id.clone(),
+            cwd: cwd.clone(),
+            version: script.version.clone(),
+            last_uuid: None,
+        },
+        hooks,
+        log,
+        input: Input::from_fd(0),
+        screen: Screen::new(vec![
+            format!("✻ fake-claude {} — scripted Claude Code stand-in", script.version),
+            format!("  session {session_id} · {cwd}"),
+            String::new(),
+        ]),
+        raw,
+        model: script.model.clone(),
+        effort: script.effort.clone(),
+        flush_pending: script.flush_pending_tool_use,
+        permission_mode: permission_mode.clone(),
+        prompt_id: uuid_v4(),
+        turn_open: false,
+        turn_start: Instant::now(),
+        ended_with_text: false,
+    };
+    agent.log.event(json!({
+        "event": "start",
+        "pid": std::process::id(),
+        "session_id": session_id,
+        "transcript_path": path,
+        "cwd": cwd,
+        "settings": args.settings,
+        "permission_mode": permission_mode,
+        "prompt": args.prompt,
+        "raw_tty": agent.raw.is_raw(),
+    }));
+    agent.set_permission_mode(&permission_mode);
+    agent.screen.draw(&[]);
+    if let Some(p) = args.prompt.as_deref().filter(|p| !p.is_empty()) {
+        agent.user_message(p, "prompt");
+        agent.screen.draw(&[]);
+    }
+    agent.run(&script.steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Args {
+        parse_args(v.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn cli_like_claude() {
+        let a = args(&["--session-id", "0b4e6a8e-0000-4000-8000-000000000001", "--model", "opus", "--verbose", "--settings=/s.json", "--permission-mode", "plan", "do it"]);
+        assert_eq!(a.session_id.as_deref(), Some("0b4e6a8e-0000-4000-8000-000000000001"));
+        assert_eq!(a.settings.as_deref(), Some("/s.json"));
+        assert_eq!(a.permission_mode.as_deref(), Some("plan"));
+        assert_eq!(a.prompt.as_deref(), Some("do it"));
+        assert_eq!(args(&["--", "--not-a-flag"]).prompt.as_deref(), Some("--not-a-flag"));
+        assert!(is_uuid("0b4e6a8e-0000-4000-8000-000000000001"));
+        assert!(!is_uuid("../../etc/passwd-0000-4000-8000-0000000"));
+    }
+}
