@@ -1,0 +1,1266 @@
+//! A scripted stand-in for the Anthropic Messages API, for lab's end-to-end tests.
+//!
+//! It serves on a loopback address only (127.0.0.0/8 or ::1) and answers what the real
+//! `claude` CLI sends:
+//!
+//! * `POST /v1/messages[?…]` — streaming (`"stream": true`, Server-Sent Events with the
+//!   standard `message_start` … `message_stop` sequence) or non-streaming (one JSON message);
+//! * `POST /v1/messages/count_tokens[?…]` — `{"input_tokens": N}`;
+//! * `GET /_standin/requests` — every request recorded so far (JSON array);
+//! * anything else — `404` with an Anthropic-style JSON error.
+//!
+//! A [`Script`] is an ordered list of [`Turn`]s. Each *main-agent* request (one that carries
+//! a non-empty `tools` array) consumes the first not-yet-consumed turn whose [`Matcher`]
+//! fits it, and gets that turn's [`Reply`]. Side requests (no `tools`: title / topic
+//! generation, quota probes, …) get [`Script::side_reply`] and consume nothing. When no
+//! remaining turn fits (e.g. the script is exhausted) the reply is
+//! [`Script::fallback_reply`] (plain text, `end_turn`).
+//!
+//! ```no_run
+//! use messages_standin::{Matcher, Script, Standin};
+//! use serde_json::json;
+//! use std::time::Duration;
+//!
+//! let script = Script::new()
+//!     .tool_use("AskUserQuestion", json!({"questions": [/* … */]}))
+//!     .turn(Matcher::ToolResultForPrevious, messages_standin::Reply::text("Thanks!"));
+//! let standin = Standin::start(script).unwrap();
+//! // ANTHROPIC_BASE_URL = standin.base_url()
+//! let id = standin.wait_for_tool_use(0, Duration::from_secs(60)).unwrap().id;
+//! let results = standin.wait_for_tool_result(&id, Duration::from_secs(60));
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+// ---------------------------------------------------------------------------------------
+// Script
+// ---------------------------------------------------------------------------------------
+
+/// Decides whether a main-agent request may consume a [`Turn`]. All matchers look at the
+/// request's *last* `user` message (text blocks plus the text inside `tool_result` blocks).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Matcher {
+    /// Any main-agent request (JSON: `"any"`).
+    #[default]
+    Any,
+    /// The last user message holds a `tool_result` for the most recent `tool_use` this
+    /// stand-in emitted (JSON: `"tool_result_for_previous"`).
+    ToolResultForPrevious,
+    /// The last user message holds a `tool_result` for this `tool_use_id`
+    /// (JSON: `{"tool_result_for": "toolu_…"}`); pair it with a fixed [`ToolUseReply::id`].
+    ToolResultFor(String),
+    /// The last user message's text (including tool_result text) contains this string
+    /// (JSON: `{"contains": "…"}`).
+    Contains(String),
+    /// The request contains this string anywhere in its JSON body (JSON: `{"body_contains": "…"}`).
+    BodyContains(String),
+    /// Every listed matcher fits (JSON: `{"all": [ … ]}`).
+    All(Vec<Matcher>),
+    /// At least one listed matcher fits (JSON: `{"any_of": [ … ]}`).
+    AnyOf(Vec<Matcher>),
+    /// The wrapped matcher does not fit (JSON: `{"not": …}`).
+    Not(Box<Matcher>),
+}
+
+/// A `tool_use` reply: optional leading text, then one tool_use block; `stop_reason: tool_use`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolUseReply {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+    /// Text block emitted before the tool_use block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Fixed tool_use id; when absent a fresh `toolu_…` id is generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// What the stand-in answers for a turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// A text answer, `stop_reason: end_turn` (JSON: `{"text": "…"}`).
+    Text(String),
+    /// A tool call, `stop_reason: tool_use` (JSON: `{"tool_use": {"name", "input", "text"?, "id"?}}`).
+    ToolUse(ToolUseReply),
+    /// An HTTP error response with an Anthropic-style error body
+    /// (JSON: `{"error": {"status": 529, "type": "overloaded_error", "message": "…"}}`).
+    /// Note that the real client retries on 429/5xx.
+    Error {
+        status: u16,
+        #[serde(rename = "type")]
+        error_type: String,
+        message: String,
+    },
+}
+
+impl Reply {
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::Text(text.into())
+    }
+    pub fn tool_use(name: impl Into<String>, input: Value) -> Reply {
+        Reply::ToolUse(ToolUseReply {
+            name: name.into(),
+            input,
+            text: None,
+            id: None,
+        })
+    }
+    /// A tool call preceded by a text block.
+    pub fn tool_use_with_text(
+        name: impl Into<String>,
+        input: Value,
+        text: impl Into<String>,
+    ) -> Reply {
+        Reply::ToolUse(ToolUseReply {
+            name: name.into(),
+            input,
+            text: Some(text.into()),
+            id: None,
+        })
+    }
+}
+
+/// One scripted step: consumed by the first main-agent request that `when` fits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    #[serde(default, rename = "match")]
+    pub when: Matcher,
+    pub reply: Reply,
+    /// Wait this long before answering (the response headers included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+}
+
+/// An ordered list of turns plus the replies used outside them.
+///
+/// JSON form (all fields optional):
+/// ```json
+/// {
+///   "turns": [
+///     {"reply": {"tool_use": {"name": "AskUserQuestion", "input": {"questions": []}}}},
+///     {"match": "tool_result_for_previous", "reply": {"text": "Got it."}}
+///   ],
+///   "side_reply": "Test session",
+///   "fallback_reply": "Done."
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    #[serde(default)]
+    pub turns: Vec<Turn>,
+    /// Text answered to side requests (no `tools`), e.g. title generation.
+    #[serde(default = "default_side_reply")]
+    pub side_reply: String,
+    /// Text answered to a main-agent request when no remaining turn fits.
+    #[serde(default = "default_fallback_reply")]
+    pub fallback_reply: String,
+}
+
+fn default_side_reply() -> String {
+    "Standin session".to_string()
+}
+fn default_fallback_reply() -> String {
+    "OK.".to_string()
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            turns: Vec::new(),
+            side_reply: default_side_reply(),
+            fallback_reply: default_fallback_reply(),
+        }
+    }
+}
+
+impl Script {
+    pub fn new() -> Script {
+        Script::default()
+    }
+    /// Appends a turn.
+    pub fn turn(mut self, when: Matcher, reply: Reply) -> Script {
+        self.turns.push(Turn {
+            when,
+            reply,
+            delay_ms: None,
+        });
+        self
+    }
+    /// Appends a turn that answers `when` after `delay`.
+    pub fn turn_delayed(mut self, when: Matcher, reply: Reply, delay: Duration) -> Script {
+        self.turns.push(Turn {
+            when,
+            reply,
+            delay_ms: Some(delay.as_millis() as u64),
+        });
+        self
+    }
+    /// Appends `Any → text`.
+    pub fn text(self, text: impl Into<String>) -> Script {
+        self.turn(Matcher::Any, Reply::text(text))
+    }
+    /// Appends `Any → tool_use(name, input)`.
+    pub fn tool_use(self, name: impl Into<String>, input: Value) -> Script {
+        self.turn(Matcher::Any, Reply::tool_use(name, input))
+    }
+    /// Appends `ToolResultForPrevious → text` (the usual "after the tool ran" turn).
+    pub fn after_tool_result(self, text: impl Into<String>) -> Script {
+        self.turn(Matcher::ToolResultForPrevious, Reply::text(text))
+    }
+    pub fn side_reply(mut self, text: impl Into<String>) -> Script {
+        self.side_reply = text.into();
+        self
+    }
+    pub fn fallback_reply(mut self, text: impl Into<String>) -> Script {
+        self.fallback_reply = text.into();
+        self
+    }
+    /// Parses the JSON form.
+    pub fn from_json(text: &str) -> Result<Script, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+    /// Reads and parses a JSON script file.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> io::Result<Script> {
+        let text = std::fs::read_to_string(path.as_ref())?;
+        Script::from_json(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Request inspection helpers (pure functions on a Messages API request body)
+// ---------------------------------------------------------------------------------------
+
+/// True when the request is part of the main agent loop: it carries a non-empty `tools`
+/// array. Everything else (title generation, quota probes, …) is a side request.
+pub fn is_main_request(body: &Value) -> bool {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty())
+}
+
+/// The content blocks of the last `user` message (a string content becomes one text block).
+pub fn last_user_blocks(body: &Value) -> Vec<Value> {
+    let Some(msgs) = body.get("messages").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let Some(last) = msgs
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+    else {
+        return Vec::new();
+    };
+    match last.get("content") {
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        Some(Value::Array(a)) => a.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The text of a `tool_result` block's `content` (a string, or text blocks joined by `\n`).
+pub fn tool_result_text(block: &Value) -> String {
+    match block.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// All text of the last user message: text blocks and tool_result texts, joined by `\n`.
+pub fn last_user_text(body: &Value) -> String {
+    last_user_blocks(body)
+        .iter()
+        .map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => b
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            Some("tool_result") => tool_result_text(b),
+            _ => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `(content_text, is_error)` of every `tool_result` block for `tool_use_id` in any message
+/// of the request.
+pub fn tool_results_in(body: &Value, tool_use_id: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let Some(msgs) = body.get("messages").and_then(Value::as_array) else {
+        return out;
+    };
+    for m in msgs {
+        let Some(blocks) = m.get("content").and_then(Value::as_array) else {
+            continue;
+        };
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) == Some("tool_result")
+                && b.get("tool_use_id").and_then(Value::as_str) == Some(tool_use_id)
+            {
+                out.push((
+                    tool_result_text(b),
+                    b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn last_user_has_result_for(body: &Value, id: &str) -> bool {
+    last_user_blocks(body).iter().any(|b| {
+        b.get("type").and_then(Value::as_str) == Some("tool_result")
+            && b.get("tool_use_id").and_then(Value::as_str) == Some(id)
+    })
+}
+
+impl Matcher {
+    /// Whether this matcher fits `body`; `previous_tool_use` is the id of the last tool_use
+    /// the stand-in emitted, if any.
+    pub fn fits(&self, body: &Value, previous_tool_use: Option<&str>) -> bool {
+        match self {
+            Matcher::Any => true,
+            Matcher::ToolResultForPrevious => {
+                previous_tool_use.is_some_and(|id| last_user_has_result_for(body, id))
+            }
+            Matcher::ToolResultFor(id) => last_user_has_result_for(body, id),
+            Matcher::Contains(s) => last_user_text(body).contains(s.as_str()),
+            Matcher::BodyContains(s) => body.to_string().contains(s.as_str()),
+            Matcher::All(ms) => ms.iter().all(|m| m.fits(body, previous_tool_use)),
+            Matcher::AnyOf(ms) => ms.iter().any(|m| m.fits(body, previous_tool_use)),
+            Matcher::Not(m) => !m.fits(body, previous_tool_use),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording
+// ---------------------------------------------------------------------------------------
+
+/// How the stand-in classified and answered a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// `POST /v1/messages` with tools: consumed script turn `turn` (index into `Script::turns`),
+    /// or `None` when the fallback reply was used.
+    Main { turn: Option<usize> },
+    /// `POST /v1/messages` without tools: answered with the side reply.
+    Side,
+    /// `POST /v1/messages/count_tokens`.
+    CountTokens,
+    /// Anything else (404), including malformed requests.
+    Other,
+}
+
+/// A request as received.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// 0-based arrival order.
+    pub index: usize,
+    pub method: String,
+    /// Path without the query string, e.g. `/v1/messages`.
+    pub path: String,
+    /// Query string without `?` (empty when none), e.g. `beta=true`.
+    pub query: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// Parsed JSON body (`null` when empty or not JSON).
+    pub body: Value,
+    /// Milliseconds since the UNIX epoch at arrival.
+    pub at_unix_ms: u64,
+    /// Milliseconds since the stand-in started.
+    pub elapsed_ms: u64,
+    pub kind: RequestKind,
+    /// Whether the body asked for `"stream": true`.
+    pub stream: bool,
+    /// The `model` field of the body, if any.
+    pub model: Option<String>,
+    /// The reply that was sent (for messages requests).
+    pub reply: Option<SentReply>,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn is_main(&self) -> bool {
+        matches!(self.kind, RequestKind::Main { .. })
+    }
+}
+
+/// Summary of what a messages request was answered with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SentReply {
+    pub status: u16,
+    pub stop_reason: Option<String>,
+    pub text: Option<String>,
+    pub tool_use: Option<EmittedToolUse>,
+}
+
+/// A tool_use block the stand-in sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmittedToolUse {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    /// Index of the script turn that produced it.
+    pub turn: usize,
+    /// Index of the request it answered.
+    pub request_index: usize,
+}
+
+// ---------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------
+
+struct State {
+    script: Script,
+    consumed: Vec<bool>,
+    requests: Vec<RecordedRequest>,
+    emitted: Vec<EmittedToolUse>,
+    conns: HashMap<u64, TcpStream>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    started: Instant,
+    stopping: AtomicBool,
+    next_conn: AtomicU64,
+    id_counter: AtomicU64,
+}
+
+/// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
+/// its connections.
+pub struct Standin {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Whether `ip` is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z).
+pub fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+impl Standin {
+    /// Starts on `127.0.0.1:0` (an ephemeral port).
+    pub fn start(script: Script) -> io::Result<Standin> {
+        Standin::start_on("127.0.0.1:0", script)
+    }
+
+    /// Starts on `addr`, which must resolve to loopback addresses only.
+    pub fn start_on(addr: impl ToSocketAddrs, script: Script) -> io::Result<Standin> {
+        let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
+        if addrs.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "address resolves to nothing",
+            ));
+        }
+        if let Some(bad) = addrs.iter().find(|a| !is_loopback(a.ip())) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("refusing non-loopback address {bad}: the stand-in serves on 127.0.0.0/8 or ::1 only"),
+            ));
+        }
+        let listener = TcpListener::bind(&addrs[..])?;
+        let local = listener.local_addr()?;
+        let n = script.turns.len();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                script,
+                consumed: vec![false; n],
+                requests: Vec::new(),
+                emitted: Vec::new(),
+                conns: HashMap::new(),
+            }),
+            changed: Condvar::new(),
+            started: Instant::now(),
+            stopping: AtomicBool::new(false),
+            next_conn: AtomicU64::new(0),
+            id_counter: AtomicU64::new(0),
+        });
+        let sh = shared.clone();
+        let accept = thread::Builder::new()
+            .name("standin-accept".into())
+            .spawn(move || accept_loop(listener, sh))?;
+        Ok(Standin {
+            addr: local,
+            shared,
+            accept: Some(accept),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    /// `http://127.0.0.1:PORT` — the value for `ANTHROPIC_BASE_URL`.
+    pub fn base_url(&self) -> String {
+        match self.addr {
+            SocketAddr::V4(a) => format!("http://{}:{}", a.ip(), a.port()),
+            SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
+        }
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.state.lock().unwrap().requests.clone()
+    }
+    /// Only the main-agent `/v1/messages` requests.
+    pub fn main_requests(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.is_main())
+            .collect()
+    }
+    /// Every tool_use the stand-in has emitted, in order.
+    pub fn emitted_tool_uses(&self) -> Vec<EmittedToolUse> {
+        self.shared.state.lock().unwrap().emitted.clone()
+    }
+    /// Indices of script turns not consumed yet.
+    pub fn remaining_turns(&self) -> Vec<usize> {
+        let st = self.shared.state.lock().unwrap();
+        st.consumed
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !**c)
+            .map(|(i, _)| i)
+            .collect()
+    }
+    /// `(content_text, is_error)` of each distinct `tool_result` for `tool_use_id` the agent
+    /// has sent back. Each request repeats the whole conversation, so identical results
+    /// seen in several requests are reported once; normally the answer has 0 or 1 entry.
+    pub fn tool_results_for(&self, tool_use_id: &str) -> Vec<(String, bool)> {
+        let st = self.shared.state.lock().unwrap();
+        collect_tool_results(&st.requests, tool_use_id)
+    }
+
+    /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
+    /// whether it held.
+    pub fn wait_until(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&[RecordedRequest]) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.state.lock().unwrap();
+        loop {
+            if pred(&st.requests) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap()
+                .0;
+        }
+    }
+    /// Waits for the `n`-th (0-based) emitted tool_use.
+    pub fn wait_for_tool_use(&self, n: usize, timeout: Duration) -> Option<EmittedToolUse> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.state.lock().unwrap();
+        loop {
+            if let Some(t) = st.emitted.get(n) {
+                return Some(t.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap()
+                .0;
+        }
+    }
+    /// Waits until a tool_result for `tool_use_id` has arrived; returns the first one.
+    pub fn wait_for_tool_result(
+        &self,
+        tool_use_id: &str,
+        timeout: Duration,
+    ) -> Option<(String, bool)> {
+        let mut found = None;
+        self.wait_until(timeout, |reqs| {
+            found = collect_tool_results(reqs, tool_use_id).into_iter().next();
+            found.is_some()
+        });
+        found
+    }
+
+    /// Stops accepting, closes open connections and joins the accept thread.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if self.shared.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Wake the accept loop.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        let conns: Vec<TcpStream> = self
+            .shared
+            .state
+            .lock()
+            .unwrap()
+            .conns
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for c in conns {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn collect_tool_results(reqs: &[RecordedRequest], tool_use_id: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for r in reqs {
+        for tr in tool_results_in(&r.body, tool_use_id) {
+            if !out.contains(&tr) {
+                out.push(tr);
+            }
+        }
+    }
+    out
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for conn in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = conn else { continue };
+        // Defence in depth: only loopback peers are served.
+        match stream.peer_addr() {
+            Ok(peer) if is_loopback(peer.ip()) => {}
+            _ => {
+                let _ = stream.shutdown(Shutdown::Both);
+                continue;
+            }
+        }
+        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+        if let Ok(clone) = stream.try_clone() {
+            shared.state.lock().unwrap().conns.insert(id, clone);
+        }
+        let sh = shared.clone();
+        let _ = thread::Builder::new()
+            .name(format!("standin-conn-{id}"))
+            .spawn(move || {
+                let _ = serve_connection(stream, &sh);
+                sh.state.lock().unwrap().conns.remove(&id);
+            });
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP/1.1
+// ---------------------------------------------------------------------------------------
+
+struct HttpRequest {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn wants_close(&self) -> bool {
+        let conn = self.header("connection").map(|v| v.to_ascii_lowercase());
+        match conn.as_deref() {
+            Some(v) if v.split(',').any(|t| t.trim() == "close") => true,
+            Some(v) if v.split(',').any(|t| t.trim() == "keep-alive") => false,
+            _ => self.version == "HTTP/1.0",
+        }
+    }
+}
+
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+fn bad(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+fn read_line(r: &mut impl BufRead, budget: &mut usize) -> io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = r.take((*budget + 1) as u64).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if n > *budget {
+        return Err(bad("header section too large"));
+    }
+    *budget -= n;
+    while matches!(buf.last(), Some(b'\n' | b'\r')) {
+        buf.pop();
+    }
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| bad("non-UTF-8 header line"))
+}
+
+/// Reads one request; `Ok(None)` on a clean EOF before any byte of it.
+fn read_request(
+    r: &mut BufReader<TcpStream>,
+    w: &mut TcpStream,
+) -> io::Result<Option<HttpRequest>> {
+    let mut budget = MAX_HEADER_BYTES;
+    let line = loop {
+        match read_line(r, &mut budget)? {
+            None => return Ok(None),
+            Some(l) if l.is_empty() => continue, // tolerate stray CRLF between requests
+            Some(l) => break l,
+        }
+    };
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad(format!("malformed request line: {line:?}")));
+    };
+    let mut headers = Vec::new();
+    loop {
+        let l = read_line(r, &mut budget)?.ok_or_else(|| bad("EOF in headers"))?;
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l
+            .split_once(':')
+            .ok_or_else(|| bad(format!("malformed header: {l:?}")))?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let mut req = HttpRequest {
+        method: method.to_string(),
+        target: target.to_string(),
+        version: version.to_string(),
+        headers,
+        body: Vec::new(),
+    };
+    if req
+        .header("expect")
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        w.flush()?;
+    }
+    let chunked = req
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    if chunked {
+        let mut body = Vec::new();
+        loop {
+            let mut lb = MAX_HEADER_BYTES;
+            let size_line = read_line(r, &mut lb)?.ok_or_else(|| bad("EOF in chunk size"))?;
+            let size_hex = size_line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size_hex, 16)
+                .map_err(|_| bad(format!("bad chunk size {size_hex:?}")))?;
+            if size == 0 {
+                // trailers until an empty line
+                loop {
+                    let t = read_line(r, &mut lb)?.ok_or_else(|| bad("EOF in trailers"))?;
+                    if t.is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            if body.len() + size > MAX_BODY_BYTES {
+                return Err(bad("body too large"));
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..])?;
+            let mut crlf = [0u8; 2];
+            r.read_exact(&mut crlf)?;
+        }
+        req.body = body;
+    } else if let Some(len) = req.header("content-length") {
+        let len: usize = len.parse().map_err(|_| bad("bad content-length"))?;
+        if len > MAX_BODY_BYTES {
+            return Err(bad("body too large"));
+        }
+        let mut body = vec![0u8; len];
+        r.read_exact(&mut body)?;
+        req.body = body;
+    }
+    Ok(Some(req))
+}
+
+struct Response {
+    status: u16,
+    content_type: &'static str,
+    body: ResponseBody,
+}
+
+enum ResponseBody {
+    Full(Vec<u8>),
+    /// Server-Sent Events, each element one event, sent with chunked transfer-encoding.
+    Events(Vec<String>),
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
+
+fn write_response(
+    w: &mut TcpStream,
+    resp: &Response,
+    close: bool,
+    head_only: bool,
+) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nrequest-id: req_standin\r\nconnection: {}\r\n",
+        resp.status,
+        reason(resp.status),
+        resp.content_type,
+        if close { "close" } else { "keep-alive" }
+    );
+    match &resp.body {
+        ResponseBody::Full(b) => {
+            head.push_str(&format!("content-length: {}\r\n\r\n", b.len()));
+            w.write_all(head.as_bytes())?;
+            if !head_only {
+                w.write_all(b)?;
+            }
+        }
+        ResponseBody::Events(events) => {
+            head.push_str("cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n");
+            w.write_all(head.as_bytes())?;
+            for ev in events {
+                w.write_all(format!("{:x}\r\n{}\r\n", ev.len(), ev).as_bytes())?;
+                w.flush()?;
+            }
+            w.write_all(b"0\r\n\r\n")?;
+        }
+    }
+    w.flush()
+}
+
+fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let req = match read_request(&mut reader, &mut writer) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let resp = json_response(400, &api_error("invalid_request_error", &e.to_string()));
+                let _ = write_response(&mut writer, &resp, true, false);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let close = req.wants_close();
+        let (resp, delay) = handle(&req, shared);
+        if let Some(d) = delay {
+            thread::sleep(d);
+        }
+        write_response(&mut writer, &resp, close, req.method == "HEAD")?;
+        if close {
+            let _ = writer.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages API
+// ---------------------------------------------------------------------------------------
+
+fn api_error(kind: &str, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+fn json_response(status: u16, v: &Value) -> Response {
+    Response {
+        status,
+        content_type: "application/json",
+        body: ResponseBody::Full(v.to_string().into_bytes()),
+    }
+}
+
+fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Shared {
+    /// A fresh id like `toolu_01AbC…` (24 base62 chars after the prefix's "01").
+    fn fresh_id(&self, prefix: &str) -> String {
+        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let n = self.id_counter.fetch_add(1, Ordering::SeqCst);
+        let mut x = (now_unix_ms() ^ (std::process::id() as u64).rotate_left(32))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(n.wrapping_mul(0xD1B5_4A32_D192_ED03))
+            | 1;
+        let mut s = format!("{prefix}_01");
+        for _ in 0..22 {
+            // xorshift64*
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let v = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            s.push(ALPHABET[(v >> 58) as usize % ALPHABET.len()] as char);
+        }
+        s
+    }
+}
+
+fn approx_tokens(body: &[u8]) -> u64 {
+    (body.len() as u64 / 4).max(1)
+}
+
+fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
+    let (path, query) = match req.target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (req.target.clone(), String::new()),
+    };
+    let body: Value = if req.body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&req.body).unwrap_or(Value::Null)
+    };
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+
+    let mut st = shared.state.lock().unwrap();
+    let index = st.requests.len();
+    let mut rec = RecordedRequest {
+        index,
+        method: req.method.clone(),
+        path: path.clone(),
+        query,
+        headers: req.headers.clone(),
+        body: body.clone(),
+        at_unix_ms: now_unix_ms(),
+        elapsed_ms: shared.started.elapsed().as_millis() as u64,
+        kind: RequestKind::Other,
+        stream,
+        model: model.clone(),
+        reply: None,
+    };
+
+    let mut delay = None;
+    let resp = match (req.method.as_str(), path.as_str()) {
+        ("GET", "/_standin/requests") => {
+            // Not recorded: this is the test harness looking in.
+            let v = serde_json::to_value(&st.requests).unwrap_or(Value::Null);
+            return (json_response(200, &v), None);
+        }
+        ("GET", "/_standin/tool_uses") => {
+            let v = serde_json::to_value(&st.emitted).unwrap_or(Value::Null);
+            return (json_response(200, &v), None);
+        }
+        ("POST", "/v1/messages/count_tokens") => {
+            rec.kind = RequestKind::CountTokens;
+            json_response(200, &json!({"input_tokens": approx_tokens(&req.body)}))
+        }
+        ("POST", "/v1/messages") => {
+            if !body.is_object() {
+                json_response(
+                    400,
+                    &api_error("invalid_request_error", "request body is not a JSON object"),
+                )
+            } else {
+                let model = model.unwrap_or_else(|| "claude-standin".to_string());
+                let input_tokens = approx_tokens(&req.body);
+                let (reply, kind, turn) = if is_main_request(&body) {
+                    let prev = st.emitted.last().map(|t| t.id.clone());
+                    let pick = (0..st.script.turns.len()).find(|&i| {
+                        !st.consumed[i] && st.script.turns[i].when.fits(&body, prev.as_deref())
+                    });
+                    match pick {
+                        Some(i) => {
+                            st.consumed[i] = true;
+                            let t = &st.script.turns[i];
+                            delay = t.delay_ms.map(Duration::from_millis);
+                            (
+                                t.reply.clone(),
+                                RequestKind::Main { turn: Some(i) },
+                                Some(i),
+                            )
+                        }
+                        None => (
+                            Reply::Text(st.script.fallback_reply.clone()),
+                            RequestKind::Main { turn: None },
+                            None,
+                        ),
+                    }
+                } else {
+                    (
+                        Reply::Text(st.script.side_reply.clone()),
+                        RequestKind::Side,
+                        None,
+                    )
+                };
+                rec.kind = kind;
+                let (resp, sent) = render_reply(shared, &reply, &model, input_tokens, stream);
+                if let (Some(tu), Some(turn)) = (&sent.tool_use, turn) {
+                    st.emitted.push(EmittedToolUse {
+                        turn,
+                        request_index: index,
+                        ..tu.clone()
+                    });
+                }
+                rec.reply = Some(SentReply {
+                    tool_use: sent.tool_use.map(|tu| EmittedToolUse {
+                        turn: turn.unwrap_or(0),
+                        request_index: index,
+                        ..tu
+                    }),
+                    ..sent
+                });
+                resp
+            }
+        }
+        (_, "/v1/messages") | (_, "/v1/messages/count_tokens") => json_response(
+            405,
+            &api_error(
+                "invalid_request_error",
+                &format!("method {} not allowed", req.method),
+            ),
+        ),
+        _ => json_response(
+            404,
+            &api_error(
+                "not_found_error",
+                &format!("{} {} is not served by the stand-in", req.method, path),
+            ),
+        ),
+    };
+    st.requests.push(rec);
+    drop(st);
+    shared.changed.notify_all();
+    (resp, delay)
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+/// Splits `s` into up to `n` pieces on char boundaries (for partial_json deltas).
+fn split_pieces(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let size = chars.len().div_ceil(n.max(1));
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn render_reply(
+    shared: &Shared,
+    reply: &Reply,
+    model: &str,
+    input_tokens: u64,
+    stream: bool,
+) -> (Response, SentReply) {
+    if let Reply::Error {
+        status,
+        error_type,
+        message,
+    } = reply
+    {
+        let resp = json_response(*status, &api_error(error_type, message));
+        return (
+            resp,
+            SentReply {
+                status: *status,
+                stop_reason: None,
+                text: None,
+                tool_use: None,
+            },
+        );
+    }
+    let msg_id = shared.fresh_id("msg");
+    // A text reply always has its text block; a tool_use reply only a non-empty lead-in.
+    let (out_text, tool_use) = match reply {
+        Reply::Text(t) => (Some(t.clone()), None),
+        Reply::ToolUse(tu) => {
+            let id = tu.id.clone().unwrap_or_else(|| shared.fresh_id("toolu"));
+            let lead = tu.text.clone().filter(|t| !t.is_empty());
+            (
+                lead,
+                Some(EmittedToolUse {
+                    id,
+                    name: tu.name.clone(),
+                    input: tu.input.clone(),
+                    turn: 0,
+                    request_index: 0,
+                }),
+            )
+        }
+        Reply::Error { .. } => unreachable!(),
+    };
+    let stop_reason = if tool_use.is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    let output_tokens = 1
+        + out_text.as_ref().map_or(0, |t| t.len() as u64 / 4)
+        + tool_use
+            .as_ref()
+            .map_or(0, |t| t.input.to_string().len() as u64 / 4);
+    let usage = json!({
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+    });
+    let sent = SentReply {
+        status: 200,
+        stop_reason: Some(stop_reason.into()),
+        text: out_text.clone(),
+        tool_use: tool_use.clone(),
+    };
+
+    if !stream {
+        let mut content = Vec::new();
+        if let Some(t) = &out_text {
+            content.push(json!({"type": "text", "text": t}));
+        }
+        if let Some(tu) = &tool_use {
+            content
+                .push(json!({"type": "tool_use", "id": tu.id, "name": tu.name, "input": tu.input}));
+        }
+        let v = json!({
+            "id": msg_id, "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+        });
+        return (json_response(200, &v), sent);
+    }
+
+    let mut events = Vec::new();
+    events.push(sse(
+        "message_start",
+        &json!({"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1},
+        }}),
+    ));
+    let mut index = 0;
+    if let Some(t) = &out_text {
+        events.push(sse(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        ));
+        events.push(sse("ping", &json!({"type": "ping"})));
+        for piece in split_pieces(t, 3) {
+            events.push(sse(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        events.push(sse(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    if let Some(tu) = &tool_use {
+        events.push(sse(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": tu.id, "name": tu.name, "input": {}}}),
+        ));
+        let input = tu.input.to_string();
+        let mut pieces = vec![String::new()];
+        pieces.extend(split_pieces(&input, 3));
+        for piece in pieces {
+            events.push(sse(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        events.push(sse(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push(sse(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
+    ));
+    events.push(sse("message_stop", &json!({"type": "message_stop"})));
+    (
+        Response {
+            status: 200,
+            content_type: "text/event-stream",
+            body: ResponseBody::Events(events),
+        },
+        sent,
+    )
+}
