@@ -1,1 +1,49 @@
-fn main(){}
+//! Builds the provider components (wasm32-wasip2) with a nested cargo, in the style of
+//! wasmtime's `crates/test-programs/artifacts/build.rs`, and exposes their paths as
+//! compile-time env vars: `LAB_COMPONENT_<NAME>`. The bundled ones are embedded in the
+//! `lab` binary; the fixtures are only used by tests.
+use std::{env, path::PathBuf, process::Command};
+
+const COMPONENTS: &[(&str, &str)] = &[
+    ("CLAUDE_CODE", "lab-provider-claude-code"),
+    ("PLAINLOG", "lab-provider-plainlog"),
+    ("UNRULY", "lab-provider-unruly"),
+];
+
+fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest.parent().unwrap().to_path_buf();
+    for dir in ["sdk", "wit", "providers", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+
+    // `<target>/<profile>/build/lab-<hash>/out` → `<target>/wasm-components`: one
+    // place shared by every profile, and not the outer cargo's locked target dir.
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let target_dir = out_dir.ancestors().nth(4).map(|p| p.join("wasm-components")).unwrap_or_else(|| out_dir.join("wasm"));
+
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--target", "wasm32-wasip2", "--profile", "wasm"])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    for (_, pkg) in COMPONENTS {
+        cmd.args(["-p", pkg]);
+    }
+    for (key, _) in env::vars() {
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS" || key == "RUSTFLAGS" {
+            cmd.env_remove(key);
+        }
+    }
+    let status = cmd.status().expect("run cargo to build the provider components");
+    if !status.success() {
+        panic!("building the provider components for wasm32-wasip2 failed (is the target installed? rust-toolchain.toml lists it)");
+    }
+    for (name, pkg) in COMPONENTS {
+        let file = target_dir.join("wasm32-wasip2/wasm").join(format!("{}.wasm", pkg.replace('-', "_")));
+        assert!(file.exists(), "missing component {}", file.display());
+        println!("cargo:rustc-env=LAB_COMPONENT_{name}={}", file.display());
+    }
+}

@@ -1,1 +1,14 @@
-pub fn x(){}
+//! lab: runs coding agents in tmux, shows every run as a live chat, and lets the
+//! operator answer the agent's dialogs. See README.md and docs/.
+//!
+//! Module map (named after the seed ADR's nouns):
+//! - [`components`]: the provider plugin loader (wasmtime, sandbox, capability detection)
+//! - [`hook`]: `lab hook …`, the command the agent's hooks execute
+//! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
+
+pub mod cli;
+pub mod components;
+pub mod config;
+pub mod fsutil;
+pub mod hook;
+pub mod paths;

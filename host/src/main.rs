@@ -1,1 +1,8 @@
-fn main(){}
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // The hook path stays tiny: no argument parser, no runtime, no components.
+    if args.get(1).map(String::as_str) == Some("hook") {
+        std::process::exit(lab::hook::main(&args[2..]));
+    }
+    std::process::exit(lab::cli::main());
+}

@@ -1,0 +1,76 @@
+//! `<home>/lab.toml`:
+//!
+//! ```toml
+//! [providers.claude-code]
+//! program = "/opt/claude/bin/claude"   # else looked up on PATH
+//! env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:9999" }
+//! ```
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub program: Option<PathBuf>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// Read the config; a missing file is the empty config, a malformed one an error.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
+        }
+    }
+
+    pub fn provider(&self, name: &str) -> ProviderConfig {
+        self.providers.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// Find `program` on `PATH` (or accept it if it is already a path).
+pub fn find_program(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    if program.components().count() > 1 || program.is_absolute() {
+        return executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path_var?).map(|d| d.join(program)).find(|p| executable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_provider_tables_and_rejects_typos() {
+        let c: Config = toml::from_str(
+            "[providers.claude-code]\nprogram = \"/x/claude\"\nenv = { A = \"1\" }\n",
+        )
+        .unwrap();
+        let p = c.provider("claude-code");
+        assert_eq!(p.program.unwrap(), PathBuf::from("/x/claude"));
+        assert_eq!(p.env["A"], "1");
+        assert!(c.provider("other").program.is_none());
+        assert!(toml::from_str::<Config>("[providers.x]\nprogramm = 1\n").is_err());
+    }
+
+    #[test]
+    fn finds_programs_on_path() {
+        let sh = find_program(Path::new("sh"), Some(std::ffi::OsStr::new("/nonexistent:/bin:/usr/bin"))).unwrap();
+        assert!(sh.ends_with("sh"));
+        assert!(find_program(Path::new("no-such-program-xyz"), Some(std::ffi::OsStr::new("/bin"))).is_none());
+    }
+}

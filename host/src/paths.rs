@@ -1,0 +1,130 @@
+//! lab's home directory layout, and run-id validation (ids are checked before they
+//! touch any path).
+//!
+//! ```text
+//! <home>/lab.toml            configuration (optional)
+//! <home>/registry.redb       the run registry
+//! <home>/providers/*.wasm    extra provider components
+//! <home>/cache/components/   compiled-component cache
+//! <home>/runtime/            0700: per-run settings files, spools, markers (0600)
+//! <home>/tmux.sock           the tmux server socket runs live on
+//! <home>/logs/               lab serve's log
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The home directory: `--home`, else `$LAB_HOME`, else `$XDG_STATE_HOME/lab`, else
+/// `~/.local/state/lab`.
+pub fn resolve_home(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = flag
+        .or_else(|| env("LAB_HOME"))
+        .or_else(|| env("XDG_STATE_HOME").map(|x| x.join("lab")))
+        .or_else(|| env("HOME").map(|h| h.join(".local/state/lab")))
+        .ok_or_else(|| anyhow::anyhow!("cannot find a home for lab: pass --home or set LAB_HOME"))?;
+    Ok(if home.is_absolute() { home } else { std::env::current_dir()?.join(home) })
+}
+
+/// A validated run id: 1–64 chars of `[a-z0-9-]`, not starting with `-`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    pub fn parse(s: &str) -> Option<RunId> {
+        let ok = !s.is_empty()
+            && s.len() <= 64
+            && !s.starts_with('-')
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        ok.then(|| RunId(s.to_string()))
+    }
+
+    /// A fresh random id.
+    pub fn generate() -> RunId {
+        let u = uuid::Uuid::new_v4().simple().to_string();
+        RunId(format!("r-{}", &u[..12]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    pub fn new(root: PathBuf) -> Self {
+        Home { root }
+    }
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("lab.toml")
+    }
+    pub fn registry(&self) -> PathBuf {
+        self.root.join("registry.redb")
+    }
+    pub fn providers_dir(&self) -> PathBuf {
+        self.root.join("providers")
+    }
+    pub fn component_cache(&self) -> PathBuf {
+        self.root.join("cache/components")
+    }
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root.join("runtime")
+    }
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    pub fn tmux_socket(&self) -> PathBuf {
+        self.root.join("tmux.sock")
+    }
+    pub fn run_files(&self, id: &RunId) -> RunFiles {
+        RunFiles::new(&self.runtime_dir(), id)
+    }
+}
+
+/// The per-run files under `runtime/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFiles {
+    pub settings: PathBuf,
+    pub spool: PathBuf,
+    pub marker: PathBuf,
+}
+
+impl RunFiles {
+    pub fn new(runtime: &Path, id: &RunId) -> Self {
+        RunFiles {
+            settings: runtime.join(format!("{id}.settings.json")),
+            spool: runtime.join(format!("{id}.spool.json")),
+            marker: runtime.join(format!("{id}.marker.json")),
+        }
+    }
+
+    pub fn all(&self) -> [&Path; 3] {
+        [&self.settings, &self.spool, &self.marker]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_validated() {
+        for good in ["r-0a1b2c3d4e5f", "abc", "a-1"] {
+            assert!(RunId::parse(good).is_some(), "{good}");
+        }
+        for bad in ["", "../etc", "a/b", "A", "-x", "a b", "a.b", &"x".repeat(65), "r%2e%2e"] {
+            assert!(RunId::parse(bad).is_none(), "{bad}");
+        }
+        assert!(RunId::parse(RunId::generate().as_str()).is_some());
+    }
+}
