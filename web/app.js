@@ -565,7 +565,7 @@ class QuestionCard {
             btn.setAttribute("aria-pressed", String(this.selected.has(i)));
             this.multiSubmit.disabled = this.selected.size === 0;
           } else {
-            onAnswer([{ option: i }], `“${opt.label}”`);
+            onAnswer([{ option: i }], [i]);
           }
         },
         onfocus: () => this.setRoving(i),
@@ -594,7 +594,7 @@ class QuestionCard {
       onclick: () => {
         if (this.busy || !this.selected.size) return;
         const picks = [...this.selected].sort((a, b) => a - b);
-        onAnswer([{ options: picks }], picks.map((i) => `“${q.options[i].label}”`).join(", "));
+        onAnswer([{ options: picks }], picks);
       },
     }, "Submit selection") : null;
 
@@ -641,7 +641,7 @@ class QuestionCard {
       this.otherInput.focus();
       return;
     }
-    onAnswer([{ other: text }], `“${text}”`);
+    onAnswer([{ other: text }], []);
   }
 
   focusFirst() {
@@ -649,9 +649,12 @@ class QuestionCard {
     if (b && !b.disabled) b.focus();
   }
 
-  setBusy(busy) {
+  setBusy(busy, chosen = []) {
     this.busy = busy;
-    for (const b of this.buttons) b.disabled = busy;
+    this.buttons.forEach((b, i) => {
+      b.disabled = busy;
+      b.classList.toggle("chosen", busy && chosen.includes(i));
+    });
     this.otherInput.disabled = busy;
     this.otherSubmit.disabled = busy;
     if (this.multiSubmit) this.multiSubmit.disabled = busy || this.selected.size === 0;
@@ -830,6 +833,7 @@ class RunView {
       this.runDetail = res.data;
       if (!store.runs.has(this.runId)) store.runs.set(this.runId, res.data);
       this.renderHeader();
+      this.renderCard();
       renderRunList();
     } else if (res.status === 404) {
       this.showNotFound(res.message);
@@ -850,7 +854,7 @@ class RunView {
       h("p", {}, h("a", { href: "#/" }, "Back to the run list"))));
   }
 
-  onRunsUpdated() { this.renderHeader(); }
+  onRunsUpdated() { this.renderHeader(); this.renderCard(); }
 
   renderHeader() {
     const run = this.run;
@@ -972,13 +976,18 @@ class RunView {
       const nodes = [];
       if (this.notice) {
         nodes.push(h("div", { class: "dialog-notice", "data-testid": "dialog-status", role: "status", "aria-live": "polite" }, this.notice.text));
+        const notice = this.notice;
+        clearTimeout(this.noticeTimer);
+        this.noticeTimer = setTimeout(() => {
+          if (this.notice === notice && !this.card) { this.notice = null; this.dialogArea.replaceChildren(); }
+        }, 15000);
       }
       this.dialogArea.replaceChildren(...nodes);
       return;
     }
 
     if (d && d.kind === "question" && d.answerable && Array.isArray(d.questions) && d.questions.length === 1) {
-      const card = new QuestionCard(d, { onAnswer: (answers, label) => this.answer(d, answers, label) });
+      const card = new QuestionCard(d, { onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
       this.card = { toolId: d.tool_id, el: card.el, qc: card };
       const attach = attachBox(attachCommand(this.run), { compact: true });
       card.el.append(h("details", { class: "card-terminal" },
@@ -1000,12 +1009,12 @@ class RunView {
     }
   }
 
-  async answer(dialog, answers, label) {
+  async answer(dialog, answers, chosen) {
     if (this.answering && this.answering.phase === "sending") return;
     const qc = this.card && this.card.qc;
     this.notice = null;
     this.answering = { toolId: dialog.tool_id, phase: "sending" };
-    if (qc) { qc.setBusy(true); qc.setStatus(`Answering ${label}…`); }
+    if (qc) { qc.setBusy(true, chosen); qc.setStatus("Answering…"); }
     const res = await api("POST", `runs/${enc(this.runId)}/dialog/answer`, { tool_id: dialog.tool_id, answers });
     if (this.destroyed) return;
     const stillSame = () => this.card && this.card.toolId === dialog.tool_id && this.card.qc;
@@ -1031,8 +1040,8 @@ class RunView {
     this.answering = null;
     if (res.status === 409 && (res.error === "dialog_changed" || res.error === "no_dialog")) {
       const text = res.error === "dialog_changed"
-        ? "The question changed before your answer was sent."
-        : "That question was already answered.";
+        ? "The question changed before your answer was sent"
+        : "That question was already answered";
       await this.refreshView();
       this.notice = { text, key: this.computeCardKey() };
       this.renderCard(true);
@@ -1050,14 +1059,14 @@ class RunView {
   lockReasonText() {
     const v = this.view;
     const state = v.state || (this.run && this.run.state);
-    if (state === "ended") return "The run has ended.";
+    if (state === "ended") return "The run has ended";
     const d = v.pending_dialog;
     if (d) {
-      return d.kind === "question" && d.answerable ? "Answer the question above first." : "Claude is waiting in the terminal.";
+      return d.kind === "question" && d.answerable ? "Answer the question above first" : "Claude is waiting in the terminal";
     }
-    if (state === "question") return "Claude is waiting in the terminal.";
+    if (state === "question") return "Claude is waiting in the terminal";
     if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
-      return "Claude is waiting in the terminal.";
+      return "Claude is waiting in the terminal";
     }
     return null;
   }
@@ -1137,6 +1146,7 @@ class RunView {
     this.stream && this.stream.close();
     this.resizeObs && this.resizeObs.disconnect();
     clearTimeout(this.staleTimer);
+    clearTimeout(this.noticeTimer);
     store.liveState.delete(this.runId);
   }
 }
