@@ -78,13 +78,14 @@ export function renderInline(raw) {
   return restore(s);
 }
 
+// Span lengths are bounded so that unclosed markers cost linear, not quadratic, time.
 function emphasis(s) {
   return s
-    .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, "$1<strong>$2</strong>")
+    .replace(/\*\*(?=\S)([\s\S]{0,500}?\S)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^\w])__(?=\S)([\s\S]{0,500}?\S)__(?!\w)/g, "$1<strong>$2</strong>")
     .replace(/(^|[^*\w])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?!\*)/g, "$1<em>$2</em>")
     .replace(/(^|[^\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?!\w)/g, "$1<em>$2</em>")
-    .replace(/~~(?=\S)([\s\S]*?\S)~~/g, "<del>$1</del>");
+    .replace(/~~(?=\S)([\s\S]{0,500}?\S)~~/g, "<del>$1</del>");
 }
 
 // ---------------------------------------------------------------- blocks
@@ -136,7 +137,11 @@ function isBlockStart(line, next) {
     LIST_ITEM.test(line) || isTableStart(line, next);
 }
 
-function renderBlocks(lines, tight) {
+// Quotes and lists nest by recursion; past this depth the rest is plain text.
+const MAX_DEPTH = 12;
+
+function renderBlocks(lines, tight, depth = 0) {
+  if (depth > MAX_DEPTH) return `<p>${renderInline(lines.join("\n").trim())}</p>`;
   const out = [];
   let i = 0;
   while (i < lines.length) {
@@ -180,7 +185,7 @@ function renderBlocks(lines, tight) {
         body.push(lines[i].replace(QUOTE, ""));
         i++;
       }
-      out.push(`<blockquote>${renderBlocks(body, false)}</blockquote>`);
+      out.push(`<blockquote>${renderBlocks(body, false, depth + 1)}</blockquote>`);
       continue;
     }
 
@@ -258,7 +263,7 @@ function renderBlocks(lines, tight) {
       const start = ordered && items[0].start !== 1 ? ` start="${items[0].start}"` : "";
       const body = items.map((it) => {
         while (it.lines.length && it.lines[it.lines.length - 1] === "") it.lines.pop();
-        return `<li>${renderBlocks(it.lines, !loose)}</li>`;
+        return `<li>${renderBlocks(it.lines, !loose, depth + 1)}</li>`;
       }).join("");
       out.push(`<${tag}${start}>${body}</${tag}>`);
       continue;

@@ -176,3 +176,21 @@ test("fuzz: random mixes of markdown and HTML specials always render safely", ()
     assertSafe(renderMarkdown(s), s);
   }
 });
+
+test("deep nesting and unclosed markers stay fast and safe", () => {
+  const inputs = [
+    "> ".repeat(5000) + "<img src=x onerror=alert(1)>",
+    Array.from({ length: 3000 }, (_, i) => " ".repeat(2 * (i % 200)) + "- <b>x</b>").join("\n"),
+    "**a ".repeat(20000),
+    "~~a ".repeat(20000),
+    "`a".repeat(20000),
+    "[a](".repeat(20000),
+  ];
+  for (const input of inputs) {
+    const t = performance.now();
+    const html = renderMarkdown(input);
+    const ms = performance.now() - t;
+    assert.ok(ms < 2000, `took ${Math.round(ms)} ms for ${JSON.stringify(input.slice(0, 20))}…`);
+    assertSafe(html, input.slice(0, 40));
+  }
+});
