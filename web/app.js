@@ -736,14 +736,13 @@ class RunView {
     this.root = root;
     this.runId = runId;
     this.messages = new Map();    // seq -> message
-    this.msgEls = new Map();      // seq -> element
+    this.maxSeq = null;
     this.toolNames = new Map();   // tool_use_id -> tool_name
     this.view = { state: null, pending_dialog: null, blocked: null };
     this.cardKey = null;
     this.card = null;
     this.notice = null;           // {text, key}
     this.answering = null;        // {toolId, phase}
-    this.gotView = false;
 
     this.build();
     this.loadRun();
@@ -895,7 +894,6 @@ class RunView {
 
   applyView(v) {
     if (!v || (v.run_id && String(v.run_id) !== String(this.runId))) return;
-    this.gotView = true;
     if (Array.isArray(v.messages) && v.messages.length) this.addMessages(v.messages);
     else if (this.emptyNote && !this.messages.size) this.emptyNote.textContent = "No messages yet.";
     this.view = {
@@ -918,9 +916,9 @@ class RunView {
       if (!Number.isFinite(seq) || this.messages.has(seq)) continue;
       const m = { ...raw, seq };
       this.messages.set(seq, m);
+      if (this.maxSeq === null || seq > this.maxSeq) this.maxSeq = seq;
       if (m.kind === "tool_use" && m.tool_use_id && m.tool_name) this.toolNames.set(m.tool_use_id, m.tool_name);
       const el = renderMessage(m, this.toolNames);
-      this.msgEls.set(m.seq, el);
       // Insert in seq order (normally an append).
       let before = null;
       const last = this.chat.lastElementChild;
@@ -941,7 +939,7 @@ class RunView {
   }
 
   async refreshView() {
-    const last = this.messages.size ? Math.max(...this.messages.keys()) : null;
+    const last = this.maxSeq;
     const res = await api("GET", `runs/${enc(this.runId)}/messages${last !== null ? `?after=${last}` : ""}`);
     if (res.ok && res.data) this.applyView(res.data);
   }
