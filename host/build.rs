@@ -11,6 +11,7 @@ const COMPONENTS: &[(&str, &str)] = &[
 ];
 
 fn main() {
+    embed_web_assets();
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().unwrap().to_path_buf();
     for dir in ["sdk", "wit", "providers", "Cargo.lock"] {
@@ -39,11 +40,49 @@ fn main() {
     }
     let status = cmd.status().expect("run cargo to build the provider components");
     if !status.success() {
-        panic!("building the provider components for wasm32-wasip2 failed (is the target installed? rust-toolchain.toml lists it)");
+        panic!("building the provider components for wasm32-wasip2 failed (see the cargo output above; rust-toolchain.toml installs the target)");
     }
     for (name, pkg) in COMPONENTS {
         let file = target_dir.join("wasm32-wasip2/wasm").join(format!("{}.wasm", pkg.replace('-', "_")));
         assert!(file.exists(), "missing component {}", file.display());
         println!("cargo:rustc-env=LAB_COMPONENT_{name}={}", file.display());
     }
+}
+
+/// Every servable file directly under web/ (not tests, not node tooling) becomes an
+/// entry of `WEB_ASSETS` in `$OUT_DIR/web_assets.rs`, embedded with include_bytes!.
+fn embed_web_assets() {
+    let web = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../web");
+    println!("cargo:rerun-if-changed={}", web.display());
+    let mut entries = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&web) {
+        for e in rd.flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ext = path.extension().and_then(|x| x.to_str()).unwrap_or("");
+            let mime = match ext {
+                "html" => "text/html; charset=utf-8",
+                "js" | "mjs" => "text/javascript; charset=utf-8",
+                "css" => "text/css; charset=utf-8",
+                "svg" => "image/svg+xml",
+                "png" => "image/png",
+                "ico" => "image/x-icon",
+                _ => continue,
+            };
+            if !path.is_file() || name.contains(".test.") || name.starts_with('.') {
+                continue;
+            }
+            entries.push(format!(
+                "    ({name:?}, {mime:?}, include_bytes!({:?})),\n",
+                path.canonicalize().unwrap().display().to_string()
+            ));
+        }
+    }
+    entries.sort();
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("web_assets.rs");
+    std::fs::write(
+        out,
+        format!("/// (file name, content type, bytes)\npub const WEB_ASSETS: &[(&str, &str, &[u8])] = &[\n{}];\n", entries.concat()),
+    )
+    .unwrap();
 }

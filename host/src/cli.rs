@@ -45,7 +45,9 @@ enum ProvidersAction {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    init_tracing(if matches!(cli.command, Command::Serve { .. }) { "info" } else { "error" });
+    if !matches!(cli.command, Command::Serve { .. }) {
+        init_tracing("error");
+    }
     let result = match cli.command {
         Command::Serve { addr, home } => serve(addr, home),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
@@ -65,8 +67,49 @@ fn init_tracing(default: &str) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-fn serve(_addr: String, _home: Option<PathBuf>) -> anyhow::Result<()> {
-    anyhow::bail!("serve: not wired yet")
+fn serve(addr: String, home: Option<PathBuf>) -> anyhow::Result<()> {
+    let home = Home::new(resolve_home(home)?);
+    std::fs::create_dir_all(home.logs_dir())?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("lab.log"))?;
+    init_serve_tracing(log);
+    let lab_exe = std::env::current_exe()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
+        let local = listener.local_addr()?;
+        tracing::info!(home = %home.root.display(), "lab serving on http://{local}");
+        println!("lab: serving on http://{local}");
+        use std::io::Write;
+        std::io::stdout().flush().ok();
+        axum::serve(listener, crate::http::router(runs))
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");
+        Ok(())
+    })
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn init_serve_tracing(log: std::fs::File) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LAB_LOG").unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(log)))
+        .try_init();
 }
 
 fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {

@@ -4,6 +4,9 @@
 //! Module map (named after the seed ADR's nouns):
 //! - [`components`]: the provider plugin loader (wasmtime, sandbox, capability detection)
 //! - [`hook`]: `lab hook …`, the command the agent's hooks execute
+//! - [`runs`]: launch, [`runs::tailer`], [`runs::view`] (state derivation),
+//!   [`runs::answer_guard`], [`runs::keystrokes`], [`runs::hook_settings`], registry
+//! - [`tmux`], [`http`] (API + embedded web UI)
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
 pub mod cli;
@@ -11,4 +14,7 @@ pub mod components;
 pub mod config;
 pub mod fsutil;
 pub mod hook;
+pub mod http;
 pub mod paths;
+pub mod runs;
+pub mod tmux;

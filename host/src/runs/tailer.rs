@@ -1,0 +1,462 @@
+//! The tailer: follows one run's transcript incrementally (only appended bytes are
+//! read; a partial last line waits for its newline), plus its spool and marker, and
+//! keeps the facts the view is derived from. The files are read here; the decisions
+//! are in [`super::view`] and [`super::answer_guard`].
+
+use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
+use crate::components::{CallError, ProviderHandle};
+use crate::fsutil;
+use crate::paths::{RunFiles, RunId};
+use lab_provider_sdk::{ParseOutput, ToolCall, TurnSignal};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+/// Most transcript bytes handed to the provider in one call.
+const MAX_CHUNK: usize = 1 << 20;
+
+/// Identity of a file version: a change in any part means "re-read it".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileSig {
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
+    let m = std::fs::metadata(path).ok()?;
+    let mtime_ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
+    Some((FileSig { ino: m.ino(), len: m.len(), mtime_ns }, m.modified().ok()?))
+}
+
+/// Messages shared with readers that must not wait for the tailer (SSE, GET).
+pub type SharedMessages = Arc<RwLock<Vec<SeqMessage>>>;
+
+pub struct Tail {
+    run: RunId,
+    provider: Option<ProviderHandle>,
+    transcript: Option<PathBuf>,
+    files: RunFiles,
+    hooker: bool,
+    fallback_deep_link: Option<String>,
+
+    offset: u64,
+    lines_seen: u64,
+    transcript_sig: Option<FileSig>,
+    transcript_modified: Option<SystemTime>,
+    messages: SharedMessages,
+    turn: Option<TurnSignal>,
+    pub session_id: Option<String>,
+    resolved: HashSet<String>,
+    /// Tool calls seen in the transcript, oldest first.
+    tool_calls: Vec<ToolCall>,
+    mapped: HashMap<String, Option<lab_provider_sdk::Dialog>>,
+
+    spool_sig: Option<FileSig>,
+    spool: Option<SpoolFact>,
+    marker_sig: Option<FileSig>,
+    marker: Option<MarkerFact>,
+    hook_cleared: HashSet<String>,
+    answered: HashSet<String>,
+    pub ended: bool,
+}
+
+impl Tail {
+    pub fn new(
+        run: RunId,
+        provider: ProviderHandle,
+        transcript: Option<PathBuf>,
+        files: RunFiles,
+        fallback_deep_link: Option<String>,
+    ) -> Tail {
+        let hooker = provider.dialog_hooker();
+        Tail {
+            run,
+            provider: Some(provider),
+            transcript,
+            files,
+            hooker,
+            fallback_deep_link,
+            offset: 0,
+            lines_seen: 0,
+            transcript_sig: None,
+            transcript_modified: None,
+            messages: Arc::new(RwLock::new(Vec::new())),
+            turn: None,
+            session_id: None,
+            resolved: HashSet::new(),
+            tool_calls: Vec::new(),
+            mapped: HashMap::new(),
+            spool_sig: None,
+            spool: None,
+            marker_sig: None,
+            marker: None,
+            hook_cleared: HashSet::new(),
+            answered: HashSet::new(),
+            ended: false,
+        }
+    }
+
+    /// A run whose provider is not loaded: nothing can be read, only shown as is.
+    pub fn new_inert(run: RunId, files: RunFiles) -> Tail {
+        let mut t = Tail {
+            run,
+            provider: None,
+            transcript: None,
+            files,
+            hooker: false,
+            fallback_deep_link: None,
+            offset: 0,
+            lines_seen: 0,
+            transcript_sig: None,
+            transcript_modified: None,
+            messages: Arc::new(RwLock::new(Vec::new())),
+            turn: None,
+            session_id: None,
+            resolved: HashSet::new(),
+            tool_calls: Vec::new(),
+            mapped: HashMap::new(),
+            spool_sig: None,
+            spool: None,
+            marker_sig: None,
+            marker: None,
+            hook_cleared: HashSet::new(),
+            answered: HashSet::new(),
+            ended: false,
+        };
+        t.hooker = false;
+        t
+    }
+
+    pub fn messages(&self) -> SharedMessages {
+        self.messages.clone()
+    }
+
+    pub fn transcript_path(&self) -> Option<&Path> {
+        self.transcript.as_deref()
+    }
+
+    /// Read whatever changed on disk. Never fails: problems are logged and the
+    /// offending bytes skipped, so one bad line cannot stop a run's chat.
+    pub async fn refresh(&mut self) -> Derived {
+        if !self.ended {
+            self.refresh_transcript().await;
+            if self.hooker {
+                self.refresh_spool().await;
+                self.refresh_marker().await;
+            }
+        } else if self.messages.read().unwrap().is_empty() {
+            // An ended run read for the first time (after a restart).
+            self.refresh_transcript().await;
+        }
+        let derived = self.derive().await;
+        if derived.spool_is_stale && !self.ended {
+            self.gc_spool();
+            return self.derive().await;
+        }
+        derived
+    }
+
+    async fn refresh_transcript(&mut self) {
+        let Some(path) = self.transcript.clone() else { return };
+        loop {
+            let Some((sig, modified)) = sig_of(&path) else { return };
+            if Some(sig) == self.transcript_sig {
+                return;
+            }
+            if sig.len < self.offset || self.transcript_sig.is_some_and(|s| s.ino != sig.ino) {
+                tracing::warn!(run = %self.run, "transcript was truncated or replaced; re-reading it from the start");
+                self.reset_transcript();
+            }
+            let chunk = match read_complete_lines(&path, self.offset, MAX_CHUNK) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(run = %self.run, error = %e, "cannot read the transcript");
+                    return;
+                }
+            };
+            if chunk.is_empty() {
+                // Only a partial line so far (or nothing new): wait for its newline.
+                self.transcript_sig = if sig.len == self.offset { Some(sig) } else { None };
+                self.transcript_modified = Some(modified);
+                return;
+            }
+            self.offset += chunk.len() as u64;
+            let first_line = self.lines_seen;
+            self.lines_seen += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+            let out = self.parse(&chunk, first_line).await;
+            self.apply(out);
+            self.transcript_modified = Some(modified);
+            if self.offset == sig.len {
+                self.transcript_sig = Some(sig);
+            }
+        }
+    }
+
+    fn reset_transcript(&mut self) {
+        self.offset = 0;
+        self.lines_seen = 0;
+        self.transcript_sig = None;
+        self.messages.write().unwrap().clear();
+        self.turn = None;
+        self.resolved.clear();
+        self.tool_calls.clear();
+    }
+
+    /// Parse a chunk; if the provider fails on the whole chunk, retry line by line so
+    /// only the line that breaks it is lost (and logged).
+    async fn parse(&self, chunk: &[u8], first_line: u64) -> ParseOutput {
+        let Some(provider) = &self.provider else { return ParseOutput::default() };
+        match provider.parse_transcript(chunk.to_vec()).await {
+            Ok(out) => {
+                self.log_diagnostics(&out, first_line);
+                out
+            }
+            Err(e) => {
+                tracing::warn!(run = %self.run, error = %e, "parsing a transcript chunk failed; retrying line by line");
+                let mut all = ParseOutput::default();
+                for (i, line) in chunk.split_inclusive(|b| *b == b'\n').enumerate() {
+                    match provider.parse_transcript(line.to_vec()).await {
+                        Ok(out) => {
+                            self.log_diagnostics(&out, first_line + i as u64);
+                            all.messages.extend(out.messages);
+                            if out.turn.is_some() {
+                                all.turn = out.turn;
+                            }
+                            if out.session_id.is_some() {
+                                all.session_id = out.session_id;
+                            }
+                        }
+                        Err(e) => log_skipped_line(&self.run, first_line + i as u64 + 1, &e),
+                    }
+                }
+                all
+            }
+        }
+    }
+
+    fn log_diagnostics(&self, out: &ParseOutput, first_line: u64) {
+        for d in &out.diagnostics {
+            tracing::warn!(run = %self.run, line = first_line + d.line as u64 + 1, message = %d.message, "skipped a transcript line");
+        }
+    }
+
+    fn apply(&mut self, out: ParseOutput) {
+        let mut msgs = self.messages.write().unwrap();
+        for m in out.messages {
+            if let Some(id) = &m.tool_use_id {
+                if m.kind == "tool_result" {
+                    self.resolved.insert(id.clone());
+                } else if m.kind == "tool_use" {
+                    self.tool_calls.push(ToolCall {
+                        id: id.clone(),
+                        name: m.tool_name.clone().unwrap_or_default(),
+                        input: m.tool_input.clone().unwrap_or_else(|| "{}".into()),
+                    });
+                }
+            }
+            let seq = msgs.len() as u64;
+            msgs.push(SeqMessage::new(seq, m));
+        }
+        if out.turn.is_some() {
+            self.turn = out.turn;
+        }
+        if out.session_id.is_some() {
+            self.session_id = out.session_id;
+        }
+    }
+
+    async fn refresh_spool(&mut self) {
+        let now = sig_of(&self.files.spool).map(|(s, _)| s);
+        if now == self.spool_sig {
+            return;
+        }
+        self.spool_sig = now;
+        let previous = self.spool.take();
+        let bytes = match now {
+            None => None,
+            Some(_) => fsutil::read_optional(&self.files.spool).ok().flatten(),
+        };
+        let Some(bytes) = bytes else {
+            if let Some(p) = previous {
+                // Gone: the PostToolUse hook (or lab's GC) removed it.
+                self.hook_cleared.insert(p.tool_use_id);
+            }
+            return;
+        };
+        let Some(provider) = &self.provider else { return };
+        match provider.pending_dialog(bytes).await {
+            Ok(Ok(p)) => {
+                if let Some(prev) = previous.filter(|prev| prev.tool_use_id != p.tool_use_id) {
+                    self.hook_cleared.insert(prev.tool_use_id);
+                }
+                self.spool = Some(SpoolFact { tool_use_id: p.tool_use_id, dialog: p.dialog });
+            }
+            Ok(Err(msg)) => tracing::warn!(run = %self.run, error = %msg, "ignoring a malformed spool"),
+            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the spool"),
+        }
+    }
+
+    async fn refresh_marker(&mut self) {
+        let now = sig_of(&self.files.marker);
+        if now.map(|(s, _)| s) == self.marker_sig {
+            return;
+        }
+        self.marker_sig = now.map(|(s, _)| s);
+        self.marker = None;
+        let Some((_, written)) = now else { return };
+        let Some(bytes) = fsutil::read_optional(&self.files.marker).ok().flatten() else { return };
+        let Some(provider) = &self.provider else { return };
+        match provider.blocked_state(bytes).await {
+            Ok(Ok(blocked)) => self.marker = Some(MarkerFact { blocked, written }),
+            Ok(Err(msg)) => tracing::warn!(run = %self.run, error = %msg, "ignoring a malformed blocked marker"),
+            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the blocked marker"),
+        }
+    }
+
+    /// Delete a spool whose dialog is resolved in the transcript (the backstop GC).
+    fn gc_spool(&mut self) {
+        // Only delete the version we judged; a new dialog's spool may have replaced it.
+        if sig_of(&self.files.spool).map(|(s, _)| s) == self.spool_sig {
+            if let Err(e) = fsutil::remove_if_exists(&self.files.spool) {
+                tracing::warn!(run = %self.run, error = %e, "could not delete a stale spool");
+            }
+            if let Some(s) = self.spool.take() {
+                tracing::info!(run = %self.run, tool_use_id = %s.tool_use_id, "removed a spool already resolved in the transcript");
+            }
+            self.spool_sig = None;
+        }
+    }
+
+    /// The newest unresolved tool call that the provider maps to a dialog (the
+    /// dormant transcript fallback). Mapper results are cached per tool call id.
+    async fn transcript_dialog(&mut self) -> Option<lab_provider_sdk::Dialog> {
+        let unresolved: Vec<ToolCall> =
+            self.tool_calls.iter().rev().filter(|c| !self.resolved.contains(&c.id)).take(8).cloned().collect();
+        for call in unresolved {
+            if !self.mapped.contains_key(&call.id) {
+                let id = call.id.clone();
+                let Some(provider) = &self.provider else { return None };
+                match provider.map_dialog(call.clone()).await {
+                    Ok(d) => {
+                        self.mapped.insert(id, d);
+                    }
+                    Err(e) => tracing::warn!(run = %self.run, error = %e, "the dialog mapper failed"),
+                }
+            }
+            if let Some(Some(d)) = self.mapped.get(&call.id) {
+                return Some(d.clone());
+            }
+        }
+        None
+    }
+
+    pub async fn derive(&mut self) -> Derived {
+        let transcript_dialog = if self.ended { None } else { self.transcript_dialog().await };
+        let message_count = self.messages.read().unwrap().len();
+        view::derive(&Facts {
+            ended: self.ended,
+            message_count,
+            turn: self.turn,
+            resolved: Some(&self.resolved),
+            hook_cleared: Some(&self.hook_cleared),
+            answered: Some(&self.answered),
+            transcript_dialog,
+            spool: self.spool.clone(),
+            marker: self.marker.clone(),
+            transcript_modified: self.transcript_modified,
+            fallback_deep_link: self.fallback_deep_link.clone(),
+        })
+    }
+
+    pub fn spool(&self) -> Option<&SpoolFact> {
+        self.spool.as_ref()
+    }
+
+    pub fn resolved(&self) -> &HashSet<String> {
+        &self.resolved
+    }
+
+    pub fn answered(&self) -> &HashSet<String> {
+        &self.answered
+    }
+
+    pub fn mark_answered(&mut self, id: &str) {
+        self.answered.insert(id.to_string());
+    }
+
+    pub fn unmark_answered(&mut self, id: &str) {
+        self.answered.remove(id);
+    }
+}
+
+fn log_skipped_line(run: &RunId, line: u64, e: &CallError) {
+    tracing::warn!(run = %run, line, error = %e, "skipped a transcript line the provider could not parse");
+}
+
+/// Read from `offset` up to the last newline, at most about `max` bytes (but always
+/// at least one whole line if one is complete).
+pub fn read_complete_lines(path: &Path, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
+    let Some(mut f) = fsutil::open_optional(path)? else { return Ok(Vec::new()) };
+    f.seek(SeekFrom::Start(offset))?;
+    let mut buf = Vec::new();
+    let mut block = vec![0u8; 64 * 1024];
+    loop {
+        let n = f.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&block[..n]);
+        if buf.len() >= max && buf.contains(&b'\n') {
+            break;
+        }
+    }
+    match buf.iter().rposition(|b| *b == b'\n') {
+        Some(last) => {
+            buf.truncate(last + 1);
+            // Stay near `max` so one component call stays bounded.
+            if buf.len() > max {
+                let cut = buf[..max]
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .or_else(|| buf.iter().position(|b| *b == b'\n'))
+                    .expect("buf holds a newline");
+                buf.truncate(cut + 1);
+            }
+            Ok(buf)
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn reads_only_complete_lines_from_an_offset() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let mut f = std::fs::File::create(&p).unwrap();
+        f.write_all(b"one\ntwo\nthr").unwrap();
+        assert_eq!(read_complete_lines(&p, 0, 1 << 20).unwrap(), b"one\ntwo\n");
+        assert_eq!(read_complete_lines(&p, 8, 1 << 20).unwrap(), b"");
+        f.write_all(b"ee\n").unwrap();
+        assert_eq!(read_complete_lines(&p, 8, 1 << 20).unwrap(), b"three\n");
+        assert_eq!(read_complete_lines(&d.path().join("missing"), 0, 10).unwrap(), b"");
+    }
+
+    #[test]
+    fn chunks_are_bounded_but_hold_at_least_one_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        std::fs::write(&p, b"aaaa\nbbbb\ncccc\n").unwrap();
+        assert_eq!(read_complete_lines(&p, 0, 6).unwrap(), b"aaaa\n");
+        assert_eq!(read_complete_lines(&p, 0, 2).unwrap(), b"aaaa\n");
+        assert_eq!(read_complete_lines(&p, 0, 11).unwrap(), b"aaaa\nbbbb\n");
+    }
+}

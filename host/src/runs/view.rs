@@ -1,0 +1,381 @@
+//! State derivation: the run's view (what `GET /runs/{id}/messages` returns) from the
+//! transcript-derived facts plus the live overlays (spool → pending dialog, marker →
+//! blocked). Pure: every input is a value, so each rule is unit-tested here.
+//!
+//! Rules, in order:
+//! 1. An ended run is `ended`, with no dialog and no block.
+//! 2. A spool whose tool call is already resolved in the transcript (tool_result seen)
+//!    is suppressed — the backstop for Esc, auto-continue, process death or a missed
+//!    PostToolUse hook.
+//! 3. The pending dialog is the live spool's (source `spool`), else the newest
+//!    unresolved dialog tool call in the transcript (source `transcript`, the dormant
+//!    fallback), unless the hook already cleared that very id (so a PostToolUse that
+//!    lands before the tool_result line does not make the dialog flicker back).
+//!    Spool and transcript describing the same id are one dialog.
+//! 4. The blocked marker is live while the transcript has not changed since it was
+//!    written (mtime comparison: the transcript "advanced past the block").
+//! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
+//!    yet → `starting`; last turn signal idle → `idle`; otherwise `working`.
+
+use lab_provider_sdk::{Blocked, Dialog, Message, TurnSignal};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Starting,
+    Working,
+    Idle,
+    Question,
+    NeedsInput,
+    Ended,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Starting => "starting",
+            RunState::Working => "working",
+            RunState::Idle => "idle",
+            RunState::Question => "question",
+            RunState::NeedsInput => "needs_input",
+            RunState::Ended => "ended",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogSource {
+    Spool,
+    Transcript,
+}
+
+/// `Dialog` as the API shows it: the provider's dialog plus where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingDialog {
+    #[serde(flatten)]
+    pub dialog: Dialog,
+    pub source: DialogSource,
+}
+
+/// A transcript message with its stable sequence number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeqMessage {
+    pub seq: u64,
+    pub role: lab_provider_sdk::Role,
+    pub kind: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// For tool_use: the tool input (JSON).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    pub timestamp: String,
+}
+
+impl SeqMessage {
+    pub fn new(seq: u64, m: Message) -> Self {
+        SeqMessage {
+            seq,
+            role: m.role,
+            kind: m.kind,
+            text: m.text,
+            tool_use_id: m.tool_use_id,
+            tool_name: m.tool_name,
+            input: m.tool_input.and_then(|t| serde_json::from_str(&t).ok()),
+            is_error: m.is_error,
+            timestamp: m.timestamp,
+        }
+    }
+}
+
+/// The live spool, parsed by the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolFact {
+    pub tool_use_id: String,
+    pub dialog: Option<Dialog>,
+}
+
+/// The live marker, parsed by the provider, with the file's modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerFact {
+    pub blocked: Blocked,
+    pub written: SystemTime,
+}
+
+/// Everything the view is derived from.
+#[derive(Debug, Clone, Default)]
+pub struct Facts<'a> {
+    pub ended: bool,
+    pub message_count: usize,
+    pub turn: Option<TurnSignal>,
+    /// Tool call ids with a tool_result in the transcript.
+    pub resolved: Option<&'a HashSet<String>>,
+    /// Ids whose spool the PostToolUse hook removed.
+    pub hook_cleared: Option<&'a HashSet<String>>,
+    /// Ids lab already played an answer for (no second answer; shown, not answerable).
+    pub answered: Option<&'a HashSet<String>>,
+    /// The newest unresolved dialog tool call in the transcript, mapped.
+    pub transcript_dialog: Option<Dialog>,
+    pub spool: Option<SpoolFact>,
+    pub marker: Option<MarkerFact>,
+    /// When the transcript last changed (None: no transcript yet).
+    pub transcript_modified: Option<SystemTime>,
+    /// Link used when the provider gives a dialog none.
+    pub fallback_deep_link: Option<String>,
+}
+
+/// The derived part of the view (messages are kept by the tailer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derived {
+    pub state: RunState,
+    pub pending_dialog: Option<PendingDialog>,
+    pub blocked: Option<Blocked>,
+    /// The spool is present but resolved: delete it (GC).
+    pub spool_is_stale: bool,
+}
+
+fn contains(set: Option<&HashSet<String>>, id: &str) -> bool {
+    set.is_some_and(|s| s.contains(id))
+}
+
+/// Is the spool live (present and not yet resolved in the transcript)?
+pub fn spool_is_live(spool: &SpoolFact, resolved: Option<&HashSet<String>>) -> bool {
+    !contains(resolved, &spool.tool_use_id)
+}
+
+pub fn derive(f: &Facts) -> Derived {
+    if f.ended {
+        return Derived { state: RunState::Ended, pending_dialog: None, blocked: None, spool_is_stale: f.spool.is_some() };
+    }
+    let live_spool = f.spool.as_ref().filter(|s| spool_is_live(s, f.resolved));
+    let spool_is_stale = f.spool.is_some() && live_spool.is_none();
+
+    let mut pending = match live_spool {
+        Some(s) => s.dialog.clone().map(|dialog| PendingDialog { dialog, source: DialogSource::Spool }),
+        None => None,
+    };
+    if pending.is_none() && live_spool.is_none() {
+        pending = f
+            .transcript_dialog
+            .as_ref()
+            .filter(|d| !contains(f.resolved, &d.tool_id) && !contains(f.hook_cleared, &d.tool_id))
+            .map(|d| PendingDialog { dialog: d.clone(), source: DialogSource::Transcript });
+    }
+    if let Some(p) = pending.as_mut() {
+        // Only a spooled dialog can pass the answer guard, and only once.
+        p.dialog.answerable =
+            p.dialog.answerable && p.source == DialogSource::Spool && !contains(f.answered, &p.dialog.tool_id);
+        if p.dialog.deep_link.is_none() {
+            p.dialog.deep_link = f.fallback_deep_link.clone();
+        }
+    }
+
+    let blocked = f
+        .marker
+        .as_ref()
+        .filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written))
+        .map(|m| m.blocked.clone());
+
+    let state = if pending.is_some() {
+        RunState::Question
+    } else if blocked.is_some() {
+        RunState::NeedsInput
+    } else if f.message_count == 0 {
+        RunState::Starting
+    } else if f.turn == Some(TurnSignal::Idle) {
+        RunState::Idle
+    } else {
+        RunState::Working
+    };
+    Derived { state, pending_dialog: pending, blocked, spool_is_stale }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab_provider_sdk::{DialogKind, DialogOption, Question};
+    use std::time::Duration;
+
+    fn dialog(id: &str) -> Dialog {
+        Dialog {
+            tool_id: id.into(),
+            tool_name: "Ask".into(),
+            kind: DialogKind::Question,
+            answerable: true,
+            questions: vec![Question {
+                header: "H".into(),
+                question: "Q?".into(),
+                multi_select: false,
+                options: vec![DialogOption { label: "a".into(), description: "".into() }],
+            }],
+            plan: None,
+            deep_link: None,
+        }
+    }
+
+    fn spool(id: &str) -> SpoolFact {
+        SpoolFact { tool_use_id: id.into(), dialog: Some(dialog(id)) }
+    }
+
+    fn set(ids: &[&str]) -> HashSet<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn t(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn starting_working_idle_from_the_transcript() {
+        assert_eq!(derive(&Facts::default()).state, RunState::Starting);
+        let f = Facts { message_count: 1, ..Default::default() };
+        assert_eq!(derive(&f).state, RunState::Working);
+        let f = Facts { message_count: 3, turn: Some(TurnSignal::Idle), ..Default::default() };
+        assert_eq!(derive(&f).state, RunState::Idle);
+        let f = Facts { message_count: 3, turn: Some(TurnSignal::Working), ..Default::default() };
+        assert_eq!(derive(&f).state, RunState::Working);
+    }
+
+    #[test]
+    fn a_live_spool_overlays_a_question() {
+        let f = Facts { message_count: 2, turn: Some(TurnSignal::Working), spool: Some(spool("t1")), ..Default::default() };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Question);
+        let p = d.pending_dialog.unwrap();
+        assert_eq!(p.source, DialogSource::Spool);
+        assert!(p.dialog.answerable);
+        assert!(!d.spool_is_stale);
+    }
+
+    #[test]
+    fn spool_and_transcript_with_the_same_id_are_one_dialog_from_the_spool() {
+        let f = Facts { message_count: 2, spool: Some(spool("t1")), transcript_dialog: Some(dialog("t1")), ..Default::default() };
+        let p = derive(&f).pending_dialog.unwrap();
+        assert_eq!((p.source, p.dialog.tool_id.as_str()), (DialogSource::Spool, "t1"));
+    }
+
+    #[test]
+    fn a_resolved_spool_is_suppressed_and_marked_for_gc() {
+        let resolved = set(&["t1"]);
+        let f = Facts {
+            message_count: 4,
+            turn: Some(TurnSignal::Working),
+            resolved: Some(&resolved),
+            spool: Some(spool("t1")),
+            transcript_dialog: Some(dialog("t1")),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Working);
+        assert!(d.pending_dialog.is_none());
+        assert!(d.spool_is_stale);
+    }
+
+    #[test]
+    fn the_transcript_fallback_shows_an_unresolved_dialog_but_not_answerable() {
+        let f = Facts { message_count: 2, transcript_dialog: Some(dialog("t9")), ..Default::default() };
+        let p = derive(&f).pending_dialog.unwrap();
+        assert_eq!(p.source, DialogSource::Transcript);
+        assert!(!p.dialog.answerable);
+    }
+
+    #[test]
+    fn a_hook_cleared_id_does_not_flicker_back_from_the_transcript() {
+        let cleared = set(&["t1"]);
+        let f = Facts {
+            message_count: 2,
+            hook_cleared: Some(&cleared),
+            transcript_dialog: Some(dialog("t1")),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert!(d.pending_dialog.is_none());
+        assert_eq!(d.state, RunState::Working);
+    }
+
+    #[test]
+    fn an_answered_dialog_stays_visible_but_cannot_be_answered_again() {
+        let answered = set(&["t1"]);
+        let f = Facts { message_count: 2, spool: Some(spool("t1")), answered: Some(&answered), ..Default::default() };
+        let p = derive(&f).pending_dialog.unwrap();
+        assert!(!p.dialog.answerable);
+    }
+
+    #[test]
+    fn a_spool_for_a_non_dialog_tool_hides_the_transcript_fallback_but_shows_nothing() {
+        let f = Facts {
+            message_count: 2,
+            spool: Some(SpoolFact { tool_use_id: "t2".into(), dialog: None }),
+            transcript_dialog: Some(dialog("t1")),
+            ..Default::default()
+        };
+        assert!(derive(&f).pending_dialog.is_none());
+    }
+
+    #[test]
+    fn the_marker_is_live_until_the_transcript_advances() {
+        let marker = MarkerFact {
+            blocked: Blocked { notification_type: "permission_prompt".into(), message: "needs permission".into() },
+            written: t(100),
+        };
+        let mut f = Facts {
+            message_count: 2,
+            turn: Some(TurnSignal::Working),
+            marker: Some(marker),
+            transcript_modified: Some(t(90)),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::NeedsInput);
+        assert_eq!(d.blocked.unwrap().notification_type, "permission_prompt");
+        f.transcript_modified = Some(t(101));
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Working);
+        assert!(d.blocked.is_none());
+    }
+
+    #[test]
+    fn a_question_wins_over_a_marker_and_keeps_the_block_info() {
+        let f = Facts {
+            message_count: 2,
+            spool: Some(spool("t1")),
+            marker: Some(MarkerFact {
+                blocked: Blocked { notification_type: "permission_prompt".into(), message: "m".into() },
+                written: t(100),
+            }),
+            transcript_modified: Some(t(50)),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Question);
+        assert!(d.blocked.is_some());
+    }
+
+    #[test]
+    fn ended_wins_over_everything() {
+        let f = Facts { ended: true, message_count: 2, spool: Some(spool("t1")), ..Default::default() };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Ended);
+        assert!(d.pending_dialog.is_none() && d.blocked.is_none());
+        assert!(d.spool_is_stale);
+    }
+
+    #[test]
+    fn a_fallback_deep_link_fills_in() {
+        let f = Facts {
+            message_count: 1,
+            spool: Some(spool("t1")),
+            fallback_deep_link: Some("/#/runs/r/terminal".into()),
+            ..Default::default()
+        };
+        assert_eq!(derive(&f).pending_dialog.unwrap().dialog.deep_link.as_deref(), Some("/#/runs/r/terminal"));
+    }
+}

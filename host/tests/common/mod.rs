@@ -1,0 +1,229 @@
+//! Shared harness for lab's integration tests: a real `lab serve` on a loopback port
+//! with its own home, real tmux, and agents that behave like the real ones.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const LAB: &str = env!("CARGO_BIN_EXE_lab");
+
+/// `target/<profile>/<name>`, built on demand for tools in other workspace crates.
+pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let bin = dir.join(name);
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", package, "--bin", name])
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "building {package} failed");
+    }
+    assert!(bin.exists(), "{} is missing", bin.display());
+    bin
+}
+
+pub fn fake_claude() -> PathBuf {
+    workspace_bin("fake-claude", "fake-claude")
+}
+
+/// Poll `f` until it returns Some, or panic after `timeout` with `what`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if start.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A test's world: temp dirs for lab's home, the agent's HOME and the workdir.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub agent_home: PathBuf,
+    pub workdir: PathBuf,
+}
+
+impl World {
+    pub fn new() -> World {
+        // Short paths: tmux's socket lives in lab's home (unix sockets max ~108 bytes).
+        let dir = tempfile::Builder::new().prefix("lab-t").tempdir_in("/tmp").unwrap();
+        let home = dir.path().join("h");
+        let agent_home = dir.path().join("a");
+        let workdir = dir.path().join("w");
+        for d in [&home, &agent_home, &workdir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        World { dir, home, agent_home, workdir }
+    }
+
+    pub fn runtime(&self) -> PathBuf {
+        self.home.join("runtime")
+    }
+
+    pub fn write_config(&self, toml: &str) {
+        std::fs::write(self.home.join("lab.toml"), toml).unwrap();
+    }
+
+    /// Configure claude-code to launch fake-claude with `script`; returns the log path.
+    pub fn use_fake_claude(&self, script: &Value) -> PathBuf {
+        let script_path = self.dir.path().join("script.json");
+        std::fs::write(&script_path, serde_json::to_vec_pretty(script).unwrap()).unwrap();
+        let log = self.dir.path().join("fake.log");
+        self.write_config(&format!(
+            "[providers.claude-code]\nprogram = {:?}\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?}, FAKE_CLAUDE_LOG = {:?} }}\n",
+            fake_claude().display().to_string(),
+            script_path.display().to_string(),
+            log.display().to_string()
+        ));
+        log
+    }
+
+    pub fn serve(&self) -> Lab {
+        Lab::start(self)
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux").arg("-S").arg(self.home.join("tmux.sock")).args(args).output().unwrap()
+    }
+
+    pub fn log_events(log: &Path) -> Vec<Value> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// A running `lab serve`.
+pub struct Lab {
+    pub child: Child,
+    pub url: String,
+    client: reqwest::blocking::Client,
+}
+
+impl Lab {
+    pub fn start(w: &World) -> Lab {
+        let mut child = Command::new(LAB)
+            .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+            .arg(&w.home)
+            .env("HOME", &w.agent_home)
+            .env("LAB_LOG", "info,lab=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start lab serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("lab: serving on ")
+            .unwrap_or_else(|| panic!("unexpected first line from lab serve: {line:?}"))
+            .to_string();
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        Lab { child, url, client }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.client.get(format!("{}{path}", self.url)).send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client.post(format!("{}{path}", self.url)).json(body).send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn create_run(&self, w: &World, provider: &str, prompt: &str) -> Value {
+        let (status, run) =
+            self.post("/runs", &json!({"provider": provider, "workdir": w.workdir, "prompt": prompt}));
+        assert_eq!(status, 201, "POST /runs: {run}");
+        run
+    }
+
+    pub fn view(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/runs/{id}/messages"));
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    /// Wait until the run's view satisfies `pred`.
+    pub fn wait_view(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        wait_for(Duration::from_secs(20), what, || Some(self.view(id)).filter(|v| pred(v)))
+    }
+
+    pub fn wait_state(&self, id: &str, state: &str) -> Value {
+        self.wait_view(id, &format!("state {state}"), |v| v["state"] == state)
+    }
+
+    /// Stop lab serve (SIGTERM) and wait for it.
+    pub fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// The single-question AskUserQuestion used by several tests.
+pub fn three_options() -> Value {
+    json!({"questions": [{
+        "question": "Which database should we use?",
+        "header": "Database",
+        "multiSelect": false,
+        "options": [
+            {"label": "PostgreSQL", "description": "Relational"},
+            {"label": "SQLite", "description": "Embedded"},
+            {"label": "Redis", "description": "In-memory"}
+        ]
+    }]})
+}
