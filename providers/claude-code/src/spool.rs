@@ -154,6 +154,40 @@ mod tests {
         assert_eq!(b.notification_type, "unknown");
     }
 
+    /// Hook payloads captured from the real `claude` binary (`testdata/real/*/hooks.jsonl`,
+    /// lines `{"received_ms", "hook", "payload"}`), if any: every PreToolUse payload
+    /// is a pending dialog, every Notification payload a blocked state.
+    #[test]
+    fn real_hook_payloads_parse() {
+        for f in crate::transcript::tests::real_files("hooks") {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let payload = match &v["payload"] {
+                    Value::String(s) => s.clone().into_bytes(),
+                    other => other.to_string().into_bytes(),
+                };
+                let at = format!("{}: {}", f.display(), v["hook"]);
+                match v["hook"].as_str() {
+                    Some("PreToolUse") => {
+                        let p = pending_dialog(&payload).expect(&at);
+                        let d = p.dialog.expect(&at);
+                        assert_eq!(d.tool_id, p.tool_use_id, "{at}");
+                        assert_eq!(d.answerable, d.questions.len() == 1, "{at}");
+                    }
+                    Some("Notification") => {
+                        let b = blocked_state(&payload).expect(&at);
+                        assert!(
+                            !b.notification_type.is_empty() && !b.message.is_empty(),
+                            "{at}"
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_markers_are_errors() {
         for (bytes, needle) in [

@@ -402,7 +402,7 @@ fn one_line(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use lab_provider_sdk::Diagnostic;
 
@@ -433,7 +433,7 @@ mod tests {
                 (
                     Role::Tool,
                     "tool_result",
-                    "User has answered your questions: \"Which database should the order service use?\"=\"PostgreSQL\". You can now continue with the user's answers in mind."
+                    "Your questions have been answered: \"Which database should the order service use?\"=\"PostgreSQL\". You can now continue with these answers in mind."
                 ),
                 (Role::Assistant, "tool_use", "Bash: ls migrations"),
                 (Role::Tool, "tool_result", "0001_init.sql\n0002_customers.sql"),
@@ -738,21 +738,37 @@ mod tests {
         assert_eq!(parse_transcript(bytes), parse_transcript(bytes));
     }
 
-    /// Transcripts captured from the real `claude` binary (if any were added) parse
-    /// without a single diagnostic.
+    /// The `.jsonl` files under `testdata/real/` (captures from the real `claude`
+    /// binary), recursively, sorted. Empty if nothing was captured.
+    pub(crate) fn real_files(prefix: &str) -> Vec<std::path::PathBuf> {
+        fn walk(dir: &std::path::Path, prefix: &str, out: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for p in entries.filter_map(Result::ok).map(|e| e.path()) {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                if p.is_dir() {
+                    walk(&p, prefix, out);
+                } else if name.starts_with(prefix) && name.ends_with(".jsonl") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real"),
+            prefix,
+            &mut out,
+        );
+        out.sort();
+        out
+    }
+
+    /// Transcripts captured from the real `claude` binary parse without a single
+    /// diagnostic, and every tool_use of a dialog tool maps to a dialog.
     #[test]
     fn real_transcripts_parse_cleanly() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real");
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            return;
-        };
-        let mut files: Vec<_> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        files.sort();
-        for f in files {
+        for f in real_files("transcript") {
             let bytes = std::fs::read(&f).unwrap();
             let out = parse_transcript(&bytes);
             assert!(
@@ -761,6 +777,41 @@ mod tests {
                 f.display(),
                 out.diagnostics
             );
+            assert!(out.session_id.is_some(), "{}", f.display());
+            for m in out.messages.iter().filter(|m| m.kind == "tool_use") {
+                let dialog = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolCall {
+                    id: m.tool_use_id.clone().unwrap(),
+                    name: m.tool_name.clone().unwrap(),
+                    input: m.tool_input.clone().unwrap(),
+                });
+                let is_dialog_tool = matches!(
+                    m.tool_name.as_deref(),
+                    Some("AskUserQuestion" | "ExitPlanMode")
+                );
+                assert_eq!(
+                    dialog.is_some(),
+                    is_dialog_tool,
+                    "{}: {}",
+                    f.display(),
+                    m.text
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "prints the parse of every real transcript; run with --ignored --nocapture"]
+    fn dump_real_transcripts() {
+        for f in real_files("transcript") {
+            let out = parse_transcript(&std::fs::read(&f).unwrap());
+            println!("== {} turn={:?}", f.display(), out.turn);
+            for m in &out.messages {
+                let text: String = m.text.chars().take(110).collect();
+                println!(
+                    "  {:?}/{} err={} id={:?} {:?}",
+                    m.role, m.kind, m.is_error, m.tool_use_id, text
+                );
+            }
         }
     }
 }
