@@ -24,6 +24,7 @@ use ui::{AskOutcome, AskPicker, Choice, ChoiceOutcome, Composer, ComposerOutcome
 use util::{api_id, iso_now, uuid_v4};
 
 const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+const INTERRUPTED: &str = "[Request interrupted by user for tool use]";
 const CHAT_ABOUT_THIS: &str = "The user wants to clarify these questions. This means they may have additional information, context or questions for you. Take their response into account and then reformulate the questions if appropriate. Start by asking them what they would like to clarify.";
 const USAGE: &str = "usage: FAKE_CLAUDE_SCRIPT=script.json fake-claude [--session-id UUID] [--settings FILE] [--permission-mode MODE] [PROMPT]";
 
@@ -109,6 +110,8 @@ struct Transcript {
     cwd: String,
     version: String,
     last_uuid: Option<String>,
+    /// Conversation entries written since the turn's user prompt (`messageCount`).
+    entries_in_turn: u64,
 }
 
 impl Transcript {
@@ -123,11 +126,13 @@ impl Transcript {
         m.insert("cwd".into(), json!(self.cwd));
         m.insert("sessionId".into(), json!(self.session_id));
         m.insert("version".into(), json!(self.version));
-        m.insert("gitBranch".into(), json!(""));
+        m.insert("gitBranch".into(), json!("HEAD"));
+        m.insert("entrypoint".into(), json!("cli"));
         m.insert("type".into(), json!(ty));
         m.insert("uuid".into(), json!(uuid));
         m.insert("timestamp".into(), json!(iso_now()));
         self.last_uuid = Some(uuid);
+        self.entries_in_turn += 1;
         m
     }
 
@@ -148,6 +153,22 @@ struct ToolOutcome {
     post_input: Option<Value>,
     /// Extra fields for the `answer` log event.
     log: Value,
+    /// A rejection: Claude writes "[Request interrupted by user for tool use]" and the
+    /// turn stops there (no end_turn text, no turn_duration, no Stop hook).
+    interrupt: bool,
+}
+
+impl ToolOutcome {
+    fn rejected(log: Value) -> ToolOutcome {
+        ToolOutcome {
+            content: REJECTED.into(),
+            is_error: true,
+            result: json!("User rejected tool use"),
+            post_input: None,
+            log,
+            interrupt: true,
+        }
+    }
 }
 
 enum Waited<O> {
@@ -207,6 +228,11 @@ struct Agent {
     turn_start: Instant,
     /// The last thing written was an assistant text line carrying `end_turn`.
     ended_with_text: bool,
+    last_assistant_text: String,
+    /// The API message id a `say` with stop_reason tool_use shares with the next tool_use.
+    next_tool_msg_id: Option<String>,
+    config_dir: String,
+    first_prompt: bool,
 }
 
 impl Agent {
@@ -253,6 +279,11 @@ impl Agent {
         runs
     }
 
+    fn with_effort(&self, mut m: Map<String, Value>) -> Map<String, Value> {
+        m.insert("effort".into(), json!({"level": self.effort}));
+        m
+    }
+
     fn notify(&mut self, notification_type: &str, message: &str) {
         let mut p = self.hook_base("Notification");
         p.remove("permission_mode");
@@ -265,12 +296,12 @@ impl Agent {
 
     // ---- transcript --------------------------------------------------------------------
 
-    fn assistant_entry(&mut self, content: Value, stop_reason: Option<&str>) -> Map<String, Value> {
+    fn assistant_entry(&mut self, content: Value, stop_reason: Option<&str>, msg_id: Option<String>) -> Map<String, Value> {
         let mut m = self.tx.entry("assistant");
         m.insert(
             "message".into(),
             json!({
-                "id": api_id("msg_01", 22),
+                "id": msg_id.unwrap_or_else(|| api_id("msg_01", 22)),
                 "type": "message",
                 "role": "assistant",
                 "model": self.model,
@@ -290,20 +321,29 @@ impl Agent {
         m
     }
 
-    fn say(&mut self, text: &str, end_turn: bool) {
-        let e = self.assistant_entry(json!([{"type": "text", "text": text}]), end_turn.then_some("end_turn"));
+    /// An assistant text line. `stop_reason` is "end_turn" when the turn ends here,
+    /// "tool_use" when a tool call follows in the same API message, else null.
+    fn say(&mut self, text: &str, stop_reason: Option<&str>) {
+        let msg_id = api_id("msg_01", 22);
+        let e = self.assistant_entry(json!([{"type": "text", "text": text}]), stop_reason, Some(msg_id.clone()));
         self.tx.write(&Value::Object(e));
-        self.log.event(json!({"event": "say", "text": text, "end_turn": end_turn}));
+        self.log.event(json!({"event": "say", "text": text, "stop_reason": stop_reason}));
         self.screen.push(&format!("● {text}"));
         self.turn_open = true;
-        self.ended_with_text = end_turn;
+        self.ended_with_text = stop_reason == Some("end_turn");
+        self.next_tool_msg_id = (stop_reason == Some("tool_use")).then_some(msg_id);
+        self.last_assistant_text = text.to_string();
     }
 
     fn user_message(&mut self, text: &str, source: &str) {
         self.prompt_id = uuid_v4();
+        self.tx.entries_in_turn = 0;
         let mut e = self.tx.entry("user");
+        e.insert("promptId".into(), json!(self.prompt_id));
         e.insert("message".into(), json!({"role": "user", "content": text}));
         e.insert("permissionMode".into(), json!(self.permission_mode));
+        e.insert("origin".into(), json!({"kind": "human"}));
+        e.insert("promptSource".into(), json!("typed"));
         let uuid = e["uuid"].clone();
         self.tx.write(&json!({
             "type": "file-history-snapshot",
@@ -312,6 +352,15 @@ impl Agent {
             "isSnapshotUpdate": false
         }));
         self.tx.write(&Value::Object(e));
+        if std::mem::take(&mut self.first_prompt) {
+            // Claude follows the first prompt with attachment lines; parsers must skip them.
+            let mut a = self.tx.entry("attachment");
+            a.insert(
+                "attachment".into(),
+                json!({"type": "skill_listing", "content": "- fake-skill: a skill that does not exist (fake-claude)", "isInitial": true}),
+            );
+            self.tx.write(&Value::Object(a));
+        }
         self.log.event(json!({"event": "user_message", "source": source, "text": text}));
         self.screen.push(&format!("> {text}"));
         self.turn_open = true;
@@ -334,19 +383,40 @@ impl Agent {
             return;
         }
         if !self.ended_with_text {
-            self.say(text.unwrap_or("Done."), true);
+            self.say(text.unwrap_or("Done."), Some("end_turn"));
         }
+        let mut p = self.with_effort(self.hook_base("Stop"));
+        p.insert("stop_hook_active".into(), json!(false));
+        p.insert("last_assistant_message".into(), json!(self.last_assistant_text));
+        p.insert("background_tasks".into(), json!([]));
+        p.insert("session_crons".into(), json!([]));
+        let runs = self.run_hooks("Stop", "", p, None);
+        if !runs.is_empty() {
+            let mut e = self.tx.entry("system");
+            e.insert("subtype".into(), json!("stop_hook_summary"));
+            e.insert("hookCount".into(), json!(runs.len()));
+            e.insert(
+                "hookInfos".into(),
+                json!(runs.iter().map(|r| json!({"command": r.command, "durationMs": r.duration_ms})).collect::<Vec<_>>()),
+            );
+            e.insert("hookErrors".into(), json!([]));
+            e.insert("hookAdditionalContext".into(), json!([]));
+            e.insert("preventedContinuation".into(), json!(false));
+            e.insert("stopReason".into(), json!(""));
+            e.insert("hasOutput".into(), json!(runs.iter().any(|r| !r.stdout.is_empty())));
+            e.insert("level".into(), json!("suggestion"));
+            e.insert("toolUseID".into(), json!(uuid_v4()));
+            self.tx.write(&Value::Object(e));
+        }
+        let count = self.tx.entries_in_turn;
         let mut e = self.tx.entry("system");
         e.insert("subtype".into(), json!("turn_duration"));
         e.insert("durationMs".into(), json!(self.turn_start.elapsed().as_millis() as u64));
+        e.insert("messageCount".into(), json!(count));
         e.insert("isMeta".into(), json!(false));
         self.tx.write(&Value::Object(e));
         self.turn_open = false;
         self.ended_with_text = false;
-        let mut p = self.hook_base("Stop");
-        p.remove("prompt_id");
-        p.insert("stop_hook_active".into(), json!(false));
-        self.run_hooks("Stop", "", p, None);
     }
 
     // ---- keys --------------------------------------------------------------------------
@@ -412,8 +482,8 @@ impl Agent {
         interact: impl FnOnce(&mut Agent, &str) -> ToolOutcome,
     ) {
         let id = api_id("toolu_01", 22);
-        let started = Instant::now();
-        let entry = self.assistant_entry(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]), Some("tool_use"));
+        let msg_id = self.next_tool_msg_id.take();
+        let entry = self.assistant_entry(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]), Some("tool_use"), msg_id);
         let tool_uuid = entry["uuid"].clone();
         let entry = Value::Object(entry);
         self.turn_open = true;
@@ -424,8 +494,7 @@ impl Agent {
         self.log.event(json!({"event": "tool_use", "tool_name": name, "tool_use_id": id, "flushed": self.flush_pending}));
         self.screen.push(&format!("● {name}({summary})"));
 
-        let mut p = self.hook_base("PreToolUse");
-        p.insert("effort".into(), json!({"level": self.effort}));
+        let mut p = self.with_effort(self.hook_base("PreToolUse"));
         p.insert("tool_name".into(), json!(name));
         p.insert("tool_input".into(), input.clone());
         p.insert("tool_use_id".into(), json!(id));
@@ -439,19 +508,23 @@ impl Agent {
                     result: json!(format!("Error: {msg}")),
                     post_input: None,
                     log: json!({"outcome": "blocked_by_hook"}),
+                    interrupt: false,
                 }
             }
             None => interact(self, &id),
         };
+        // PostToolUse's duration_ms is the tool's own run time, not the wait for the user.
+        let resolved = Instant::now();
 
         if !self.flush_pending {
             self.tx.write(&entry);
         }
         let mut block = json!({"tool_use_id": id, "type": "tool_result", "content": outcome.content});
-        if outcome.is_error {
-            block["is_error"] = json!(true);
+        if outcome.is_error || name == "Bash" {
+            block["is_error"] = json!(outcome.is_error);
         }
         let mut e = self.tx.entry("user");
+        e.insert("promptId".into(), json!(self.prompt_id));
         e.insert("message".into(), json!({"role": "user", "content": [block]}));
         e.insert("toolUseResult".into(), outcome.result.clone());
         e.insert("sourceToolAssistantUUID".into(), tool_uuid);
@@ -465,13 +538,23 @@ impl Agent {
         }
         self.log.event(log);
 
+        if outcome.interrupt {
+            let mut e = self.tx.entry("user");
+            e.insert("promptId".into(), json!(self.prompt_id));
+            e.insert("message".into(), json!({"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]}));
+            self.tx.write(&Value::Object(e));
+            self.screen.push(&format!("  ⎿  {INTERRUPTED}"));
+            self.turn_open = false;
+            self.ended_with_text = false;
+        }
+
         if let Some(post_input) = outcome.post_input {
-            let mut p = self.hook_base("PostToolUse");
+            let mut p = self.with_effort(self.hook_base("PostToolUse"));
             p.insert("tool_name".into(), json!(name));
             p.insert("tool_input".into(), post_input);
             p.insert("tool_response".into(), outcome.result);
             p.insert("tool_use_id".into(), json!(id));
-            p.insert("duration_ms".into(), json!(started.elapsed().as_millis() as u64));
+            p.insert("duration_ms".into(), json!(resolved.elapsed().as_millis() as u64));
             self.run_hooks("PostToolUse", name, p, Some(&id));
         }
     }
@@ -496,42 +579,37 @@ impl Agent {
                         }
                     }
                     let answers = Value::Object(map);
+                    let result = json!({"questions": qjson, "answers": answers, "annotations": {}});
                     ToolOutcome {
                         content: format!(
-                            "User has answered your questions: {}. You can now continue with the user's answers in mind.",
+                            "Your questions have been answered: {}. You can now continue with these answers in mind.",
                             parts.join(", ")
                         ),
                         is_error: false,
-                        result: json!({"questions": qjson, "answers": answers}),
-                        post_input: Some(json!({"questions": qjson, "answers": answers})),
+                        post_input: Some(result.clone()),
+                        result,
                         log: json!({"outcome": "answered", "answers": answers}),
+                        interrupt: false,
                     }
                 }
-                Waited::Done(AskOutcome::Cancelled) => ToolOutcome {
-                    content: REJECTED.into(),
-                    is_error: true,
-                    result: json!("User rejected tool use"),
-                    post_input: None,
-                    log: json!({"outcome": "rejected"}),
-                },
+                Waited::Done(AskOutcome::Cancelled) => ToolOutcome::rejected(json!({"outcome": "rejected"})),
                 Waited::Done(AskOutcome::Chat) => ToolOutcome {
                     content: CHAT_ABOUT_THIS.into(),
-                    is_error: true,
-                    result: json!("User rejected tool use"),
-                    post_input: None,
-                    log: json!({"outcome": "chat"}),
+                    ..ToolOutcome::rejected(json!({"outcome": "chat"}))
                 },
                 Waited::Afk => {
                     let ms = step.afk_after_ms.unwrap_or(0);
+                    let result = json!({"questions": qjson, "answers": {}, "annotations": {}, "afkTimeoutMs": ms});
                     ToolOutcome {
                         content: format!(
-                            "No response after {}s — the user may be away from keyboard. Proceed with your best judgment and note any assumptions you made.",
+                            "No response after {}s — the user may be away from keyboard. Proceed using your best judgment based on the context so far; you can re-ask this question later if it's still relevant.",
                             ms / 1000
                         ),
                         is_error: false,
-                        result: json!({"questions": qjson, "answers": {}}),
-                        post_input: Some(json!({"questions": qjson, "answers": {}, "afkTimeoutMs": ms})),
+                        post_input: Some(result.clone()),
+                        result,
                         log: json!({"outcome": "afk", "answers": {}}),
+                        interrupt: false,
                     }
                 }
             }
@@ -553,23 +631,24 @@ impl Agent {
                     if a.permission_mode == "plan" {
                         a.set_permission_mode("default");
                     }
+                    // Claude saves the approved plan under <config>/plans/ and says where.
+                    let dir = format!("{}/plans", a.config_dir);
+                    let file = format!("{dir}/fake-claude-plan-{}.md", &uuid_v4()[..8]);
+                    let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, &plan));
                     ToolOutcome {
                         content: format!(
-                            "User has approved your plan. You can now start coding. Start with updating your todo list if applicable\n\n## Approved Plan:\n{plan}"
+                            "User has approved your plan. You can now start coding. Start with updating your todo list if applicable\n\nYour plan has been saved to: {file}\nYou can refer back to it if needed during implementation.\n\n## Approved Plan:\n{plan}"
                         ),
                         is_error: false,
-                        result: json!({"plan": plan, "isAgent": false}),
+                        result: json!({"plan": plan, "isAgent": false, "filePath": file, "planWasEdited": false}),
                         post_input: Some(json!({"plan": plan})),
                         log: json!({"outcome": "approved"}),
+                        interrupt: false,
                     }
                 }
-                other => ToolOutcome {
-                    content: REJECTED.into(),
-                    is_error: true,
-                    result: json!("User rejected tool use"),
-                    post_input: None,
-                    log: json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
-                },
+                other => ToolOutcome::rejected(
+                    json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
+                ),
             }
         });
     }
@@ -588,22 +667,19 @@ impl Agent {
             title.push("Do you want to proceed?".into());
             let mut c = Choice::new(title, &["Yes", "No"]);
             let ready = json!({"event": "ready", "widget": "bash", "tool_use_id": id});
-            let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission to use Bash"));
+            let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission"));
             match a.run_widget(&mut c, ready, notify, None) {
                 Waited::Done(ChoiceOutcome::Picked(0)) => ToolOutcome {
                     content: step.output.clone(),
                     is_error: false,
-                    result: json!({"stdout": step.output, "stderr": "", "interrupted": false, "isImage": false}),
+                    result: json!({"stdout": step.output, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}),
                     post_input: Some(input.clone()),
                     log: json!({"outcome": "approved"}),
+                    interrupt: false,
                 },
-                other => ToolOutcome {
-                    content: REJECTED.into(),
-                    is_error: true,
-                    result: json!("User rejected tool use"),
-                    post_input: None,
-                    log: json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
-                },
+                other => ToolOutcome::rejected(
+                    json!({"outcome": "rejected", "via": if matches!(other, Waited::Done(ChoiceOutcome::Esc)) { "esc" } else { "no" }}),
+                ),
             }
         });
     }
@@ -628,8 +704,12 @@ impl Agent {
             match step {
                 Step::Say(text) => {
                     let next = steps[i + 1..].iter().find(|s| !matches!(s, Step::SleepMs(_)));
-                    let ends = matches!(next, None | Some(Step::Idle(_)));
-                    self.say(text, ends);
+                    let stop_reason = match next {
+                        None | Some(Step::Idle(_)) => Some("end_turn"),
+                        Some(Step::Ask(_) | Step::Plan(_) | Step::Bash(_)) => Some("tool_use"),
+                        _ => None,
+                    };
+                    self.say(text, stop_reason);
                     self.screen.draw(&[]);
                 }
                 Step::Ask(a) => self.ask(a),
@@ -650,7 +730,7 @@ impl Agent {
         self.log.event(json!({"event": "script_done"}));
         loop {
             let text = self.idle(&IdleStep::default());
-            self.say(&format!("You said: {text}"), true);
+            self.say(&format!("You said: {text}"), Some("end_turn"));
         }
     }
 }
@@ -711,6 +791,7 @@ fn main() {
             cwd: cwd.clone(),
             version: script.version.clone(),
             last_uuid: None,
+            entries_in_turn: 0,
         },
         hooks,
         log,
@@ -729,6 +810,10 @@ fn main() {
         turn_open: false,
         turn_start: Instant::now(),
         ended_with_text: false,
+        last_assistant_text: String::new(),
+        next_tool_msg_id: None,
+        config_dir: config_dir.clone(),
+        first_prompt: true,
     };
     agent.log.event(json!({
         "event": "start",
@@ -741,6 +826,7 @@ fn main() {
         "prompt": args.prompt,
         "raw_tty": agent.raw.is_raw(),
     }));
+    agent.tx.write(&json!({"type": "mode", "mode": "normal", "sessionId": session_id}));
     agent.set_permission_mode(&permission_mode);
     agent.screen.draw(&[]);
     if let Some(p) = args.prompt.as_deref().filter(|p| !p.is_empty()) {

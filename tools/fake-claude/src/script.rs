@@ -138,7 +138,7 @@ fn default_model() -> String {
     "claude-sonnet-4-5-20250929".into()
 }
 fn default_effort() -> String {
-    "medium".into()
+    "high".into()
 }
 fn default_hook_timeout() -> u64 {
     60_000

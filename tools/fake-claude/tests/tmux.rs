@@ -59,7 +59,8 @@ fn hooks_settings(dir: &Path, pre_extra: Option<&str>) -> Value {
     json!({"hooks": {
         "PreToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": pre}],
         "PostToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": append("post.jsonl")}]}],
-        "Notification": [{"hooks": [{"type": "command", "command": append("notification.jsonl")}]}]
+        "Notification": [{"hooks": [{"type": "command", "command": append("notification.jsonl")}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": append("stop.jsonl")}]}]
     }})
 }
 
@@ -260,28 +261,44 @@ fn option_recipe_writes_tool_result_and_post_hook() {
     assert_eq!(post["tool_use_id"], id.as_str());
     assert_eq!(post["tool_input"]["answers"], json!({"Which color?": "Green"}));
     assert_eq!(post["tool_input"]["questions"], json!([colors(false)]));
+    assert_eq!(post["tool_input"]["annotations"], json!({}));
     assert_eq!(post["tool_response"]["answers"], json!({"Which color?": "Green"}));
-    assert!(post["duration_ms"].as_u64().unwrap() >= 1000, "{post}");
+    assert_eq!(
+        keys_of(&post),
+        ["cwd", "duration_ms", "effort", "hook_event_name", "permission_mode", "prompt_id", "session_id", "tool_input", "tool_name", "tool_response", "tool_use_id", "transcript_path"]
+    );
+    assert!(post["duration_ms"].is_u64(), "{post}");
+    assert_eq!(post["prompt_id"], p["prompt_id"]);
 
     let tr = run.tool_result(&id).expect("tool_result");
     let block = &tr["message"]["content"][0];
     assert_eq!(
         block["content"],
-        "User has answered your questions: \"Which color?\"=\"Green\". You can now continue with the user's answers in mind."
+        "Your questions have been answered: \"Which color?\"=\"Green\". You can now continue with these answers in mind."
     );
     assert!(block.get("is_error").is_none());
     assert_eq!(tr["parentUuid"], tu["uuid"]);
     assert_eq!(tr["toolUseResult"]["answers"]["Which color?"], "Green");
+    assert_eq!(tr["promptId"], p["prompt_id"]);
+    // "Let me ask." and the tool_use are one API message that stopped for tool_use.
+    let said = run.transcript().into_iter().find(|l| l["message"]["content"][0]["text"] == "Let me ask.").unwrap();
+    assert_eq!(said["message"]["stop_reason"], "tool_use");
+    assert_eq!(said["message"]["id"], tu["message"]["id"]);
     assert_eq!(run.answer_event(&id)["answers"], json!({"Which color?": "Green"}));
 
     // Then the turn ends the Claude way.
     run.ready("composer", 1);
     let t = run.transcript();
     let n = t.len();
-    assert_eq!(t[n - 2]["message"]["stop_reason"], "end_turn");
+    assert_eq!(t[n - 3]["message"]["stop_reason"], "end_turn");
+    assert_eq!(t[n - 2]["subtype"], "stop_hook_summary");
     assert_eq!(t[n - 1]["type"], "system");
     assert_eq!(t[n - 1]["subtype"], "turn_duration");
-    assert_eq!(t[0]["type"], "permission-mode");
+    assert!(t[n - 1]["messageCount"].as_u64().unwrap() >= 5);
+    assert_eq!(t[0]["type"], "mode");
+    assert_eq!(t[1], json!({"type": "permission-mode", "permissionMode": "auto", "sessionId": run.session_id}));
+    assert!(t.iter().any(|l| l["type"] == "file-history-snapshot"));
+    assert!(t.iter().any(|l| l["type"] == "attachment"));
 }
 
 #[test]
@@ -309,7 +326,7 @@ fn other_text_is_verbatim_and_unflushed_lines_keep_their_timestamp() {
     let tr = run.tool_result(&id).expect("tool_result");
     assert_eq!(
         tr["message"]["content"][0]["content"],
-        format!("User has answered your questions: \"Which color?\"=\"{text}\". You can now continue with the user's answers in mind.")
+        format!("Your questions have been answered: \"Which color?\"=\"{text}\". You can now continue with these answers in mind.")
     );
     // Retro-flushed: tool_use written now, right before its result, with its original time.
     let t = run.transcript();
@@ -339,6 +356,13 @@ fn escape_rejects_with_error_result_and_no_post_hook() {
     assert!(run.file("post.jsonl").is_empty(), "PostToolUse must not fire on Esc");
     assert_eq!(run.answer_event(&id)["outcome"], "rejected");
     assert_eq!(run.file("pre.jsonl").len(), 1);
+    // Like 2.1.198: the turn stops at "[Request interrupted by user for tool use]", with
+    // no end_turn text and no turn_duration line.
+    let t = run.transcript();
+    let last = t.last().unwrap();
+    assert_eq!(last["type"], "user");
+    assert_eq!(last["message"]["content"][0]["text"], "[Request interrupted by user for tool use]");
+    assert!(!t.iter().any(|l| l["subtype"] == "turn_duration"));
 }
 
 #[test]
@@ -348,7 +372,17 @@ fn idle_takes_a_composer_line_then_exits_with_the_scripted_code() {
     let t = run.transcript();
     let said = t.iter().find(|l| l["message"]["content"][0]["text"] == "Ready.").expect("say line");
     assert_eq!(said["message"]["stop_reason"], "end_turn");
-    assert_eq!(t.last().unwrap()["subtype"], "turn_duration");
+    let n = t.len();
+    assert_eq!(t[n - 1]["subtype"], "turn_duration");
+    assert_eq!(t[n - 2]["subtype"], "stop_hook_summary");
+    assert_eq!(t[n - 2]["hookCount"], 1);
+    let stop = run.file("stop.jsonl");
+    assert_eq!(stop.len(), 1);
+    assert_eq!(
+        keys_of(&stop[0]),
+        ["background_tasks", "cwd", "effort", "hook_event_name", "last_assistant_message", "permission_mode", "prompt_id", "session_crons", "session_id", "stop_hook_active", "transcript_path"]
+    );
+    assert_eq!(stop[0]["last_assistant_message"], "Ready.");
 
     let msg = "fix the bug; then \"ship\" it ✓";
     run.literal(msg);
@@ -385,7 +419,7 @@ fn tabbed_questions_and_multiselect() {
     let tr = run.tool_result(&id).unwrap();
     assert_eq!(
         tr["message"]["content"][0]["content"],
-        "User has answered your questions: \"Which database?\"=\"SQLite\", \"Which color?\"=\"Red, Blue\". You can now continue with the user's answers in mind."
+        "Your questions have been answered: \"Which database?\"=\"SQLite\", \"Which color?\"=\"Red, Blue\". You can now continue with these answers in mind."
     );
 }
 
@@ -411,7 +445,12 @@ fn plan_approval_bash_permission_and_notifications() {
     let post = run.wait("PostToolUse payload", |r| r.file("post.jsonl").into_iter().next());
     assert_eq!(post["tool_use_id"], plan_id.as_str());
     assert_eq!(post["tool_input"], json!({"plan": "# Plan\n1. Do it"}));
+    assert_eq!(post["permission_mode"], "default");
     assert!(run.transcript().iter().any(|l| l["type"] == "permission-mode" && l["permissionMode"] == "default"));
+    let plan_result = run.tool_result(&plan_id).unwrap();
+    let saved = plan_result["toolUseResult"]["filePath"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), "# Plan\n1. Do it");
+    assert!(plan_result["message"]["content"][0]["content"].as_str().unwrap().starts_with("User has approved your plan."));
 
     // Bash: the permission prompt, then a permission_prompt Notification.
     let bash_id = run.ready("bash", 1);
@@ -421,7 +460,7 @@ fn plan_approval_bash_permission_and_notifications() {
         ["cwd", "hook_event_name", "message", "notification_type", "prompt_id", "session_id", "transcript_path"]
     );
     assert_eq!(n["notification_type"], "permission_prompt");
-    assert_eq!(n["message"], "Claude needs your permission to use Bash");
+    assert_eq!(n["message"], "Claude needs your permission");
     assert!(run.tool_use_line(&bash_id).is_some());
     assert!(run.pane().contains("Do you want to proceed?"));
     run.keys(&["Escape"]);
