@@ -74,3 +74,394 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
 }
+
+fn pending_tool_id(v: &Value) -> String {
+    v["pending_dialog"]["tool_id"].as_str().expect("a pending dialog").to_string()
+}
+
+#[test]
+fn the_composer_is_locked_while_a_dialog_is_pending() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let v = lab.wait_state(&id, "question");
+    let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "are you there?"}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
+
+    let tool_id = pending_tool_id(&v);
+    let (status, _) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
+    assert_eq!(status, 200);
+    lab.wait_state(&id, "idle");
+    let text = "next: C-c ; \"quoted\" é";
+    let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": text}));
+    assert_eq!(status, 202, "{body}");
+    let got = wait_for(Duration::from_secs(10), "the message to reach the agent", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "user_message" && e["source"] != "prompt")
+    });
+    assert_eq!(got["text"], text, "{got}");
+    let v = lab.wait_view(&id, "the message in the chat", |v| {
+        v["messages"].as_array().unwrap().iter().any(|m| m["role"] == "user" && m["text"] == text)
+    });
+    assert_ne!(v["state"], "question");
+}
+
+#[test]
+fn stale_repeated_and_concurrent_answers_play_keys_once() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
+
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": "toolu_stale", "answers": [{"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("dialog_changed")), "{body}");
+    // Malformed answers are refused before anything is played.
+    for bad in [json!({"tool_id": tool_id, "answers": [{"option": 7}]}), json!({"tool_id": tool_id, "answers": [{"option": 0}, {"option": 1}]})] {
+        let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &bad);
+        assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{body}");
+    }
+    let (status, _) = lab.post_raw(&format!("/runs/{id}/dialog/answer"), "{not json");
+    assert_eq!(status, 400);
+
+    let url = lab.url.clone();
+    let handles: Vec<_> = (0..2)
+        .map(|i| {
+            let url = url.clone();
+            let id = id.clone();
+            let tool_id = tool_id.clone();
+            std::thread::spawn(move || {
+                let r = reqwest::blocking::Client::new()
+                    .post(format!("{url}/runs/{id}/dialog/answer"))
+                    .json(&json!({"tool_id": tool_id, "answers": [{"option": i}]}))
+                    .send()
+                    .unwrap();
+                let status = r.status().as_u16();
+                (status, r.json::<Value>().unwrap())
+            })
+        })
+        .collect();
+    let results: Vec<(u16, Value)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let ok = results.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(ok, 1, "exactly one answer plays keys: {results:?}");
+    let other = results.iter().find(|(s, _)| *s != 200).unwrap();
+    assert_eq!((other.0, other.1["error"].as_str()), (409, Some("no_dialog")), "{other:?}");
+
+    lab.wait_view(&id, "the dialog to resolve", |v| v["state"] != "question");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("no_dialog")), "{body}");
+    let answers: Vec<Value> = wait_for(Duration::from_secs(10), "the answer", || {
+        let a: Vec<Value> = World::log_events(&log).into_iter().filter(|e| e["event"] == "answer").collect();
+        (!a.is_empty()).then_some(a)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(World::log_events(&log).into_iter().filter(|e| e["event"] == "answer").count(), 1, "{answers:?}");
+}
+
+#[test]
+fn esc_in_the_terminal_clears_the_dialog_through_the_transcript_backstop() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    lab.wait_state(&id, "question");
+    let spool = w.runtime().join(format!("{id}.spool.json"));
+    assert!(spool.exists());
+    // The operator presses Esc in the TUI: no PostToolUse fires.
+    let out = w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Escape"]);
+    assert!(out.status.success());
+    let v = lab.wait_view(&id, "the dialog to go away", |v| v["state"] != "question");
+    assert!(v["pending_dialog"].is_null());
+    let result = v["messages"].as_array().unwrap().iter().find(|m| m["kind"] == "tool_result").cloned().unwrap();
+    assert_eq!(result["is_error"], true);
+    // The backstop GC deleted the stale spool.
+    wait_for(Duration::from_secs(5), "the stale spool to be deleted", || (!spool.exists()).then_some(()));
+    assert!(!World::log_events(&log).iter().any(|e| e["event"] == "hook" && e["hook_event_name"] == "PostToolUse"));
+}
+
+#[test]
+fn the_seed_flush_on_resolve_behaviour_works_from_the_spool_alone() {
+    let w = World::new();
+    let mut script = ask_then_idle();
+    script["flush_pending_tool_use"] = json!(false);
+    let log = w.use_fake_claude(&script);
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let v = lab.wait_state(&id, "question");
+    assert_eq!(v["pending_dialog"]["source"], "spool");
+    assert!(!v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"), "nothing flushed yet");
+    let (status, _) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": pending_tool_id(&v), "answers": [{"other": "Use ; and C-c literally"}]}),
+    );
+    assert_eq!(status, 200);
+    let v = lab.wait_state(&id, "idle");
+    assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"));
+    let answer = World::log_events(&log).into_iter().find(|e| e["event"] == "answer").unwrap();
+    assert_eq!(answer["answers"]["Which database should we use?"], "Use ; and C-c literally");
+}
+
+#[test]
+fn killing_the_agent_ends_the_run_and_removes_its_files() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    lab.wait_state(&id, "question");
+    let pid = String::from_utf8(w.tmux(&["display-message", "-p", "-t", run["tmux_target"].as_str().unwrap(), "#{pane_pid}"]).stdout)
+        .unwrap();
+    let pid: i32 = pid.trim().parse().unwrap();
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let v = lab.wait_state(&id, "ended");
+    assert!(v["pending_dialog"].is_null());
+    for f in ["settings", "spool", "marker"] {
+        assert!(!w.runtime().join(format!("{id}.{f}.json")).exists(), "{f} file left behind");
+    }
+    let (_, r) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(r["state"], "ended");
+    assert!(r["ended_at"].is_string());
+    let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "hi"}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("run_ended")));
+}
+
+#[test]
+fn a_restart_of_lab_serve_keeps_the_pending_dialog_answerable() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let before = lab.wait_state(&id, "question");
+    let messages_before = before["messages"].clone();
+    lab.stop();
+
+    let lab = w.serve();
+    let (status, list) = lab.get("/runs");
+    assert_eq!(status, 200);
+    assert!(list.as_array().unwrap().iter().any(|r| r["id"] == id.as_str()));
+    let v = lab.wait_state(&id, "question");
+    assert_eq!(v["pending_dialog"]["tool_id"], before["pending_dialog"]["tool_id"]);
+    assert_eq!(v["messages"], messages_before, "seq numbers are stable across re-reads");
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": pending_tool_id(&v), "answers": [{"option": 2}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    lab.wait_state(&id, "idle");
+    let answer = World::log_events(&log).into_iter().find(|e| e["event"] == "answer").unwrap();
+    assert_eq!(answer["answers"]["Which database should we use?"], "Redis");
+}
+
+#[test]
+fn stop_ends_the_run_and_kills_its_session() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    lab.wait_state(&id, "question");
+    let (status, body) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "ended");
+    let target = format!("={}", run["tmux_target"].as_str().unwrap());
+    assert!(!w.tmux(&["has-session", "-t", &target]).status.success());
+    assert_eq!(std::fs::read_dir(w.runtime()).unwrap().count(), 0, "runtime files left behind");
+}
+
+#[test]
+fn a_permission_notification_is_needs_input_until_the_transcript_advances() {
+    let w = World::new();
+    let script = json!({"steps": [
+        {"say": "I will list files."},
+        {"bash": {"command": "ls -la", "output": "total 0", "notify_after_ms": 200}},
+        {"say": "Done listing."},
+        {"idle": {}},
+    ]});
+    w.use_fake_claude(&script);
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "list files");
+    let id = run_id(&run);
+    let v = lab.wait_state(&id, "needs_input");
+    assert_eq!(v["blocked"]["notification_type"], "permission_prompt");
+    assert!(v["pending_dialog"].is_null());
+    // The operator approves in the TUI.
+    w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Enter"]);
+    let v = lab.wait_state(&id, "idle");
+    assert!(v["blocked"].is_null());
+}
+
+#[test]
+fn plan_and_multi_question_dialogs_are_shown_but_not_answerable() {
+    let w = World::new();
+    let two = json!({"questions": [
+        {"question": "Which database?", "header": "DB", "options": [{"label": "Postgres", "description": ""}, {"label": "SQLite", "description": ""}]},
+        {"question": "Which framework?", "header": "Web", "options": [{"label": "axum", "description": ""}, {"label": "actix", "description": ""}]}
+    ]});
+    let script = json!({"steps": [{"ask": two}, {"plan": "# Plan\n\n1. Do it\n2. Test it"}, {"idle": {}}]});
+    w.use_fake_claude(&script);
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "plan it");
+    let id = run_id(&run);
+    let target = run["tmux_target"].as_str().unwrap().to_string();
+    let v = lab.wait_state(&id, "question");
+    let d = &v["pending_dialog"];
+    assert_eq!(d["answerable"], false);
+    assert_eq!(d["questions"].as_array().unwrap().len(), 2);
+    assert!(d["deep_link"].as_str().unwrap().contains(&id), "a deep link to answer elsewhere: {d}");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}, {"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
+    // Answer both tabs in the terminal, then submit.
+    for k in ["Enter", "Enter", "Enter"] {
+        w.tmux(&["send-keys", "-t", &target, k]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let v = lab.wait_view(&id, "the plan dialog", |v| v["pending_dialog"]["kind"] == "plan");
+    let d = &v["pending_dialog"];
+    assert_eq!(d["answerable"], false);
+    assert!(d["plan"].as_str().unwrap().starts_with("# Plan"));
+}
+
+#[test]
+fn a_transcript_only_provider_gets_no_hooks_and_unanswerable_transcript_dialogs() {
+    let w = World::new();
+    let providers = w.home.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    std::fs::copy(lab::components::fixtures::PLAINLOG, providers.join("plainlog.wasm")).unwrap();
+    // A tiny plainlog agent: writes a question as a tool call and waits.
+    let agent = w.dir.path().join("plainlog-agent");
+    std::fs::write(
+        &agent,
+        r#"#!/bin/sh
+t="$2"; mkdir -p "$(dirname "$t")"
+printf '%s\n' '{"role":"user","text":"hi"}' >> "$t"
+printf '%s\n' '{"type":"tool_use","id":"ask-1","name":"ask","input":{"question":"Tabs or spaces?","options":[{"label":"Tabs"},{"label":"Spaces"}]}}' >> "$t"
+sleep 600
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+    let lab = w.serve();
+    let (_, providers) = lab.get("/providers");
+    let plain = providers.as_array().unwrap().iter().find(|p| p["name"] == "plainlog").unwrap();
+    assert_eq!(plain["dialog_hooker"], false);
+    let run = lab.create_run(&w, "plainlog", "hi");
+    let id = run_id(&run);
+    assert_eq!(run["dialog_hooker"], false);
+    let v = lab.wait_state(&id, "question");
+    assert_eq!(v["pending_dialog"]["source"], "transcript");
+    assert_eq!(v["pending_dialog"]["answerable"], false);
+    assert!(!w.runtime().join(format!("{id}.settings.json")).exists(), "no settings file for a transcript-only provider");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": "ask-1", "answers": [{"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_the_host_keeps_serving() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    for path in ["/runs/r-nope", "/runs/..%2F..%2Fetc/messages", "/runs/A/messages", "/runs/r-nope/events"] {
+        let (status, body) = lab.get(path);
+        assert_eq!((status, body["error"].as_str()), (404, Some("run_not_found")), "{path}: {body}");
+    }
+    let (status, body) = lab.post("/runs/r-nope/dialog/answer", &json!({"tool_id": "x", "answers": [{"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (404, Some("run_not_found")));
+    for bad in [
+        json!({"provider": "nope", "workdir": w.workdir, "prompt": "x"}),
+        json!({"provider": "claude-code", "workdir": "relative/dir", "prompt": "x"}),
+        json!({"provider": "claude-code", "workdir": "/nonexistent/dir", "prompt": "x"}),
+        json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "   "}),
+        json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "x", "permission_mode": "a b"}),
+        json!({"provider": "claude-code", "workdir": w.workdir}),
+    ] {
+        let (status, body) = lab.post("/runs", &bad);
+        assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{bad}: {body}");
+        assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+
+    // A malformed spool and marker are ignored, loudly, and nothing breaks.
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let v = lab.wait_state(&id, "question");
+    std::fs::write(w.runtime().join(format!("{id}.marker.json")), b"{broken").unwrap();
+    std::fs::write(w.runtime().join(format!("{id}.spool.json")), b"not json at all").unwrap();
+    // The spool no longer backs the dialog: the transcript fallback still shows it
+    // (the pending tool_use is in the transcript), but it can no longer be answered.
+    let v2 = lab.wait_view(&id, "the malformed spool to be dropped", |v| v["pending_dialog"]["source"] == "transcript");
+    assert_eq!(v2["state"], "question");
+    assert_eq!(v2["pending_dialog"]["answerable"], false);
+    assert_eq!(v2["messages"], v["messages"], "no message was lost");
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": pending_tool_id(&v), "answers": [{"option": 0}]}),
+    );
+    assert_eq!((status, body["error"].as_str()), (409, Some("no_dialog")), "{body}");
+    let (status, _) = lab.get("/runs");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_launch_that_cannot_spawn_is_recorded_as_failed_and_leaves_no_files() {
+    let w = World::new();
+    w.write_config("[providers.claude-code]\nprogram = \"/nonexistent/claude\"\n");
+    let lab = w.serve();
+    let (status, body) = lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "x"}));
+    assert_eq!((status, body["error"].as_str()), (422, Some("launch_failed")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("/nonexistent/claude"));
+    let (_, runs) = lab.get("/runs");
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["state"], "ended");
+    assert!(runs[0]["error"].as_str().is_some());
+    assert_eq!(std::fs::read_dir(w.runtime()).unwrap().count(), 0);
+}
+
+#[test]
+fn sse_streams_each_change_with_only_new_messages() {
+    use std::io::{BufRead, BufReader};
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .get(format!("{}/runs/{id}/events", lab.url))
+        .send()
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut lines = BufReader::new(resp).lines();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut states = Vec::new();
+    let mut tool_id = None;
+    while let Some(Ok(line)) = lines.next() {
+        let Some(data) = line.strip_prefix("data: ") else { continue };
+        let v: Value = serde_json::from_str(data).unwrap();
+        for m in v["messages"].as_array().unwrap() {
+            seen.push(m["seq"].as_u64().unwrap());
+        }
+        states.push(v["state"].as_str().unwrap().to_string());
+        if v["state"] == "question" && tool_id.is_none() {
+            let t = pending_tool_id(&v);
+            tool_id = Some(t.clone());
+            let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": t, "answers": [{"option": 0}]}));
+            assert_eq!(status, 200, "{body} after event {v}");
+        }
+        if v["state"] == "idle" && tool_id.is_some() {
+            break;
+        }
+    }
+    assert_eq!(seen, (0..seen.len() as u64).collect::<Vec<_>>(), "each message exactly once, in order");
+    assert!(states.contains(&"question".to_string()), "{states:?}");
+    let q = states.iter().position(|s| s == "question").unwrap();
+    assert!(states[q..].iter().skip_while(|s| *s == "question").all(|s| s != "question"), "no flicker: {states:?}");
+}

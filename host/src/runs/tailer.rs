@@ -54,6 +54,8 @@ pub struct Tail {
     /// Tool calls seen in the transcript, oldest first.
     tool_calls: Vec<ToolCall>,
     mapped: HashMap<String, Option<lab_provider_sdk::Dialog>>,
+    /// When each tool call was first seen (for the spool grace period).
+    first_seen: HashMap<String, std::time::Instant>,
 
     spool_sig: Option<FileSig>,
     spool: Option<SpoolFact>,
@@ -90,6 +92,7 @@ impl Tail {
             resolved: HashSet::new(),
             tool_calls: Vec::new(),
             mapped: HashMap::new(),
+            first_seen: HashMap::new(),
             spool_sig: None,
             spool: None,
             marker_sig: None,
@@ -119,6 +122,7 @@ impl Tail {
             resolved: HashSet::new(),
             tool_calls: Vec::new(),
             mapped: HashMap::new(),
+            first_seen: HashMap::new(),
             spool_sig: None,
             spool: None,
             marker_sig: None,
@@ -251,6 +255,7 @@ impl Tail {
                 if m.kind == "tool_result" {
                     self.resolved.insert(id.clone());
                 } else if m.kind == "tool_use" {
+                    self.first_seen.entry(id.clone()).or_insert_with(std::time::Instant::now);
                     self.tool_calls.push(ToolCall {
                         id: id.clone(),
                         name: m.tool_name.clone().unwrap_or_default(),
@@ -333,7 +338,7 @@ impl Tail {
 
     /// The newest unresolved tool call that the provider maps to a dialog (the
     /// dormant transcript fallback). Mapper results are cached per tool call id.
-    async fn transcript_dialog(&mut self) -> Option<lab_provider_sdk::Dialog> {
+    async fn transcript_dialog(&mut self) -> Option<(lab_provider_sdk::Dialog, std::time::Duration)> {
         let unresolved: Vec<ToolCall> =
             self.tool_calls.iter().rev().filter(|c| !self.resolved.contains(&c.id)).take(8).cloned().collect();
         for call in unresolved {
@@ -348,14 +353,18 @@ impl Tail {
                 }
             }
             if let Some(Some(d)) = self.mapped.get(&call.id) {
-                return Some(d.clone());
+                let age = self.first_seen.get(&call.id).map(|t| t.elapsed()).unwrap_or_default();
+                return Some((d.clone(), age));
             }
         }
         None
     }
 
     pub async fn derive(&mut self) -> Derived {
-        let transcript_dialog = if self.ended { None } else { self.transcript_dialog().await };
+        let (transcript_dialog, transcript_dialog_age) = match if self.ended { None } else { self.transcript_dialog().await } {
+            Some((d, age)) => (Some(d), age),
+            None => (None, std::time::Duration::ZERO),
+        };
         let message_count = self.messages.read().unwrap().len();
         view::derive(&Facts {
             ended: self.ended,
@@ -365,6 +374,8 @@ impl Tail {
             hook_cleared: Some(&self.hook_cleared),
             answered: Some(&self.answered),
             transcript_dialog,
+            transcript_dialog_age,
+            hooker: self.hooker,
             spool: self.spool.clone(),
             marker: self.marker.clone(),
             transcript_modified: self.transcript_modified,

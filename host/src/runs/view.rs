@@ -11,7 +11,11 @@
 //!    unresolved dialog tool call in the transcript (source `transcript`, the dormant
 //!    fallback), unless the hook already cleared that very id (so a PostToolUse that
 //!    lands before the tool_result line does not make the dialog flicker back).
-//!    Spool and transcript describing the same id are one dialog.
+//!    Spool and transcript describing the same id are one dialog. For a provider
+//!    with the dialog-hooker capability the spool is authoritative: the fallback only
+//!    lights up once the tool call has waited [`SPOOL_GRACE`] without a spool (hooks
+//!    missing or broken), so a transcript line that lands before the spool never
+//!    shows the dialog twice (read-only, then answerable).
 //! 4. The blocked marker is live while the transcript has not changed since it was
 //!    written (mtime comparison: the transcript "advanced past the block").
 //! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
@@ -20,7 +24,11 @@
 use lab_provider_sdk::{Blocked, Dialog, Message, TurnSignal};
 use serde::Serialize;
 use std::collections::HashSet;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// How long a hooker provider's unresolved dialog tool call may wait for its spool
+/// before the transcript fallback shows it.
+pub const SPOOL_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -124,6 +132,10 @@ pub struct Facts<'a> {
     pub answered: Option<&'a HashSet<String>>,
     /// The newest unresolved dialog tool call in the transcript, mapped.
     pub transcript_dialog: Option<Dialog>,
+    /// How long ago the tailer first saw that tool call.
+    pub transcript_dialog_age: Duration,
+    /// The provider captures dialogs live (its spool is authoritative).
+    pub hooker: bool,
     pub spool: Option<SpoolFact>,
     pub marker: Option<MarkerFact>,
     /// When the transcript last changed (None: no transcript yet).
@@ -167,6 +179,7 @@ pub fn derive(f: &Facts) -> Derived {
             .transcript_dialog
             .as_ref()
             .filter(|d| !contains(f.resolved, &d.tool_id) && !contains(f.hook_cleared, &d.tool_id))
+            .filter(|_| !f.hooker || f.transcript_dialog_age >= SPOOL_GRACE)
             .map(|d| PendingDialog { dialog: d.clone(), source: DialogSource::Transcript });
     }
     if let Some(p) = pending.as_mut() {
@@ -285,6 +298,25 @@ mod tests {
         let p = derive(&f).pending_dialog.unwrap();
         assert_eq!(p.source, DialogSource::Transcript);
         assert!(!p.dialog.answerable);
+    }
+
+    #[test]
+    fn a_hooker_waits_for_its_spool_before_the_fallback_lights_up() {
+        let mut f = Facts {
+            message_count: 2,
+            hooker: true,
+            transcript_dialog: Some(dialog("t1")),
+            transcript_dialog_age: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert!(d.pending_dialog.is_none());
+        assert_eq!(d.state, RunState::Working);
+        f.spool = Some(spool("t1"));
+        assert_eq!(derive(&f).pending_dialog.unwrap().source, DialogSource::Spool);
+        f.spool = None;
+        f.transcript_dialog_age = SPOOL_GRACE;
+        assert_eq!(derive(&f).pending_dialog.unwrap().source, DialogSource::Transcript);
     }
 
     #[test]
