@@ -1,38 +1,61 @@
 //! Keystroke recipes that answer a live AskUserQuestion picker (docs/compat.md §7).
 //!
-//! Geometry of the Claude Code 2.1.198 picker for one single-select question with N
-//! options: the N option rows, a synthesized "Type something." row (free text, lab's
-//! "Other"), a rule, then a synthesized "Chat about this" row. The cursor starts on the
-//! first option. Keys are tmux key names; the host plays the ops in order with its
-//! fixed pause between them (250 ms — back-to-back keys raced the committing Enter
-//! ahead of the navigation), so pacing is not this module's concern.
+//! Keys are tmux key names; the host plays the ops in order with its fixed pause
+//! between them (250 ms — back-to-back keys raced the committing Enter ahead of the
+//! navigation), so pacing is not this module's concern.
+//!
+//! ## Single-select (one question, N options)
+//!
+//! Rows: the N options, a synthesized "Type something." row (free text, lab's
+//! "Other"), a rule, then a synthesized "Chat about this" row. The cursor starts on
+//! the first option.
 //!
 //! - `{"option": i}` → `Up × (N − 1 + 2)`, `Down × i`, `Enter`.
 //! - `{"other": text}` → `Up × (N − 1 + 2)`, `Down × N`, literal `text`, `Enter`.
 //!
-//! The leading climb normalises the cursor to the first option wherever it is — the
-//! picker has `N − 1 + 2` rows below the first option that the cursor can sit on
-//! ("Type something." and "Chat about this"), and climbing past the top is harmless
-//! because the picker clamps there. It is sent for free text too, for the same reason.
+//! These are the pinned recipes (ADR "live dialog capture", compat §7), live-verified
+//! by driving the real 2.1.198 picker from the position it opens in (option 1).
+//! Caution, also observed live on 2.1.198: `Up` does *not* clamp at the top — it wraps
+//! around the N + 1 rows "options + Type something." (Down clamps at "Chat about
+//! this"). `Up × (N + 1)` is therefore a full cycle: a no-op from the opening position,
+//! not a normalisation. If the operator moved the picker's cursor in the TUI before
+//! lab answers, the recipe selects relative to that row. A truly normalising prefix,
+//! `Down × (N + 1)` (clamps on "Chat about this") then `Up × (N + 1)`, was verified
+//! live too but is not used, because the recipe is pinned; see docs/compat.md §7.
 //!
-//! Multi-select (one question, `multiSelect: true`) follows the observed geometry:
-//! rows "[ ] label" × N, "[ ] Type something", "Submit"; Enter toggles the row under
-//! the cursor; Enter on "Submit" opens a review screen whose cursor is on "Submit
-//! answers"; Enter there submits. Whether lab answers such questions is
-//! [`MULTI_SELECT_ANSWERABLE`]; see the crate docs for the decision.
+//! ## Multi-select (one question, `multiSelect: true`, N options)
 //!
-//! Refused (with a message the host shows): a dialog that is not an answerable
-//! question, a number of answers other than one per question, an option index out of
-//! range, several options for a single-select question, an empty or multi-line free
-//! text (a newline would commit the picker half-typed).
+//! Rows (observed on 2.1.198): "[ ] label" × N, "[ ] Type something" (row N),
+//! "Submit" (row N + 1), a rule, "Chat about this". `Enter` toggles the row under the
+//! cursor and leaves the cursor there; typing on the "Type something" row ticks it;
+//! `Enter` on "Submit" opens a review screen ("Submit answers" / "Cancel") with the
+//! cursor on "Submit answers". `Up` wraps around options + "Type something" like the
+//! single-select picker, so the same `Up × (N + 1)` prefix is used.
+//!
+//! - `{"options": [i, j, …]}` (any order, no repeats; `{"option": i}` = one pick) →
+//!   `Up × (N + 1)`, then for each pick in ascending order `Down × (pick − cursor)`,
+//!   `Enter`; then `Down` to row N + 1 ("Submit"), `Enter`, `Enter` (review screen).
+//! - `{"other": text}` → `Up × (N + 1)`, `Down × N`, literal `text`, `Down`, `Enter`,
+//!   `Enter`.
+//!
+//! Every multi-select recipe in the tests below was played against the real picker and
+//! produced the expected PostToolUse `answers`.
+//!
+//! ## Refused
+//!
+//! With a message the host shows: a dialog that is not an answerable question, a number
+//! of answers other than one per question, an option index out of range, several
+//! options for a single-select question, no or repeated options for a multi-select
+//! question, an empty or multi-line free text (a newline would commit it half-typed).
 
 use lab_provider_sdk::{Answer, Dialog, DialogKind, KeyOp, Question};
 
-/// Whether a single multi-select question is answerable with [`multi_select_keys`].
-pub const MULTI_SELECT_ANSWERABLE: bool = false;
+/// Whether a single multi-select question is answerable with [`multi_select_keys`] /
+/// [`multi_select_other_keys`] (live-verified on 2.1.198; a switch to turn it off).
+pub const MULTI_SELECT_ANSWERABLE: bool = true;
 
-/// Synthesized rows below the last option that the cursor can reach in a single-select
-/// picker: "Type something." and "Chat about this".
+/// Synthesized rows below the last option in a single-select picker: "Type something."
+/// and "Chat about this" (the pinned climb is `Up × (N − 1 + TRAILING_SYNTH_ROWS)`).
 pub const TRAILING_SYNTH_ROWS: usize = 2;
 
 /// Whether lab can answer a question list with keystrokes: exactly one question with at
@@ -74,9 +97,7 @@ pub fn answer_keys(dialog: &Dialog, answers: &[Answer]) -> Result<Vec<KeyOp>, St
         let picks = match a {
             Answer::Options(v) => v.clone(),
             Answer::Option(i) => vec![*i],
-            Answer::Other(_) => {
-                return Err("free text in a multi-select question is not answerable from lab; answer it in Claude Code".into())
-            }
+            Answer::Other(text) => return multi_select_other_keys(q.options.len(), text),
         };
         multi_select_keys(q.options.len(), &picks)
     } else {
@@ -94,7 +115,9 @@ fn keys(name: &str, n: usize) -> impl Iterator<Item = KeyOp> + '_ {
     std::iter::repeat_with(move || KeyOp::key(name)).take(n)
 }
 
-/// Climb to the first option of a single-select picker with `n` options.
+/// The pinned leading climb, `Up × (n − 1 + 2)`, for a picker with `n` options. On
+/// 2.1.198 this is one full turn of the wrapping options + "Type something" cycle, so
+/// it leaves a cursor on option 1 there (see the module docs).
 fn normalise(n: usize) -> impl Iterator<Item = KeyOp> {
     keys("Up", n.saturating_sub(1) + TRAILING_SYNTH_ROWS)
 }
@@ -136,8 +159,7 @@ fn check_free_text(text: &str) -> Result<(), String> {
 /// Toggle the options `picks` (0-based, any order, no repeats) of a multi-select picker
 /// with `n` options, then submit and confirm the review screen.
 ///
-/// Rows: options `0..n`, "[ ] Type something" at `n`, "Submit" at `n + 1` (and
-/// possibly "Chat about this" below it). The climb covers all of them.
+/// Rows: options `0..n`, "[ ] Type something" at `n`, "Submit" at `n + 1`.
 pub fn multi_select_keys(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> {
     if picks.is_empty() {
         return Err("choose at least one option".into());
@@ -156,7 +178,7 @@ pub fn multi_select_keys(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> 
         }
     }
     let submit_row = n + 1;
-    let mut ops: Vec<KeyOp> = keys("Up", submit_row + 1).collect();
+    let mut ops: Vec<KeyOp> = normalise(n).collect();
     let mut cursor = 0;
     for i in sorted {
         ops.extend(keys("Down", i - cursor));
@@ -167,6 +189,18 @@ pub fn multi_select_keys(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> 
     ops.push(KeyOp::key("Enter")); // Submit
     ops.push(KeyOp::key("Enter")); // review screen: "Submit answers"
     Ok(ops)
+}
+
+/// Type `text` into the "[ ] Type something" row of a multi-select picker with `n`
+/// options (typing ticks the row), then submit and confirm the review screen.
+pub fn multi_select_other_keys(n: usize, text: &str) -> Result<Vec<KeyOp>, String> {
+    check_free_text(text)?;
+    Ok(normalise(n)
+        .chain(keys("Down", n))
+        .chain([KeyOp::Literal(text.to_string())])
+        .chain(keys("Down", 1)) // "Submit"
+        .chain([KeyOp::key("Enter"), KeyOp::key("Enter")])
+        .collect())
 }
 
 #[cfg(test)]
@@ -332,29 +366,56 @@ mod tests {
         }
     }
 
+    /// Each of these sequences was played (250 ms apart) into the real 2.1.198
+    /// multi-select picker; the comment is the `answers` its PostToolUse reported.
     #[test]
-    fn multi_select_recipe_toggles_then_submits_and_confirms() {
-        // 3 options: rows 0..2, "Type something" 3, "Submit" 4.
+    fn multi_select_recipes_verified_live() {
+        let ms = |n: usize, picks: &[u32]| show(&multi_select_keys(n, picks).unwrap());
+        // "Search"
         assert_eq!(
-            show(&multi_select_keys(3, &[2, 0]).unwrap()),
-            "Up Up Up Up Up Enter Down Down Enter Down Down Enter Enter"
+            ms(3, &[1]),
+            "Up Up Up Up Down Enter Down Down Down Enter Enter"
         );
+        // "Auth, Export"
         assert_eq!(
-            show(&multi_select_keys(2, &[1]).unwrap()),
-            "Up Up Up Up Down Enter Down Down Enter Enter"
+            ms(3, &[2, 0]),
+            "Up Up Up Up Enter Down Down Enter Down Down Enter Enter"
         );
+        // "Auth, Search, Export"
         assert_eq!(
-            show(&multi_select_keys(4, &[0, 1, 2, 3]).unwrap()),
-            "Up Up Up Up Up Up Enter Down Enter Down Enter Down Enter Down Down Enter Enter"
+            ms(3, &[0, 1, 2]),
+            "Up Up Up Up Enter Down Enter Down Enter Down Down Enter Enter"
         );
-        assert!(multi_select_keys(3, &[])
-            .unwrap_err()
-            .contains("at least one"));
-        assert!(multi_select_keys(3, &[1, 1])
-            .unwrap_err()
-            .contains("more than once"));
-        assert!(multi_select_keys(3, &[3])
-            .unwrap_err()
-            .contains("out of range"));
+        // "Search" (2 options)
+        assert_eq!(ms(2, &[1]), "Up Up Up Down Enter Down Down Enter Enter");
+        // "Search, Billing" (4 options)
+        assert_eq!(
+            ms(4, &[1, 3]),
+            "Up Up Up Up Up Down Enter Down Down Enter Down Down Enter Enter"
+        );
+        // "Webhooks" (free text)
+        assert_eq!(
+            show(&multi_select_other_keys(3, "Webhooks").unwrap()),
+            "Up Up Up Up Down Down Down 'Webhooks' Down Enter Enter"
+        );
+    }
+
+    #[test]
+    fn multi_select_through_answer_keys() {
+        let d = dialog(vec![question(3, true)]);
+        assert!(d.answerable);
+        let via = |a: Answer| show(&answer_keys(&d, &[a]).unwrap());
+        assert_eq!(via(Answer::Options(vec![1])), via(Answer::Option(1)));
+        assert_eq!(
+            via(Answer::Other("Webhooks".into())),
+            "Up Up Up Up Down Down Down 'Webhooks' Down Enter Enter"
+        );
+        let err = |a: Answer| answer_keys(&d, &[a]).unwrap_err();
+        assert!(err(Answer::Options(vec![])).contains("at least one"));
+        assert!(err(Answer::Options(vec![1, 1])).contains("more than once"));
+        assert!(err(Answer::Options(vec![0, 3])).contains("out of range"));
+        assert!(err(Answer::Option(7)).contains("out of range"));
+        assert!(err(Answer::Other(" ".into())).contains("empty"));
+        assert!(err(Answer::Other("a\nb".into())).contains("one line"));
     }
 }

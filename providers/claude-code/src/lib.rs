@@ -20,13 +20,10 @@
 //! - **Meta lines**: user lines Claude Code writes for itself (`isMeta`, compaction
 //!   summaries, local-command and bash-mode wrappers) and sub-agent (`isSidechain`) lines
 //!   are skipped silently; see [`transcript`].
-//! - **Multi-select**: shown in full but not answerable from lab
-//!   ([`keystrokes::MULTI_SELECT_ANSWERABLE`] is `false`). The recipe from the
-//!   observation notes is implemented and unit-tested ([`keystrokes::multi_select_keys`])
-//!   but rests on unverified details of the picker (whether the cursor stays on a row
-//!   Enter toggled, whether a lone multi-select question shows the review screen); a
-//!   wrong guess would submit the wrong answer into a live session. Flip the switch once
-//!   the end-to-end suite has driven a real multi-select picker.
+//! - **Multi-select**: a single multi-select question is answerable. The notes'
+//!   recipe was corrected by driving the real 2.1.198 picker (its `Up` wraps instead of
+//!   clamping) and every sequence in the tests was played live; see [`keystrokes`].
+//!   [`keystrokes::MULTI_SELECT_ANSWERABLE`] switches it off if a release breaks it.
 //! - **Free text** ("Other") climbs to the top first like option answers (harmless, the
 //!   picker clamps) and must be one non-blank line.
 
