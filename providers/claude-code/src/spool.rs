@@ -188,6 +188,88 @@ mod tests {
         }
     }
 
+    /// For every captured scenario where keys were played into an answerable picker
+    /// (`testdata/real/*/keys.jsonl`), our recipe for the answer Claude Code recorded
+    /// (PostToolUse `tool_input.answers`) is exactly the captured keys, give or take the
+    /// leading `Up × (N + 1)` climb (a full turn of the wrapping picker, see
+    /// docs/compat.md §7).
+    #[test]
+    fn real_keystrokes_match_the_recipes() {
+        use crate::keystrokes;
+        use lab_provider_sdk::KeyOp;
+        let files = crate::transcript::tests::real_files("keys");
+        let mut checked = Vec::new();
+        for keys_file in &files {
+            let dir = keys_file.parent().unwrap();
+            let hooks = std::fs::read_to_string(dir.join("hooks.jsonl")).unwrap();
+            let hook = |name: &str| {
+                hooks
+                    .lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .find(|v| v["hook"] == name)
+                    .map(|v| v["payload"].clone())
+            };
+            let (Some(pre), Some(post)) = (hook("PreToolUse"), hook("PostToolUse")) else {
+                continue;
+            };
+            let Some(dialog) = pending_dialog(pre.to_string().as_bytes()).unwrap().dialog else {
+                continue;
+            };
+            if !dialog.answerable {
+                continue;
+            }
+            let q = &dialog.questions[0];
+            let Some(recorded) = post["tool_input"]["answers"][&q.question].as_str() else {
+                continue;
+            };
+            let index = |label: &str| {
+                q.options
+                    .iter()
+                    .position(|o| o.label == label)
+                    .map(|i| i as u32)
+            };
+            let recipe = if q.multi_select {
+                match recorded.split(", ").map(index).collect::<Option<Vec<_>>>() {
+                    Some(picks) => keystrokes::multi_select_keys(q.options.len(), &picks),
+                    None => keystrokes::multi_select_other_keys(q.options.len(), recorded),
+                }
+            } else {
+                match index(recorded) {
+                    Some(i) => keystrokes::single_select_keys(q.options.len(), i),
+                    None => keystrokes::other_keys(q.options.len(), recorded),
+                }
+            }
+            .unwrap();
+            let played: Vec<KeyOp> = std::fs::read_to_string(keys_file)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let k = serde_json::from_str::<Value>(l).unwrap()["key"]
+                        .as_str()
+                        .unwrap()
+                        .to_string();
+                    match k.strip_prefix("lit:") {
+                        Some(text) => KeyOp::Literal(text.to_string()),
+                        None => KeyOp::Key(k),
+                    }
+                })
+                .collect();
+            let climb = q.options.len() + 1;
+            let without_climb = &recipe[climb..];
+            assert!(
+                played == recipe || played == without_climb,
+                "{}: recorded {recorded:?}\n played {played:?}\n recipe {recipe:?}",
+                dir.display()
+            );
+            checked.push(dir.file_name().unwrap().to_string_lossy().to_string());
+        }
+        assert!(
+            files.is_empty() || !checked.is_empty(),
+            "no captured answer was checked"
+        );
+        eprintln!("recipes match the captured keys of: {checked:?}");
+    }
+
     #[test]
     fn bad_markers_are_errors() {
         for (bytes, needle) in [
