@@ -163,7 +163,9 @@ pub struct Turn {
 pub struct Script {
     #[serde(default)]
     pub turns: Vec<Turn>,
-    /// Text answered to side requests (no `tools`), e.g. title generation.
+    /// Text answered to side requests (no `tools`), e.g. title generation. When the side
+    /// request asks for JSON-schema output (claude's title request does:
+    /// `{"title": string}`), the reply is a JSON object with every string field set to this.
     #[serde(default = "default_side_reply")]
     pub side_reply: String,
     /// Text answered to a main-agent request when no remaining turn fits.
@@ -869,14 +871,16 @@ fn reason(status: u16) -> &'static str {
 fn write_response(
     w: &mut TcpStream,
     resp: &Response,
+    request_id: &str,
     close: bool,
     head_only: bool,
 ) -> io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nrequest-id: req_standin\r\nconnection: {}\r\n",
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nrequest-id: {}\r\nconnection: {}\r\n",
         resp.status,
         reason(resp.status),
         resp.content_type,
+        request_id,
         if close { "close" } else { "keep-alive" }
     );
     match &resp.body {
@@ -912,7 +916,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 let resp = json_response(400, &api_error("invalid_request_error", &e.to_string()));
-                let _ = write_response(&mut writer, &resp, true, false);
+                let _ = write_response(&mut writer, &resp, "req_standin", true, false);
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -922,7 +926,8 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         if let Some(d) = delay {
             thread::sleep(d);
         }
-        write_response(&mut writer, &resp, close, req.method == "HEAD")?;
+        let request_id = shared.fresh_id("req");
+        write_response(&mut writer, &resp, &request_id, close, req.method == "HEAD")?;
         if close {
             let _ = writer.shutdown(Shutdown::Both);
             return Ok(());
@@ -1060,7 +1065,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                     }
                 } else {
                     (
-                        Reply::Text(st.script.side_reply.clone()),
+                        Reply::Text(side_reply_text(&body, &st.script.side_reply)),
                         RequestKind::Side,
                         None,
                     )
@@ -1104,6 +1109,38 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     drop(st);
     shared.changed.notify_all();
     (resp, delay)
+}
+
+/// The side reply: plain text, or — when the request asks for structured output
+/// (`output_config.format.type == "json_schema"`, as claude's title request does) — a JSON
+/// object that fits the schema, with every string property set to `text`.
+fn side_reply_text(body: &Value, text: &str) -> String {
+    match body.pointer("/output_config/format") {
+        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
+            let schema = f.get("schema").cloned().unwrap_or(Value::Null);
+            value_for_schema(&schema, text).to_string()
+        }
+        _ => text.to_string(),
+    }
+}
+
+fn value_for_schema(schema: &Value, text: &str) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut out = serde_json::Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in props {
+                    out.insert(k.clone(), value_for_schema(v, text));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("boolean") => Value::Bool(false),
+        Some("integer") | Some("number") => json!(0),
+        Some("array") => json!([]),
+        Some("null") => Value::Null,
+        _ => Value::String(text.to_string()),
+    }
 }
 
 fn sse(event: &str, data: &Value) -> String {

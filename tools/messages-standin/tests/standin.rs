@@ -383,6 +383,33 @@ fn script_turns_are_consumed_by_matching_main_requests_only() {
 }
 
 #[test]
+fn structured_side_request_gets_schema_shaped_json() {
+    let s = Standin::start(
+        Script::new()
+            .tool_use("Bash", json!({}))
+            .side_reply("Pick a database"),
+    )
+    .unwrap();
+    let mut c = Client::connect(s.addr());
+    let mut body = side_body();
+    body["tools"] = json!([]);
+    body["output_config"] = json!({"format": {"type": "json_schema", "schema": {
+        "type": "object", "additionalProperties": false,
+        "properties": {"title": {"type": "string"}}, "required": ["title"]}}});
+    let (text, _, _) = check_stream(&parse_sse(&c.post("/v1/messages?beta=true", &body).text()));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"title": "Pick a database"})
+    );
+    assert_eq!(s.requests()[0].kind, RequestKind::Side);
+    assert_eq!(
+        s.remaining_turns(),
+        vec![0],
+        "empty tools array is a side request"
+    );
+}
+
+#[test]
 fn contains_and_fixed_id_matchers() {
     let script = Script::new()
         .turn(
