@@ -422,7 +422,8 @@ impl Agent {
     // ---- keys --------------------------------------------------------------------------
 
     /// Draws `w` and feeds it keys until it is done. `notify` fires a Notification once if
-    /// it is still open after that long; `afk` gives up if no key at all arrives in time.
+    /// it is still open after that long. `afk` is 2.1.198's idle timer: reset by every key,
+    /// a countdown banner in its last third, and `Waited::Afk` when it runs out.
     fn run_widget<W: Widget>(
         &mut self,
         w: &mut W,
@@ -432,15 +433,21 @@ impl Agent {
     ) -> Waited<W::Out> {
         let opened = Instant::now();
         let mut notify_at = notify.map(|(ms, t, m)| (opened + Duration::from_millis(ms), t.to_string(), m.to_string()));
-        let mut afk_at = afk.map(|ms| opened + Duration::from_millis(ms));
+        let afk = afk.map(Duration::from_millis);
+        let mut afk_at = afk.map(|d| opened + d);
         self.screen.draw(&w.render());
         self.log.event(ready);
         loop {
-            let deadline = match (&notify_at, afk_at) {
-                (Some((n, ..)), Some(a)) => Some((*n).min(a)),
-                (Some((n, ..)), None) => Some(*n),
-                (None, a) => a,
+            let now = Instant::now();
+            // The banner is redrawn every second during the last third of the AFK timer.
+            let banner_at = match (afk, afk_at) {
+                (Some(d), Some(a)) => {
+                    let start = a.checked_sub(d / 3).unwrap_or(a);
+                    Some(if now < start { start } else { (now + Duration::from_secs(1)).min(a) })
+                }
+                _ => None,
             };
+            let deadline = [notify_at.as_ref().map(|n| n.0), afk_at, banner_at].into_iter().flatten().min();
             match self.input.next_key(deadline) {
                 None => {
                     let now = Instant::now();
@@ -449,8 +456,15 @@ impl Agent {
                             self.notify(&t, &m);
                         }
                     }
-                    if afk_at.is_some_and(|a| a <= now) {
-                        return Waited::Afk;
+                    if let Some(a) = afk_at {
+                        if a <= now {
+                            self.screen.set_status("");
+                            return Waited::Afk;
+                        }
+                        if banner_at.is_some_and(|b| b <= now) {
+                            let left = (a - now).as_millis().div_ceil(1000);
+                            self.screen.set_status(&format!("auto-continue in {left}s · any key to stay"));
+                        }
                     }
                 }
                 Some(Key::Eof) => {
@@ -458,7 +472,10 @@ impl Agent {
                     self.exit(0);
                 }
                 Some(k) => {
-                    afk_at = None; // "any key to stay"
+                    if let Some(d) = afk {
+                        afk_at = Some(Instant::now() + d); // any key resets the timer
+                        self.screen.set_status("");
+                    }
                     if let Some(o) = w.on_key(&k) {
                         self.screen.set_status("");
                         return Waited::Done(o);
@@ -619,10 +636,8 @@ impl Agent {
     fn plan(&mut self, step: &PlanStep) {
         let plan = step.plan().to_string();
         self.tool_use("ExitPlanMode", json!({"plan": plan}), "", |a, id| {
-            let mut title = vec!["Exit plan mode?".to_string(), String::new()];
-            title.extend(plan.lines().map(|l| format!("  {l}")));
-            title.push(String::new());
-            title.push("Claude has written up a plan and is ready to execute. Would you like to proceed?".into());
+            // As on 2.1.198, the plan text itself is not on this screen.
+            let title = vec![" Exit plan mode?".to_string(), "  Claude wants to exit plan mode".to_string()];
             let mut c = Choice::new(title, &["Yes", "No"]);
             let ready = json!({"event": "ready", "widget": "plan", "tool_use_id": id});
             let notify = step.notify_after_ms().map(|ms| (ms, "permission_prompt", "Claude Code needs your approval for the plan"));
@@ -637,10 +652,10 @@ impl Agent {
                     let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, &plan));
                     ToolOutcome {
                         content: format!(
-                            "User has approved your plan. You can now start coding. Start with updating your todo list if applicable\n\nYour plan has been saved to: {file}\nYou can refer back to it if needed during implementation.\n\n## Approved Plan:\n{plan}"
+                            "User has approved your plan. You can now start coding. Start with updating your todo list if applicable\n\nYour plan has been saved to: {file}\nYou can refer back to it if needed during implementation.\n\n## Approved Plan (edited by user):\n{plan}"
                         ),
                         is_error: false,
-                        result: json!({"plan": plan, "isAgent": false, "filePath": file, "planWasEdited": false}),
+                        result: json!({"plan": plan, "isAgent": false, "filePath": file, "planWasEdited": true}),
                         post_input: Some(json!({"plan": plan})),
                         log: json!({"outcome": "approved"}),
                         interrupt: false,
@@ -665,16 +680,17 @@ impl Agent {
             }
             title.push(String::new());
             title.push("Do you want to proceed?".into());
-            let mut c = Choice::new(title, &["Yes", "No"]);
+            let mut c = Choice::new(title, &["Yes", "Yes, and always allow access to this directory from this project", "No"]);
+            c.footer = "Esc to cancel · Tab to amend · ctrl+e to explain".into();
             let ready = json!({"event": "ready", "widget": "bash", "tool_use_id": id});
             let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission"));
             match a.run_widget(&mut c, ready, notify, None) {
-                Waited::Done(ChoiceOutcome::Picked(0)) => ToolOutcome {
+                Waited::Done(ChoiceOutcome::Picked(p @ (0 | 1))) => ToolOutcome {
                     content: step.output.clone(),
                     is_error: false,
                     result: json!({"stdout": step.output, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}),
                     post_input: Some(input.clone()),
-                    log: json!({"outcome": "approved"}),
+                    log: json!({"outcome": "approved", "always": p == 1}),
                     interrupt: false,
                 },
                 other => ToolOutcome::rejected(
@@ -826,6 +842,10 @@ fn main() {
         "prompt": args.prompt,
         "raw_tty": agent.raw.is_raw(),
     }));
+    if let Some(p) = args.prompt.as_deref().filter(|p| !p.is_empty()) {
+        let title: String = p.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+        agent.tx.write(&json!({"type": "ai-title", "aiTitle": title, "sessionId": session_id}));
+    }
     agent.tx.write(&json!({"type": "mode", "mode": "normal", "sessionId": session_id}));
     agent.set_permission_mode(&permission_mode);
     agent.screen.draw(&[]);

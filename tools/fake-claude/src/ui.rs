@@ -79,10 +79,16 @@ impl AskPicker {
         let t = self.tab;
         let n = self.qs[t].options.len();
         let multi = self.qs[t].multi_select;
+        // Rows: options 0..n, "Type something." n, then (multiSelect) "Submit" n+1, and
+        // "Chat about this" last.
+        let last = if multi { n + 2 } else { n + 1 };
         let on_other = self.cursor == n;
         match key {
-            Key::Up => self.cursor = self.cursor.saturating_sub(1),
-            Key::Down => self.cursor = (self.cursor + 1).min(n + 1),
+            // As on 2.1.198: Up cycles through options + "Type something." (from option 1
+            // it wraps to "Type something."), Down clamps on "Chat about this".
+            Key::Up if self.cursor == 0 => self.cursor = n,
+            Key::Up => self.cursor -= 1,
+            Key::Down => self.cursor = (self.cursor + 1).min(last),
             Key::Left | Key::BackTab if self.tabbed && !on_other && self.tab > 0 => {
                 self.tab -= 1;
                 self.cursor = 0;
@@ -110,6 +116,8 @@ impl AskPicker {
                     self.checked[t][self.cursor] ^= true;
                 } else if on_other {
                     self.other_checked[t] ^= true;
+                } else if self.cursor == last {
+                    return Some(AskOutcome::Chat);
                 } else {
                     let mut picked: Vec<String> = self.qs[t]
                         .options
@@ -213,15 +221,20 @@ impl AskPicker {
         if q.multi_select {
             let b = if self.other_checked[t] { "[✔]" } else { "[ ]" };
             l.push(format!("{} {}. {b} {other}{caret}", arrow(n), n + 1));
-            l.push(String::new());
-            l.push(format!("{} {}", arrow(n + 1), if self.tab + 1 < self.qs.len() { "Next" } else { "Submit" }));
+            l.push(format!("{}    {}", arrow(n + 1), if self.tab + 1 < self.qs.len() { "Next" } else { "Submit" }));
+            l.push("  ────────────────────".into());
+            l.push(format!("{} {}. Chat about this", arrow(n + 2), n + 2));
         } else {
             l.push(format!("{} {}. {other}{caret}", arrow(n), n + 1));
             l.push("  ────────────────────".into());
             l.push(format!("{} {}. Chat about this", arrow(n + 1), n + 2));
         }
         l.push(String::new());
-        l.push("Enter to select · ↑/↓ to navigate · Esc to cancel".into());
+        if self.qs.len() > 1 {
+            l.push("Enter to select · Tab/Arrow keys to navigate · Esc to cancel".into());
+        } else {
+            l.push("Enter to select · ↑/↓ to navigate · Esc to cancel".into());
+        }
         l
     }
 }
@@ -240,11 +253,17 @@ pub struct Choice {
     pub title: Vec<String>,
     pub options: Vec<String>,
     pub cursor: usize,
+    pub footer: String,
 }
 
 impl Choice {
     pub fn new(title: Vec<String>, options: &[&str]) -> Choice {
-        Choice { title, options: options.iter().map(|s| s.to_string()).collect(), cursor: 0 }
+        Choice {
+            title,
+            options: options.iter().map(|s| s.to_string()).collect(),
+            cursor: 0,
+            footer: "Enter to confirm · Esc to cancel".into(),
+        }
     }
 
     pub fn on_key(&mut self, key: &Key) -> Option<ChoiceOutcome> {
@@ -274,7 +293,7 @@ impl Choice {
             l.push(format!("{} {}. {o}", if self.cursor == i { "❯" } else { " " }, i + 1));
         }
         l.push(String::new());
-        l.push("Enter to confirm · Esc to cancel".into());
+        l.push(self.footer.clone());
         l
     }
 }
@@ -439,6 +458,14 @@ mod tests {
         // Down clamps at "Chat about this".
         let mut p = AskPicker::new(vec![q("Q?", &["A"], false)]);
         assert_eq!(drive(&mut p, &[Key::Down, Key::Down, Key::Down, Key::Enter]), Some(AskOutcome::Chat));
+        // Up wraps from option 1 to "Type something." and cycles over options + Other.
+        let mut p = AskPicker::new(vec![q("Q?", &["A", "B", "C"], false)]);
+        let keys = [Key::Up, Key::Char('x'), Key::Up, Key::Enter];
+        assert_eq!(drive(&mut p, &keys), Some(AskOutcome::Answered(vec![Some("C".into())])));
+        // From "Chat about this", Up goes to "Type something.".
+        let mut p = AskPicker::new(vec![q("Q?", &["A", "B"], false)]);
+        let keys = [Key::Down, Key::Down, Key::Down, Key::Down, Key::Up, Key::Char('z'), Key::Enter];
+        assert_eq!(drive(&mut p, &keys), Some(AskOutcome::Answered(vec![Some("z".into())])));
     }
 
     #[test]
@@ -462,6 +489,16 @@ mod tests {
         assert_eq!(drive(&mut p, &keys), Some(AskOutcome::Answered(vec![Some("A, C".into())])));
         let mut p = AskPicker::new(vec![q("Q?", &["A"], true)]);
         assert_eq!(drive(&mut p, &[Key::Down, Key::Down, Key::Enter, Key::Down, Key::Enter]), Some(AskOutcome::Cancelled));
+        // The compat §7 multi-select "other" recipe: Up × (N+1), Down × N, text, Down, Enter, Enter.
+        let mut p = AskPicker::new(vec![q("Q?", &["A", "B", "C"], true)]);
+        let mut keys = vec![Key::Up; 4];
+        keys.extend(vec![Key::Down; 3]);
+        keys.extend("Webhooks".chars().map(Key::Char));
+        keys.extend([Key::Down, Key::Enter, Key::Enter]);
+        assert_eq!(drive(&mut p, &keys), Some(AskOutcome::Answered(vec![Some("Webhooks".into())])));
+        // multiSelect has "Chat about this" too, below Submit.
+        let mut p = AskPicker::new(vec![q("Q?", &["A"], true)]);
+        assert_eq!(drive(&mut p, &[Key::Down, Key::Down, Key::Down, Key::Down, Key::Enter]), Some(AskOutcome::Chat));
     }
 
     #[test]

@@ -295,8 +295,9 @@ fn option_recipe_writes_tool_result_and_post_hook() {
     assert_eq!(t[n - 1]["type"], "system");
     assert_eq!(t[n - 1]["subtype"], "turn_duration");
     assert!(t[n - 1]["messageCount"].as_u64().unwrap() >= 5);
-    assert_eq!(t[0]["type"], "mode");
-    assert_eq!(t[1], json!({"type": "permission-mode", "permissionMode": "auto", "sessionId": run.session_id}));
+    assert_eq!(t[0], json!({"type": "ai-title", "aiTitle": "pick a color", "sessionId": run.session_id}));
+    assert_eq!(t[1]["type"], "mode");
+    assert_eq!(t[2], json!({"type": "permission-mode", "permissionMode": "auto", "sessionId": run.session_id}));
     assert!(t.iter().any(|l| l["type"] == "file-history-snapshot"));
     assert!(t.iter().any(|l| l["type"] == "attachment"));
 }
@@ -476,6 +477,23 @@ fn plan_approval_bash_permission_and_notifications() {
     let notes = run.file("notification.jsonl");
     assert_eq!(notes.len(), 2);
     assert_eq!(notes[1]["notification_type"], "idle_prompt");
+}
+
+#[test]
+fn afk_timer_resets_on_a_key_then_auto_continues() {
+    let run = Run::start("afk", json!({"steps": [{"ask": {"questions": [colors(false)], "afk_after_ms": 1200}}, {"idle": {}}]}), &["go"]);
+    let id = run.ready("ask", 1);
+    let opened = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
+    run.keys(&["Up", "Up", "Up", "Up"]); // a full turn of the Up cycle: cursor back on option 1
+    let post = run.wait("PostToolUse payload", |r| r.file("post.jsonl").into_iter().next());
+    assert!(opened.elapsed() >= Duration::from_millis(1700), "the keys must have reset the 1.2 s timer");
+    assert_eq!(post["tool_use_id"], id.as_str());
+    assert_eq!(post["tool_input"]["answers"], json!({}));
+    assert_eq!(post["tool_input"]["afkTimeoutMs"], 1200);
+    let tr = run.tool_result(&id).unwrap();
+    assert!(tr["message"]["content"][0]["content"].as_str().unwrap().starts_with("No response after 1s — the user may be away from keyboard."));
+    assert_eq!(run.answer_event(&id)["outcome"], "afk");
 }
 
 // ---- without tmux -----------------------------------------------------------------------
