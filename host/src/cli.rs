@@ -30,6 +30,20 @@ enum Command {
         #[command(subcommand)]
         action: Option<ProvidersAction>,
     },
+    /// Write a new provider crate (outside the lab tree) that builds into a component.
+    NewProvider {
+        /// The provider's name in lab: [a-z0-9-] (the crate is lab-provider-<name>).
+        name: String,
+        /// Also implement the dialog-hooker interface (live dialogs, keystroke answers).
+        #[arg(long)]
+        dialog_hooker: bool,
+        /// Folder to create the crate folder in (default: the current folder).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// lab-provider-sdk to depend on (default: the sdk/ of the checkout lab was built from).
+        #[arg(long)]
+        sdk_path: Option<PathBuf>,
+    },
     /// What the agent's hooks execute (see docs/compat.md §9).
     Hook {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -51,6 +65,9 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Serve { addr, home } => serve(addr, home),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
+        Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
+            crate::scaffold::run(name, dialog_hooker, dir, sdk_path)
+        }
         Command::Hook { args } => return crate::hook::main(&args),
     };
     match result {

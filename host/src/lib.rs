@@ -17,4 +17,5 @@ pub mod hook;
 pub mod http;
 pub mod paths;
 pub mod runs;
+pub mod scaffold;
 pub mod tmux;
