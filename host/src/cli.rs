@@ -55,6 +55,8 @@ enum Command {
 enum ProvidersAction {
     /// List loaded providers (the default).
     List,
+    /// Load a component as lab serve would and run a self-test through it.
+    Check { file: PathBuf },
 }
 
 pub fn main() -> i32 {
@@ -65,6 +67,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Serve { addr, home } => serve(addr, home),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
+        Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
             crate::scaffold::run(name, dialog_hooker, dir, sdk_path)
         }

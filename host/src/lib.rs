@@ -9,6 +9,7 @@
 //! - [`tmux`], [`http`] (API + embedded web UI)
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
+pub mod check;
 pub mod cli;
 pub mod components;
 pub mod config;
