@@ -55,9 +55,9 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 1}]}));
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["played"], json!(["Up", "Up", "Up", "Up", "Down", "Enter"]));
-    // Six ops with 250 ms between them.
-    assert!(started.elapsed() >= Duration::from_millis(1250), "keys were not paced: {:?}", started.elapsed());
+    assert_eq!(body["played"], json!(["Down", "Down", "Down", "Down", "Up", "Up", "Up", "Up", "Down", "Enter"]));
+    // Ten ops with 250 ms between them.
+    assert!(started.elapsed() >= Duration::from_millis(2250), "keys were not paced: {:?}", started.elapsed());
 
     let v = lab.wait_view(&id, "the dialog to resolve", |v| v["state"] != "question");
     assert!(v["pending_dialog"].is_null());
@@ -464,4 +464,31 @@ fn sse_streams_each_change_with_only_new_messages() {
     assert!(states.contains(&"question".to_string()), "{states:?}");
     let q = states.iter().position(|s| s == "question").unwrap();
     assert!(states[q..].iter().skip_while(|s| *s == "question").all(|s| s != "question"), "no flicker: {states:?}");
+}
+
+#[test]
+fn an_answer_lands_on_the_right_option_even_after_the_operator_moved_the_cursor() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    let v = lab.wait_state(&id, "question");
+    wait_for(Duration::from_secs(10), "the picker to read keys", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "ready" && e["widget"] == "ask")
+    });
+    // The operator nudges the picker in the TUI first (Up wraps on 2.1.198).
+    for k in ["Down", "Down", "Up", "Up", "Up"] {
+        w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), k]);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": pending_tool_id(&v), "answers": [{"option": 1}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer = wait_for(Duration::from_secs(10), "the answer", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
+    });
+    assert_eq!(answer["answers"]["Which database should we use?"], "SQLite", "{answer}");
 }

@@ -10,18 +10,19 @@
 //! "Other"), a rule, then a synthesized "Chat about this" row. The cursor starts on
 //! the first option.
 //!
-//! - `{"option": i}` → `Up × (N − 1 + 2)`, `Down × i`, `Enter`.
-//! - `{"other": text}` → `Up × (N − 1 + 2)`, `Down × N`, literal `text`, `Enter`.
+//! - `{"option": i}` → `Down × (N + 1)`, `Up × (N − 1 + 2)`, `Down × i`, `Enter`.
+//! - `{"other": text}` → `Down × (N + 1)`, `Up × (N − 1 + 2)`, `Down × N`, literal
+//!   `text`, `Enter`.
 //!
-//! These are the pinned recipes (ADR "live dialog capture", compat §7), live-verified
-//! by driving the real 2.1.198 picker from the position it opens in (option 1).
-//! Caution, also observed live on 2.1.198: `Up` does *not* clamp at the top — it wraps
-//! around the N + 1 rows "options + Type something." (Down clamps at "Chat about
-//! this"). `Up × (N + 1)` is therefore a full cycle: a no-op from the opening position,
-//! not a normalisation. If the operator moved the picker's cursor in the TUI before
-//! lab answers, the recipe selects relative to that row. A truly normalising prefix,
-//! `Down × (N + 1)` (clamps on "Chat about this") then `Up × (N + 1)`, was verified
-//! live too but is not used, because the recipe is pinned; see docs/compat.md §7.
+//! The pinned recipe (ADR "live dialog capture", compat §7) is "normalise to the top,
+//! then `Down × i`, `Enter`", with the climb `Up × (N − 1 + 2)` on the premise that
+//! the picker clamps at the top. Observed live on 2.1.198: `Up` does *not* clamp — it
+//! wraps around the N + 1 rows "options + Type something." — while `Down` clamps on
+//! "Chat about this". The climb alone is a full cycle: right from the opening position
+//! (option 1), wrong by exactly the operator's offset if they moved the cursor in the
+//! TUI first. So the climb is preceded by `Down × (N + 1)`, which lands on "Chat about
+//! this" from any row; from there the pinned climb reaches option 1. The whole recipe
+//! was verified live from a moved cursor (and the end-to-end suite does it every run).
 //!
 //! ## Multi-select (one question, `multiSelect: true`, N options)
 //!
@@ -122,6 +123,12 @@ fn normalise(n: usize) -> impl Iterator<Item = KeyOp> {
     keys("Up", n.saturating_sub(1) + TRAILING_SYNTH_ROWS)
 }
 
+/// `Down × (n + 1)`: from any row of a single-select picker onto "Chat about this",
+/// where `Down` clamps; the pinned climb then reaches option 1 wherever the cursor was.
+fn clamp_to_bottom(n: usize) -> impl Iterator<Item = KeyOp> {
+    keys("Down", n + 1)
+}
+
 /// Select option `index` (0-based) of a single-select picker with `n` options.
 pub fn single_select_keys(n: usize, index: u32) -> Result<Vec<KeyOp>, String> {
     let i = index as usize;
@@ -131,7 +138,8 @@ pub fn single_select_keys(n: usize, index: u32) -> Result<Vec<KeyOp>, String> {
             n.saturating_sub(1)
         ));
     }
-    Ok(normalise(n)
+    Ok(clamp_to_bottom(n)
+        .chain(normalise(n))
         .chain(keys("Down", i))
         .chain([KeyOp::key("Enter")])
         .collect())
@@ -140,7 +148,8 @@ pub fn single_select_keys(n: usize, index: u32) -> Result<Vec<KeyOp>, String> {
 /// Type `text` into the "Type something." row of a single-select picker with `n` options.
 pub fn other_keys(n: usize, text: &str) -> Result<Vec<KeyOp>, String> {
     check_free_text(text)?;
-    Ok(normalise(n)
+    Ok(clamp_to_bottom(n)
+        .chain(normalise(n))
         .chain(keys("Down", n))
         .chain([KeyOp::Literal(text.to_string()), KeyOp::key("Enter")])
         .collect())
@@ -256,7 +265,8 @@ mod tests {
             let d = dialog(vec![question(n, false)]);
             for i in 0..n {
                 let got = answer_keys(&d, &[Answer::Option(i as u32)]).unwrap();
-                let mut want = rep("Up", n - 1 + 2);
+                let mut want = rep("Down", n + 1);
+                want.extend(rep("Up", n - 1 + 2));
                 want.extend(rep("Down", i));
                 want.push("Enter");
                 assert_eq!(show(&got), want.join(" "), "n={n} i={i}");
@@ -268,11 +278,11 @@ mod tests {
         let d = dialog(vec![question(3, false)]);
         assert_eq!(
             show(&answer_keys(&d, &[Answer::Option(2)]).unwrap()),
-            "Up Up Up Up Down Down Enter"
+            "Down Down Down Down Up Up Up Up Down Down Enter"
         );
         assert_eq!(
             show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()),
-            "Up Up Up Up Enter"
+            "Down Down Down Down Up Up Up Up Enter"
         );
     }
 
@@ -281,7 +291,8 @@ mod tests {
         for n in [2usize, 3, 4] {
             let d = dialog(vec![question(n, false)]);
             let got = answer_keys(&d, &[Answer::Other("use Redis, it's 'fine'".into())]).unwrap();
-            let mut want = rep("Up", n + 1);
+            let mut want = rep("Down", n + 1);
+            want.extend(rep("Up", n + 1));
             want.extend(rep("Down", n));
             let want = format!("{} 'use Redis, it's 'fine'' Enter", want.join(" "));
             assert_eq!(show(&got), want, "n={n}");

@@ -116,7 +116,7 @@ mod tests {
                 KeyOp::Literal(t) => t.as_str(),
             })
             .collect();
-        assert_eq!(names, ["Up", "Up", "Up", "Up", "Down", "Enter"]);
+        assert_eq!(names, ["Down", "Down", "Down", "Down", "Up", "Up", "Up", "Up", "Down", "Enter"]);
         let keys = ClaudeCode::answer_keys(d, vec![Answer::Other("CockroachDB".into())]).unwrap();
         assert_eq!(keys[keys.len() - 2], KeyOp::Literal("CockroachDB".into()));
     }
