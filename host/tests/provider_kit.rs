@@ -192,7 +192,7 @@ fn a_new_provider_builds_checks_installs_and_runs_in_lab_serve() {
         got,
         vec![
             ("user", "text", "hello kit"),
-            ("assistant", "tool_use", "ask_user"),
+            ("assistant", "tool_use", "ask_user: Which database?"),
             ("tool", "tool_result", "SQLite"),
             ("assistant", "text", "Using SQLite."),
         ]
