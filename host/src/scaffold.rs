@@ -221,6 +221,9 @@ pub fn run(name: String, dialog_hooker: bool, dir: Option<PathBuf>, sdk_path: Op
     println!("created {} ({kind} provider `{name}`)", created.dir.display());
     println!("  files: {}", created.files.join(", "));
     println!("  lab-provider-sdk: {} (WIT lab:provider@{})", created.sdk.display(), lab_provider_sdk::WIT_VERSION);
+    if created.sdk.parent().is_some_and(|lab_root| created.dir.starts_with(lab_root)) {
+        println!("  note: this is inside the lab checkout; it builds on its own, but belongs outside (--dir)");
+    }
     if let Some((bundled, _)) = crate::components::BUNDLED.iter().find(|(n, _)| *n == name) {
         println!("  note: once installed it replaces lab's bundled `{bundled}` provider");
     }
