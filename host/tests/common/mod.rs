@@ -16,8 +16,10 @@ pub fn workspace_bin(package: &str, name: &str) -> PathBuf {
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let bin = dir.join(name);
     if !bin.exists() {
+        let release = dir.file_name().is_some_and(|d| d == "release");
         let status = Command::new(env!("CARGO"))
             .args(["build", "-p", package, "--bin", name])
+            .args(if release { &["--release"][..] } else { &[][..] })
             .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .status()
             .expect("run cargo");
@@ -120,16 +122,23 @@ pub struct Lab {
 
 impl Lab {
     pub fn start(w: &World) -> Lab {
-        let mut child = Command::new(LAB)
-            .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        Lab::start_with(w, |_| {})
+    }
+
+    /// Like [`Lab::start`], but `configure` may adjust the `lab serve` command first
+    /// (extra or removed environment variables: the agents inherit lab serve's
+    /// environment).
+    pub fn start_with(w: &World, configure: impl FnOnce(&mut Command)) -> Lab {
+        let mut cmd = Command::new(LAB);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--home"])
             .arg(&w.home)
             .env("HOME", &w.agent_home)
             .env("LAB_LOG", "info,lab=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start lab serve");
+            .stderr(Stdio::inherit());
+        configure(&mut cmd);
+        let mut child = cmd.spawn().expect("start lab serve");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let url = line

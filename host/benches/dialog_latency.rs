@@ -1,0 +1,102 @@
+//! Dialog-path benchmark (not a test): prints figures for the two hot paths of the
+//! live-capture design. Run with
+//!
+//!     cargo bench -p lab --bench dialog_latency
+//!
+//! 1. `lab hook spool-write`: wall time of one hook execution (process start, read
+//!    stdin, atomic write), which Claude Code pays on every matching tool call.
+//! 2. spool → SSE: from the moment the hook's spool file is written (its mtime) to the
+//!    moment the `question` view arrives on `GET /runs/{id}/events`, over many dialogs
+//!    of a real `lab serve` with fake-claude in real tmux.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    (at(0.5), at(0.9), at(0.99), v[v.len() - 1])
+}
+
+fn hook_exec() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("r.spool.json");
+    let payload = std::fs::read("../providers/claude-code/testdata/spool-ask-user-question.json")
+        .unwrap_or_else(|_| br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{}}"#.to_vec());
+    let mut times = Vec::new();
+    for i in 0..300 {
+        let t = Instant::now();
+        let mut child = Command::new(LAB)
+            .args(["hook", "spool-write"])
+            .arg(&spool)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&payload).unwrap();
+        assert!(child.wait().unwrap().success());
+        if i >= 20 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let (p50, p90, p99, max) = pct(times.clone());
+    println!("lab hook spool-write: p50 {p50:.2} ms  p90 {p90:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  (n={})", times.len());
+}
+
+fn spool_to_sse() {
+    const DIALOGS: usize = 30;
+    let w = World::new();
+    let mut steps = Vec::new();
+    for _ in 0..DIALOGS {
+        steps.push(json!({"ask": three_options()}));
+    }
+    steps.push(json!({"idle": {}}));
+    w.use_fake_claude(&json!({"steps": steps}));
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "benchmark");
+    let id = run["id"].as_str().unwrap().to_string();
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap()
+        .get(format!("{}/runs/{id}/events", lab.url))
+        .send()
+        .unwrap();
+    let spool = w.runtime().join(format!("{id}.spool.json"));
+    let mut lines = BufReader::new(resp).lines();
+    let mut latencies = Vec::new();
+    let mut answered = std::collections::HashSet::new();
+    while latencies.len() < DIALOGS {
+        let Some(Ok(line)) = lines.next() else { panic!("SSE stream ended") };
+        let Some(data) = line.strip_prefix("data: ") else { continue };
+        let arrived = SystemTime::now();
+        let v: Value = serde_json::from_str(data).unwrap();
+        if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
+            continue;
+        }
+        let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+        if !answered.insert(tool_id.clone()) {
+            continue;
+        }
+        let written = std::fs::metadata(&spool).and_then(|m| m.modified()).expect("the spool");
+        latencies.push(arrived.duration_since(written).unwrap_or_default().as_secs_f64() * 1e3);
+        let (status, body) =
+            lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
+        assert_eq!(status, 200, "{body}");
+    }
+    let (p50, p90, p99, max) = pct(latencies.clone());
+    println!("spool written → SSE event: p50 {p50:.1} ms  p90 {p90:.1} ms  p99 {p99:.1} ms  max {max:.1} ms  (n={})", latencies.len());
+}
+
+fn main() {
+    hook_exec();
+    let t = Instant::now();
+    spool_to_sse();
+    eprintln!("(spool→SSE run took {:.0} s)", t.elapsed().as_secs_f64());
+}
