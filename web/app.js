@@ -742,7 +742,7 @@ class RunView {
     this.cardKey = null;
     this.card = null;
     this.notice = null;           // {text, key}
-    this.answering = null;        // {toolId, phase}
+    this.answering = null;        // {toolId, phase, chosen}
 
     this.build();
     this.loadRun();
@@ -946,9 +946,21 @@ class RunView {
 
   // --- dialog card
 
+  /**
+   * The pending dialog as this page treats it. lab marks a dialog it has played an
+   * answer for as not answerable until the agent resolves it; the one this page is
+   * answering stays the answerable card (busy, with its status) instead of turning
+   * into the read-only "answer in the terminal" card mid-answer.
+   */
+  pendingDialog() {
+    const d = this.view.pending_dialog;
+    if (d && !d.answerable && this.answering && this.answering.toolId === d.tool_id) return { ...d, answerable: true };
+    return d;
+  }
+
   computeCardKey() {
     const v = this.view;
-    const d = v.pending_dialog;
+    const d = this.pendingDialog();
     if (d) return JSON.stringify(["d", d]);
     if (v.state === "question" || v.state === "needs_input") return JSON.stringify(["g", v.state, v.blocked]);
     return null;
@@ -966,7 +978,7 @@ class RunView {
     if (this.notice && this.notice.key !== key) this.notice = null;
     if (this.staleTimer) { clearTimeout(this.staleTimer); this.staleTimer = null; }
 
-    const d = this.view.pending_dialog;
+    const d = this.pendingDialog();
     if (this.answering && (!d || d.tool_id !== this.answering.toolId) && this.answering.phase !== "sending") this.answering = null;
 
     if (!key) {
@@ -993,7 +1005,7 @@ class RunView {
         h("div", { class: "card-links" }, h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "terminal-link" }, "Terminal view")),
         attach));
       if (this.answering && this.answering.toolId === d.tool_id) {
-        card.setBusy(true);
+        card.setBusy(true, this.answering.chosen || []);
         card.setStatus(this.answering.phase === "sending" ? "Answering…" : "Answer sent — waiting for Claude…");
       }
       if (this.notice) card.setStatus(this.notice.text, "notice");
@@ -1011,14 +1023,14 @@ class RunView {
     if (this.answering && this.answering.phase === "sending") return;
     const qc = this.card && this.card.qc;
     this.notice = null;
-    this.answering = { toolId: dialog.tool_id, phase: "sending" };
+    this.answering = { toolId: dialog.tool_id, phase: "sending", chosen };
     if (qc) { qc.setBusy(true, chosen); qc.setStatus("Answering…"); }
     const res = await api("POST", `runs/${enc(this.runId)}/dialog/answer`, { tool_id: dialog.tool_id, answers });
     if (this.destroyed) return;
     const stillSame = () => this.card && this.card.toolId === dialog.tool_id && this.card.qc;
 
     if (res.ok) {
-      this.answering = { toolId: dialog.tool_id, phase: "sent" };
+      this.answering = { toolId: dialog.tool_id, phase: "sent", chosen };
       if (stillSame()) {
         this.card.qc.setStatus("Answer sent — waiting for Claude…", "ok");
         // If the same dialog is still pending long after, let the operator try again.
@@ -1058,7 +1070,7 @@ class RunView {
     const v = this.view;
     const state = v.state || (this.run && this.run.state);
     if (state === "ended") return "The run has ended";
-    const d = v.pending_dialog;
+    const d = this.pendingDialog();
     if (d) {
       return d.kind === "question" && d.answerable ? "Answer the question above first" : "Claude is waiting in the terminal";
     }
