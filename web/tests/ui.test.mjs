@@ -1,47 +1,78 @@
-// Browser tests of the operator UI against a real `lab serve`.
+// Browser tests of the operator UI against a REAL `lab serve`, real tmux, and the
+// fake-claude agent (tools/fake-claude: writes Claude Code's transcript, runs the hook
+// commands from --settings like Claude Code, and its pickers react to tmux send-keys).
 //
-//   cd web && npm ci && npm test
+//   cargo build -p lab -p fake-claude        # with the CARGO_TARGET_DIR you use
+//   cd web && npm ci && npm test             # = node --test
 //
-// Which server:
-//   LAB_URL=http://127.0.0.1:7777   use an already running `lab serve`
-//   LAB_BIN=/path/to/lab            start `lab serve` on a free loopback port with a temp --home
-//   (neither)                       look for target/debug/lab, $CARGO_TARGET_DIR/debug/lab,
-//                                   ~/.cache/lab/target/debug/lab
+// Every test gets its own world: a temp dir under /tmp (short paths: lab's tmux socket
+// lives in its home), its own fake-claude script, its own `lab serve` on a free loopback
+// port, and one browser context. The tmux server is always killed afterwards.
+//
+// Binaries: LAB_BIN, else <target>/debug/lab; FAKE_CLAUDE_BIN, else <target>/debug/fake-claude,
+//   where <target> = $CARGO_TARGET_DIR, else /root/.cache/lab/target if it exists, else <repo>/target.
 // Browser: CHROMIUM_PATH, else /usr/bin/chromium (Debian package; never downloaded).
 // Screenshots: $LAB_TEST_OUTPUT, else <repo>/test-output/ui/.
-// Without a server that serves `/`, or without Chromium, these tests SKIP with the reason,
+// LAB_UI_KEEP=1 keeps every test's temp dir (lab's home, agent HOME, fake-claude log);
+//   a failing test always keeps it and names it in the error.
+// Missing Chromium / binaries / tmux / playwright-core: the tests SKIP with the reason,
 // unless LAB_UI_REQUIRED=1 (CI), where that is a failure.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REPO_DIR = path.resolve(WEB_DIR, "..");
 const REQUIRED = process.env.LAB_UI_REQUIRED === "1";
+const KEEP = process.env.LAB_UI_KEEP === "1";
+
+/** Generous wait for anything that depends on the agent, tmux or the event stream. */
+const WAIT = 20000;
+/** Per-test ceiling, so a hang fails instead of stalling the run. */
+const TEST_TIMEOUT = 90000;
 
 export const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ];
 
-// ------------------------------------------------------------------ helpers
+// ------------------------------------------------------------------ discovery
+
+function targetDir() {
+  if (process.env.CARGO_TARGET_DIR) return process.env.CARGO_TARGET_DIR;
+  if (fs.existsSync("/root/.cache/lab/target")) return "/root/.cache/lab/target";
+  return path.join(REPO_DIR, "target");
+}
 
 export function findChromium() {
   const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(Boolean);
   return candidates.find((p) => fs.existsSync(p)) || null;
 }
 
-export async function launchBrowser() {
-  const { chromium } = await import("playwright-core");
-  const executablePath = findChromium();
-  if (!executablePath) throw new Error("Chromium not found: apt-get install -y chromium, or set CHROMIUM_PATH");
-  return chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+export const LAB_BIN = process.env.LAB_BIN || path.join(targetDir(), "debug", "lab");
+export const FAKE_CLAUDE_BIN = process.env.FAKE_CLAUDE_BIN || path.join(targetDir(), "debug", "fake-claude");
+
+function isExecutable(p) {
+  try { fs.accessSync(p, fs.constants.X_OK); return fs.statSync(p).isFile(); } catch { return false; }
 }
+
+/** Why the suite cannot run here, or null. */
+async function missingPrerequisites() {
+  const missing = [];
+  if (!findChromium()) missing.push("Chromium not found (apt-get install -y chromium, or set CHROMIUM_PATH)");
+  if (!isExecutable(LAB_BIN)) missing.push(`no lab binary at ${LAB_BIN} (cargo build -p lab, or set LAB_BIN)`);
+  if (!isExecutable(FAKE_CLAUDE_BIN)) missing.push(`no fake-claude binary at ${FAKE_CLAUDE_BIN} (cargo build -p fake-claude, or set FAKE_CLAUDE_BIN)`);
+  if (spawnSync("tmux", ["-V"]).status !== 0) missing.push("tmux not on PATH");
+  try { await import("playwright-core"); } catch { missing.push("playwright-core not installed (cd web && npm ci)"); }
+  return missing.length ? missing.join("; ") : null;
+}
+
+// ------------------------------------------------------------------ small helpers
 
 export function outputDir() {
   const dir = process.env.LAB_TEST_OUTPUT || path.join(REPO_DIR, "test-output", "ui");
@@ -49,26 +80,24 @@ export function outputDir() {
   return dir;
 }
 
-/** Full-page screenshot to the output dir; returns the file path. */
+/** Viewport screenshot into the output dir; returns the file path. */
 export async function screenshot(page, name) {
   const file = path.join(outputDir(), `${name.replace(/[^\w.-]+/g, "-")}.png`);
   await page.screenshot({ path: file, fullPage: false });
   return file;
 }
 
-/** A page that records uncaught errors and console errors; assert on page.labErrors. */
-export async function openPage(browser, url, { viewport = { width: 1280, height: 860 }, colorScheme = "light" } = {}) {
-  const context = await browser.newContext({ viewport, colorScheme });
-  const page = await context.newPage();
-  page.labErrors = [];
-  page.on("pageerror", (e) => page.labErrors.push(`pageerror: ${e.message}`));
-  page.on("console", (m) => {
-    // HTTP error statuses the UI handles (409 etc.) are logged by Chromium as
-    // "Failed to load resource"; those are not UI errors.
-    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) page.labErrors.push(`console: ${m.text()}`);
-  });
-  if (url) await page.goto(url);
-  return page;
+/** Poll fn until it returns a truthy value (which is returned). */
+export async function waitFor(fn, { timeout = WAIT, interval = 100, what = "condition" } = {}) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try { last = await fn(); if (last) return last; } catch (e) { if (e && e.fatal) throw e; last = e; }
+    if (Date.now() > end) break;
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  const shown = last instanceof Error ? last.message : JSON.stringify(last);
+  throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${shown})`);
 }
 
 /** Call the lab API; returns {status, body}. */
@@ -81,144 +110,615 @@ export async function api(baseUrl, method, p, body) {
   const text = await res.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
-  return { status: res.status, body: json ?? text, headers: res.headers };
+  return { status: res.status, body: json ?? text };
 }
 
-/** Poll fn until it returns a truthy value. */
-export async function waitFor(fn, { timeout = 10000, interval = 100, what = "condition" } = {}) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    try { last = await fn(); if (last) return last; } catch (e) { if (e && e.fatal) throw e; last = e; }
-    await new Promise((r) => setTimeout(r, interval));
-  }
-  throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${last})`);
+/** Wait until a locator's text matches re; returns the text. */
+async function waitText(locator, re, what) {
+  return waitFor(async () => {
+    const t = (await locator.count()) ? await locator.first().textContent() : null;
+    return t !== null && re.test(t) ? t : false;
+  }, { what: `${what} to match ${re}` });
 }
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-  });
-}
-
-export function findLabBin() {
-  const candidates = [
-    process.env.LAB_BIN,
-    path.join(REPO_DIR, "target", "debug", "lab"),
-    process.env.CARGO_TARGET_DIR && path.join(process.env.CARGO_TARGET_DIR, "debug", "lab"),
-    path.join(os.homedir(), ".cache", "lab", "target", "debug", "lab"),
-  ].filter(Boolean);
-  return candidates.find((p) => fs.existsSync(p)) || null;
-}
+// ------------------------------------------------------------------ a world per test
 
 /**
- * Start `lab serve` on a free loopback port with its own --home. Resolves once
- * GET / answers with HTML; rejects (with the server's output) if it exits first.
+ * A temp dir with lab's home (h), the agent's HOME (a) and a workdir (w); lab.toml
+ * pointing claude-code at fake-claude with `script`; and a running `lab serve`.
+ * Cleanup (SIGTERM lab, kill its tmux server, remove the dir) is registered on t.
  */
-export async function startLab({ bin = findLabBin(), home, env = {}, timeout = 30000 } = {}) {
-  if (!bin) throw new Error("no lab binary (set LAB_BIN)");
-  home = home || fs.mkdtempSync(path.join(os.tmpdir(), "lab-ui-home-"));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/`;
-  const proc = spawn(bin, ["serve", "--addr", `127.0.0.1:${port}`, "--home", home], {
-    env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"],
+async function startWorld(t, script) {
+  const dir = fs.mkdtempSync("/tmp/lui-");
+  const home = path.join(dir, "h");
+  const agentHome = path.join(dir, "a");
+  const workdir = path.join(dir, "webshop");
+  for (const d of [home, agentHome, workdir]) fs.mkdirSync(d);
+  const scriptPath = path.join(dir, "script.json");
+  const logPath = path.join(dir, "fake.log");
+  fs.writeFileSync(scriptPath, JSON.stringify(script, null, 2));
+  fs.writeFileSync(path.join(home, "lab.toml"), [
+    "[providers.claude-code]",
+    `program = ${JSON.stringify(FAKE_CLAUDE_BIN)}`,
+    `env = { FAKE_CLAUDE_SCRIPT = ${JSON.stringify(scriptPath)}, FAKE_CLAUDE_LOG = ${JSON.stringify(logPath)} }`,
+    "",
+  ].join("\n"));
+
+  const stderrPath = path.join(dir, "lab.stderr");
+  const errFd = fs.openSync(stderrPath, "a");
+  const proc = spawn(LAB_BIN, ["serve", "--addr", "127.0.0.1:0", "--home", home], {
+    env: { ...process.env, HOME: agentHome, LAB_LOG: "info,lab=debug" },
+    stdio: ["ignore", "pipe", errFd],
   });
-  let output = "";
-  proc.stdout.on("data", (d) => { output += d; });
-  proc.stderr.on("data", (d) => { output += d; });
+  fs.closeSync(errFd);
   let exited = null;
-  proc.on("exit", (code, signal) => { exited = { code, signal }; });
-  const stop = async () => {
-    if (exited) return;
-    proc.kill("SIGTERM");
-    await Promise.race([new Promise((r) => proc.once("exit", r)), new Promise((r) => setTimeout(r, 5000))]);
-    if (!exited) proc.kill("SIGKILL");
+  const exitedP = new Promise((r) => proc.once("exit", (code, signal) => { exited = { code, signal }; r(); }));
+
+  const world = {
+    dir, home, agentHome, workdir, logPath, stderrPath, url: null, failed: false,
+    tmuxSocket: path.join(home, "tmux.sock"),
+    tmux(...args) { return spawnSync("tmux", ["-S", this.tmuxSocket, ...args], { encoding: "utf8" }); },
+    api(method, p, body) { return api(this.url, method, p, body); },
+    /** fake-claude's event log, parsed. */
+    events() {
+      let text = "";
+      try { text = fs.readFileSync(logPath, "utf8"); } catch { return []; }
+      return text.split("\n").filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter(Boolean);
+    },
+    waitEvent(pred, what) { return waitFor(() => this.events().find(pred), { what: `fake-claude log: ${what}` }); },
+    async createRun(prompt, extra = {}) {
+      const r = await this.api("POST", "/runs", { provider: "claude-code", workdir, prompt, ...extra });
+      assert.equal(r.status, 201, `POST /runs: ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+    async view(id) {
+      const r = await this.api("GET", `/runs/${id}/messages`);
+      assert.equal(r.status, 200, `GET /runs/${id}/messages: ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+    waitView(id, pred, what) { return waitFor(async () => { const v = await this.view(id); return pred(v) && v; }, { what: `run view: ${what}` }); },
+    /** The tail of lab's log and the fake-claude log, for failure messages. */
+    diagnostics() {
+      const tail = (p, n) => { try { return fs.readFileSync(p, "utf8").split("\n").slice(-n).join("\n"); } catch { return "(none)"; } };
+      return `--- lab serve stderr (tail) ---\n${tail(stderrPath, 25)}\n--- fake-claude log (tail) ---\n${tail(logPath, 15)}\n--- kept: ${dir}`;
+    },
   };
-  try {
-    await waitFor(async () => {
-      if (exited) throw Object.assign(new Error(`lab serve exited (${JSON.stringify(exited)}): ${output.trim()}`), { fatal: true });
-      const res = await fetch(url).catch(() => null);
-      return res && res.ok && (res.headers.get("content-type") || "").includes("text/html");
-    }, { timeout, interval: 200, what: "lab serve to serve /" });
-  } catch (e) {
-    await stop();
-    throw new Error(exited ? `lab serve exited (${JSON.stringify(exited)}): ${output.trim()}` : `${e.message}\n${output}`);
+
+  /** SIGTERM lab serve; SIGKILL after graceMs. Returns {graceful, ms}. */
+  world.stopLab = async (graceMs = 5000) => {
+    const started = Date.now();
+    if (exited) return { graceful: true, ms: 0 };
+    proc.kill("SIGTERM");
+    await Promise.race([exitedP, new Promise((r) => setTimeout(r, graceMs))]);
+    const graceful = !!exited;
+    if (!exited) { proc.kill("SIGKILL"); await exitedP; }
+    return { graceful, ms: Date.now() - started };
+  };
+  t.after(async () => {
+    await world.stopLab();
+    // `lab serve` leaves runs going in tmux by design; the test's tmux server must go.
+    world.tmux("kill-server");
+    if (!KEEP && !world.failed) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  // The first stdout line is `lab: serving on http://127.0.0.1:PORT`.
+  const line = await Promise.race([
+    new Promise((resolve) => readline.createInterface({ input: proc.stdout }).once("line", resolve)),
+    exitedP.then(() => null),
+    new Promise((r) => setTimeout(() => r(null), WAIT)),
+  ]);
+  proc.stdout.resume();
+  const m = line && line.match(/^lab: serving on (http:\/\/\S+)$/);
+  if (!m) {
+    world.failed = true;
+    throw new Error(`lab serve did not start (first line ${JSON.stringify(line)}, exit ${JSON.stringify(exited)})\n${world.diagnostics()}`);
   }
-  return { url, home, proc, stop, output: () => output };
+  world.url = m[1].endsWith("/") ? m[1] : `${m[1]}/`;
+  return world;
+}
+
+/** A page that records uncaught errors and console errors (page.labErrors). */
+async function openPage(t, url) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" });
+  t.after(() => context.close().catch(() => {}));
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  page.labErrors = [];
+  page.on("pageerror", (e) => page.labErrors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    // Chromium logs HTTP error statuses the UI handles (409 etc.) as "Failed to load resource".
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) page.labErrors.push(`console: ${m.text()}`);
+  });
+  if (url) await page.goto(url);
+  return page;
 }
 
 // ------------------------------------------------------------------ setup
 
-let server = null;      // {url, stop?}
 let browser = null;
 let skipReason = null;
 
 before(async () => {
-  if (!findChromium()) skipReason = "Chromium not found (apt-get install -y chromium, or set CHROMIUM_PATH)";
-  else if (process.env.LAB_URL) server = { url: new URL("/", process.env.LAB_URL).href };
-  else {
-    try { server = await startLab(); } catch (e) { skipReason = `no lab serve that serves /: ${e.message.split("\n")[0]}`; }
-  }
+  skipReason = await missingPrerequisites();
   if (skipReason) {
-    if (REQUIRED) throw new Error(skipReason);
+    if (REQUIRED) throw new Error(`LAB_UI_REQUIRED=1 but the browser tests cannot run: ${skipReason}`);
+    process.stderr.write(`\n*** lab web UI browser tests SKIPPED: ${skipReason}\n*** (LAB_UI_REQUIRED=1 makes this a failure)\n\n`);
     return;
   }
-  browser = await launchBrowser();
+  const { chromium } = await import("playwright-core");
+  browser = await chromium.launch({ executablePath: findChromium(), args: CHROMIUM_ARGS });
 });
 
 after(async () => {
   if (browser) await browser.close();
-  if (server && server.stop) await server.stop();
 });
 
-function live(t) {
-  if (skipReason) { t.skip(skipReason); return false; }
-  return true;
+/**
+ * One scenario: a world running `script`, a run created through the API with `prompt`
+ * (unless prompt is null), a page on it. On failure: a FAIL- screenshot, lab's log and
+ * fake-claude's log in the error, the temp dir kept. At the end of a passing scenario:
+ * no uncaught page errors and no duplicate messages in the chat.
+ */
+function scenario(name, { script, prompt = "go", open = true, todo }, body) {
+  test(name, { timeout: TEST_TIMEOUT, todo }, async (t) => {
+    if (skipReason) { t.skip(skipReason); return; }
+    const world = await startWorld(t, script);
+    let page = null;
+    try {
+      let run = null;
+      if (prompt !== null) run = await world.createRun(prompt);
+      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null);
+      await body({ t, world, page, run, id: run && run.id });
+      const seqs = await page.locator("[data-testid=chat] [data-seq]").evaluateAll((els) => els.map((e) => e.dataset.seq));
+      assert.equal(new Set(seqs).size, seqs.length, `duplicate messages in the chat: ${seqs}`);
+      assert.deepEqual(page.labErrors, [], "uncaught errors in the page");
+    } catch (e) {
+      if (!todo) {
+        world.failed = true;
+        if (page) await screenshot(page, `FAIL-${name}`).catch(() => {});
+      }
+      e.message = `${e.message}\n${world.diagnostics()}`;
+      throw e;
+    } finally {
+      // Close the page (and its event stream) before lab is stopped.
+      if (page) await page.context().close().catch(() => {});
+    }
+  });
+}
+
+// ------------------------------------------------------------------ scripts & page bits
+
+const DB_QUESTION = {
+  question: "Which database should we use?",
+  header: "Database",
+  multiSelect: false,
+  options: [
+    { label: "PostgreSQL", description: "Relational, runs as a server" },
+    { label: "SQLite", description: "Embedded, one file" },
+    { label: "Redis", description: "In-memory key-value" },
+  ],
+};
+
+const DEPLOY_QUESTION = {
+  question: "Where should it be deployed?",
+  header: "Deploy",
+  multiSelect: false,
+  options: [
+    { label: "Fly.io", description: "Managed" },
+    { label: "Own VPS", description: "Self-hosted" },
+  ],
+};
+
+/** say → one question → say → idle (then fake-claude echoes every message). */
+function askScript(question = DB_QUESTION) {
+  return { steps: [
+    { say: "I'll set up **persistence** for the app. One decision first:" },
+    { ask: { questions: [question] } },
+    { say: "Thanks, noted. Setting it up now." },
+    { idle: {} },
+  ] };
+}
+
+const sel = {
+  card: "[data-testid=dialog-area] [data-testid=dialog-card]",
+  option: "[data-testid=dialog-card] [data-testid=dialog-option]",
+  status: "[data-testid=dialog-area] [data-testid=dialog-status]",
+  input: "[data-testid=composer-input]",
+  lock: "[data-testid=composer-lock-reason]",
+  badge: "[data-testid=run-view] .run-header [data-testid=state-badge]",
+  msg: (role, kind) => `[data-testid=chat] [data-testid=message][data-role=${role}][data-kind=${kind}]`,
+};
+
+async function waitBadge(page, state) {
+  await page.locator(`${sel.badge}[data-state=${state}]`).waitFor();
+}
+
+/** Wait for the answerable question card; returns its tool id. */
+async function waitQuestionCard(page) {
+  const card = page.locator(`${sel.card}[data-kind=question]`);
+  await card.waitFor();
+  await page.locator(sel.option).first().waitFor();
+  return card.getAttribute("data-tool-id");
+}
+
+/**
+ * Record every text the dialog status line shows from now on (the card may be
+ * re-rendered, so observe the whole dialog area).
+ */
+async function recordStatuses(page) {
+  await page.evaluate(() => {
+    window.__statuses = [];
+    window.__cards = [];
+    const area = document.querySelector("[data-testid=dialog-area]");
+    const note = () => {
+      for (const el of area.querySelectorAll("[data-testid=dialog-status]")) {
+        const s = el.textContent;
+        if (s && window.__statuses[window.__statuses.length - 1] !== s) window.__statuses.push(s);
+      }
+      for (const el of area.querySelectorAll("[data-testid=dialog-card]")) {
+        const c = `${el.dataset.kind}${el.classList.contains("readonly") ? ":readonly" : ""}`;
+        if (window.__cards[window.__cards.length - 1] !== c) window.__cards.push(c);
+      }
+    };
+    new MutationObserver(note).observe(area, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+/**
+ * Hold the page's event stream at `view`: every (re)connection to /runs/{id}/events is
+ * answered with one `view` event and a 1-hour retry, so the page keeps showing that
+ * state, exactly as if its stream had stalled, while the real run moves on.
+ */
+async function holdEventStream(page, view) {
+  await page.route(/\/runs\/[^/]+\/events(\?.*)?$/, (route) => route.fulfill({
+    status: 200,
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+    body: `retry: 3600000\nevent: view\ndata: ${JSON.stringify(view)}\n\n`,
+  }));
 }
 
 // ------------------------------------------------------------------ tests
 
-describe("lab web UI", () => {
-  test("serves the UI with the right content types", async (t) => {
-    if (!live(t)) return;
+describe("lab web UI in a real browser", () => {
+  scenario("home page: assets, run list, new-run form with providers", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ world, page }) => {
     for (const [p, type] of [["/", "text/html"], ["/app.js", "javascript"], ["/markdown.js", "javascript"], ["/style.css", "text/css"]]) {
-      const res = await fetch(new URL(p, server.url));
+      const res = await fetch(new URL(p, world.url));
       assert.equal(res.status, 200, `${p} status`);
       assert.ok((res.headers.get("content-type") || "").includes(type), `${p} content-type ${res.headers.get("content-type")}`);
     }
+    await page.getByTestId("run-list").waitFor();
+    await page.getByText("No runs yet. Start one above.").waitFor();
+    // With no runs the form opens by itself.
+    await page.locator("#new-run[open]").waitFor();
+    const providers = (await world.api("GET", "/providers")).body;
+    assert.ok(Array.isArray(providers) && providers.some((p) => p.name === "claude-code"), JSON.stringify(providers));
+    await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
+    assert.equal(await page.getByTestId("new-run-provider").inputValue(), "claude-code");
+    await screenshot(page, "01-home");
   });
 
-  test("home page: run list, new-run form with providers, no errors", async (t) => {
-    if (!live(t)) return;
-    const page = await openPage(browser, server.url);
-    try {
-      await page.getByTestId("run-list").waitFor();
-      await page.getByTestId("new-run-form").waitFor({ state: "attached" });
-      await page.locator("[data-testid=new-run-form] summary, #new-run > summary").first().click().catch(() => {});
-      const providers = await (await api(server.url, "GET", "/providers")).body;
-      assert.ok(Array.isArray(providers), "GET /providers is a list");
-      await waitFor(async () => (await page.locator("#nr-provider option[value]:not([value=''])").count()) === providers.length,
-        { what: "provider options" });
-      await screenshot(page, "home");
-      assert.deepEqual(page.labErrors, []);
-    } finally {
-      await page.context().close();
+  scenario("question card: click option 2 → answering → card gone, tool_result in chat, composer unlocks", { script: askScript(), prompt: "Add persistence" }, async ({ world, page, id }) => {
+    const toolId = await waitQuestionCard(page);
+    const v = await world.view(id);
+    assert.equal(v.state, "question");
+    assert.equal(toolId, v.pending_dialog.tool_id);
+    const card = page.locator(sel.card);
+    assert.equal(await card.locator(".q-text").textContent(), "Which database should we use?");
+    assert.deepEqual(await page.locator(`${sel.option} .opt-label`).allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
+    assert.equal(await page.locator(`${sel.option} .opt-desc`).nth(1).textContent(), "Embedded, one file");
+    await waitBadge(page, "question");
+    // The chat so far: the prompt, Claude's markdown, the pending tool call.
+    await page.locator(sel.msg("user", "text")).filter({ hasText: "Add persistence" }).waitFor();
+    assert.equal(await page.locator(`${sel.msg("assistant", "text")} strong`).first().textContent(), "persistence");
+    assert.equal(await page.locator(sel.input).isDisabled(), true);
+    await screenshot(page, "02-question-card");
+
+    await recordStatuses(page);
+    await page.locator(sel.option).nth(1).click();
+    // While lab plays the keys: the status says so, the pick is highlighted, nothing is clickable.
+    await waitText(page.locator(sel.status), /^Answering…$/, "the card status");
+    assert.equal(await page.locator(sel.option).nth(1).evaluate((b) => b.classList.contains("chosen")), true);
+    assert.equal(await page.locator(sel.option).nth(0).isDisabled(), true);
+    await screenshot(page, "03-question-answering");
+
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    const result = page.locator(sel.msg("tool", "tool_result")).filter({ hasText: "SQLite" });
+    await result.waitFor();
+    assert.equal(await result.locator("[data-testid=tool-name]").textContent(), "AskUserQuestion");
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "Thanks, noted." }).waitFor();
+    await waitBadge(page, "idle");
+    await page.locator(`${sel.input}:enabled`).waitFor();
+    assert.equal(await page.locator(sel.lock).isHidden(), true);
+    const statuses = await page.evaluate(() => window.__statuses);
+    assert.equal(statuses[0], "Answering…", `status sequence ${JSON.stringify(statuses)}`);
+    // lab marks the dialog not answerable while it plays the keys; the operator's own
+    // card must not flip to the read-only "answer in the terminal" card meanwhile.
+    const cards = await page.evaluate(() => window.__cards);
+    assert.ok(cards.every((c) => c === "question"), `cards seen while answering: ${JSON.stringify(cards)}`);
+    assert.ok(!statuses.some((s) => /still open/.test(s)), `status sequence ${JSON.stringify(statuses)}`);
+    await screenshot(page, "04-question-answered");
+
+    const answer = await world.waitEvent((e) => e.event === "answer", "the answer");
+    assert.equal(answer.tool_use_id, toolId);
+    assert.deepEqual(answer.answers, { "Which database should we use?": "SQLite" });
+    assert.equal(world.events().filter((e) => e.event === "answer").length, 1);
+  });
+
+  scenario("question card keyboard: Tab reaches the options, arrows move (wrapping), Enter answers", { script: askScript() }, async ({ world, page }) => {
+    await waitQuestionCard(page);
+    const focused = () => page.evaluate(() => {
+      const a = document.activeElement;
+      return a && a.dataset.testid === "dialog-option" ? Number(a.dataset.index) : (a && (a.dataset.testid || a.tagName));
+    });
+    // Start in the transcript, and Tab forward until an option has the focus.
+    await page.getByTestId("chat").focus();
+    await waitFor(async () => {
+      if (typeof (await focused()) === "number") return true;
+      await page.keyboard.press("Tab");
+      return false;
+    }, { timeout: 5000, interval: 10, what: "Tab to reach an option" });
+    assert.equal(await focused(), 0, "Tab lands on the first option (roving tabindex)");
+    const moves = [["ArrowDown", 1], ["ArrowDown", 2], ["ArrowDown", 0], ["ArrowUp", 2], ["ArrowUp", 1], ["End", 2], ["Home", 0], ["ArrowLeft", 2]];
+    for (const [key, want] of moves) {
+      await page.keyboard.press(key);
+      assert.equal(await focused(), want, `after ${key}`);
     }
+    // Only the focused option is in the tab order.
+    assert.deepEqual(await page.locator(sel.option).evaluateAll((bs) => bs.map((b) => b.tabIndex)), [-1, -1, 0]);
+    await screenshot(page, "05-question-keyboard-focus");
+    await page.keyboard.press("Enter");
+    await waitText(page.locator(sel.status), /Answering…|Answer sent/, "the card status");
+    assert.equal(await page.locator(sel.option).nth(2).evaluate((b) => b.classList.contains("chosen")), true);
+    const answer = await world.waitEvent((e) => e.event === "answer", "the answer");
+    assert.deepEqual(answer.answers, { "Which database should we use?": "Redis" });
+    await page.locator(sel.msg("tool", "tool_result")).filter({ hasText: "Redis" }).waitFor();
+    await page.locator(sel.card).waitFor({ state: "detached" });
   });
 
-  // Scenarios to cover against a live server with the fake agent (tools/fake-claude)
-  // scripted to open the dialogs; see the web UI report for the detail of each.
-  test.todo("question card: appears with one button per option; click → POST answer → 'Answering…' → card disappears, transcript shows the tool_result, composer unlocks");
-  test.todo("question card keyboard: Tab reaches the options, arrows move focus (wrapping), Enter/Space answers");
-  test.todo("question card 'Other': free text answer lands as the tool_result text");
-  test.todo("409 dialog_changed / no_dialog: card replaced by the current state with the explanation in dialog-status");
-  test.todo("composer lock: while state=question the input is disabled with 'Answer the question above first'; POST /messages gives 409 dialog_pending and the UI shows it");
-  test.todo("multi-question card: read-only questions, 'Answer this in the terminal', deep link, attach command");
-  test.todo("plan card (ExitPlanMode): plan rendered as markdown (no raw HTML), hint, deep link");
-  test.todo("generic card: needs_input with no pending_dialog shows 'Claude needs input — open the terminal', blocked.message and notification_type, attach command with copy");
-  test.todo("live updates: messages appear without reload, no duplicate data-seq after the SSE connection drops and reconnects");
-  test.todo("start a run from the form (permission_mode sent only when not default); stop it (confirm) → badge 'ended', composer disabled");
-  test.todo("terminal route #/runs/<id>/terminal shows the pane text and the attach command, refreshed");
+  scenario("question card Other: free text is recorded verbatim by the agent", { script: askScript() }, async ({ world, page }) => {
+    await waitQuestionCard(page);
+    const text = `DuckDB; keep it "embedded" & small — $HOME \`x\` 'quoted' <b>not html</b> ;`;
+    // An empty Other is refused in the page, without a request.
+    await page.getByTestId("dialog-other-submit").click();
+    await waitText(page.locator(sel.status), /^Type an answer first\.$/, "the card status");
+    await page.getByTestId("dialog-other-input").fill(text);
+    await screenshot(page, "06-question-other");
+    await page.getByTestId("dialog-other-submit").click();
+    await waitText(page.locator(sel.status), /Answering…|Answer sent/, "the card status");
+    const answer = await world.waitEvent((e) => e.event === "answer", "the answer");
+    assert.deepEqual(answer.answers, { "Which database should we use?": text });
+    const result = page.locator(sel.msg("tool", "tool_result")).filter({ hasText: "DuckDB" });
+    await result.waitFor();
+    assert.ok((await result.textContent()).includes(text), "the tool_result shows the text verbatim");
+    assert.equal(await result.locator("b").count(), 0, "no HTML from the answer");
+    await page.locator(sel.card).waitFor({ state: "detached" });
+  });
+
+  scenario("composer lock: disabled with the reason while the question is pending (API: 409 dialog_pending); after answering a message reaches the agent", { script: askScript() }, async ({ world, page, id }) => {
+    await waitQuestionCard(page);
+    const input = page.locator(sel.input);
+    assert.equal(await input.isDisabled(), true);
+    assert.equal(await page.getByTestId("composer-send").isDisabled(), true);
+    await waitText(page.locator(sel.lock), /^Answer the question above first$/, "the lock reason");
+    assert.equal(await page.locator(sel.lock).isVisible(), true);
+    assert.equal(await input.getAttribute("aria-describedby"), await page.locator(sel.lock).getAttribute("id"));
+    const r = await world.api("POST", `/runs/${id}/messages`, { text: "sneaking in" });
+    assert.equal(r.status, 409, JSON.stringify(r.body));
+    assert.equal(r.body.error, "dialog_pending");
+    await screenshot(page, "07-composer-locked");
+
+    await page.locator(sel.option).first().click();
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    await waitBadge(page, "idle");
+    await page.locator(`${sel.input}:enabled`).waitFor();
+    const message = "Please use migrations — and keep the schema in one file; thanks!";
+    await input.click();
+    await page.keyboard.type(message);
+    await page.keyboard.press("Enter");
+    const got = await world.waitEvent((e) => e.event === "user_message" && e.source === "composer", "the composer message");
+    assert.equal(got.text, message);
+    await page.locator(sel.msg("user", "text")).filter({ hasText: message }).waitFor();
+    assert.equal(await input.inputValue(), "", "the composer is cleared after sending");
+    assert.equal(world.events().some((e) => e.event === "user_message" && e.text === "sneaking in"), false, "the 409'd message never reached the agent");
+    await screenshot(page, "08-composer-sent");
+  });
+
+  const PLAN = [
+    "# Migration plan",
+    "",
+    "1. Add the `users` table",
+    "2. Backfill from the CSV export",
+    "",
+    "- **Risk**: a short write freeze",
+    "- Rollback: drop the table",
+  ].join("\n");
+
+  scenario("plan card (ExitPlanMode): plan rendered as markdown, terminal hint, not answerable", { script: { steps: [{ say: "Here is my plan." }, { plan: PLAN }, { idle: {} }] } }, async ({ world, page, id }) => {
+    const card = page.locator(`${sel.card}[data-kind=plan]`);
+    await card.waitFor();
+    const plan = card.getByTestId("dialog-plan");
+    assert.equal(await plan.locator("h1").textContent(), "Migration plan");
+    assert.deepEqual(await plan.locator("ol > li").allTextContents(), ["Add the users table", "Backfill from the CSV export"]);
+    assert.equal(await plan.locator("ol > li code").textContent(), "users");
+    assert.equal(await plan.locator("ul > li").count(), 2);
+    assert.equal(await plan.locator("ul > li strong").textContent(), "Risk");
+    assert.ok(!(await plan.textContent()).includes("# Migration"), "no raw markdown");
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
+    assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
+    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    const v = await world.view(id);
+    assert.equal(v.pending_dialog.kind, "plan");
+    assert.equal(v.pending_dialog.answerable, false);
+    const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: v.pending_dialog.tool_id, answers: [{ option: 0 }] });
+    assert.equal(r.status, 422, JSON.stringify(r.body));
+    assert.equal(r.body.error, "not_answerable");
+    await screenshot(page, "09-plan-card");
+    assert.equal(world.events().some((e) => e.event === "answer"), false);
+  });
+
+  scenario("multi-question card: both questions read-only with the terminal hint", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
+    const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
+    await card.waitFor();
+    assert.equal(await card.locator(".card-title").textContent(), "?Claude is asking 2 questions");
+    assert.deepEqual(await card.locator(".ro-question .q-text").allTextContents(), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
+    assert.deepEqual(await card.locator(".ro-question").nth(0).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
+    assert.deepEqual(await card.locator(".ro-question").nth(1).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
+    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    const v = await world.view(id);
+    assert.equal(v.pending_dialog.questions.length, 2);
+    assert.equal(v.pending_dialog.answerable, false);
+    await screenshot(page, "10-multi-question-card");
+  });
+
+  scenario("generic card: a Bash permission prompt → needs_input, 'open the terminal' with the notification", { script: { steps: [{ say: "Let me look around." }, { bash: { command: "ls -la", output: "total 0" } }, { idle: {} }] } }, async ({ world, page, id }) => {
+    const v = await world.waitView(id, (v) => v.state === "needs_input", "state needs_input");
+    assert.equal(v.pending_dialog, null);
+    assert.equal(v.blocked.notification_type, "permission_prompt");
+    const card = page.locator(`${sel.card}[data-kind=generic]`);
+    await card.waitFor();
+    assert.equal(await card.locator(".card-title").textContent(), "!Claude needs input — open the terminal");
+    assert.equal(await card.getByTestId("blocked-type").textContent(), "permission_prompt");
+    // What the agent's Notification hook said is what the operator reads.
+    const notified = await world.waitEvent((e) => e.event === "notification", "the notification");
+    assert.equal(v.blocked.message, notified.message);
+    assert.equal(await card.getByTestId("blocked-message").textContent(), notified.message);
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    await waitBadge(page, "needs_input");
+    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await page.locator(sel.msg("assistant", "tool_use")).filter({ hasText: "ls -la" }).waitFor();
+    await screenshot(page, "11-generic-card");
+  });
+
+  scenario("no_dialog: a stale card, answered elsewhere meanwhile → click → replaced by the current state with the reason", { script: askScript(), open: false }, async ({ world, page, id }) => {
+    const stale = await world.waitView(id, (v) => v.state === "question", "the question");
+    await holdEventStream(page, stale);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const toolId = await waitQuestionCard(page);
+    // Someone else answers it (the first option) while this page is not told.
+    const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: toolId, answers: [{ option: 0 }] });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await world.waitView(id, (v) => v.state === "idle", "the run to go idle");
+    assert.equal(await page.locator(sel.option).count(), 3, "the page still shows the stale card");
+    await page.locator(sel.option).nth(2).click();
+    const notice = page.locator("[data-testid=dialog-area] .dialog-notice[data-testid=dialog-status]");
+    await waitText(notice, /^That question was already answered$/, "the notice");
+    assert.equal(await page.locator(sel.card).count(), 0, "the stale card is gone");
+    await page.locator(sel.msg("tool", "tool_result")).filter({ hasText: "PostgreSQL" }).waitFor();
+    await waitBadge(page, "idle");
+    await page.locator(`${sel.input}:enabled`).waitFor();
+    await screenshot(page, "12-no-dialog-notice");
+    const answers = world.events().filter((e) => e.event === "answer");
+    assert.equal(answers.length, 1, "only the first answer reached the agent");
+    assert.deepEqual(answers[0].answers, { "Which database should we use?": "PostgreSQL" });
+  });
+
+  scenario("dialog_changed: a stale card while the next question is pending → click → the new question with the reason", {
+    script: { steps: [{ ask: { questions: [DB_QUESTION] } }, { ask: { questions: [DEPLOY_QUESTION] } }, { say: "Both noted." }, { idle: {} }] },
+    open: false,
+  }, async ({ world, page, id }) => {
+    const stale = await world.waitView(id, (v) => v.state === "question", "the first question");
+    await holdEventStream(page, stale);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const first = await waitQuestionCard(page);
+    const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: first, answers: [{ option: 0 }] });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const v = await world.waitView(id, (v) => v.pending_dialog && v.pending_dialog.tool_id !== first, "the second question");
+    const second = v.pending_dialog.tool_id;
+    assert.equal(await page.locator(`${sel.card}[data-tool-id="${first}"]`).count(), 1, "the page still shows the first question");
+    await page.locator(sel.option).nth(1).click();
+    const card = page.locator(`${sel.card}[data-tool-id="${second}"]`);
+    await card.waitFor();
+    await waitText(card.getByTestId("dialog-status"), /^The question changed before your answer was sent$/, "the card status");
+    assert.equal(await card.locator(".q-text").textContent(), DEPLOY_QUESTION.question);
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
+    await screenshot(page, "13-dialog-changed");
+    let answers = world.events().filter((e) => e.event === "answer");
+    assert.equal(answers.length, 1, "the stale click did not reach the agent");
+    assert.deepEqual(answers[0].answers, { [DB_QUESTION.question]: "PostgreSQL" });
+    // The new card works: answer it from the page.
+    await card.getByTestId("dialog-option").nth(1).click();
+    const second_answer = await world.waitEvent((e) => e.event === "answer" && e.tool_use_id === second, "the second answer");
+    assert.deepEqual(second_answer.answers, { [DEPLOY_QUESTION.question]: "Own VPS" });
+    answers = world.events().filter((e) => e.event === "answer");
+    assert.equal(answers.length, 2);
+  });
+
+  scenario("markdown safety in a live chat: HTML from the agent is shown as text, never run", {
+    script: { steps: [
+      { say: 'Look: <img src=x onerror="window.__xss=1"> and <script>window.__xss=2</script> and [a link](javascript:window.__xss=3) and **bold** and [docs](https://example.com/d)' },
+      { sleep_ms: 300 },
+      { say: "That was all." },
+      { idle: {} },
+    ] },
+  }, async ({ page }) => {
+    const bubble = page.locator(sel.msg("assistant", "text")).filter({ hasText: "Look:" });
+    await bubble.waitFor();
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "That was all." }).waitFor();
+    const text = await bubble.textContent();
+    assert.ok(text.includes('<img src=x onerror="window.__xss=1">'), text);
+    assert.ok(text.includes("<script>window.__xss=2</script>"), text);
+    assert.equal(await page.locator("[data-testid=chat] img, [data-testid=chat] script, [data-testid=chat] [onerror]").count(), 0);
+    assert.equal(await bubble.locator("strong").textContent(), "bold");
+    const hrefs = await bubble.locator("a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+    assert.deepEqual(hrefs, ["https://example.com/d"], "only the http(s) link is a link");
+    await screenshot(page, "14-markdown-safety");
+    assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
+  });
+
+  // Known host bug, kept visible: a todo test runs and reports, but does not fail the suite.
+  scenario("lab serve exits promptly on SIGTERM while the UI has a run open", {
+    script: { steps: [{ say: "Idle now." }, { idle: {} }] },
+    todo: "host bug: graceful shutdown waits for open GET /runs/{id}/events streams, so SIGTERM hangs while a browser has a run open",
+  }, async ({ world, page }) => {
+    await waitBadge(page, "idle");
+    await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream to be live" });
+    const { graceful, ms } = await world.stopLab(3000);
+    assert.ok(graceful, `lab serve was still running ${ms} ms after SIGTERM (killed)`);
+  });
+
+  scenario("start a run from the form, then stop it (confirm) → ended", { script: { steps: [{ say: "Ready when you are." }, { idle: {} }] }, prompt: null }, async ({ world, page }) => {
+    await page.getByTestId("run-list").waitFor();
+    const details = page.locator("#new-run");
+    if (!(await details.evaluate((d) => d.open))) await details.locator("summary").click();
+    await waitFor(async () => (await page.locator("#nr-provider option[value=claude-code]").count()) === 1, { what: "the claude-code provider option" });
+    await page.getByTestId("new-run-provider").selectOption("claude-code");
+    await page.getByTestId("new-run-workdir").fill(world.workdir);
+    const prompt = "Start from the form: tidy up the README";
+    await page.getByTestId("new-run-prompt").fill(prompt);
+    await screenshot(page, "15-form-filled");
+    await page.getByTestId("new-run-submit").click();
+
+    await page.waitForURL(/#\/runs\/[^/]+$/);
+    const id = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/runs\//, ""));
+    const run = (await world.api("GET", `/runs/${id}`)).body;
+    assert.equal(run.provider, "claude-code");
+    assert.equal(run.workdir, world.workdir);
+    assert.equal(run.permission_mode ?? null, null, "default permission mode is not sent");
+    await page.locator(`[data-testid=run-view][data-run-id="${id}"]`).waitFor();
+    await page.locator(sel.msg("user", "text")).filter({ hasText: prompt }).waitFor();
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "Ready when you are." }).waitFor();
+    await waitBadge(page, "idle");
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=idle]`).waitFor();
+    const start = await world.waitEvent((e) => e.event === "start", "start");
+    assert.equal(start.prompt, prompt);
+    assert.equal(start.cwd, world.workdir);
+    assert.equal(world.tmux("has-session", "-t", run.tmux_target).status, 0, "the tmux session is there");
+    await screenshot(page, "16-run-started");
+
+    let confirmText = null;
+    page.once("dialog", (d) => { confirmText = d.message(); d.accept(); });
+    await page.getByTestId("stop-button").click();
+    await waitBadge(page, "ended");
+    assert.match(confirmText, new RegExp(`^Stop run ${id}\\?`));
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=ended]`).waitFor();
+    assert.equal(await page.getByTestId("stop-button").isDisabled(), true);
+    assert.equal(await page.locator(sel.input).isDisabled(), true);
+    await waitText(page.locator(sel.lock), /^The run has ended$/, "the lock reason");
+    assert.equal((await world.api("GET", `/runs/${id}`)).body.state, "ended");
+    assert.notEqual(world.tmux("has-session", "-t", run.tmux_target).status, 0, "the tmux session is gone");
+    await screenshot(page, "17-run-stopped");
+  });
 });
