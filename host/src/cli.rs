@@ -104,8 +104,12 @@ fn serve(addr: String, home: Option<PathBuf>) -> anyhow::Result<()> {
         println!("lab: serving on http://{local}");
         use std::io::Write;
         std::io::stdout().flush().ok();
-        axum::serve(listener, crate::http::router(runs))
-            .with_graceful_shutdown(shutdown_signal())
+        let app = crate::http::router(runs.clone());
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                runs.begin_shutdown();
+            })
             .await?;
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");
         Ok(())

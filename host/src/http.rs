@@ -204,11 +204,15 @@ async fn events(
     let run = runs.get(&id)?;
     let last: Option<u64> = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok());
     let rx = run.subscribe();
-    let stream = futures_util::stream::unfold((run, rx, last, true), |(run, mut rx, mut last, first)| async move {
+    let stop = runs.shutdown_signal();
+    let stream = futures_util::stream::unfold((run, rx, stop, last, true), |(run, mut rx, mut stop, mut last, first)| async move {
         if first {
             rx.borrow_and_update();
-        } else if rx.changed().await.is_err() {
-            return None;
+        } else {
+            tokio::select! {
+                changed = rx.changed() => changed.ok()?,
+                _ = stop.wait_for(|s| *s) => return None,
+            }
         }
         let body = run.view_after(last);
         if let Some(m) = body.messages.last() {
@@ -218,7 +222,7 @@ async fn events(
         if let Some(l) = last {
             ev = ev.id(l.to_string());
         }
-        Some((Ok(ev), (run, rx, last, false)))
+        Some((Ok(ev), (run, rx, stop, last, false)))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

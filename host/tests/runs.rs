@@ -492,3 +492,33 @@ fn an_answer_lands_on_the_right_option_even_after_the_operator_moved_the_cursor(
     });
     assert_eq!(answer["answers"]["Which database should we use?"], "SQLite", "{answer}");
 }
+
+#[test]
+fn lab_serve_stops_promptly_with_open_event_streams_and_the_run_survives() {
+    use std::io::Read;
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let mut lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    lab.wait_state(&id, "question");
+    let mut stream = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .get(format!("{}/runs/{id}/events", lab.url))
+        .send()
+        .unwrap();
+    let mut first = [0u8; 16];
+    stream.read_exact(&mut first).unwrap();
+    let started = Instant::now();
+    unsafe {
+        libc::kill(lab.child.id() as i32, libc::SIGTERM);
+    }
+    let status = wait_for(Duration::from_secs(5), "lab serve to exit", || lab.child.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "shutdown took {:?}", started.elapsed());
+    // The agent keeps running in tmux: the next lab serve picks it up.
+    let target = format!("={}", run["tmux_target"].as_str().unwrap());
+    assert!(w.tmux(&["has-session", "-t", &target]).status.success());
+}

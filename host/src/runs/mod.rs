@@ -198,6 +198,8 @@ pub struct Runs {
     transcripts: Mutex<HashMap<PathBuf, RunId>>,
     watched_dirs: Mutex<Vec<PathBuf>>,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// Flips to true when `lab serve` shuts down, so open event streams end.
+    shutdown: watch::Sender<bool>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -234,6 +236,7 @@ impl Runs {
             transcripts: Mutex::new(HashMap::new()),
             watched_dirs: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),
+            shutdown: watch::channel(false).0,
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
@@ -252,6 +255,15 @@ impl Runs {
         runs.gc_orphans();
         runs.clone().spawn_liveness();
         Ok(runs)
+    }
+
+    /// End every open event stream (called when `lab serve` is asked to stop).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
     }
 
     pub fn home(&self) -> &Home {
@@ -441,6 +453,11 @@ impl Runs {
             .map_err(|e| format!("the provider refused to launch: {e}"))?;
         if spec.argv.is_empty() {
             return Err("the provider returned an empty argv".into());
+        }
+        if let Some(t) = &spec.transcript_path {
+            if !Path::new(t).is_absolute() {
+                return Err(format!("the provider returned a relative transcript path {t:?}"));
+            }
         }
         rec.session_id = spec.session_id;
         rec.transcript_path = spec.transcript_path;

@@ -105,7 +105,7 @@ impl Tail {
 
     /// A run whose provider is not loaded: nothing can be read, only shown as is.
     pub fn new_inert(run: RunId, files: RunFiles) -> Tail {
-        let mut t = Tail {
+        Tail {
             run,
             provider: None,
             transcript: None,
@@ -130,9 +130,7 @@ impl Tail {
             hook_cleared: HashSet::new(),
             answered: HashSet::new(),
             ended: false,
-        };
-        t.hooker = false;
-        t
+        }
     }
 
     pub fn messages(&self) -> SharedMessages {
