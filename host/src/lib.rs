@@ -10,6 +10,7 @@
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
 pub mod check;
+pub mod agent_exec;
 pub mod cli;
 pub mod components;
 pub mod config;

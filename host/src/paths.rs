@@ -95,6 +95,8 @@ impl Home {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunFiles {
     pub settings: PathBuf,
+    /// The agent's environment, handed to `lab agent-exec` (deleted by it at start).
+    pub env: PathBuf,
     pub spool: PathBuf,
     pub marker: PathBuf,
 }
@@ -103,13 +105,14 @@ impl RunFiles {
     pub fn new(runtime: &Path, id: &RunId) -> Self {
         RunFiles {
             settings: runtime.join(format!("{id}.settings.json")),
+            env: runtime.join(format!("{id}.env.json")),
             spool: runtime.join(format!("{id}.spool.json")),
             marker: runtime.join(format!("{id}.marker.json")),
         }
     }
 
-    pub fn all(&self) -> [&Path; 3] {
-        [&self.settings, &self.spool, &self.marker]
+    pub fn all(&self) -> [&Path; 4] {
+        [&self.settings, &self.env, &self.spool, &self.marker]
     }
 }
 

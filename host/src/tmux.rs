@@ -40,20 +40,11 @@ impl Tmux {
         }
     }
 
-    /// Start `argv` in a new detached session `name`, in `workdir`, with `env` set for
-    /// the session (the full environment the agent should see).
-    pub fn new_session(
-        &self,
-        name: &str,
-        workdir: &Path,
-        env: &[(String, String)],
-        argv: &[String],
-    ) -> Result<(), TmuxError> {
+    /// Start `argv` in a new detached session `name`, in `workdir`. (The agent's
+    /// environment is not passed here — see `lab agent-exec`.)
+    pub fn new_session(&self, name: &str, workdir: &Path, argv: &[String]) -> Result<(), TmuxError> {
         let mut c = self.cmd();
         c.args(["new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c"]).arg(workdir);
-        for (k, v) in env {
-            c.arg("-e").arg(format!("{k}={v}"));
-        }
         // With several arguments tmux runs the command directly (no shell); a lone
         // program is quoted so no shell can reinterpret it.
         if argv.len() == 1 {

@@ -216,6 +216,17 @@ fn killing_the_agent_ends_the_run_and_removes_its_files() {
     let pid = String::from_utf8(w.tmux(&["display-message", "-p", "-t", run["tmux_target"].as_str().unwrap(), "#{pane_pid}"]).stdout)
         .unwrap();
     let pid: i32 = pid.trim().parse().unwrap();
+    // The agent got its environment from a private file that is gone once it started;
+    // nothing of it is on the agent's command line.
+    assert!(!w.runtime().join(format!("{id}.env.json")).exists());
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(cmdline.contains("fake-claude") && cmdline.contains("--settings"), "{cmdline}");
+    assert!(!cmdline.contains("FAKE_CLAUDE_SCRIPT") && !cmdline.contains("agent-exec"), "{cmdline}");
+    let environ = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap()).replace('\0', "\n");
+    assert!(environ.lines().any(|l| l.starts_with("FAKE_CLAUDE_SCRIPT=")), "the provider env from lab.toml");
+    assert!(environ.lines().any(|l| l == format!("HOME={}", w.agent_home.display())), "lab serve's env");
+    assert!(!environ.lines().any(|l| l.starts_with("LAB_LOG=")));
     unsafe {
         libc::kill(pid, libc::SIGKILL);
     }

@@ -9,6 +9,24 @@ use std::time::Duration;
 /// The pinned pause between two key ops.
 pub const KEY_DELAY: Duration = Duration::from_millis(250);
 
+/// How old a spooled dialog must be before lab plays keys into it. The PreToolUse
+/// hook fires *before* the agent draws its picker (Claude Code 2.1.198: drawn
+/// ~100–300 ms after the hook on an idle machine, later under load); lab shows the
+/// dialog within milliseconds of the hook, so an immediate answer would type into a
+/// picker that does not exist yet. Observed live: keys played 10 ms after the hook
+/// ended on "Chat about this" ("User declined to answer questions") instead of the
+/// chosen option (compat §7).
+pub const PICKER_SETTLE: Duration = Duration::from_millis(1000);
+
+/// How much longer to wait before playing keys into the dialog spooled at `spool`:
+/// [`PICKER_SETTLE`] minus the spool file's age (zero when it is older, missing, or
+/// its time cannot be read — the answer guard decides about a missing spool).
+pub fn settle_wait(spool: &std::path::Path, now: std::time::SystemTime) -> Duration {
+    let Some(written) = std::fs::metadata(spool).and_then(|m| m.modified()).ok() else { return Duration::ZERO };
+    let age = now.duration_since(written).unwrap_or(Duration::ZERO);
+    PICKER_SETTLE.saturating_sub(age)
+}
+
 /// How an op is reported back in `{"played": [...]}`: key names as they are, typed
 /// text as `text:<the text>`.
 pub fn describe(op: &KeyOp) -> String {
@@ -51,6 +69,21 @@ pub fn play(tmux: &Tmux, target: &str, ops: &[KeyOp], delay: Duration) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fresh_spool_waits_for_the_picker_to_settle() {
+        let d = tempfile::tempdir().unwrap();
+        let spool = d.path().join("r.spool.json");
+        let now = std::time::SystemTime::now();
+        assert_eq!(settle_wait(&spool, now), Duration::ZERO, "no spool: nothing to wait for");
+        std::fs::write(&spool, b"{}").unwrap();
+        let written = std::fs::metadata(&spool).unwrap().modified().unwrap();
+        assert_eq!(settle_wait(&spool, written), PICKER_SETTLE);
+        assert_eq!(settle_wait(&spool, written + Duration::from_millis(400)), PICKER_SETTLE - Duration::from_millis(400));
+        assert_eq!(settle_wait(&spool, written + PICKER_SETTLE * 2), Duration::ZERO);
+        // A clock that went backwards counts as a brand-new spool, never as a panic.
+        assert_eq!(settle_wait(&spool, written - Duration::from_secs(5)), PICKER_SETTLE);
+    }
 
     #[test]
     fn describes_and_validates() {

@@ -461,11 +461,22 @@ impl Runs {
         }
         rec.session_id = spec.session_id;
         rec.transcript_path = spec.transcript_path;
+        // The environment goes through a private file, not the command line.
+        let env_map: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let env_json = serde_json::to_vec(&env_map).map_err(|e| e.to_string())?;
+        fsutil::write_atomic(&files.env, &env_json, 0o600).map_err(|e| format!("writing {}: {e}", files.env.display()))?;
+        let mut argv: Vec<String> = vec![
+            self.lab_exe.to_string_lossy().into_owned(),
+            "agent-exec".into(),
+            "--env-file".into(),
+            files.env.to_string_lossy().into_owned(),
+            "--".into(),
+        ];
+        argv.extend(spec.argv);
         let tmux = self.tmux.clone();
         let name = rec.tmux_target.clone();
         let workdir = PathBuf::from(&rec.workdir);
-        let argv = spec.argv;
-        tokio::task::spawn_blocking(move || tmux.new_session(&name, &workdir, &env, &argv))
+        tokio::task::spawn_blocking(move || tmux.new_session(&name, &workdir, &argv))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("starting the agent in tmux failed: {e}"))
@@ -615,6 +626,12 @@ impl Runs {
             return Err(RunError::NotAnswerable);
         }
         let _keys = run.keys.lock().await;
+        // The hook that spooled the dialog fired before the picker was drawn: let it
+        // settle before typing into it (the guard below then sees the fresh state).
+        let settle = keystrokes::settle_wait(&self.home.run_files(&run.id).spool, SystemTime::now());
+        if !settle.is_zero() {
+            tokio::time::sleep(settle).await;
+        }
         let ops = {
             let mut tail = run.tail.lock().await;
             if tail.ended {
