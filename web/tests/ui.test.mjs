@@ -668,10 +668,8 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
   });
 
-  // Known host bug, kept visible: a todo test runs and reports, but does not fail the suite.
   scenario("lab serve exits promptly on SIGTERM while the UI has a run open", {
     script: { steps: [{ say: "Idle now." }, { idle: {} }] },
-    todo: "host bug: graceful shutdown waits for open GET /runs/{id}/events streams, so SIGTERM hangs while a browser has a run open",
   }, async ({ world, page }) => {
     await waitBadge(page, "idle");
     await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream to be live" });
