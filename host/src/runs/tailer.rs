@@ -74,32 +74,12 @@ impl Tail {
         files: RunFiles,
         fallback_deep_link: Option<String>,
     ) -> Tail {
-        let hooker = provider.dialog_hooker();
         Tail {
-            run,
+            hooker: provider.dialog_hooker(),
             provider: Some(provider),
             transcript,
-            files,
-            hooker,
             fallback_deep_link,
-            offset: 0,
-            lines_seen: 0,
-            transcript_sig: None,
-            transcript_modified: None,
-            messages: Arc::new(RwLock::new(Vec::new())),
-            turn: None,
-            session_id: None,
-            resolved: HashSet::new(),
-            tool_calls: Vec::new(),
-            mapped: HashMap::new(),
-            first_seen: HashMap::new(),
-            spool_sig: None,
-            spool: None,
-            marker_sig: None,
-            marker: None,
-            hook_cleared: HashSet::new(),
-            answered: HashSet::new(),
-            ended: false,
+            ..Tail::new_inert(run, files)
         }
     }
 
