@@ -400,13 +400,19 @@ function renderMessage(m, toolNames) {
   if (kind === "tool_use") {
     const { text, obj } = prettyMaybeJson(m.text);
     const name = m.tool_name || "tool";
+    // The provider's summary often starts with the tool's name, which the row shows.
+    const summary = String(m.text ?? "");
+    const stripped = summary.startsWith(`${name}: `) ? summary.slice(name.length + 2) : summary;
+    const fromInput = m.input && typeof m.input === "object" ? toolPreview(m.input, "") : "";
+    const preview = fromInput || (obj ? toolPreview(obj, m.text) : firstLine(stripped));
+    const detail = m.input !== undefined ? JSON.stringify(m.input, null, 2) : text;
     return h("article", attrs,
       h("details", { class: "tool" },
         h("summary", {},
           h("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"),
           h("span", { class: "tool-name", "data-testid": "tool-name" }, name),
-          h("span", { class: "tool-preview" }, toolPreview(obj, m.text))),
-        preBlock(text)));
+          h("span", { class: "tool-preview" }, preview)),
+        preBlock(detail)));
   }
 
   if (kind === "tool_result") {
