@@ -11,12 +11,13 @@ pub const KEY_DELAY: Duration = Duration::from_millis(250);
 
 /// How old a spooled dialog must be before lab plays keys into it. The PreToolUse
 /// hook fires *before* the agent draws its picker (Claude Code 2.1.198: drawn
-/// ~100–300 ms after the hook on an idle machine, later under load); lab shows the
-/// dialog within milliseconds of the hook, so an immediate answer would type into a
-/// picker that does not exist yet. Observed live: keys played 10 ms after the hook
-/// ended on "Chat about this" ("User declined to answer questions") instead of the
-/// chosen option (compat §7).
-pub const PICKER_SETTLE: Duration = Duration::from_millis(1000);
+/// ~60–300 ms after the hook on an idle 2-core machine, up to ~0.8 s under load);
+/// lab shows the dialog within milliseconds of the hook, so an immediate answer
+/// would type into a picker that does not exist yet. Observed live: keys played
+/// 10 ms after the hook ended on "Chat about this" ("User declined to answer
+/// questions") instead of the chosen option (compat §7). A heuristic with margin:
+/// no signal other than the screen says the picker is drawn.
+pub const PICKER_SETTLE: Duration = Duration::from_millis(1500);
 
 /// How much longer to wait before playing keys into the dialog spooled at `spool`:
 /// [`PICKER_SETTLE`] minus the spool file's age (zero when it is older, missing, or
