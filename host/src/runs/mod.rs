@@ -541,7 +541,10 @@ impl Runs {
         tail.refresh().await;
         tail.ended = true;
         let derived = tail.derive().await;
-        drop(tail);
+        // Keep the tail locked until the files are gone and the end is recorded: once
+        // `ended` is set, the tailer publishes `ended` as soon as it gets the lock (and
+        // removing the first file wakes it), so a client must not see `ended` while the
+        // spool, marker or settings file still exists or `ended_at` is still unset.
         for f in self.home.run_files(&run.id).all() {
             if let Err(e) = fsutil::remove_if_exists(f) {
                 tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
@@ -556,6 +559,7 @@ impl Runs {
         if let Err(e) = self.registry.put(&rec) {
             tracing::error!(run = %run.id, error = %e, "could not record the end of the run");
         }
+        drop(tail);
         tracing::info!(run = %run.id, why, "run ended");
         run.publish(derived);
         run.wake();
