@@ -517,9 +517,34 @@ impl Drop for E2e {
         } else {
             eprintln!("[{}] passed in {:.1} s", self.name, self.started.elapsed().as_secs_f64());
         }
-        // lab serve stops first (Lab's Drop), then World's Drop kills the tmux server
-        // (and with it claude), then the stand-in stops.
+        // lab serve stops first (Lab's Drop); then the tmux server, and we wait for claude
+        // and its hook processes to be gone — on SIGHUP claude still writes its state
+        // (~/.claude.json) and may run a Stop hook, which would recreate the world's
+        // directory after World's Drop removed it. Then World's Drop and the stand-in.
         self.lab.take();
+        let panes = self.w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+        let pids: Vec<i32> = String::from_utf8_lossy(&panes.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .flat_map(process_tree)
+            .collect();
+        let _ = self.w.tmux(&["kill-server"]);
+        // Gone, or a zombie waiting for whoever inherited it.
+        let alive = |p: &i32| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|st| st.rfind(')').map(|i| st[i + 1..].trim_start().starts_with('Z')))
+                .is_some_and(|zombie| !zombie)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pids.iter().any(alive) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for p in pids.iter().filter(|p| alive(p)) {
+            unsafe {
+                libc::kill(*p, libc::SIGKILL);
+            }
+        }
     }
 }
 
