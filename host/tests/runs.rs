@@ -533,3 +533,47 @@ fn lab_serve_stops_promptly_with_open_event_streams_and_the_run_survives() {
     let target = format!("={}", run["tmux_target"].as_str().unwrap());
     assert!(w.tmux(&["has-session", "-t", &target]).status.success());
 }
+
+#[test]
+fn an_event_stream_resumes_after_last_event_id_and_messages_after_filters() {
+    use std::io::{BufRead, BufReader};
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let v = lab.wait_state(&id, "question");
+    let all = v["messages"].as_array().unwrap().len();
+    assert!(all >= 3, "{v}");
+    let (_, after) = lab.get(&format!("/runs/{id}/messages?after=1"));
+    let seqs: Vec<u64> = after["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (2..all as u64).collect::<Vec<_>>());
+    let (status, body) = lab.get(&format!("/runs/{id}/messages?after=x"));
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")));
+
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .get(format!("{}/runs/{id}/events", lab.url))
+        .header("Last-Event-ID", "1")
+        .send()
+        .unwrap();
+    let mut lines = BufReader::new(resp).lines();
+    let (mut id_line, mut data) = (None, None);
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(i) = line.strip_prefix("id: ") {
+            id_line = Some(i.to_string());
+        }
+        if let Some(d) = line.strip_prefix("data: ") {
+            data = Some(serde_json::from_str::<Value>(d).unwrap());
+        }
+        if line.is_empty() && data.is_some() {
+            break; // the end of the first event
+        }
+    }
+    let data = data.unwrap();
+    let first = data["messages"][0]["seq"].as_u64().unwrap();
+    assert_eq!(first, 2, "resumed after the last seen seq: {data}");
+    assert_eq!(data["state"], "question");
+    assert_eq!(id_line.as_deref(), Some((all - 1).to_string().as_str()));
+}
