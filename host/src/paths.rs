@@ -111,6 +111,12 @@ impl RunFiles {
         }
     }
 
+    /// The run id a runtime file belongs to: files are `<id>.<kind>.json`, their
+    /// in-flight temp files `.<id>.<kind>.json.tmp.…`.
+    pub fn owner(file_name: &str) -> Option<&str> {
+        file_name.trim_start_matches('.').split('.').next().filter(|s| !s.is_empty())
+    }
+
     pub fn all(&self) -> [&Path; 4] {
         [&self.settings, &self.env, &self.spool, &self.marker]
     }
@@ -129,5 +135,12 @@ mod tests {
             assert!(RunId::parse(bad).is_none(), "{bad}");
         }
         assert!(RunId::parse(RunId::generate().as_str()).is_some());
+    }
+
+    #[test]
+    fn runtime_files_name_their_run() {
+        assert_eq!(RunFiles::owner("r-1.spool.json"), Some("r-1"));
+        assert_eq!(RunFiles::owner(".r-1.spool.json.tmp.42.7"), Some("r-1"));
+        assert_eq!(RunFiles::owner("..."), None);
     }
 }

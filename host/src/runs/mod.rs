@@ -703,8 +703,7 @@ impl Runs {
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
     fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
         if path.parent() == Some(self.home.runtime_dir().as_path()) {
-            let name = path.file_name()?.to_str()?.trim_start_matches('.');
-            let id = name.split('.').next()?;
+            let id = crate::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
             return self.get(id).ok();
         }
         let id = self.transcripts.lock().unwrap().get(path).cloned()?;
@@ -735,7 +734,7 @@ impl Runs {
         for entry in rd.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let id = name.trim_start_matches('.').split('.').next().unwrap_or_default();
+            let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
             let active = self.get(id).is_ok_and(|r| r.record().status == Status::Active);
             if !active {
                 tracing::info!(file = %entry.path().display(), "removing a runtime file of no active run");
