@@ -22,7 +22,8 @@ fn main() {
     // `<target>/<profile>/build/lab-<hash>/out` → `<target>/wasm-components`: one
     // place shared by every profile, and not the outer cargo's locked target dir.
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let target_dir = out_dir.ancestors().nth(4).map(|p| p.join("wasm-components")).unwrap_or_else(|| out_dir.join("wasm"));
+    let target_dir =
+        out_dir.ancestors().nth(4).map(|p| p.join("wasm-components")).unwrap_or_else(|| out_dir.join("wasm"));
 
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -82,7 +83,10 @@ fn embed_web_assets() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("web_assets.rs");
     std::fs::write(
         out,
-        format!("/// (file name, content type, bytes)\npub const WEB_ASSETS: &[(&str, &str, &[u8])] = &[\n{}];\n", entries.concat()),
+        format!(
+            "/// (file name, content type, bytes)\npub const WEB_ASSETS: &[(&str, &str, &[u8])] = &[\n{}];\n",
+            entries.concat()
+        ),
     )
     .unwrap();
 }

@@ -120,7 +120,8 @@ fn main() {
         let mut v = Vec::new();
         let mut rest = &data[..];
         while !rest.is_empty() {
-            let cut = rest[..rest.len().min(1 << 20)].iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(rest.len());
+            let cut =
+                rest[..rest.len().min(1 << 20)].iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(rest.len());
             v.push(rest[..cut].to_vec());
             rest = &rest[cut..];
         }
@@ -146,7 +147,8 @@ fn main() {
     let t = Instant::now();
     let mut native = 0;
     for c in &chunks {
-        native += <lab_provider_claude_code::ClaudeCode as lab_provider_sdk::Provider>::parse_transcript(c).messages.len();
+        native +=
+            <lab_provider_claude_code::ClaudeCode as lab_provider_sdk::Provider>::parse_transcript(c).messages.len();
     }
     let native_took = t.elapsed();
     assert_eq!(native, messages);

@@ -27,8 +27,12 @@ fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
 fn hook_exec() {
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("r.spool.json");
-    let payload = std::fs::read("../providers/claude-code/testdata/spool-ask-user-question.json")
-        .unwrap_or_else(|_| br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{}}"#.to_vec());
+    let payload = std::fs::read("../providers/claude-code/testdata/spool-ask-user-question.json").unwrap_or_else(
+        |_| {
+            br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{}}"#
+                .to_vec()
+        },
+    );
     let mut times = Vec::new();
     for i in 0..300 {
         let t = Instant::now();
@@ -46,7 +50,10 @@ fn hook_exec() {
         }
     }
     let (p50, p90, p99, max) = pct(times.clone());
-    println!("lab hook spool-write: p50 {p50:.2} ms  p90 {p90:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  (n={})", times.len());
+    println!(
+        "lab hook spool-write: p50 {p50:.2} ms  p90 {p90:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  (n={})",
+        times.len()
+    );
 }
 
 fn spool_to_sse() {
@@ -91,7 +98,10 @@ fn spool_to_sse() {
         assert_eq!(status, 200, "{body}");
     }
     let (p50, p90, p99, max) = pct(latencies.clone());
-    println!("spool written → SSE event: p50 {p50:.1} ms  p90 {p90:.1} ms  p99 {p99:.1} ms  max {max:.1} ms  (n={})", latencies.len());
+    println!(
+        "spool written → SSE event: p50 {p50:.1} ms  p90 {p90:.1} ms  p99 {p99:.1} ms  max {max:.1} ms  (n={})",
+        latencies.len()
+    );
 }
 
 fn main() {

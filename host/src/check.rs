@@ -169,7 +169,10 @@ fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
     let i = &facts.info;
     r.field("provider", format!("{} {}", i.name, i.version));
     r.field("description", &i.description);
-    r.field("program", format!("{} (default; lab.toml [providers.{}] program = … overrides it)", i.default_program, i.name));
+    r.field(
+        "program",
+        format!("{} (default; lab.toml [providers.{}] program = … overrides it)", i.default_program, i.name),
+    );
     let mode = if facts.dialog_hooker {
         "dialog-hooker: live dialogs from the spool, answered from lab with keystrokes"
     } else {
@@ -358,10 +361,9 @@ fn test_parse(r: &mut Report, p: &ProviderHandle, deadline: Duration) {
         Ok(_) => r.fail("parse-transcript gave a different output for the same bytes (lab re-reads transcripts)"),
         Err(e) => r.fail(e.to_string()),
     }
-    for (what, chunk) in [
-        ("bytes that are not UTF-8", b"\xff\xfe\xfd not utf-8\n".to_vec()),
-        ("a lone newline", b"\n".to_vec()),
-    ] {
+    for (what, chunk) in
+        [("bytes that are not UTF-8", b"\xff\xfe\xfd not utf-8\n".to_vec()), ("a lone newline", b"\n".to_vec())]
+    {
         match p.parse_transcript_blocking(chunk) {
             Ok(_) => r.ok(format!("parse-transcript survives {what}")),
             Err(e) => r.fail(format!("on {what}: {e}")),
@@ -409,7 +411,9 @@ fn test_map_dialog(r: &mut Report, p: &ProviderHandle) -> Vec<Dialog> {
     let mut dialogs = Vec::new();
     let input = sample_dialog_input();
     let mut calls: Vec<ToolCall> = vec![call("toolu_check_00", "Bash", r#"{"command":"ls"}"#.into())];
-    calls.extend(DIALOG_TOOL_NAMES.iter().enumerate().map(|(i, n)| call(&format!("toolu_check_{:02}", i + 1), n, input.clone())));
+    calls.extend(
+        DIALOG_TOOL_NAMES.iter().enumerate().map(|(i, n)| call(&format!("toolu_check_{:02}", i + 1), n, input.clone())),
+    );
     for c in calls {
         let (id, name) = (c.id.clone(), c.name.clone());
         match p.map_dialog_blocking(c) {
@@ -497,7 +501,9 @@ fn test_hooker(r: &mut Report, p: &ProviderHandle, dialogs: &[Dialog]) {
         d.questions.iter().map(|q| if q.multi_select { Answer::Options(vec![0]) } else { Answer::Option(0) }).collect();
     match timed(|| p.answer_keys_blocking(d.clone(), answers)) {
         (Err(e), _) => r.fail(e.to_string()),
-        (Ok(Err(msg)), _) => r.fail(format!("answer-keys refused the first option of an answerable {}: {msg}", d.tool_name)),
+        (Ok(Err(msg)), _) => {
+            r.fail(format!("answer-keys refused the first option of an answerable {}: {msg}", d.tool_name))
+        }
         (Ok(Ok(ops)), took) => match crate::runs::keystrokes::validate(&ops) {
             Err(e) => r.fail(format!("answer-keys for {}: {e}", d.tool_name)),
             Ok(()) => {

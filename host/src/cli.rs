@@ -95,9 +95,8 @@ fn serve(addr: String, home: Option<PathBuf>) -> anyhow::Result<()> {
     let lab_exe = std::env::current_exe()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
         let local = listener.local_addr()?;
         tracing::info!(home = %home.root.display(), "lab serving on http://{local}");

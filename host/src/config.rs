@@ -43,7 +43,8 @@ impl Config {
 /// Find `program` on `PATH` (or accept it if it is already a path).
 pub fn find_program(program: &Path, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let executable =
+        |p: &Path| p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     if program.components().count() > 1 || program.is_absolute() {
         return executable(program).then(|| program.to_path_buf());
     }
@@ -56,10 +57,8 @@ mod tests {
 
     #[test]
     fn parses_provider_tables_and_rejects_typos() {
-        let c: Config = toml::from_str(
-            "[providers.claude-code]\nprogram = \"/x/claude\"\nenv = { A = \"1\" }\n",
-        )
-        .unwrap();
+        let c: Config =
+            toml::from_str("[providers.claude-code]\nprogram = \"/x/claude\"\nenv = { A = \"1\" }\n").unwrap();
         let p = c.provider("claude-code");
         assert_eq!(p.program.unwrap(), PathBuf::from("/x/claude"));
         assert_eq!(p.env["A"], "1");

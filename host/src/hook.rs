@@ -58,7 +58,8 @@ pub fn apply(action: &Action, path: &Path, payload: &[u8]) -> Result<Outcome, St
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| format!("stdin has no string field `{id_field}`"))?;
-            let Some(spool) = fsutil::read_optional(path).map_err(|e| format!("reading {}: {e}", path.display()))? else {
+            let Some(spool) = fsutil::read_optional(path).map_err(|e| format!("reading {}: {e}", path.display()))?
+            else {
                 return Ok(Outcome::Kept);
             };
             let spooled = serde_json::from_slice::<Value>(&spool).ok();
@@ -103,7 +104,8 @@ pub fn main(args: &[String]) -> i32 {
 mod tests {
     use super::*;
 
-    const PRE: &str = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"X","tool_input":{},"tool_use_id":"toolu_1"}"#;
+    const PRE: &str =
+        r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"X","tool_input":{},"tool_use_id":"toolu_1"}"#;
 
     #[test]
     fn spool_write_then_clear_only_for_the_same_id() {

@@ -103,7 +103,10 @@ async fn list_runs(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
     Json(runs.list().iter().map(|r| r.body()).collect::<Vec<_>>())
 }
 
-async fn create_run(State(runs): State<Arc<Runs>>, body: Result<Json<CreateRun>, JsonRejection>) -> ApiResult<Response> {
+async fn create_run(
+    State(runs): State<Arc<Runs>>,
+    body: Result<Json<CreateRun>, JsonRejection>,
+) -> ApiResult<Response> {
     let Json(req) = body?;
     let run = runs.create(req).await?;
     Ok((StatusCode::CREATED, Json(run)).into_response())
@@ -126,7 +129,9 @@ async fn get_messages(
     let run = runs.get(&id)?;
     let after = match q.after.as_deref() {
         None | Some("") => None,
-        Some(s) => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request("after must be a message seq (a whole number)"))?),
+        Some(s) => {
+            Some(s.parse::<u64>().map_err(|_| ApiError::bad_request("after must be a message seq (a whole number)"))?)
+        }
     };
     Ok(Json(run.view_after(after)).into_response())
 }
@@ -205,25 +210,31 @@ async fn events(
     let last: Option<u64> = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok());
     let rx = run.subscribe();
     let stop = runs.shutdown_signal();
-    let stream = futures_util::stream::unfold((run, rx, stop, last, true), |(run, mut rx, mut stop, mut last, first)| async move {
-        if first {
-            rx.borrow_and_update();
-        } else {
-            tokio::select! {
-                changed = rx.changed() => changed.ok()?,
-                _ = stop.wait_for(|s| *s) => return None,
+    let stream = futures_util::stream::unfold(
+        (run, rx, stop, last, true),
+        |(run, mut rx, mut stop, mut last, first)| async move {
+            if first {
+                rx.borrow_and_update();
+            } else {
+                tokio::select! {
+                    changed = rx.changed() => changed.ok()?,
+                    _ = stop.wait_for(|s| *s) => return None,
+                }
             }
-        }
-        let body = run.view_after(last);
-        if let Some(m) = body.messages.last() {
-            last = Some(m.seq);
-        }
-        let mut ev = Event::default().event("view").json_data(&body).unwrap_or_else(|_| Event::default().comment("encode error"));
-        if let Some(l) = last {
-            ev = ev.id(l.to_string());
-        }
-        Some((Ok(ev), (run, rx, stop, last, false)))
-    });
+            let body = run.view_after(last);
+            if let Some(m) = body.messages.last() {
+                last = Some(m.seq);
+            }
+            let mut ev = Event::default()
+                .event("view")
+                .json_data(&body)
+                .unwrap_or_else(|_| Event::default().comment("encode error"));
+            if let Some(l) = last {
+                ev = ev.id(l.to_string());
+            }
+            Some((Ok(ev), (run, rx, stop, last, false)))
+        },
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 

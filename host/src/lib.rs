@@ -9,8 +9,8 @@
 //! - [`tmux`], [`http`] (API + embedded web UI)
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
-pub mod check;
 pub mod agent_exec;
+pub mod check;
 pub mod cli;
 pub mod components;
 pub mod config;

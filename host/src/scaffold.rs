@@ -119,7 +119,8 @@ fn resolve_sdk(path: Option<&Path>) -> Result<PathBuf> {
     } else {
         "this lab was built elsewhere: pass --sdk-path <lab checkout>/sdk"
     };
-    let dir = path.canonicalize().map_err(|e| anyhow::anyhow!("no lab-provider-sdk at {} ({e}); {hint}", path.display()))?;
+    let dir =
+        path.canonicalize().map_err(|e| anyhow::anyhow!("no lab-provider-sdk at {} ({e}); {hint}", path.display()))?;
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
         .map_err(|e| anyhow::anyhow!("no lab-provider-sdk at {} ({e}); {hint}", dir.display()))?;
     let name = toml::from_str::<toml::Value>(&manifest)
@@ -273,15 +274,17 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         for hooker in [false, true] {
             let name = if hooker { "hooked" } else { "plain" };
-            let c = create(&Options { name: name.into(), dialog_hooker: hooker, parent: d.path().into(), sdk_path: None })
-                .unwrap();
+            let c =
+                create(&Options { name: name.into(), dialog_hooker: hooker, parent: d.path().into(), sdk_path: None })
+                    .unwrap();
             for f in &c.files {
                 let text = std::fs::read_to_string(c.dir.join(f)).unwrap();
                 assert!(!text.contains("{{") && !text.contains("//#"), "{f}: {text}");
             }
             let lib = std::fs::read_to_string(c.dir.join("src/lib.rs")).unwrap();
             assert_eq!(lib.contains("impl DialogHooker for"), hooker);
-            let manifest: toml::Value = toml::from_str(&std::fs::read_to_string(c.dir.join("Cargo.toml")).unwrap()).unwrap();
+            let manifest: toml::Value =
+                toml::from_str(&std::fs::read_to_string(c.dir.join("Cargo.toml")).unwrap()).unwrap();
             assert_eq!(manifest["package"]["name"].as_str(), Some(format!("lab-provider-{name}").as_str()));
             assert!(manifest["workspace"].as_table().unwrap().is_empty());
             let sdk = manifest["dependencies"]["lab-provider-sdk"]["path"].as_str().unwrap();

@@ -111,7 +111,8 @@ impl Tmux {
             .spawn()
             .map_err(|e| TmuxError { action: "load-buffer".into(), message: e.to_string() })?;
         child.stdin.take().expect("piped").write_all(text.as_bytes()).ok();
-        let out = child.wait_with_output().map_err(|e| TmuxError { action: "load-buffer".into(), message: e.to_string() })?;
+        let out =
+            child.wait_with_output().map_err(|e| TmuxError { action: "load-buffer".into(), message: e.to_string() })?;
         if !out.status.success() {
             return Err(TmuxError {
                 action: "load-buffer".into(),

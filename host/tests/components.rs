@@ -5,8 +5,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn host(cache: Option<&Path>) -> ComponentHost {
-    ComponentHost::new(cache.map(Path::to_path_buf), Limits { call_deadline: Duration::from_millis(500), memory_bytes: 32 << 20 })
-        .unwrap()
+    ComponentHost::new(
+        cache.map(Path::to_path_buf),
+        Limits { call_deadline: Duration::from_millis(500), memory_bytes: 32 << 20 },
+    )
+    .unwrap()
 }
 
 #[test]

@@ -257,7 +257,10 @@ fn a_provider_that_misbehaves_fails_the_self_test() {
     let (ok, stdout, stderr) = check(&wasm);
     assert!(!ok, "{stdout}");
     assert!(stdout.contains("loadable     yes"), "{stdout}");
-    assert!(stdout.contains("FAIL  on bytes that are not UTF-8: provider `bad-kit`: `parse-transcript` trapped"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  on bytes that are not UTF-8: provider `bad-kit`: `parse-transcript` trapped"),
+        "{stdout}"
+    );
     assert!(stdout.contains("FAIL  map-dialog(ask_user) gave tool_id \"dialog-toolu_check_03\""), "{stdout}");
     assert!(stdout.contains("result: FAILED (2 failure(s)"), "{stdout}");
     assert!(stderr.contains("the self-test failed (2 failures)"), "{stderr}");
@@ -296,11 +299,7 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
         ("garbage.wasm", b"not wasm at all".to_vec(), "not a WebAssembly file"),
         ("core.wasm", b"\0asm\x01\0\0\0".to_vec(), "a core WebAssembly module, not a component"),
         ("empty.wasm", b"\0asm\x0d\0\x01\0".to_vec(), "it exports no lab:provider interface"),
-        (
-            "v09.wasm",
-            other_version,
-            "it was built against lab:provider@0.9.0; this lab loads lab:provider@0.1.0",
-        ),
+        ("v09.wasm", other_version, "it was built against lab:provider@0.9.0; this lab loads lab:provider@0.1.0"),
     ];
     for (name, bytes, why) in cases {
         let f = d.path().join(name);

@@ -119,7 +119,10 @@ fn stale_repeated_and_concurrent_answers_play_keys_once() {
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": "toolu_stale", "answers": [{"option": 0}]}));
     assert_eq!((status, body["error"].as_str()), (409, Some("dialog_changed")), "{body}");
     // Malformed answers are refused before anything is played.
-    for bad in [json!({"tool_id": tool_id, "answers": [{"option": 7}]}), json!({"tool_id": tool_id, "answers": [{"option": 0}, {"option": 1}]})] {
+    for bad in [
+        json!({"tool_id": tool_id, "answers": [{"option": 7}]}),
+        json!({"tool_id": tool_id, "answers": [{"option": 0}, {"option": 1}]}),
+    ] {
         let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &bad);
         assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{body}");
     }
@@ -213,8 +216,10 @@ fn killing_the_agent_ends_the_run_and_removes_its_files() {
     let run = lab.create_run(&w, "claude-code", "hello");
     let id = run_id(&run);
     lab.wait_state(&id, "question");
-    let pid = String::from_utf8(w.tmux(&["display-message", "-p", "-t", run["tmux_target"].as_str().unwrap(), "#{pane_pid}"]).stdout)
-        .unwrap();
+    let pid = String::from_utf8(
+        w.tmux(&["display-message", "-p", "-t", run["tmux_target"].as_str().unwrap(), "#{pane_pid}"]).stdout,
+    )
+    .unwrap();
     let pid: i32 = pid.trim().parse().unwrap();
     // The agent got its environment from a private file that is gone once it started;
     // nothing of it is on the agent's command line.
@@ -325,8 +330,10 @@ fn plan_and_multi_question_dialogs_are_shown_but_not_answerable() {
     assert_eq!(d["answerable"], false);
     assert_eq!(d["questions"].as_array().unwrap().len(), 2);
     assert!(d["deep_link"].as_str().unwrap().contains(&id), "a deep link to answer elsewhere: {d}");
-    let (status, body) =
-        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}, {"option": 0}]}));
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}, {"option": 0}]}),
+    );
     assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
     // Answer both tabs in the terminal, then submit.
     for k in ["Enter", "Enter", "Enter"] {
@@ -369,7 +376,10 @@ sleep 600
     let v = lab.wait_state(&id, "question");
     assert_eq!(v["pending_dialog"]["source"], "transcript");
     assert_eq!(v["pending_dialog"]["answerable"], false);
-    assert!(!w.runtime().join(format!("{id}.settings.json")).exists(), "no settings file for a transcript-only provider");
+    assert!(
+        !w.runtime().join(format!("{id}.settings.json")).exists(),
+        "no settings file for a transcript-only provider"
+    );
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": "ask-1", "answers": [{"option": 0}]}));
     assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
@@ -464,7 +474,8 @@ fn sse_streams_each_change_with_only_new_messages() {
         if v["state"] == "question" && tool_id.is_none() {
             let t = pending_tool_id(&v);
             tool_id = Some(t.clone());
-            let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": t, "answers": [{"option": 0}]}));
+            let (status, body) =
+                lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": t, "answers": [{"option": 0}]}));
             assert_eq!(status, 200, "{body} after event {v}");
         }
         if v["state"] == "idle" && tool_id.is_some() {

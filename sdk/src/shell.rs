@@ -2,8 +2,7 @@
 
 /// Quote `s` as one POSIX shell word. Plain words stay as they are.
 pub fn quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+    let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
     if plain {
         s.to_string()
     } else {

@@ -10,9 +10,9 @@ wasmtime::component::bindgen!({
     world: "hooker-provider",
 });
 
+pub use self::lab::provider::types;
 pub use exports::lab::provider::base;
 pub use exports::lab::provider::dialog_hooker;
-pub use self::lab::provider::types;
 
 /// The WIT package version these bindings were generated from.
 pub const WIT_PACKAGE: &str = "lab:provider@0.1.0";

@@ -63,7 +63,9 @@ impl CompileCache {
             // checks the header and engine) and are recompiled below.
             match unsafe { Component::deserialize(engine, &data) } {
                 Ok(c) => return Ok((c, true)),
-                Err(e) => tracing::warn!(file = %path.display(), error = %super::wasm_err(e), "discarding an unreadable compile-cache entry"),
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %super::wasm_err(e), "discarding an unreadable compile-cache entry")
+                }
             }
         }
         let component = Component::new(engine, bytes).map_err(super::wasm_err)?;

@@ -5,7 +5,12 @@ use super::bindings::{dialog_hooker as h, types as w};
 use lab_provider_sdk as sdk;
 
 pub fn info(i: w::ProviderInfo) -> sdk::ProviderInfo {
-    sdk::ProviderInfo { name: i.name, version: i.version, description: i.description, default_program: i.default_program }
+    sdk::ProviderInfo {
+        name: i.name,
+        version: i.version,
+        description: i.description,
+        default_program: i.default_program,
+    }
 }
 
 pub fn launch_request(r: sdk::LaunchRequest) -> w::LaunchRequest {
@@ -107,7 +112,11 @@ pub fn dialog_out(d: sdk::Dialog) -> w::Dialog {
                 header: q.header,
                 question: q.question,
                 multi_select: q.multi_select,
-                options: q.options.into_iter().map(|o| w::DialogOption { label: o.label, description: o.description }).collect(),
+                options: q
+                    .options
+                    .into_iter()
+                    .map(|o| w::DialogOption { label: o.label, description: o.description })
+                    .collect(),
             })
             .collect(),
         plan: d.plan,
@@ -116,7 +125,12 @@ pub fn dialog_out(d: sdk::Dialog) -> w::Dialog {
 }
 
 pub fn hook_context(c: sdk::HookContext) -> h::HookContext {
-    h::HookContext { run_id: c.run_id, spool_write: c.spool_write, spool_clear: c.spool_clear, marker_write: c.marker_write }
+    h::HookContext {
+        run_id: c.run_id,
+        spool_write: c.spool_write,
+        spool_clear: c.spool_clear,
+        marker_write: c.marker_write,
+    }
 }
 
 pub fn pending(p: h::Pending) -> sdk::Pending {

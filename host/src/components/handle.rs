@@ -37,7 +37,9 @@ impl std::fmt::Display for CallError {
         let who = format!("provider `{}`: `{}`", self.provider, self.function);
         match &self.kind {
             CallErrorKind::Timeout { millis } => write!(f, "{who} ran past its {millis} ms deadline and was stopped"),
-            CallErrorKind::OutOfMemory { cap_mib } => write!(f, "{who} hit the {cap_mib} MiB memory cap and was stopped"),
+            CallErrorKind::OutOfMemory { cap_mib } => {
+                write!(f, "{who} hit the {cap_mib} MiB memory cap and was stopped")
+            }
             CallErrorKind::Trap(msg) => write!(f, "{who} trapped: {msg}"),
             CallErrorKind::Unsupported => write!(f, "{who} is not exported by this component"),
             CallErrorKind::Unavailable(msg) => write!(f, "{who} is unavailable: {msg}"),
@@ -93,7 +95,8 @@ impl Worker {
         function: &'static str,
         f: impl FnOnce(&mut Store<StoreState>, &base::Guest, Option<&dialog_hooker::Guest>) -> Option<wasmtime::Result<R>>,
     ) -> Result<R, CallError> {
-        let err = |name: &Arc<Mutex<String>>, kind| CallError { provider: name.lock().unwrap().clone(), function, kind };
+        let err =
+            |name: &Arc<Mutex<String>>, kind| CallError { provider: name.lock().unwrap().clone(), function, kind };
         if self.live.is_none() {
             match self.instantiate() {
                 Ok(live) => self.live = Some(live),
@@ -183,11 +186,19 @@ impl ProviderHandle {
         rx
     }
 
-    async fn wait<R>(&self, function: &'static str, rx: oneshot::Receiver<Result<R, CallError>>) -> Result<R, CallError> {
+    async fn wait<R>(
+        &self,
+        function: &'static str,
+        rx: oneshot::Receiver<Result<R, CallError>>,
+    ) -> Result<R, CallError> {
         rx.await.unwrap_or_else(|_| Err(self.gone(function)))
     }
 
-    fn wait_blocking<R>(&self, function: &'static str, rx: oneshot::Receiver<Result<R, CallError>>) -> Result<R, CallError> {
+    fn wait_blocking<R>(
+        &self,
+        function: &'static str,
+        rx: oneshot::Receiver<Result<R, CallError>>,
+    ) -> Result<R, CallError> {
         rx.blocking_recv().unwrap_or_else(|_| Err(self.gone(function)))
     }
 
@@ -209,12 +220,15 @@ impl ProviderHandle {
 
     pub async fn launch(&self, req: sdk::LaunchRequest) -> Result<Result<sdk::LaunchSpec, String>, CallError> {
         let req = convert::launch_request(req);
-        let rx = self.submit("launch", move |s, b, _| Some(b.call_launch(s, &req).map(|r| r.map(convert::launch_spec))));
+        let rx =
+            self.submit("launch", move |s, b, _| Some(b.call_launch(s, &req).map(|r| r.map(convert::launch_spec))));
         self.wait("launch", rx).await
     }
 
     fn parse_rx(&self, chunk: Vec<u8>) -> oneshot::Receiver<Result<sdk::ParseOutput, CallError>> {
-        self.submit("parse-transcript", move |s, b, _| Some(b.call_parse_transcript(s, &chunk).map(convert::parse_output)))
+        self.submit("parse-transcript", move |s, b, _| {
+            Some(b.call_parse_transcript(s, &chunk).map(convert::parse_output))
+        })
     }
 
     pub async fn parse_transcript(&self, chunk: Vec<u8>) -> Result<sdk::ParseOutput, CallError> {
@@ -274,7 +288,8 @@ impl ProviderHandle {
         let answers: Vec<_> = answers.into_iter().map(convert::answer).collect();
         self.submit("answer-keys", move |s, _, h| {
             h.map(|h| {
-                h.call_answer_keys(s, &dialog, &answers).map(|r| r.map(|ops| ops.into_iter().map(convert::key_op).collect()))
+                h.call_answer_keys(s, &dialog, &answers)
+                    .map(|r| r.map(|ops| ops.into_iter().map(convert::key_op).collect()))
             })
         })
     }

@@ -212,7 +212,8 @@ impl ComponentHost {
         let (component, from_cache) = self.compile(bytes).context("not a loadable WebAssembly component")?;
         let wit_packages = exported_packages(&self.inner.engine, &component);
         if !wit_packages.iter().any(|p| p == WIT_PACKAGE) {
-            let found = if wit_packages.is_empty() { "no lab:provider interface".to_string() } else { wit_packages.join(", ") };
+            let found =
+                if wit_packages.is_empty() { "no lab:provider interface".to_string() } else { wit_packages.join(", ") };
             anyhow::bail!(
                 "the component does not export {WIT_PACKAGE}/base (found: {found}); this lab loads {WIT_PACKAGE}"
             );

@@ -80,7 +80,10 @@ mod tests {
         std::fs::write(&spool, b"{}").unwrap();
         let written = std::fs::metadata(&spool).unwrap().modified().unwrap();
         assert_eq!(settle_wait(&spool, written), PICKER_SETTLE);
-        assert_eq!(settle_wait(&spool, written + Duration::from_millis(400)), PICKER_SETTLE - Duration::from_millis(400));
+        assert_eq!(
+            settle_wait(&spool, written + Duration::from_millis(400)),
+            PICKER_SETTLE - Duration::from_millis(400)
+        );
         assert_eq!(settle_wait(&spool, written + PICKER_SETTLE * 2), Duration::ZERO);
         // A clock that went backwards counts as a brand-new spool, never as a panic.
         assert_eq!(settle_wait(&spool, written - Duration::from_secs(5)), PICKER_SETTLE);

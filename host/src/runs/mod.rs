@@ -295,7 +295,13 @@ impl Runs {
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         let tail = match &provider {
-            Some(p) => Tail::new(rec.id.clone(), p.clone(), transcript.clone(), files, Some(format!("/#/runs/{}/terminal", rec.id))),
+            Some(p) => Tail::new(
+                rec.id.clone(),
+                p.clone(),
+                transcript.clone(),
+                files,
+                Some(format!("/#/runs/{}/terminal", rec.id)),
+            ),
             None => {
                 tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
                 Tail::new_inert(rec.id.clone(), files)
@@ -388,7 +394,12 @@ impl Runs {
                     tracing::error!(run = %id, error = %e, "could not record the failed run");
                 }
                 let run = self.attach(rec);
-                run.publish(Derived { state: RunState::Ended, pending_dialog: None, blocked: None, spool_is_stale: false });
+                run.publish(Derived {
+                    state: RunState::Ended,
+                    pending_dialog: None,
+                    blocked: None,
+                    spool_is_stale: false,
+                });
                 tracing::warn!(run = %id, error = %msg, "launch failed");
                 return Err(RunError::LaunchFailed(msg));
             }
@@ -464,7 +475,8 @@ impl Runs {
         // The environment goes through a private file, not the command line.
         let env_map: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let env_json = serde_json::to_vec(&env_map).map_err(|e| e.to_string())?;
-        fsutil::write_atomic(&files.env, &env_json, 0o600).map_err(|e| format!("writing {}: {e}", files.env.display()))?;
+        fsutil::write_atomic(&files.env, &env_json, 0o600)
+            .map_err(|e| format!("writing {}: {e}", files.env.display()))?;
         let mut argv: Vec<String> = vec![
             self.lab_exe.to_string_lossy().into_owned(),
             "agent-exec".into(),
@@ -570,13 +582,15 @@ impl Runs {
         let _keys = run.keys.lock().await;
         let name = run.record().tmux_target;
         let tmux = self.tmux.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            if tmux.has_session(&name) {
-                tmux.kill_session(&name)
-            } else {
-                Ok(())
-            }
-        })
+        let _ = tokio::task::spawn_blocking(
+            move || {
+                if tmux.has_session(&name) {
+                    tmux.kill_session(&name)
+                } else {
+                    Ok(())
+                }
+            },
+        )
         .await
         .map_err(|e| RunError::Internal(e.to_string()))?
         .map_err(|e| RunError::Internal(e.to_string()))?;

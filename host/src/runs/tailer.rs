@@ -339,10 +339,11 @@ impl Tail {
     }
 
     pub async fn derive(&mut self) -> Derived {
-        let (transcript_dialog, transcript_dialog_age) = match if self.ended { None } else { self.transcript_dialog().await } {
-            Some((d, age)) => (Some(d), age),
-            None => (None, std::time::Duration::ZERO),
-        };
+        let (transcript_dialog, transcript_dialog_age) =
+            match if self.ended { None } else { self.transcript_dialog().await } {
+                Some((d, age)) => (Some(d), age),
+                None => (None, std::time::Duration::ZERO),
+            };
         let message_count = self.messages.read().unwrap().len();
         view::derive(&Facts {
             ended: self.ended,

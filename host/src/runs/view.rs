@@ -165,7 +165,12 @@ pub fn spool_is_live(spool: &SpoolFact, resolved: Option<&HashSet<String>>) -> b
 
 pub fn derive(f: &Facts) -> Derived {
     if f.ended {
-        return Derived { state: RunState::Ended, pending_dialog: None, blocked: None, spool_is_stale: f.spool.is_some() };
+        return Derived {
+            state: RunState::Ended,
+            pending_dialog: None,
+            blocked: None,
+            spool_is_stale: f.spool.is_some(),
+        };
     }
     let live_spool = f.spool.as_ref().filter(|s| spool_is_live(s, f.resolved));
     let spool_is_stale = f.spool.is_some() && live_spool.is_none();
@@ -191,11 +196,8 @@ pub fn derive(f: &Facts) -> Derived {
         }
     }
 
-    let blocked = f
-        .marker
-        .as_ref()
-        .filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written))
-        .map(|m| m.blocked.clone());
+    let blocked =
+        f.marker.as_ref().filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written)).map(|m| m.blocked.clone());
 
     let state = if pending.is_some() {
         RunState::Question
@@ -259,7 +261,8 @@ mod tests {
 
     #[test]
     fn a_live_spool_overlays_a_question() {
-        let f = Facts { message_count: 2, turn: Some(TurnSignal::Working), spool: Some(spool("t1")), ..Default::default() };
+        let f =
+            Facts { message_count: 2, turn: Some(TurnSignal::Working), spool: Some(spool("t1")), ..Default::default() };
         let d = derive(&f);
         assert_eq!(d.state, RunState::Question);
         let p = d.pending_dialog.unwrap();
@@ -270,7 +273,12 @@ mod tests {
 
     #[test]
     fn spool_and_transcript_with_the_same_id_are_one_dialog_from_the_spool() {
-        let f = Facts { message_count: 2, spool: Some(spool("t1")), transcript_dialog: Some(dialog("t1")), ..Default::default() };
+        let f = Facts {
+            message_count: 2,
+            spool: Some(spool("t1")),
+            transcript_dialog: Some(dialog("t1")),
+            ..Default::default()
+        };
         let p = derive(&f).pending_dialog.unwrap();
         assert_eq!((p.source, p.dialog.tool_id.as_str()), (DialogSource::Spool, "t1"));
     }

@@ -99,11 +99,7 @@ impl World {
     }
 
     pub fn log_events(log: &Path) -> Vec<Value> {
-        std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 }
 
@@ -175,8 +171,7 @@ impl Lab {
     }
 
     pub fn create_run(&self, w: &World, provider: &str, prompt: &str) -> Value {
-        let (status, run) =
-            self.post("/runs", &json!({"provider": provider, "workdir": w.workdir, "prompt": prompt}));
+        let (status, run) = self.post("/runs", &json!({"provider": provider, "workdir": w.workdir, "prompt": prompt}));
         assert_eq!(status, 201, "POST /runs: {run}");
         run
     }

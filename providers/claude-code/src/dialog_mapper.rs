@@ -115,11 +115,7 @@ mod tests {
     use super::*;
 
     fn call(name: &str, input: &str) -> ToolCall {
-        ToolCall {
-            id: "toolu_01ABC".into(),
-            name: name.into(),
-            input: input.into(),
-        }
+        ToolCall { id: "toolu_01ABC".into(), name: name.into(), input: input.into() }
     }
 
     const ONE: &str = r#"{"questions":[{"question":"Which database should we use?","header":"Database",
@@ -183,28 +179,17 @@ mod tests {
 
     #[test]
     fn no_options_is_shown_but_not_answerable() {
-        let d = map_dialog(call(
-            "AskUserQuestion",
-            r#"{"questions":[{"question":"Q?","options":[]}]}"#,
-        ))
-        .unwrap();
+        let d = map_dialog(call("AskUserQuestion", r#"{"questions":[{"question":"Q?","options":[]}]}"#)).unwrap();
         assert!(!d.answerable);
     }
 
     #[test]
     fn exit_plan_mode_carries_the_plan() {
-        let d = map_dialog(call(
-            "ExitPlanMode",
-            r##"{"plan":"# Plan\n\n1. Add the table\n2. Migrate"}"##,
-        ))
-        .unwrap();
+        let d = map_dialog(call("ExitPlanMode", r##"{"plan":"# Plan\n\n1. Add the table\n2. Migrate"}"##)).unwrap();
         assert_eq!(d.kind, DialogKind::Plan);
         assert!(!d.answerable);
         assert!(d.questions.is_empty());
-        assert_eq!(
-            d.plan.as_deref(),
-            Some("# Plan\n\n1. Add the table\n2. Migrate")
-        );
+        assert_eq!(d.plan.as_deref(), Some("# Plan\n\n1. Add the table\n2. Migrate"));
         assert_eq!(d.deep_link, None);
         let d = map_dialog(call("ExitPlanMode", "{}")).unwrap();
         assert_eq!(d.plan, None);

@@ -39,11 +39,9 @@ pub const ID_FIELD: &str = "tool_use_id";
 
 /// The settings document (compact JSON text).
 pub fn hook_settings(ctx: &HookContext) -> Result<String, String> {
-    for (name, cmd) in [
-        ("spool-write", &ctx.spool_write),
-        ("spool-clear", &ctx.spool_clear),
-        ("marker-write", &ctx.marker_write),
-    ] {
+    for (name, cmd) in
+        [("spool-write", &ctx.spool_write), ("spool-clear", &ctx.spool_clear), ("marker-write", &ctx.marker_write)]
+    {
         if cmd.trim().is_empty() {
             return Err(format!("the {name} hook command is empty"));
         }
@@ -101,10 +99,7 @@ mod tests {
         );
 
         let note = &v["hooks"]["Notification"];
-        assert!(
-            note[0].get("matcher").is_none(),
-            "Notification hooks fire for every type"
-        );
+        assert!(note[0].get("matcher").is_none(), "Notification hooks fire for every type");
         assert_eq!(note[0]["hooks"][0]["type"], "command");
         assert_eq!(note[0]["hooks"][0]["command"], ctx().marker_write.as_str());
     }
@@ -114,10 +109,7 @@ mod tests {
         let mut c = ctx();
         c.spool_write = r#"lab hook spool-write --file '/tmp/we"ird\path'"#.into();
         let v: Value = serde_json::from_str(&hook_settings(&c).unwrap()).unwrap();
-        assert_eq!(
-            v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-            c.spool_write.as_str()
-        );
+        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], c.spool_write.as_str());
     }
 
     #[test]

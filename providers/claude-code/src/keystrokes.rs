@@ -105,9 +105,7 @@ pub fn answer_keys(dialog: &Dialog, answers: &[Answer]) -> Result<Vec<KeyOp>, St
         match a {
             Answer::Option(i) => single_select_keys(q.options.len(), *i),
             Answer::Other(text) => other_keys(q.options.len(), text),
-            Answer::Options(_) => Err(
-                "this question takes a single option (`option`), not several (`options`)".into(),
-            ),
+            Answer::Options(_) => Err("this question takes a single option (`option`), not several (`options`)".into()),
         }
     }
 }
@@ -138,11 +136,7 @@ pub fn single_select_keys(n: usize, index: u32) -> Result<Vec<KeyOp>, String> {
             n.saturating_sub(1)
         ));
     }
-    Ok(clamp_to_bottom(n)
-        .chain(normalise(n))
-        .chain(keys("Down", i))
-        .chain([KeyOp::key("Enter")])
-        .collect())
+    Ok(clamp_to_bottom(n).chain(normalise(n)).chain(keys("Down", i)).chain([KeyOp::key("Enter")]).collect())
 }
 
 /// Type `text` into the "Type something." row of a single-select picker with `n` options.
@@ -160,7 +154,10 @@ fn check_free_text(text: &str) -> Result<(), String> {
         return Err("the free-text answer is empty".into());
     }
     if text.chars().any(char::is_control) {
-        return Err("the free-text answer must be one line without control characters (a newline would submit it half-typed)".into());
+        return Err(
+            "the free-text answer must be one line without control characters (a newline would submit it half-typed)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -222,12 +219,7 @@ mod tests {
             header: "Pick".into(),
             question: "Which one?".into(),
             multi_select: multi,
-            options: (0..n)
-                .map(|i| DialogOption {
-                    label: format!("opt{i}"),
-                    description: String::new(),
-                })
-                .collect(),
+            options: (0..n).map(|i| DialogOption { label: format!("opt{i}"), description: String::new() }).collect(),
         }
     }
 
@@ -280,10 +272,7 @@ mod tests {
             show(&answer_keys(&d, &[Answer::Option(2)]).unwrap()),
             "Down Down Down Down Up Up Up Up Down Down Enter"
         );
-        assert_eq!(
-            show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()),
-            "Down Down Down Down Up Up Up Up Enter"
-        );
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()), "Down Down Down Down Up Up Up Up Enter");
     }
 
     #[test]
@@ -296,40 +285,25 @@ mod tests {
             want.extend(rep("Down", n));
             let want = format!("{} 'use Redis, it's 'fine'' Enter", want.join(" "));
             assert_eq!(show(&got), want, "n={n}");
-            assert_eq!(
-                got[got.len() - 2],
-                KeyOp::Literal("use Redis, it's 'fine'".into())
-            );
+            assert_eq!(got[got.len() - 2], KeyOp::Literal("use Redis, it's 'fine'".into()));
         }
     }
 
     #[test]
     fn free_text_is_checked() {
         let d = dialog(vec![question(2, false)]);
-        assert!(answer_keys(&d, &[Answer::Other("".into())])
-            .unwrap_err()
-            .contains("empty"));
-        assert!(answer_keys(&d, &[Answer::Other("  ".into())])
-            .unwrap_err()
-            .contains("empty"));
-        assert!(answer_keys(&d, &[Answer::Other("a\nb".into())])
-            .unwrap_err()
-            .contains("one line"));
-        assert!(answer_keys(&d, &[Answer::Other("a\u{1b}[A".into())])
-            .unwrap_err()
-            .contains("control"));
+        assert!(answer_keys(&d, &[Answer::Other("".into())]).unwrap_err().contains("empty"));
+        assert!(answer_keys(&d, &[Answer::Other("  ".into())]).unwrap_err().contains("empty"));
+        assert!(answer_keys(&d, &[Answer::Other("a\nb".into())]).unwrap_err().contains("one line"));
+        assert!(answer_keys(&d, &[Answer::Other("a\u{1b}[A".into())]).unwrap_err().contains("control"));
     }
 
     #[test]
     fn wrong_answer_counts_and_shapes_are_refused() {
         let d = dialog(vec![question(3, false)]);
         assert!(answer_keys(&d, &[]).unwrap_err().contains("exactly 1"));
-        assert!(answer_keys(&d, &[Answer::Option(0), Answer::Option(1)])
-            .unwrap_err()
-            .contains("exactly 1"));
-        assert!(answer_keys(&d, &[Answer::Options(vec![0, 1])])
-            .unwrap_err()
-            .contains("single option"));
+        assert!(answer_keys(&d, &[Answer::Option(0), Answer::Option(1)]).unwrap_err().contains("exactly 1"));
+        assert!(answer_keys(&d, &[Answer::Options(vec![0, 1])]).unwrap_err().contains("single option"));
     }
 
     #[test]
@@ -348,9 +322,7 @@ mod tests {
         assert!(answer_keys(&flagged_off, &[Answer::Option(0)]).is_err());
 
         let empty = dialog(vec![question(0, false)]);
-        assert!(answer_keys(&empty, &[Answer::Option(0)])
-            .unwrap_err()
-            .contains("no options"));
+        assert!(answer_keys(&empty, &[Answer::Option(0)]).unwrap_err().contains("no options"));
 
         let plan = Dialog {
             tool_id: "toolu_2".into(),
@@ -361,9 +333,7 @@ mod tests {
             plan: Some("# Plan".into()),
             deep_link: None,
         };
-        assert!(answer_keys(&plan, &[])
-            .unwrap_err()
-            .contains("ExitPlanMode"));
+        assert!(answer_keys(&plan, &[]).unwrap_err().contains("ExitPlanMode"));
     }
 
     #[test]
@@ -383,27 +353,15 @@ mod tests {
     fn multi_select_recipes_verified_live() {
         let ms = |n: usize, picks: &[u32]| show(&multi_select_keys(n, picks).unwrap());
         // "Search"
-        assert_eq!(
-            ms(3, &[1]),
-            "Up Up Up Up Down Enter Down Down Down Enter Enter"
-        );
+        assert_eq!(ms(3, &[1]), "Up Up Up Up Down Enter Down Down Down Enter Enter");
         // "Auth, Export"
-        assert_eq!(
-            ms(3, &[2, 0]),
-            "Up Up Up Up Enter Down Down Enter Down Down Enter Enter"
-        );
+        assert_eq!(ms(3, &[2, 0]), "Up Up Up Up Enter Down Down Enter Down Down Enter Enter");
         // "Auth, Search, Export"
-        assert_eq!(
-            ms(3, &[0, 1, 2]),
-            "Up Up Up Up Enter Down Enter Down Enter Down Down Enter Enter"
-        );
+        assert_eq!(ms(3, &[0, 1, 2]), "Up Up Up Up Enter Down Enter Down Enter Down Down Enter Enter");
         // "Search" (2 options)
         assert_eq!(ms(2, &[1]), "Up Up Up Down Enter Down Down Enter Enter");
         // "Search, Billing" (4 options)
-        assert_eq!(
-            ms(4, &[1, 3]),
-            "Up Up Up Up Up Down Enter Down Down Enter Down Down Enter Enter"
-        );
+        assert_eq!(ms(4, &[1, 3]), "Up Up Up Up Up Down Enter Down Down Enter Down Down Enter Enter");
         // "Webhooks" (free text)
         assert_eq!(
             show(&multi_select_other_keys(3, "Webhooks").unwrap()),
@@ -417,10 +375,7 @@ mod tests {
         assert!(d.answerable);
         let via = |a: Answer| show(&answer_keys(&d, &[a]).unwrap());
         assert_eq!(via(Answer::Options(vec![1])), via(Answer::Option(1)));
-        assert_eq!(
-            via(Answer::Other("Webhooks".into())),
-            "Up Up Up Up Down Down Down 'Webhooks' Down Enter Enter"
-        );
+        assert_eq!(via(Answer::Other("Webhooks".into())), "Up Up Up Up Down Down Down 'Webhooks' Down Enter Enter");
         let err = |a: Answer| answer_keys(&d, &[a]).unwrap_err();
         assert!(err(Answer::Options(vec![])).contains("at least one"));
         assert!(err(Answer::Options(vec![1, 1])).contains("more than once"));

@@ -42,11 +42,7 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
     }
     let transcript = transcript_path(&req, workdir)?;
 
-    let mut argv = vec![
-        req.program.clone(),
-        "--session-id".into(),
-        req.session_id.clone(),
-    ];
+    let mut argv = vec![req.program.clone(), "--session-id".into(), req.session_id.clone()];
     if let Some(settings) = req.settings_path.as_deref() {
         if settings.is_empty() {
             return Err("the settings path is empty".into());
@@ -54,16 +50,8 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
         argv.push("--settings".into());
         argv.push(settings.into());
     }
-    if let Some(mode) = req
-        .permission_mode
-        .as_deref()
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-    {
-        if !mode
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
+    if let Some(mode) = req.permission_mode.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        if !mode.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             return Err(format!(
                 "permission mode `{mode}` is not a plain word (expected e.g. `auto`, `default`, `plan`, `acceptEdits`)"
             ));
@@ -75,11 +63,7 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
         argv.push("--".into());
     }
     argv.push(req.prompt);
-    Ok(LaunchSpec {
-        argv,
-        transcript_path: Some(transcript),
-        session_id: Some(req.session_id),
-    })
+    Ok(LaunchSpec { argv, transcript_path: Some(transcript), session_id: Some(req.session_id) })
 }
 
 /// `<config>/projects/<slug>/<session>.jsonl` for a normalised absolute workdir.
@@ -108,11 +92,7 @@ fn transcript_path(req: &LaunchRequest, workdir: &str) -> Result<String, String>
         }
     };
     let config = if config == "/" { String::new() } else { config };
-    Ok(format!(
-        "{config}/projects/{}/{}.jsonl",
-        project_slug(workdir),
-        req.session_id
-    ))
+    Ok(format!("{config}/projects/{}/{}.jsonl", project_slug(workdir), req.session_id))
 }
 
 /// A directory path without trailing slashes (the root stays `/`).
@@ -171,21 +151,13 @@ mod tests {
         let s = launch(req()).unwrap();
         assert_eq!(
             s.argv,
-            vec![
-                "/usr/bin/claude",
-                "--session-id",
-                "0b6f7c1e-1111-4222-8333-444455556666",
-                "fix the bug"
-            ]
+            vec!["/usr/bin/claude", "--session-id", "0b6f7c1e-1111-4222-8333-444455556666", "fix the bug"]
         );
         assert_eq!(
             s.transcript_path.as_deref(),
             Some("/home/op/.claude/projects/-tmp-a-b-c/0b6f7c1e-1111-4222-8333-444455556666.jsonl")
         );
-        assert_eq!(
-            s.session_id.as_deref(),
-            Some("0b6f7c1e-1111-4222-8333-444455556666")
-        );
+        assert_eq!(s.session_id.as_deref(), Some("0b6f7c1e-1111-4222-8333-444455556666"));
     }
 
     #[test]
@@ -213,10 +185,7 @@ mod tests {
     fn blank_mode_is_omitted_and_odd_mode_rejected() {
         let mut r = req();
         r.permission_mode = Some("  ".into());
-        assert!(!launch(r)
-            .unwrap()
-            .argv
-            .contains(&"--permission-mode".to_string()));
+        assert!(!launch(r).unwrap().argv.contains(&"--permission-mode".to_string()));
         let mut r = req();
         r.permission_mode = Some("auto; rm -rf /".into());
         assert!(launch(r).unwrap_err().contains("permission mode"));
@@ -235,8 +204,7 @@ mod tests {
     fn config_dir_wins_over_home_and_slashes_are_trimmed() {
         let mut r = req();
         r.workdir = "/srv/repo/".into();
-        r.env
-            .push(("CLAUDE_CONFIG_DIR".into(), "/cfg/claude/".into()));
+        r.env.push(("CLAUDE_CONFIG_DIR".into(), "/cfg/claude/".into()));
         let s = launch(r).unwrap();
         assert_eq!(
             s.transcript_path.as_deref(),
@@ -259,10 +227,7 @@ mod tests {
         r.env = vec![("HOME".into(), "relative".into())];
         assert!(launch(r).unwrap_err().contains("HOME"));
         let mut r = req();
-        r.env = vec![
-            ("CLAUDE_CONFIG_DIR".into(), "rel".into()),
-            ("HOME".into(), "/h".into()),
-        ];
+        r.env = vec![("CLAUDE_CONFIG_DIR".into(), "rel".into()), ("HOME".into(), "/h".into())];
         assert!(launch(r).unwrap_err().contains("CLAUDE_CONFIG_DIR"));
     }
 }

@@ -28,8 +28,8 @@
 //!   picker clamps) and must be one non-blank line.
 
 use lab_provider_sdk::{
-    Answer, Blocked, Dialog, DialogHooker, HookContext, KeyOp, LaunchRequest, LaunchSpec,
-    ParseOutput, Pending, Provider, ProviderInfo, ToolCall,
+    Answer, Blocked, Dialog, DialogHooker, HookContext, KeyOp, LaunchRequest, LaunchSpec, ParseOutput, Pending,
+    Provider, ProviderInfo, ToolCall,
 };
 
 pub mod dialog_mapper;
@@ -47,7 +47,8 @@ impl Provider for ClaudeCode {
         ProviderInfo {
             name: "claude-code".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            description: "Claude Code (Anthropic's coding agent CLI), with live AskUserQuestion / ExitPlanMode capture".into(),
+            description: "Claude Code (Anthropic's coding agent CLI), with live AskUserQuestion / ExitPlanMode capture"
+                .into(),
             default_program: "claude".into(),
         }
     }
@@ -104,9 +105,7 @@ mod tests {
     /// The whole live path through the trait: spool → dialog → keys.
     #[test]
     fn spool_to_keystrokes_end_to_end() {
-        let p =
-            ClaudeCode::pending_dialog(include_bytes!("../testdata/spool-ask-user-question.json"))
-                .unwrap();
+        let p = ClaudeCode::pending_dialog(include_bytes!("../testdata/spool-ask-user-question.json")).unwrap();
         let d = p.dialog.unwrap();
         let keys = ClaudeCode::answer_keys(d.clone(), vec![Answer::Option(1)]).unwrap();
         let names: Vec<_> = keys

@@ -20,8 +20,7 @@ use crate::dialog_mapper::map_dialog;
 pub fn pending_dialog(spool: &[u8]) -> Result<Pending, String> {
     let v = json::object(spool).map_err(|e| format!("dialog spool: {e}"))?;
     check_event(&v, "PreToolUse", "dialog spool")?;
-    let tool_use_id =
-        json::require_str(&v, "tool_use_id").map_err(|e| format!("dialog spool: {e}"))?;
+    let tool_use_id = json::require_str(&v, "tool_use_id").map_err(|e| format!("dialog spool: {e}"))?;
     if tool_use_id.is_empty() {
         return Err("dialog spool: `tool_use_id` is empty".into());
     }
@@ -35,10 +34,7 @@ pub fn pending_dialog(spool: &[u8]) -> Result<Pending, String> {
         name: tool_name.to_string(),
         input: tool_input.to_string(),
     });
-    Ok(Pending {
-        tool_use_id: tool_use_id.to_string(),
-        dialog,
-    })
+    Ok(Pending { tool_use_id: tool_use_id.to_string(), dialog })
 }
 
 /// Parse the blocked marker.
@@ -60,9 +56,7 @@ fn check_event(v: &Value, want: &str, what: &str) -> Result<(), String> {
     match v.get("hook_event_name") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if s == want => Ok(()),
-        Some(other) => Err(format!(
-            "{what}: `hook_event_name` is {other}, expected \"{want}\""
-        )),
+        Some(other) => Err(format!("{what}: `hook_event_name` is {other}, expected \"{want}\"")),
     }
 }
 
@@ -108,10 +102,7 @@ mod tests {
         assert_eq!(p.tool_use_id, "toolu_01Pn5GhT2kX9wQ3rV8mJc6Ls");
         let d = p.dialog.unwrap();
         assert_eq!(d.kind, DialogKind::Plan);
-        assert!(d
-            .plan
-            .unwrap()
-            .starts_with("# Add order history\n\n1. Add an `orders` table"));
+        assert!(d.plan.unwrap().starts_with("# Add order history\n\n1. Add an `orders` table"));
     }
 
     #[test]
@@ -120,7 +111,9 @@ mod tests {
             .unwrap();
         assert_eq!(p.tool_use_id, "toolu_9");
         assert!(p.dialog.is_none());
-        let p = pending_dialog(br#"{"tool_name":"AskUserQuestion","tool_input":{"questions":7},"tool_use_id":"toolu_8"}"#).unwrap();
+        let p =
+            pending_dialog(br#"{"tool_name":"AskUserQuestion","tool_input":{"questions":7},"tool_use_id":"toolu_8"}"#)
+                .unwrap();
         assert!(p.dialog.is_none());
     }
 
@@ -135,7 +128,10 @@ mod tests {
             (br#"{"tool_use_id":"t","tool_input":{}}"#, "tool_name"),
             (br#"{"tool_use_id":"t","tool_name":"AskUserQuestion"}"#, "tool_input"),
             (br#"{"tool_use_id":7,"tool_name":"AskUserQuestion","tool_input":{}}"#, "tool_use_id"),
-            (br#"{"hook_event_name":"PostToolUse","tool_use_id":"t","tool_name":"AskUserQuestion","tool_input":{}}"#, "PreToolUse"),
+            (
+                br#"{"hook_event_name":"PostToolUse","tool_use_id":"t","tool_name":"AskUserQuestion","tool_input":{}}"#,
+                "PreToolUse",
+            ),
         ] {
             let err = pending_dialog(bytes).unwrap_err();
             assert!(err.starts_with("dialog spool: ") && err.contains(needle), "{err}");
@@ -150,7 +146,10 @@ mod tests {
         let b = blocked_state(include_bytes!("../testdata/marker-idle-prompt.json")).unwrap();
         assert_eq!(b.notification_type, "idle_prompt");
         assert_eq!(b.message, "Claude is waiting for your input");
-        let b = blocked_state(br#"{"hook_event_name":"Notification","message":"Claude needs your permission to use Bash"}"#).unwrap();
+        let b = blocked_state(
+            br#"{"hook_event_name":"Notification","message":"Claude needs your permission to use Bash"}"#,
+        )
+        .unwrap();
         assert_eq!(b.notification_type, "unknown");
     }
 
@@ -177,10 +176,7 @@ mod tests {
                     }
                     Some("Notification") => {
                         let b = blocked_state(&payload).expect(&at);
-                        assert!(
-                            !b.notification_type.is_empty() && !b.message.is_empty(),
-                            "{at}"
-                        );
+                        assert!(!b.notification_type.is_empty() && !b.message.is_empty(), "{at}");
                     }
                     _ => {}
                 }
@@ -223,12 +219,7 @@ mod tests {
             let Some(recorded) = post["tool_input"]["answers"][&q.question].as_str() else {
                 continue;
             };
-            let index = |label: &str| {
-                q.options
-                    .iter()
-                    .position(|o| o.label == label)
-                    .map(|i| i as u32)
-            };
+            let index = |label: &str| q.options.iter().position(|o| o.label == label).map(|i| i as u32);
             let recipe = if q.multi_select {
                 match recorded.split(", ").map(index).collect::<Option<Vec<_>>>() {
                     Some(picks) => keystrokes::multi_select_keys(q.options.len(), &picks),
@@ -245,10 +236,7 @@ mod tests {
                 .unwrap()
                 .lines()
                 .map(|l| {
-                    let k = serde_json::from_str::<Value>(l).unwrap()["key"]
-                        .as_str()
-                        .unwrap()
-                        .to_string();
+                    let k = serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_string();
                     match k.strip_prefix("lit:") {
                         Some(text) => KeyOp::Literal(text.to_string()),
                         None => KeyOp::Key(k),
@@ -266,10 +254,7 @@ mod tests {
             );
             checked.push(dir.file_name().unwrap().to_string_lossy().to_string());
         }
-        assert!(
-            files.is_empty() || !checked.is_empty(),
-            "no captured answer was checked"
-        );
+        assert!(files.is_empty() || !checked.is_empty(), "no captured answer was checked");
         eprintln!("recipes match the captured keys of: {checked:?}");
     }
 
@@ -280,16 +265,10 @@ mod tests {
             (b"\"text\"", "not a JSON object"),
             (br#"{"session_id":"s"}"#, "neither"),
             (br#"{"message":3}"#, "message"),
-            (
-                br#"{"hook_event_name":"Stop","message":"m"}"#,
-                "Notification",
-            ),
+            (br#"{"hook_event_name":"Stop","message":"m"}"#, "Notification"),
         ] {
             let err = blocked_state(bytes).unwrap_err();
-            assert!(
-                err.starts_with("blocked marker: ") && err.contains(needle),
-                "{err}"
-            );
+            assert!(err.starts_with("blocked marker: ") && err.contains(needle), "{err}");
         }
     }
 }

@@ -94,9 +94,7 @@ pub fn parse_line(v: &Value) -> Result<LineOutput, String> {
     };
     let mut line = Line {
         out: LineOutput {
-            session_id: json::str_at(v, "sessionId")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
+            session_id: json::str_at(v, "sessionId").filter(|s| !s.is_empty()).map(str::to_string),
             ..Default::default()
         },
         ts: json::str_at(v, "timestamp").unwrap_or_default().to_string(),
@@ -140,41 +138,26 @@ enum Content<'a> {
 }
 
 fn content<'a>(obj: &'a Map<String, Value>, ty: &str) -> Result<Content<'a>, String> {
-    let msg = obj
-        .get("message")
-        .and_then(Value::as_object)
-        .ok_or_else(|| format!("{ty} line has no `message` object"))?;
+    let msg =
+        obj.get("message").and_then(Value::as_object).ok_or_else(|| format!("{ty} line has no `message` object"))?;
     match msg.get("content") {
         Some(Value::String(s)) => Ok(Content::Text(s)),
         Some(Value::Array(a)) => Ok(Content::Blocks(a)),
-        Some(_) => Err(format!(
-            "{ty} `message.content` is neither a string nor an array"
-        )),
+        Some(_) => Err(format!("{ty} `message.content` is neither a string nor an array")),
         None => Err(format!("{ty} line has no `message.content`")),
     }
 }
 
 /// A content block as an object with its `type`.
 fn block(b: &Value, i: usize) -> Result<(&Map<String, Value>, &str), String> {
-    let obj = b
-        .as_object()
-        .ok_or_else(|| format!("content block {i} is not an object"))?;
-    let ty = obj
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("content block {i} has no string `type`"))?;
+    let obj = b.as_object().ok_or_else(|| format!("content block {i} is not an object"))?;
+    let ty =
+        obj.get("type").and_then(Value::as_str).ok_or_else(|| format!("content block {i} has no string `type`"))?;
     Ok((obj, ty))
 }
 
-fn block_str<'a>(
-    obj: &'a Map<String, Value>,
-    key: &str,
-    ty: &str,
-    i: usize,
-) -> Result<&'a str, String> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("`{ty}` block {i} has no string `{key}`"))
+fn block_str<'a>(obj: &'a Map<String, Value>, key: &str, ty: &str, i: usize) -> Result<&'a str, String> {
+    obj.get(key).and_then(Value::as_str).ok_or_else(|| format!("`{ty}` block {i} has no string `{key}`"))
 }
 
 fn is_command_wrapper(text: &str) -> bool {
@@ -184,10 +167,7 @@ fn is_command_wrapper(text: &str) -> bool {
 
 fn user(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
     let content = content(obj, "user")?;
-    if flag(obj, "isMeta")
-        || flag(obj, "isCompactSummary")
-        || flag(obj, "isVisibleInTranscriptOnly")
-    {
+    if flag(obj, "isMeta") || flag(obj, "isCompactSummary") || flag(obj, "isVisibleInTranscriptOnly") {
         return Ok(());
     }
     match content {
@@ -240,36 +220,26 @@ fn tool_result_text(content: Option<&Value>, i: usize) -> Result<String, String>
             let mut texts = Vec::new();
             for p in parts {
                 match p.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        texts.push(p.get("text").and_then(Value::as_str).ok_or_else(|| {
-                            format!("`tool_result` block {i} has a text part without string `text`")
-                        })?)
-                    }
+                    Some("text") => texts.push(
+                        p.get("text")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| format!("`tool_result` block {i} has a text part without string `text`"))?,
+                    ),
                     Some("image") => texts.push("[image]"),
                     Some(_) => {}
-                    None => {
-                        return Err(format!(
-                            "`tool_result` block {i} has a content part without `type`"
-                        ))
-                    }
+                    None => return Err(format!("`tool_result` block {i} has a content part without `type`")),
                 }
             }
             Ok(texts.join("\n"))
         }
-        Some(_) => Err(format!(
-            "`tool_result` block {i} has `content` that is neither a string nor an array"
-        )),
+        Some(_) => Err(format!("`tool_result` block {i} has `content` that is neither a string nor an array")),
     }
 }
 
 fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
     let content = content(obj, "assistant")?;
     let stop_reason = json::str_at(obj.get("message").unwrap_or(&Value::Null), "stop_reason");
-    let text_role = if flag(obj, "isApiErrorMessage") {
-        Role::System
-    } else {
-        Role::Assistant
-    };
+    let text_role = if flag(obj, "isApiErrorMessage") { Role::System } else { Role::Assistant };
     let mut used_tool = false;
     match content {
         Content::Text(s) => assistant_text(s, text_role, line),
@@ -287,10 +257,7 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
                     "tool_use" => {
                         let id = block_str(bo, "id", ty, i)?.to_string();
                         let name = block_str(bo, "name", ty, i)?.to_string();
-                        let input = bo
-                            .get("input")
-                            .cloned()
-                            .unwrap_or_else(|| Value::Object(Map::new()));
+                        let input = bo.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new()));
                         let m = line.push(Role::Assistant, "tool_use", tool_summary(&name, &input));
                         m.tool_use_id = Some(id);
                         m.tool_name = Some(name);
@@ -306,9 +273,7 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
         line.signal(TurnSignal::Working);
     } else {
         match stop_reason {
-            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => {
-                line.signal(TurnSignal::Idle)
-            }
+            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => line.signal(TurnSignal::Idle),
             Some("tool_use") => line.signal(TurnSignal::Working),
             _ => {}
         }
@@ -352,10 +317,7 @@ pub fn tool_summary(name: &str, input: &Value) -> String {
     let detail: Option<String> = match name {
         "AskUserQuestion" => json::str_at(input, "questions/0/question").map(str::to_string),
         "ExitPlanMode" => Some("plan ready for approval".to_string()),
-        "TodoWrite" => input
-            .get("todos")
-            .and_then(Value::as_array)
-            .map(|t| format!("{} items", t.len())),
+        "TodoWrite" => input.get("todos").and_then(Value::as_array).map(|t| format!("{} items", t.len())),
         _ => [
             "command",
             "file_path",
@@ -369,12 +331,7 @@ pub fn tool_summary(name: &str, input: &Value) -> String {
             "skill",
         ]
         .iter()
-        .find_map(|k| {
-            input
-                .get(*k)
-                .and_then(Value::as_str)
-                .filter(|s| !s.trim().is_empty())
-        })
+        .find_map(|k| input.get(*k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
         .map(str::to_string),
     };
     match detail {
@@ -385,11 +342,7 @@ pub fn tool_summary(name: &str, input: &Value) -> String {
 
 /// The first non-blank line of `s`, cut to `max` characters with an ellipsis.
 fn one_line(s: &str, max: usize) -> String {
-    let first = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let first = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let more_lines = s.trim().lines().count() > 1;
     if first.chars().count() > max {
         let cut: String = first.chars().take(max).collect();
@@ -414,15 +367,9 @@ pub(crate) mod tests {
     fn realistic_session_with_an_answered_question() {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-answered.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
-        assert_eq!(
-            out.session_id.as_deref(),
-            Some("3f2b8c1a-5d4e-4f60-9a7b-1c2d3e4f5a6b")
-        );
-        let got: Vec<(Role, &str, &str)> = out
-            .messages
-            .iter()
-            .map(|m| (m.role, m.kind.as_str(), m.text.as_str()))
-            .collect();
+        assert_eq!(out.session_id.as_deref(), Some("3f2b8c1a-5d4e-4f60-9a7b-1c2d3e4f5a6b"));
+        let got: Vec<(Role, &str, &str)> =
+            out.messages.iter().map(|m| (m.role, m.kind.as_str(), m.text.as_str())).collect();
         assert_eq!(
             got,
             vec![
@@ -441,18 +388,12 @@ pub(crate) mod tests {
             ]
         );
         let ask = &out.messages[3];
-        assert_eq!(
-            ask.tool_use_id.as_deref(),
-            Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE")
-        );
+        assert_eq!(ask.tool_use_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
         assert_eq!(ask.tool_name.as_deref(), Some("AskUserQuestion"));
         assert_eq!(ask.timestamp, "2026-07-07T10:15:04.512Z");
         let input: Value = serde_json::from_str(ask.tool_input.as_deref().unwrap()).unwrap();
         assert_eq!(input["questions"][0]["options"][0]["label"], "PostgreSQL");
-        assert_eq!(
-            out.messages[4].tool_use_id.as_deref(),
-            Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE")
-        );
+        assert_eq!(out.messages[4].tool_use_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
         assert!(!out.messages[4].is_error);
         assert_eq!(out.messages[0].timestamp, "2026-07-07T10:15:00.101Z");
         // The chunk ends with system turn_duration.
@@ -472,28 +413,13 @@ pub(crate) mod tests {
     fn esc_on_the_picker_is_an_error_result_then_idle() {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-rejected.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
-        let r = out
-            .messages
-            .iter()
-            .find(|m| m.kind == "tool_result")
-            .unwrap();
+        let r = out.messages.iter().find(|m| m.kind == "tool_result").unwrap();
         assert_eq!(r.role, Role::Tool);
         assert!(r.is_error);
-        assert_eq!(
-            r.tool_use_id.as_deref(),
-            Some("toolu_01Xy2Zk7LmN3pQ4rS5tU6vWx")
-        );
-        assert!(
-            r.text
-                .starts_with("The user doesn't want to proceed with this tool use."),
-            "{}",
-            r.text
-        );
+        assert_eq!(r.tool_use_id.as_deref(), Some("toolu_01Xy2Zk7LmN3pQ4rS5tU6vWx"));
+        assert!(r.text.starts_with("The user doesn't want to proceed with this tool use."), "{}", r.text);
         let last = out.messages.last().unwrap();
-        assert_eq!(
-            (last.role, last.text.as_str()),
-            (Role::System, "[Request interrupted by user for tool use]")
-        );
+        assert_eq!((last.role, last.text.as_str()), (Role::System, "[Request interrupted by user for tool use]"));
         assert_eq!(out.turn, Some(TurnSignal::Idle));
     }
 
@@ -549,19 +475,10 @@ pub(crate) mod tests {
         );
         let out = parse(chunk);
         let lines: Vec<u32> = out.diagnostics.iter().map(|d| d.line).collect();
-        assert_eq!(
-            lines,
-            (0..12).collect::<Vec<u32>>(),
-            "{:#?}",
-            out.diagnostics
-        );
+        assert_eq!(lines, (0..12).collect::<Vec<u32>>(), "{:#?}", out.diagnostics);
         assert!(out.diagnostics[0].message.starts_with("not JSON"));
         assert!(out.diagnostics[1].message.contains("not a JSON object"));
-        assert!(
-            out.diagnostics[6].message.contains("`id`"),
-            "{}",
-            out.diagnostics[6].message
-        );
+        assert!(out.diagnostics[6].message.contains("`id`"), "{}", out.diagnostics[6].message);
         assert_eq!(out.messages.len(), 1);
         assert_eq!(out.messages[0].text, "still fine");
     }
@@ -627,18 +544,11 @@ pub(crate) mod tests {
             "\n",
         ));
         assert!(out.diagnostics.is_empty());
-        let texts: Vec<_> = out
-            .messages
-            .iter()
-            .map(|m| (m.role, m.text.as_str()))
-            .collect();
+        let texts: Vec<_> = out.messages.iter().map(|m| (m.role, m.text.as_str())).collect();
         assert_eq!(
             texts,
             vec![
-                (
-                    Role::System,
-                    "Claude Code has switched from npm to native installer."
-                ),
+                (Role::System, "Claude Code has switched from npm to native installer."),
                 (Role::System, "Conversation compacted")
             ]
         );
@@ -662,11 +572,7 @@ pub(crate) mod tests {
             "\n",
         ));
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
-        let got: Vec<_> = out
-            .messages
-            .iter()
-            .map(|m| (m.role, m.kind.as_str(), m.text.as_str()))
-            .collect();
+        let got: Vec<_> = out.messages.iter().map(|m| (m.role, m.kind.as_str(), m.text.as_str())).collect();
         assert_eq!(
             got,
             vec![
@@ -694,38 +600,17 @@ pub(crate) mod tests {
     fn summaries_are_short_and_informative() {
         use serde_json::json;
         assert_eq!(
-            tool_summary(
-                "Bash",
-                &json!({"command":"cargo test","description":"Run tests"})
-            ),
+            tool_summary("Bash", &json!({"command":"cargo test","description":"Run tests"})),
             "Bash: cargo test"
         );
-        assert_eq!(
-            tool_summary("Edit", &json!({"file_path":"/a/b.rs","old_string":"x"})),
-            "Edit: /a/b.rs"
-        );
-        assert_eq!(
-            tool_summary("Grep", &json!({"pattern":"fn main"})),
-            "Grep: fn main"
-        );
-        assert_eq!(
-            tool_summary("Task", &json!({"description":"Find callers","prompt":"…"})),
-            "Task: Find callers"
-        );
-        assert_eq!(
-            tool_summary("TodoWrite", &json!({"todos":[{},{}]})),
-            "TodoWrite: 2 items"
-        );
-        assert_eq!(
-            tool_summary("ExitPlanMode", &json!({"plan":"# P"})),
-            "ExitPlanMode: plan ready for approval"
-        );
+        assert_eq!(tool_summary("Edit", &json!({"file_path":"/a/b.rs","old_string":"x"})), "Edit: /a/b.rs");
+        assert_eq!(tool_summary("Grep", &json!({"pattern":"fn main"})), "Grep: fn main");
+        assert_eq!(tool_summary("Task", &json!({"description":"Find callers","prompt":"…"})), "Task: Find callers");
+        assert_eq!(tool_summary("TodoWrite", &json!({"todos":[{},{}]})), "TodoWrite: 2 items");
+        assert_eq!(tool_summary("ExitPlanMode", &json!({"plan":"# P"})), "ExitPlanMode: plan ready for approval");
         assert_eq!(tool_summary("Mystery", &json!({"x":1})), "Mystery");
         assert_eq!(tool_summary("Bash", &json!("not an object")), "Bash");
-        assert_eq!(
-            tool_summary("Bash", &json!({"command":"set -e\nmake"})),
-            "Bash: set -e …"
-        );
+        assert_eq!(tool_summary("Bash", &json!({"command":"set -e\nmake"})), "Bash: set -e …");
         let long = "x".repeat(300);
         let s = tool_summary("Bash", &json!({ "command": long }));
         assert_eq!(s.chars().count(), "Bash: ".len() + SUMMARY_MAX_CHARS + 1);
@@ -755,11 +640,7 @@ pub(crate) mod tests {
             }
         }
         let mut out = Vec::new();
-        walk(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real"),
-            prefix,
-            &mut out,
-        );
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real"), prefix, &mut out);
         out.sort();
         out
     }
@@ -771,12 +652,7 @@ pub(crate) mod tests {
         for f in real_files("transcript") {
             let bytes = std::fs::read(&f).unwrap();
             let out = parse_transcript(&bytes);
-            assert!(
-                out.diagnostics.is_empty(),
-                "{}: {:#?}",
-                f.display(),
-                out.diagnostics
-            );
+            assert!(out.diagnostics.is_empty(), "{}: {:#?}", f.display(), out.diagnostics);
             assert!(out.session_id.is_some(), "{}", f.display());
             for m in out.messages.iter().filter(|m| m.kind == "tool_use") {
                 let dialog = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolCall {
@@ -784,17 +660,8 @@ pub(crate) mod tests {
                     name: m.tool_name.clone().unwrap(),
                     input: m.tool_input.clone().unwrap(),
                 });
-                let is_dialog_tool = matches!(
-                    m.tool_name.as_deref(),
-                    Some("AskUserQuestion" | "ExitPlanMode")
-                );
-                assert_eq!(
-                    dialog.is_some(),
-                    is_dialog_tool,
-                    "{}: {}",
-                    f.display(),
-                    m.text
-                );
+                let is_dialog_tool = matches!(m.tool_name.as_deref(), Some("AskUserQuestion" | "ExitPlanMode"));
+                assert_eq!(dialog.is_some(), is_dialog_tool, "{}: {}", f.display(), m.text);
             }
         }
     }
@@ -807,10 +674,7 @@ pub(crate) mod tests {
             println!("== {} turn={:?}", f.display(), out.turn);
             for m in &out.messages {
                 let text: String = m.text.chars().take(110).collect();
-                println!(
-                    "  {:?}/{} err={} id={:?} {:?}",
-                    m.role, m.kind, m.is_error, m.tool_use_id, text
-                );
+                println!("  {:?}/{} err={} id={:?} {:?}", m.role, m.kind, m.is_error, m.tool_use_id, text);
             }
         }
     }

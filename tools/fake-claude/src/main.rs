@@ -30,13 +30,37 @@ const USAGE: &str = "usage: FAKE_CLAUDE_SCRIPT=script.json fake-claude [--sessio
 
 /// Claude flags that take a value, so their value is not mistaken for the prompt.
 const VALUE_FLAGS: &[&str] = &[
-    "--session-id", "--settings", "--permission-mode", "--model", "--fallback-model",
-    "--append-system-prompt", "--system-prompt", "--system-prompt-file",
-    "--append-system-prompt-file", "--allowedTools", "--allowed-tools", "--disallowedTools",
-    "--disallowed-tools", "--tools", "--mcp-config", "--add-dir", "--resume", "-r",
-    "--output-format", "--input-format", "--max-turns", "--agents", "--agent",
-    "--setting-sources", "--permission-prompt-tool", "--plugin-dir", "--max-budget-usd",
-    "--betas", "--json-schema", "--debug-file", "--effort",
+    "--session-id",
+    "--settings",
+    "--permission-mode",
+    "--model",
+    "--fallback-model",
+    "--append-system-prompt",
+    "--system-prompt",
+    "--system-prompt-file",
+    "--append-system-prompt-file",
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--disallowed-tools",
+    "--tools",
+    "--mcp-config",
+    "--add-dir",
+    "--resume",
+    "-r",
+    "--output-format",
+    "--input-format",
+    "--max-turns",
+    "--agents",
+    "--agent",
+    "--setting-sources",
+    "--permission-prompt-tool",
+    "--plugin-dir",
+    "--max-budget-usd",
+    "--betas",
+    "--json-schema",
+    "--debug-file",
+    "--effort",
 ];
 
 #[derive(Default, Debug)]
@@ -259,7 +283,13 @@ impl Agent {
         m
     }
 
-    fn run_hooks(&mut self, event: &str, target: &str, payload: Map<String, Value>, tool_use_id: Option<&str>) -> Vec<HookRun> {
+    fn run_hooks(
+        &mut self,
+        event: &str,
+        target: &str,
+        payload: Map<String, Value>,
+        tool_use_id: Option<&str>,
+    ) -> Vec<HookRun> {
         let payload = Value::Object(payload);
         let runs = self.hooks.run(event, target, &payload);
         for r in &runs {
@@ -296,7 +326,12 @@ impl Agent {
 
     // ---- transcript --------------------------------------------------------------------
 
-    fn assistant_entry(&mut self, content: Value, stop_reason: Option<&str>, msg_id: Option<String>) -> Map<String, Value> {
+    fn assistant_entry(
+        &mut self,
+        content: Value,
+        stop_reason: Option<&str>,
+        msg_id: Option<String>,
+    ) -> Map<String, Value> {
         let mut m = self.tx.entry("assistant");
         m.insert(
             "message".into(),
@@ -397,7 +432,10 @@ impl Agent {
             e.insert("hookCount".into(), json!(runs.len()));
             e.insert(
                 "hookInfos".into(),
-                json!(runs.iter().map(|r| json!({"command": r.command, "durationMs": r.duration_ms})).collect::<Vec<_>>()),
+                json!(runs
+                    .iter()
+                    .map(|r| json!({"command": r.command, "durationMs": r.duration_ms}))
+                    .collect::<Vec<_>>()),
             );
             e.insert("hookErrors".into(), json!([]));
             e.insert("hookAdditionalContext".into(), json!([]));
@@ -500,7 +538,11 @@ impl Agent {
     ) {
         let id = api_id("toolu_01", 22);
         let msg_id = self.next_tool_msg_id.take();
-        let entry = self.assistant_entry(json!([{"type": "tool_use", "id": id, "name": name, "input": input}]), Some("tool_use"), msg_id);
+        let entry = self.assistant_entry(
+            json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+            Some("tool_use"),
+            msg_id,
+        );
         let tool_uuid = entry["uuid"].clone();
         let entry = Value::Object(entry);
         self.turn_open = true;
@@ -508,7 +550,8 @@ impl Agent {
         if self.flush_pending {
             self.tx.write(&entry);
         }
-        self.log.event(json!({"event": "tool_use", "tool_name": name, "tool_use_id": id, "flushed": self.flush_pending}));
+        self.log
+            .event(json!({"event": "tool_use", "tool_name": name, "tool_use_id": id, "flushed": self.flush_pending}));
         self.screen.push(&format!("● {name}({summary})"));
 
         let mut p = self.with_effort(self.hook_base("PreToolUse"));
@@ -866,7 +909,17 @@ mod tests {
 
     #[test]
     fn cli_like_claude() {
-        let a = args(&["--session-id", "0b4e6a8e-0000-4000-8000-000000000001", "--model", "opus", "--verbose", "--settings=/s.json", "--permission-mode", "plan", "do it"]);
+        let a = args(&[
+            "--session-id",
+            "0b4e6a8e-0000-4000-8000-000000000001",
+            "--model",
+            "opus",
+            "--verbose",
+            "--settings=/s.json",
+            "--permission-mode",
+            "plan",
+            "do it",
+        ]);
         assert_eq!(a.session_id.as_deref(), Some("0b4e6a8e-0000-4000-8000-000000000001"));
         assert_eq!(a.settings.as_deref(), Some("/s.json"));
         assert_eq!(a.permission_mode.as_deref(), Some("plan"));

@@ -212,11 +212,8 @@ impl AskPicker {
                 l.push(format!("     {}", o.description));
             }
         }
-        let other = if self.other[t].is_empty() {
-            "Type something.".to_string()
-        } else {
-            self.other[t].replace('\n', "⏎")
-        };
+        let other =
+            if self.other[t].is_empty() { "Type something.".to_string() } else { self.other[t].replace('\n', "⏎") };
         let caret = if self.cursor == n { "█" } else { "" };
         if q.multi_select {
             let b = if self.other_checked[t] { "[✔]" } else { "[ ]" };
@@ -488,7 +485,10 @@ mod tests {
         let keys = [Key::Enter, Key::Down, Key::Down, Key::Enter, Key::Down, Key::Down, Key::Enter, Key::Enter];
         assert_eq!(drive(&mut p, &keys), Some(AskOutcome::Answered(vec![Some("A, C".into())])));
         let mut p = AskPicker::new(vec![q("Q?", &["A"], true)]);
-        assert_eq!(drive(&mut p, &[Key::Down, Key::Down, Key::Enter, Key::Down, Key::Enter]), Some(AskOutcome::Cancelled));
+        assert_eq!(
+            drive(&mut p, &[Key::Down, Key::Down, Key::Enter, Key::Down, Key::Enter]),
+            Some(AskOutcome::Cancelled)
+        );
         // The compat §7 multi-select "other" recipe: Up × (N+1), Down × N, text, Down, Enter, Enter.
         let mut p = AskPicker::new(vec![q("Q?", &["A", "B", "C"], true)]);
         let mut keys = vec![Key::Up; 4];

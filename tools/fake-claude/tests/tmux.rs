@@ -10,8 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const BIN: &str = env!("CARGO_BIN_EXE_fake-claude");
 const KEY_GAP: Duration = Duration::from_millis(250);
 const WAIT: Duration = Duration::from_secs(6);
-const REJECTED_PREFIX: &str =
-    "The user doesn't want to proceed with this tool use. The tool use was rejected";
+const REJECTED_PREFIX: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected";
 
 /// One fake-claude in one private tmux server. Dropping it kills the server (also when the
 /// test failed) and removes the scratch directory unless the test is failing.
@@ -65,20 +64,14 @@ fn hooks_settings(dir: &Path, pre_extra: Option<&str>) -> Value {
 }
 
 fn read_jsonl(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    std::fs::read_to_string(p).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 fn iso_now() -> String {
     // Same format as the transcript: compare timestamps as strings.
     let ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let out = Command::new("date")
-        .args(["-u", "-d", &format!("@{}", ms / 1000), "+%Y-%m-%dT%H:%M:%S"])
-        .output()
-        .unwrap();
+    let out =
+        Command::new("date").args(["-u", "-d", &format!("@{}", ms / 1000), "+%Y-%m-%dT%H:%M:%S"]).output().unwrap();
     format!("{}.{:03}Z", String::from_utf8_lossy(&out.stdout).trim(), ms % 1000)
 }
 
@@ -89,12 +82,7 @@ impl Run {
         let home = dir.join("home");
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(&home).unwrap();
-        let run = Run {
-            sock: dir.join("sock"),
-            session_id: "0b4e6a8e-5c1d-4f2a-9e3b-7a6c5d4e3f21".into(),
-            work,
-            dir,
-        };
+        let run = Run { sock: dir.join("sock"), session_id: "0b4e6a8e-5c1d-4f2a-9e3b-7a6c5d4e3f21".into(), work, dir };
         std::fs::write(run.dir.join("script.json"), script.to_string()).unwrap();
         std::fs::write(run.dir.join("settings.json"), hooks_settings(&run.dir, None).to_string()).unwrap();
         std::fs::write(run.dir.join("tmux.conf"), "set -g remain-on-exit on\n").unwrap();
@@ -145,7 +133,8 @@ impl Run {
     }
 
     fn transcript_path(&self) -> PathBuf {
-        let slug: String = self.work.to_str().unwrap().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let slug: String =
+            self.work.to_str().unwrap().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         self.dir.join("home/.claude/projects").join(slug).join(format!("{}.jsonl", self.session_id))
     }
 
@@ -184,25 +173,32 @@ impl Run {
     /// Waits for the `n`-th (1-based) `ready` event of `widget`; returns its tool_use_id.
     fn ready(&self, widget: &str, n: usize) -> String {
         self.wait(&format!("ready #{n} of {widget}"), |r| {
-            let evs: Vec<Value> = r.log().into_iter().filter(|e| e["event"] == "ready" && e["widget"] == widget).collect();
+            let evs: Vec<Value> =
+                r.log().into_iter().filter(|e| e["event"] == "ready" && e["widget"] == widget).collect();
             evs.get(n - 1).map(|e| e["tool_use_id"].as_str().unwrap_or("").to_string())
         })
     }
 
     fn tool_result(&self, id: &str) -> Option<Value> {
         self.transcript().into_iter().find(|l| {
-            l["type"] == "user" && l["message"]["content"][0]["type"] == "tool_result" && l["message"]["content"][0]["tool_use_id"] == id
+            l["type"] == "user"
+                && l["message"]["content"][0]["type"] == "tool_result"
+                && l["message"]["content"][0]["tool_use_id"] == id
         })
     }
 
     fn tool_use_line(&self, id: &str) -> Option<Value> {
-        self.transcript()
-            .into_iter()
-            .find(|l| l["type"] == "assistant" && l["message"]["content"][0]["type"] == "tool_use" && l["message"]["content"][0]["id"] == id)
+        self.transcript().into_iter().find(|l| {
+            l["type"] == "assistant"
+                && l["message"]["content"][0]["type"] == "tool_use"
+                && l["message"]["content"][0]["id"] == id
+        })
     }
 
     fn answer_event(&self, id: &str) -> Value {
-        self.wait("answer log event", |r| r.log().into_iter().find(|e| e["event"] == "answer" && e["tool_use_id"] == id))
+        self.wait("answer log event", |r| {
+            r.log().into_iter().find(|e| e["event"] == "answer" && e["tool_use_id"] == id)
+        })
     }
 }
 
@@ -236,7 +232,18 @@ fn option_recipe_writes_tool_result_and_post_hook() {
     let p = &pre[0];
     assert_eq!(
         keys_of(p),
-        ["cwd", "effort", "hook_event_name", "permission_mode", "prompt_id", "session_id", "tool_input", "tool_name", "tool_use_id", "transcript_path"]
+        [
+            "cwd",
+            "effort",
+            "hook_event_name",
+            "permission_mode",
+            "prompt_id",
+            "session_id",
+            "tool_input",
+            "tool_name",
+            "tool_use_id",
+            "transcript_path"
+        ]
     );
     assert_eq!(p["hook_event_name"], "PreToolUse");
     assert_eq!(p["tool_name"], "AskUserQuestion");
@@ -265,7 +272,20 @@ fn option_recipe_writes_tool_result_and_post_hook() {
     assert_eq!(post["tool_response"]["answers"], json!({"Which color?": "Green"}));
     assert_eq!(
         keys_of(&post),
-        ["cwd", "duration_ms", "effort", "hook_event_name", "permission_mode", "prompt_id", "session_id", "tool_input", "tool_name", "tool_response", "tool_use_id", "transcript_path"]
+        [
+            "cwd",
+            "duration_ms",
+            "effort",
+            "hook_event_name",
+            "permission_mode",
+            "prompt_id",
+            "session_id",
+            "tool_input",
+            "tool_name",
+            "tool_response",
+            "tool_use_id",
+            "transcript_path"
+        ]
     );
     assert!(post["duration_ms"].is_u64(), "{post}");
     assert_eq!(post["prompt_id"], p["prompt_id"]);
@@ -341,11 +361,7 @@ fn other_text_is_verbatim_and_unflushed_lines_keep_their_timestamp() {
 
 #[test]
 fn escape_rejects_with_error_result_and_no_post_hook() {
-    let run = Run::start(
-        "esc",
-        json!({"steps": [{"ask": {"questions": [colors(false)]}}, {"idle": {}}]}),
-        &["go"],
-    );
+    let run = Run::start("esc", json!({"steps": [{"ask": {"questions": [colors(false)]}}, {"idle": {}}]}), &["go"]);
     let id = run.ready("ask", 1);
     run.keys(&["Down", "Escape"]);
     // The composer comes up only after the tool finished (hooks included).
@@ -381,7 +397,19 @@ fn idle_takes_a_composer_line_then_exits_with_the_scripted_code() {
     assert_eq!(stop.len(), 1);
     assert_eq!(
         keys_of(&stop[0]),
-        ["background_tasks", "cwd", "effort", "hook_event_name", "last_assistant_message", "permission_mode", "prompt_id", "session_crons", "session_id", "stop_hook_active", "transcript_path"]
+        [
+            "background_tasks",
+            "cwd",
+            "effort",
+            "hook_event_name",
+            "last_assistant_message",
+            "permission_mode",
+            "prompt_id",
+            "session_crons",
+            "session_id",
+            "stop_hook_active",
+            "transcript_path"
+        ]
     );
     assert_eq!(stop[0]["last_assistant_message"], "Ready.");
 
@@ -389,12 +417,7 @@ fn idle_takes_a_composer_line_then_exits_with_the_scripted_code() {
     run.literal(msg);
     run.keys(&["Enter"]);
     run.wait("exit event", |r| r.log().into_iter().find(|e| e["event"] == "exit" && e["code"] == 7));
-    let user = run
-        .transcript()
-        .into_iter()
-        .rev()
-        .find(|l| l["type"] == "user")
-        .unwrap();
+    let user = run.transcript().into_iter().rev().find(|l| l["type"] == "user").unwrap();
     assert_eq!(user["message"]["content"], msg);
     assert!(run.log().iter().any(|e| e["event"] == "user_message" && e["source"] == "composer" && e["text"] == msg));
     // The process is gone. (tmux 3.3a sometimes misses the SIGCHLD of a pane that exits
@@ -402,7 +425,10 @@ fn idle_takes_a_composer_line_then_exits_with_the_scripted_code() {
     // the status is checked only when tmux has it; the exit code itself is asserted in
     // pre_tool_use_exit_2_blocks_the_picker.)
     let status = run.wait("dead pane", |r| {
-        let s = String::from_utf8_lossy(&r.tmux(&["display", "-p", "-t", "t", "#{pane_dead} #{pane_dead_status}"]).stdout).trim().to_string();
+        let s =
+            String::from_utf8_lossy(&r.tmux(&["display", "-p", "-t", "t", "#{pane_dead} #{pane_dead_status}"]).stdout)
+                .trim()
+                .to_string();
         s.starts_with('1').then_some(s)
     });
     assert!(status == "1" || status == "1 7", "{status}");
@@ -455,7 +481,10 @@ fn plan_approval_bash_permission_and_notifications() {
     let plan_result = run.tool_result(&plan_id).unwrap();
     let saved = plan_result["toolUseResult"]["filePath"].as_str().unwrap();
     assert_eq!(std::fs::read_to_string(saved).unwrap(), "# Plan\n1. Do it");
-    assert!(plan_result["message"]["content"][0]["content"].as_str().unwrap().starts_with("User has approved your plan."));
+    assert!(plan_result["message"]["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("User has approved your plan."));
 
     // Bash: the permission prompt, then a permission_prompt Notification.
     let bash_id = run.ready("bash", 1);
@@ -481,7 +510,11 @@ fn plan_approval_bash_permission_and_notifications() {
 
 #[test]
 fn afk_timer_resets_on_a_key_then_auto_continues() {
-    let run = Run::start("afk", json!({"steps": [{"ask": {"questions": [colors(false)], "afk_after_ms": 1200}}, {"idle": {}}]}), &["go"]);
+    let run = Run::start(
+        "afk",
+        json!({"steps": [{"ask": {"questions": [colors(false)], "afk_after_ms": 1200}}, {"idle": {}}]}),
+        &["go"],
+    );
     let id = run.ready("ask", 1);
     let opened = Instant::now();
     std::thread::sleep(Duration::from_millis(500));
@@ -492,7 +525,10 @@ fn afk_timer_resets_on_a_key_then_auto_continues() {
     assert_eq!(post["tool_input"]["answers"], json!({}));
     assert_eq!(post["tool_input"]["afkTimeoutMs"], 1200);
     let tr = run.tool_result(&id).unwrap();
-    assert!(tr["message"]["content"][0]["content"].as_str().unwrap().starts_with("No response after 1s — the user may be away from keyboard."));
+    assert!(tr["message"]["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("No response after 1s — the user may be away from keyboard."));
     assert_eq!(run.answer_event(&id)["outcome"], "afk");
 }
 

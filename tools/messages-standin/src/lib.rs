@@ -113,25 +113,11 @@ impl Reply {
         Reply::Text(text.into())
     }
     pub fn tool_use(name: impl Into<String>, input: Value) -> Reply {
-        Reply::ToolUse(ToolUseReply {
-            name: name.into(),
-            input,
-            text: None,
-            id: None,
-        })
+        Reply::ToolUse(ToolUseReply { name: name.into(), input, text: None, id: None })
     }
     /// A tool call preceded by a text block.
-    pub fn tool_use_with_text(
-        name: impl Into<String>,
-        input: Value,
-        text: impl Into<String>,
-    ) -> Reply {
-        Reply::ToolUse(ToolUseReply {
-            name: name.into(),
-            input,
-            text: Some(text.into()),
-            id: None,
-        })
+    pub fn tool_use_with_text(name: impl Into<String>, input: Value, text: impl Into<String>) -> Reply {
+        Reply::ToolUse(ToolUseReply { name: name.into(), input, text: Some(text.into()), id: None })
     }
 }
 
@@ -182,11 +168,7 @@ fn default_fallback_reply() -> String {
 
 impl Default for Script {
     fn default() -> Self {
-        Script {
-            turns: Vec::new(),
-            side_reply: default_side_reply(),
-            fallback_reply: default_fallback_reply(),
-        }
+        Script { turns: Vec::new(), side_reply: default_side_reply(), fallback_reply: default_fallback_reply() }
     }
 }
 
@@ -196,20 +178,12 @@ impl Script {
     }
     /// Appends a turn.
     pub fn turn(mut self, when: Matcher, reply: Reply) -> Script {
-        self.turns.push(Turn {
-            when,
-            reply,
-            delay_ms: None,
-        });
+        self.turns.push(Turn { when, reply, delay_ms: None });
         self
     }
     /// Appends a turn that answers `when` after `delay`.
     pub fn turn_delayed(mut self, when: Matcher, reply: Reply, delay: Duration) -> Script {
-        self.turns.push(Turn {
-            when,
-            reply,
-            delay_ms: Some(delay.as_millis() as u64),
-        });
+        self.turns.push(Turn { when, reply, delay_ms: Some(delay.as_millis() as u64) });
         self
     }
     /// Appends `Any → text`.
@@ -250,9 +224,7 @@ impl Script {
 /// True when the request is part of the main agent loop: it carries a non-empty `tools`
 /// array. Everything else (title generation, quota probes, …) is a side request.
 pub fn is_main_request(body: &Value) -> bool {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty())
+    body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty())
 }
 
 /// The content blocks of the last `user` message (a string content becomes one text block).
@@ -260,11 +232,7 @@ pub fn last_user_blocks(body: &Value) -> Vec<Value> {
     let Some(msgs) = body.get("messages").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let Some(last) = msgs
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-    else {
+    let Some(last) = msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user")) else {
         return Vec::new();
     };
     match last.get("content") {
@@ -278,11 +246,9 @@ pub fn last_user_blocks(body: &Value) -> Vec<Value> {
 pub fn tool_result_text(block: &Value) -> String {
     match block.get("content") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Value::Array(a)) => {
+            a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
         _ => String::new(),
     }
 }
@@ -292,11 +258,7 @@ pub fn last_user_text(body: &Value) -> String {
     last_user_blocks(body)
         .iter()
         .map(|b| match b.get("type").and_then(Value::as_str) {
-            Some("text") => b
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            Some("text") => b.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
             Some("tool_result") => tool_result_text(b),
             _ => String::new(),
         })
@@ -319,10 +281,7 @@ pub fn tool_results_in(body: &Value, tool_use_id: &str) -> Vec<(String, bool)> {
             if b.get("type").and_then(Value::as_str) == Some("tool_result")
                 && b.get("tool_use_id").and_then(Value::as_str) == Some(tool_use_id)
             {
-                out.push((
-                    tool_result_text(b),
-                    b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-                ));
+                out.push((tool_result_text(b), b.get("is_error").and_then(Value::as_bool).unwrap_or(false)));
             }
         }
     }
@@ -342,9 +301,7 @@ impl Matcher {
     pub fn fits(&self, body: &Value, previous_tool_use: Option<&str>) -> bool {
         match self {
             Matcher::Any => true,
-            Matcher::ToolResultForPrevious => {
-                previous_tool_use.is_some_and(|id| last_user_has_result_for(body, id))
-            }
+            Matcher::ToolResultForPrevious => previous_tool_use.is_some_and(|id| last_user_has_result_for(body, id)),
             Matcher::ToolResultFor(id) => last_user_has_result_for(body, id),
             Matcher::Contains(s) => last_user_text(body).contains(s.as_str()),
             Matcher::BodyContains(s) => body.to_string().contains(s.as_str()),
@@ -403,10 +360,7 @@ pub struct RecordedRequest {
 
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
     pub fn is_main(&self) -> bool {
         matches!(self.kind, RequestKind::Main { .. })
@@ -467,9 +421,7 @@ pub struct Standin {
 pub fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
     }
 }
 
@@ -483,10 +435,7 @@ impl Standin {
     pub fn start_on(addr: impl ToSocketAddrs, script: Script) -> io::Result<Standin> {
         let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
         if addrs.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "address resolves to nothing",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "address resolves to nothing"));
         }
         if let Some(bad) = addrs.iter().find(|a| !is_loopback(a.ip())) {
             return Err(io::Error::new(
@@ -512,14 +461,8 @@ impl Standin {
             id_counter: AtomicU64::new(0),
         });
         let sh = shared.clone();
-        let accept = thread::Builder::new()
-            .name("standin-accept".into())
-            .spawn(move || accept_loop(listener, sh))?;
-        Ok(Standin {
-            addr: local,
-            shared,
-            accept: Some(accept),
-        })
+        let accept = thread::Builder::new().name("standin-accept".into()).spawn(move || accept_loop(listener, sh))?;
+        Ok(Standin { addr: local, shared, accept: Some(accept) })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -542,10 +485,7 @@ impl Standin {
     }
     /// Only the main-agent `/v1/messages` requests.
     pub fn main_requests(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.is_main())
-            .collect()
+        self.requests().into_iter().filter(|r| r.is_main()).collect()
     }
     /// Every tool_use the stand-in has emitted, in order.
     pub fn emitted_tool_uses(&self) -> Vec<EmittedToolUse> {
@@ -554,12 +494,7 @@ impl Standin {
     /// Indices of script turns not consumed yet.
     pub fn remaining_turns(&self) -> Vec<usize> {
         let st = self.shared.state.lock().unwrap();
-        st.consumed
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !**c)
-            .map(|(i, _)| i)
-            .collect()
+        st.consumed.iter().enumerate().filter(|(_, c)| !**c).map(|(i, _)| i).collect()
     }
     /// `(content_text, is_error)` of each distinct `tool_result` for `tool_use_id` the agent
     /// has sent back. Each request repeats the whole conversation, so identical results
@@ -571,11 +506,7 @@ impl Standin {
 
     /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
     /// whether it held.
-    pub fn wait_until(
-        &self,
-        timeout: Duration,
-        mut pred: impl FnMut(&[RecordedRequest]) -> bool,
-    ) -> bool {
+    pub fn wait_until(&self, timeout: Duration, mut pred: impl FnMut(&[RecordedRequest]) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.state.lock().unwrap();
         loop {
@@ -586,12 +517,7 @@ impl Standin {
             if now >= deadline {
                 return false;
             }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap()
-                .0;
+            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
         }
     }
     /// Waits for the `n`-th (0-based) emitted tool_use.
@@ -606,20 +532,11 @@ impl Standin {
             if now >= deadline {
                 return None;
             }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap()
-                .0;
+            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
         }
     }
     /// Waits until a tool_result for `tool_use_id` has arrived; returns the first one.
-    pub fn wait_for_tool_result(
-        &self,
-        tool_use_id: &str,
-        timeout: Duration,
-    ) -> Option<(String, bool)> {
+    pub fn wait_for_tool_result(&self, tool_use_id: &str, timeout: Duration) -> Option<(String, bool)> {
         let mut found = None;
         self.wait_until(timeout, |reqs| {
             found = collect_tool_results(reqs, tool_use_id).into_iter().next();
@@ -642,15 +559,7 @@ impl Standin {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        let conns: Vec<TcpStream> = self
-            .shared
-            .state
-            .lock()
-            .unwrap()
-            .conns
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
+        let conns: Vec<TcpStream> = self.shared.state.lock().unwrap().conns.drain().map(|(_, s)| s).collect();
         for c in conns {
             let _ = c.shutdown(Shutdown::Both);
         }
@@ -694,12 +603,10 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             shared.state.lock().unwrap().conns.insert(id, clone);
         }
         let sh = shared.clone();
-        let _ = thread::Builder::new()
-            .name(format!("standin-conn-{id}"))
-            .spawn(move || {
-                let _ = serve_connection(stream, &sh);
-                sh.state.lock().unwrap().conns.remove(&id);
-            });
+        let _ = thread::Builder::new().name(format!("standin-conn-{id}")).spawn(move || {
+            let _ = serve_connection(stream, &sh);
+            sh.state.lock().unwrap().conns.remove(&id);
+        });
     }
 }
 
@@ -717,10 +624,7 @@ struct HttpRequest {
 
 impl HttpRequest {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
     fn wants_close(&self) -> bool {
         let conn = self.header("connection").map(|v| v.to_ascii_lowercase());
@@ -752,16 +656,11 @@ fn read_line(r: &mut impl BufRead, budget: &mut usize) -> io::Result<Option<Stri
     while matches!(buf.last(), Some(b'\n' | b'\r')) {
         buf.pop();
     }
-    String::from_utf8(buf)
-        .map(Some)
-        .map_err(|_| bad("non-UTF-8 header line"))
+    String::from_utf8(buf).map(Some).map_err(|_| bad("non-UTF-8 header line"))
 }
 
 /// Reads one request; `Ok(None)` on a clean EOF before any byte of it.
-fn read_request(
-    r: &mut BufReader<TcpStream>,
-    w: &mut TcpStream,
-) -> io::Result<Option<HttpRequest>> {
+fn read_request(r: &mut BufReader<TcpStream>, w: &mut TcpStream) -> io::Result<Option<HttpRequest>> {
     let mut budget = MAX_HEADER_BYTES;
     let line = loop {
         match read_line(r, &mut budget)? {
@@ -771,8 +670,7 @@ fn read_request(
         }
     };
     let mut parts = line.split_whitespace();
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad(format!("malformed request line: {line:?}")));
     };
     let mut headers = Vec::new();
@@ -781,9 +679,7 @@ fn read_request(
         if l.is_empty() {
             break;
         }
-        let (k, v) = l
-            .split_once(':')
-            .ok_or_else(|| bad(format!("malformed header: {l:?}")))?;
+        let (k, v) = l.split_once(':').ok_or_else(|| bad(format!("malformed header: {l:?}")))?;
         headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
     }
     let mut req = HttpRequest {
@@ -793,24 +689,18 @@ fn read_request(
         headers,
         body: Vec::new(),
     };
-    if req
-        .header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
-    {
+    if req.header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
         w.flush()?;
     }
-    let chunked = req
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let chunked = req.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     if chunked {
         let mut body = Vec::new();
         loop {
             let mut lb = MAX_HEADER_BYTES;
             let size_line = read_line(r, &mut lb)?.ok_or_else(|| bad("EOF in chunk size"))?;
             let size_hex = size_line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size_hex, 16)
-                .map_err(|_| bad(format!("bad chunk size {size_hex:?}")))?;
+            let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad(format!("bad chunk size {size_hex:?}")))?;
             if size == 0 {
                 // trailers until an empty line
                 loop {
@@ -944,18 +834,11 @@ fn api_error(kind: &str, message: &str) -> Value {
 }
 
 fn json_response(status: u16, v: &Value) -> Response {
-    Response {
-        status,
-        content_type: "application/json",
-        body: ResponseBody::Full(v.to_string().into_bytes()),
-    }
+    Response { status, content_type: "application/json", body: ResponseBody::Full(v.to_string().into_bytes()) }
 }
 
 fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 impl Shared {
@@ -989,16 +872,10 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (req.target.clone(), String::new()),
     };
-    let body: Value = if req.body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&req.body).unwrap_or(Value::Null)
-    };
+    let body: Value =
+        if req.body.is_empty() { Value::Null } else { serde_json::from_slice(&req.body).unwrap_or(Value::Null) };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let model = body.get("model").and_then(Value::as_str).map(str::to_string);
 
     let mut st = shared.state.lock().unwrap();
     let index = st.requests.len();
@@ -1034,50 +911,30 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
         }
         ("POST", "/v1/messages") => {
             if !body.is_object() {
-                json_response(
-                    400,
-                    &api_error("invalid_request_error", "request body is not a JSON object"),
-                )
+                json_response(400, &api_error("invalid_request_error", "request body is not a JSON object"))
             } else {
                 let model = model.unwrap_or_else(|| "claude-standin".to_string());
                 let input_tokens = approx_tokens(&req.body);
                 let (reply, kind, turn) = if is_main_request(&body) {
                     let prev = st.emitted.last().map(|t| t.id.clone());
-                    let pick = (0..st.script.turns.len()).find(|&i| {
-                        !st.consumed[i] && st.script.turns[i].when.fits(&body, prev.as_deref())
-                    });
+                    let pick = (0..st.script.turns.len())
+                        .find(|&i| !st.consumed[i] && st.script.turns[i].when.fits(&body, prev.as_deref()));
                     match pick {
                         Some(i) => {
                             st.consumed[i] = true;
                             let t = &st.script.turns[i];
                             delay = t.delay_ms.map(Duration::from_millis);
-                            (
-                                t.reply.clone(),
-                                RequestKind::Main { turn: Some(i) },
-                                Some(i),
-                            )
+                            (t.reply.clone(), RequestKind::Main { turn: Some(i) }, Some(i))
                         }
-                        None => (
-                            Reply::Text(st.script.fallback_reply.clone()),
-                            RequestKind::Main { turn: None },
-                            None,
-                        ),
+                        None => (Reply::Text(st.script.fallback_reply.clone()), RequestKind::Main { turn: None }, None),
                     }
                 } else {
-                    (
-                        Reply::Text(side_reply_text(&body, &st.script.side_reply)),
-                        RequestKind::Side,
-                        None,
-                    )
+                    (Reply::Text(side_reply_text(&body, &st.script.side_reply)), RequestKind::Side, None)
                 };
                 rec.kind = kind;
                 let (resp, sent) = render_reply(shared, &reply, &model, input_tokens, stream);
                 if let (Some(tu), Some(turn)) = (&sent.tool_use, turn) {
-                    st.emitted.push(EmittedToolUse {
-                        turn,
-                        request_index: index,
-                        ..tu.clone()
-                    });
+                    st.emitted.push(EmittedToolUse { turn, request_index: index, ..tu.clone() });
                 }
                 rec.reply = Some(SentReply {
                     tool_use: sent.tool_use.map(|tu| EmittedToolUse {
@@ -1090,19 +947,12 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                 resp
             }
         }
-        (_, "/v1/messages") | (_, "/v1/messages/count_tokens") => json_response(
-            405,
-            &api_error(
-                "invalid_request_error",
-                &format!("method {} not allowed", req.method),
-            ),
-        ),
+        (_, "/v1/messages") | (_, "/v1/messages/count_tokens") => {
+            json_response(405, &api_error("invalid_request_error", &format!("method {} not allowed", req.method)))
+        }
         _ => json_response(
             404,
-            &api_error(
-                "not_found_error",
-                &format!("{} {} is not served by the stand-in", req.method, path),
-            ),
+            &api_error("not_found_error", &format!("{} {} is not served by the stand-in", req.method, path)),
         ),
     };
     st.requests.push(rec);
@@ -1157,29 +1007,10 @@ fn split_pieces(s: &str, n: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-fn render_reply(
-    shared: &Shared,
-    reply: &Reply,
-    model: &str,
-    input_tokens: u64,
-    stream: bool,
-) -> (Response, SentReply) {
-    if let Reply::Error {
-        status,
-        error_type,
-        message,
-    } = reply
-    {
+fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, stream: bool) -> (Response, SentReply) {
+    if let Reply::Error { status, error_type, message } = reply {
         let resp = json_response(*status, &api_error(error_type, message));
-        return (
-            resp,
-            SentReply {
-                status: *status,
-                stop_reason: None,
-                text: None,
-                tool_use: None,
-            },
-        );
+        return (resp, SentReply { status: *status, stop_reason: None, text: None, tool_use: None });
     }
     let msg_id = shared.fresh_id("msg");
     // A text reply always has its text block; a tool_use reply only a non-empty lead-in.
@@ -1190,27 +1021,15 @@ fn render_reply(
             let lead = tu.text.clone().filter(|t| !t.is_empty());
             (
                 lead,
-                Some(EmittedToolUse {
-                    id,
-                    name: tu.name.clone(),
-                    input: tu.input.clone(),
-                    turn: 0,
-                    request_index: 0,
-                }),
+                Some(EmittedToolUse { id, name: tu.name.clone(), input: tu.input.clone(), turn: 0, request_index: 0 }),
             )
         }
         Reply::Error { .. } => unreachable!(),
     };
-    let stop_reason = if tool_use.is_some() {
-        "tool_use"
-    } else {
-        "end_turn"
-    };
+    let stop_reason = if tool_use.is_some() { "tool_use" } else { "end_turn" };
     let output_tokens = 1
         + out_text.as_ref().map_or(0, |t| t.len() as u64 / 4)
-        + tool_use
-            .as_ref()
-            .map_or(0, |t| t.input.to_string().len() as u64 / 4);
+        + tool_use.as_ref().map_or(0, |t| t.input.to_string().len() as u64 / 4);
     let usage = json!({
         "input_tokens": input_tokens,
         "cache_creation_input_tokens": 0,
@@ -1230,8 +1049,7 @@ fn render_reply(
             content.push(json!({"type": "text", "text": t}));
         }
         if let Some(tu) = &tool_use {
-            content
-                .push(json!({"type": "tool_use", "id": tu.id, "name": tu.name, "input": tu.input}));
+            content.push(json!({"type": "tool_use", "id": tu.id, "name": tu.name, "input": tu.input}));
         }
         let v = json!({
             "id": msg_id, "type": "message", "role": "assistant", "model": model,
@@ -1262,10 +1080,7 @@ fn render_reply(
                 &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
             ));
         }
-        events.push(sse(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
+        events.push(sse("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
         index += 1;
     }
     if let Some(tu) = &tool_use {
@@ -1282,22 +1097,12 @@ fn render_reply(
                 &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
             ));
         }
-        events.push(sse(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
+        events.push(sse("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
     }
     events.push(sse(
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
     ));
     events.push(sse("message_stop", &json!({"type": "message_stop"})));
-    (
-        Response {
-            status: 200,
-            content_type: "text/event-stream",
-            body: ResponseBody::Events(events),
-        },
-        sent,
-    )
+    (Response { status: 200, content_type: "text/event-stream", body: ResponseBody::Events(events) }, sent)
 }

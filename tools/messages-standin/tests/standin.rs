@@ -20,10 +20,7 @@ struct Resp {
 
 impl Resp {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
     fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("JSON body")
@@ -37,10 +34,7 @@ impl Client {
     fn connect(addr: SocketAddr) -> Client {
         let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Client {
-            reader: BufReader::new(s.try_clone().unwrap()),
-            writer: s,
-        }
+        Client { reader: BufReader::new(s.try_clone().unwrap()), writer: s }
     }
 
     fn send_raw(&mut self, raw: &[u8]) -> Resp {
@@ -70,12 +64,7 @@ impl Client {
 
     fn read_response(&mut self) -> Resp {
         let status_line = self.line();
-        let status: u16 = status_line
-            .split_whitespace()
-            .nth(1)
-            .expect("status")
-            .parse()
-            .unwrap();
+        let status: u16 = status_line.split_whitespace().nth(1).expect("status").parse().unwrap();
         let mut headers = Vec::new();
         loop {
             let l = self.line();
@@ -85,15 +74,8 @@ impl Client {
             let (k, v) = l.split_once(':').unwrap();
             headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
-        let mut resp = Resp {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        if resp
-            .header("transfer-encoding")
-            .is_some_and(|v| v.contains("chunked"))
-        {
+        let mut resp = Resp { status, headers, body: Vec::new() };
+        if resp.header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
             loop {
                 let size = usize::from_str_radix(self.line().trim(), 16).unwrap();
                 if size == 0 {
@@ -106,11 +88,7 @@ impl Client {
                 assert_eq!(self.line(), "");
             }
         } else {
-            let len: usize = resp
-                .header("content-length")
-                .expect("content-length")
-                .parse()
-                .unwrap();
+            let len: usize = resp.header("content-length").expect("content-length").parse().unwrap();
             resp.body = vec![0; len];
             self.reader.read_exact(&mut resp.body).unwrap();
         }
@@ -136,11 +114,7 @@ fn parse_sse(body: &str) -> Vec<(String, Value)> {
                 }
             }
             let (event, data) = (event.expect("event line"), data.expect("data line"));
-            assert_eq!(
-                data["type"],
-                event.as_str(),
-                "data.type matches the event name"
-            );
+            assert_eq!(data["type"], event.as_str(), "data.type matches the event name");
             (event, data)
         })
         .collect()
@@ -189,11 +163,7 @@ fn side_body() -> Value {
 
 /// Checks the standard event order and returns (concatenated text, tool_use blocks, stop_reason).
 fn check_stream(events: &[(String, Value)]) -> (String, Vec<Value>, String) {
-    let names: Vec<&str> = events
-        .iter()
-        .map(|(e, _)| e.as_str())
-        .filter(|e| *e != "ping")
-        .collect();
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).filter(|e| *e != "ping").collect();
     assert_eq!(names.first(), Some(&"message_start"));
     assert_eq!(names.last(), Some(&"message_stop"));
     assert_eq!(names[names.len() - 2], "message_delta");
@@ -236,8 +206,7 @@ fn check_stream(events: &[(String, Value)]) -> (String, Vec<Value>, String) {
                 if block["type"] == "text" {
                     text.push_str(&acc);
                 } else {
-                    block["input"] =
-                        serde_json::from_str(&acc).expect("partial_json concatenates to JSON");
+                    block["input"] = serde_json::from_str(&acc).expect("partial_json concatenates to JSON");
                     tools.push(block);
                 }
                 next_index += 1;
@@ -250,11 +219,7 @@ fn check_stream(events: &[(String, Value)]) -> (String, Vec<Value>, String) {
             _ => {}
         }
     }
-    (
-        text,
-        tools,
-        stop_reason.expect("message_delta carries stop_reason"),
-    )
+    (text, tools, stop_reason.expect("message_delta carries stop_reason"))
 }
 
 fn ask_input() -> Value {
@@ -268,27 +233,19 @@ fn streaming_text_reply_is_a_well_formed_event_sequence() {
     let mut c = Client::connect(s.addr());
     let r = c.post("/v1/messages?beta=true", &main_body(json!("hi"), true));
     assert_eq!(r.status, 200);
-    assert!(r
-        .header("content-type")
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(r.header("content-type").unwrap().starts_with("text/event-stream"));
     let events = parse_sse(&r.text());
     let (text, tools, stop) = check_stream(&events);
     assert_eq!(text, "Hello from the stand-in, with ünïcödé.");
     assert!(tools.is_empty());
     assert_eq!(stop, "end_turn");
-    assert_eq!(
-        events[0].1["message"]["model"], "claude-opus-4-8",
-        "model echoed"
-    );
+    assert_eq!(events[0].1["message"]["model"], "claude-opus-4-8", "model echoed");
 }
 
 #[test]
 fn streaming_tool_use_reply_with_leading_text() {
-    let script = Script::new().turn(
-        Matcher::Any,
-        Reply::tool_use_with_text("AskUserQuestion", ask_input(), "Let me ask."),
-    );
+    let script =
+        Script::new().turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", ask_input(), "Let me ask."));
     let s = Standin::start(script).unwrap();
     let mut c = Client::connect(s.addr());
     let events = parse_sse(&c.post("/v1/messages", &main_body(json!("hi"), true)).text());
@@ -329,40 +286,26 @@ fn script_turns_are_consumed_by_matching_main_requests_only() {
     let mut c = Client::connect(s.addr());
 
     // Turn 0: the tool call.
-    let (_, tools, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages", &main_body(json!("go"), true)).text(),
-    ));
+    let (_, tools, _) = check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("go"), true)).text()));
     let tu = tools[0].clone();
     let id = tu["id"].as_str().unwrap().to_string();
     assert_eq!(s.remaining_turns(), vec![1]);
 
     // A side request in between consumes nothing.
-    let (text, _, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages?beta=true", &side_body()).text(),
-    ));
+    let (text, _, _) = check_stream(&parse_sse(&c.post("/v1/messages?beta=true", &side_body()).text()));
     assert_eq!(text, "Standin session");
     assert_eq!(s.remaining_turns(), vec![1]);
 
     // A main request without the tool_result does not fit turn 1: fallback, nothing consumed.
-    let (text, _, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages", &main_body(json!("unrelated"), true))
-            .text(),
-    ));
+    let (text, _, _) = check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("unrelated"), true)).text()));
     assert_eq!(text, "fallback");
     assert_eq!(s.remaining_turns(), vec![1]);
 
     // The tool_result for the previous tool_use consumes turn 1 (a trailing system message is fine).
-    let body = with_tool_result(
-        tu.clone(),
-        &id,
-        "Your questions have been answered: \"Which database?\"=\"SQLite\".",
-        false,
-    );
+    let body =
+        with_tool_result(tu.clone(), &id, "Your questions have been answered: \"Which database?\"=\"SQLite\".", false);
     let (text, _, stop) = check_stream(&parse_sse(&c.post("/v1/messages", &body).text()));
-    assert_eq!(
-        (text.as_str(), stop.as_str()),
-        ("Thanks for answering.", "end_turn")
-    );
+    assert_eq!((text.as_str(), stop.as_str()), ("Thanks for answering.", "end_turn"));
     assert!(s.remaining_turns().is_empty());
 
     // Exhausted: plain short text.
@@ -384,12 +327,7 @@ fn script_turns_are_consumed_by_matching_main_requests_only() {
 
 #[test]
 fn structured_side_request_gets_schema_shaped_json() {
-    let s = Standin::start(
-        Script::new()
-            .tool_use("Bash", json!({}))
-            .side_reply("Pick a database"),
-    )
-    .unwrap();
+    let s = Standin::start(Script::new().tool_use("Bash", json!({})).side_reply("Pick a database")).unwrap();
     let mut c = Client::connect(s.addr());
     let mut body = side_body();
     body["tools"] = json!([]);
@@ -397,25 +335,15 @@ fn structured_side_request_gets_schema_shaped_json() {
         "type": "object", "additionalProperties": false,
         "properties": {"title": {"type": "string"}}, "required": ["title"]}}});
     let (text, _, _) = check_stream(&parse_sse(&c.post("/v1/messages?beta=true", &body).text()));
-    assert_eq!(
-        serde_json::from_str::<Value>(&text).unwrap(),
-        json!({"title": "Pick a database"})
-    );
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"title": "Pick a database"}));
     assert_eq!(s.requests()[0].kind, RequestKind::Side);
-    assert_eq!(
-        s.remaining_turns(),
-        vec![0],
-        "empty tools array is a side request"
-    );
+    assert_eq!(s.remaining_turns(), vec![0], "empty tools array is a side request");
 }
 
 #[test]
 fn contains_and_fixed_id_matchers() {
     let script = Script::new()
-        .turn(
-            Matcher::Contains("second".into()),
-            Reply::text("got second"),
-        )
+        .turn(Matcher::Contains("second".into()), Reply::text("got second"))
         .turn(
             Matcher::Any,
             Reply::ToolUse(messages_standin::ToolUseReply {
@@ -425,24 +353,14 @@ fn contains_and_fixed_id_matchers() {
                 id: Some("toolu_fixed".into()),
             }),
         )
-        .turn(
-            Matcher::ToolResultFor("toolu_fixed".into()),
-            Reply::text("after fixed"),
-        );
+        .turn(Matcher::ToolResultFor("toolu_fixed".into()), Reply::text("after fixed"));
     let s = Standin::start(script).unwrap();
     let mut c = Client::connect(s.addr());
     // "first" does not fit turn 0, so turn 1 (Any) is taken: first fitting unconsumed turn.
-    let (_, tools, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages", &main_body(json!("first"), true))
-            .text(),
-    ));
+    let (_, tools, _) = check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("first"), true)).text()));
     assert_eq!(tools[0]["id"], "toolu_fixed");
     let (text, _, _) = check_stream(&parse_sse(
-        &c.post(
-            "/v1/messages",
-            &main_body(json!([{"type": "text", "text": "the second one"}]), true),
-        )
-        .text(),
+        &c.post("/v1/messages", &main_body(json!([{"type": "text", "text": "the second one"}]), true)).text(),
     ));
     assert_eq!(text, "got second");
     let body = with_tool_result(tools[0].clone(), "toolu_fixed", "file.txt", false);
@@ -454,10 +372,8 @@ fn contains_and_fixed_id_matchers() {
 fn requests_are_recorded_with_tool_results() {
     let s = Standin::start(Script::new().tool_use("AskUserQuestion", ask_input())).unwrap();
     let mut c = Client::connect(s.addr());
-    let (_, tools, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages?beta=true", &main_body(json!("go"), true))
-            .text(),
-    ));
+    let (_, tools, _) =
+        check_stream(&parse_sse(&c.post("/v1/messages?beta=true", &main_body(json!("go"), true)).text()));
     let id = tools[0]["id"].as_str().unwrap().to_string();
     assert!(s.tool_results_for(&id).is_empty());
     let rejected = "The user doesn't want to proceed with this tool use.";
@@ -466,10 +382,7 @@ fn requests_are_recorded_with_tool_results() {
     // The same result repeated in a later request is reported once.
     c.post("/v1/messages?beta=true", &body);
     assert_eq!(s.tool_results_for(&id), vec![(rejected.to_string(), true)]);
-    assert_eq!(
-        s.wait_for_tool_result(&id, Duration::from_secs(1)),
-        Some((rejected.to_string(), true))
-    );
+    assert_eq!(s.wait_for_tool_result(&id, Duration::from_secs(1)), Some((rejected.to_string(), true)));
 
     let reqs = s.requests();
     assert_eq!(reqs.len(), 3);
@@ -480,17 +393,7 @@ fn requests_are_recorded_with_tool_results() {
     assert!(reqs[0].stream);
     assert_eq!(reqs[0].body["messages"][0]["content"], "go");
     assert_eq!(reqs[0].header("Content-Type"), Some("application/json"));
-    assert_eq!(
-        reqs[0]
-            .reply
-            .as_ref()
-            .unwrap()
-            .tool_use
-            .as_ref()
-            .unwrap()
-            .id,
-        id
-    );
+    assert_eq!(reqs[0].reply.as_ref().unwrap().tool_use.as_ref().unwrap().id, id);
     assert!(reqs[0].at_unix_ms > 0 && reqs[1].elapsed_ms >= reqs[0].elapsed_ms);
 
     // The same, over HTTP (not itself recorded).
@@ -510,9 +413,7 @@ fn keep_alive_chunked_bodies_count_tokens_and_errors() {
     let s = Standin::start(Script::new()).unwrap();
     let mut c = Client::connect(s.addr());
     // HEAD / (claude's connectivity probe) → 404 without a body, connection stays usable.
-    c.writer
-        .write_all(b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
-        .unwrap();
+    c.writer.write_all(b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
     let status = c.line();
     assert!(status.starts_with("HTTP/1.1 404"), "{status}");
     let mut len = None;
@@ -527,10 +428,7 @@ fn keep_alive_chunked_bodies_count_tokens_and_errors() {
     }
     assert!(len.is_some());
 
-    let r = c.post(
-        "/v1/messages/count_tokens?beta=true",
-        &main_body(json!("count me"), false),
-    );
+    let r = c.post("/v1/messages/count_tokens?beta=true", &main_body(json!("count me"), false));
     assert_eq!(r.status, 200);
     assert!(r.json()["input_tokens"].as_u64().unwrap() > 0);
 
@@ -546,10 +444,7 @@ fn keep_alive_chunked_bodies_count_tokens_and_errors() {
     assert_eq!(r.status, 200);
     let (text, _, _) = check_stream(&parse_sse(&r.text()));
     assert_eq!(text, "OK.");
-    assert_eq!(
-        s.requests().last().unwrap().body["messages"][0]["content"],
-        "chunked hello"
-    );
+    assert_eq!(s.requests().last().unwrap().body["messages"][0]["content"], "chunked hello");
 
     let r = c.request("GET", "/v1/models", None);
     assert_eq!(r.status, 404);
@@ -571,11 +466,7 @@ fn keep_alive_chunked_bodies_count_tokens_and_errors() {
     let r = c.send_raw(b"GET /nope HTTP/1.1\r\nconnection: close\r\n\r\n");
     assert_eq!(r.header("connection"), Some("close"));
     let mut rest = Vec::new();
-    assert_eq!(
-        c.reader.read_to_end(&mut rest).unwrap(),
-        0,
-        "server closed the connection"
-    );
+    assert_eq!(c.reader.read_to_end(&mut rest).unwrap(), 0, "server closed the connection");
 }
 
 #[test]
@@ -583,17 +474,9 @@ fn error_reply_and_delay() {
     let script = Script::new()
         .turn(
             Matcher::Any,
-            Reply::Error {
-                status: 400,
-                error_type: "invalid_request_error".into(),
-                message: "scripted".into(),
-            },
+            Reply::Error { status: 400, error_type: "invalid_request_error".into(), message: "scripted".into() },
         )
-        .turn_delayed(
-            Matcher::Any,
-            Reply::text("slow"),
-            Duration::from_millis(300),
-        );
+        .turn_delayed(Matcher::Any, Reply::text("slow"), Duration::from_millis(300));
     let s = Standin::start(script).unwrap();
     let mut c = Client::connect(s.addr());
     let r = c.post("/v1/messages", &main_body(json!("x"), true));
@@ -622,26 +505,16 @@ fn concurrent_connections_and_wait_helpers() {
     }
     assert!(s.wait_until(Duration::from_secs(1), |r| r.len() == 4));
     assert!(s.wait_for_tool_use(0, Duration::from_millis(50)).is_none());
-    std::thread::spawn(move || {
-        Client::connect(addr).post("/v1/messages", &main_body(json!("go"), true))
-    });
-    let tu = s
-        .wait_for_tool_use(0, Duration::from_secs(5))
-        .expect("tool use emitted");
+    std::thread::spawn(move || Client::connect(addr).post("/v1/messages", &main_body(json!("go"), true)));
+    let tu = s.wait_for_tool_use(0, Duration::from_secs(5)).expect("tool use emitted");
     assert_eq!(tu.name, "Bash");
 }
 
 #[test]
 fn refuses_non_loopback_addresses() {
     for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:0", "10.0.0.1:0"] {
-        let err = Standin::start_on(addr, Script::new())
-            .err()
-            .unwrap_or_else(|| panic!("{addr} accepted"));
-        assert_eq!(
-            err.kind(),
-            std::io::ErrorKind::InvalidInput,
-            "{addr}: {err}"
-        );
+        let err = Standin::start_on(addr, Script::new()).err().unwrap_or_else(|| panic!("{addr} accepted"));
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{addr}: {err}");
     }
     let s = Standin::start_on("127.0.0.1:0", Script::new()).unwrap();
     assert!(s.base_url().starts_with("http://127.0.0.1:"));
@@ -674,10 +547,7 @@ fn script_json_form() {
     let s = Script::from_json(text).unwrap();
     assert_eq!(s.turns.len(), 4);
     assert_eq!(s.turns[0].when, Matcher::Any);
-    assert_eq!(
-        s.turns[0].reply,
-        Reply::tool_use_with_text("AskUserQuestion", json!({"questions": []}), "Q?")
-    );
+    assert_eq!(s.turns[0].reply, Reply::tool_use_with_text("AskUserQuestion", json!({"questions": []}), "Q?"));
     assert_eq!(s.turns[1].when, Matcher::ToolResultForPrevious);
     assert_eq!(s.turns[1].delay_ms, Some(10));
     assert_eq!(
@@ -704,10 +574,7 @@ fn binary_serves_a_script_file() {
     std::fs::write(&path, r#"{"turns": [{"reply": {"text": "from file"}}]}"#).unwrap();
 
     let bin = env!("CARGO_BIN_EXE_messages-standin");
-    let refused = Command::new(bin)
-        .args(["--addr", "0.0.0.0:0"])
-        .output()
-        .unwrap();
+    let refused = Command::new(bin).args(["--addr", "0.0.0.0:0"]).output().unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("non-loopback"));
 
@@ -717,20 +584,11 @@ fn binary_serves_a_script_file() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect(&line)
-        .parse()
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr: SocketAddr = line.trim().strip_prefix("listening on ").expect(&line).parse().unwrap();
     assert!(addr.ip().is_loopback());
     let mut c = Client::connect(addr);
-    let (text, _, _) = check_stream(&parse_sse(
-        &c.post("/v1/messages", &main_body(json!("hi"), true)).text(),
-    ));
+    let (text, _, _) = check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("hi"), true)).text()));
     assert_eq!(text, "from file");
     let v = c.request("GET", "/_standin/requests", None).json();
     assert_eq!(v[0]["reply"]["text"], "from file");
