@@ -41,7 +41,13 @@ fn main() {
     }
     let status = cmd.status().expect("run cargo to build the provider components");
     if !status.success() {
-        panic!("building the provider components for wasm32-wasip2 failed (see the cargo output above; rust-toolchain.toml installs the target)");
+        panic!(
+            "building the provider components for wasm32-wasip2 failed (see the cargo output above).\n\
+             If it says the `wasm32-wasip2` target may not be installed, run:\n    \
+             rustup target add wasm32-wasip2 --toolchain {toolchain}\n\
+             (or scripts/ensure-toolchain, which scripts/serve and scripts/test run first)",
+            toolchain = pinned_toolchain(&root).unwrap_or_else(|| "<the toolchain in rust-toolchain.toml>".into())
+        );
     }
     for (name, pkg) in COMPONENTS {
         let file = target_dir.join("wasm32-wasip2/wasm").join(format!("{}.wasm", pkg.replace('-', "_")));
@@ -50,11 +56,22 @@ fn main() {
     }
 }
 
+/// The channel pinned in rust-toolchain.toml.
+fn pinned_toolchain(root: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("rust-toolchain.toml")).ok()?;
+    let line = text.lines().find(|l| l.trim_start().starts_with("channel"))?;
+    line.split('"').nth(1).map(str::to_string)
+}
+
 /// Every servable file directly under web/ (not tests, not node tooling) becomes an
 /// entry of `WEB_ASSETS` in `$OUT_DIR/web_assets.rs`, embedded with include_bytes!.
+///
+/// Only the embedded files are watched, not web/ itself: cargo watches a directory
+/// recursively, so `npm ci` (web/node_modules) or a browser test's output would re-link
+/// lab. A new asset is always referenced from one that is embedded already (index.html
+/// or a script), whose edit re-runs this and picks the new file up.
 fn embed_web_assets() {
     let web = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../web");
-    println!("cargo:rerun-if-changed={}", web.display());
     let mut entries = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&web) {
         for e in rd.flatten() {
@@ -73,6 +90,7 @@ fn embed_web_assets() {
             if !path.is_file() || name.contains(".test.") || name.starts_with('.') {
                 continue;
             }
+            println!("cargo:rerun-if-changed={}", path.display());
             entries.push(format!(
                 "    ({name:?}, {mime:?}, include_bytes!({:?})),\n",
                 path.canonicalize().unwrap().display().to_string()

@@ -1,4 +1,4 @@
-// lab operator UI. Talks only to the HTTP API in docs/contract (served by `lab serve`).
+// lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules, no dependencies.
 import { renderMarkdown } from "./markdown.js";
 

@@ -27,12 +27,11 @@ fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
 fn hook_exec() {
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("r.spool.json");
-    let payload = std::fs::read("../providers/claude-code/testdata/spool-ask-user-question.json").unwrap_or_else(
-        |_| {
+    let payload =
+        std::fs::read("../providers/claude-code/testdata/spool-ask-user-question.json").unwrap_or_else(|_| {
             br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{}}"#
                 .to_vec()
-        },
-    );
+        });
     let mut times = Vec::new();
     for i in 0..300 {
         let t = Instant::now();

@@ -209,7 +209,7 @@ fn diagnose(host: &ComponentHost, bytes: &[u8], error: &str) -> (Option<Vec<Stri
         return (None, why);
     }
     let packages = match host.compile(bytes) {
-        Ok((component, _)) => exported_packages(host, &component),
+        Ok((component, _)) => crate::components::exported_packages(host.engine(), &component),
         Err(e) => {
             why.push(format!("not a valid component: {e:#}"));
             return (None, why);
@@ -234,22 +234,6 @@ fn diagnose(host: &ComponentHost, bytes: &[u8], error: &str) -> (Option<Vec<Stri
     }
     why.push(error.to_string());
     (Some(packages), why)
-}
-
-/// `namespace:package@version` of each exported interface (`lab:provider@0.1.0`).
-fn exported_packages(host: &ComponentHost, component: &wasmtime::component::Component) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (name, _) in component.component_type().exports(host.engine()) {
-        let Some((pkg, rest)) = name.split_once('/') else { continue };
-        let pkg = match rest.rsplit_once('@') {
-            Some((_, ver)) => format!("{pkg}@{ver}"),
-            None => pkg.to_string(),
-        };
-        if !out.contains(&pkg) {
-            out.push(pkg);
-        }
-    }
-    out
 }
 
 /// Time a call.

@@ -1,4 +1,8 @@
-//! The `lab` command line (everything but `lab hook`, which main.rs dispatches first).
+//! The `lab` command line: the one dispatcher for every subcommand.
+//!
+//! `lab hook …` (run by the agent's hooks, on the dialog path) and `lab agent-exec …`
+//! (which starts the agent in its pane) are dispatched before the argument parser: no
+//! clap, no runtime, no components, so they stay tiny and fast.
 
 use crate::components::{ComponentHost, Limits, ProviderSet};
 use crate::paths::{resolve_home, Home};
@@ -6,7 +10,14 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "lab", version, about = "Run coding agents in tmux and answer their dialogs from a web UI")]
+#[command(
+    name = "lab",
+    version,
+    about = "Run coding agents in tmux and answer their dialogs from a web UI",
+    after_help = "Also: `lab hook spool-write|spool-clear|marker-write <file> …` is what the agents' hooks \
+                  run (it reads the hook payload on stdin and always exits 0), and `lab agent-exec` starts an \
+                  agent inside its tmux pane. Neither is meant to be typed by hand."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,11 +55,6 @@ enum Command {
         #[arg(long)]
         sdk_path: Option<PathBuf>,
     },
-    /// What the agent's hooks execute (see docs/compat.md §9).
-    Hook {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
 }
 
 #[derive(Subcommand)]
@@ -60,7 +66,16 @@ enum ProvidersAction {
 }
 
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The hot paths first. Arguments that are not UTF-8 are passed on lossily: these
+    // commands report bad input themselves and never panic on it.
+    let rest = || args.iter().skip(2).map(|a| a.to_string_lossy().into_owned()).collect::<Vec<String>>();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("hook") => return crate::hook::main(&rest()),
+        Some("agent-exec") => return crate::agent_exec::main(&rest()),
+        _ => {}
+    }
+    let cli = Cli::parse_from(args);
     if !matches!(cli.command, Command::Serve { .. }) {
         init_tracing("error");
     }
@@ -71,7 +86,6 @@ pub fn main() -> i32 {
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
             crate::scaffold::run(name, dialog_hooker, dir, sdk_path)
         }
-        Command::Hook { args } => return crate::hook::main(&args),
     };
     match result {
         Ok(()) => 0,

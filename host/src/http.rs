@@ -1,4 +1,4 @@
-//! The HTTP API (docs: ../shared contract, README) and the embedded web UI.
+//! The HTTP API (docs/api.md) and the embedded web UI.
 
 use crate::runs::{CreateRun, RunError, Runs};
 use axum::extract::rejection::JsonRejection;

@@ -248,7 +248,7 @@ impl ComponentHost {
 }
 
 /// The `namespace:package@version` of every interface the component exports.
-fn exported_packages(engine: &Engine, component: &Component) -> Vec<String> {
+pub fn exported_packages(engine: &Engine, component: &Component) -> Vec<String> {
     let ty = component.component_type();
     let mut out: Vec<String> = Vec::new();
     for (name, _) in ty.exports(engine) {

@@ -41,19 +41,6 @@ pub enum RunState {
     Ended,
 }
 
-impl RunState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Starting => "starting",
-            RunState::Working => "working",
-            RunState::Idle => "idle",
-            RunState::Question => "question",
-            RunState::NeedsInput => "needs_input",
-            RunState::Ended => "ended",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DialogSource {

@@ -70,9 +70,10 @@ mod tests {
     fn ctx() -> HookContext {
         HookContext {
             run_id: "r-7".into(),
-            spool_write: "/usr/local/bin/lab hook spool-write --file '/state/lab/runtime/r-7/dialog spool.json'".into(),
-            spool_clear: "/usr/local/bin/lab hook spool-clear --file '/state/lab/runtime/r-7/dialog spool.json'".into(),
-            marker_write: "/usr/local/bin/lab hook marker-write --file /state/lab/runtime/r-7/blocked.json".into(),
+            // What lab hands over: `lab hook <action> <file>` (host/src/hook.rs), quoted.
+            spool_write: "/usr/local/bin/lab hook spool-write '/state/my lab/runtime/r-7.spool.json'".into(),
+            spool_clear: "/usr/local/bin/lab hook spool-clear '/state/my lab/runtime/r-7.spool.json'".into(),
+            marker_write: "/usr/local/bin/lab hook marker-write /state/lab/runtime/r-7.marker.json".into(),
         }
     }
 
@@ -95,7 +96,7 @@ mod tests {
         assert_eq!(post[0]["hooks"][0]["type"], "command");
         assert_eq!(
             post[0]["hooks"][0]["command"],
-            "/usr/local/bin/lab hook spool-clear --file '/state/lab/runtime/r-7/dialog spool.json' --id-field tool_use_id"
+            "/usr/local/bin/lab hook spool-clear '/state/my lab/runtime/r-7.spool.json' --id-field tool_use_id"
         );
 
         let note = &v["hooks"]["Notification"];
@@ -107,7 +108,7 @@ mod tests {
     #[test]
     fn quotes_in_commands_survive_json() {
         let mut c = ctx();
-        c.spool_write = r#"lab hook spool-write --file '/tmp/we"ird\path'"#.into();
+        c.spool_write = r#"lab hook spool-write '/tmp/we"ird\path.spool.json'"#.into();
         let v: Value = serde_json::from_str(&hook_settings(&c).unwrap()).unwrap();
         assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], c.spool_write.as_str());
     }

@@ -13,7 +13,7 @@
 //! | [`spool`] | PreToolUse spool → pending dialog; Notification marker → blocked state | §9 |
 //! | [`keystrokes`] | answer recipes for the live picker | §7 |
 //!
-//! Decisions where the brief left room:
+//! Decisions the observed behaviour left open (docs/compat.md):
 //!
 //! - **Permission mode**: `--permission-mode` is passed only when the run asks for one;
 //!   otherwise Claude Code's own settings decide, as for a hand-started `claude`.
@@ -84,10 +84,8 @@ impl DialogHooker for ClaudeCode {
     }
 }
 
-// Only for the component build: on a native target the exported symbol names
-// (`cabi_post_lab:provider/base@0.1.0#info`, …) are not valid in the linker's version
-// script, so the cdylib would not link and `cargo test` could not run.
-#[cfg(target_arch = "wasm32")]
+// The component's exports (the macro emits them only when building for wasm32, so the
+// logic above is tested natively).
 lab_provider_sdk::export_dialog_provider!(ClaudeCode);
 
 #[cfg(test)]
