@@ -582,18 +582,10 @@ impl Runs {
         let _keys = run.keys.lock().await;
         let name = run.record().tmux_target;
         let tmux = self.tmux.clone();
-        let _ = tokio::task::spawn_blocking(
-            move || {
-                if tmux.has_session(&name) {
-                    tmux.kill_session(&name)
-                } else {
-                    Ok(())
-                }
-            },
-        )
-        .await
-        .map_err(|e| RunError::Internal(e.to_string()))?
-        .map_err(|e| RunError::Internal(e.to_string()))?;
+        tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))?
+            .map_err(|e| RunError::Internal(e.to_string()))?;
         self.end(run, "stopped by the operator").await;
         Ok(())
     }
