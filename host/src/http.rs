@@ -397,3 +397,84 @@ async fn asset(Path(file): Path<String>) -> Response {
         None => not_found().await.into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    /// A log sink for one test.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    async fn call(app: &Router, method: &str, uri: &str) -> (u16, Value) {
+        let req = axum::http::Request::builder().method(method).uri(uri).body(axum::body::Body::empty()).unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn axum_rejections_become_json_and_every_500_is_logged_with_its_run_and_cause() {
+        let logs = Captured::default();
+        let subscriber = tracing_subscriber::fmt().with_writer(logs.clone()).with_ansi(false).finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let app = Router::new()
+            .route("/runs/{id}/boom", get(|| async { ApiError::internal("the disk is on fire") }))
+            .route("/runs/{id}", post(|Path(id): Path<String>| async move { id }))
+            .layer(from_fn(json_errors));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let (status, v) = call(&app, "GET", "/runs/r-abc123/boom").await;
+            assert_eq!((status, v["error"].as_str()), (500, Some("internal")), "{v}");
+            // axum's own answers: an empty 405 and a plain-text path rejection.
+            let (status, v) = call(&app, "GET", "/runs/r-abc123").await;
+            assert_eq!((status, v["error"].as_str()), (405, Some("method_not_allowed")), "{v}");
+            let (status, v) = call(&app, "POST", "/runs/%FF%FE").await;
+            assert_eq!((status, v["error"].as_str()), (400, Some("bad_request")), "{v}");
+            assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+            let (status, v) = call(&app, "POST", "/runs/r-ok").await;
+            assert_eq!((status, v), (200, Value::Null), "a success passes untouched");
+        });
+        let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        let line = text.lines().find(|l| l.contains("ERROR")).unwrap_or_else(|| panic!("no error logged: {text}"));
+        assert!(line.contains("r-abc123") && line.contains("the disk is on fire"), "{line}");
+        assert_eq!(text.matches("ERROR").count(), 1, "only the 500 is an error: {text}");
+    }
+
+    #[test]
+    fn every_status_lab_answers_has_a_code() {
+        for (status, code) in [
+            (400, "bad_request"),
+            (401, "unauthorized"),
+            (404, "not_found"),
+            (405, "method_not_allowed"),
+            (413, "payload_too_large"),
+            (415, "unsupported_media_type"),
+            (422, "bad_request"),
+            (500, "internal"),
+            (503, "internal"),
+        ] {
+            assert_eq!(error_code(StatusCode::from_u16(status).unwrap()), code, "{status}");
+        }
+    }
+}
