@@ -46,6 +46,8 @@ async function api(method, path, body) {
   } catch (e) {
     return { ok: false, status: 0, error: "network", message: `Cannot reach lab: ${e.message}` };
   }
+  // A session that ended (token rotated, lab restarted): back to the login page.
+  if (res.status === 401) { location.reload(); return { ok: false, status: 401, error: "unauthorized", message: "Log in again." }; }
   const text = await res.text().catch(() => "");
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
@@ -1139,7 +1141,7 @@ class RunView {
     if (!confirm(`Stop run ${this.runId}? This ends the agent's tmux session.`)) return;
     this.stopBtn.disabled = true;
     this.headerError.hidden = true;
-    const res = await api("POST", `runs/${enc(this.runId)}/stop`);
+    const res = await api("POST", `runs/${enc(this.runId)}/stop`, {});
     if (this.destroyed) return;
     if (!res.ok) {
       this.stopBtn.disabled = false;

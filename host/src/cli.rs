@@ -33,6 +33,23 @@ enum Command {
         /// lab's state directory (default: $LAB_HOME, $XDG_STATE_HOME/lab, ~/.local/state/lab).
         #[arg(long)]
         home: Option<PathBuf>,
+        /// Also answer to this Host (`name` or `name:port`), e.g. behind a reverse proxy. Repeatable.
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also accept requests from this origin (`https://name[:port]`). Repeatable.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Require lab's token on loopback too (always required on any other address).
+        #[arg(long)]
+        require_token: bool,
+    },
+    /// Print lab's access token (created on first use), or replace it.
+    Token {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// Replace the token: the old one and every session stop working at once.
+        #[arg(long)]
+        rotate: bool,
     },
     /// List the loaded provider components, or check one.
     Providers {
@@ -80,7 +97,10 @@ pub fn main() -> i32 {
         init_tracing("error");
     }
     let result = match cli.command {
-        Command::Serve { addr, home } => serve(addr, home),
+        Command::Serve { addr, home, allowed_hosts, allowed_origins, require_token } => {
+            serve(addr, home, EdgeFlags { allowed_hosts, allowed_origins, require_token })
+        }
+        Command::Token { home, rotate } => token(home, rotate),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
@@ -101,7 +121,80 @@ fn init_tracing(default: &str) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-fn serve(addr: String, home: Option<PathBuf>) -> anyhow::Result<()> {
+/// `lab token`: print the token (creating it on first use), or rotate it.
+fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
+    let home = resolve_home(home)?;
+    let token = if rotate { crate::token::rotate_token(&home)? } else { crate::token::ensure_token(&home)? };
+    if rotate {
+        eprintln!("lab: new token; the old one and every login session no longer work");
+    }
+    println!("{token}");
+    Ok(())
+}
+
+/// `lab serve`'s flags about who may reach it (added to lab.toml's `[serve]`).
+struct EdgeFlags {
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    require_token: bool,
+}
+
+/// The edge for a listener on `local`: flags and `[serve]` together, checked.
+fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::Result<crate::http::Edge> {
+    use crate::http::guard;
+    let cfg = crate::config::Config::load(&home.config_file())?.serve;
+    let allowed_hosts: Vec<String> = flags.allowed_hosts.into_iter().chain(cfg.allowed_hosts).collect();
+    let allowed_origins: Vec<String> = flags.allowed_origins.into_iter().chain(cfg.allowed_origins).collect();
+    if let Some(bad) = allowed_hosts.iter().find(|h| !guard::valid_host_entry(h)) {
+        anyhow::bail!("allowed host {bad:?} is not a host name or address (`name` or `name:port`)");
+    }
+    if let Some(bad) = allowed_origins.iter().find(|o| !guard::valid_origin_entry(o)) {
+        anyhow::bail!("allowed origin {bad:?} is not an origin (`https://name[:port]`)");
+    }
+    let required = flags.require_token || cfg.require_token || !local.ip().is_loopback();
+    let access = crate::http::auth::Access::new(&home.root, required)
+        .map_err(|e| anyhow::anyhow!("cannot set up lab's token: {e}"))?;
+    Ok(crate::http::Edge {
+        policy: guard::Policy { bound: local, allowed_hosts, allowed_origins },
+        access: std::sync::Arc::new(access),
+    })
+}
+
+/// What `lab serve` prints first, in one write: where it listens and, when a token is
+/// required, a one-time login link (never logged) and, off loopback, a warning.
+fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Result<String> {
+    let mut out = format!("lab: serving on http://{local}\n");
+    if !edge.access.required {
+        if !edge.policy.allowed_hosts.is_empty() {
+            out += "lab: WARNING: --allowed-host without --require-token: a reverse proxy in front of lab makes it \
+                    reachable without a token (docs/security.md)\n";
+        }
+        return Ok(out);
+    }
+    if !local.ip().is_loopback() {
+        out += &format!(
+            "lab: WARNING: listening on {}, reachable from other machines: every request needs lab's token \
+             (`lab token` prints it). Plain HTTP carries it in the clear: put an https reverse proxy in front \
+             (docs/security.md).\n",
+            local.ip()
+        );
+    }
+    let code = edge.access.login_code()?;
+    let shown = if local.ip().is_unspecified() {
+        let lo: std::net::IpAddr =
+            if local.is_ipv4() { [127, 0, 0, 1].into() } else { std::net::Ipv6Addr::LOCALHOST.into() };
+        std::net::SocketAddr::new(lo, local.port())
+    } else {
+        local
+    };
+    out += &format!(
+        "lab: login link (works once, for {} minutes): http://{shown}/login?code={code}\n",
+        crate::token::LOGIN_CODE_TTL.as_secs() / 60
+    );
+    Ok(out)
+}
+
+fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     std::fs::create_dir_all(home.logs_dir())?;
     let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("lab.log"))?;
@@ -111,13 +204,22 @@ fn serve(addr: String, home: Option<PathBuf>) -> anyhow::Result<()> {
     rt.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-        let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
         let local = listener.local_addr()?;
-        tracing::info!(home = %home.root.display(), "lab serving on http://{local}");
-        println!("lab: serving on http://{local}");
-        use std::io::Write;
-        std::io::stdout().flush().ok();
-        let app = crate::http::router(runs.clone());
+        let edge = edge(&home, local, flags)?;
+        let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
+        tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
+        if !local.ip().is_loopback() {
+            tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");
+        }
+        let banner = banner(local, &edge)?;
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            // One write: a reader that stops after the first line loses nothing it needs.
+            let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+        }
+        let app = crate::http::router(runs.clone(), edge)
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 shutdown_signal().await;

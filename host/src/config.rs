@@ -4,6 +4,11 @@
 //! [providers.claude-code]
 //! program = "/opt/claude/bin/claude"   # else looked up on PATH
 //! env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:9999" }
+//!
+//! [serve]                               # added to lab serve's flags of the same names
+//! allowed_hosts = ["lab.example.com"]   # --allowed-host
+//! allowed_origins = ["https://lab.example.com"]  # --allowed-origin
+//! require_token = true                  # --require-token (always on off loopback)
 //! ```
 
 use serde::Deserialize;
@@ -15,6 +20,20 @@ use std::path::{Path, PathBuf};
 pub struct Config {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: who may reach `lab serve` besides loopback pages.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    #[serde(default)]
+    pub require_token: bool,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -64,6 +83,20 @@ mod tests {
         assert_eq!(p.env["A"], "1");
         assert!(c.provider("other").program.is_none());
         assert!(toml::from_str::<Config>("[providers.x]\nprogramm = 1\n").is_err());
+    }
+
+    #[test]
+    fn parses_the_serve_table_and_rejects_typos() {
+        let c: Config = toml::from_str(
+            "[serve]\nallowed_hosts = [\"lab.example\"]\nallowed_origins = [\"https://lab.example\"]\nrequire_token = true\n",
+        )
+        .unwrap();
+        assert_eq!(c.serve.allowed_hosts, ["lab.example"]);
+        assert_eq!(c.serve.allowed_origins, ["https://lab.example"]);
+        assert!(c.serve.require_token);
+        let empty: Config = toml::from_str("").unwrap();
+        assert!(!empty.serve.require_token && empty.serve.allowed_hosts.is_empty());
+        assert!(toml::from_str::<Config>("[serve]\nallowed_host = [\"x\"]\n").is_err());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - [`hook`]: `lab hook …`, the command the agent's hooks execute
 //! - [`runs`]: launch, [`runs::tailer`], [`runs::view`] (state derivation),
 //!   [`runs::answer_guard`], [`runs::keystrokes`], [`runs::hook_settings`], registry
-//! - [`tmux`], [`http`] (API + embedded web UI)
+//! - [`tmux`], [`http`] (API + embedded web UI, behind [`http::guard`] and [`http::auth`])
+//! - [`token`]: the access token, session cookies and login codes
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
 pub mod agent_exec;
@@ -21,3 +22,4 @@ pub mod paths;
 pub mod runs;
 pub mod scaffold;
 pub mod tmux;
+pub mod token;

@@ -145,7 +145,8 @@ impl Run {
         let snap = self.snapshot();
         let messages = {
             let all = self.messages.read().unwrap();
-            let start = after.map(|a| (a + 1) as usize).unwrap_or(0).min(all.len());
+            let start =
+                after.map(|a| usize::try_from(a.saturating_add(1)).unwrap_or(usize::MAX)).unwrap_or(0).min(all.len());
             all[start..].to_vec()
         };
         ViewBody {

@@ -1,1 +1,611 @@
-//! Security tests: http (see main.rs).
+//! Security tests: the HTTP edge. A real `lab serve`, real tmux, fake-claude; requests are
+//! written by hand on a TcpStream so Host, Origin and friends are exactly what an
+//! attacker's page (or a DNS-rebound name) would send.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Request headers, in order.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
+/// An HTTP response as read off the wire.
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    fn error(&self) -> String {
+        self.json()["error"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// One request on its own connection: `headers` are sent as given (no Host unless
+/// listed); a body gets a Content-Length. Event streams are read up to their first event.
+fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
+    if !has_length && (!body.is_empty() || method == "POST") {
+        req += &format!("Content-Length: {}\r\n", body.len());
+    }
+    req += "Connection: close\r\n\r\n";
+    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut r = BufReader::new(s);
+    let mut status_line = String::new();
+    r.read_line(&mut status_line).unwrap();
+    let status: u16 = status_line.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| {
+        panic!("{method} {path}: no status line: {status_line:?}");
+    });
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut resp = Resp { status, headers, body: Vec::new() };
+    if method == "HEAD" {
+        return resp;
+    }
+    let stream = resp.header("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
+    if let Some(n) = resp.header("content-length").and_then(|n| n.parse::<usize>().ok()) {
+        resp.body.resize(n, 0);
+        r.read_exact(&mut resp.body).unwrap();
+    } else if resp.header("transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk).unwrap();
+            resp.body.extend_from_slice(&chunk[..n]);
+            if stream && resp.text().contains("\n\n") {
+                break;
+            }
+        }
+    } else {
+        r.read_to_end(&mut resp.body).unwrap();
+    }
+    resp
+}
+
+fn port_of(url: &str) -> u16 {
+    url.rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap()
+}
+
+fn idle_agent() -> Value {
+    json!({"steps": [{"say": "Ready."}, {"idle": {}}]})
+}
+
+fn tmux_sessions(w: &World) -> usize {
+    let out = w.tmux(&["list-sessions", "-F", "#{session_name}"]);
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Every route lab serves (plus the fallback, OPTIONS and HEAD), with a body that the
+/// handler would accept.
+fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
+    let create = json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi", "permission_mode": "bypassPermissions"});
+    vec![
+        ("GET", "/".into(), Value::Null),
+        ("HEAD", "/".into(), Value::Null),
+        ("GET", "/app.js".into(), Value::Null),
+        ("GET", "/style.css".into(), Value::Null),
+        ("GET", "/providers".into(), Value::Null),
+        ("GET", "/runs".into(), Value::Null),
+        ("GET", format!("/runs/{id}"), Value::Null),
+        ("GET", format!("/runs/{id}/messages"), Value::Null),
+        ("GET", format!("/runs/{id}/events"), Value::Null),
+        ("GET", format!("/runs/{id}/terminal"), Value::Null),
+        ("GET", "/login".into(), Value::Null),
+        ("POST", "/login".into(), json!({"token": "x"})),
+        ("POST", "/runs".into(), create),
+        ("POST", format!("/runs/{id}/messages"), json!({"text": "hello"})),
+        ("POST", format!("/runs/{id}/dialog/answer"), json!({"tool_id": "toolu_1", "answers": [{"option": 0}]})),
+        ("POST", format!("/runs/{id}/stop"), json!({})),
+        ("OPTIONS", "/runs".into(), Value::Null),
+        ("GET", "/no-such-thing".into(), Value::Null),
+    ]
+}
+
+fn send(port: u16, method: &str, path: &str, extra: &[(&str, &str)], body: &Value) -> Resp {
+    let mut headers = extra.to_vec();
+    let bytes = if body.is_null() { Vec::new() } else { serde_json::to_vec(body).unwrap() };
+    if !body.is_null() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    raw(port, method, path, &headers, &bytes)
+}
+
+#[test]
+fn foreign_hosts_and_origins_are_refused_on_every_route() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_state(&id, "idle");
+    let sessions = tmux_sessions(&w);
+    let own = format!("127.0.0.1:{port}");
+    let routes = routes(&w, &id);
+    let n = routes.len();
+
+    // DNS rebinding: a foreign name (or none) never reaches a handler.
+    let evil = format!("evil.example:{port}");
+    for (label, hosts) in [("foreign Host", vec![("Host", evil.as_str())]), ("no Host", vec![])] {
+        let mut refused = 0;
+        for (method, path, body) in &routes {
+            let r = send(port, method, path, &hosts, body);
+            assert_eq!(r.status, 421, "{label}: {method} {path}: {}", r.text());
+            if *method != "HEAD" {
+                assert_eq!(r.error(), "host_not_allowed", "{method} {path}");
+            }
+            assert!(r.header("access-control-allow-origin").is_none());
+            refused += 1;
+        }
+        assert_eq!(refused, n, "{label}: {refused}/{n} refused");
+    }
+
+    // A foreign page: any Origin that is not lab's own, and Sec-Fetch-Site: cross-site.
+    let next_port = format!("http://127.0.0.1:{}", port + 1);
+    let foreign: [&[(&str, &str)]; 5] = [
+        &[("Origin", "http://evil.example")],
+        &[("Origin", "null")],
+        &[("Origin", "http://localhost:1234")],
+        &[("Origin", next_port.as_str())],
+        &[("Sec-Fetch-Site", "cross-site")],
+    ];
+    for extra in foreign {
+        let mut headers = vec![("Host", own.as_str())];
+        headers.extend_from_slice(extra);
+        let mut refused = 0;
+        for (method, path, body) in &routes {
+            let r = send(port, method, path, &headers, body);
+            assert_eq!(r.status, 403, "{extra:?}: {method} {path}: {}", r.text());
+            if *method != "HEAD" {
+                assert_eq!(r.error(), "origin_not_allowed", "{method} {path}");
+            }
+            refused += 1;
+        }
+        assert_eq!(refused, n, "{extra:?}: {refused}/{n} refused");
+    }
+    assert_eq!(tmux_sessions(&w), sessions, "a refused POST /runs (bypassPermissions) started nothing");
+    assert_eq!(lab.get("/runs").1.as_array().unwrap().len(), 1);
+    assert_eq!(lab.view(&id)["state"], "idle", "the run was not stopped");
+
+    // The same requests from lab's own address or origin get through.
+    let local = format!("localhost:{port}");
+    let local_origin = format!("http://localhost:{port}");
+    let own_origin = format!("http://{own}");
+    let good: [&[(&str, &str)]; 4] = [
+        &[("Host", own.as_str())],
+        &[("Host", local.as_str()), ("Origin", local_origin.as_str())],
+        &[("Host", own.as_str()), ("Origin", own_origin.as_str()), ("Sec-Fetch-Site", "same-origin")],
+        &[("Host", "[::1]")],
+    ];
+    for headers in good {
+        let mut served = 0;
+        for (method, path, _) in routes.iter().filter(|(m, _, _)| *m == "GET" || *m == "HEAD") {
+            let r = send(port, method, path, headers, &Value::Null);
+            let expected = if path == "/no-such-thing" {
+                404
+            } else if path == "/login" {
+                303
+            } else {
+                200
+            };
+            assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
+            served += 1;
+        }
+        assert_eq!(served, 12, "{headers:?}");
+    }
+    // State-changing routes reach their handlers from lab's own page.
+    let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
+    let expect =
+        [("/login", 200), ("/runs", 201), ("/messages", 202), ("/dialog/answer", 409), ("/stop", 200), ("/runs", 405)];
+    let posts: Vec<_> = routes.iter().filter(|(m, _, _)| *m == "POST" || *m == "OPTIONS").collect();
+    assert_eq!(posts.len(), expect.len());
+    for ((method, path, body), (suffix, status)) in posts.into_iter().zip(expect) {
+        assert!(path.ends_with(suffix));
+        let r = send(port, method, path, &own_page, body);
+        assert_eq!(r.status, status, "{method} {path}: {}", r.text());
+    }
+    assert_eq!(lab.view(&id)["state"], "ended", "lab's own page could stop the run");
+}
+
+#[test]
+fn cross_origin_form_posts_cannot_start_or_stop_runs() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
+    lab.wait_state(&id, "idle");
+    let sessions = tmux_sessions(&w);
+    let own = format!("127.0.0.1:{port}");
+    let create = format!(
+        r#"{{"provider":"claude-code","workdir":{:?},"prompt":"pwned","permission_mode":"bypassPermissions"}}"#,
+        w.workdir.display().to_string()
+    );
+    let form = "provider=claude-code&prompt=pwned";
+    let stop = format!("/runs/{id}/stop");
+    let mut tried = 0;
+    for path in ["/runs", stop.as_str()] {
+        // What an HTML form or a no-cors fetch can send: (status, code) expected.
+        let cases: [(Headers<'_>, &str, u16, &str); 6] = [
+            (
+                vec![("Origin", "http://evil.example"), ("Content-Type", "application/x-www-form-urlencoded")],
+                form,
+                403,
+                "origin_not_allowed",
+            ),
+            (
+                vec![("Origin", "http://evil.example"), ("Content-Type", "text/plain")],
+                &create,
+                403,
+                "origin_not_allowed",
+            ),
+            (
+                vec![("Sec-Fetch-Site", "cross-site"), ("Content-Type", "text/plain")],
+                &create,
+                403,
+                "origin_not_allowed",
+            ),
+            // A browser that sent no Origin: the body type alone keeps it out.
+            (vec![("Content-Type", "application/x-www-form-urlencoded")], form, 415, "unsupported_media_type"),
+            (vec![("Content-Type", "text/plain;charset=UTF-8")], &create, 415, "unsupported_media_type"),
+            (vec![], "", 415, "unsupported_media_type"),
+        ];
+        for (extra, body, status, code) in cases {
+            let mut headers = vec![("Host", own.as_str())];
+            headers.extend(extra.iter().copied());
+            let r = raw(port, "POST", path, &headers, body.as_bytes());
+            assert_eq!((r.status, r.error().as_str()), (status, code), "POST {path} {extra:?}: {}", r.text());
+            tried += 1;
+        }
+    }
+    assert_eq!(tried, 12, "12/12 refused");
+    assert_eq!(tmux_sessions(&w), sessions, "no run was started");
+    assert_eq!(lab.get("/runs").1.as_array().unwrap().len(), 1);
+    assert_eq!(lab.view(&id)["state"], "idle", "the run keeps running");
+}
+
+#[test]
+fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
+    lab.wait_state(&id, "idle");
+    let own = format!("127.0.0.1:{port}");
+    let json_ct = [("Host", own.as_str()), ("Content-Type", "application/json")];
+    let msgs = format!("/runs/{id}/messages");
+    let too_long = (1024 * 1024 + 1).to_string();
+    let big_head =
+        [("Host", own.as_str()), ("Content-Type", "application/json"), ("Content-Length", too_long.as_str())];
+    // (method, path, headers, body, status, error code)
+    type Case<'a> = (&'a str, String, Headers<'a>, Vec<u8>, u16, &'a str);
+    let cases: Vec<Case<'_>> = vec![
+        ("POST", msgs.clone(), big_head.to_vec(), vec![], 413, "payload_too_large"),
+        ("POST", "/runs".into(), big_head.to_vec(), vec![], 413, "payload_too_large"),
+        (
+            "POST",
+            msgs.clone(),
+            vec![("Host", own.as_str())],
+            br#"{"text":"x"}"#.to_vec(),
+            415,
+            "unsupported_media_type",
+        ),
+        ("POST", msgs.clone(), json_ct.to_vec(), b"{not json".to_vec(), 400, "bad_request"),
+        ("POST", msgs.clone(), json_ct.to_vec(), br#"{"text":"x","extra":1}"#.to_vec(), 400, "bad_request"),
+        ("POST", msgs.clone(), json_ct.to_vec(), br#"{"text":5}"#.to_vec(), 400, "bad_request"),
+        ("POST", msgs.clone(), json_ct.to_vec(), b"{\"text\":\"\xff\"}".to_vec(), 400, "bad_request"),
+        ("GET", "/runs/%FF%FE/messages".into(), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        ("GET", format!("/runs/{id}/messages?after=-1"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        ("DELETE", format!("/runs/{id}"), json_ct.to_vec(), vec![], 405, "method_not_allowed"),
+        ("PUT", "/runs".into(), json_ct.to_vec(), b"{}".to_vec(), 405, "method_not_allowed"),
+        ("GET", format!("/runs/{id}/stop"), vec![("Host", own.as_str())], vec![], 405, "method_not_allowed"),
+        ("OPTIONS", "/runs".into(), vec![("Host", own.as_str())], vec![], 405, "method_not_allowed"),
+    ];
+    for (method, path, headers, body, status, code) in &cases {
+        let r = raw(port, method, path, headers, body);
+        assert_eq!((r.status, r.error().as_str()), (*status, *code), "{method} {path}: {}", r.text());
+        assert!(r.json()["message"].as_str().is_some_and(|m| !m.is_empty()), "{method} {path}: {}", r.text());
+    }
+    // A body over the limit without a Content-Length (chunked) is refused as well (one
+    // byte over, so lab has read everything it was sent when it answers).
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST {msgs} HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    let big = "a".repeat(1024 * 1024 + 1);
+    let mut req = head.into_bytes();
+    req.extend(format!("{:x}\r\n{big}\r\n0\r\n\r\n", big.len()).into_bytes());
+    let _ = s.write_all(&req);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut bytes = Vec::new();
+    let _ = s.read_to_end(&mut bytes);
+    let out = String::from_utf8_lossy(&bytes);
+    assert!(out.starts_with("HTTP/1.1 413"), "{}", &out[..out.len().min(300)]);
+    assert!(out.contains(r#""error":"payload_too_large""#), "{out}");
+
+    // The largest sequence number is a valid "after": nothing comes after it.
+    let max = u64::MAX.to_string();
+    let r = raw(port, "GET", &format!("/runs/{id}/messages?after={max}"), &[("Host", own.as_str())], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["messages"], json!([]));
+    let r = raw(port, "GET", &format!("/runs/{id}/events"), &[("Host", own.as_str()), ("Last-Event-ID", &max)], b"");
+    assert_eq!(r.status, 200);
+    let data = r.text();
+    let data = data.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or_else(|| panic!("no event: {data}"));
+    assert_eq!(serde_json::from_str::<Value>(data).unwrap()["messages"], json!([]));
+    assert_eq!(lab.view(&id)["state"], "idle", "lab keeps serving");
+    assert!(lab.view(&id)["messages"].as_array().is_some_and(|m| !m.is_empty()));
+}
+
+/// A `lab serve` with any arguments; its stdout is collected line by line.
+struct Served {
+    child: Child,
+    port: u16,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Served {
+    fn start(w: &World, args: &[&str]) -> Served {
+        let mut child = Command::new(LAB)
+            .arg("serve")
+            .args(args)
+            .arg("--home")
+            .arg(&w.home)
+            .env("HOME", &w.agent_home)
+            .env("LAB_LOG", "info,lab=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().unwrap();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let first =
+            wait_for(Duration::from_secs(30), "lab serve's first line", || lines.lock().unwrap().first().cloned());
+        let port = port_of(first.strip_prefix("lab: serving on ").unwrap_or_else(|| panic!("{first}")));
+        Served { child, port, lines }
+    }
+
+    fn line(&self, prefix: &str) -> Option<String> {
+        wait_for(Duration::from_secs(5), "the banner", || (self.lines.lock().unwrap().len() > 1).then_some(()));
+        self.lines.lock().unwrap().iter().find(|l| l.starts_with(prefix)).cloned()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lab_token(w: &World, rotate: bool) -> String {
+    let mut cmd = Command::new(LAB);
+    cmd.arg("token").arg("--home").arg(&w.home);
+    if rotate {
+        cmd.arg("--rotate");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn lab_log(w: &World) -> String {
+    std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap_or_default()
+}
+
+#[test]
+fn off_loopback_nothing_is_served_without_the_token() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = Served::start(&w, &["--addr", "0.0.0.0:0"]);
+    let port = lab.port;
+    let host = format!("127.0.0.1:{port}");
+    assert!(lab.line("lab: WARNING: listening on 0.0.0.0").is_some(), "{:?}", lab.lines.lock().unwrap());
+    let link = lab.line("lab: login link").expect("a login link is printed");
+    let token = std::fs::read_to_string(w.home.join("token")).unwrap().trim().to_string();
+    assert_eq!(token.len(), 64);
+    assert!(!link.contains(&token), "the link carries a login code, not the token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(w.home.join("token")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(lab_token(&w, false), token, "`lab token` prints the token lab serve uses");
+
+    // No token: nothing but /login is served, and nothing starts.
+    let routes = routes(&w, "r-0123456789ab");
+    let mut refused = 0;
+    for (method, path, body) in routes.iter().filter(|(m, p, _)| *m != "OPTIONS" && !p.starts_with("/login")) {
+        let r = send(port, method, path, &[("Host", host.as_str())], body);
+        assert_eq!(r.status, 401, "{method} {path}: {}", r.text());
+        if path == "/" && *method == "GET" {
+            assert!(r.text().contains("lab token"), "the UI is replaced by the login form");
+        } else if *method != "HEAD" && path != "/" {
+            assert_eq!(r.error(), "unauthorized", "{method} {path}");
+        }
+        refused += 1;
+    }
+    assert_eq!(refused, 15, "{refused}/15 refused");
+    assert_eq!(tmux_sessions(&w), 0, "nothing started");
+    let bad = send(
+        port,
+        "GET",
+        "/runs",
+        &[("Host", host.as_str()), ("Authorization", "Bearer not-the-token-0000")],
+        &Value::Null,
+    );
+    assert_eq!(bad.status, 401);
+    let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
+        Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
+    });
+    assert!(log.contains("127.0.0.1") && log.contains("/runs"), "remote and route are logged: {log}");
+    assert!(!log.contains("not-the-token-0000") && !log.contains(&token), "no secret is logged");
+
+    // The token as a Bearer: everything works.
+    let bearer = format!("Bearer {token}");
+    let auth = [("Host", host.as_str()), ("Authorization", bearer.as_str())];
+    let r = send(port, "GET", "/runs", &auth, &Value::Null);
+    assert_eq!((r.status, r.json()), (200, json!([])));
+    let r =
+        send(port, "POST", "/runs", &auth, &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi"}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["id"].as_str().unwrap().to_string();
+
+    // The login link: once, for a cookie that is not the token.
+    let code_path = &link[link.find("/login?code=").unwrap()..];
+    let r = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+    assert_eq!((r.status, r.header("location")), (303, Some("/")), "{}", r.text());
+    let set_cookie = r.header("set-cookie").unwrap().to_string();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set_cookie.split("; ").any(|a| a == attr), "{attr} in {set_cookie}");
+    }
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+    assert!(cookie.starts_with("lab_session=") && !cookie.contains(&token), "{cookie}");
+    let with_cookie = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+    assert_eq!(send(port, "GET", &format!("/runs/{id}"), &with_cookie, &Value::Null).status, 200);
+    assert_eq!(send(port, "GET", "/", &with_cookie, &Value::Null).status, 200);
+    let again = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+    assert_eq!((again.status, again.error().as_str()), (401, "unauthorized"), "a login code works once");
+    let https = send(
+        port,
+        "POST",
+        "/login",
+        &[("Host", host.as_str()), ("X-Forwarded-Proto", "https")],
+        &json!({"token": token}),
+    );
+    assert_eq!(https.status, 200);
+    let https_cookie = https.header("set-cookie").unwrap();
+    assert!(https_cookie.contains("; Secure") && https_cookie.starts_with(&cookie), "{https_cookie}");
+    let wrong = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"token": "guess-guess-guess"}));
+    assert_eq!((wrong.status, wrong.error().as_str()), (401, "unauthorized"));
+
+    // Rotation: the old token and the old cookie stop working at once.
+    let new = lab_token(&w, true);
+    assert_ne!(new, token);
+    assert_eq!(send(port, "GET", "/runs", &auth, &Value::Null).status, 401, "old token");
+    assert_eq!(send(port, "GET", "/runs", &with_cookie, &Value::Null).status, 401, "old cookie");
+    let new_bearer = format!("Bearer {new}");
+    let r =
+        send(port, "GET", "/runs", &[("Host", host.as_str()), ("Authorization", new_bearer.as_str())], &Value::Null);
+    assert_eq!(r.status, 200);
+    assert!(!lab_log(&w).contains("guess-guess-guess"));
+}
+
+#[test]
+fn require_token_on_loopback_and_operator_allowed_hosts_and_origins() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = Served::start(
+        &w,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--require-token",
+            "--allowed-host",
+            "lab.example",
+            "--allowed-origin",
+            "https://ui.example",
+        ],
+    );
+    let port = lab.port;
+    assert!(lab.line("lab: login link").is_some());
+    assert!(lab.line("lab: WARNING").is_none(), "loopback is not reachable from elsewhere");
+    let host = format!("127.0.0.1:{port}");
+    assert_eq!(send(port, "GET", "/runs", &[("Host", host.as_str())], &Value::Null).status, 401);
+    let bearer = format!("Bearer {}", lab_token(&w, false));
+    for headers in [
+        vec![("Host", host.as_str()), ("Authorization", bearer.as_str())],
+        vec![("Host", "lab.example"), ("Authorization", bearer.as_str())],
+        vec![("Host", "LAB.example:443"), ("Origin", "https://lab.example"), ("Authorization", bearer.as_str())],
+        vec![
+            ("Host", host.as_str()),
+            ("Origin", "https://ui.example"),
+            ("Sec-Fetch-Site", "cross-site"),
+            ("Authorization", bearer.as_str()),
+        ],
+    ] {
+        let r = send(port, "GET", "/runs", &headers, &Value::Null);
+        assert_eq!(r.status, 200, "{headers:?}: {}", r.text());
+    }
+    for (headers, status) in [
+        (vec![("Host", "other.example"), ("Authorization", bearer.as_str())], 421),
+        (vec![("Host", "lab.example"), ("Origin", "https://other.example"), ("Authorization", bearer.as_str())], 403),
+    ] {
+        assert_eq!(send(port, "GET", "/runs", &headers, &Value::Null).status, status, "{headers:?}");
+    }
+    drop(lab);
+
+    // The same from lab.toml's [serve] table.
+    let script = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{script}\n[serve]\nrequire_token = true\nallowed_hosts = [\"lab.example\"]\n"));
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let r = send(lab.port, "GET", "/runs", &[("Host", "lab.example")], &Value::Null);
+    assert_eq!(r.status, 401, "{}", r.text());
+    let r =
+        send(lab.port, "GET", "/runs", &[("Host", "lab.example"), ("Authorization", bearer.as_str())], &Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    drop(lab);
+
+    // A bad entry is a clear error at start, not a silently open door.
+    w.write_config(&format!("{script}\n[serve]\nallowed_origins = [\"ui.example\"]\n"));
+    let out = Command::new(LAB)
+        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg(&w.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allowed origin \"ui.example\""));
+}
