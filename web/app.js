@@ -6,6 +6,8 @@ const RUNS_POLL_MS = 2000;
 const TERMINAL_POLL_MS = 1000;
 const ANSWER_STALE_MS = 20000;
 const STATES = ["starting", "working", "idle", "question", "needs_input", "ended"];
+// The 409 codes of POST /runs/{id}/messages that mean "the composer is locked".
+const LOCK_CODES = ["dialog_pending", "agent_waiting", "tool_pending", "prompt_pending"];
 
 // ------------------------------------------------------------------ helpers
 
@@ -908,6 +910,7 @@ class RunView {
       state: v.state ?? this.view.state,
       pending_dialog: v.pending_dialog ?? null,
       blocked: v.blocked ?? null,
+      composer_lock: v.composer_lock ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.renderHeader();
@@ -1083,6 +1086,11 @@ class RunView {
       return d.kind === "question" && d.answerable ? "Answer the question above first" : "Claude is waiting in the terminal";
     }
     if (state === "question") return "Claude is waiting in the terminal";
+    // The server's reason (the agent runs a tool or waits for permission, lab is still
+    // typing the first prompt, …): exactly what sending would be refused with.
+    const lock = v.composer_lock;
+    if (lock && lock.code === "agent_waiting") return "Claude is waiting in the terminal";
+    if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
     if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
       return "Claude is waiting in the terminal";
     }
@@ -1091,8 +1099,8 @@ class RunView {
 
   updateComposer() {
     const reason = this.lockReasonText();
-    // A stale "dialog pending" error goes away once the composer unlocks.
-    if (this.wasLocked && !reason && this.composerError.dataset.code === "dialog_pending") this.showComposerError("");
+    // A stale lock error ("dialog pending", "tool pending", …) goes away once the composer unlocks.
+    if (this.wasLocked && !reason && LOCK_CODES.includes(this.composerError.dataset.code)) this.showComposerError("");
     this.wasLocked = !!reason;
     const locked = !!reason || this.sending;
     this.input.disabled = !!reason;
@@ -1134,7 +1142,7 @@ class RunView {
       return;
     }
     this.showComposerError(res.message || "Sending failed.", res.error);
-    if (res.error === "dialog_pending") this.refreshView();
+    if (LOCK_CODES.includes(res.error)) this.refreshView();
   }
 
   async stop() {

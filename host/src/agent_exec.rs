@@ -1,44 +1,111 @@
-//! `lab agent-exec --env-file <file> -- <argv…>`: how a run's agent is started inside
-//! its tmux pane. The agent's environment (lab serve's, plus the provider's `env` from
-//! lab.toml — API keys among them) travels in a 0600 file under runtime/, never on a
-//! command line where `ps` would show it; this reads the file, deletes it, and execs
-//! the agent with exactly that environment (plus the pane's own `TERM`, `TMUX`,
-//! `TMUX_PANE`). Like `lab hook`, it loads nothing else.
+//! `lab agent-exec --launch-file <file>`: how a run's agent is started inside its tmux
+//! pane. Everything about the launch travels in a 0600 file under runtime/ — the
+//! agent's argv (its first prompt among them), its working directory and its
+//! environment (lab serve's, plus the provider's `env` from lab.toml — API keys among
+//! them) — never on tmux's command line, where `ps` would show it, tmux's
+//! command-length limit would cut it and tmux would expand formats (`#(…)`) in it.
+//! This reads the file, deletes it, changes into the workdir (and checks that it got
+//! there), and execs the agent with exactly that environment plus `PWD` (the workdir)
+//! and the pane's own `TERM`, `TMUX`, `TMUX_PANE`, `COLORTERM`. Like `lab hook`, it
+//! loads nothing else.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 
 /// Variables the pane sets for its program, which win over the file's.
 const PANE_VARS: &[&str] = &["TERM", "TMUX", "TMUX_PANE", "COLORTERM"];
 
+/// The launch file: written by `lab serve`, read once and deleted by `lab agent-exec`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchFile {
+    /// The agent's argv, program first.
+    pub argv: Vec<String>,
+    /// The absolute directory the agent starts in.
+    pub workdir: String,
+    pub env: BTreeMap<String, String>,
+}
+
+impl LaunchFile {
+    pub fn parse(bytes: &[u8]) -> Result<LaunchFile, String> {
+        let f: LaunchFile = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if f.argv.is_empty() || f.argv[0].is_empty() {
+            return Err("the launch file names no program".into());
+        }
+        if !f.workdir.starts_with('/') {
+            return Err(format!("the workdir {:?} is not absolute", f.workdir));
+        }
+        Ok(f)
+    }
+}
+
+/// Change into `dir` and check that the working directory now is that directory (the
+/// same file: device and inode), so the agent never starts anywhere else.
+pub fn enter_workdir(dir: &str) -> Result<(), String> {
+    std::env::set_current_dir(dir).map_err(|e| format!("cannot change into the workdir {dir}: {e}"))?;
+    let here = std::fs::metadata(".").map_err(|e| format!("cannot read the working directory: {e}"))?;
+    let there = std::fs::metadata(Path::new(dir)).map_err(|e| format!("cannot read the workdir {dir}: {e}"))?;
+    if !here.is_dir() || (here.dev(), here.ino()) != (there.dev(), there.ino()) {
+        return Err(format!("the working directory is not the workdir {dir} (it changed while starting)"));
+    }
+    Ok(())
+}
+
 pub fn main(args: &[String]) -> i32 {
-    let (file, argv) = match args {
-        [flag, file, sep, argv @ ..] if flag == "--env-file" && sep == "--" && !argv.is_empty() => (file, argv),
+    let file = match args {
+        [flag, file] if flag == "--launch-file" => file,
         _ => {
-            eprintln!("lab agent-exec: usage: lab agent-exec --env-file <file> -- <program> [args…]");
+            eprintln!("lab agent-exec: usage: lab agent-exec --launch-file <file>");
             return 2;
         }
     };
-    let env: BTreeMap<String, String> = match std::fs::read(file)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-    {
-        Ok(env) => env,
-        Err(e) => {
-            eprintln!("lab agent-exec: cannot read the environment file {file}: {e}");
-            return 2;
-        }
-    };
+    let launch = std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| LaunchFile::parse(&b));
     let _ = std::fs::remove_file(file);
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).env_clear().envs(&env);
+    let launch = match launch {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("lab agent-exec: cannot read the launch file {file}: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = enter_workdir(&launch.workdir) {
+        eprintln!("lab agent-exec: {e}");
+        return 2;
+    }
+    let mut cmd = Command::new(&launch.argv[0]);
+    cmd.args(&launch.argv[1..]).env_clear().envs(&launch.env).env("PWD", &launch.workdir).env_remove("OLDPWD");
     for k in PANE_VARS {
         if let Some(v) = std::env::var_os(k) {
             cmd.env(k, v);
         }
     }
     let err = cmd.exec();
-    eprintln!("lab agent-exec: cannot start {}: {err}", argv[0]);
+    eprintln!("lab agent-exec: cannot start {}: {err}", launch.argv[0]);
     127
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_launch_file_is_checked() {
+        let ok = br#"{"argv": ["/bin/agent", "--x", "a\nprompt"], "workdir": "/tmp", "env": {"A": "1"}}"#;
+        let f = LaunchFile::parse(ok).unwrap();
+        assert_eq!(f.argv[2], "a\nprompt");
+        assert_eq!(f.env["A"], "1");
+        for bad in [
+            &br#"{"argv": [], "workdir": "/tmp", "env": {}}"#[..],
+            br#"{"argv": [""], "workdir": "/tmp", "env": {}}"#,
+            br#"{"argv": ["/bin/a"], "workdir": "tmp", "env": {}}"#,
+            br#"{"argv": ["/bin/a"], "workdir": "/tmp", "env": {}, "extra": 1}"#,
+            b"not json",
+        ] {
+            assert!(LaunchFile::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
 }

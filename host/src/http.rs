@@ -50,6 +50,8 @@ impl From<RunError> for ApiError {
             RunError::NotFound => (StatusCode::NOT_FOUND, "run_not_found"),
             RunError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             RunError::DialogPending => (StatusCode::CONFLICT, "dialog_pending"),
+            RunError::ComposerLocked { code, .. } => (StatusCode::CONFLICT, *code),
+            RunError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             RunError::DialogChanged { .. } => (StatusCode::CONFLICT, "dialog_changed"),
             RunError::NoDialog => (StatusCode::CONFLICT, "no_dialog"),
             RunError::NotAnswerable => (StatusCode::UNPROCESSABLE_ENTITY, "not_answerable"),

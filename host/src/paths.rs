@@ -95,8 +95,9 @@ impl Home {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunFiles {
     pub settings: PathBuf,
-    /// The agent's environment, handed to `lab agent-exec` (deleted by it at start).
-    pub env: PathBuf,
+    /// The agent's argv, workdir and environment, handed to `lab agent-exec` (deleted
+    /// by it at start).
+    pub launch: PathBuf,
     pub spool: PathBuf,
     pub marker: PathBuf,
 }
@@ -105,7 +106,7 @@ impl RunFiles {
     pub fn new(runtime: &Path, id: &RunId) -> Self {
         RunFiles {
             settings: runtime.join(format!("{id}.settings.json")),
-            env: runtime.join(format!("{id}.env.json")),
+            launch: runtime.join(format!("{id}.launch.json")),
             spool: runtime.join(format!("{id}.spool.json")),
             marker: runtime.join(format!("{id}.marker.json")),
         }
@@ -118,7 +119,7 @@ impl RunFiles {
     }
 
     pub fn all(&self) -> [&Path; 4] {
-        [&self.settings, &self.env, &self.spool, &self.marker]
+        [&self.settings, &self.launch, &self.spool, &self.marker]
     }
 }
 

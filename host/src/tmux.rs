@@ -1,6 +1,6 @@
 //! tmux, driven through its command line on lab's own server socket.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 #[derive(Debug, Clone)]
@@ -40,11 +40,14 @@ impl Tmux {
         }
     }
 
-    /// Start `argv` in a new detached session `name`, in `workdir`. (The agent's
-    /// environment is not passed here — see `lab agent-exec`.)
-    pub fn new_session(&self, name: &str, workdir: &Path, argv: &[String]) -> Result<(), TmuxError> {
+    /// Start `argv` in a new detached session `name`. The session starts in `/`: a
+    /// workdir is never handed to tmux, which expands formats (`#(…)` runs a shell
+    /// command) in `-c`; the program changes into its workdir itself (`lab
+    /// agent-exec`). Nothing secret or large belongs in `argv` either: it is on tmux's
+    /// command line (visible to `ps`, limited to about 16 KiB).
+    pub fn new_session(&self, name: &str, argv: &[String]) -> Result<(), TmuxError> {
         let mut c = self.cmd();
-        c.args(["new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c"]).arg(workdir);
+        c.args(["new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", "/"]);
         // With several arguments tmux runs the command directly (no shell); a lone
         // program is quoted so no shell can reinterpret it.
         if argv.len() == 1 {
@@ -84,7 +87,8 @@ impl Tmux {
 
     /// Type `text` literally: never interpreted as key names. tmux's own parser
     /// treats a trailing `;` of an argument as a command separator, so trailing
-    /// semicolons are sent as hex bytes.
+    /// semicolons are sent as hex bytes. For short texts only (the text is on tmux's
+    /// command line); operator messages go through [`Tmux::paste`].
     pub fn send_literal(&self, target: &str, text: &str) -> Result<(), TmuxError> {
         let body = text.trim_end_matches(';');
         if !body.is_empty() {
@@ -99,7 +103,12 @@ impl Tmux {
         Ok(())
     }
 
-    /// Paste `text` as one bracketed paste (keeps newlines as newlines).
+    /// Paste `text` into the pane byte for byte: loaded into buffer `buffer` from
+    /// stdin (never on a command line, so any size and never visible to `ps`), then
+    /// pasted as one bracketed paste (`-p`: inside the paste markers when the program
+    /// asked for them) with line feeds kept as line feeds (`-r`), and the buffer
+    /// deleted (`-d`). The caller makes sure the text holds no ESC, so nothing in it
+    /// can end the paste early.
     pub fn paste(&self, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
         use std::io::Write;
         let mut child = self
@@ -110,7 +119,7 @@ impl Tmux {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TmuxError { action: "load-buffer".into(), message: e.to_string() })?;
-        child.stdin.take().expect("piped").write_all(text.as_bytes()).ok();
+        let written = child.stdin.take().expect("piped").write_all(text.as_bytes());
         let out =
             child.wait_with_output().map_err(|e| TmuxError { action: "load-buffer".into(), message: e.to_string() })?;
         if !out.status.success() {
@@ -119,7 +128,8 @@ impl Tmux {
                 message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }
-        self.run("paste-buffer", &["paste-buffer", "-p", "-d", "-b", buffer, "-t", target]).map(|_| ())
+        written.map_err(|e| TmuxError { action: "load-buffer".into(), message: format!("writing the text: {e}") })?;
+        self.run("paste-buffer", &["paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", target]).map(|_| ())
     }
 
     /// The visible text of the pane.

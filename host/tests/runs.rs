@@ -221,9 +221,9 @@ fn killing_the_agent_ends_the_run_and_removes_its_files() {
     )
     .unwrap();
     let pid: i32 = pid.trim().parse().unwrap();
-    // The agent got its environment from a private file that is gone once it started;
-    // nothing of it is on the agent's command line.
-    assert!(!w.runtime().join(format!("{id}.env.json")).exists());
+    // The agent got its argv, workdir and environment from a private file that is gone
+    // once it started; its environment is not on its command line.
+    assert!(!w.runtime().join(format!("{id}.launch.json")).exists());
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
     let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
     assert!(cmdline.contains("fake-claude") && cmdline.contains("--settings"), "{cmdline}");

@@ -3,6 +3,7 @@
 
 pub mod answer_guard;
 pub mod hook_settings;
+pub mod input;
 pub mod keystrokes;
 pub mod registry;
 pub mod tailer;
@@ -12,13 +13,15 @@ use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
 use crate::fsutil;
 use crate::paths::{Home, RunId};
-use crate::tmux::Tmux;
+use crate::tmux::{Tmux, TmuxError};
 use answer_guard::GuardError;
+use input::{ComposerLock, TextError};
 use lab_provider_sdk::{Answer, LaunchRequest};
 use registry::{Registry, RunRecord, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 use tailer::{SharedMessages, Tail};
@@ -37,6 +40,12 @@ pub enum RunError {
     BadRequest(String),
     #[error("a dialog is pending: answer it first")]
     DialogPending,
+    /// The agent waits on something else lab knows of (see [`input::composer_lock`]).
+    #[error("{message}")]
+    ComposerLocked { code: &'static str, message: String },
+    /// Text over its documented size limit.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("a different dialog is pending ({pending})")]
     DialogChanged { pending: String },
     #[error("no dialog is pending for that tool_id (nothing pending, or it was already answered)")]
@@ -49,6 +58,26 @@ pub enum RunError {
     LaunchFailed(String),
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<ComposerLock> for RunError {
+    fn from(l: ComposerLock) -> Self {
+        match l.code {
+            "run_ended" => RunError::RunEnded,
+            "dialog_pending" => RunError::DialogPending,
+            code => RunError::ComposerLocked { code, message: l.message },
+        }
+    }
+}
+
+impl RunError {
+    /// Refused operator text: too long → 413, anything else → 400.
+    fn text(e: TextError, field: &str) -> Self {
+        match e {
+            TextError::TooLong { .. } => RunError::TooLarge(e.describe(field)),
+            _ => RunError::BadRequest(e.describe(field)),
+        }
+    }
 }
 
 impl From<GuardError> for RunError {
@@ -65,6 +94,7 @@ impl From<GuardError> for RunError {
 pub struct Snapshot {
     pub derived: Derived,
     pub message_count: usize,
+    pub composer_lock: Option<ComposerLock>,
 }
 
 /// The body of `GET /runs/{id}/messages` and of each SSE event.
@@ -74,6 +104,9 @@ pub struct ViewBody {
     pub state: RunState,
     pub pending_dialog: Option<PendingDialog>,
     pub blocked: Option<lab_provider_sdk::Blocked>,
+    /// Why `POST /runs/{id}/messages` would be refused now (`{"code", "message"}`), or
+    /// null when a message can be sent.
+    pub composer_lock: Option<ComposerLock>,
     pub messages: Vec<SeqMessage>,
 }
 
@@ -103,6 +136,9 @@ pub struct Run {
     tail: tokio::sync::Mutex<Tail>,
     /// Serialises everything that types into the pane (answers, messages).
     keys: tokio::sync::Mutex<()>,
+    /// lab has yet to type the run's first prompt (one too large for the agent's
+    /// command line): messages wait until it has.
+    prompt_pending: AtomicBool,
     messages: SharedMessages,
     view: watch::Sender<Snapshot>,
     wake: Notify,
@@ -154,13 +190,21 @@ impl Run {
             state: snap.derived.state,
             pending_dialog: snap.derived.pending_dialog,
             blocked: snap.derived.blocked,
+            composer_lock: snap.composer_lock,
             messages,
         }
     }
 
+    /// Why a message cannot be typed now, from `derived` and the messages.
+    fn composer_lock(&self, derived: &Derived) -> Option<ComposerLock> {
+        let messages = self.messages.read().unwrap();
+        input::composer_lock(derived, &messages, self.prompt_pending.load(Ordering::SeqCst))
+    }
+
     fn publish(&self, derived: Derived) {
         let message_count = self.messages.read().unwrap().len();
-        let snap = Snapshot { derived, message_count };
+        let composer_lock = self.composer_lock(&derived);
+        let snap = Snapshot { derived, message_count, composer_lock };
         self.view.send_if_modified(|cur| {
             if *cur == snap {
                 false
@@ -242,7 +286,7 @@ impl Runs {
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
-            let run = runs.attach(rec);
+            let run = runs.attach(rec, false);
             if active {
                 runs.clone().spawn_tailer(run);
             } else {
@@ -290,8 +334,9 @@ impl Runs {
         v
     }
 
-    /// Make the in-memory handle for a record.
-    fn attach(&self, rec: RunRecord) -> Arc<Run> {
+    /// Make the in-memory handle for a record. `prompt_pending`: lab has yet to type
+    /// its first prompt (the composer stays locked until it has).
+    fn attach(&self, rec: RunRecord, prompt_pending: bool) -> Arc<Run> {
         let provider = self.providers.get(&rec.provider).map(|(_, h)| h.clone());
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
@@ -319,8 +364,10 @@ impl Runs {
                 pending_dialog: None,
                 blocked: None,
                 spool_is_stale: false,
+                turn_idle: false,
             },
             message_count: 0,
+            composer_lock: None,
         };
         let (view, _) = watch::channel(initial);
         let run = Arc::new(Run {
@@ -328,6 +375,7 @@ impl Runs {
             record: Mutex::new(rec),
             tail: tokio::sync::Mutex::new(tail),
             keys: tokio::sync::Mutex::new(()),
+            prompt_pending: AtomicBool::new(prompt_pending),
             messages,
             view,
             wake: Notify::new(),
@@ -347,16 +395,11 @@ impl Runs {
             .get(&req.provider)
             .map(|(f, h)| (f.clone(), h.clone()))
             .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
-        let workdir = Path::new(&req.workdir);
-        if !workdir.is_absolute() {
-            return Err(RunError::BadRequest("workdir must be an absolute path".into()));
+        input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+        if !Path::new(&req.workdir).is_dir() {
+            return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
         }
-        if !workdir.is_dir() {
-            return Err(RunError::BadRequest(format!("workdir {} is not a directory", req.workdir)));
-        }
-        if req.prompt.trim().is_empty() {
-            return Err(RunError::BadRequest("prompt is empty".into()));
-        }
+        let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
         if let Some(m) = &req.permission_mode {
             if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
                 return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
@@ -369,7 +412,7 @@ impl Runs {
             id: id.clone(),
             provider: facts.info.name.clone(),
             workdir: req.workdir.clone(),
-            prompt: req.prompt.clone(),
+            prompt,
             permission_mode: req.permission_mode.clone(),
             status: Status::Active,
             created_at: now_rfc3339(),
@@ -382,8 +425,8 @@ impl Runs {
             error: None,
         };
 
-        match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
-            Ok(()) => {}
+        let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
+            Ok(typed) => typed,
             Err(msg) => {
                 for f in files.all() {
                     let _ = fsutil::remove_if_exists(f);
@@ -394,31 +437,40 @@ impl Runs {
                 if let Err(e) = self.registry.put(&rec) {
                     tracing::error!(run = %id, error = %e, "could not record the failed run");
                 }
-                let run = self.attach(rec);
+                let run = self.attach(rec, false);
                 run.publish(Derived {
                     state: RunState::Ended,
                     pending_dialog: None,
                     blocked: None,
                     spool_is_stale: false,
+                    turn_idle: false,
                 });
                 tracing::warn!(run = %id, error = %msg, "launch failed");
                 return Err(RunError::LaunchFailed(msg));
             }
-        }
+        };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
-        let run = self.attach(rec);
+        let run = self.attach(rec, typed_prompt.is_some());
+        if let Some(prompt) = typed_prompt {
+            self.clone().spawn_first_prompt(run.clone(), prompt);
+        }
         self.clone().spawn_tailer(run.clone());
         Ok(run.body())
     }
 
+    /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`
+    /// through a private launch file, so tmux's command line is short and constant.
+    /// A first prompt too large to be one argument (Linux's `MAX_ARG_STRLEN`) is left
+    /// off the command line: the provider launches the agent without a prompt, and
+    /// the prompt is returned to be typed in once the agent is ready.
     async fn launch(
         &self,
         rec: &mut RunRecord,
         provider: &ProviderHandle,
         default_program: &str,
         files: &crate::paths::RunFiles,
-    ) -> Result<(), String> {
+    ) -> Result<Option<String>, String> {
         let pconf = self.config.provider(&rec.provider);
         let path_var = std::env::var_os("PATH");
         let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
@@ -435,7 +487,6 @@ impl Runs {
         env.extend(pconf.env.clone());
         // lab's own log settings are not the agent's business.
         env.remove("LAB_LOG");
-        let env: Vec<(String, String)> = env.into_iter().collect();
 
         let settings_path = if provider.dialog_hooker() {
             let ctx = hook_settings::context(&self.lab_exe, &rec.id, files);
@@ -449,22 +500,39 @@ impl Runs {
         } else {
             None
         };
-        let spec = provider
-            .launch(LaunchRequest {
-                run_id: rec.id.to_string(),
-                session_id: uuid::Uuid::new_v4().to_string(),
-                workdir: rec.workdir.clone(),
-                prompt: rec.prompt.clone(),
-                permission_mode: rec.permission_mode.clone(),
-                program: program.to_string_lossy().into_owned(),
-                settings_path,
-                env: env.clone(),
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("the provider refused to launch: {e}"))?;
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let request = |prompt: String| LaunchRequest {
+            run_id: rec.id.to_string(),
+            session_id: session_id.clone(),
+            workdir: rec.workdir.clone(),
+            prompt,
+            permission_mode: rec.permission_mode.clone(),
+            program: program.to_string_lossy().into_owned(),
+            settings_path: settings_path.clone(),
+            env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        };
+        let spec_for = move |req: LaunchRequest| async move {
+            provider
+                .launch(req)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("the provider refused to launch: {e}"))
+        };
+        let mut spec = spec_for(request(rec.prompt.clone())).await?;
+        let mut typed_prompt = None;
+        if input::oversized_argument(&spec.argv).is_some() {
+            spec = spec_for(request(String::new())).await?;
+            typed_prompt = Some(rec.prompt.clone());
+        }
         if spec.argv.is_empty() {
             return Err("the provider returned an empty argv".into());
+        }
+        if let Some(i) = input::oversized_argument(&spec.argv) {
+            return Err(format!(
+                "argument {i} of the agent's command line is {} bytes long; Linux takes at most {} bytes per argument",
+                spec.argv[i].len(),
+                input::MAX_ARG_STRLEN - 1
+            ));
         }
         if let Some(t) = &spec.transcript_path {
             if !Path::new(t).is_absolute() {
@@ -473,26 +541,66 @@ impl Runs {
         }
         rec.session_id = spec.session_id;
         rec.transcript_path = spec.transcript_path;
-        // The environment goes through a private file, not the command line.
-        let env_map: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let env_json = serde_json::to_vec(&env_map).map_err(|e| e.to_string())?;
-        fsutil::write_atomic(&files.env, &env_json, 0o600)
-            .map_err(|e| format!("writing {}: {e}", files.env.display()))?;
-        let mut argv: Vec<String> = vec![
+        let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: rec.workdir.clone(), env };
+        let launch_json = serde_json::to_vec(&launch).map_err(|e| e.to_string())?;
+        fsutil::write_atomic(&files.launch, &launch_json, 0o600)
+            .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
+        let argv: Vec<String> = vec![
             self.lab_exe.to_string_lossy().into_owned(),
             "agent-exec".into(),
-            "--env-file".into(),
-            files.env.to_string_lossy().into_owned(),
-            "--".into(),
+            "--launch-file".into(),
+            files.launch.to_string_lossy().into_owned(),
         ];
-        argv.extend(spec.argv);
         let tmux = self.tmux.clone();
         let name = rec.tmux_target.clone();
-        let workdir = PathBuf::from(&rec.workdir);
-        tokio::task::spawn_blocking(move || tmux.new_session(&name, &workdir, &argv))
+        tokio::task::spawn_blocking(move || tmux.new_session(&name, &argv))
             .await
             .map_err(|e| e.to_string())?
-            .map_err(|e| format!("starting the agent in tmux failed: {e}"))
+            .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
+        Ok(typed_prompt)
+    }
+
+    /// Type a run's first prompt into its agent once the agent is ready (its pane drawn
+    /// and quiet, [`input::Readiness`]), then unlock the composer.
+    fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
+        tokio::spawn(async move {
+            let tmux = self.tmux.clone();
+            let target = run.record().tmux_target;
+            let alive = {
+                let (tmux, target) = (tmux.clone(), target.clone());
+                tokio::task::spawn_blocking(move || wait_until_ready(&tmux, &target)).await.unwrap_or(false)
+            };
+            let keys = run.keys.lock().await;
+            let ended = run.tail.lock().await.ended;
+            if alive && !ended {
+                let buffer = format!("lab-{}", run.id);
+                let result = tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &prompt))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()));
+                match result {
+                    Ok(()) => tracing::info!(run = %run.id, "typed the first prompt into the agent"),
+                    Err(e) => {
+                        tracing::error!(run = %run.id, error = %e, "could not type the first prompt");
+                        let rec = {
+                            let mut rec = run.record.lock().unwrap();
+                            rec.error = Some(format!("typing the first prompt into the agent failed: {e}"));
+                            rec.clone()
+                        };
+                        if let Err(e) = self.registry.put(&rec) {
+                            tracing::error!(run = %run.id, error = %e, "could not record the error");
+                        }
+                    }
+                }
+            }
+            run.prompt_pending.store(false, Ordering::SeqCst);
+            drop(keys);
+            let mut tail = run.tail.lock().await;
+            let d = tail.derive().await;
+            drop(tail);
+            run.publish(d);
+            run.wake();
+        });
     }
 
     fn spawn_tailer(self: Arc<Self>, run: Arc<Run>) {
@@ -591,11 +699,11 @@ impl Runs {
         Ok(())
     }
 
-    /// `POST /runs/{id}/messages`: type the text into the agent, then Enter.
+    /// `POST /runs/{id}/messages`: paste the text into the agent, then Enter — under
+    /// the run's key lock and only if a fresh read finds the composer unlocked
+    /// ([`input::composer_lock`]).
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
-        if text.trim().is_empty() {
-            return Err(RunError::BadRequest("text is empty".into()));
-        }
+        let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         let _keys = run.keys.lock().await;
         {
             let mut tail = run.tail.lock().await;
@@ -603,35 +711,31 @@ impl Runs {
                 return Err(RunError::RunEnded);
             }
             let d = tail.refresh().await;
-            let pending = d.pending_dialog.is_some();
+            let lock = run.composer_lock(&d);
             drop(tail);
             run.publish(d);
-            if pending {
-                return Err(RunError::DialogPending);
+            if let Some(lock) = lock {
+                return Err(lock.into());
             }
         }
         let tmux = self.tmux.clone();
         let target = run.record().tmux_target;
         let buffer = format!("lab-{}", run.id);
-        let text = text.to_string();
-        tokio::task::spawn_blocking(move || {
-            if text.contains('\n') {
-                tmux.paste(&target, &buffer, &text)?;
-            } else {
-                tmux.send_literal(&target, &text)?;
-            }
-            std::thread::sleep(keystrokes::KEY_DELAY);
-            tmux.send_key(&target, "Enter")
-        })
-        .await
-        .map_err(|e| RunError::Internal(e.to_string()))?
-        .map_err(|e| RunError::Internal(format!("typing into the agent failed: {e}")))?;
+        tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &text))
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))?
+            .map_err(|e| RunError::Internal(format!("typing into the agent failed: {e}")))?;
         run.wake();
         Ok(())
     }
 
     /// `POST /runs/{id}/dialog/answer`: the answer guard, then the paced keystrokes.
     pub async fn answer(&self, run: &Arc<Run>, tool_id: &str, answers: Vec<Answer>) -> Result<Vec<String>, RunError> {
+        for a in &answers {
+            if let Answer::Other(text) = a {
+                input::other_text(text).map_err(|e| RunError::text(e, "the answer's text"))?;
+            }
+        }
         let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);
@@ -748,5 +852,34 @@ impl Runs {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
+    }
+}
+
+/// Paste `text` into the pane as one bracketed paste, then press Enter once the agent
+/// has taken it in (blocking).
+fn type_text(tmux: &Tmux, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
+    tmux.paste(target, buffer, text)?;
+    std::thread::sleep(input::enter_delay(text.len(), keystrokes::KEY_DELAY));
+    tmux.send_key(target, "Enter")
+}
+
+/// Wait until the agent in `target` is ready to be typed into ([`input::Readiness`]),
+/// at most [`input::Readiness::TIMEOUT`] (blocking). False if its session is gone.
+fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
+    let start = std::time::Instant::now();
+    let mut readiness = input::Readiness::default();
+    loop {
+        if !tmux.has_session(target) {
+            return false;
+        }
+        let screen = tmux.capture(target).unwrap_or_default();
+        if readiness.observe(&screen, std::time::Instant::now()) {
+            return true;
+        }
+        if start.elapsed() >= input::Readiness::TIMEOUT {
+            tracing::warn!(target, "the agent's pane never went quiet; typing the first prompt anyway");
+            return true;
+        }
+        std::thread::sleep(input::Readiness::POLL);
     }
 }

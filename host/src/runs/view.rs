@@ -139,6 +139,9 @@ pub struct Derived {
     pub blocked: Option<Blocked>,
     /// The spool is present but resolved: delete it (GC).
     pub spool_is_stale: bool,
+    /// The agent's last turn signal was idle: it ended its turn (whatever overlay the
+    /// state shows), so a block raised since is the agent waiting for a message.
+    pub turn_idle: bool,
 }
 
 fn contains(set: Option<&HashSet<String>>, id: &str) -> bool {
@@ -150,13 +153,14 @@ pub fn spool_is_live(spool: &SpoolFact, resolved: Option<&HashSet<String>>) -> b
     !contains(resolved, &spool.tool_use_id)
 }
 
-pub fn derive(f: &Facts) -> Derived {
+pub fn derive(f: &Facts<'_>) -> Derived {
     if f.ended {
         return Derived {
             state: RunState::Ended,
             pending_dialog: None,
             blocked: None,
             spool_is_stale: f.spool.is_some(),
+            turn_idle: false,
         };
     }
     let live_spool = f.spool.as_ref().filter(|s| spool_is_live(s, f.resolved));
@@ -197,7 +201,7 @@ pub fn derive(f: &Facts) -> Derived {
     } else {
         RunState::Working
     };
-    Derived { state, pending_dialog: pending, blocked, spool_is_stale }
+    Derived { state, pending_dialog: pending, blocked, spool_is_stale, turn_idle: f.turn == Some(TurnSignal::Idle) }
 }
 
 #[cfg(test)]

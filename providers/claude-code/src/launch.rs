@@ -1,7 +1,7 @@
 //! Launching Claude Code: the argv and the transcript path.
 //!
 //! ```text
-//! claude --session-id <uuid> [--settings <file>] [--permission-mode <mode>] [--] <prompt>
+//! claude --session-id <uuid> [--settings <file>] [--permission-mode <mode>] [[--] <prompt>]
 //! ```
 //!
 //! - `--session-id` pins the session id, so the transcript path is known at spawn.
@@ -14,7 +14,9 @@
 //!   mode counts as none. The mode must be a plain word (ASCII letters, digits, `-`,
 //!   `_`) — it is not checked against a list, so newer Claude Code modes work.
 //! - The prompt is always the last argument. A prompt that starts with `-` would be
-//!   read as an option, so it is preceded by the end-of-options marker `--`.
+//!   read as an option, so it is preceded by the end-of-options marker `--`. An empty
+//!   prompt means the host types it in once Claude Code is up (a prompt too large for
+//!   the command line): then there is no prompt argument and Claude Code starts idle.
 //!
 //! Transcript: `<config>/projects/<slug>/<session-id>.jsonl`, where `<config>` is
 //! `$CLAUDE_CONFIG_DIR` if set, else `$HOME/.claude` (both from the agent's environment
@@ -27,8 +29,8 @@ use lab_provider_sdk::{LaunchRequest, LaunchSpec};
 
 /// Build the launch spec for a run.
 pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
-    if req.prompt.trim().is_empty() {
-        return Err("the prompt is empty: Claude Code needs a first prompt".into());
+    if !req.prompt.is_empty() && req.prompt.trim().is_empty() {
+        return Err("the prompt is blank: Claude Code needs a first prompt".into());
     }
     if req.program.is_empty() {
         return Err("no program to run (expected the path of `claude`)".into());
@@ -59,10 +61,12 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
         argv.push("--permission-mode".into());
         argv.push(mode.into());
     }
-    if req.prompt.starts_with('-') {
-        argv.push("--".into());
+    if !req.prompt.is_empty() {
+        if req.prompt.starts_with('-') {
+            argv.push("--".into());
+        }
+        argv.push(req.prompt);
     }
-    argv.push(req.prompt);
     Ok(LaunchSpec { argv, transcript_path: Some(transcript), session_id: Some(req.session_id) })
 }
 
@@ -213,6 +217,16 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_prompt_is_left_off_the_command_line() {
+        let mut r = req();
+        r.prompt = String::new();
+        assert_eq!(
+            launch(r).unwrap().argv,
+            vec!["/usr/bin/claude", "--session-id", "0b6f7c1e-1111-4222-8333-444455556666"]
+        );
+    }
+
+    #[test]
     fn clear_errors() {
         let mut r = req();
         r.env.clear();
@@ -222,7 +236,7 @@ mod tests {
         assert!(launch(r).unwrap_err().contains("not an absolute path"));
         let mut r = req();
         r.prompt = " \n".into();
-        assert!(launch(r).unwrap_err().contains("prompt is empty"));
+        assert!(launch(r).unwrap_err().contains("prompt is blank"));
         let mut r = req();
         r.env = vec![("HOME".into(), "relative".into())];
         assert!(launch(r).unwrap_err().contains("HOME"));

@@ -11,6 +11,12 @@ use std::time::{Duration, Instant};
 /// How long a lone ESC waits for a following `[`/`O` before it counts as the Esc key.
 const ESC_WAIT: Duration = Duration::from_millis(50);
 
+/// How long a bracketed paste may stall before it counts as ended.
+const PASTE_WAIT: Duration = Duration::from_secs(5);
+
+/// Asks the terminal for bracketed paste (as Claude Code does at start).
+pub const BRACKETED_PASTE_ON: &str = "\x1b[?2004h";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Key {
     Up,
@@ -27,6 +33,9 @@ pub enum Key {
     CtrlC,
     CtrlU,
     Char(char),
+    /// A bracketed paste (`ESC [200~ … ESC [201~`, sent by `tmux paste-buffer -p` once
+    /// the program asked for it): its text exactly as it arrived, never keys.
+    Paste(String),
     Unknown,
     /// Standard input is closed.
     Eof,
@@ -212,7 +221,8 @@ impl Input {
                             (b'D', _) => Key::Left,
                             (b'Z', _) => Key::BackTab,
                             (b'~', b"3") => Key::Backspace, // Delete: treat like backspace
-                            _ => Key::Unknown,              // includes bracketed-paste markers
+                            (b'~', b"200") => self.read_paste(),
+                            _ => Key::Unknown, // includes a stray paste end marker
                         };
                     }
                     if !(0x20..=0x3f).contains(&c) || params.len() > 32 {
@@ -235,6 +245,20 @@ impl Input {
             // A lone ESC, or ESC followed by something else (left in the buffer).
             _ => Key::Esc,
         }
+    }
+
+    /// The text of a bracketed paste, up to its end marker `ESC [201~`.
+    fn read_paste(&mut self) -> Key {
+        const END: &[u8] = b"\x1b[201~";
+        let mut bytes = Vec::new();
+        while let Some(b) = self.byte_within(PASTE_WAIT) {
+            bytes.push(b);
+            if bytes.ends_with(END) {
+                bytes.truncate(bytes.len() - END.len());
+                break;
+            }
+        }
+        Key::Paste(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn decode_utf8(&mut self, lead: u8) -> Key {
@@ -287,9 +311,18 @@ mod tests {
     }
 
     #[test]
+    fn a_bracketed_paste_is_one_text_key() {
+        assert_eq!(
+            keys(b"a\x1b[200~x\ty\nz\r\x7f\x15\x03\xc3\xa9\x1b[201~\r"),
+            vec![Key::Char('a'), Key::Paste("x\ty\nz\r\x7f\x15\x03é".into()), Key::Enter]
+        );
+        assert_eq!(keys(b"\x1b[200~unterminated"), vec![Key::Paste("unterminated".into())]);
+    }
+
+    #[test]
     fn odd_bytes_never_panic() {
         let ks = keys(b"\xff\xc3\x1b[\x1b[99;99;99\x80\xe2\x82\x00\x1b[200~a\x1b[201~");
-        assert!(ks.contains(&Key::Char('a')));
+        assert!(ks.contains(&Key::Paste("a".into())), "{ks:?}");
         let all: Vec<u8> = (0u8..=255).collect();
         let _ = keys(&all);
     }

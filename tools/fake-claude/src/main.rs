@@ -841,6 +841,11 @@ fn main() {
     }));
 
     let raw = RawMode::enable(0);
+    if raw.is_raw() {
+        let mut so = std::io::stdout().lock();
+        let _ = so.write_all(keys::BRACKETED_PASTE_ON.as_bytes());
+        let _ = so.flush();
+    }
     let permission_mode = args.permission_mode.unwrap_or_else(|| "default".into());
     let mut agent = Agent {
         tx: Transcript {

@@ -318,6 +318,7 @@ impl Composer {
         match key {
             Key::Char(c) => self.text.push(*c),
             Key::Newline => self.text.push('\n'),
+            Key::Paste(t) => self.text.push_str(t),
             Key::Backspace => {
                 self.text.pop();
             }
