@@ -1287,3 +1287,47 @@ fn push_out_the_auto_continue_with_claude_afk_timeout_ms() {
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "SQLite")), "{result}");
 }
+
+/// Issue "Safe by default", item 4 against the real binary: a first prompt too large to
+/// be one process argument (Linux caps one at 128 KiB) is typed in by lab once the pane
+/// is ready, and a 256 KiB multi-line message goes in as one bracketed paste: both
+/// reach the model whole.
+#[test]
+fn a_prompt_too_large_for_argv_and_a_256_kib_message_reach_the_model_whole() {
+    // Lines of distinct text, so a lost or duplicated chunk shows.
+    let block = |tag: &str, bytes: usize| {
+        let mut s = String::new();
+        let mut i = 0;
+        while s.len() < bytes {
+            s.push_str(&format!("{tag} line {i:06}: the quick brown fox jumps over the lazy dog\n"));
+            i += 1;
+        }
+        s.truncate(bytes);
+        s.trim_end().to_string()
+    };
+    let prompt = block("prompt", 200 * 1024);
+    let message = block("message", 256 * 1024 - 16);
+    let script = Script::new()
+        .turn(Matcher::Contains("prompt line 000000".into()), Reply::text("Read your long prompt."))
+        .turn(Matcher::Contains("message line 000000".into()), Reply::text("Read your long message."))
+        .side_reply("Long input");
+    let Some(e) = setup("long_input", script) else { return };
+    let run = e.create(&prompt, None);
+
+    let whole = |needle: &str| {
+        e.standin.wait_until(Duration::from_secs(90), |reqs| {
+            reqs.iter().any(|r| r.is_main() && messages_standin::last_user_text(&r.body).contains(needle))
+        })
+    };
+    assert!(whole(&prompt), "the 200 KiB prompt never reached the model whole");
+    e.wait_view(&run, Duration::from_secs(60), "idle after the prompt's reply", |v| {
+        v["state"] == "idle" && v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Read your long prompt.")
+    });
+
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": message}));
+    assert_eq!(status, 202, "{body}");
+    assert!(whole(&message), "the 256 KiB message never reached the model whole");
+    e.wait_view(&run, Duration::from_secs(60), "the reply to the message", |v| {
+        v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Read your long message.")
+    });
+}
