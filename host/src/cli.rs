@@ -196,8 +196,10 @@ fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Resu
 
 fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
-    std::fs::create_dir_all(home.logs_dir())?;
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(home.logs_dir().join("lab.log"))?;
+    // Private modes set explicitly (not through the umask, which the agents inherit).
+    home.prepare()?;
+    let log = crate::fsutil::private_file(&home.log_file())
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", home.log_file().display()))?;
     init_serve_tracing(log);
     let lab_exe = std::env::current_exe()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -1,13 +1,19 @@
-//! Small file-system helpers shared by the hook command, the spool and the runtime dir.
+//! Small file-system helpers shared by the hook command, the spool, the runtime dir and
+//! lab's home. Modes are set explicitly (open with the mode, then fix an existing
+//! file or directory), never by changing the process umask: the agents lab launches
+//! keep the operator's umask for what they write in the workdir.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Write `data` to `path` atomically: a temp file in the same directory, flushed and
 /// synced, then renamed over `path`. A reader sees the old file or the new one, never
-/// a partial one.
+/// a partial one. The file gets exactly `mode`, whatever the umask.
+///
+/// The temp file is `.<file name>.tmp.<pid>.<nanos>`; one left by a process killed
+/// mid-write is removed by whoever owns the directory (see [`is_temp_name`]).
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
     let name = path.file_name().ok_or_else(|| std::io::Error::other("path has no file name"))?;
@@ -19,6 +25,7 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> 
     ));
     let result = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.write_all(data)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
@@ -29,10 +36,98 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> 
     result
 }
 
-/// Create `dir` (and parents) and make sure it is mode 0700.
+/// Whether `file_name` is an in-flight temp file of [`write_atomic`].
+pub fn is_temp_name(file_name: &str) -> bool {
+    file_name.starts_with('.') && file_name.contains(".tmp.")
+}
+
+/// Create `dir` (and missing parents, also 0700) and make sure it is mode 0700, also
+/// when it already existed with a wider mode.
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(dir)?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    set_mode(dir, 0o700)
+}
+
+/// Open `path` for appending (created if missing, never through a symlink) with mode
+/// 0600, and fix the mode of an existing file. For logs and other private files.
+pub fn private_file(path: &Path) -> std::io::Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    if MetadataExt::mode(&f.metadata()?) & 0o7777 != 0o600 {
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(f)
+}
+
+/// Set `path`'s permission bits to `mode` if they differ (a missing file is fine).
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    match fs::metadata(path) {
+        Ok(m) if MetadataExt::mode(&m) & 0o7777 == mode => Ok(()),
+        Ok(_) => fs::set_permissions(path, fs::Permissions::from_mode(mode)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What [`untrusted`] looks at: the facts of `lstat`/`fstat`, so tests can make them up.
+pub trait OwnerFacts {
+    fn uid(&self) -> u32;
+    /// `st_mode`: file type and permission bits.
+    fn mode(&self) -> u32;
+}
+
+impl OwnerFacts for fs::Metadata {
+    fn uid(&self) -> u32 {
+        MetadataExt::uid(self)
+    }
+    fn mode(&self) -> u32 {
+        MetadataExt::mode(self)
+    }
+}
+
+/// The kind of file a trusted path must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// Why a file or directory cannot be trusted to hold what only lab (this user) wrote:
+/// not the expected kind (a symlink, a fifo, …), owned by another user, or writable by
+/// group or others. `None` when it can be trusted.
+pub fn untrusted(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<String> {
+    let fmt = facts.mode() & libc::S_IFMT;
+    let want = match kind {
+        Kind::File => libc::S_IFREG,
+        Kind::Dir => libc::S_IFDIR,
+    };
+    if fmt != want {
+        let is = match fmt {
+            libc::S_IFLNK => "a symlink",
+            libc::S_IFDIR => "a directory",
+            libc::S_IFREG => "a regular file",
+            _ => "a special file",
+        };
+        return Some(format!("it is {is}"));
+    }
+    if facts.uid() != euid {
+        return Some(format!("it is owned by uid {}, not by lab's uid {euid}", facts.uid()));
+    }
+    if facts.mode() & 0o022 != 0 {
+        return Some(format!("it is writable by group or others (mode {:04o})", facts.mode() & 0o7777));
+    }
+    None
+}
+
+/// The effective uid of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Remove a file; a missing file is fine.
@@ -65,6 +160,21 @@ pub fn open_optional(path: &Path) -> std::io::Result<Option<File>> {
 mod tests {
     use super::*;
 
+    fn mode_of(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// Run `f` with the process umask set to `mask` (tests only: lab itself never
+    /// changes its umask).
+    fn with_umask<T>(mask: libc::mode_t, f: impl FnOnce() -> T) -> T {
+        // SAFETY: umask cannot fail; other tests in this binary do not depend on it
+        // for modes because every helper here sets modes explicitly.
+        let old = unsafe { libc::umask(mask) };
+        let out = f();
+        unsafe { libc::umask(old) };
+        out
+    }
+
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         let d = tempfile::tempdir().unwrap();
@@ -72,7 +182,96 @@ mod tests {
         write_atomic(&p, b"one", 0o600).unwrap();
         write_atomic(&p, b"two", 0o600).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two");
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(mode_of(&p), 0o600);
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temp_names_are_recognised() {
+        assert!(is_temp_name(".r-1.spool.json.tmp.42.7"));
+        assert!(!is_temp_name("r-1.spool.json"));
+        assert!(!is_temp_name(".hidden"));
+    }
+
+    #[test]
+    fn private_dirs_and_files_get_their_modes_whatever_the_umask() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, file, deep) = (d.path().join("home"), d.path().join("home/x.log"), d.path().join("a/b/c"));
+        with_umask(0o000, || {
+            private_dir(&dir).unwrap();
+            private_dir(&deep).unwrap();
+            private_file(&file).unwrap().write_all(b"line\n").unwrap();
+            write_atomic(&dir.join("y"), b"y", 0o600).unwrap();
+        });
+        assert_eq!(mode_of(&dir), 0o700);
+        assert_eq!(mode_of(&d.path().join("a")), 0o700);
+        assert_eq!(mode_of(&deep), 0o700);
+        assert_eq!(mode_of(&file), 0o600);
+        assert_eq!(mode_of(&dir.join("y")), 0o600);
+
+        // Existing, too open: fixed; contents kept (append).
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o775)).unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o664)).unwrap();
+        private_dir(&dir).unwrap();
+        private_file(&file).unwrap().write_all(b"more\n").unwrap();
+        assert_eq!(mode_of(&dir), 0o700);
+        assert_eq!(mode_of(&file), 0o600);
+        assert_eq!(fs::read(&file).unwrap(), b"line\nmore\n");
+        set_mode(&d.path().join("missing"), 0o600).unwrap();
+    }
+
+    #[test]
+    fn private_files_are_not_opened_through_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("elsewhere");
+        fs::write(&target, b"keep").unwrap();
+        let link = d.path().join("lab.log");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(private_file(&link).is_err());
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+    }
+
+    struct Facts {
+        uid: u32,
+        mode: u32,
+    }
+    impl OwnerFacts for Facts {
+        fn uid(&self) -> u32 {
+            self.uid
+        }
+        fn mode(&self) -> u32 {
+            self.mode
+        }
+    }
+
+    #[test]
+    fn only_own_private_regular_files_are_trusted() {
+        let f = |uid, mode| Facts { uid, mode };
+        let file = libc::S_IFREG;
+        let dir = libc::S_IFDIR;
+        assert_eq!(untrusted(&f(1000, file | 0o600), Kind::File, 1000), None);
+        assert_eq!(untrusted(&f(1000, file | 0o644), Kind::File, 1000), None);
+        assert_eq!(untrusted(&f(1000, dir | 0o700), Kind::Dir, 1000), None);
+        let why = |uid, mode, kind| untrusted(&f(uid, mode), kind, 1000).unwrap();
+        assert!(why(1001, file | 0o600, Kind::File).contains("owned by uid 1001"));
+        assert!(why(0, dir | 0o700, Kind::Dir).contains("owned by uid 0"));
+        assert!(why(1000, file | 0o620, Kind::File).contains("writable by group"));
+        assert!(why(1000, file | 0o602, Kind::File).contains("0602"));
+        assert!(why(1000, dir | 0o770, Kind::Dir).contains("writable"));
+        assert!(why(1000, libc::S_IFLNK | 0o777, Kind::File).contains("symlink"));
+        assert!(why(1000, dir | 0o700, Kind::File).contains("directory"));
+        assert!(why(1000, libc::S_IFIFO | 0o600, Kind::File).contains("special"));
+        assert!(why(1000, file | 0o600, Kind::Dir).contains("regular file"));
+    }
+
+    #[test]
+    fn real_metadata_feeds_the_check() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("entry");
+        write_atomic(&p, b"x", 0o600).unwrap();
+        assert_eq!(untrusted(&fs::symlink_metadata(&p).unwrap(), Kind::File, euid()), None);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o620)).unwrap();
+        assert!(untrusted(&fs::symlink_metadata(&p).unwrap(), Kind::File, euid()).is_some());
+        assert!(untrusted(&fs::symlink_metadata(&p).unwrap(), Kind::File, euid().wrapping_add(1)).is_some());
     }
 }

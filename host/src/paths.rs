@@ -10,8 +10,19 @@
 //! <home>/tmux.sock           the tmux server socket runs live on
 //! <home>/logs/               lab serve's log
 //! ```
+//!
+//! Whatever the umask, lab keeps its home, `logs/`, `cache/` (and `cache/components/`)
+//! and `runtime/` at 0700 and its own files in them at 0600 ([`Home::prepare`] fixes
+//! existing ones when `lab serve` starts). Operator files (`lab.toml`, `providers/`)
+//! are left as the operator made them.
 
+use crate::fsutil;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How old a temp file of a still-active run must be before start-up removes it (a
+/// younger one may belong to a hook that is writing right now).
+pub const TEMP_FILE_GRACE: Duration = Duration::from_secs(60);
 
 /// The home directory: `--home`, else `$LAB_HOME`, else `$XDG_STATE_HOME/lab`, else
 /// `~/.local/state/lab`.
@@ -83,6 +94,28 @@ impl Home {
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")
     }
+    pub fn log_file(&self) -> PathBuf {
+        self.logs_dir().join("lab.log")
+    }
+    /// The directories lab keeps private (0700), parents first.
+    pub fn private_dirs(&self) -> [PathBuf; 5] {
+        [self.root.clone(), self.logs_dir(), self.root.join("cache"), self.component_cache(), self.runtime_dir()]
+    }
+
+    /// Create lab's private directories (0700) and fix the modes of existing ones and
+    /// of lab's own files in the home (the registry, the log, the token: 0600). Compile-cache
+    /// entries are not fixed here: one that was ever writable by others is not
+    /// trusted, it is recompiled (see the component cache).
+    pub fn prepare(&self) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        for dir in self.private_dirs() {
+            fsutil::private_dir(&dir).with_context(|| format!("making {} private (0700)", dir.display()))?;
+        }
+        for file in [self.registry(), self.log_file(), self.root.join("token")] {
+            fsutil::set_mode(&file, 0o600).with_context(|| format!("making {} private (0600)", file.display()))?;
+        }
+        Ok(())
+    }
     pub fn tmux_socket(&self) -> PathBuf {
         self.root.join("tmux.sock")
     }
@@ -123,6 +156,18 @@ impl RunFiles {
     }
 }
 
+/// What start-up does with a file in `runtime/`: it is garbage when no active run owns
+/// it, or when it is a temp file (of a hook killed mid-write) older than
+/// [`TEMP_FILE_GRACE`].
+pub fn runtime_file_is_garbage(file_name: &str, owner_active: bool, age: Duration) -> bool {
+    !owner_active || (fsutil::is_temp_name(file_name) && age >= TEMP_FILE_GRACE)
+}
+
+/// Whether `file_name` in `runtime/` is a temp file of run `id` (`.<id>.<kind>.json.tmp.…`).
+pub fn is_temp_of(file_name: &str, id: &RunId) -> bool {
+    fsutil::is_temp_name(file_name) && RunFiles::owner(file_name) == Some(id.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +188,39 @@ mod tests {
         assert_eq!(RunFiles::owner("r-1.spool.json"), Some("r-1"));
         assert_eq!(RunFiles::owner(".r-1.spool.json.tmp.42.7"), Some("r-1"));
         assert_eq!(RunFiles::owner("..."), None);
+    }
+
+    #[test]
+    fn runtime_garbage_is_what_no_active_run_owns_and_old_temp_files() {
+        let (fresh, old) = (Duration::from_secs(5), TEMP_FILE_GRACE);
+        let temp = ".r-1.spool.json.tmp.42.7";
+        assert!(runtime_file_is_garbage("r-1.spool.json", false, fresh));
+        assert!(runtime_file_is_garbage(temp, false, fresh));
+        assert!(!runtime_file_is_garbage("r-1.spool.json", true, Duration::from_secs(3600)));
+        assert!(!runtime_file_is_garbage(temp, true, fresh));
+        assert!(runtime_file_is_garbage(temp, true, old));
+
+        let id = RunId::parse("r-1").unwrap();
+        assert!(is_temp_of(temp, &id));
+        assert!(!is_temp_of(".r-12.spool.json.tmp.42.7", &id));
+        assert!(!is_temp_of("r-1.spool.json", &id));
+    }
+
+    #[test]
+    fn prepare_makes_the_home_private_whatever_existed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::new(d.path().join("h"));
+        std::fs::create_dir_all(home.logs_dir()).unwrap();
+        std::fs::set_permissions(&home.root, std::fs::Permissions::from_mode(0o775)).unwrap();
+        std::fs::write(home.log_file(), b"old\n").unwrap();
+        std::fs::set_permissions(home.log_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        home.prepare().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        for dir in home.private_dirs() {
+            assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        }
+        assert_eq!(mode(&home.log_file()), 0o600);
+        assert!(!home.registry().exists(), "prepare creates no registry");
     }
 }
