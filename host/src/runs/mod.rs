@@ -255,9 +255,10 @@ impl Runs {
     /// Load providers, open the registry, resume active runs (their tmux sessions
     /// outlive `lab serve`), end the ones whose session is gone, and start watching.
     pub async fn start(home: Home, lab_exe: PathBuf) -> anyhow::Result<Arc<Runs>> {
-        std::fs::create_dir_all(&home.root)?;
-        fsutil::private_dir(&home.runtime_dir())?;
+        home.prepare()?;
         let config = Config::load(&home.config_file())?;
+        // Before the (slower) providers: a damaged registry fails fast, with its fix.
+        let registry = Registry::open(&home.registry())?;
         let cache = home.component_cache();
         let providers_dir = home.providers_dir();
         let providers = tokio::task::spawn_blocking(move || -> anyhow::Result<ProviderSet> {
@@ -268,7 +269,6 @@ impl Runs {
         for (f, _) in &providers.loaded {
             tracing::info!(provider = %f.info.name, version = %f.info.version, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
-        let registry = Registry::open(&home.registry())?;
         let tmux = Tmux::new(home.tmux_socket());
         let runs = Arc::new(Runs {
             home,

@@ -1,13 +1,24 @@
 //! The run registry: one record per run in an embedded database (redb) under lab's
 //! home, so runs survive a restart of `lab serve`.
+//!
+//! Opening is careful, because a damaged file must give a clear error rather than a
+//! panic (redb asserts on some damage) or, worse, a silently empty registry:
+//! - a missing file is created (0600, initialised under a temp name, then renamed);
+//! - an empty file or one without redb's header is refused;
+//! - otherwise a private copy is opened first and checked (redb's integrity check
+//!   and a full read, panics caught): damage is reported without touching the file;
+//! - only then the file itself is opened (and read once, panics caught again).
 
+use crate::fsutil;
 use crate::paths::RunId;
-use anyhow::{Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
 
-const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
+const RUNS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("runs");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,15 +58,180 @@ pub struct Registry {
     db: Database,
 }
 
-impl Registry {
-    pub fn open(path: &Path) -> Result<Registry> {
-        let db = Database::create(path).with_context(|| {
-            format!("opening the run registry {} (is another `lab serve` using this home?)", path.display())
-        })?;
+/// redb's file header starts with these bytes.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// What an existing registry file looks like before redb is let near it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileShape {
+    Missing,
+    Empty,
+    NotRedb,
+    Redb,
+}
+
+/// Classify a registry file from its length (None: missing) and first bytes.
+pub fn shape(len: Option<u64>, head: &[u8]) -> FileShape {
+    match len {
+        None => FileShape::Missing,
+        Some(0) => FileShape::Empty,
+        Some(_) if head.starts_with(&REDB_MAGIC) => FileShape::Redb,
+        Some(_) => FileShape::NotRedb,
+    }
+}
+
+/// The error for a damaged registry: names the file and says what to do.
+pub fn damaged(path: &Path, why: &str) -> anyhow::Error {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let aside = format!("{}.bak", path.display());
+    anyhow!(
+        "the run registry {name} is damaged ({why}): {path} was left as it is. Move it aside \
+         (mv {p} {a}) and lab starts with an empty registry; runs in tmux keep going, but lab no \
+         longer lists the old ones",
+        path = path.display(),
+        p = lab_provider_sdk::shell::quote(&path.to_string_lossy()),
+        a = lab_provider_sdk::shell::quote(&aside),
+    )
+}
+
+/// Run `f`, turning a panic into `Err(its message)`, without the default hook printing
+/// a banner for it: redb asserts on some kinds of damage.
+fn no_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    use std::sync::Arc;
+    type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+    let previous: Arc<Hook> = Arc::new(std::panic::take_hook());
+    let me = std::thread::current().id();
+    let others = previous.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != me {
+            others(info)
+        }
+    }));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(Box::new(move |info| previous(info)));
+    result.map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!("redb stopped on an internal check: {msg}")
+    })
+}
+
+/// Every key and value of the runs table, read once (a missing table is fine).
+fn read_everything(db: &Database) -> Result<usize> {
+    let tx = db.begin_read()?;
+    let t = match tx.open_table(RUNS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let mut n = 0;
+    for entry in t.iter()? {
+        let (k, v) = entry?;
+        n += k.value().len() + v.value().len();
+    }
+    Ok(n)
+}
+
+/// Open a private copy of the registry and check it: redb's integrity check (which
+/// may write, hence the copy) and a full read. The original is not touched.
+fn check_copy(path: &Path, original: &mut std::fs::File) -> Result<()> {
+    let copy = temp_sibling(path, "check");
+    let result = (|| -> Result<()> {
+        let mut out = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&copy)?;
+        std::io::copy(original, &mut out)?;
+        out.sync_all()?;
+        drop(out);
+        no_panic(|| -> Result<()> {
+            let mut db = Database::open(&copy).map_err(|e| anyhow!("{e}"))?;
+            if !db.check_integrity().map_err(|e| anyhow!("{e}"))? {
+                bail!("its integrity check failed (redb could only roll it back to an earlier commit)");
+            }
+            read_everything(&db)?;
+            Ok(())
+        })
+        .map_err(|panic| anyhow!(panic))?
+    })();
+    let _ = fsutil::remove_if_exists(&copy);
+    result
+}
+
+fn temp_sibling(path: &Path, what: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{what}.{}", std::process::id()))
+}
+
+/// A new, empty registry: initialised under a temp name, then renamed into place, so
+/// a crash never leaves an empty file behind (which would be refused as damaged).
+fn create_new(path: &Path) -> Result<()> {
+    let tmp = temp_sibling(path, "new");
+    let result = (|| -> Result<()> {
+        let _ = fsutil::remove_if_exists(&tmp);
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&tmp)?;
+        let db = Database::builder().create_file(file)?;
         let tx = db.begin_write()?;
         tx.open_table(RUNS)?;
         tx.commit()?;
-        Ok(Registry { db })
+        drop(db);
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fsutil::remove_if_exists(&tmp);
+    }
+    result.with_context(|| format!("creating the run registry {}", path.display()))
+}
+
+impl Registry {
+    pub fn open(path: &Path) -> Result<Registry> {
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
+        let mut file = match opened {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_new(path)?;
+                return Registry::open_checked(path);
+            }
+            Err(e) => return Err(anyhow!("opening the run registry {}: {e}", path.display())),
+            Ok(f) => f,
+        };
+        // redb holds an exclusive flock while a database is open: a busy file is
+        // another `lab serve`, not damage.
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            bail!("the run registry {} is in use: is another `lab serve` using this home?", path.display());
+        }
+        let len = file.metadata()?.len();
+        let mut head = [0u8; REDB_MAGIC.len()];
+        let got = std::io::Read::read(&mut file, &mut head)?;
+        match shape(Some(len), &head[..got]) {
+            FileShape::Empty => return Err(damaged(path, "it is empty (0 bytes)")),
+            FileShape::NotRedb => return Err(damaged(path, "it is not a redb database: its header is wrong")),
+            FileShape::Missing | FileShape::Redb => {}
+        }
+        std::io::Seek::rewind(&mut file)?;
+        check_copy(path, &mut file).map_err(|e| damaged(path, &format!("{e:#}")))?;
+        drop(file); // releases the lock for redb's own
+        fsutil::set_mode(path, 0o600)?;
+        Registry::open_checked(path)
+    }
+
+    /// Open the (checked) file itself and read it once, panics caught.
+    fn open_checked(path: &Path) -> Result<Registry> {
+        no_panic(|| -> Result<Registry> {
+            let db = Database::open(path).map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => {
+                    anyhow!("the run registry {} is in use: is another `lab serve` using this home?", path.display())
+                }
+                e => damaged(path, &e.to_string()),
+            })?;
+            let tx = db.begin_write()?;
+            tx.open_table(RUNS)?;
+            tx.commit()?;
+            read_everything(&db)?;
+            Ok(Registry { db })
+        })
+        .map_err(|panic| damaged(path, &panic))?
     }
 
     pub fn put(&self, rec: &RunRecord) -> Result<()> {
@@ -135,5 +311,98 @@ mod tests {
         assert_eq!(all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
         assert_eq!(r.get(&RunId::parse("b").unwrap()).unwrap().unwrap().status, Status::Ended);
         assert!(r.get(&RunId::parse("zz").unwrap()).unwrap().is_none());
+    }
+
+    #[test]
+    fn file_shapes() {
+        assert_eq!(shape(None, b""), FileShape::Missing);
+        assert_eq!(shape(Some(0), b""), FileShape::Empty);
+        assert_eq!(shape(Some(4), b"redb"), FileShape::NotRedb);
+        assert_eq!(shape(Some(100), b"hello, wor"), FileShape::NotRedb);
+        assert_eq!(shape(Some(4096), &REDB_MAGIC), FileShape::Redb);
+    }
+
+    /// A registry with a few records, as bytes.
+    fn good_registry(dir: &Path) -> Vec<u8> {
+        let path = dir.join("good.redb");
+        let r = Registry::open(&path).unwrap();
+        for i in 0..40 {
+            let mut rec = rec(&format!("r-{i}"), "2026-01-01T00:00:00Z");
+            rec.prompt = "p".repeat(2000);
+            r.put(&rec).unwrap();
+        }
+        drop(r);
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn a_new_registry_is_private_and_an_existing_one_is_fixed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("registry.redb");
+        drop(Registry::open(&path).unwrap());
+        let mode = || std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+        drop(Registry::open(&path).unwrap());
+        assert_eq!(mode(), 0o600);
+        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("registry.redb")], "no temp or check copies left");
+    }
+
+    #[test]
+    fn damaged_registries_are_refused_with_a_clear_error_and_left_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let good = good_registry(d.path());
+        assert!(good.len() > 64 << 10, "{}", good.len());
+        let mut noise = 0x2545F4914F6CDD1Du64;
+        let mut random = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    noise ^= noise << 13;
+                    noise ^= noise >> 7;
+                    noise ^= noise << 17;
+                    noise as u8
+                })
+                .collect()
+        };
+        // Where the records live (not the file's preallocated, unused middle).
+        let data_at = good.windows(64).position(|w| w.iter().all(|b| *b == b'p')).unwrap();
+        let over = |at: usize, with: &[u8]| {
+            let mut b = good.clone();
+            b[at..at + with.len()].copy_from_slice(with);
+            b
+        };
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("truncated to 4 KiB", good[..4096].to_vec()),
+            ("empty", Vec::new()),
+            ("random header", over(0, &random(512))),
+            ("random bytes after the magic", over(9, &random(4000))),
+            ("random bytes over the records", over(data_at, &random(8 << 10))),
+            ("text", b"this is not a database\n".repeat(300)),
+        ];
+        for (what, bytes) in cases {
+            let path = d.path().join("registry.redb");
+            std::fs::write(&path, &bytes).unwrap();
+            let err = match Registry::open(&path) {
+                Ok(r) => panic!("{what}: opened, with {} runs", r.list().map(|l| l.len()).unwrap_or(0)),
+                Err(e) => format!("{e:#}"),
+            };
+            assert!(err.contains("registry.redb is damaged"), "{what}: {err}");
+            assert!(err.contains("mv "), "{what}: {err}");
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}: the file was changed");
+            let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(left.len(), 2, "{what}: {left:?}");
+        }
+    }
+
+    #[test]
+    fn a_registry_in_use_is_reported_as_such() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("registry.redb");
+        let _first = Registry::open(&path).unwrap();
+        let err = format!("{:#}", Registry::open(&path).err().unwrap());
+        assert!(err.contains("in use"), "{err}");
+        assert!(!err.contains("damaged"), "{err}");
     }
 }
