@@ -15,8 +15,10 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::Path;
 
-/// Largest payload accepted (a plan or a long tool response can be large).
-pub const MAX_PAYLOAD: usize = 8 << 20;
+/// Largest payload accepted. The hooks fire for dialogs only (a question, a plan):
+/// far below this. At most this much (plus one byte) is read from stdin, so a runaway
+/// payload can neither fill memory nor, through the temp file, the disk.
+pub const MAX_PAYLOAD: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action<'a> {
@@ -42,9 +44,9 @@ fn parse_object(payload: &[u8]) -> Result<Value, String> {
 }
 
 /// The decision and the file operation, without process concerns.
-pub fn apply(action: &Action, path: &Path, payload: &[u8]) -> Result<Outcome, String> {
+pub fn apply(action: &Action<'_>, path: &Path, payload: &[u8]) -> Result<Outcome, String> {
     if payload.len() > MAX_PAYLOAD {
-        return Err(format!("payload of {} bytes is over the {} byte limit", payload.len(), MAX_PAYLOAD));
+        return Err(format!("stdin is over the {MAX_PAYLOAD} byte limit"));
     }
     let v = parse_object(payload)?;
     match action {
@@ -136,6 +138,19 @@ mod tests {
         let clear = Action::SpoolClear { id_field: "tool_use_id" };
         assert!(apply(&clear, &spool, b"{}").unwrap_err().contains("tool_use_id"));
         assert!(spool.exists());
+    }
+
+    #[test]
+    fn an_oversized_payload_writes_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let spool = d.path().join("r.spool.json");
+        let pad = "x".repeat(MAX_PAYLOAD);
+        let big = format!(r#"{{"tool_use_id":"t","pad":"{pad}"}}"#);
+        let err = apply(&Action::SpoolWrite, &spool, big.as_bytes()).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        let fits = format!(r#"{{"pad":"{}"}}"#, &pad[..MAX_PAYLOAD - 20]);
+        assert_eq!(apply(&Action::SpoolWrite, &spool, fits.as_bytes()), Ok(Outcome::Written));
     }
 
     #[test]

@@ -671,6 +671,8 @@ impl Runs {
                 tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
             }
         }
+        // Temp files of hooks killed mid-write: nothing of the run survives its end.
+        self.remove_runtime_files(|name, _| crate::paths::is_temp_of(name, &run.id));
         let rec = {
             let mut rec = run.record.lock().unwrap();
             rec.status = Status::Ended;
@@ -839,17 +841,30 @@ impl Runs {
         }
     }
 
-    /// Delete runtime files that belong to no active run (left by a crash).
+    /// Delete runtime files that belong to no active run (left by a crash), and temp
+    /// files of active runs old enough that no hook is still writing them.
     fn gc_orphans(&self) {
+        let now = SystemTime::now();
+        self.remove_runtime_files(|name, modified| {
+            let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
+            let active = self.get(id).is_ok_and(|r| r.record().status == Status::Active);
+            let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+            crate::paths::runtime_file_is_garbage(name, active, age)
+        });
+    }
+
+    /// Remove the files in runtime/ for which `garbage(name, modified)` says so.
+    fn remove_runtime_files(&self, garbage: impl Fn(&str, Option<SystemTime>) -> bool) {
         let Ok(rd) = std::fs::read_dir(self.home.runtime_dir()) else { return };
         for entry in rd.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
-            let active = self.get(id).is_ok_and(|r| r.record().status == Status::Active);
-            if !active {
-                tracing::info!(file = %entry.path().display(), "removing a runtime file of no active run");
-                let _ = std::fs::remove_file(entry.path());
+            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+            if garbage(name, modified) {
+                tracing::info!(file = %entry.path().display(), "removing a leftover runtime file");
+                if let Err(e) = fsutil::remove_if_exists(&entry.path()) {
+                    tracing::warn!(file = %entry.path().display(), error = %e, "could not remove a runtime file");
+                }
             }
         }
     }
