@@ -137,25 +137,34 @@ fn read_everything(db: &Database) -> Result<usize> {
 
 /// Open a private copy of the registry and check it: redb's integrity check (which
 /// may write, hence the copy) and a full read. The original is not touched.
-fn check_copy(path: &Path, original: &mut std::fs::File) -> Result<()> {
+/// `Ok(Some(why))`: the registry is damaged; `Err`: the copy could not be made.
+fn check_copy(path: &Path, original: &mut std::fs::File) -> Result<Option<String>> {
     let copy = temp_sibling(path, "check");
-    let result = (|| -> Result<()> {
+    // One left by a lab killed mid-check (same pid, by chance) is not in the way.
+    fsutil::remove_if_exists(&copy)?;
+    let made = (|| -> std::io::Result<()> {
         let mut out = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&copy)?;
         std::io::copy(original, &mut out)?;
-        out.sync_all()?;
-        drop(out);
-        no_panic(|| -> Result<()> {
-            let mut db = Database::open(&copy).map_err(|e| anyhow!("{e}"))?;
-            if !db.check_integrity().map_err(|e| anyhow!("{e}"))? {
-                bail!("its integrity check failed (redb could only roll it back to an earlier commit)");
-            }
-            read_everything(&db)?;
-            Ok(())
-        })
-        .map_err(|panic| anyhow!(panic))?
+        out.sync_all()
     })();
+    if let Err(e) = made {
+        let _ = fsutil::remove_if_exists(&copy);
+        return Err(anyhow!("cannot check the run registry {}: copying it to {}: {e}", path.display(), copy.display()));
+    }
+    let verdict = no_panic(|| -> Result<()> {
+        let mut db = Database::open(&copy).map_err(|e| anyhow!("{e}"))?;
+        if !db.check_integrity().map_err(|e| anyhow!("{e}"))? {
+            bail!("its integrity check failed (redb could only roll it back to an earlier commit)");
+        }
+        read_everything(&db)?;
+        Ok(())
+    });
     let _ = fsutil::remove_if_exists(&copy);
-    result
+    Ok(match verdict {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(panic) => Some(panic),
+    })
 }
 
 fn temp_sibling(path: &Path, what: &str) -> PathBuf {
@@ -210,7 +219,9 @@ impl Registry {
             FileShape::Missing | FileShape::Redb => {}
         }
         std::io::Seek::rewind(&mut file)?;
-        check_copy(path, &mut file).map_err(|e| damaged(path, &format!("{e:#}")))?;
+        if let Some(why) = check_copy(path, &mut file)? {
+            return Err(damaged(path, &why));
+        }
         drop(file); // releases the lock for redb's own
         fsutil::set_mode(path, 0o600)?;
         Registry::open_checked(path)
