@@ -165,7 +165,14 @@ fn modes_hold_whatever_the_umask_and_the_agent_keeps_the_operators() {
     // A home a previous, umask-following lab left too open.
     std::fs::create_dir_all(w.home.join("logs")).unwrap();
     std::fs::write(w.home.join("logs/lab.log"), "old line\n").unwrap();
-    for (p, m) in [(w.home.clone(), 0o775), (w.home.join("logs"), 0o775), (w.home.join("logs/lab.log"), 0o664)] {
+    std::fs::write(w.home.join("token"), format!("{}\n", "ab".repeat(32))).unwrap();
+    let too_open = [
+        (w.home.clone(), 0o775),
+        (w.home.join("logs"), 0o775),
+        (w.home.join("logs/lab.log"), 0o664),
+        (w.home.join("token"), 0o644),
+    ];
+    for (p, m) in too_open {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
     }
     let start = |w: &World| {
@@ -187,9 +194,9 @@ fn modes_hold_whatever_the_umask_and_the_agent_keeps_the_operators() {
     assert_eq!(agent_umask(&w, &id), "0002", "the agent runs with the operator's umask");
 
     let seen = check_home_modes(&w.home);
-    // home, logs/, lab.log, registry, cache/, cache/components/, an entry, runtime/,
-    // settings, spool, tmux.sock
-    assert!(seen >= 11, "only {seen} paths under the home");
+    // home, logs/, lab.log, token, registry, cache/, cache/components/, an entry,
+    // runtime/, settings, spool, tmux.sock
+    assert!(seen >= 12, "only {seen} paths under the home");
     assert!(std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap().starts_with("old line\n"));
     lab.stop();
 
