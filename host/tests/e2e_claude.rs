@@ -1081,6 +1081,11 @@ fn a_bash_permission_prompt_is_needs_input_until_answered_in_the_tui() {
     });
     assert!(working["pending_dialog"].is_null());
     let seen = Instant::now();
+    // Before the Notification (~6 s) nothing says a prompt is open but the unresolved
+    // tool call: the composer must not let "1 ok go" through as the prompt's answer.
+    e.wait_screen(&run, "Do you want to proceed?", STEP_TIMEOUT);
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "1 ok go"}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("tool_pending")), "{body}");
     let (_, ev) = run.events.wait(STEP_TIMEOUT, "needs_input on SSE", |v| v["state"] == "needs_input");
     record_latency(&format!(
         "e2e Bash permission prompt: needs_input on SSE {:.1} s after the tool_use reached lab  (run {})",
@@ -1092,7 +1097,10 @@ fn a_bash_permission_prompt_is_needs_input_until_answered_in_the_tui() {
     assert!(e.runtime_file(&run, "marker").exists());
     let n = e.wait_hook("Notification", STEP_TIMEOUT, |p| p["notification_type"] == "permission_prompt");
     assert!(n["payload"]["message"].is_string());
-    assert!(!e.w.workdir.join("e2e-bash-marker").exists());
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "1 ok go"}));
+    assert_eq!(status, 409, "{body}");
+    assert!(!e.w.workdir.join("e2e-bash-marker").exists(), "the refused message approved the command");
+    assert!(e.screen(&run).contains("Do you want to proceed?"), "the prompt is still open");
     let tool_use = e.standin.emitted_tool_uses()[0].id.clone();
     assert!(e.standin.tool_results_for(&tool_use).is_empty());
 

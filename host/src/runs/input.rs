@@ -195,14 +195,16 @@ impl ComposerLock {
     }
 }
 
-/// Tool calls since the operator's last message that have no result yet, oldest first.
-/// Older ones are history: the operator has spoken since (after an interrupt, say).
+/// Tool calls that have no result yet, oldest first. The whole transcript counts, not
+/// only what follows the operator's last message: agents do not always write lines in
+/// the order things happened (Claude Code 2.1.198 was seen writing a turn's prompt line
+/// after the assistant's tool call of that same turn), and [`composer_lock`] only asks
+/// while a turn is under way, so a call left unresolved by an earlier, ended turn
+/// holds nothing once the agent is idle.
 pub fn unresolved_tool_calls(messages: &[SeqMessage]) -> Vec<&SeqMessage> {
-    let start = messages.iter().rposition(|m| m.role == lab_provider_sdk::Role::User && m.kind == "text");
-    let recent = &messages[start.map_or(0, |i| i + 1)..];
     let resolved: HashSet<&str> =
-        recent.iter().filter(|m| m.kind == "tool_result").filter_map(|m| m.tool_use_id.as_deref()).collect();
-    recent
+        messages.iter().filter(|m| m.kind == "tool_result").filter_map(|m| m.tool_use_id.as_deref()).collect();
+    messages
         .iter()
         .filter(|m| m.kind == "tool_use")
         .filter(|m| m.tool_use_id.as_deref().is_some_and(|id| !resolved.contains(id)))
@@ -218,8 +220,7 @@ pub fn unresolved_tool_calls(messages: &[SeqMessage]) -> Vec<&SeqMessage> {
 /// 4. the agent reported that it waits for the operator (a blocked marker) in the
 ///    middle of a turn (`agent_waiting`) — a block raised after the turn ended is the
 ///    agent waiting for exactly this, a message;
-/// 5. a tool call since the operator's last message has no result yet and the turn
-///    goes on (`tool_pending`): the agent is running it, or showing a permission
+/// 5. a tool call has no result yet and the turn goes on (`tool_pending`): the agent is running it, or showing a permission
 ///    prompt for it that lab may not know of.
 pub fn composer_lock(d: &Derived, messages: &[SeqMessage], prompt_pending: bool) -> Option<ComposerLock> {
     if d.state == RunState::Ended {
@@ -424,17 +425,16 @@ mod tests {
     }
 
     #[test]
-    fn tool_calls_before_the_operator_spoke_or_in_an_ended_turn_do_not_lock() {
-        // An interrupted tool call that never got a result, then a new message.
+    fn a_call_locks_whatever_line_order_the_agent_wrote_but_not_once_the_turn_ended() {
+        // Seen live: the turn's prompt line written after the assistant's tool call.
         let msgs = vec![
-            msg(0, Role::User, "text", None),
+            msg(0, Role::Assistant, "text", None),
             msg(1, Role::Assistant, "tool_use", Some("t1")),
             msg(2, Role::User, "text", None),
-            msg(3, Role::Assistant, "text", None),
         ];
-        assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), None);
-        // The turn ended (an interrupt, say) with the call unresolved.
-        let msgs = vec![msg(0, Role::User, "text", None), msg(1, Role::Assistant, "tool_use", Some("t1"))];
+        assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), Some("tool_pending"));
+        // The turn ended (an interrupt, say) with the call unresolved: the agent waits
+        // for exactly this, a message.
         assert_eq!(code(composer_lock(&derived(RunState::Idle), &msgs, false)), None);
     }
 
