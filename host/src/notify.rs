@@ -317,7 +317,7 @@ pub fn ntfy_headers(p: &Payload, configured: &HeaderMap) -> Vec<(&'static str, S
 /// The wait before the next attempt after attempt `failed` (counted from 1) failed, or
 /// `None` when that was the last one: 0.5 s, 1 s, 2 s, 4 s, then give up.
 pub fn retry_delay(failed: u32) -> Option<Duration> {
-    (failed >= 1 && failed < MAX_ATTEMPTS).then(|| FIRST_RETRY * 2u32.pow(failed - 1))
+    (1..MAX_ATTEMPTS).contains(&failed).then(|| FIRST_RETRY * 2u32.pow(failed - 1))
 }
 
 /// A bounded FIFO of notifications waiting for delivery.
