@@ -165,6 +165,7 @@ fn a_dialog_reaches_the_webhook_within_a_second() {
     let got = rx.got.lock().unwrap();
     let r = &got[0];
     let late = r.at.saturating_duration_since(seen);
+    eprintln!("notify: the webhook came {late:?} after the dialog was first seen");
     assert!(late < Duration::from_secs(1), "the webhook came {late:?} after the dialog appeared");
 
     let link = format!("https://lab.example/#/runs/{id}");
@@ -285,10 +286,15 @@ fn a_dead_receiver_slows_nothing_down() {
         configure(&w, &ask_then_idle(), Some(&format!("url = {url:?}")));
         let lab = w.serve();
         let round = dialog_round(&w, &lab);
+        eprintln!(
+            "notify: {what}: dialog after {:?}, slowest view {:?}, answer {:?} (without notify: {:?}, {:?}, {:?})",
+            round.to_dialog, round.slowest_view, round.answer, base.to_dialog, base.slowest_view, base.answer
+        );
         if url == hang.url {
             assert!(hang.count() >= 1, "the hanging receiver never got the notification");
         }
-        let margin = Duration::from_millis(300);
+        // Generous for a shared machine: a receiver on the path would add its 5 s timeout.
+        let margin = Duration::from_millis(500);
         assert!(
             round.to_dialog <= base.to_dialog + Duration::from_secs(1),
             "{what}: the dialog showed after {:?} (without notify: {:?})",
