@@ -238,6 +238,39 @@ fn a_failing_receiver_is_retried_with_backoff_and_the_run_goes_on() {
     assert_eq!(got[3].headers["tags"], "lab,ended");
 }
 
+#[test]
+fn a_blocked_run_notifies_needs_input_and_then_idle() {
+    let w = World::new();
+    let rx = Receiver::start(Behaviour::Statuses(&[]));
+    let script = json!({"steps": [
+        {"say": "I will list files."},
+        {"bash": {"command": "ls -la", "output": "total 0", "notify_after_ms": 200}},
+        {"say": "Done listing."},
+        {"idle": {}},
+    ]});
+    configure(&w, &script, Some(&format!("url = {:?}\nevents = [\"needs_input\", \"idle\"]", rx.url)));
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "list files");
+    let id = run_id(&run);
+    let v = lab.wait_state(&id, "needs_input");
+    rx.wait_for(1, Duration::from_secs(5));
+    {
+        let got = rx.got.lock().unwrap();
+        assert_eq!(got[0].body["state"], "needs_input");
+        assert_eq!(got[0].body["summary"], v["blocked"]["message"]);
+        assert_eq!(got[0].body["dialog"], Value::Null);
+        assert_eq!(got[0].headers["tags"], "lab,needs_input");
+    }
+    // Approved in the terminal, the agent finishes its turn: `idle` is configured too.
+    w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Enter"]);
+    lab.wait_state(&id, "idle");
+    rx.wait_for(2, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(300));
+    let got = rx.got.lock().unwrap();
+    let states: Vec<&Value> = got.iter().map(|r| &r.body["state"]).collect();
+    assert_eq!(states, [&json!("needs_input"), &json!("idle")]);
+}
+
 /// One dialog round: how long until the dialog shows after the run is created, the
 /// slowest view read while it is pending, and the answer POST.
 struct Round {
