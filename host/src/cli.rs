@@ -208,7 +208,11 @@ fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags) -> anyhow::Resul
             tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
         let edge = edge(&home, local, flags)?;
+        let notify = crate::notify::Settings::load(&home, local)?;
         let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
+        if let Some(settings) = notify {
+            crate::notify::spawn(settings, runs.changes())?;
+        }
         tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
         if !local.ip().is_loopback() {
             tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");

@@ -9,7 +9,15 @@
 //! allowed_hosts = ["lab.example.com"]   # --allowed-host
 //! allowed_origins = ["https://lab.example.com"]  # --allowed-origin
 //! require_token = true                  # --require-token (always on off loopback)
+//!
+//! [notify]                              # a webhook for operators away from the browser
+//! url = "https://ntfy.sh/my-topic"      # http or https; JSON POST per notification
+//! headers = { Authorization = "Bearer …" }   # optional, never logged
+//! events = ["question", "needs_input"]  # optional (this is the default); also "idle", "ended"
+//! base_url = "https://lab.example.com"  # optional: the links' base (default: where lab serves)
 //! ```
+//!
+//! `[notify]` is checked by [`crate::notify::Settings::new`] when `lab serve` starts.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -22,6 +30,34 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
     pub serve: ServeConfig,
+    #[serde(default)]
+    pub notify: Option<NotifyConfig>,
+}
+
+/// `[notify]`: the webhook, as written (see [`crate::notify`]).
+#[derive(Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    pub url: String,
+    /// Extra request headers (credentials, ntfy's `Priority`/`Tags`…): their values are
+    /// never logged or shown.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub events: Option<Vec<String>>,
+    pub base_url: Option<String>,
+}
+
+/// Without the headers' values (credentials) — and without the URL's path and query,
+/// which may be a secret too (an ntfy topic is its own password).
+impl std::fmt::Debug for NotifyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyConfig")
+            .field("url", &"…")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("events", &self.events)
+            .field("base_url", &self.base_url)
+            .finish()
+    }
 }
 
 /// `[serve]`: who may reach `lab serve` besides loopback pages.
@@ -97,6 +133,26 @@ mod tests {
         let empty: Config = toml::from_str("").unwrap();
         assert!(!empty.serve.require_token && empty.serve.allowed_hosts.is_empty());
         assert!(toml::from_str::<Config>("[serve]\nallowed_host = [\"x\"]\n").is_err());
+    }
+
+    #[test]
+    fn parses_the_notify_table_and_hides_its_secrets() {
+        let c: Config = toml::from_str(
+            "[notify]\nurl = \"https://ntfy.example/secret-topic\"\nheaders = { Authorization = \"Bearer s3cret\" }\n\
+             events = [\"ended\"]\nbase_url = \"https://lab.example\"\n",
+        )
+        .unwrap();
+        let n = c.notify.unwrap();
+        assert_eq!(n.url, "https://ntfy.example/secret-topic");
+        assert_eq!(n.headers["Authorization"], "Bearer s3cret");
+        assert_eq!(n.events.as_deref(), Some(&["ended".to_string()][..]));
+        assert_eq!(n.base_url.as_deref(), Some("https://lab.example"));
+        let shown = format!("{n:?}");
+        assert!(!shown.contains("s3cret") && !shown.contains("secret-topic"), "{shown}");
+        assert!(shown.contains("Authorization"), "{shown}");
+        assert!(toml::from_str::<Config>("").unwrap().notify.is_none());
+        assert!(toml::from_str::<Config>("[notify]\nurl = \"http://x\"\nevent = [\"ended\"]\n").is_err());
+        assert!(toml::from_str::<Config>("[notify]\nheaders = {}\n").is_err(), "url is required");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   [`runs::answer_guard`], [`runs::keystrokes`], [`runs::hook_settings`], registry
 //! - [`tmux`], [`http`] (API + embedded web UI, behind [`http::guard`] and [`http::auth`])
 //! - [`token`]: the access token, session cookies and login codes
+//! - [`notify`]: the `[notify]` webhook (run state transitions → JSON POSTs)
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
 pub mod agent_exec;
@@ -18,6 +19,7 @@ pub mod config;
 pub mod fsutil;
 pub mod hook;
 pub mod http;
+pub mod notify;
 pub mod paths;
 pub mod runs;
 pub mod scaffold;

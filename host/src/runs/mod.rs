@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 use tailer::{SharedMessages, Tail};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{broadcast, watch, Notify};
 use view::{Derived, PendingDialog, RunState, SeqMessage};
 
 /// The backstop poll: file notifications do the fast path.
@@ -97,6 +97,23 @@ pub struct Snapshot {
     pub composer_lock: Option<ComposerLock>,
 }
 
+/// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
+/// hear about state transitions of every run (the `[notify]` webhook) reads these.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub run_id: RunId,
+    pub provider: String,
+    pub workdir: String,
+    /// The view before; `None` for the first view of a run `lab serve` found when it
+    /// started (its state was not reached while lab was watching).
+    pub before: Option<Derived>,
+    pub after: Derived,
+}
+
+/// How many changes a slow reader of [`Runs::changes`] may fall behind before it
+/// misses some (it is told how many).
+const CHANGES_CAPACITY: usize = 1024;
+
 /// The body of `GET /runs/{id}/messages` and of each SSE event.
 #[derive(Debug, Clone, Serialize)]
 pub struct ViewBody {
@@ -143,6 +160,10 @@ pub struct Run {
     view: watch::Sender<Snapshot>,
     wake: Notify,
     provider: Option<ProviderHandle>,
+    changes: broadcast::Sender<Change>,
+    /// The next view published is the first of a run found at start-up: it is reported
+    /// with no `before` (see [`Change::before`]).
+    found_at_start: AtomicBool,
 }
 
 impl Run {
@@ -207,11 +228,25 @@ impl Run {
         let snap = Snapshot { derived, message_count, composer_lock };
         self.view.send_if_modified(|cur| {
             if *cur == snap {
-                false
-            } else {
-                *cur = snap;
-                true
+                return false;
             }
+            let found_at_start = self.found_at_start.swap(false, Ordering::SeqCst);
+            if found_at_start || cur.derived != snap.derived {
+                let (provider, workdir) = {
+                    let r = self.record.lock().unwrap();
+                    (r.provider.clone(), r.workdir.clone())
+                };
+                // Never blocks; an error only means nobody listens.
+                let _ = self.changes.send(Change {
+                    run_id: self.id.clone(),
+                    provider,
+                    workdir,
+                    before: (!found_at_start).then(|| cur.derived.clone()),
+                    after: snap.derived.clone(),
+                });
+            }
+            *cur = snap;
+            true
         });
     }
 
@@ -245,6 +280,8 @@ pub struct Runs {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Flips to true when `lab serve` shuts down, so open event streams end.
     shutdown: watch::Sender<bool>,
+    /// Every run's view changes ([`Runs::changes`]).
+    changes: broadcast::Sender<Change>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -282,11 +319,13 @@ impl Runs {
             watched_dirs: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),
             shutdown: watch::channel(false).0,
+            changes: broadcast::channel(CHANGES_CAPACITY).0,
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
             let run = runs.attach(rec, false);
+            run.found_at_start.store(true, Ordering::SeqCst);
             if active {
                 runs.clone().spawn_tailer(run);
             } else {
@@ -309,6 +348,11 @@ impl Runs {
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
+    }
+
+    /// Every change of any run's derived view from now on, in order per run.
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
     }
 
     pub fn home(&self) -> &Home {
@@ -380,6 +424,8 @@ impl Runs {
             view,
             wake: Notify::new(),
             provider,
+            changes: self.changes.clone(),
+            found_at_start: AtomicBool::new(false),
         });
         if let Some(t) = transcript {
             self.transcripts.lock().unwrap().insert(t, run.id.clone());
