@@ -80,7 +80,9 @@ impl Step {
         match self {
             Step::Language => first_question(input) == Some(QUESTION_LANGUAGE),
             Step::Extras => first_question(input) == Some(QUESTION_EXTRAS),
-            Step::Plan => input.get("plan").and_then(Value::as_str).is_some_and(|p| p.starts_with(PLAN_TITLE)),
+            // Claude Code 2.1.198 sends the ExitPlanMode call back with an empty input (the
+            // plan lives in a plan file then): any ExitPlanMode is the demo's plan step.
+            Step::Plan => true,
         }
     }
 }
@@ -244,9 +246,10 @@ fn step_reply(step: Step, c: &Conversation) -> Reply {
                 format!("Noted: {picked}. Now a question where you can pick several answers."),
             )
         }
-        Step::Plan => {
-            (json!({"plan": plan(c)}), "Thanks! Here is the plan; approve it in the plan card's terminal.".into())
-        }
+        Step::Plan => (
+            json!({"plan": plan(c)}),
+            "Thanks! Here is the plan — approve it in the run's terminal (the plan card links to it).".into(),
+        ),
     };
     Reply::ToolUse(ToolUseReply { name: step.tool().into(), input, text: Some(text), id: None })
 }
@@ -271,6 +274,11 @@ fn closing(c: &Conversation) -> String {
     let quote = |step, q| c.answer(step, q).map(|a| format!("“{a}”")).unwrap_or_else(|| "(no answer)".into());
     let verdict = match c.result(Step::Plan) {
         Some((_, false)) => "You approved the plan",
+        // Outside plan mode Claude Code refuses ExitPlanMode at once ("You are not in plan
+        // mode…"): no plan card was shown.
+        Some((text, true)) if text.contains("not in plan mode") => {
+            "There was no plan card: this run is not in plan mode (start the demo's runs with permission mode “plan”)"
+        }
         _ => "You did not approve the plan",
     };
     format!(
@@ -368,8 +376,10 @@ mod tests {
             "{plan}"
         );
 
-        msgs.push(call(&r3, "toolu_3"));
+        // As Claude Code sends it back: the input emptied, a system message after the result.
+        msgs.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_3", "name": "ExitPlanMode", "input": {}}]}));
         msgs.push(result("toolu_3", "User has approved your plan. You can now start coding.", false));
+        msgs.push(json!({"role": "system", "content": "## Exited Plan Mode"}));
         let r4 = reply(&body(json!(msgs)));
         let closing = text(&r4);
         assert!(closing.starts_with("You approved the plan"), "{closing}");
@@ -379,6 +389,23 @@ mod tests {
         msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": closing}]}));
         msgs.push(prompt("again?"));
         assert!(text(&reply(&body(json!(msgs)))).starts_with("The demo conversation is over"));
+    }
+
+    #[test]
+    fn outside_plan_mode_the_closing_says_there_was_no_plan_card() {
+        let msgs = json!([prompt("hi"),
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "AskUserQuestion",
+                "input": {"questions": [{"question": QUESTION_LANGUAGE}]}}]},
+            result("a", &format!("User has answered your questions: \"{QUESTION_LANGUAGE}\"=\"Rust\"."), false),
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "AskUserQuestion",
+                "input": {"questions": [{"question": QUESTION_EXTRAS}]}}]},
+            result("b", &format!("User has answered your questions: \"{QUESTION_EXTRAS}\"=\"CI\"."), false),
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "ExitPlanMode", "input": {}}]},
+            result("c", "<tool_use_error>You are not in plan mode. To enter plan mode, call the EnterPlanMode tool first.</tool_use_error>", true)]);
+        let closing = reply(&body(msgs));
+        let closing = text(&closing);
+        assert!(closing.starts_with("There was no plan card: this run is not in plan mode"), "{closing}");
+        assert!(closing.contains("language “Rust”, extras “CI”"), "{closing}");
     }
 
     #[test]
