@@ -1280,9 +1280,23 @@ function route() {
 
 let refreshRunsNow = () => {};
 
+/** Demo mode (GET /info): the banner, and the start form set up for the demo's runs. */
+async function loadInfo() {
+  const res = await api("GET", "info");
+  if (!res.ok || !res.data || res.data.demo !== true) return;
+  document.body.classList.add("demo");
+  document.getElementById("demo-banner").hidden = false;
+  const f = newRunForm.elements;
+  if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;
+  f.permission_mode.value = "plan"; // the demo ends with a plan, which the agent shows in plan mode
+  if (!f.prompt.value) f.prompt.placeholder = "Anything — e.g. “Show me around”. The demo asks two questions, then shows a plan.";
+  if (!newRunDetails.dataset.touched) newRunDetails.open = true;
+}
+
 function init() {
   initNewRunForm();
   loadProviders();
+  loadInfo();
   window.addEventListener("hashchange", route);
   route();
   refreshRunsNow = startRunPolling();
