@@ -1289,7 +1289,8 @@ async function loadInfo() {
   const f = newRunForm.elements;
   if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;
   f.permission_mode.value = "plan"; // the demo ends with a plan, which the agent shows in plan mode
-  if (!f.prompt.value) f.prompt.placeholder = "Anything — e.g. “Show me around”. The demo asks two questions, then shows a plan.";
+  // Any prompt starts the demo (two questions, then a plan); one is filled in so a click is enough.
+  if (!f.prompt.value) f.prompt.value = "Show me around";
   if (!newRunDetails.dataset.touched) newRunDetails.open = true;
 }
 
