@@ -79,6 +79,9 @@ fn run(args: Args) -> Result<ExitCode, String> {
     let config = claude_config(existing, DEMO_KEY, &layout.workdir);
     write(&layout.claude_json(), &serde_json::to_vec_pretty(&config).expect("JSON"))?;
 
+    // Runs left by an earlier demo that did not get to clean up (SIGKILL) talk to a
+    // stand-in that is gone: end them before lab picks them up.
+    kill_tmux_server(&layout);
     let standin = Standin::start(Script::demo()).map_err(|e| format!("cannot start the Messages API stand-in: {e}"))?;
     let env = agent_env(&standin.base_url(), &layout.agent_home);
     write(&layout.lab_toml(), lab_toml(&claude, &env).as_bytes())?;
@@ -148,13 +151,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     };
 
     // The demo's runs cannot go on without the stand-in: end them with it.
-    let _ = Command::new("tmux")
-        .arg("-S")
-        .arg(layout.tmux_socket())
-        .arg("kill-server")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    kill_tmux_server(&layout);
     standin.shutdown();
     eprintln!("lab-demo: stopped (lab serve {status}); the stand-in is gone too");
     Ok(match status.code() {
@@ -163,6 +160,17 @@ fn run(args: Args) -> Result<ExitCode, String> {
         None if asked_to_stop.is_some() => ExitCode::SUCCESS,
         None => ExitCode::from(1),
     })
+}
+
+/// Ends the demo's tmux server (its runs), if one is running.
+fn kill_tmux_server(layout: &Layout) {
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(layout.tmux_socket())
+        .arg("kill-server")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
