@@ -45,6 +45,21 @@ fn claude_bin() -> Option<PathBuf> {
     None
 }
 
+/// `lab-demo`, built now: `workspace_bin` only builds a missing binary, and a stale
+/// one would test old code.
+fn lab_demo_bin() -> PathBuf {
+    let bin = workspace_bin("lab-demo", "lab-demo");
+    let release = bin.parent().and_then(Path::file_name).is_some_and(|d| d == "release");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "lab-demo", "--bin", "lab-demo"])
+        .args(if release { &["--release"][..] } else { &[][..] })
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .status()
+        .expect("run cargo");
+    assert!(status.success(), "building lab-demo failed");
+    bin
+}
+
 /// A running `lab-demo` with its own state directory.
 struct Demo {
     child: Child,
@@ -61,7 +76,7 @@ impl Demo {
         // Short path: the tmux socket lives in it.
         let state = tempfile::Builder::new().prefix("lab-d").tempdir_in("/tmp").unwrap();
         let log = state.path().join("demo.log");
-        let mut child = Command::new(workspace_bin("lab-demo", "lab-demo"))
+        let mut child = Command::new(lab_demo_bin())
             .arg("--state-dir")
             .arg(state.path().join("s"))
             .arg("--lab")
