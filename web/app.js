@@ -1280,9 +1280,24 @@ function route() {
 
 let refreshRunsNow = () => {};
 
+/** Demo mode (GET /info): the banner, and the start form set up for the demo's runs. */
+async function loadInfo() {
+  const res = await api("GET", "info");
+  if (!res.ok || !res.data || res.data.demo !== true) return;
+  document.body.classList.add("demo");
+  document.getElementById("demo-banner").hidden = false;
+  const f = newRunForm.elements;
+  if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;
+  f.permission_mode.value = "plan"; // the demo ends with a plan, which the agent shows in plan mode
+  // Any prompt starts the demo (two questions, then a plan); one is filled in so a click is enough.
+  if (!f.prompt.value) f.prompt.value = "Show me around";
+  if (!newRunDetails.dataset.touched) newRunDetails.open = true;
+}
+
 function init() {
   initNewRunForm();
   loadProviders();
+  loadInfo();
   window.addEventListener("hashchange", route);
   route();
   refreshRunsNow = startRunPolling();

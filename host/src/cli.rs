@@ -42,6 +42,12 @@ enum Command {
         /// Require lab's token on loopback too (always required on any other address).
         #[arg(long)]
         require_token: bool,
+        /// Mark this lab as a demo (GET /info, the UI's banner); set by the demo launcher.
+        #[arg(long)]
+        demo: bool,
+        /// The working directory the UI proposes for demo runs.
+        #[arg(long, requires = "demo")]
+        demo_workdir: Option<PathBuf>,
     },
     /// Print lab's access token (created on first use), or replace it.
     Token {
@@ -97,9 +103,12 @@ pub fn main() -> i32 {
         init_tracing("error");
     }
     let result = match cli.command {
-        Command::Serve { addr, home, allowed_hosts, allowed_origins, require_token } => {
-            serve(addr, home, EdgeFlags { allowed_hosts, allowed_origins, require_token })
-        }
+        Command::Serve { addr, home, allowed_hosts, allowed_origins, require_token, demo, demo_workdir } => serve(
+            addr,
+            home,
+            EdgeFlags { allowed_hosts, allowed_origins, require_token },
+            crate::http::ServeInfo { demo, demo_workdir },
+        ),
         Command::Token { home, rotate } => token(home, rotate),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
@@ -194,7 +203,7 @@ fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Resu
     Ok(out)
 }
 
-fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags) -> anyhow::Result<()> {
+fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags, info: crate::http::ServeInfo) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     // Private modes set explicitly (not through the umask, which the agents inherit).
     home.prepare()?;
@@ -225,6 +234,7 @@ fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags) -> anyhow::Resul
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
         let app = crate::http::router(runs.clone(), edge)
+            .layer(axum::Extension(std::sync::Arc::new(info)))
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

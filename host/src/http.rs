@@ -127,6 +127,7 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
 
 fn api(runs: Arc<Runs>) -> Router {
     Router::new()
+        .route("/info", get(info))
         .route("/providers", get(providers))
         .route("/runs", get(list_runs).post(create_run))
         .route("/runs/{id}", get(get_run))
@@ -228,6 +229,26 @@ async fn json_errors(req: Request, next: Next) -> Response {
         }
     }
     out
+}
+
+/// What `GET /info` tells clients about this `lab serve`; cli.rs adds it to the router
+/// as an `Extension` (absent: not a demo).
+#[derive(Debug, Clone, Default)]
+pub struct ServeInfo {
+    /// Serving a demo (`lab serve --demo`): the agent talks to a stand-in on this machine.
+    pub demo: bool,
+    /// Where demo runs should be started (`--demo-workdir`).
+    pub demo_workdir: Option<std::path::PathBuf>,
+}
+
+/// `GET /info` → `{"version", "demo", "demo_workdir"}`.
+async fn info(served: Option<axum::Extension<Arc<ServeInfo>>>) -> impl IntoResponse {
+    let served = served.map(|e| e.0.as_ref().clone()).unwrap_or_default();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "demo": served.demo,
+        "demo_workdir": served.demo_workdir,
+    }))
 }
 
 async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {

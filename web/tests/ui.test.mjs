@@ -128,7 +128,7 @@ async function waitText(locator, re, what) {
  * pointing claude-code at fake-claude with `script`; and a running `lab serve`.
  * Cleanup (SIGTERM lab, kill its tmux server, remove the dir) is registered on t.
  */
-async function startWorld(t, script) {
+async function startWorld(t, script, serveArgs = []) {
   const dir = fs.mkdtempSync("/tmp/lui-");
   const home = path.join(dir, "h");
   const agentHome = path.join(dir, "a");
@@ -146,7 +146,7 @@ async function startWorld(t, script) {
 
   const stderrPath = path.join(dir, "lab.stderr");
   const errFd = fs.openSync(stderrPath, "a");
-  const proc = spawn(LAB_BIN, ["serve", "--addr", "127.0.0.1:0", "--home", home], {
+  const proc = spawn(LAB_BIN, ["serve", "--addr", "127.0.0.1:0", "--home", home, ...serveArgs], {
     env: { ...process.env, HOME: agentHome, LAB_LOG: "info,lab=debug" },
     stdio: ["ignore", "pipe", errFd],
   });
@@ -259,10 +259,10 @@ after(async () => {
  * fake-claude's log in the error, the temp dir kept. At the end of a passing scenario:
  * no uncaught page errors and no duplicate messages in the chat.
  */
-function scenario(name, { script, prompt = "go", open = true, todo }, body) {
+function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [] }, body) {
   test(name, { timeout: TEST_TIMEOUT, todo }, async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
-    const world = await startWorld(t, script);
+    const world = await startWorld(t, script, serveArgs);
     let page = null;
     try {
       let run = null;
@@ -390,6 +390,9 @@ describe("lab web UI in a real browser", () => {
     await page.getByText("No runs yet. Start one above.").waitFor();
     // With no runs the form opens by itself.
     await page.locator("#new-run[open]").waitFor();
+    // Not a demo: no demo banner.
+    assert.equal((await world.api("GET", "/info")).body.demo, false);
+    assert.equal(await page.getByTestId("demo-banner").isVisible(), false, "no demo banner outside a demo");
     const providers = (await world.api("GET", "/providers")).body;
     assert.ok(Array.isArray(providers) && providers.some((p) => p.name === "claude-code"), JSON.stringify(providers));
     await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
@@ -675,6 +678,27 @@ describe("lab web UI in a real browser", () => {
     await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream to be live" });
     const { graceful, ms } = await world.stopLab(3000);
     assert.ok(graceful, `lab serve was still running ${ms} ms after SIGTERM (killed)`);
+  });
+
+  scenario("a demo (lab serve --demo): the banner, and the start form set up for the demo", {
+    script: { steps: [{ idle: {} }] }, prompt: null, serveArgs: ["--demo", "--demo-workdir", "/tmp/lab-demo-workdir"],
+  }, async ({ world, page }) => {
+    const info = (await world.api("GET", "/info")).body;
+    assert.equal(info.demo, true, JSON.stringify(info));
+    assert.equal(info.demo_workdir, "/tmp/lab-demo-workdir");
+    const banner = page.getByTestId("demo-banner");
+    await banner.waitFor();
+    assert.equal((await banner.textContent()).trim(), "Demo — the agent talks to a scripted stand-in on this machine; nothing leaves it");
+    await page.locator("#new-run[open]").waitFor();
+    await waitFor(async () => (await page.getByTestId("new-run-workdir").inputValue()) === "/tmp/lab-demo-workdir", { what: "the demo workdir in the form" });
+    assert.equal(await page.getByTestId("new-run-permission-mode").inputValue(), "plan");
+    assert.ok((await page.getByTestId("new-run-prompt").inputValue()).length > 0, "a prompt is filled in");
+    // The banner sits above the app, which still fits the window.
+    const b = await banner.boundingBox();
+    const sidebar = await page.locator(".sidebar").boundingBox();
+    assert.ok(b.y === 0 && sidebar.y >= b.height - 1, `banner ${JSON.stringify(b)} sidebar ${JSON.stringify(sidebar)}`);
+    assert.ok(sidebar.y + sidebar.height <= 860 + 1, `the app overflows the window: ${JSON.stringify(sidebar)}`);
+    await screenshot(page, "18-demo-banner");
   });
 
   scenario("start a run from the form, then stop it (confirm) → ended", { script: { steps: [{ say: "Ready when you are." }, { idle: {} }] }, prompt: null }, async ({ world, page }) => {

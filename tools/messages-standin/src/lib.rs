@@ -14,7 +14,9 @@
 //! fits it, and gets that turn's [`Reply`]. Side requests (no `tools`: title / topic
 //! generation, quota probes, …) get [`Script::side_reply`] and consume nothing. When no
 //! remaining turn fits (e.g. the script is exhausted) the reply is
-//! [`Script::fallback_reply`] (plain text, `end_turn`).
+//! [`Script::fallback_reply`] (plain text, `end_turn`), or — when the script names a
+//! [`Builtin`] conversation such as the [`demo`] — that conversation's reply (its tool
+//! calls are not listed in `emitted_tool_uses`; see each request's `reply`).
 //!
 //! ```no_run
 //! use messages_standin::{Matcher, Script, Standin};
@@ -29,6 +31,8 @@
 //! let id = standin.wait_for_tool_use(0, Duration::from_secs(60)).unwrap().id;
 //! let results = standin.wait_for_tool_result(&id, Duration::from_secs(60));
 //! ```
+
+pub mod demo;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -157,6 +161,28 @@ pub struct Script {
     /// Text answered to a main-agent request when no remaining turn fits.
     #[serde(default = "default_fallback_reply")]
     pub fallback_reply: String,
+    /// A built-in conversation that answers main-agent requests no turn fits, instead of
+    /// `fallback_reply` (JSON: `"builtin": "demo"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<Builtin>,
+}
+
+/// Built-in conversations: replies computed from the request's conversation, so they
+/// serve any number of sessions at once and are never used up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Builtin {
+    /// The demo of lab's dialog cards ([`demo`]).
+    Demo,
+}
+
+impl Builtin {
+    /// The reply to a main-agent request.
+    pub fn reply(self, body: &Value) -> Reply {
+        match self {
+            Builtin::Demo => demo::reply(body),
+        }
+    }
 }
 
 fn default_side_reply() -> String {
@@ -168,7 +194,12 @@ fn default_fallback_reply() -> String {
 
 impl Default for Script {
     fn default() -> Self {
-        Script { turns: Vec::new(), side_reply: default_side_reply(), fallback_reply: default_fallback_reply() }
+        Script {
+            turns: Vec::new(),
+            side_reply: default_side_reply(),
+            fallback_reply: default_fallback_reply(),
+            builtin: None,
+        }
     }
 }
 
@@ -926,7 +957,13 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                             delay = t.delay_ms.map(Duration::from_millis);
                             (t.reply.clone(), RequestKind::Main { turn: Some(i) }, Some(i))
                         }
-                        None => (Reply::Text(st.script.fallback_reply.clone()), RequestKind::Main { turn: None }, None),
+                        None => {
+                            let reply = match st.script.builtin {
+                                Some(b) => b.reply(&body),
+                                None => Reply::Text(st.script.fallback_reply.clone()),
+                            };
+                            (reply, RequestKind::Main { turn: None }, None)
+                        }
                     }
                 } else {
                     (Reply::Text(side_reply_text(&body, &st.script.side_reply)), RequestKind::Side, None)

@@ -596,3 +596,41 @@ fn binary_serves_a_script_file() {
     child.wait().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_demo_script_calls_tools_for_main_requests_only_and_is_never_used_up() {
+    let s = Standin::start(Script::demo()).unwrap();
+    let mut c = Client::connect(s.addr());
+    // The title request (no tools) gets text, also when it asks for JSON.
+    let (text, tools, stop) = check_stream(&parse_sse(&c.post("/v1/messages", &side_body()).text()));
+    assert_eq!((text.as_str(), tools.len(), stop.as_str()), (messages_standin::demo::SIDE_REPLY, 0, "end_turn"));
+    // Two sessions start the demo: both get the first question.
+    for _ in 0..2 {
+        let (_, tools, stop) =
+            check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("Show me"), true)).text()));
+        assert_eq!(stop, "tool_use");
+        assert_eq!(tools[0]["name"], "AskUserQuestion");
+        assert_eq!(tools[0]["input"]["questions"][0]["question"], messages_standin::demo::QUESTION_LANGUAGE);
+    }
+    let reqs = s.requests();
+    assert_eq!(reqs[0].kind, RequestKind::Side);
+    assert_eq!(reqs[1].kind, RequestKind::Main { turn: None });
+    assert!(reqs[2].reply.as_ref().unwrap().tool_use.is_some());
+}
+
+#[test]
+fn binary_serves_the_demo() {
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_messages-standin");
+    let both = Command::new(bin).args(["--demo", "--script", "x.json"]).output().unwrap();
+    assert!(!both.status.success());
+    let mut child = Command::new(bin).args(["--demo", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr: SocketAddr = line.trim().strip_prefix("listening on ").expect(&line).parse().unwrap();
+    let mut c = Client::connect(addr);
+    let (_, tools, _) = check_stream(&parse_sse(&c.post("/v1/messages", &main_body(json!("hi"), true)).text()));
+    assert_eq!(tools[0]["name"], "AskUserQuestion");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
