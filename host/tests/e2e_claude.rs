@@ -1328,9 +1328,47 @@ fn a_prompt_too_large_for_argv_and_a_256_kib_message_reach_the_model_whole() {
         })
     };
     assert!(whole(&prompt), "the 200 KiB prompt never reached the model whole");
-    e.wait_view(&run, Duration::from_secs(60), "idle after the prompt's reply", |v| {
-        v["state"] == "idle" && v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Read your long prompt.")
-    });
+    let start = Instant::now();
+    let replied = loop {
+        let v = e.view(&run);
+        if v["state"] == "idle"
+            && v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Read your long prompt.")
+        {
+            break true;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if !replied {
+        let v = e.view(&run);
+        let summary: Vec<String> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| format!("{} {} {}B", m["role"], m["kind"], m["text"].as_str().map_or(0, str::len)))
+            .collect();
+        let users: Vec<usize> =
+            e.standin.main_requests().iter().map(|r| messages_standin::last_user_text(&r.body).len()).collect();
+        let lines: Vec<String> = e
+            .transcript(&run)
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}/{}/{} {}",
+                    l["type"].as_str().unwrap_or("?"),
+                    l["subtype"].as_str().unwrap_or(""),
+                    l["message"]["stop_reason"].as_str().unwrap_or(""),
+                    l["timestamp"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        panic!(
+            "no idle reply to the long prompt: state {} lock {} messages {summary:?}; main requests' last user text sizes {users:?}; transcript {lines:?}",
+            v["state"], v["composer_lock"]
+        );
+    }
 
     let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": message}));
     assert_eq!(status, 202, "{body}");

@@ -49,6 +49,8 @@ pub struct Tail {
     transcript_modified: Option<SystemTime>,
     messages: SharedMessages,
     turn: Option<TurnSignal>,
+    /// The newest message timestamp the transcript has shown (see [`late_flush`]).
+    newest: Option<SystemTime>,
     pub session_id: Option<String>,
     resolved: HashSet<String>,
     /// Tool calls seen in the transcript, oldest first.
@@ -98,6 +100,7 @@ impl Tail {
             transcript_modified: None,
             messages: Arc::new(RwLock::new(Vec::new())),
             turn: None,
+            newest: None,
             session_id: None,
             resolved: HashSet::new(),
             tool_calls: Vec::new(),
@@ -184,6 +187,7 @@ impl Tail {
         self.transcript_sig = None;
         self.messages.write().unwrap().clear();
         self.turn = None;
+        self.newest = None;
         self.resolved.clear();
         self.tool_calls.clear();
     }
@@ -227,6 +231,11 @@ impl Tail {
     }
 
     fn apply(&mut self, out: ParseOutput) {
+        let stamps: Vec<Option<SystemTime>> = out.messages.iter().map(|m| parse_timestamp(&m.timestamp)).collect();
+        let late = late_flush(&stamps, self.newest);
+        if let Some(newest) = stamps.iter().flatten().max() {
+            self.newest = Some(self.newest.map_or(*newest, |n| n.max(*newest)));
+        }
         let mut msgs = self.messages.write().unwrap();
         for m in out.messages {
             if let Some(id) = &m.tool_use_id {
@@ -244,7 +253,7 @@ impl Tail {
             let seq = msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
         }
-        if out.turn.is_some() {
+        if out.turn.is_some() && !late {
             self.turn = out.turn;
         }
         if out.session_id.is_some() {
@@ -422,9 +431,42 @@ pub fn read_complete_lines(path: &Path, offset: u64, max: usize) -> std::io::Res
     }
 }
 
+/// A message's RFC 3339 timestamp; `None` when it has none or it does not parse.
+fn parse_timestamp(ts: &str) -> Option<SystemTime> {
+    if ts.is_empty() {
+        return None;
+    }
+    humantime::parse_rfc3339_weak(ts).ok()
+}
+
+/// Whether a chunk is a late flush: every message in it carries a timestamp, and all of
+/// them are older than the newest message the transcript has already shown. Agents do
+/// not always write lines in the order things happened (a turn's prompt line written
+/// after its reply and turn end); such a chunk's turn signal describes the past, not
+/// the agent now. A chunk with no messages, or any message without a readable
+/// timestamp, is never late.
+pub fn late_flush(stamps: &[Option<SystemTime>], newest_seen: Option<SystemTime>) -> bool {
+    let Some(seen) = newest_seen else { return false };
+    !stamps.is_empty() && stamps.iter().all(|t| t.is_some_and(|t| t < seen))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_older_than_what_was_shown_is_a_late_flush() {
+        let t = |ms: u64| Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+        assert!(late_flush(&[t(800)], t(993)), "the prompt written after its turn's reply");
+        assert!(!late_flush(&[t(800), t(1000)], t(993)), "something new in the chunk");
+        assert!(!late_flush(&[t(800), None], t(993)), "a message without a time is never late");
+        assert!(!late_flush(&[], t(993)), "no messages: nothing to judge by");
+        assert!(!late_flush(&[t(800)], None), "nothing shown yet");
+        assert!(!late_flush(&[t(993)], t(993)), "equal is not older");
+        assert!(parse_timestamp("2026-11-30T12:40:23.805Z") < parse_timestamp("2026-11-30T12:40:23.993Z"));
+        assert!(parse_timestamp("2026-11-30T12:40:23.805Z").is_some());
+        assert!(parse_timestamp("").is_none() && parse_timestamp("t").is_none());
+    }
     use std::io::Write;
 
     #[test]

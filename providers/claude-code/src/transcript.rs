@@ -63,8 +63,37 @@ use lab_provider_sdk::{json, jsonl, jsonl::LineOutput, Message, ParseOutput, Rol
 use serde_json::{Map, Value};
 
 /// Parse a chunk of complete transcript lines.
+///
+/// Claude Code 2.1.198 does not always write lines in the order things happened: a
+/// large prompt's `user` line was seen written after that turn's reply, `stop_hook_summary`
+/// and `turn_duration` lines (with its own, earlier timestamp). Such a late line still
+/// yields its message, but its turn signal describes the past, so a line older than
+/// one already seen in the chunk does not set the chunk's turn signal.
 pub fn parse_transcript(chunk: &[u8]) -> ParseOutput {
-    jsonl::parse_lines(chunk, parse_line)
+    let mut newest = String::new();
+    jsonl::parse_lines(chunk, |v| {
+        let mut out = parse_line(v)?;
+        let ts = json::str_at(v, "timestamp").unwrap_or_default();
+        if out.turn.is_some() && is_older(ts, &newest) {
+            out.turn = None;
+        }
+        if ts > newest.as_str() && is_rfc3339_utc(ts) {
+            newest = ts.to_string();
+        }
+        Ok(out)
+    })
+}
+
+/// Whether timestamp `ts` is strictly older than `newest`. Claude Code writes UTC RFC
+/// 3339 with milliseconds and `Z` (`2026-11-30T12:40:23.805Z`), which order as text;
+/// anything else (or nothing) is never "older".
+fn is_older(ts: &str, newest: &str) -> bool {
+    is_rfc3339_utc(ts) && is_rfc3339_utc(newest) && ts.len() == newest.len() && ts < newest
+}
+
+fn is_rfc3339_utc(ts: &str) -> bool {
+    let b = ts.as_bytes();
+    b.len() >= 20 && b[4] == b'-' && b[10] == b'T' && b[b.len() - 1] == b'Z'
 }
 
 /// Tags that open the user text Claude Code writes for local commands and bash mode.
@@ -357,6 +386,24 @@ fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_line_written_after_its_turn_ended_does_not_reopen_the_turn() {
+        // As 2.1.198 wrote it for a 200 KiB prompt: reply, turn end, then the prompt.
+        let chunk = [
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Read it."}],"stop_reason":"end_turn"},"timestamp":"2026-11-30T12:40:23.993Z","sessionId":"s"}"#,
+            r#"{"type":"system","subtype":"turn_duration","durationMs":200,"timestamp":"2026-11-30T12:40:24.065Z","sessionId":"s"}"#,
+            r#"{"type":"user","message":{"role":"user","content":"the long prompt"},"timestamp":"2026-11-30T12:40:23.805Z","sessionId":"s"}"#,
+        ]
+        .join("\n")
+            + "\n";
+        let out = parse_transcript(chunk.as_bytes());
+        assert_eq!(out.messages.len(), 2, "the late prompt is still a message");
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+        // In order, a prompt after the turn's end does open a new turn.
+        let in_order = chunk.replace("12:40:23.805Z", "12:40:25.000Z");
+        assert_eq!(parse_transcript(in_order.as_bytes()).turn, Some(TurnSignal::Working));
+    }
     use lab_provider_sdk::Diagnostic;
 
     fn parse(s: &str) -> ParseOutput {
