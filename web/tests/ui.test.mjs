@@ -381,7 +381,10 @@ async function holdEventStream(page, view) {
 
 describe("lab web UI in a real browser", () => {
   scenario("home page: assets, run list, new-run form with providers", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ world, page }) => {
-    for (const [p, type] of [["/", "text/html"], ["/app.js", "javascript"], ["/markdown.js", "javascript"], ["/style.css", "text/css"]]) {
+    // Every ES module under web/ (app.js imports the rest) is served as JavaScript.
+    const modules = fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"));
+    assert.ok(modules.length > 5 && modules.includes("app.js"), `modules: ${modules}`);
+    for (const [p, type] of [["/", "text/html"], ["/style.css", "text/css"], ...modules.map((m) => [`/${m}`, "text/javascript"])]) {
       const res = await fetch(new URL(p, world.url));
       assert.equal(res.status, 200, `${p} status`);
       assert.ok((res.headers.get("content-type") || "").includes(type), `${p} content-type ${res.headers.get("content-type")}`);
