@@ -99,7 +99,7 @@ export class QuestionCard {
       class: "dialog-card kind-question", role: "group", "aria-labelledby": titleId, "aria-describedby": statusId,
       "data-testid": "dialog-card", "data-kind": "question", "data-tool-id": dialog.tool_id,
     },
-      h("div", { class: "card-title" }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), "Claude is asking"),
+      h("div", { class: "card-title" }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), "The agent is asking"),
       ...questionBlock(q, 0, 1, titleId),
       optionsGroup,
       this.multiSubmit ? h("div", { class: "multi-actions" }, this.multiSubmit) : null,
@@ -177,7 +177,7 @@ export function readOnlyCard(view, runId, run) {
       "data-testid": "dialog-card", "data-kind": "plan", "data-tool-id": d.tool_id,
     },
       h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "▤"),
-        "Claude has a plan and is waiting for approval"),
+        "The agent has a plan and is waiting for approval"),
       h("div", { class: "plan md", "data-testid": "dialog-plan", tabindex: "0", "aria-label": "Plan",
         html: renderMarkdown(d.plan || "_(The plan text is not available.)_") }),
       dialogHint(view, runId, run),
@@ -196,7 +196,7 @@ export function readOnlyCard(view, runId, run) {
             h("span", { class: "opt-label" }, o.label),
             o.description ? h("span", { class: "opt-desc" }, o.description) : null))));
     });
-    const title = qs.length > 1 ? `Claude is asking ${qs.length} questions` : "Claude is asking";
+    const title = qs.length > 1 ? `The agent is asking ${qs.length} questions` : "The agent is asking";
     const el = h("section", {
       class: "dialog-card kind-question readonly", role: "region", "aria-labelledby": titleId,
       "data-testid": "dialog-card", "data-kind": "question", "data-tool-id": d.tool_id, "data-answerable": "false",
@@ -215,7 +215,7 @@ export function readOnlyCard(view, runId, run) {
     "data-testid": "dialog-card", "data-kind": "generic",
   },
     h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "!"),
-      "Claude needs input — open the terminal"),
+      "The agent needs input — open the terminal"),
     b.message || b.notification_type ? h("p", { class: "blocked" },
       b.notification_type ? h("span", { class: "chip", "data-testid": "blocked-type" }, b.notification_type) : null,
       b.message ? h("span", { "data-testid": "blocked-message" }, b.message) : null) : null,

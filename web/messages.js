@@ -43,7 +43,7 @@ function preBlock(text, cls = "") {
   return h("div", {}, pre, more);
 }
 
-const ROLE_LABEL = { user: "You", assistant: "Claude", system: "System", tool: "Tool" };
+const ROLE_LABEL = { user: "You", assistant: "Agent", system: "System", tool: "Tool" };
 
 export function renderMessage(m, toolNames) {
   const role = String(m.role || "");

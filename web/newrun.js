@@ -28,9 +28,10 @@ export async function loadProviders() {
     const label = `${p.name}${p.version ? ` ${p.version}` : ""}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
     providerSelect.append(h("option", { value: p.name }, label));
   }
+  // The provider used last, else the first one lab lists.
   const remembered = localStorage.getItem("lab.provider");
   if (remembered && res.data.some((p) => p.name === remembered)) providerSelect.value = remembered;
-  else if (res.data.some((p) => p.name === "claude-code")) providerSelect.value = "claude-code";
+  else if (res.data.length) providerSelect.value = res.data[0].name;
 }
 
 function showFormError(msg) {

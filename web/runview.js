@@ -70,7 +70,7 @@ export class RunView {
     const inputId = uid("composer");
     this.input = h("textarea", {
       id: inputId, class: "composer-input", "data-testid": "composer-input", rows: "2",
-      placeholder: "Message Claude — Enter to send, Shift+Enter for a new line",
+      placeholder: "Message the agent — Enter to send, Shift+Enter for a new line",
       onkeydown: (e) => {
         if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
           e.preventDefault();
@@ -289,7 +289,7 @@ export class RunView {
         attach));
       if (this.answering && this.answering.toolId === d.tool_id) {
         card.setBusy(true, this.answering.chosen || []);
-        card.setStatus(this.answering.phase === "sending" ? "Answering…" : "Answer sent — waiting for Claude…");
+        card.setStatus(this.answering.phase === "sending" ? "Answering…" : "Answer sent — waiting for the agent…");
       }
       if (this.notice) card.setStatus(this.notice.text, "notice");
       this.dialogArea.replaceChildren(card.el);
@@ -315,7 +315,7 @@ export class RunView {
     if (res.ok) {
       this.answering = { toolId: dialog.tool_id, phase: "sent", chosen };
       if (stillSame()) {
-        this.card.qc.setStatus("Answer sent — waiting for Claude…", "ok");
+        this.card.qc.setStatus("Answer sent — waiting for the agent…", "ok");
         // If the same dialog is still pending long after, let the operator try again.
         this.staleTimer = setTimeout(() => {
           if (stillSame() && this.answering && this.answering.toolId === dialog.tool_id) {
@@ -355,16 +355,16 @@ export class RunView {
     if (state === "ended") return "The run has ended";
     const d = this.pendingDialog();
     if (d) {
-      return d.kind === "question" && d.answerable ? "Answer the question above first" : "Claude is waiting in the terminal";
+      return d.kind === "question" && d.answerable ? "Answer the question above first" : "The agent is waiting in the terminal";
     }
-    if (state === "question") return "Claude is waiting in the terminal";
+    if (state === "question") return "The agent is waiting in the terminal";
     // The server's reason (the agent runs a tool or waits for permission, lab is still
     // typing the first prompt, …): exactly what sending would be refused with.
     const lock = v.composer_lock;
-    if (lock && lock.code === "agent_waiting") return "Claude is waiting in the terminal";
+    if (lock && lock.code === "agent_waiting") return "The agent is waiting in the terminal";
     if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
     if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
-      return "Claude is waiting in the terminal";
+      return "The agent is waiting in the terminal";
     }
     return null;
   }

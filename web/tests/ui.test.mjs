@@ -399,7 +399,12 @@ describe("lab web UI in a real browser", () => {
     const providers = (await world.api("GET", "/providers")).body;
     assert.ok(Array.isArray(providers) && providers.some((p) => p.name === "claude-code"), JSON.stringify(providers));
     await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
-    assert.equal(await page.getByTestId("new-run-provider").inputValue(), "claude-code");
+    // No provider name is hard-coded: the form starts on the first one lab lists.
+    assert.equal(await page.getByTestId("new-run-provider").inputValue(), providers[0].name);
+    // No agent's name in the UI's code.
+    for (const m of fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"))) {
+      assert.doesNotMatch(fs.readFileSync(path.join(WEB_DIR, m), "utf8"), /claude/i, `web/${m} names an agent`);
+    }
     await screenshot(page, "01-home");
   });
 
@@ -413,7 +418,7 @@ describe("lab web UI in a real browser", () => {
     assert.deepEqual(await page.locator(`${sel.option} .opt-label`).allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
     assert.equal(await page.locator(`${sel.option} .opt-desc`).nth(1).textContent(), "Embedded, one file");
     await waitBadge(page, "question");
-    // The chat so far: the prompt, Claude's markdown, the pending tool call.
+    // The chat so far: the prompt, the agent's markdown, the pending tool call.
     await page.locator(sel.msg("user", "text")).filter({ hasText: "Add persistence" }).waitFor();
     assert.equal(await page.locator(`${sel.msg("assistant", "text")} strong`).first().textContent(), "persistence");
     assert.equal(await page.locator(sel.input).isDisabled(), true);
@@ -552,7 +557,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
     assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.kind, "plan");
     assert.equal(v.pending_dialog.answerable, false);
@@ -566,13 +571,13 @@ describe("lab web UI in a real browser", () => {
   scenario("multi-question card: both questions read-only with the terminal hint", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "?Claude is asking 2 questions");
+    assert.equal(await card.locator(".card-title").textContent(), "?The agent is asking 2 questions");
     assert.deepEqual(await card.locator(".ro-question .q-text").allTextContents(), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
     assert.deepEqual(await card.locator(".ro-question").nth(0).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
     assert.deepEqual(await card.locator(".ro-question").nth(1).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.questions.length, 2);
     assert.equal(v.pending_dialog.answerable, false);
@@ -585,7 +590,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(v.blocked.notification_type, "permission_prompt");
     const card = page.locator(`${sel.card}[data-kind=generic]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "!Claude needs input — open the terminal");
+    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
     assert.equal(await card.getByTestId("blocked-type").textContent(), "permission_prompt");
     // What the agent's Notification hook said is what the operator reads.
     const notified = await world.waitEvent((e) => e.event === "notification", "the notification");
@@ -593,7 +598,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await card.getByTestId("blocked-message").textContent(), notified.message);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     await waitBadge(page, "needs_input");
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     await page.locator(sel.msg("assistant", "tool_use")).filter({ hasText: "ls -la" }).waitFor();
     await screenshot(page, "11-generic-card");
   });
