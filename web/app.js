@@ -3,6 +3,7 @@
 // entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`), start-up.
 import { h, stateBadge } from "./dom.js";
 import { initNewRunForm, loadInfo, loadProviders } from "./newrun.js";
+import { initNotify, setTitle } from "./notify.js";
 import { renderRunList, startRunPolling } from "./runlist.js";
 import { RunView } from "./runview.js";
 import { store } from "./store.js";
@@ -39,7 +40,8 @@ function route() {
   if (key === lastRouteKey) return;
   lastRouteKey = key;
   if (store.currentView) store.currentView.destroy();
-  document.title = "lab";
+  setTitle("lab");
+  document.body.dataset.route = r.name; // the phone layout shows either the run list or a run
   if (r.name === "run") store.currentView = new RunView(mainEl, r.id);
   else if (r.name === "terminal") store.currentView = new TerminalView(mainEl, r.id);
   else store.currentView = new HomeView(mainEl);
@@ -48,6 +50,7 @@ function route() {
 
 function init() {
   initNewRunForm();
+  initNotify();
   loadProviders();
   loadInfo();
   window.addEventListener("hashchange", route);

@@ -4,6 +4,7 @@ import { QuestionCard, readOnlyCard } from "./cards.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
 import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
+import { noteView, setTitle } from "./notify.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
 import { store } from "./store.js";
 
@@ -94,6 +95,7 @@ export class RunView {
       h("section", { class: "run-view", "data-testid": "run-view", "data-run-id": this.runId },
         h("header", { class: "run-header" },
           h("div", { class: "run-header-top" },
+            h("a", { href: "#/", class: "button-link narrow-only", "data-testid": "back-to-runs" }, "← Runs"),
             this.titleEl, this.badge, this.conn,
             h("span", { class: "spacer" }),
             h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "button-link", "data-testid": "terminal-link" }, "Terminal"),
@@ -164,7 +166,7 @@ export class RunView {
       }
     }
     this.stopBtn.disabled = state === "ended";
-    document.title = `${state === "question" || state === "needs_input" ? "● " : ""}${this.titleEl.textContent} · lab`;
+    setTitle(`${this.titleEl.textContent} · lab`);
   }
 
   setConn(s) {
@@ -185,6 +187,7 @@ export class RunView {
       composer_lock: v.composer_lock ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
+    noteView(this.runId, this.view);
     this.renderHeader();
     this.renderCard();
     this.updateComposer();

@@ -218,9 +218,10 @@ async function startWorld(t, script, serveArgs = []) {
 }
 
 /** A page that records uncaught errors and console errors (page.labErrors). */
-async function openPage(t, url) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" });
+async function openPage(t, url, { context: contextOptions = {}, init = null } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light", ...contextOptions });
   t.after(() => context.close().catch(() => {}));
+  if (init) await context.addInitScript(init.fn, init.arg);
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
   page.labErrors = [];
@@ -259,7 +260,7 @@ after(async () => {
  * fake-claude's log in the error, the temp dir kept. At the end of a passing scenario:
  * no uncaught page errors and no duplicate messages in the chat.
  */
-function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [] }, body) {
+function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [], context, init }, body) {
   test(name, { timeout: TEST_TIMEOUT, todo }, async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
     const world = await startWorld(t, script, serveArgs);
@@ -267,7 +268,7 @@ function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = 
     try {
       let run = null;
       if (prompt !== null) run = await world.createRun(prompt);
-      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null);
+      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null, { context, init });
       await body({ t, world, page, run, id: run && run.id });
       const seqs = await page.locator("[data-testid=chat] [data-seq]").evaluateAll((els) => els.map((e) => e.dataset.seq));
       assert.equal(new Set(seqs).size, seqs.length, `duplicate messages in the chat: ${seqs}`);
@@ -750,5 +751,218 @@ describe("lab web UI in a real browser", () => {
     assert.equal((await world.api("GET", `/runs/${id}`)).body.state, "ended");
     assert.notEqual(world.tmux("has-session", "-t", run.tmux_target).status, 0, "the tmux session is gone");
     await screenshot(page, "17-run-stopped");
+  });
+});
+
+// ------------------------------------------------------------------ being told; the phone
+
+/**
+ * An init script: window.Notification records every notification the page raises
+ * (window.__notes: the instances, with title, body, tag, data and the page's onclick)
+ * instead of showing it; requestPermission calls are counted. With arg.permission set,
+ * the page sees that permission (and a request answers "denied"); otherwise the real
+ * one (context.grantPermissions). AudioContext oscillators are counted (the chime).
+ */
+function notificationRecorder(arg) {
+  window.__notes = [];
+  window.__permissionRequests = 0;
+  window.__oscillators = 0;
+  window.__fakePermission = arg && arg.permission;
+  const Real = window.Notification;
+  window.Notification = class {
+    constructor(title, options = {}) {
+      Object.assign(this, { title, body: options.body, tag: options.tag, data: options.data, closed: false });
+      window.__notes.push(this);
+    }
+    close() { this.closed = true; }
+    static get permission() { return window.__fakePermission || (Real ? Real.permission : "denied"); }
+    static async requestPermission() {
+      window.__permissionRequests += 1;
+      if (window.__fakePermission) { window.__fakePermission = "denied"; return "denied"; }
+      return Real.requestPermission();
+    }
+  };
+  if (window.AudioContext) {
+    const create = window.AudioContext.prototype.createOscillator;
+    window.AudioContext.prototype.createOscillator = function (...a) { window.__oscillators += 1; return create.apply(this, a); };
+  }
+}
+
+const notes = (page) => page.evaluate(() => window.__notes.map((n) => ({ title: n.title, body: n.body, tag: n.tag, data: n.data })));
+const favicon = (page) => page.locator("link#favicon").evaluate((l) => ({ href: l.getAttribute("href"), count: l.dataset.count }));
+
+async function waitNotes(page, n) {
+  return waitFor(async () => { const all = await notes(page); return all.length >= n && all; }, { what: `${n} notification(s)` });
+}
+
+const GRANTED = { context: { permissions: ["notifications"] }, init: { fn: notificationRecorder } };
+
+describe("being told: notifications, title and icon", () => {
+  scenario("the open run starts waiting: one notification per question, with the question; title and icon count it", {
+    script: { steps: [{ say: "Ready when you are." }, { idle: {} }, { ask: { questions: [DB_QUESTION] } }, { ask: { questions: [DEPLOY_QUESTION] } }, { say: "Both noted." }, { idle: {} }] },
+    ...GRANTED,
+  }, async ({ world, page, id }) => {
+    await waitBadge(page, "idle");
+    await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream" });
+    assert.equal(await page.title(), "webshop · lab");
+    const idleIcon = await favicon(page);
+    assert.equal(idleIcon.count, "0");
+    assert.ok(idleIcon.href.startsWith("data:image/svg+xml,"), idleIcon.href);
+    assert.equal(await page.getByTestId("notify-permission").isVisible(), false, "granted already: no button");
+    assert.deepEqual(await notes(page), []);
+
+    // A message makes the agent ask.
+    assert.equal((await world.api("POST", `/runs/${id}/messages`, { text: "go on" })).status, 202);
+    const [first] = await waitNotes(page, 1);
+    assert.equal(first.title, "webshop: the agent is asking");
+    assert.equal(first.body, DB_QUESTION.question);
+    assert.equal(first.data.url, `#/runs/${encodeURIComponent(id)}`);
+    await waitFor(async () => (await page.title()) === "(1) webshop · lab", { what: "the count in the title" });
+    const waitingIcon = await favicon(page);
+    assert.equal(waitingIcon.count, "1");
+    assert.notEqual(waitingIcon.href, idleIcon.href, "the icon changes");
+    assert.ok(decodeURIComponent(waitingIcon.href).includes(">1</text>"), "the icon shows the count");
+
+    // Answering it brings the next question at once: a new dialog, a new notification.
+    await waitQuestionCard(page);
+    await page.locator(sel.option).first().click();
+    const second = (await waitNotes(page, 2))[1];
+    assert.equal(second.body, DEPLOY_QUESTION.question);
+    await page.locator(`${sel.option} .opt-label`).filter({ hasText: "Fly.io" }).waitFor();
+    await page.locator(sel.option).first().click();
+    await waitBadge(page, "idle");
+    await waitFor(async () => (await page.title()) === "webshop · lab", { what: "the count to go" });
+    assert.equal((await favicon(page)).count, "0");
+    // Two dialogs, two notifications: the stream and the poll never told one twice.
+    await world.waitView(id, (v) => v.state === "idle", "idle");
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=idle]`).waitFor();
+    assert.deepEqual((await notes(page)).map((n) => n.body), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
+  });
+
+  scenario("a run waiting at load is not announced; another that starts waiting is, from the list; the chime; clicking opens it", {
+    script: askScript(), prompt: null, open: false, ...GRANTED,
+  }, async ({ world, page }) => {
+    const a = await world.createRun("first");
+    await world.waitView(a.id, (v) => v.state === "question", "run a waiting");
+    await page.goto(world.url);
+    await page.locator(`[data-testid=run-item][data-run-id="${a.id}"][data-state=question]`).waitFor();
+    await waitFor(async () => (await page.title()) === "(1) lab", { what: "the count in the title" });
+    assert.equal((await favicon(page)).count, "1");
+
+    // The chime: off by default; on with a click, remembered.
+    const sound = page.getByTestId("sound-toggle");
+    assert.equal(await sound.getAttribute("aria-pressed"), "false");
+    await sound.click();
+    assert.equal(await sound.getAttribute("aria-pressed"), "true");
+    assert.equal(await page.evaluate(() => localStorage.getItem("lab.sound")), "on");
+    const chimesBefore = await page.evaluate(() => window.__oscillators);
+
+    const b = await world.createRun("second");
+    const all = await waitNotes(page, 1);
+    await page.locator(`[data-testid=run-item][data-run-id="${b.id}"][data-state=question]`).waitFor();
+    await waitFor(async () => (await page.title()) === "(2) lab", { what: "two waiting runs in the title" });
+    assert.equal(all.length, 1, `only run b is announced: ${JSON.stringify(all)}`);
+    assert.equal(all[0].tag, `lab-run-${b.id}`);
+    assert.equal(all[0].body, DB_QUESTION.question);
+    assert.ok((await page.evaluate(() => window.__oscillators)) > chimesBefore, "a chime with the notification");
+    assert.equal((await favicon(page)).count, "2");
+
+    // Clicking the notification opens the run.
+    await page.evaluate(() => window.__notes[0].onclick());
+    await page.waitForURL(new RegExp(`#/runs/${b.id}$`));
+    await page.locator(`[data-testid=run-view][data-run-id="${b.id}"] ${sel.card}`).waitFor();
+    assert.equal(await page.evaluate(() => window.__notes[0].closed), true);
+
+    // After a reload both wait "at load": nothing new; the chime setting stays.
+    await page.reload();
+    await page.locator(`[data-testid=run-view][data-run-id="${b.id}"] ${sel.card}`).waitFor();
+    await waitFor(async () => (await page.title()) === "(2) webshop · lab", { what: "the count after the reload" });
+    assert.equal(await page.getByTestId("sound-toggle").getAttribute("aria-pressed"), "true");
+    await page.locator(`[data-testid=run-item][data-run-id="${a.id}"][data-state=question]`).waitFor();
+    assert.deepEqual(await notes(page), []);
+  });
+
+  scenario("'Notify me' asks for permission only when clicked, then goes away", {
+    script: { steps: [{ idle: {} }] }, prompt: null, init: { fn: notificationRecorder, arg: { permission: "default" } },
+  }, async ({ page }) => {
+    const button = page.getByTestId("notify-permission");
+    await button.waitFor();
+    await page.getByText("No runs yet. Start one above.").waitFor();
+    assert.equal(await page.evaluate(() => window.__permissionRequests), 0, "never asked on load");
+    await button.click();
+    await button.waitFor({ state: "hidden" });
+    assert.equal(await page.evaluate(() => window.__permissionRequests), 1);
+  });
+});
+
+describe("phone-sized UI (390×844, touch)", () => {
+  const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
+
+  /** No horizontal overflow: the page is no wider than the phone. */
+  async function assertFits(page, what) {
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(w <= 390, `${what}: the page is ${w} px wide`);
+  }
+
+  /** Every visible button/link/option/input in `scope` is at least 44 px tall. */
+  async function assertTargets(scope, what) {
+    const sizes = await scope.locator("button, a, input, textarea, select, summary").evaluateAll((els) => els
+      .filter((e) => e.checkVisibility({ visibilityProperty: true }))
+      .map((e) => ({ what: `${e.tagName}${e.dataset.testid ? `[${e.dataset.testid}]` : ""} ${e.textContent.trim().slice(0, 20)}`, h: e.getBoundingClientRect().height })));
+    assert.ok(sizes.length > 0, `${what}: no targets found`);
+    const small = sizes.filter((s) => s.h < 44);
+    assert.deepEqual(small, [], `${what}: targets under 44 px`);
+  }
+
+  /** A phone screenshot (CSS pixels, to keep it small); LAB_DOCS_IMAGES=1 also writes docs/images/. */
+  async function phoneShot(page, name) {
+    await screenshot(page, name);
+    if (process.env.LAB_DOCS_IMAGES === "1") {
+      await page.screenshot({ path: path.join(REPO_DIR, "docs", "images", `${name}.png`), scale: "css" });
+    }
+  }
+
+  scenario("run list, question card, composer and terminal view fit a phone; targets ≥ 44 px", {
+    script: askScript(), open: false, context: PHONE,
+  }, async ({ world, page, id }) => {
+    await world.waitView(id, (v) => v.state === "question", "the question");
+    await page.goto(world.url);
+    const item = page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=question]`);
+    await item.waitFor();
+    await assertFits(page, "run list");
+    await assertTargets(page.locator(".sidebar"), "run list");
+    await phoneShot(page, "phone-run-list");
+
+    await item.tap();
+    await waitQuestionCard(page);
+    await page.locator(sel.msg("assistant", "text")).first().waitFor();
+    await assertFits(page, "question card");
+    await assertTargets(page.locator(sel.card), "question card");
+    await assertTargets(page.locator(".run-header"), "run header");
+    const header = await page.locator("[data-testid=run-view] .run-header").boundingBox();
+    assert.ok(header.x >= 0 && header.x + header.width <= 390, `run header ${JSON.stringify(header)}`);
+    const attach = await page.locator(".run-header [data-testid=attach-command]").boundingBox();
+    assert.ok(attach.x + attach.width <= 390, `attach line ${JSON.stringify(attach)}`);
+    await phoneShot(page, "phone-question-card");
+
+    await page.locator(sel.option).nth(1).tap();
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    await page.locator(`${sel.input}:enabled`).waitFor();
+    await page.locator(sel.input).fill("Use migrations, please.");
+    await assertFits(page, "composer");
+    await assertTargets(page.getByTestId("composer"), "composer");
+    await phoneShot(page, "phone-composer");
+    await page.getByTestId("composer-send").tap();
+    await page.locator(sel.msg("user", "text")).filter({ hasText: "Use migrations" }).waitFor();
+
+    await page.getByTestId("terminal-link").tap();
+    const screen = page.getByTestId("terminal-screen");
+    await waitText(screen, /\S/, "the terminal screen");
+    await assertFits(page, "terminal view");
+    await assertTargets(page.locator("[data-testid=terminal-view] .run-header"), "terminal header");
+    await phoneShot(page, "phone-terminal");
+    await page.getByTestId("back-to-chat").tap();
+    await page.getByTestId("back-to-runs").tap();
+    await item.or(page.locator(`[data-testid=run-item][data-run-id="${id}"]`)).first().waitFor();
   });
 });
