@@ -185,7 +185,7 @@ export function readOnlyCard(view, runId, run) {
     return { el, status };
   }
 
-  if (d) {
+  if (d && d.kind === "question") {
     const qs = Array.isArray(d.questions) ? d.questions : [];
     const blocks = qs.map((q, i) => {
       const qid = uid("rq");
@@ -208,17 +208,20 @@ export function readOnlyCard(view, runId, run) {
     return { el, status };
   }
 
-  // Generic: question/needs_input with no structured dialog.
+  // Generic: a dialog of a kind this page has no card for (its kind and message, if
+  // any), or question/needs_input with no structured dialog (what the agent said).
   const b = view.blocked || {};
+  const type = d ? { testid: "dialog-kind", text: String(d.kind || "") } : { testid: "blocked-type", text: b.notification_type };
+  const message = d ? { testid: "dialog-message", text: d.message || d.title || b.message } : { testid: "blocked-message", text: b.message };
   const el = h("section", {
     class: "dialog-card kind-generic", role: "region", "aria-labelledby": titleId,
-    "data-testid": "dialog-card", "data-kind": "generic",
+    "data-testid": "dialog-card", "data-kind": "generic", "data-tool-id": d ? d.tool_id : null,
   },
     h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "!"),
       "The agent needs input — open the terminal"),
-    b.message || b.notification_type ? h("p", { class: "blocked" },
-      b.notification_type ? h("span", { class: "chip", "data-testid": "blocked-type" }, b.notification_type) : null,
-      b.message ? h("span", { "data-testid": "blocked-message" }, b.message) : null) : null,
+    message.text || type.text ? h("p", { class: "blocked" },
+      type.text ? h("span", { class: "chip", "data-testid": type.testid }, type.text) : null,
+      message.text ? h("span", { "data-testid": message.testid }, String(message.text)) : null) : null,
     dialogHint(view, runId, run),
     status);
   return { el, status };

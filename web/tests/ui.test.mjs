@@ -604,6 +604,22 @@ describe("lab web UI in a real browser", () => {
     await screenshot(page, "11-generic-card");
   });
 
+  scenario("a dialog of a kind the page has no card for (e.g. permission) is shown as the generic card", {
+    script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false,
+  }, async ({ world, page, id }) => {
+    const dialog = { kind: "permission", tool_id: "toolu_perm1", answerable: false, message: "Allow Bash: ls -la?" };
+    await holdEventStream(page, { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: null, messages: [] });
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=toolu_perm1]`);
+    await card.waitFor();
+    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
+    assert.equal(await card.getByTestId("dialog-kind").textContent(), "permission");
+    assert.equal(await card.getByTestId("dialog-message").textContent(), "Allow Bash: ls -la?");
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    assert.equal(await card.locator("button[data-testid=dialog-option]").count(), 0, "no answer controls");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
+  });
+
   scenario("no_dialog: a stale card, answered elsewhere meanwhile → click → replaced by the current state with the reason", { script: askScript(), open: false }, async ({ world, page, id }) => {
     const stale = await world.waitView(id, (v) => v.state === "question", "the question");
     await holdEventStream(page, stale);
@@ -804,7 +820,7 @@ describe("being told: notifications, title and icon", () => {
   }, async ({ world, page, id }) => {
     await waitBadge(page, "idle");
     await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream" });
-    assert.equal(await page.title(), "webshop · lab");
+    await waitFor(async () => (await page.title()) === "webshop · lab", { what: "the run's title" });
     const idleIcon = await favicon(page);
     assert.equal(idleIcon.count, "0");
     assert.ok(idleIcon.href.startsWith("data:image/svg+xml,"), idleIcon.href);
@@ -963,6 +979,7 @@ describe("phone-sized UI (390×844, touch)", () => {
     await phoneShot(page, "phone-terminal");
     await page.getByTestId("back-to-chat").tap();
     await page.getByTestId("back-to-runs").tap();
-    await item.or(page.locator(`[data-testid=run-item][data-run-id="${id}"]`)).first().waitFor();
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"]`).waitFor();
+    await assertFits(page, "back on the run list");
   });
 });
