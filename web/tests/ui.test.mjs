@@ -12,7 +12,8 @@
 // Binaries: LAB_BIN, else <target>/debug/lab; FAKE_CLAUDE_BIN, else <target>/debug/fake-claude,
 //   where <target> = $CARGO_TARGET_DIR, else /root/.cache/lab/target if it exists, else <repo>/target.
 // Browser: CHROMIUM_PATH, else /usr/bin/chromium (Debian package; never downloaded).
-// Screenshots: $LAB_TEST_OUTPUT, else <repo>/test-output/ui/.
+// Screenshots: $LAB_TEST_OUTPUT, else <repo>/test-output/ui/. LAB_DOCS_IMAGES=1 also writes
+//   the phone screenshots to docs/images/phone-*.png.
 // LAB_UI_KEEP=1 keeps every test's temp dir (lab's home, agent HOME, fake-claude log);
 //   a failing test always keeps it and names it in the error.
 // Missing Chromium / binaries / tmux / playwright-core: the tests SKIP with the reason,
