@@ -12,7 +12,8 @@
 // Binaries: LAB_BIN, else <target>/debug/lab; FAKE_CLAUDE_BIN, else <target>/debug/fake-claude,
 //   where <target> = $CARGO_TARGET_DIR, else /root/.cache/lab/target if it exists, else <repo>/target.
 // Browser: CHROMIUM_PATH, else /usr/bin/chromium (Debian package; never downloaded).
-// Screenshots: $LAB_TEST_OUTPUT, else <repo>/test-output/ui/.
+// Screenshots: $LAB_TEST_OUTPUT, else <repo>/test-output/ui/. LAB_DOCS_IMAGES=1 also writes
+//   the phone screenshots to docs/images/phone-*.png.
 // LAB_UI_KEEP=1 keeps every test's temp dir (lab's home, agent HOME, fake-claude log);
 //   a failing test always keeps it and names it in the error.
 // Missing Chromium / binaries / tmux / playwright-core: the tests SKIP with the reason,
@@ -218,9 +219,10 @@ async function startWorld(t, script, serveArgs = []) {
 }
 
 /** A page that records uncaught errors and console errors (page.labErrors). */
-async function openPage(t, url) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" });
+async function openPage(t, url, { context: contextOptions = {}, init = null } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light", ...contextOptions });
   t.after(() => context.close().catch(() => {}));
+  if (init) await context.addInitScript(init.fn, init.arg);
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
   page.labErrors = [];
@@ -259,7 +261,7 @@ after(async () => {
  * fake-claude's log in the error, the temp dir kept. At the end of a passing scenario:
  * no uncaught page errors and no duplicate messages in the chat.
  */
-function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [] }, body) {
+function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [], context, init }, body) {
   test(name, { timeout: TEST_TIMEOUT, todo }, async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
     const world = await startWorld(t, script, serveArgs);
@@ -267,7 +269,7 @@ function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = 
     try {
       let run = null;
       if (prompt !== null) run = await world.createRun(prompt);
-      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null);
+      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null, { context, init });
       await body({ t, world, page, run, id: run && run.id });
       const seqs = await page.locator("[data-testid=chat] [data-seq]").evaluateAll((els) => els.map((e) => e.dataset.seq));
       assert.equal(new Set(seqs).size, seqs.length, `duplicate messages in the chat: ${seqs}`);
@@ -381,7 +383,10 @@ async function holdEventStream(page, view) {
 
 describe("lab web UI in a real browser", () => {
   scenario("home page: assets, run list, new-run form with providers", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ world, page }) => {
-    for (const [p, type] of [["/", "text/html"], ["/app.js", "javascript"], ["/markdown.js", "javascript"], ["/style.css", "text/css"]]) {
+    // Every ES module under web/ (app.js imports the rest) is served as JavaScript.
+    const modules = fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"));
+    assert.ok(modules.length > 5 && modules.includes("app.js"), `modules: ${modules}`);
+    for (const [p, type] of [["/", "text/html"], ["/style.css", "text/css"], ...modules.map((m) => [`/${m}`, "text/javascript"])]) {
       const res = await fetch(new URL(p, world.url));
       assert.equal(res.status, 200, `${p} status`);
       assert.ok((res.headers.get("content-type") || "").includes(type), `${p} content-type ${res.headers.get("content-type")}`);
@@ -396,7 +401,12 @@ describe("lab web UI in a real browser", () => {
     const providers = (await world.api("GET", "/providers")).body;
     assert.ok(Array.isArray(providers) && providers.some((p) => p.name === "claude-code"), JSON.stringify(providers));
     await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
-    assert.equal(await page.getByTestId("new-run-provider").inputValue(), "claude-code");
+    // No provider name is hard-coded: the form starts on the first one lab lists.
+    assert.equal(await page.getByTestId("new-run-provider").inputValue(), providers[0].name);
+    // No agent's name in the UI's code.
+    for (const m of fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"))) {
+      assert.doesNotMatch(fs.readFileSync(path.join(WEB_DIR, m), "utf8"), /claude/i, `web/${m} names an agent`);
+    }
     await screenshot(page, "01-home");
   });
 
@@ -410,7 +420,7 @@ describe("lab web UI in a real browser", () => {
     assert.deepEqual(await page.locator(`${sel.option} .opt-label`).allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
     assert.equal(await page.locator(`${sel.option} .opt-desc`).nth(1).textContent(), "Embedded, one file");
     await waitBadge(page, "question");
-    // The chat so far: the prompt, Claude's markdown, the pending tool call.
+    // The chat so far: the prompt, the agent's markdown, the pending tool call.
     await page.locator(sel.msg("user", "text")).filter({ hasText: "Add persistence" }).waitFor();
     assert.equal(await page.locator(`${sel.msg("assistant", "text")} strong`).first().textContent(), "persistence");
     assert.equal(await page.locator(sel.input).isDisabled(), true);
@@ -549,7 +559,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
     assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.kind, "plan");
     assert.equal(v.pending_dialog.answerable, false);
@@ -563,13 +573,13 @@ describe("lab web UI in a real browser", () => {
   scenario("multi-question card: both questions read-only with the terminal hint", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "?Claude is asking 2 questions");
+    assert.equal(await card.locator(".card-title").textContent(), "?The agent is asking 2 questions");
     assert.deepEqual(await card.locator(".ro-question .q-text").allTextContents(), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
     assert.deepEqual(await card.locator(".ro-question").nth(0).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
     assert.deepEqual(await card.locator(".ro-question").nth(1).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.questions.length, 2);
     assert.equal(v.pending_dialog.answerable, false);
@@ -582,7 +592,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(v.blocked.notification_type, "permission_prompt");
     const card = page.locator(`${sel.card}[data-kind=generic]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "!Claude needs input — open the terminal");
+    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
     assert.equal(await card.getByTestId("blocked-type").textContent(), "permission_prompt");
     // What the agent's Notification hook said is what the operator reads.
     const notified = await world.waitEvent((e) => e.event === "notification", "the notification");
@@ -590,9 +600,25 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await card.getByTestId("blocked-message").textContent(), notified.message);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     await waitBadge(page, "needs_input");
-    await waitText(page.locator(sel.lock), /^Claude is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
     await page.locator(sel.msg("assistant", "tool_use")).filter({ hasText: "ls -la" }).waitFor();
     await screenshot(page, "11-generic-card");
+  });
+
+  scenario("a dialog of a kind the page has no card for (e.g. permission) is shown as the generic card", {
+    script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false,
+  }, async ({ world, page, id }) => {
+    const dialog = { kind: "permission", tool_id: "toolu_perm1", answerable: false, message: "Allow Bash: ls -la?" };
+    await holdEventStream(page, { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: null, messages: [] });
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=toolu_perm1]`);
+    await card.waitFor();
+    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
+    assert.equal(await card.getByTestId("dialog-kind").textContent(), "permission");
+    assert.equal(await card.getByTestId("dialog-message").textContent(), "Allow Bash: ls -la?");
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    assert.equal(await card.locator("button[data-testid=dialog-option]").count(), 0, "no answer controls");
+    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
   });
 
   scenario("no_dialog: a stale card, answered elsewhere meanwhile → click → replaced by the current state with the reason", { script: askScript(), open: false }, async ({ world, page, id }) => {
@@ -742,5 +768,219 @@ describe("lab web UI in a real browser", () => {
     assert.equal((await world.api("GET", `/runs/${id}`)).body.state, "ended");
     assert.notEqual(world.tmux("has-session", "-t", run.tmux_target).status, 0, "the tmux session is gone");
     await screenshot(page, "17-run-stopped");
+  });
+});
+
+// ------------------------------------------------------------------ being told; the phone
+
+/**
+ * An init script: window.Notification records every notification the page raises
+ * (window.__notes: the instances, with title, body, tag, data and the page's onclick)
+ * instead of showing it; requestPermission calls are counted. With arg.permission set,
+ * the page sees that permission (and a request answers "denied"); otherwise the real
+ * one (context.grantPermissions). AudioContext oscillators are counted (the chime).
+ */
+function notificationRecorder(arg) {
+  window.__notes = [];
+  window.__permissionRequests = 0;
+  window.__oscillators = 0;
+  window.__fakePermission = arg && arg.permission;
+  const Real = window.Notification;
+  window.Notification = class {
+    constructor(title, options = {}) {
+      Object.assign(this, { title, body: options.body, tag: options.tag, data: options.data, closed: false });
+      window.__notes.push(this);
+    }
+    close() { this.closed = true; }
+    static get permission() { return window.__fakePermission || (Real ? Real.permission : "denied"); }
+    static async requestPermission() {
+      window.__permissionRequests += 1;
+      if (window.__fakePermission) { window.__fakePermission = "denied"; return "denied"; }
+      return Real.requestPermission();
+    }
+  };
+  if (window.AudioContext) {
+    const create = window.AudioContext.prototype.createOscillator;
+    window.AudioContext.prototype.createOscillator = function (...a) { window.__oscillators += 1; return create.apply(this, a); };
+  }
+}
+
+const notes = (page) => page.evaluate(() => window.__notes.map((n) => ({ title: n.title, body: n.body, tag: n.tag, data: n.data })));
+const favicon = (page) => page.locator("link#favicon").evaluate((l) => ({ href: l.getAttribute("href"), count: l.dataset.count }));
+
+async function waitNotes(page, n) {
+  return waitFor(async () => { const all = await notes(page); return all.length >= n && all; }, { what: `${n} notification(s)` });
+}
+
+const GRANTED = { context: { permissions: ["notifications"] }, init: { fn: notificationRecorder } };
+
+describe("being told: notifications, title and icon", () => {
+  scenario("the open run starts waiting: one notification per question, with the question; title and icon count it", {
+    script: { steps: [{ say: "Ready when you are." }, { idle: {} }, { ask: { questions: [DB_QUESTION] } }, { ask: { questions: [DEPLOY_QUESTION] } }, { say: "Both noted." }, { idle: {} }] },
+    ...GRANTED,
+  }, async ({ world, page, id }) => {
+    await waitBadge(page, "idle");
+    await waitFor(async () => (await page.getByTestId("connection-status").getAttribute("data-state")) === "live", { what: "the event stream" });
+    await waitFor(async () => (await page.title()) === "webshop · lab", { what: "the run's title" });
+    const idleIcon = await favicon(page);
+    assert.equal(idleIcon.count, "0");
+    assert.ok(idleIcon.href.startsWith("data:image/svg+xml,"), idleIcon.href);
+    assert.equal(await page.getByTestId("notify-permission").isVisible(), false, "granted already: no button");
+    assert.deepEqual(await notes(page), []);
+
+    // A message makes the agent ask.
+    assert.equal((await world.api("POST", `/runs/${id}/messages`, { text: "go on" })).status, 202);
+    const [first] = await waitNotes(page, 1);
+    assert.equal(first.title, "webshop: the agent is asking");
+    assert.equal(first.body, DB_QUESTION.question);
+    assert.equal(first.data.url, `#/runs/${encodeURIComponent(id)}`);
+    await waitFor(async () => (await page.title()) === "(1) webshop · lab", { what: "the count in the title" });
+    const waitingIcon = await favicon(page);
+    assert.equal(waitingIcon.count, "1");
+    assert.notEqual(waitingIcon.href, idleIcon.href, "the icon changes");
+    assert.ok(decodeURIComponent(waitingIcon.href).includes(">1</text>"), "the icon shows the count");
+
+    // Answering it brings the next question at once: a new dialog, a new notification.
+    await waitQuestionCard(page);
+    await page.locator(sel.option).first().click();
+    const second = (await waitNotes(page, 2))[1];
+    assert.equal(second.body, DEPLOY_QUESTION.question);
+    await page.locator(`${sel.option} .opt-label`).filter({ hasText: "Fly.io" }).waitFor();
+    await page.locator(sel.option).first().click();
+    await waitBadge(page, "idle");
+    await waitFor(async () => (await page.title()) === "webshop · lab", { what: "the count to go" });
+    assert.equal((await favicon(page)).count, "0");
+    // Two dialogs, two notifications: the stream and the poll never told one twice.
+    await world.waitView(id, (v) => v.state === "idle", "idle");
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=idle]`).waitFor();
+    assert.deepEqual((await notes(page)).map((n) => n.body), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
+  });
+
+  scenario("a run waiting at load is not announced; another that starts waiting is, from the list; the chime; clicking opens it", {
+    script: askScript(), prompt: null, open: false, ...GRANTED,
+  }, async ({ world, page }) => {
+    const a = await world.createRun("first");
+    await world.waitView(a.id, (v) => v.state === "question", "run a waiting");
+    await page.goto(world.url);
+    await page.locator(`[data-testid=run-item][data-run-id="${a.id}"][data-state=question]`).waitFor();
+    await waitFor(async () => (await page.title()) === "(1) lab", { what: "the count in the title" });
+    assert.equal((await favicon(page)).count, "1");
+
+    // The chime: off by default; on with a click, remembered.
+    const sound = page.getByTestId("sound-toggle");
+    assert.equal(await sound.getAttribute("aria-pressed"), "false");
+    await sound.click();
+    assert.equal(await sound.getAttribute("aria-pressed"), "true");
+    assert.equal(await page.evaluate(() => localStorage.getItem("lab.sound")), "on");
+    const chimesBefore = await page.evaluate(() => window.__oscillators);
+
+    const b = await world.createRun("second");
+    const all = await waitNotes(page, 1);
+    await page.locator(`[data-testid=run-item][data-run-id="${b.id}"][data-state=question]`).waitFor();
+    await waitFor(async () => (await page.title()) === "(2) lab", { what: "two waiting runs in the title" });
+    assert.equal(all.length, 1, `only run b is announced: ${JSON.stringify(all)}`);
+    assert.equal(all[0].tag, `lab-run-${b.id}`);
+    assert.equal(all[0].body, DB_QUESTION.question);
+    assert.ok((await page.evaluate(() => window.__oscillators)) > chimesBefore, "a chime with the notification");
+    assert.equal((await favicon(page)).count, "2");
+
+    // Clicking the notification opens the run.
+    await page.evaluate(() => window.__notes[0].onclick());
+    await page.waitForURL(new RegExp(`#/runs/${b.id}$`));
+    await page.locator(`[data-testid=run-view][data-run-id="${b.id}"] ${sel.card}`).waitFor();
+    assert.equal(await page.evaluate(() => window.__notes[0].closed), true);
+
+    // After a reload both wait "at load": nothing new; the chime setting stays.
+    await page.reload();
+    await page.locator(`[data-testid=run-view][data-run-id="${b.id}"] ${sel.card}`).waitFor();
+    await waitFor(async () => (await page.title()) === "(2) webshop · lab", { what: "the count after the reload" });
+    assert.equal(await page.getByTestId("sound-toggle").getAttribute("aria-pressed"), "true");
+    await page.locator(`[data-testid=run-item][data-run-id="${a.id}"][data-state=question]`).waitFor();
+    assert.deepEqual(await notes(page), []);
+  });
+
+  scenario("'Notify me' asks for permission only when clicked, then goes away", {
+    script: { steps: [{ idle: {} }] }, prompt: null, init: { fn: notificationRecorder, arg: { permission: "default" } },
+  }, async ({ page }) => {
+    const button = page.getByTestId("notify-permission");
+    await button.waitFor();
+    await page.getByText("No runs yet. Start one above.").waitFor();
+    assert.equal(await page.evaluate(() => window.__permissionRequests), 0, "never asked on load");
+    await button.click();
+    await button.waitFor({ state: "hidden" });
+    assert.equal(await page.evaluate(() => window.__permissionRequests), 1);
+  });
+});
+
+describe("phone-sized UI (390×844, touch)", () => {
+  const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
+
+  /** No horizontal overflow: the page is no wider than the phone. */
+  async function assertFits(page, what) {
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(w <= 390, `${what}: the page is ${w} px wide`);
+  }
+
+  /** Every visible button/link/option/input in `scope` is at least 44 px tall. */
+  async function assertTargets(scope, what) {
+    const sizes = await scope.locator("button, a, input, textarea, select, summary").evaluateAll((els) => els
+      .filter((e) => e.checkVisibility({ visibilityProperty: true }))
+      .map((e) => ({ what: `${e.tagName}${e.dataset.testid ? `[${e.dataset.testid}]` : ""} ${e.textContent.trim().slice(0, 20)}`, h: e.getBoundingClientRect().height })));
+    assert.ok(sizes.length > 0, `${what}: no targets found`);
+    const small = sizes.filter((s) => s.h < 44);
+    assert.deepEqual(small, [], `${what}: targets under 44 px`);
+  }
+
+  /** A phone screenshot (CSS pixels, to keep it small); LAB_DOCS_IMAGES=1 also writes docs/images/. */
+  async function phoneShot(page, name) {
+    await screenshot(page, name);
+    if (process.env.LAB_DOCS_IMAGES === "1") {
+      await page.screenshot({ path: path.join(REPO_DIR, "docs", "images", `${name}.png`), scale: "css" });
+    }
+  }
+
+  scenario("run list, question card, composer and terminal view fit a phone; targets ≥ 44 px", {
+    script: askScript(), open: false, context: PHONE,
+  }, async ({ world, page, id }) => {
+    await world.waitView(id, (v) => v.state === "question", "the question");
+    await page.goto(world.url);
+    const item = page.locator(`[data-testid=run-item][data-run-id="${id}"][data-state=question]`);
+    await item.waitFor();
+    await assertFits(page, "run list");
+    await assertTargets(page.locator(".sidebar"), "run list");
+    await phoneShot(page, "phone-run-list");
+
+    await item.tap();
+    await waitQuestionCard(page);
+    await page.locator(sel.msg("assistant", "text")).first().waitFor();
+    await assertFits(page, "question card");
+    await assertTargets(page.locator(sel.card), "question card");
+    await assertTargets(page.locator(".run-header"), "run header");
+    const header = await page.locator("[data-testid=run-view] .run-header").boundingBox();
+    assert.ok(header.x >= 0 && header.x + header.width <= 390, `run header ${JSON.stringify(header)}`);
+    const attach = await page.locator(".run-header [data-testid=attach-command]").boundingBox();
+    assert.ok(attach.x + attach.width <= 390, `attach line ${JSON.stringify(attach)}`);
+    await phoneShot(page, "phone-question-card");
+
+    await page.locator(sel.option).nth(1).tap();
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    await page.locator(`${sel.input}:enabled`).waitFor();
+    await page.locator(sel.input).fill("Use migrations, please.");
+    await assertFits(page, "composer");
+    await assertTargets(page.getByTestId("composer"), "composer");
+    await phoneShot(page, "phone-composer");
+    await page.getByTestId("composer-send").tap();
+    await page.locator(sel.msg("user", "text")).filter({ hasText: "Use migrations" }).waitFor();
+
+    await page.getByTestId("terminal-link").tap();
+    const screen = page.getByTestId("terminal-screen");
+    await waitText(screen, /\S/, "the terminal screen");
+    await assertFits(page, "terminal view");
+    await assertTargets(page.locator("[data-testid=terminal-view] .run-header"), "terminal header");
+    await phoneShot(page, "phone-terminal");
+    await page.getByTestId("back-to-chat").tap();
+    await page.getByTestId("back-to-runs").tap();
+    await page.locator(`[data-testid=run-item][data-run-id="${id}"]`).waitFor();
+    await assertFits(page, "back on the run list");
   });
 });

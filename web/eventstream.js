@@ -1,0 +1,54 @@
+// The run's live view over server-sent events (GET /runs/{id}/events).
+
+/**
+ * EventSource wrapper. The browser reconnects by itself (sending Last-Event-ID);
+ * if the source gets CLOSED (HTTP error), we reopen it with backoff.
+ */
+export class ViewStream {
+  constructor(url, { onView, onStatus, onClosed }) {
+    this.url = url;
+    this.onView = onView;
+    this.onStatus = onStatus;
+    this.onClosed = onClosed;
+    this.backoff = 1000;
+    this.timer = null;
+    this.stopped = false;
+    this.open();
+  }
+
+  open() {
+    if (this.stopped) return;
+    this.onStatus("connecting");
+    const es = new EventSource(this.url);
+    this.es = es;
+    es.addEventListener("open", () => { this.onStatus("live"); });
+    es.addEventListener("view", (e) => {
+      this.backoff = 1000;
+      this.onStatus("live");
+      let data;
+      try { data = JSON.parse(e.data); } catch { return; }
+      this.onView(data);
+    });
+    es.addEventListener("error", () => {
+      if (this.stopped) return;
+      if (es.readyState === EventSource.CLOSED) {
+        this.onStatus("offline");
+        clearTimeout(this.timer);
+        this.timer = setTimeout(async () => {
+          if (this.stopped) return;
+          const keepGoing = this.onClosed ? await this.onClosed() : true;
+          if (keepGoing) this.open();
+        }, this.backoff);
+        this.backoff = Math.min(this.backoff * 2, 15000);
+      } else {
+        this.onStatus("reconnecting");
+      }
+    });
+  }
+
+  close() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.es) this.es.close();
+  }
+}

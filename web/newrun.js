@@ -1,0 +1,93 @@
+// The "Start a run" form, and the demo set-up (GET /info).
+import { api, enc } from "./api.js";
+import { h } from "./dom.js";
+import { refreshRunsNow, renderRunList, onRunsPolled } from "./runlist.js";
+import { store } from "./store.js";
+
+const newRunDetails = document.getElementById("new-run");
+const newRunForm = document.getElementById("new-run-form");
+const providerSelect = document.getElementById("nr-provider");
+
+newRunDetails.addEventListener("toggle", () => { newRunDetails.dataset.touched = "1"; });
+// With no runs yet, the form opens by itself (until the operator opens or closes it).
+onRunsPolled((runs) => {
+  if (!runs.length && !newRunDetails.open && !newRunDetails.dataset.touched) newRunDetails.open = true;
+});
+
+export async function loadProviders() {
+  const res = await api("GET", "providers");
+  providerSelect.replaceChildren();
+  if (!res.ok || !Array.isArray(res.data)) {
+    providerSelect.append(h("option", { value: "" }, "(providers unavailable)"));
+    showFormError(res.ok ? "Unexpected /providers response" : res.message);
+    return;
+  }
+  store.providers = res.data;
+  if (!res.data.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
+  for (const p of res.data) {
+    const label = `${p.name}${p.version ? ` ${p.version}` : ""}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
+    providerSelect.append(h("option", { value: p.name }, label));
+  }
+  // The provider used last, else the first one lab lists.
+  const remembered = localStorage.getItem("lab.provider");
+  if (remembered && res.data.some((p) => p.name === remembered)) providerSelect.value = remembered;
+  else if (res.data.length) providerSelect.value = res.data[0].name;
+}
+
+function showFormError(msg) {
+  const el = newRunForm.querySelector(".form-error");
+  el.textContent = msg || "";
+  el.hidden = !msg;
+}
+
+export function initNewRunForm() {
+  const workdir = newRunForm.elements.workdir;
+  workdir.value = localStorage.getItem("lab.workdir") || "";
+  newRunForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    showFormError("");
+    const f = newRunForm.elements;
+    const provider = f.provider.value;
+    const wd = f.workdir.value.trim();
+    if (!provider) return showFormError("Choose a provider.");
+    if (!wd.startsWith("/")) { f.workdir.focus(); return showFormError("The working directory must be an absolute path."); }
+    const body = { provider, workdir: wd, prompt: f.prompt.value };
+    if (f.permission_mode.value && f.permission_mode.value !== "default") body.permission_mode = f.permission_mode.value;
+    const submit = newRunForm.querySelector("button[type=submit]");
+    submit.disabled = true;
+    submit.textContent = "Starting…";
+    const res = await api("POST", "runs", body);
+    submit.disabled = false;
+    submit.textContent = "Start run";
+    if (!res.ok) return showFormError(res.message);
+    localStorage.setItem("lab.workdir", wd);
+    localStorage.setItem("lab.provider", provider);
+    f.prompt.value = "";
+    newRunDetails.open = false;
+    const run = res.data;
+    if (run && run.id) {
+      store.runs.set(run.id, run);
+      renderRunList();
+      location.hash = `#/runs/${enc(run.id)}`;
+    }
+    refreshRunsNow();
+  });
+  // Ctrl/Cmd+Enter in the prompt starts the run.
+  newRunForm.elements.prompt.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); newRunForm.requestSubmit(); }
+  });
+}
+
+/** Demo mode (GET /info): the banner, and the start form set up for the demo's runs. */
+export async function loadInfo() {
+  const res = await api("GET", "info");
+  if (!res.ok || !res.data || res.data.demo !== true) return;
+  document.body.classList.add("demo");
+  document.getElementById("demo-banner").hidden = false;
+  const f = newRunForm.elements;
+  if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;
+  f.permission_mode.value = "plan"; // the demo ends with a plan, which the agent shows in plan mode
+  // Any prompt starts the demo (two questions, then a plan); one is filled in so a click is enough.
+  if (!f.prompt.value) f.prompt.value = "Show me around";
+  if (!newRunDetails.dataset.touched) newRunDetails.open = true;
+}

@@ -1,0 +1,453 @@
+// One run as a live chat: header, transcript, dialog card, composer.
+import { api, enc } from "./api.js";
+import { QuestionCard, readOnlyCard } from "./cards.js";
+import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
+import { ViewStream } from "./eventstream.js";
+import { renderMessage } from "./messages.js";
+import { noteView, setTitle } from "./notify.js";
+import { refreshRunsNow, renderRunList } from "./runlist.js";
+import { store } from "./store.js";
+
+const ANSWER_STALE_MS = 20000;
+// The 409 codes of POST /runs/{id}/messages that mean "the composer is locked".
+const LOCK_CODES = ["dialog_pending", "agent_waiting", "tool_pending", "prompt_pending"];
+
+const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", offline: "offline — retrying" };
+
+export class RunView {
+  constructor(root, runId) {
+    this.root = root;
+    this.runId = runId;
+    this.messages = new Map();    // seq -> message
+    this.maxSeq = null;
+    this.toolNames = new Map();   // tool_use_id -> tool_name
+    this.view = { state: null, pending_dialog: null, blocked: null };
+    this.cardKey = null;
+    this.card = null;
+    this.notice = null;           // {text, key}
+    this.answering = null;        // {toolId, phase, chosen}
+
+    this.build();
+    this.loadRun();
+    this.stream = new ViewStream(`runs/${enc(runId)}/events`, {
+      onView: (v) => this.applyView(v),
+      onStatus: (s) => this.setConn(s),
+      onClosed: () => this.checkExists(),
+    });
+  }
+
+  get run() { return store.runs.get(this.runId) || this.runDetail || null; }
+
+  build() {
+    this.badge = stateBadge(null, { "aria-live": "polite", "aria-atomic": "true", id: "run-state" });
+    this.conn = h("span", { class: "conn", "data-testid": "connection-status", role: "status" }, "connecting…");
+    this.titleEl = h("h1", { class: "run-title" }, shortId(this.runId));
+    this.metaEl = h("div", { class: "run-meta" });
+    this.attachSlot = h("div", { class: "attach-slot" });
+    this.stopBtn = h("button", {
+      type: "button", class: "danger", "data-testid": "stop-button",
+      onclick: () => this.stop(),
+    }, "Stop");
+    this.headerError = h("p", { class: "header-error", role: "alert", hidden: true });
+
+    this.chat = h("div", {
+      class: "chat", "data-testid": "chat", role: "log", "aria-live": "off", "aria-label": "Transcript", tabindex: "0",
+    });
+    this.emptyNote = h("p", { class: "chat-empty" }, "Waiting for the transcript…");
+    this.chat.append(this.emptyNote);
+    // Keep the transcript pinned to the bottom while the operator is there,
+    // including when the dock (card/composer) grows or shrinks.
+    this.stick = true;
+    this.chat.addEventListener("scroll", () => {
+      this.stick = this.chat.scrollHeight - this.chat.scrollTop - this.chat.clientHeight < 40;
+    }, { passive: true });
+    if (typeof ResizeObserver === "function") {
+      this.resizeObs = new ResizeObserver(() => { if (this.stick) this.chat.scrollTop = this.chat.scrollHeight; });
+      this.resizeObs.observe(this.chat);
+    }
+
+    this.dialogArea = h("div", { class: "dialog-area", "data-testid": "dialog-area" });
+
+    const inputId = uid("composer");
+    this.input = h("textarea", {
+      id: inputId, class: "composer-input", "data-testid": "composer-input", rows: "2",
+      placeholder: "Message the agent — Enter to send, Shift+Enter for a new line",
+      onkeydown: (e) => {
+        if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
+          e.preventDefault();
+          this.send();
+        }
+      },
+      oninput: () => this.autosize(),
+    });
+    this.sendBtn = h("button", { type: "submit", class: "primary", "data-testid": "composer-send" }, "Send");
+    this.lockReason = h("p", { class: "lock-reason", "data-testid": "composer-lock-reason", id: uid("lock"), hidden: true });
+    this.composerError = h("p", { class: "composer-error", "data-testid": "composer-error", role: "alert", hidden: true });
+    this.composer = h("form", {
+      class: "composer", "data-testid": "composer", "aria-label": "Message composer",
+      onsubmit: (e) => { e.preventDefault(); this.send(); },
+    },
+      h("label", { for: inputId, class: "visually-hidden" }, "Message to the agent"),
+      h("div", { class: "composer-row" }, this.input, this.sendBtn),
+      this.lockReason, this.composerError);
+
+    this.root.replaceChildren(
+      h("section", { class: "run-view", "data-testid": "run-view", "data-run-id": this.runId },
+        h("header", { class: "run-header" },
+          h("div", { class: "run-header-top" },
+            h("a", { href: "#/", class: "button-link narrow-only", "data-testid": "back-to-runs" }, "← Runs"),
+            this.titleEl, this.badge, this.conn,
+            h("span", { class: "spacer" }),
+            h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "button-link", "data-testid": "terminal-link" }, "Terminal"),
+            this.stopBtn),
+          this.metaEl,
+          this.attachSlot,
+          this.headerError),
+        this.chat,
+        h("div", { class: "dock" }, this.dialogArea, this.composer)));
+    this.renderHeader();
+    this.updateComposer();
+  }
+
+  async loadRun() {
+    const res = await api("GET", `runs/${enc(this.runId)}`);
+    if (this.destroyed) return;
+    if (res.ok && res.data) {
+      this.runDetail = res.data;
+      if (!store.runs.has(this.runId)) store.runs.set(this.runId, res.data);
+      this.renderHeader();
+      this.renderCard();
+      renderRunList();
+    } else if (res.status === 404) {
+      this.showNotFound(res.message);
+    }
+  }
+
+  async checkExists() {
+    const res = await api("GET", `runs/${enc(this.runId)}`);
+    if (res.status === 404) { this.showNotFound(res.message); return false; }
+    return !this.destroyed;
+  }
+
+  showNotFound(message) {
+    this.stream && this.stream.close();
+    this.root.replaceChildren(h("section", { class: "empty-state" },
+      h("h1", {}, "Run not found"),
+      h("p", {}, message || `There is no run ${this.runId}.`),
+      h("p", {}, h("a", { href: "#/" }, "Back to the run list"))));
+  }
+
+  onRunsUpdated() { this.renderHeader(); this.renderCard(); }
+
+  renderHeader() {
+    const run = this.run;
+    const state = this.view.state || (run && run.state);
+    setBadge(this.badge, state);
+    if (run) {
+      const bits = [
+        h("span", { class: "mono", title: "Run id" }, run.id),
+        h("span", {}, run.provider || ""),
+        h("span", { class: "mono", title: "Working directory" }, run.workdir || ""),
+        run.created_at ? h("span", { title: fullTime(run.created_at) }, `started ${ago(run.created_at)}`) : null,
+        run.ended_at ? h("span", { title: fullTime(run.ended_at) }, `ended ${ago(run.ended_at)}`) : null,
+        run.session_id ? h("span", { class: "mono", title: "Session id" }, `session ${shortId(run.session_id)}`) : null,
+      ].filter(Boolean);
+      const sig = JSON.stringify([run.id, run.provider, run.workdir, run.created_at, run.ended_at, run.session_id, ago(run.created_at)]);
+      if (this.metaEl.dataset.sig !== sig) {
+        this.metaEl.dataset.sig = sig;
+        this.metaEl.replaceChildren(...bits.flatMap((b, i) => (i ? [h("span", { class: "sep", "aria-hidden": "true" }, "·"), b] : [b])));
+        this.titleEl.textContent = basename(run.workdir) || shortId(run.id);
+        this.titleEl.title = run.workdir || "";
+      }
+      const cmd = attachCommand(run);
+      if (this.attachSlot.dataset.cmd !== (cmd || "")) {
+        this.attachSlot.dataset.cmd = cmd || "";
+        this.attachSlot.replaceChildren(attachBox(cmd) || "");
+      }
+    }
+    this.stopBtn.disabled = state === "ended";
+    setTitle(`${this.titleEl.textContent} · lab`);
+  }
+
+  setConn(s) {
+    this.conn.textContent = CONN_LABEL[s] || s;
+    this.conn.dataset.state = s;
+  }
+
+  // --- the view from SSE (or GET /messages)
+
+  applyView(v) {
+    if (!v || (v.run_id && String(v.run_id) !== String(this.runId))) return;
+    if (Array.isArray(v.messages) && v.messages.length) this.addMessages(v.messages);
+    else if (this.emptyNote && !this.messages.size) this.emptyNote.textContent = "No messages yet.";
+    this.view = {
+      state: v.state ?? this.view.state,
+      pending_dialog: v.pending_dialog ?? null,
+      blocked: v.blocked ?? null,
+      composer_lock: v.composer_lock ?? null,
+    };
+    if (this.view.state) store.liveState.set(this.runId, this.view.state);
+    noteView(this.runId, this.view);
+    this.renderHeader();
+    this.renderCard();
+    this.updateComposer();
+    renderRunList();
+  }
+
+  addMessages(list) {
+    const nearBottom = this.stick || this.chat.scrollHeight - this.chat.scrollTop - this.chat.clientHeight < 120;
+    let added = false;
+    for (const raw of list) {
+      const seq = raw ? Number(raw.seq) : NaN;
+      if (!Number.isFinite(seq) || this.messages.has(seq)) continue;
+      const m = { ...raw, seq };
+      this.messages.set(seq, m);
+      if (this.maxSeq === null || seq > this.maxSeq) this.maxSeq = seq;
+      if (m.kind === "tool_use" && m.tool_use_id && m.tool_name) this.toolNames.set(m.tool_use_id, m.tool_name);
+      const el = renderMessage(m, this.toolNames);
+      // Insert in seq order (normally an append).
+      let before = null;
+      const last = this.chat.lastElementChild;
+      if (last && last.dataset.seq !== undefined && Number(last.dataset.seq) > m.seq) {
+        for (const child of this.chat.children) {
+          if (child.dataset.seq !== undefined && Number(child.dataset.seq) > m.seq) { before = child; break; }
+        }
+      }
+      this.chat.insertBefore(el, before);
+      added = true;
+    }
+    if (added && this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
+    if (added && (nearBottom || !this.scrolledOnce)) {
+      this.scrolledOnce = true;
+      this.chat.scrollTop = this.chat.scrollHeight;
+      this.stick = true;
+    }
+  }
+
+  async refreshView() {
+    const last = this.maxSeq;
+    const res = await api("GET", `runs/${enc(this.runId)}/messages${last !== null ? `?after=${last}` : ""}`);
+    if (res.ok && res.data) this.applyView(res.data);
+  }
+
+  // --- dialog card
+
+  /**
+   * The pending dialog as this page treats it. lab marks a dialog it has played an
+   * answer for as not answerable until the agent resolves it; the one this page is
+   * answering stays the answerable card (busy, with its status) instead of turning
+   * into the read-only "answer in the terminal" card mid-answer.
+   */
+  pendingDialog() {
+    const d = this.view.pending_dialog;
+    if (d && !d.answerable && this.answering && this.answering.toolId === d.tool_id) return { ...d, answerable: true };
+    return d;
+  }
+
+  computeCardKey() {
+    const v = this.view;
+    const d = this.pendingDialog();
+    if (d) return JSON.stringify(["d", d]);
+    if (v.state === "question" || v.state === "needs_input") return JSON.stringify(["g", v.state, v.blocked]);
+    return null;
+  }
+
+  renderCard(force = false) {
+    const key = this.computeCardKey();
+    const runKey = attachCommand(this.run) || "";
+    const fullKey = key && `${key}|${runKey}`;
+    if (!force && fullKey === this.cardKey) return;
+    const hadFocus = this.dialogArea.contains(document.activeElement) ||
+      document.activeElement === document.body || document.activeElement === this.input || !document.activeElement;
+    const prevToolId = this.card && this.card.toolId;
+    this.cardKey = fullKey;
+    if (this.notice && this.notice.key !== key) this.notice = null;
+    if (this.staleTimer) { clearTimeout(this.staleTimer); this.staleTimer = null; }
+
+    const d = this.pendingDialog();
+    if (this.answering && (!d || d.tool_id !== this.answering.toolId) && this.answering.phase !== "sending") this.answering = null;
+
+    if (!key) {
+      this.card = null;
+      const nodes = [];
+      if (this.notice) {
+        nodes.push(h("div", { class: "dialog-notice", "data-testid": "dialog-status", role: "status", "aria-live": "polite" }, this.notice.text));
+        const notice = this.notice;
+        clearTimeout(this.noticeTimer);
+        this.noticeTimer = setTimeout(() => {
+          if (this.notice === notice && !this.card) { this.notice = null; this.dialogArea.replaceChildren(); }
+        }, 15000);
+      }
+      this.dialogArea.replaceChildren(...nodes);
+      return;
+    }
+
+    if (d && d.kind === "question" && d.answerable && Array.isArray(d.questions) && d.questions.length === 1) {
+      const card = new QuestionCard(d, { onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
+      this.card = { toolId: d.tool_id, el: card.el, qc: card };
+      const attach = attachBox(attachCommand(this.run), { compact: true });
+      card.el.append(h("details", { class: "card-terminal" },
+        h("summary", {}, "Or answer in the terminal"),
+        h("div", { class: "card-links" }, h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "terminal-link" }, "Terminal view")),
+        attach));
+      if (this.answering && this.answering.toolId === d.tool_id) {
+        card.setBusy(true, this.answering.chosen || []);
+        card.setStatus(this.answering.phase === "sending" ? "Answering…" : "Answer sent — waiting for the agent…");
+      }
+      if (this.notice) card.setStatus(this.notice.text, "notice");
+      this.dialogArea.replaceChildren(card.el);
+      if (hadFocus && prevToolId !== d.tool_id && !card.busy) card.focusFirst();
+    } else {
+      const { el, status } = readOnlyCard(this.view, this.runId, this.run);
+      this.card = { toolId: d ? d.tool_id : null, el };
+      if (this.notice) { status.textContent = this.notice.text; status.classList.add("notice"); }
+      this.dialogArea.replaceChildren(el);
+    }
+  }
+
+  async answer(dialog, answers, chosen) {
+    if (this.answering && this.answering.phase === "sending") return;
+    const qc = this.card && this.card.qc;
+    this.notice = null;
+    this.answering = { toolId: dialog.tool_id, phase: "sending", chosen };
+    if (qc) { qc.setBusy(true, chosen); qc.setStatus("Answering…"); }
+    const res = await api("POST", `runs/${enc(this.runId)}/dialog/answer`, { tool_id: dialog.tool_id, answers });
+    if (this.destroyed) return;
+    const stillSame = () => this.card && this.card.toolId === dialog.tool_id && this.card.qc;
+
+    if (res.ok) {
+      this.answering = { toolId: dialog.tool_id, phase: "sent", chosen };
+      if (stillSame()) {
+        this.card.qc.setStatus("Answer sent — waiting for the agent…", "ok");
+        // If the same dialog is still pending long after, let the operator try again.
+        this.staleTimer = setTimeout(() => {
+          if (stillSame() && this.answering && this.answering.toolId === dialog.tool_id) {
+            this.answering = null;
+            this.card.qc.setBusy(false);
+            this.card.qc.setStatus("The question is still open — the answer may not have registered. Try again or use the terminal.", "error");
+          }
+        }, ANSWER_STALE_MS);
+      } else {
+        this.answering = null;
+      }
+      return;
+    }
+
+    this.answering = null;
+    if (res.status === 409 && (res.error === "dialog_changed" || res.error === "no_dialog")) {
+      const text = res.error === "dialog_changed"
+        ? "The question changed before your answer was sent"
+        : "That question was already answered";
+      await this.refreshView();
+      this.notice = { text, key: this.computeCardKey() };
+      this.renderCard(true);
+      return;
+    }
+    if (stillSame()) {
+      this.card.qc.setBusy(false);
+      this.card.qc.setStatus(res.message, "error");
+      this.card.qc.focusFirst();
+    }
+  }
+
+  // --- composer
+
+  lockReasonText() {
+    const v = this.view;
+    const state = v.state || (this.run && this.run.state);
+    if (state === "ended") return "The run has ended";
+    const d = this.pendingDialog();
+    if (d) {
+      return d.kind === "question" && d.answerable ? "Answer the question above first" : "The agent is waiting in the terminal";
+    }
+    if (state === "question") return "The agent is waiting in the terminal";
+    // The server's reason (the agent runs a tool or waits for permission, lab is still
+    // typing the first prompt, …): exactly what sending would be refused with.
+    const lock = v.composer_lock;
+    if (lock && lock.code === "agent_waiting") return "The agent is waiting in the terminal";
+    if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
+    if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
+      return "The agent is waiting in the terminal";
+    }
+    return null;
+  }
+
+  updateComposer() {
+    const reason = this.lockReasonText();
+    // A stale lock error ("dialog pending", "tool pending", …) goes away once the composer unlocks.
+    if (this.wasLocked && !reason && LOCK_CODES.includes(this.composerError.dataset.code)) this.showComposerError("");
+    this.wasLocked = !!reason;
+    const locked = !!reason || this.sending;
+    this.input.disabled = !!reason;
+    this.sendBtn.disabled = locked;
+    this.lockReason.textContent = reason || "";
+    this.lockReason.hidden = !reason;
+    if (reason) this.input.setAttribute("aria-describedby", this.lockReason.id);
+    else this.input.removeAttribute("aria-describedby");
+    this.composer.classList.toggle("locked", !!reason);
+    this.composer.classList.toggle("ended", (this.view.state || (this.run && this.run.state)) === "ended");
+  }
+
+  autosize() {
+    this.input.style.height = "auto";
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+  }
+
+  showComposerError(msg, code = "") {
+    this.composerError.dataset.code = msg ? code : "";
+    this.composerError.textContent = msg || "";
+    this.composerError.hidden = !msg;
+  }
+
+  async send() {
+    if (this.sending || this.lockReasonText()) return;
+    const text = this.input.value;
+    if (!text.trim()) return;
+    this.showComposerError("");
+    this.sending = true;
+    this.updateComposer();
+    const res = await api("POST", `runs/${enc(this.runId)}/messages`, { text });
+    this.sending = false;
+    if (this.destroyed) return;
+    this.updateComposer();
+    if (res.ok) {
+      if (this.input.value === text) this.input.value = "";
+      this.autosize();
+      if (!this.input.disabled) this.input.focus();
+      return;
+    }
+    this.showComposerError(res.message || "Sending failed.", res.error);
+    if (LOCK_CODES.includes(res.error)) this.refreshView();
+  }
+
+  async stop() {
+    if (!confirm(`Stop run ${this.runId}? This ends the agent's tmux session.`)) return;
+    this.stopBtn.disabled = true;
+    this.headerError.hidden = true;
+    const res = await api("POST", `runs/${enc(this.runId)}/stop`, {});
+    if (this.destroyed) return;
+    if (!res.ok) {
+      this.stopBtn.disabled = false;
+      this.headerError.textContent = res.message;
+      this.headerError.hidden = false;
+      return;
+    }
+    if (res.data && res.data.state) {
+      this.view.state = res.data.state;
+      store.liveState.set(this.runId, res.data.state);
+    }
+    refreshRunsNow();
+    this.renderHeader();
+    this.updateComposer();
+    this.renderCard();
+  }
+
+  destroy() {
+    this.destroyed = true;
+    this.stream && this.stream.close();
+    this.resizeObs && this.resizeObs.disconnect();
+    clearTimeout(this.staleTimer);
+    clearTimeout(this.noticeTimer);
+    store.liveState.delete(this.runId);
+  }
+}
