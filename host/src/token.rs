@@ -60,7 +60,9 @@ pub fn ensure_token(home: &Path) -> std::io::Result<String> {
 
 /// Replace the token with a fresh one; every older token and session stops working.
 pub fn rotate_token(home: &Path) -> std::io::Result<String> {
-    std::fs::create_dir_all(home)?;
+    // `lab token` may be the first thing run on a new home: make it private (0700)
+    // whatever the umask, as `lab serve` would.
+    crate::fsutil::private_dir(home)?;
     let token = random_hex(32)?;
     crate::fsutil::write_atomic(&token_path(home), format!("{token}\n").as_bytes(), 0o600)?;
     Ok(token)
@@ -144,6 +146,17 @@ impl LoginCodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_made_in_a_new_home_leaves_it_private() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("new/home");
+        let t = ensure_token(&home).unwrap();
+        assert_eq!(t.len(), 64);
+        assert_eq!(std::fs::metadata(&home).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::metadata(token_path(&home)).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(ensure_token(&home).unwrap(), t, "the same token the second time");
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
