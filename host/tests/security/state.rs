@@ -262,8 +262,11 @@ fn only_lab_s_own_compiled_code_is_loaded_from_the_cache() {
         ));
     }
     for (what, tamper) in tampered {
-        let before = ino(&entry);
         tamper();
+        // What sits at the path after the tampering (a symlink or fifo itself): it still
+        // exists when the replacement is created, so the two inodes must differ. (An
+        // inode the tampering freed could be reused by the replacement.)
+        let before = ino(&entry);
         let start = Instant::now();
         let (_, cached) = host.compile(&bytes).unwrap();
         assert!(!cached, "{what}: the entry was loaded");
