@@ -24,13 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use tailer::{SharedMessages, Tail};
 use tokio::sync::{broadcast, watch, Notify};
 use view::{Derived, PendingDialog, RunState, SeqMessage};
-
-/// The backstop poll: file notifications do the fast path.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
 /// Errors the HTTP API turns into `{"error", "message"}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -656,10 +653,16 @@ impl Runs {
         });
     }
 
+    /// Follow a run until it ends: a full refresh on every wake (file notifications,
+    /// answers, messages, its end) and whenever the backstop poll's look (a `stat` of
+    /// its files, [`tailer::Backoff`]) finds a change or a time-based deadline passes.
     fn spawn_tailer(self: Arc<Self>, run: Arc<Run>) {
         tokio::spawn(async move {
+            let mut backoff = tailer::Backoff::default();
+            let mut watched = false;
+            let mut refresh = true;
             loop {
-                {
+                if refresh {
                     let mut tail = run.tail.lock().await;
                     let derived = tail.refresh().await;
                     let ended = tail.ended;
@@ -669,18 +672,27 @@ impl Runs {
                             rec.session_id = Some(sid);
                         }
                     }
-                    if let Some(t) = tail.transcript_path() {
-                        self.watch_transcript_dir(t);
-                    }
+                    watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
                     drop(tail);
                     run.publish(derived);
                     if ended {
                         break;
                     }
                 }
+                let deadline = run.tail.lock().await.grace_remaining();
+                let delay = tailer::poll_delay(backoff.next_delay(), watched, deadline);
                 tokio::select! {
-                    _ = run.wake.notified() => {}
-                    _ = tokio::time::sleep(POLL_INTERVAL) => {}
+                    _ = run.wake.notified() => {
+                        backoff.reset();
+                        refresh = true;
+                    }
+                    _ = tokio::time::sleep(delay) => {
+                        let changed = run.tail.lock().await.changed_on_disk();
+                        if changed {
+                            backoff.reset();
+                        }
+                        refresh = changed || deadline.is_some();
+                    }
                 }
             }
         });
@@ -883,22 +895,28 @@ impl Runs {
         self.runs.read().unwrap().get(&id).cloned()
     }
 
-    fn watch_transcript_dir(&self, transcript: &Path) {
+    /// Watch the directory of a run's transcript; whether it is watched (false: not
+    /// there yet, or it cannot be, and the tailer polls at its fastest).
+    fn watch_transcript_dir(&self, transcript: &Path) -> bool {
         use notify::Watcher;
-        let Some(dir) = transcript.parent() else { return };
-        if !dir.is_dir() {
-            return;
-        }
+        let Some(dir) = transcript.parent() else { return false };
         let mut watched = self.watched_dirs.lock().unwrap();
         if watched.iter().any(|d| d == dir) {
-            return;
+            return true;
+        }
+        if !dir.is_dir() {
+            return false;
         }
         if let Some(w) = self.watcher.lock().unwrap().as_mut() {
             match w.watch(dir, notify::RecursiveMode::NonRecursive) {
-                Ok(()) => watched.push(dir.to_path_buf()),
+                Ok(()) => {
+                    watched.push(dir.to_path_buf());
+                    return true;
+                }
                 Err(e) => tracing::debug!(dir = %dir.display(), error = %e, "cannot watch; polling instead"),
             }
         }
+        false
     }
 
     /// Delete runtime files that belong to no active run (left by a crash), and temp
