@@ -1,12 +1,64 @@
 //! tmux, driven through its command line on lab's own server socket.
+//!
+//! lab learns that a session closed from tmux itself: every command that may start the
+//! server ([`Tmux::new_session`]) first sets it up ([`server_setup`]) — it stays up
+//! when it has no session (`exit-empty off`, so the hook below also fires for the
+//! last session), and a global `session-closed` hook truncates a signal file (the
+//! [`Tmux::with_closed_signal`] path, handed over in the server's global environment
+//! so that no path is ever parsed by tmux or a shell). lab watches that file.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 #[derive(Debug, Clone)]
 pub struct Tmux {
     pub socket: PathBuf,
     program: PathBuf,
+    /// The file the server's `session-closed` hook writes (see the module docs).
+    closed_signal: Option<PathBuf>,
+}
+
+/// The global environment variable the hook finds the signal file in.
+pub const SIGNAL_ENV: &str = "LAB_SESSION_CLOSED_FILE";
+
+/// The slot of lab's hook in the `session-closed` hook array: an operator's own
+/// `set-hook -g session-closed …` (slot 0) is left alone.
+pub const HOOK_SLOT: &str = "session-closed[73]";
+
+/// What the hook runs: one `sh` that truncates the signal file (private, quiet, and
+/// always successful, so tmux never shows an error for it), in the background.
+pub const HOOK_COMMAND: &str = "run-shell -b 'umask 077; true 2>/dev/null >\"$LAB_SESSION_CLOSED_FILE\"; exit 0'";
+
+/// The tmux commands (each followed by `;`) that make a server report closed sessions
+/// into `signal`; idempotent, so they run before every `new-session`.
+pub fn server_setup(signal: &Path) -> Vec<OsString> {
+    let mut v: Vec<OsString> =
+        ["set-option", "-s", "exit-empty", "off", ";", "set-environment", "-g", SIGNAL_ENV].map(OsString::from).into();
+    v.push(signal.into());
+    v.extend([";", "set-hook", "-g", HOOK_SLOT, HOOK_COMMAND, ";"].map(OsString::from));
+    v
+}
+
+/// Whether tmux's error says there is no server on the socket (never started, exited,
+/// or killed): then it has no sessions.
+pub fn no_server(stderr: &str) -> bool {
+    stderr.starts_with("no server running")
+        || (stderr.starts_with("error connecting to")
+            && (stderr.contains("No such file or directory") || stderr.contains("Connection refused")))
+}
+
+/// The session names from `list-sessions -F '#{session_name}'`'s outcome: no server
+/// means none; any other failure is an error (nothing can be concluded from it).
+pub fn session_names(success: bool, stdout: &str, stderr: &str) -> Result<BTreeSet<String>, String> {
+    if success {
+        Ok(stdout.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+    } else if no_server(stderr.trim()) {
+        Ok(BTreeSet::new())
+    } else {
+        Err(stderr.trim().to_string())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +70,56 @@ pub struct TmuxError {
 
 impl Tmux {
     pub fn new(socket: PathBuf) -> Self {
-        Tmux { socket, program: PathBuf::from("tmux") }
+        Tmux { socket, program: PathBuf::from("tmux"), closed_signal: None }
+    }
+
+    /// Have the server report every closed session by writing `file` (module docs).
+    pub fn with_closed_signal(mut self, file: PathBuf) -> Self {
+        self.closed_signal = Some(file);
+        self
+    }
+
+    /// Set up a running server (hooks, options: [`server_setup`]); `Ok(false)` when no
+    /// server runs (the next [`Tmux::new_session`] starts one, set up).
+    pub fn set_up_server(&self) -> Result<bool, TmuxError> {
+        let Some(signal) = &self.closed_signal else { return Ok(true) };
+        let mut setup = server_setup(signal);
+        setup.pop(); // the trailing `;`
+        let out = self
+            .cmd()
+            .args(setup)
+            .output()
+            .map_err(|e| TmuxError { action: "set-hook".into(), message: format!("cannot run tmux: {e}") })?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match (out.status.success(), no_server(stderr.trim())) {
+            (true, _) => Ok(true),
+            (false, true) => Ok(false),
+            (false, false) => Err(TmuxError { action: "set-hook".into(), message: stderr.trim().to_string() }),
+        }
+    }
+
+    /// The names of all sessions on the server (none when no server runs): one process
+    /// for all runs.
+    pub fn list_session_names(&self) -> Result<BTreeSet<String>, TmuxError> {
+        let out = self
+            .cmd()
+            .args(["list-sessions", "-F", "#{session_name}"])
+            .output()
+            .map_err(|e| TmuxError { action: "list-sessions".into(), message: format!("cannot run tmux: {e}") })?;
+        session_names(
+            out.status.success(),
+            &String::from_utf8_lossy(&out.stdout),
+            &String::from_utf8_lossy(&out.stderr),
+        )
+        .map_err(|message| TmuxError { action: "list-sessions".into(), message })
+    }
+
+    /// Stop the server if it has no session left (it stays up when empty, see the
+    /// module docs): for when lab stops.
+    pub fn kill_server_if_empty(&self) {
+        if self.list_session_names().is_ok_and(|s| s.is_empty()) {
+            let _ = self.run("kill-server", &["kill-server"]);
+        }
     }
 
     fn cmd(&self) -> Command {
@@ -47,6 +148,11 @@ impl Tmux {
     /// command line (visible to `ps`, limited to about 16 KiB).
     pub fn new_session(&self, name: &str, argv: &[String]) -> Result<(), TmuxError> {
         let mut c = self.cmd();
+        // Set up first, in the same client: the command that starts a server also
+        // installs its hook, before the session exists.
+        if let Some(signal) = &self.closed_signal {
+            c.args(server_setup(signal));
+        }
         c.args(["new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", "/"]);
         // With several arguments tmux runs the command directly (no shell); a lone
         // program is quoted so no shell can reinterpret it.
@@ -135,5 +241,93 @@ impl Tmux {
     /// The visible text of the pane.
     pub fn capture(&self, target: &str) -> Result<String, TmuxError> {
         self.run("capture-pane", &["capture-pane", "-p", "-t", target])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn session_names_are_listed_and_no_server_means_none() {
+        let names = session_names(true, "lab-r-1\nlab-r-2\n", "").unwrap();
+        assert_eq!(names.into_iter().collect::<Vec<_>>(), ["lab-r-1", "lab-r-2"]);
+        assert!(session_names(true, "", "").unwrap().is_empty(), "a server with no session");
+        for absent in [
+            "no server running on /h/tmux.sock",
+            "error connecting to /h/tmux.sock (No such file or directory)",
+            "error connecting to /h/tmux.sock (Connection refused)",
+        ] {
+            assert!(session_names(false, "", absent).unwrap().is_empty(), "{absent}");
+        }
+        // Anything else proves nothing: no run may be ended on it.
+        assert!(session_names(false, "", "error connecting to /h/tmux.sock (Permission denied)").is_err());
+        assert!(session_names(false, "", "server exited unexpectedly").is_err());
+    }
+
+    #[test]
+    fn the_setup_hands_the_signal_path_over_as_one_argument_never_parsed() {
+        let setup = server_setup(Path::new("/h o m e/#{x};$HOME/runtime/sig"));
+        let i = setup.iter().position(|a| a == SIGNAL_ENV).unwrap();
+        assert_eq!(setup[i + 1], "/h o m e/#{x};$HOME/runtime/sig");
+        assert_eq!(setup.last().unwrap(), ";", "a command follows");
+        assert!(setup.iter().any(|a| a == "exit-empty") && setup.iter().any(|a| a == HOOK_SLOT));
+        // No argument but the separators ends in `;` (tmux would split it there).
+        assert!(setup.iter().filter(|a| *a != ";").all(|a| !a.to_string_lossy().ends_with(';')));
+    }
+
+    fn wait_until(what: &str, f: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !f() {
+            assert!(start.elapsed() < Duration::from_secs(5), "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Real tmux: the hook reports every closed session, the last one too, and a
+    /// server found running is set up again.
+    #[test]
+    fn a_closed_session_is_reported_through_the_signal_file() {
+        let d = tempfile::Builder::new().prefix("lab-tmux").tempdir_in("/tmp").unwrap();
+        let signal = d.path().join("dir with ' and \" and #{x}").join("signal");
+        std::fs::create_dir(signal.parent().unwrap()).unwrap();
+        let tmux = Tmux::new(d.path().join("s")).with_closed_signal(signal.clone());
+        struct KillServer<'a>(&'a Tmux);
+        impl Drop for KillServer<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.run("kill-server", &["kill-server"]);
+            }
+        }
+        let _guard = KillServer(&tmux);
+        assert!(!tmux.set_up_server().unwrap(), "no server yet");
+        assert!(tmux.list_session_names().unwrap().is_empty());
+        let sleep = |n: &str| tmux.new_session(n, &["sleep".into(), "60".into()]).unwrap();
+        sleep("a");
+        sleep("b");
+        assert_eq!(tmux.list_session_names().unwrap().into_iter().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(!signal.exists());
+
+        tmux.kill_session("a").unwrap();
+        wait_until("the signal for a", || signal.exists());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&signal).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_file(&signal).unwrap();
+
+        // The last session: the server stays up, so its hook still runs.
+        tmux.kill_session("b").unwrap();
+        wait_until("the signal for b", || signal.exists());
+        assert!(tmux.list_session_names().unwrap().is_empty());
+        std::fs::remove_file(&signal).unwrap();
+
+        // A server someone else set up differently is set up again.
+        tmux.run("set-hook", &["set-hook", "-gu", HOOK_SLOT]).unwrap();
+        assert!(tmux.set_up_server().unwrap());
+        tmux.run("new-session", &["new-session", "-d", "-s", "c", "sleep 0.2"]).unwrap();
+        wait_until("the signal for c (its program exited)", || signal.exists());
+
+        tmux.kill_server_if_empty();
+        let out = tmux.cmd().args(["list-sessions"]).output().unwrap();
+        assert!(no_server(String::from_utf8_lossy(&out.stderr).trim()), "the empty server was stopped");
     }
 }

@@ -287,7 +287,14 @@ fn stop_ends_the_run_and_kills_its_session() {
     assert_eq!(body["state"], "ended");
     let target = format!("={}", run["tmux_target"].as_str().unwrap());
     assert!(!w.tmux(&["has-session", "-t", &target]).status.success());
-    assert_eq!(std::fs::read_dir(w.runtime()).unwrap().count(), 0, "runtime files left behind");
+    // Only tmux's session-closed signal (lab::runs::liveness) may be there: no file of
+    // the run.
+    let left: Vec<String> = std::fs::read_dir(w.runtime())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != lab::runs::liveness::SIGNAL_FILE)
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "runtime files left behind");
 }
 
 #[test]
@@ -587,4 +594,66 @@ fn an_event_stream_resumes_after_last_event_id_and_messages_after_filters() {
     assert_eq!(first, 2, "resumed after the last seen seq: {data}");
     assert_eq!(data["state"], "question");
     assert_eq!(id_line.as_deref(), Some((all - 1).to_string().as_str()));
+}
+
+/// Wait until run `id` is `ended`; how long that took.
+fn time_to_ended(lab: &Lab, id: &str) -> Duration {
+    let start = Instant::now();
+    lab.wait_state(id, "ended");
+    start.elapsed()
+}
+
+#[test]
+fn a_closed_session_ends_its_run_at_once_also_on_a_server_lab_finds_running() {
+    // The backstop reconciliation runs every 15 s: ending within 3 s is tmux's hook.
+    const PROMPTLY: Duration = Duration::from_secs(3);
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"say": "Ready."}, {"idle": {}}]}));
+    let lab = w.serve();
+    let ids: Vec<String> = (0..3).map(|_| run_id(&lab.create_run(&w, "claude-code", "hello"))).collect();
+    for id in &ids {
+        lab.wait_state(id, "idle");
+    }
+    let kill = |id: &str| assert!(w.tmux(&["kill-session", "-t", &format!("=lab-{id}")]).status.success());
+
+    kill(&ids[0]);
+    let took = time_to_ended(&lab, &ids[0]);
+    assert!(took < PROMPTLY, "the run ended {took:?} after its session closed");
+    assert_eq!(lab.view(&ids[1])["state"], "idle", "the other runs live on");
+
+    // A server that outlived lab serve, its hook gone (as on a server lab did not set
+    // up): the next lab serve sets it up again.
+    lab.stop();
+    assert!(w.tmux(&["set-hook", "-gu", "session-closed[73]"]).status.success());
+    let lab = w.serve();
+    lab.wait_state(&ids[1], "idle");
+    kill(&ids[1]);
+    let took = time_to_ended(&lab, &ids[1]);
+    assert!(took < PROMPTLY, "after a restart, the run ended {took:?} after its session closed");
+
+    // The last session: the server stays up for its hook, and lab stops it when it
+    // stops itself.
+    kill(&ids[2]);
+    let took = time_to_ended(&lab, &ids[2]);
+    assert!(took < PROMPTLY, "the last run ended {took:?} after its session closed");
+    assert!(w.tmux(&["list-sessions"]).status.success(), "the empty server is still up");
+    lab.stop();
+    assert!(!w.tmux(&["list-sessions"]).status.success(), "lab stopped the empty server");
+}
+
+#[test]
+fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"say": "Ready."}, {"idle": {}}]}));
+    let lab = w.serve();
+    let gone = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let kept = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    lab.wait_state(&gone, "idle");
+    lab.wait_state(&kept, "idle");
+    lab.stop();
+    assert!(w.tmux(&["kill-session", "-t", &format!("=lab-{gone}")]).status.success());
+    let lab = w.serve();
+    let took = time_to_ended(&lab, &gone);
+    assert!(took < Duration::from_secs(3), "found {took:?} after start");
+    assert_eq!(lab.view(&kept)["state"], "idle");
 }

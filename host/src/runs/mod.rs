@@ -5,6 +5,7 @@ pub mod answer_guard;
 pub mod hook_settings;
 pub mod input;
 pub mod keystrokes;
+pub mod liveness;
 pub mod registry;
 pub mod tailer;
 pub mod view;
@@ -23,13 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use tailer::{SharedMessages, Tail};
 use tokio::sync::{broadcast, watch, Notify};
 use view::{Derived, PendingDialog, RunState, SeqMessage};
-
-/// The backstop poll: file notifications do the fast path.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
 /// Errors the HTTP API turns into `{"error", "message"}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -282,6 +280,8 @@ pub struct Runs {
     shutdown: watch::Sender<bool>,
     /// Every run's view changes ([`Runs::changes`]).
     changes: broadcast::Sender<Change>,
+    /// Wakes the liveness loop: tmux reported a closed session ([`liveness`]).
+    liveness: Notify,
 }
 
 pub fn now_rfc3339() -> String {
@@ -306,7 +306,7 @@ impl Runs {
         for (f, _) in &providers.loaded {
             tracing::info!(provider = %f.info.name, version = %f.info.version, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
-        let tmux = Tmux::new(home.tmux_socket());
+        let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
         let runs = Arc::new(Runs {
             home,
             config,
@@ -320,6 +320,7 @@ impl Runs {
             watcher: Mutex::new(None),
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
+            liveness: Notify::new(),
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
@@ -337,13 +338,16 @@ impl Runs {
             }
         }
         runs.gc_orphans();
-        runs.clone().spawn_liveness();
+        liveness::spawn(runs.clone());
         Ok(runs)
     }
 
     /// End every open event stream (called when `lab serve` is asked to stop).
     pub fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
+        // The server stays up when empty (for its session-closed hook): lab stops one
+        // it leaves with no session.
+        self.tmux.kill_server_if_empty();
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -649,10 +653,16 @@ impl Runs {
         });
     }
 
+    /// Follow a run until it ends: a full refresh on every wake (file notifications,
+    /// answers, messages, its end) and whenever the backstop poll's look (a `stat` of
+    /// its files, [`tailer::Backoff`]) finds a change or a time-based deadline passes.
     fn spawn_tailer(self: Arc<Self>, run: Arc<Run>) {
         tokio::spawn(async move {
+            let mut backoff = tailer::Backoff::default();
+            let mut watched = false;
+            let mut refresh = true;
             loop {
-                {
+                if refresh {
                     let mut tail = run.tail.lock().await;
                     let derived = tail.refresh().await;
                     let ended = tail.ended;
@@ -662,36 +672,26 @@ impl Runs {
                             rec.session_id = Some(sid);
                         }
                     }
-                    if let Some(t) = tail.transcript_path() {
-                        self.watch_transcript_dir(t);
-                    }
+                    watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
                     drop(tail);
                     run.publish(derived);
                     if ended {
                         break;
                     }
                 }
+                let deadline = run.tail.lock().await.grace_remaining();
+                let delay = tailer::poll_delay(backoff.next_delay(), watched, deadline);
                 tokio::select! {
-                    _ = run.wake.notified() => {}
-                    _ = tokio::time::sleep(POLL_INTERVAL) => {}
-                }
-            }
-        });
-    }
-
-    /// Every poll interval: runs whose tmux session is gone have ended.
-    fn spawn_liveness(self: Arc<Self>) {
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(POLL_INTERVAL).await;
-                let active: Vec<Arc<Run>> =
-                    self.list().into_iter().filter(|r| r.record().status == Status::Active).collect();
-                for run in active {
-                    let tmux = self.tmux.clone();
-                    let name = run.record().tmux_target;
-                    let alive = tokio::task::spawn_blocking(move || tmux.has_session(&name)).await.unwrap_or(true);
-                    if !alive {
-                        self.end(&run, "its tmux session is gone").await;
+                    _ = run.wake.notified() => {
+                        backoff.reset();
+                        refresh = true;
+                    }
+                    _ = tokio::time::sleep(delay) => {
+                        let changed = run.tail.lock().await.changed_on_disk();
+                        if changed {
+                            backoff.reset();
+                        }
+                        refresh = changed || deadline.is_some();
                     }
                 }
             }
@@ -836,12 +836,20 @@ impl Runs {
 
     fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
         use notify::Watcher;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res {
+        // A path that changed, or None: events were lost (the kernel's queue overflowed),
+        // so every run and the liveness loop look again.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Option<PathBuf>>();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) if ev.need_rescan() => {
+                let _ = tx.send(None);
+            }
+            Ok(ev) => {
                 for p in ev.paths {
-                    let _ = tx.send(p);
+                    let _ = tx.send(Some(p));
                 }
+            }
+            Err(_) => {
+                let _ = tx.send(None);
             }
         })?;
         watcher.watch(&self.home.runtime_dir(), notify::RecursiveMode::NonRecursive)?;
@@ -850,12 +858,30 @@ impl Runs {
         tokio::spawn(async move {
             while let Some(path) = rx.recv().await {
                 let Some(runs) = me.upgrade() else { break };
-                if let Some(run) = runs.run_for_path(&path) {
-                    run.wake();
+                match path {
+                    Some(path) if runs.is_liveness_signal(&path) => runs.liveness.notify_one(),
+                    Some(path) => {
+                        if let Some(run) = runs.run_for_path(&path) {
+                            run.wake();
+                        }
+                    }
+                    None => {
+                        tracing::debug!("file notifications were lost; every run looks again");
+                        runs.liveness.notify_one();
+                        for run in runs.list() {
+                            run.wake();
+                        }
+                    }
                 }
             }
         });
         Ok(())
+    }
+
+    /// Whether `path` is the file tmux's session-closed hook writes.
+    fn is_liveness_signal(&self, path: &Path) -> bool {
+        path.parent() == Some(self.home.runtime_dir().as_path())
+            && path.file_name().and_then(|n| n.to_str()).is_some_and(liveness::is_signal)
     }
 
     /// Which run a changed file belongs to: runtime files are named `<run-id>.…`
@@ -869,22 +895,28 @@ impl Runs {
         self.runs.read().unwrap().get(&id).cloned()
     }
 
-    fn watch_transcript_dir(&self, transcript: &Path) {
+    /// Watch the directory of a run's transcript; whether it is watched (false: not
+    /// there yet, or it cannot be, and the tailer polls at its fastest).
+    fn watch_transcript_dir(&self, transcript: &Path) -> bool {
         use notify::Watcher;
-        let Some(dir) = transcript.parent() else { return };
-        if !dir.is_dir() {
-            return;
-        }
+        let Some(dir) = transcript.parent() else { return false };
         let mut watched = self.watched_dirs.lock().unwrap();
         if watched.iter().any(|d| d == dir) {
-            return;
+            return true;
+        }
+        if !dir.is_dir() {
+            return false;
         }
         if let Some(w) = self.watcher.lock().unwrap().as_mut() {
             match w.watch(dir, notify::RecursiveMode::NonRecursive) {
-                Ok(()) => watched.push(dir.to_path_buf()),
+                Ok(()) => {
+                    watched.push(dir.to_path_buf());
+                    return true;
+                }
                 Err(e) => tracing::debug!(dir = %dir.display(), error = %e, "cannot watch; polling instead"),
             }
         }
+        false
     }
 
     /// Delete runtime files that belong to no active run (left by a crash), and temp

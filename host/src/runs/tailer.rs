@@ -13,10 +13,53 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Most transcript bytes handed to the provider in one call.
 const MAX_CHUNK: usize = 1 << 20;
+
+/// The backstop poll (file notifications are the fast path): first one
+/// [`POLL_MIN`] after a change or a wake, then twice as long after each look that
+/// finds nothing new, up to [`POLL_MAX`]. A look is a `stat` of the run's files
+/// ([`Tail::changed_on_disk`]); only a change is read.
+pub const POLL_MIN: Duration = Duration::from_secs(1);
+pub const POLL_MAX: Duration = Duration::from_secs(16);
+
+/// The backstop poll's pace (see [`POLL_MIN`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { next: POLL_MIN }
+    }
+}
+
+impl Backoff {
+    /// Something changed, or the run was woken: look again soon.
+    pub fn reset(&mut self) {
+        self.next = POLL_MIN;
+    }
+
+    /// How long to wait before the next look; the wait after it doubles (up to
+    /// [`POLL_MAX`]) unless [`Backoff::reset`] comes first.
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (d * 2).min(POLL_MAX);
+        d
+    }
+}
+
+/// The wait before the next look: the backoff's `delay`, at most [`POLL_MIN`] while
+/// the run's files are not all watched (`watched` false: a transcript whose directory
+/// cannot be watched yet), and no later than `deadline` (when the view changes with
+/// time alone, [`Tail::grace_remaining`]).
+pub fn poll_delay(delay: Duration, watched: bool, deadline: Option<Duration>) -> Duration {
+    let delay = if watched { delay } else { delay.min(POLL_MIN) };
+    deadline.map_or(delay, |d| delay.min(d))
+}
 
 /// Identity of a file version: a change in any part means "re-read it".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +89,8 @@ pub struct Tail {
     offset: u64,
     lines_seen: u64,
     transcript_sig: Option<FileSig>,
+    /// The transcript as last seen by a `stat` (read or not: a partial last line).
+    transcript_seen: Option<FileSig>,
     transcript_modified: Option<SystemTime>,
     messages: SharedMessages,
     turn: Option<TurnSignal>,
@@ -97,6 +142,7 @@ impl Tail {
             offset: 0,
             lines_seen: 0,
             transcript_sig: None,
+            transcript_seen: None,
             transcript_modified: None,
             messages: Arc::new(RwLock::new(Vec::new())),
             turn: None,
@@ -149,6 +195,7 @@ impl Tail {
         let Some(path) = self.transcript.clone() else { return };
         loop {
             let Some((sig, modified)) = sig_of(&path) else { return };
+            self.transcript_seen = Some(sig);
             if Some(sig) == self.transcript_sig {
                 return;
             }
@@ -371,6 +418,33 @@ impl Tail {
         })
     }
 
+    /// Whether any of the files the run is read from changed since the last refresh
+    /// saw them: `stat`s only, nothing is read (the backstop poll's look).
+    pub fn changed_on_disk(&self) -> bool {
+        let sig = |p: &Path| sig_of(p).map(|(s, _)| s);
+        if self.ended {
+            return false;
+        }
+        let transcript = self.transcript.as_deref().is_some_and(|t| sig(t) != self.transcript_seen);
+        transcript
+            || (self.hooker && (sig(&self.files.spool) != self.spool_sig || sig(&self.files.marker) != self.marker_sig))
+    }
+
+    /// How long until an unresolved tool call's spool grace ends ([`view::SPOOL_GRACE`]):
+    /// then the view may change with no file changing (the transcript fallback shows
+    /// the dialog). None when no such call is waiting.
+    pub fn grace_remaining(&self) -> Option<Duration> {
+        if !self.hooker || self.ended {
+            return None;
+        }
+        self.tool_calls
+            .iter()
+            .filter(|c| !self.resolved.contains(&c.id) && !matches!(self.mapped.get(&c.id), Some(None)))
+            .filter_map(|c| self.first_seen.get(&c.id))
+            .filter_map(|seen| view::SPOOL_GRACE.checked_sub(seen.elapsed()))
+            .min()
+    }
+
     pub fn spool(&self) -> Option<&SpoolFact> {
         self.spool.as_ref()
     }
@@ -468,6 +542,84 @@ mod tests {
         assert!(parse_timestamp("").is_none() && parse_timestamp("t").is_none());
     }
     use std::io::Write;
+
+    #[test]
+    fn the_backstop_poll_backs_off_while_nothing_changes_and_resets_on_a_change() {
+        let mut b = Backoff::default();
+        let delays: Vec<u64> = (0..7).map(|_| b.next_delay().as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 16, 16]);
+        b.reset();
+        assert_eq!(b.next_delay(), POLL_MIN);
+        assert_eq!(b.next_delay(), POLL_MIN * 2);
+    }
+
+    #[test]
+    fn the_poll_stays_fast_while_unwatched_and_meets_a_deadline() {
+        let s = Duration::from_secs;
+        assert_eq!(poll_delay(s(16), true, None), s(16));
+        assert_eq!(poll_delay(s(16), false, None), POLL_MIN, "a transcript not watched yet");
+        assert_eq!(poll_delay(s(16), true, Some(Duration::from_millis(300))), Duration::from_millis(300));
+        assert_eq!(poll_delay(s(2), true, Some(s(5))), s(2));
+        assert_eq!(poll_delay(s(16), false, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    fn hooker_tail(dir: &Path) -> Tail {
+        let id = RunId::parse("r-1").unwrap();
+        let files = RunFiles::new(dir, &id);
+        Tail { transcript: Some(dir.join("t.jsonl")), hooker: true, ..Tail::new_inert(id, files) }
+    }
+
+    #[test]
+    fn the_poll_s_look_sees_any_change_of_the_run_s_files_by_stat() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tail = hooker_tail(d.path());
+        assert!(!tail.changed_on_disk(), "no files, none seen");
+        let transcript = d.path().join("t.jsonl");
+        std::fs::write(&transcript, b"{\"partial\":").unwrap();
+        assert!(tail.changed_on_disk(), "a new transcript");
+        // What a refresh remembers, even of a partial line it did not read.
+        tail.transcript_seen = sig_of(&transcript).map(|(s, _)| s);
+        assert!(!tail.changed_on_disk());
+        std::fs::OpenOptions::new().append(true).open(&transcript).unwrap().write_all(b"1}\n").unwrap();
+        assert!(tail.changed_on_disk(), "appended");
+        tail.transcript_seen = sig_of(&transcript).map(|(s, _)| s);
+
+        std::fs::write(&tail.files.spool, b"{}").unwrap();
+        assert!(tail.changed_on_disk(), "a spool appeared");
+        tail.spool_sig = sig_of(&tail.files.spool).map(|(s, _)| s);
+        std::fs::write(&tail.files.marker, b"{}").unwrap();
+        assert!(tail.changed_on_disk(), "a marker appeared");
+        tail.marker_sig = sig_of(&tail.files.marker).map(|(s, _)| s);
+        assert!(!tail.changed_on_disk());
+        std::fs::remove_file(&tail.files.spool).unwrap();
+        assert!(tail.changed_on_disk(), "the spool is gone");
+
+        tail.ended = true;
+        assert!(!tail.changed_on_disk(), "an ended run is not followed");
+    }
+
+    #[test]
+    fn a_dialog_call_waiting_for_its_spool_sets_a_deadline() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tail = hooker_tail(d.path());
+        assert_eq!(tail.grace_remaining(), None);
+        let call = |id: &str| ToolCall { id: id.into(), name: "Ask".into(), input: "{}".into() };
+        tail.tool_calls.push(call("old"));
+        tail.first_seen.insert("old".into(), std::time::Instant::now() - view::SPOOL_GRACE * 2);
+        assert_eq!(tail.grace_remaining(), None, "its grace is over");
+        tail.tool_calls.push(call("new"));
+        tail.first_seen.insert("new".into(), std::time::Instant::now());
+        let left = tail.grace_remaining().expect("a deadline");
+        assert!(left <= view::SPOOL_GRACE && left > view::SPOOL_GRACE / 2, "{left:?}");
+        tail.mapped.insert("new".into(), None);
+        assert_eq!(tail.grace_remaining(), None, "not a dialog");
+        tail.mapped.remove("new");
+        tail.resolved.insert("new".into());
+        assert_eq!(tail.grace_remaining(), None, "resolved");
+        tail.resolved.clear();
+        tail.hooker = false;
+        assert_eq!(tail.grace_remaining(), None, "no spool to wait for");
+    }
 
     #[test]
     fn reads_only_complete_lines_from_an_offset() {

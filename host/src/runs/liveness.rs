@@ -1,0 +1,111 @@
+//! Liveness: learning that a run's tmux session is gone, at no cost while nothing
+//! happens.
+//!
+//! - Fast path: the tmux server's `session-closed` hook writes [`SIGNAL_FILE`] in
+//!   `runtime/` (see [`crate::tmux`]); lab's file watcher sees it and wakes the loop
+//!   here, which asks tmux once for all session names and ends the active runs whose
+//!   session is not among them. A session closing is seen in milliseconds.
+//! - Backstop: the same reconciliation runs once at start (runs whose session died
+//!   while lab was down), and every [`RECONCILE_INTERVAL`] (a server killed outright
+//!   runs no hook; a lost file notification). One `tmux list-sessions` per interval,
+//!   whatever the number of runs.
+
+use super::registry::Status;
+use super::{Run, Runs};
+use crate::paths::RunId;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The file the tmux hook writes in `runtime/` when a session closes. Its name can
+/// never be a run's (run ids have no `_`), so start-up's clean-up removes it as a
+/// leftover and nothing mistakes it for a run's file.
+pub const SIGNAL_FILE: &str = "tmux_session_closed";
+
+/// How often the backstop reconciliation runs when tmux reports nothing.
+pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(15);
+
+/// Whether a file in `runtime/` is the session-closed signal.
+pub fn is_signal(file_name: &str) -> bool {
+    file_name == SIGNAL_FILE
+}
+
+/// The active runs (id, tmux session name) whose session is not in `sessions`.
+pub fn gone<'a>(active: &'a [(RunId, String)], sessions: &BTreeSet<String>) -> Vec<&'a RunId> {
+    active.iter().filter(|(_, session)| !sessions.contains(session)).map(|(id, _)| id).collect()
+}
+
+/// Reconcile at start, then whenever tmux signals a closed session or the interval
+/// passes.
+pub(super) fn spawn(runs: Arc<Runs>) {
+    tokio::spawn(async move {
+        let tmux = runs.tmux.clone();
+        // A server that outlived the last `lab serve` (or was started by someone
+        // else) gets lab's hook again.
+        match tokio::task::spawn_blocking(move || tmux.set_up_server()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot set up the tmux server; runs' ends are found by polling"),
+            Err(e) => tracing::warn!(error = %e, "setting up the tmux server failed"),
+        }
+        loop {
+            reconcile(&runs).await;
+            tokio::select! {
+                _ = runs.liveness.notified() => {}
+                _ = tokio::time::sleep(RECONCILE_INTERVAL) => {}
+            }
+        }
+    });
+}
+
+/// End the active runs whose tmux session is gone: one `list-sessions` for all.
+async fn reconcile(runs: &Arc<Runs>) {
+    // The active runs first: a run launched after the listing is not judged by it
+    // (a run is registered only once its session exists).
+    let active: Vec<Arc<Run>> = runs.list().into_iter().filter(|r| r.record().status == Status::Active).collect();
+    if active.is_empty() {
+        return;
+    }
+    let tmux = runs.tmux.clone();
+    let sessions = match tokio::task::spawn_blocking(move || tmux.list_session_names()).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot list tmux sessions; trying again later");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "listing tmux sessions failed");
+            return;
+        }
+    };
+    let pairs: Vec<(RunId, String)> = active.iter().map(|r| (r.id.clone(), r.record().tmux_target)).collect();
+    for id in gone(&pairs, &sessions) {
+        if let Some(run) = active.iter().find(|r| &r.id == id) {
+            runs.end(run, "its tmux session is gone").await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_whose_session_is_not_listed_are_gone() {
+        let id = |s: &str| RunId::parse(s).unwrap();
+        let active = vec![(id("r-1"), "lab-r-1".to_string()), (id("r-2"), "lab-r-2".to_string())];
+        let listed = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert!(gone(&active, &listed(&["lab-r-1", "lab-r-2", "other"])).is_empty());
+        assert_eq!(gone(&active, &listed(&["lab-r-2"])), [&id("r-1")]);
+        assert_eq!(gone(&active, &listed(&[])), [&id("r-1"), &id("r-2")], "no server: every run ended");
+        // Names are compared whole, never as prefixes.
+        assert_eq!(gone(&active, &listed(&["lab-r-10", "lab-r-2"])), [&id("r-1")]);
+    }
+
+    #[test]
+    fn the_signal_file_is_never_a_run_s_file() {
+        assert!(is_signal(SIGNAL_FILE));
+        let owner = crate::paths::RunFiles::owner(SIGNAL_FILE).unwrap();
+        assert!(RunId::parse(owner).is_none(), "{owner} must not parse as a run id");
+        assert!(crate::paths::runtime_file_is_garbage(SIGNAL_FILE, false, Duration::ZERO));
+    }
+}
