@@ -858,7 +858,7 @@ fn esc_in_the_tui_clears_the_dialog_through_the_transcript_backstop() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "ended");
     assert!(!e.w.tmux(&["has-session", "-t", &format!("={}", run.target)]).status.success());
-    assert_eq!(std::fs::read_dir(e.w.runtime()).unwrap().count(), 0, "runtime files left behind");
+    assert_eq!(runtime_files(&e.w.runtime()), Vec::<String>::new(), "runtime files left behind");
 }
 
 /// Scenario 4: The claude process is SIGKILLed while its dialog is pending.

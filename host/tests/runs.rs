@@ -287,14 +287,7 @@ fn stop_ends_the_run_and_kills_its_session() {
     assert_eq!(body["state"], "ended");
     let target = format!("={}", run["tmux_target"].as_str().unwrap());
     assert!(!w.tmux(&["has-session", "-t", &target]).status.success());
-    // Only tmux's session-closed signal (lab::runs::liveness) may be there: no file of
-    // the run.
-    let left: Vec<String> = std::fs::read_dir(w.runtime())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != lab::runs::liveness::SIGNAL_FILE)
-        .collect();
-    assert_eq!(left, Vec::<String>::new(), "runtime files left behind");
+    assert_eq!(runtime_files(&w.runtime()), Vec::<String>::new(), "runtime files left behind");
 }
 
 #[test]
@@ -449,7 +442,7 @@ fn a_launch_that_cannot_spawn_is_recorded_as_failed_and_leaves_no_files() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["state"], "ended");
     assert!(runs[0]["error"].as_str().is_some());
-    assert_eq!(std::fs::read_dir(w.runtime()).unwrap().count(), 0);
+    assert_eq!(runtime_files(&w.runtime()), Vec::<String>::new());
 }
 
 #[test]
