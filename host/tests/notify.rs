@@ -98,15 +98,6 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
     Some(Received { at, path, headers, body: serde_json::from_slice(&body).ok()? })
 }
 
-fn ask_then_idle() -> Value {
-    json!({"steps": [
-        {"say": "Let me ask you something."},
-        {"ask": three_options()},
-        {"say": "Thanks, noted."},
-        {"idle": {}},
-    ]})
-}
-
 /// fake-claude with `script`, plus `notify` (a `[notify]` table's body) in lab.toml.
 fn configure(w: &World, script: &Value, notify: Option<&str>) {
     w.use_fake_claude(script);

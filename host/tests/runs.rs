@@ -9,15 +9,6 @@ use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-fn ask_then_idle() -> Value {
-    json!({"steps": [
-        {"say": "Let me ask you something."},
-        {"ask": three_options()},
-        {"say": "Thanks, noted."},
-        {"idle": {}},
-    ]})
-}
-
 fn run_id(run: &Value) -> String {
     run["id"].as_str().unwrap().to_string()
 }

@@ -247,3 +247,13 @@ pub fn runtime_files(runtime: &Path) -> Vec<String> {
         .filter(|n| n != lab::runs::liveness::SIGNAL_FILE)
         .collect()
 }
+
+/// fake-claude: a line of text, the three-option question, a reply, then idle.
+pub fn ask_then_idle() -> Value {
+    json!({"steps": [
+        {"say": "Let me ask you something."},
+        {"ask": three_options()},
+        {"say": "Thanks, noted."},
+        {"idle": {}},
+    ]})
+}
