@@ -199,10 +199,13 @@ impl Run {
     pub fn view_after(&self, after: Option<u64>) -> ViewBody {
         let snap = self.snapshot();
         let messages = {
+            // Only the messages the published state was derived from: the tailer appends
+            // to the list before it publishes, and a view must never show a message next
+            // to a state from before it (a tool call beside "starting").
             let all = self.messages.read().unwrap();
-            let start =
-                after.map(|a| usize::try_from(a.saturating_add(1)).unwrap_or(usize::MAX)).unwrap_or(0).min(all.len());
-            all[start..].to_vec()
+            let end = snap.message_count.min(all.len());
+            let start = after.map(|a| usize::try_from(a.saturating_add(1)).unwrap_or(usize::MAX)).unwrap_or(0).min(end);
+            all[start..end].to_vec()
         };
         ViewBody {
             run_id: self.id.clone(),
