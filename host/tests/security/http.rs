@@ -121,6 +121,7 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/app.js".into(), Value::Null),
         ("GET", "/style.css".into(), Value::Null),
         ("GET", "/providers".into(), Value::Null),
+        ("GET", "/info".into(), Value::Null),
         ("GET", "/runs".into(), Value::Null),
         ("GET", format!("/runs/{id}"), Value::Null),
         ("GET", format!("/runs/{id}/messages"), Value::Null),
@@ -227,7 +228,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 12, "{headers:?}");
+        assert_eq!(served, 13, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -466,7 +467,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 15, "{refused}/15 refused");
+    assert_eq!(refused, 16, "{refused}/16 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let bad = send(
         port,
