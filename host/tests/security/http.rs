@@ -106,6 +106,17 @@ fn idle_agent() -> Value {
     json!({"steps": [{"say": "Ready."}, {"idle": {}}]})
 }
 
+/// A lab on loopback with one idle fake-claude run: (world, lab, port, run id).
+fn idle_run() -> (World, Lab, u16, String) {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
+    lab.wait_state(&id, "idle");
+    (w, lab, port, id)
+}
+
 fn tmux_sessions(w: &World) -> usize {
     let out = w.tmux(&["list-sessions", "-F", "#{session_name}"]);
     String::from_utf8_lossy(&out.stdout).lines().count()
@@ -149,13 +160,7 @@ fn send(port: u16, method: &str, path: &str, extra: &[(&str, &str)], body: &Valu
 
 #[test]
 fn foreign_hosts_and_origins_are_refused_on_every_route() {
-    let w = World::new();
-    w.use_fake_claude(&idle_agent());
-    let lab = w.serve();
-    let port = port_of(&lab.url);
-    let run = lab.create_run(&w, "claude-code", "hello");
-    let id = run["id"].as_str().unwrap().to_string();
-    lab.wait_state(&id, "idle");
+    let (w, lab, port, id) = idle_run();
     let sessions = tmux_sessions(&w);
     let own = format!("127.0.0.1:{port}");
     let routes = routes(&w, &id);
@@ -246,12 +251,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
 
 #[test]
 fn cross_origin_form_posts_cannot_start_or_stop_runs() {
-    let w = World::new();
-    w.use_fake_claude(&idle_agent());
-    let lab = w.serve();
-    let port = port_of(&lab.url);
-    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
-    lab.wait_state(&id, "idle");
+    let (w, lab, port, id) = idle_run();
     let sessions = tmux_sessions(&w);
     let own = format!("127.0.0.1:{port}");
     let create = format!(
@@ -303,12 +303,7 @@ fn cross_origin_form_posts_cannot_start_or_stop_runs() {
 
 #[test]
 fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
-    let w = World::new();
-    w.use_fake_claude(&idle_agent());
-    let lab = w.serve();
-    let port = port_of(&lab.url);
-    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
-    lab.wait_state(&id, "idle");
+    let (_w, lab, port, id) = idle_run();
     let own = format!("127.0.0.1:{port}");
     let json_ct = [("Host", own.as_str()), ("Content-Type", "application/json")];
     let msgs = format!("/runs/{id}/messages");
