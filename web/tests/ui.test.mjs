@@ -199,7 +199,9 @@ async function startWorld(t, script, serveArgs = []) {
     await world.stopLab();
     // `lab serve` leaves runs going in tmux by design; the test's tmux server must go.
     world.tmux("kill-server");
-    if (!KEEP && !world.failed) fs.rmSync(dir, { recursive: true, force: true });
+    // The pane's processes get SIGHUP from kill-server and may still write a spool or
+    // hook file under h/runtime while the tree is removed (ENOTEMPTY): retry a little.
+    if (!KEEP && !world.failed) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   });
 
   // The first stdout line is `lab: serving on http://127.0.0.1:PORT`.
