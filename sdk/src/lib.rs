@@ -2,61 +2,170 @@
 //!
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
-//! - the shared data shapes ([`Dialog`], [`Message`], [`KeyOp`], [`HookContext`], …) as
-//!   plain Rust types (they serialise to the JSON shapes of lab's HTTP API);
-//! - the two traits a provider implements, [`Provider`] (every provider) and
-//!   [`DialogHooker`] (live dialog capture + keystroke answers);
-//! - [`export_provider!`] / [`export_dialog_provider!`], which generate the WIT bindings
-//!   for exactly the world you ask for and wire your type to them;
+//! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
+//!   generated from the WIT package `lab:provider@0.2.0` and re-exported as they are:
+//!   there is one definition of each, the WIT's;
+//! - the traits a provider implements: [`Provider`] (every provider), [`DialogHooker`]
+//!   (live capture through the agent's hooks, keystroke answers) and [`ScreenReader`]
+//!   (prompts read off the agent's screen);
+//! - [`export_provider!`], [`export_dialog_provider!`] and [`export_screen_provider!`],
+//!   which export your type as a component of exactly the world you ask for (lab finds
+//!   the capabilities by what the component exports);
 //! - helpers providers need again and again: [`jsonl`] (line splitting with
-//!   diagnostics), [`json`] (field access), [`shell`] (quoting for hook commands).
+//!   diagnostics), [`json`] (field access), [`shell`] (quoting), and constructors on the
+//!   types ([`Message::text`], [`Dialog::new`], [`AnswerPlan::keys`], …).
 //!
-//! Build the provider crate (`crate-type = ["cdylib"]`) with
-//! `cargo build --release --target wasm32-wasip2`; the `.wasm` is the component.
-//! See docs/providers.md in the lab repository for the guide.
-
-use serde::{Deserialize, Serialize};
+//! Build the provider crate (`crate-type = ["cdylib", "rlib"]`) with
+//! `cargo build --release --target wasm32-wasip2`; the `.wasm` is the component. A
+//! native build (`cargo test`) compiles the logic without the component glue. See
+//! docs/providers.md in the lab repository for the guide.
 
 #[doc(hidden)]
 pub use wit_bindgen;
 
+// The generated bindings name this crate by its public path.
+extern crate self as lab_provider_sdk;
+
+#[doc(hidden)]
+pub mod bindings;
+
+/// The WIT `types` interface as generated (the module export macros map to).
+#[doc(hidden)]
+pub use bindings::lab::provider::types;
+
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!(concat!(env!("OUT_DIR"), "/wit.txt"));
+pub const WIT: &str = include_str!("../../wit/v0.2.0/provider.wit");
 
-include!(concat!(env!("OUT_DIR"), "/export.rs"));
+pub use bindings::lab::provider::types::{
+    Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
+    HookBinding, HookCommand, KeyOp, LaunchRequest, LaunchSpec, Message, ParseOutput, PermissionBody, PlanBody,
+    ProviderInfo, Question, Role, Samples, SessionFacts, ToolResult, ToolUse, TranscriptLocation, TurnSignal,
+};
 
 pub mod json;
 pub mod jsonl;
 pub mod shell;
 
-/// Who the provider is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderInfo {
-    pub name: String,
-    pub version: String,
-    pub description: String,
-    /// The program launched when lab.toml names none; looked up on PATH.
-    pub default_program: String,
+/// What every provider implements.
+pub trait Provider {
+    fn info() -> ProviderInfo;
+    /// The argv, environment and transcript location for a run.
+    fn launch(req: LaunchRequest) -> Result<LaunchSpec, String>;
+    /// Parse complete transcript lines (each ends in `\n`). Deterministic; bad lines
+    /// become [`Diagnostic`]s. [`jsonl::parse_lines`] does the splitting for you.
+    fn parse_transcript(chunk: &[u8]) -> ParseOutput;
+    /// The dialog mapper: a transcript tool call → a dialog, or `None` for ordinary tools.
+    fn map_dialog(call: ToolUse) -> Option<Dialog>;
+    /// Samples for `lab providers check`'s self-test: lines your parser turns into at
+    /// least one message each, and tool calls your mapper turns into a dialog each.
+    fn self_test_samples() -> Samples;
 }
 
-/// What the host knows when it launches a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchRequest {
-    pub run_id: String,
-    /// A fresh UUID v4 the provider may hand to the agent.
-    pub session_id: String,
-    pub workdir: String,
-    pub prompt: String,
-    pub permission_mode: Option<String>,
-    /// Absolute path of the program to run.
-    pub program: String,
-    /// The per-run settings file written from [`DialogHooker::hook_settings`].
-    pub settings_path: Option<String>,
-    /// The agent's environment, as data.
-    pub env: Vec<(String, String)>,
+/// Live capture through the agent's hooks, and keystroke answers.
+pub trait DialogHooker: Provider {
+    /// Which agent hook events feed which lab channel.
+    fn hook_wiring() -> Vec<HookBinding>;
+    /// The agent's settings document for a per-run file, or `None` when the hooks go
+    /// on the command line (see [`LaunchRequest::hooks`]).
+    fn hook_settings(run_id: &str, hooks: &[HookCommand]) -> Result<Option<String>, String>;
+    /// The dialog the spooled payload shows, or `None` if it is not a prompt.
+    /// `open_calls`: the transcript's tool calls without a result yet, oldest first (to
+    /// find `call_id` for a payload that lacks it).
+    fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dialog>, String>;
+    fn blocked_state(marker: &[u8]) -> Result<Blocked, String>;
+    /// What a `session-info` hook payload says (transcript path, session id).
+    fn session_info(payload: &[u8]) -> Result<SessionFacts, String>;
+    /// The plan that answers `dialog` with `answers`.
+    fn answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String>;
+    /// Whether `pane` shows `dialog` ready for keys.
+    fn is_drawn(dialog: &Dialog, pane: &str) -> bool;
+}
+
+/// Prompts read off the agent's screen (shown before or outside any hook).
+pub trait ScreenReader: DialogHooker {
+    fn read_screen(pane: &str) -> Option<Dialog>;
+}
+
+impl Default for ParseOutput {
+    fn default() -> Self {
+        ParseOutput { messages: Vec::new(), turn: None, session_id: None, diagnostics: Vec::new() }
+    }
+}
+
+impl Message {
+    /// A plain text message.
+    pub fn text(role: Role, text: impl Into<String>, timestamp: impl Into<String>) -> Self {
+        Message { role, content: Content::Text(text.into()), timestamp: timestamp.into() }
+    }
+
+    /// The text the chat shows for this message, whatever its content.
+    pub fn display_text(&self) -> &str {
+        match &self.content {
+            Content::Text(t) | Content::Thinking(t) => t,
+            Content::ToolUse(u) => &u.name,
+            Content::ToolResult(r) => &r.text,
+            Content::Other((_, t)) => t,
+        }
+    }
+}
+
+impl DialogOption {
+    pub fn new(label: impl Into<String>, description: impl Into<String>) -> Self {
+        DialogOption { label: label.into(), description: description.into() }
+    }
+}
+
+impl Dialog {
+    /// An answerable dialog with no transcript call and no deep link.
+    pub fn new(id: impl Into<String>, tool_name: impl Into<String>, body: DialogBody) -> Self {
+        Dialog { id: id.into(), call_id: None, tool_name: tool_name.into(), body, answerable: true, deep_link: None }
+    }
+
+    /// The questions of a question dialog (empty for other kinds).
+    pub fn questions(&self) -> &[Question] {
+        match &self.body {
+            DialogBody::Question(q) => q,
+            _ => &[],
+        }
+    }
+
+    /// The options a plan, permission or generic dialog offers (empty for questions).
+    pub fn options(&self) -> &[DialogOption] {
+        match &self.body {
+            DialogBody::Question(_) => &[],
+            DialogBody::Plan(p) => &p.options,
+            DialogBody::Permission(p) => &p.options,
+            DialogBody::Generic(g) => &g.options,
+        }
+    }
+
+    /// lower_snake name of the body's kind: "question", "plan", "permission", "generic".
+    pub fn kind(&self) -> &'static str {
+        match &self.body {
+            DialogBody::Question(_) => "question",
+            DialogBody::Plan(_) => "plan",
+            DialogBody::Permission(_) => "permission",
+            DialogBody::Generic(_) => "generic",
+        }
+    }
+}
+
+impl KeyOp {
+    /// A named key.
+    pub fn key(name: &str) -> Self {
+        KeyOp::Key(name.to_string())
+    }
+}
+
+impl AnswerPlan {
+    /// `steps`, played with `pause_ms` after each, once `is-drawn` says yes (waiting at
+    /// most `drawn_within_ms`).
+    pub fn keys(steps: Vec<KeyOp>, pause_ms: u32, drawn_within_ms: u32) -> Self {
+        AnswerPlan { drawn_within_ms, pause_ms, steps }
+    }
 }
 
 impl LaunchRequest {
@@ -64,192 +173,17 @@ impl LaunchRequest {
     pub fn env_var(&self, name: &str) -> Option<&str> {
         self.env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
-}
 
-/// How to start the agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchSpec {
-    /// Full argv, program first.
-    pub argv: Vec<String>,
-    pub transcript_path: Option<String>,
-    pub session_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Assistant,
-    System,
-    Tool,
-}
-
-/// One chat message derived from the transcript.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    /// "text", "tool_use", "tool_result", "thinking", …
-    pub kind: String,
-    pub text: String,
-    pub tool_use_id: Option<String>,
-    pub tool_name: Option<String>,
-    /// For tool_use: the input as JSON text.
-    pub tool_input: Option<String>,
-    pub is_error: bool,
-    pub timestamp: String,
-}
-
-impl Message {
-    /// A plain text message.
-    pub fn text(role: Role, text: impl Into<String>, timestamp: impl Into<String>) -> Self {
-        Message {
-            role,
-            kind: "text".into(),
-            text: text.into(),
-            tool_use_id: None,
-            tool_name: None,
-            tool_input: None,
-            is_error: false,
-            timestamp: timestamp.into(),
-        }
+    /// The commands the host built for the bindings of the agent hook `event`.
+    pub fn hooks_for<'a>(&'a self, event: &'a str) -> impl Iterator<Item = &'a HookCommand> + 'a {
+        self.hooks.iter().filter(move |h| h.binding.event == event)
     }
 }
 
-/// What a transcript line says about the agent's turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnSignal {
-    Working,
-    Idle,
-}
-
-/// A line that could not be understood (skipped, never fatal).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostic {
-    /// 0-based line index within the chunk.
-    pub line: u32,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParseOutput {
-    pub messages: Vec<Message>,
-    pub turn: Option<TurnSignal>,
-    pub session_id: Option<String>,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-/// A tool call, from the transcript or from a live hook spool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    /// JSON text.
-    pub input: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DialogOption {
-    pub label: String,
-    pub description: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    pub header: String,
-    pub question: String,
-    pub multi_select: bool,
-    pub options: Vec<DialogOption>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DialogKind {
-    Question,
-    Plan,
-}
-
-/// An interactive dialog the agent waits on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dialog {
-    pub tool_id: String,
-    pub tool_name: String,
-    pub kind: DialogKind,
-    pub answerable: bool,
-    pub questions: Vec<Question>,
-    pub plan: Option<String>,
-    pub deep_link: Option<String>,
-}
-
-/// What the host gives [`DialogHooker::hook_settings`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HookContext {
-    pub run_id: String,
-    /// Shell-quoted command: atomically writes stdin to the run's spool.
-    pub spool_write: String,
-    /// Shell-quoted command prefix: deletes the spool when a top-level JSON field is
-    /// the same in stdin and in the spool. Append ` --id-field <field>`.
-    pub spool_clear: String,
-    /// Shell-quoted command: atomically writes stdin to the run's blocked marker.
-    pub marker_write: String,
-}
-
-/// A dialog read from the live spool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
-    pub tool_use_id: String,
-    pub dialog: Option<Dialog>,
-}
-
-/// Why the agent is blocked, read from the marker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Blocked {
-    pub notification_type: String,
-    pub message: String,
-}
-
-/// The operator's answer to one question. Serialises as `{"option": 1}`,
-/// `{"options": [0, 2]}` or `{"other": "text"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Answer {
-    Option(u32),
-    Options(Vec<u32>),
-    Other(String),
-}
-
-/// One keystroke operation, played by the host with a fixed pause between ops.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyOp {
-    /// A named key as tmux understands it ("Up", "Down", "Enter", "Escape").
-    Key(String),
-    /// Text typed literally.
-    Literal(String),
-}
-
-impl KeyOp {
-    pub fn key(name: &str) -> Self {
-        KeyOp::Key(name.to_string())
+impl HookBinding {
+    pub fn new(event: &str, matcher: Option<&str>, channel: Channel) -> Self {
+        HookBinding { event: event.into(), matcher: matcher.map(str::to_string), channel }
     }
 }
 
-/// What every provider implements.
-pub trait Provider {
-    fn info() -> ProviderInfo;
-    fn launch(req: LaunchRequest) -> Result<LaunchSpec, String>;
-    /// Parse complete transcript lines (each ends in `\n`). Deterministic; bad lines
-    /// become [`Diagnostic`]s. [`jsonl::parse_lines`] does the splitting for you.
-    fn parse_transcript(chunk: &[u8]) -> ParseOutput;
-    /// The dialog mapper: a tool call → a dialog, or `None` for ordinary tools.
-    fn map_dialog(call: ToolCall) -> Option<Dialog>;
-}
-
-/// Live dialog capture through the agent's hooks, and keystroke answers.
-pub trait DialogHooker: Provider {
-    /// The agent's settings document (JSON text) that installs the hooks.
-    fn hook_settings(ctx: HookContext) -> Result<String, String>;
-    fn pending_dialog(spool: &[u8]) -> Result<Pending, String>;
-    fn blocked_state(marker: &[u8]) -> Result<Blocked, String>;
-    fn answer_keys(dialog: Dialog, answers: Vec<Answer>) -> Result<Vec<KeyOp>, String>;
-}
+include!(concat!(env!("OUT_DIR"), "/export.rs"));

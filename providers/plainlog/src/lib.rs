@@ -15,8 +15,8 @@
 //! worked example.
 
 use lab_provider_sdk::{
-    json, jsonl, Dialog, DialogKind, DialogOption, LaunchRequest, LaunchSpec, Message, ParseOutput, Provider,
-    ProviderInfo, Question, Role, ToolCall, TurnSignal,
+    json, jsonl, Content, Dialog, DialogBody, DialogOption, LaunchRequest, LaunchSpec, Message, ParseOutput,
+    Provider, ProviderInfo, Question, Role, Samples, ToolResult, ToolUse, TranscriptLocation, TurnSignal,
 };
 use serde_json::Value;
 
@@ -26,9 +26,11 @@ impl Provider for Plainlog {
     fn info() -> ProviderInfo {
         ProviderInfo {
             name: "plainlog".into(),
+            display_name: "Plainlog agent".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             description: "Agents that append a plain JSONL chat log (transcript-only)".into(),
             default_program: "plainlog-agent".into(),
+            permission_modes: Vec::new(),
         }
     }
 
@@ -37,8 +39,9 @@ impl Provider for Plainlog {
         let transcript = format!("{}/.plainlog/{}.jsonl", home.trim_end_matches('/'), req.session_id);
         Ok(LaunchSpec {
             argv: vec![req.program, "--transcript".into(), transcript.clone(), "--".into(), req.prompt],
-            transcript_path: Some(transcript),
+            transcript: TranscriptLocation::Path(transcript),
             session_id: Some(req.session_id),
+            env: Vec::new(),
         })
     }
 
@@ -46,11 +49,11 @@ impl Provider for Plainlog {
         jsonl::parse_lines(chunk, parse_line)
     }
 
-    fn map_dialog(call: ToolCall) -> Option<Dialog> {
+    fn map_dialog(call: ToolUse) -> Option<Dialog> {
         if call.name != "ask" {
             return None;
         }
-        let input: Value = serde_json::from_str(&call.input).ok()?;
+        let input: Value = serde_json::from_str(&call.input_json).ok()?;
         let options = input["options"]
             .as_array()?
             .iter()
@@ -59,20 +62,32 @@ impl Provider for Plainlog {
                 description: json::str_at(o, "description").unwrap_or_default().to_string(),
             })
             .collect();
+        let question = Question {
+            header: json::str_at(&input, "header").unwrap_or_default().to_string(),
+            question: json::str_at(&input, "question").unwrap_or_default().to_string(),
+            multi_select: false,
+            options,
+        };
         Some(Dialog {
-            tool_id: call.id,
-            tool_name: call.name,
-            kind: DialogKind::Question,
+            call_id: Some(call.id.clone()),
             answerable: false,
-            questions: vec![Question {
-                header: json::str_at(&input, "header").unwrap_or_default().to_string(),
-                question: json::str_at(&input, "question").unwrap_or_default().to_string(),
-                multi_select: false,
-                options,
-            }],
-            plan: None,
-            deep_link: None,
+            ..Dialog::new(call.id, call.name, DialogBody::Question(vec![question]))
         })
+    }
+
+    fn self_test_samples() -> Samples {
+        Samples {
+            transcript_lines: vec![
+                r#"{"role":"user","text":"hello","ts":"2026-01-01T00:00:00Z"}"#.into(),
+                r#"{"type":"tool_use","id":"a1","name":"ask","input":{"question":"Which?","options":[{"label":"x"}]}}"#
+                    .into(),
+            ],
+            dialog_calls: vec![ToolUse {
+                id: "a1".into(),
+                name: "ask".into(),
+                input_json: r#"{"question":"Which?","options":[{"label":"x"},{"label":"y"}]}"#.into(),
+            }],
+        }
     }
 }
 
@@ -89,15 +104,13 @@ fn parse_line(v: &Value) -> Result<jsonl::LineOutput, String> {
     }
     match json::str_at(v, "type") {
         Some("tool_use") => {
-            let name = json::require_str(v, "name")?.to_string();
             out.messages.push(Message {
                 role: Role::Assistant,
-                kind: "tool_use".into(),
-                text: name.clone(),
-                tool_use_id: Some(json::require_str(v, "id")?.to_string()),
-                tool_name: Some(name),
-                tool_input: Some(v.get("input").cloned().unwrap_or(Value::Null).to_string()),
-                is_error: false,
+                content: Content::ToolUse(ToolUse {
+                    id: json::require_str(v, "id")?.to_string(),
+                    name: json::require_str(v, "name")?.to_string(),
+                    input_json: v.get("input").cloned().unwrap_or(Value::Null).to_string(),
+                }),
                 timestamp: ts,
             });
             out.turn = Some(TurnSignal::Working);
@@ -105,12 +118,11 @@ fn parse_line(v: &Value) -> Result<jsonl::LineOutput, String> {
         Some("tool_result") => {
             out.messages.push(Message {
                 role: Role::Tool,
-                kind: "tool_result".into(),
-                text: json::str_at(v, "text").unwrap_or_default().to_string(),
-                tool_use_id: Some(json::require_str(v, "id")?.to_string()),
-                tool_name: None,
-                tool_input: None,
-                is_error: v["is_error"].as_bool().unwrap_or(false),
+                content: Content::ToolResult(ToolResult {
+                    id: json::require_str(v, "id")?.to_string(),
+                    text: json::str_at(v, "text").unwrap_or_default().to_string(),
+                    is_error: v["is_error"].as_bool().unwrap_or(false),
+                }),
                 timestamp: ts,
             });
             out.turn = Some(TurnSignal::Working);
@@ -148,9 +160,9 @@ garbage
 "#;
         let out = Plainlog::parse_transcript(chunk);
         assert_eq!(out.messages.len(), 3);
-        assert_eq!(out.messages[0].text, "hi");
-        assert_eq!(out.messages[1].tool_name.as_deref(), Some("ask"));
-        assert_eq!(out.messages[2].kind, "tool_result");
+        assert_eq!(out.messages[0].content, Content::Text("hi".into()));
+        assert!(matches!(&out.messages[1].content, Content::ToolUse(u) if u.name == "ask" && u.id == "a1"));
+        assert!(matches!(&out.messages[2].content, Content::ToolResult(r) if r.id == "a1" && !r.is_error));
         assert_eq!(out.turn, Some(TurnSignal::Idle));
         assert_eq!(out.diagnostics.len(), 1);
         assert_eq!(out.diagnostics[0].line, 3);
@@ -158,14 +170,26 @@ garbage
 
     #[test]
     fn maps_ask_to_an_unanswerable_dialog() {
-        let d = Plainlog::map_dialog(ToolCall {
+        let d = Plainlog::map_dialog(ToolUse {
             id: "a1".into(),
             name: "ask".into(),
-            input: r#"{"question":"Q?","options":[{"label":"x","description":"d"}]}"#.into(),
+            input_json: r#"{"question":"Q?","options":[{"label":"x","description":"d"}]}"#.into(),
         })
         .unwrap();
         assert!(!d.answerable);
-        assert_eq!(d.questions[0].options[0].description, "d");
-        assert!(Plainlog::map_dialog(ToolCall { id: "b".into(), name: "run".into(), input: "{}".into() }).is_none());
+        assert_eq!((d.id.as_str(), d.call_id.as_deref()), ("a1", Some("a1")));
+        assert_eq!(d.questions()[0].options[0].description, "d");
+        assert!(Plainlog::map_dialog(ToolUse { id: "b".into(), name: "run".into(), input_json: "{}".into() }).is_none());
+    }
+
+    #[test]
+    fn its_self_test_samples_pass_its_own_parser_and_mapper() {
+        let s = Plainlog::self_test_samples();
+        for line in &s.transcript_lines {
+            assert!(!Plainlog::parse_transcript(format!("{line}\n").as_bytes()).messages.is_empty(), "{line}");
+        }
+        for call in s.dialog_calls {
+            assert!(Plainlog::map_dialog(call).is_some());
+        }
     }
 }
