@@ -105,7 +105,7 @@ impl Message {
     pub fn display_text(&self) -> &str {
         match &self.content {
             Content::Text(t) | Content::Thinking(t) => t,
-            Content::ToolUse(u) => &u.name,
+            Content::ToolUse(u) => &u.summary,
             Content::ToolResult(r) => &r.text,
             Content::Other((_, t)) => t,
         }

@@ -86,6 +86,7 @@ impl Provider for Plainlog {
                 id: "a1".into(),
                 name: "ask".into(),
                 input_json: r#"{"question":"Which?","options":[{"label":"x"},{"label":"y"}]}"#.into(),
+                summary: "ask".into(),
             }],
         }
     }
@@ -104,11 +105,13 @@ fn parse_line(v: &Value) -> Result<jsonl::LineOutput, String> {
     }
     match json::str_at(v, "type") {
         Some("tool_use") => {
+            let name = json::require_str(v, "name")?.to_string();
             out.messages.push(Message {
                 role: Role::Assistant,
                 content: Content::ToolUse(ToolUse {
                     id: json::require_str(v, "id")?.to_string(),
-                    name: json::require_str(v, "name")?.to_string(),
+                    summary: name.clone(),
+                    name,
                     input_json: v.get("input").cloned().unwrap_or(Value::Null).to_string(),
                 }),
                 timestamp: ts,
@@ -174,12 +177,18 @@ garbage
             id: "a1".into(),
             name: "ask".into(),
             input_json: r#"{"question":"Q?","options":[{"label":"x","description":"d"}]}"#.into(),
+            summary: "ask".into(),
         })
         .unwrap();
         assert!(!d.answerable);
         assert_eq!((d.id.as_str(), d.call_id.as_deref()), ("a1", Some("a1")));
         assert_eq!(d.questions()[0].options[0].description, "d");
-        assert!(Plainlog::map_dialog(ToolUse { id: "b".into(), name: "run".into(), input_json: "{}".into() }).is_none());
+        assert!(Plainlog::map_dialog(ToolUse {
+            id: "b".into(),
+            name: "run".into(),
+            input_json: "{}".into(),
+            summary: "run".into(),
+        }).is_none());
     }
 
     #[test]
