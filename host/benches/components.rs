@@ -97,16 +97,16 @@ fn main() {
     let line = transcript(1);
     let first_line = line.split_inclusive(|b| *b == b'\n').next().unwrap().to_vec();
     for _ in 0..200 {
-        p.info_blocking().unwrap();
+        p.info().blocking().unwrap();
     }
     let mut info = Vec::new();
     let mut parse = Vec::new();
     for _ in 0..2000 {
         let t = Instant::now();
-        p.info_blocking().unwrap();
+        p.info().blocking().unwrap();
         info.push(t.elapsed());
         let t = Instant::now();
-        p.parse_transcript_blocking(first_line.clone()).unwrap();
+        p.parse_transcript(first_line.clone()).blocking().unwrap();
         parse.push(t.elapsed());
     }
     let (i50, i90, i99) = percentiles(info);
@@ -130,7 +130,7 @@ fn main() {
     let mut messages = 0;
     let t = Instant::now();
     for c in &chunks {
-        let out = p.parse_transcript_blocking(c.clone()).unwrap();
+        let out = p.parse_transcript(c.clone()).blocking().unwrap();
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics.first());
         messages += out.messages.len();
     }
@@ -148,7 +148,7 @@ fn main() {
     let mut native = 0;
     for c in &chunks {
         native +=
-            <lab_provider_claude_code::ClaudeCode as lab_provider_sdk::Provider>::parse_transcript(c).messages.len();
+            <lab_provider_claude_code::ClaudeCode as lab_provider_claude_code::Provider>::parse_transcript(c).messages.len();
     }
     let native_took = t.elapsed();
     assert_eq!(native, messages);

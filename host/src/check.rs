@@ -9,54 +9,19 @@
 //! relative transcript path, hook settings that are not JSON, invalid key names, a
 //! dialog whose tool_id is not the call's id). Odd-but-legal results are warnings.
 
-use crate::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGE};
+use crate::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
+use crate::model::{Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript};
 use crate::paths::{resolve_home, Home, RunFiles, RunId};
 use anyhow::{anyhow, Result};
-use lab_provider_sdk::{Answer, Dialog, DialogKind, HookContext, LaunchRequest, ParseOutput, ToolCall};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The WIT packages this lab loads.
-pub const LOADS: &[&str] = &[WIT_PACKAGE];
+pub const LOADS: &[&str] = WIT_PACKAGES;
 
-/// Sample transcript lines: chat lines in a few common shapes, and one that is no JSON.
-const SAMPLE_TRANSCRIPT: &str = concat!(
-    r#"{"role":"user","text":"Hello from lab providers check","ts":"2025-01-01T00:00:00Z"}"#,
-    "\n",
-    r#"{"type":"user","message":{"role":"user","content":"Hello from lab providers check"},"uuid":"00000000-0000-4000-8000-000000000001","timestamp":"2025-01-01T00:00:00Z"}"#,
-    "\n",
-    r#"{"role":"assistant","text":"Hello! How can I help?","ts":"2025-01-01T00:00:01Z"}"#,
-    "\n",
-    "this line is not JSON\n",
-);
-
-/// One tool input in every dialog shape providers commonly map (a single question with
-/// options, a list of questions, a plan).
-fn sample_dialog_input() -> String {
-    serde_json::json!({
-        "question": "Which database should we use?",
-        "header": "Database",
-        "options": [
-            {"label": "PostgreSQL", "description": "Relational"},
-            {"label": "SQLite", "description": "Embedded"}
-        ],
-        "questions": [{
-            "question": "Which database should we use?",
-            "header": "Database",
-            "multiSelect": false,
-            "options": [
-                {"label": "PostgreSQL", "description": "Relational"},
-                {"label": "SQLite", "description": "Embedded"}
-            ]
-        }],
-        "plan": "1. Add the table\n2. Migrate"
-    })
-    .to_string()
-}
-
-/// Tool names under which the sample dialog input is offered to `map-dialog`.
-const DIALOG_TOOL_NAMES: &[&str] = &["AskUserQuestion", "ExitPlanMode", "ask_user", "ask", "question"];
+/// A line no provider parses into a message: the robustness checks use it.
+const NOT_JSON: &str = "this line is not JSON\n";
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -162,19 +127,27 @@ fn size(n: usize) -> String {
 }
 
 fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
-    let exports = if facts.dialog_hooker { "base, dialog-hooker" } else { "base (no dialog-hooker)" };
+    let caps = facts.capabilities;
+    let exports = match (caps.dialog_hooker, caps.screen_reader) {
+        (true, true) => "base, dialog-hooker, screen-reader",
+        (true, false) => "base, dialog-hooker",
+        (false, _) => "base (no dialog-hooker)",
+    };
     r.field("exports", exports);
     r.field("WIT package", format!("{} (this lab loads {})", facts.wit_packages.join(", "), LOADS.join(", ")));
     r.field("loadable", "yes");
     let i = &facts.info;
-    r.field("provider", format!("{} {}", i.name, i.version));
+    r.field("provider", format!("{} {} ({})", i.name, i.version, i.display_name));
     r.field("description", &i.description);
     r.field(
         "program",
         format!("{} (default; lab.toml [providers.{}] program = … overrides it)", i.default_program, i.name),
     );
+    if !i.permission_modes.is_empty() {
+        r.field("modes", i.permission_modes.join(", "));
+    }
     let mode = if facts.dialog_hooker {
-        "dialog-hooker: live dialogs from the spool, answered from lab with keystrokes"
+        "dialog-hooker: live dialogs from the agent's hooks, answered from lab with keystrokes"
     } else {
         "transcript-only: dialogs from the transcript, shown but answered in the terminal"
     };
@@ -218,9 +191,10 @@ fn diagnose(host: &ComponentHost, bytes: &[u8], error: &str) -> (Option<Vec<Stri
     let ours: Vec<&String> = packages.iter().filter(|p| p.starts_with("lab:provider")).collect();
     if ours.is_empty() {
         why.push(format!(
-            "it exports no lab:provider interface (exports: {}); a provider exports {WIT_PACKAGE}/base \
+            "it exports no lab:provider interface (exports: {}); a provider exports {}/base \
              (lab_provider_sdk::export_provider!)",
-            if packages.is_empty() { "none".to_string() } else { packages.join(", ") }
+            if packages.is_empty() { "none".to_string() } else { packages.join(", ") },
+            WIT_PACKAGES[0]
         ));
     } else if !ours.iter().any(|p| LOADS.contains(&p.as_str())) {
         let found: Vec<&str> = ours.iter().map(|s| s.as_str()).collect();
@@ -259,19 +233,41 @@ fn plural(n: usize, one: &str) -> String {
 }
 
 fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadline: Duration) {
-    match timed(|| p.info_blocking()) {
+    match timed(|| p.info().blocking()) {
         (Ok(_), took) => r.ok(format!("info ({})", ms(took))),
         (Err(e), _) => r.fail(e.to_string()),
     }
-    test_launch(r, facts, p);
-    test_parse(r, p, deadline);
-    let dialogs = test_map_dialog(r, p);
+    let samples = match p.self_test_samples().blocking() {
+        Ok(s) => {
+            r.ok(format!(
+                "self-test-samples: {} and {}",
+                plural(s.transcript_lines.len(), "transcript line"),
+                plural(s.dialog_calls.len(), "dialog call")
+            ));
+            if s.transcript_lines.is_empty() {
+                r.warn("no sample transcript lines: parsing is only checked for robustness");
+            }
+            s
+        }
+        Err(e) if e.kind == crate::components::CallErrorKind::Unsupported => {
+            r.info(format!("(no self-test samples: built against {})", facts.capabilities.version.package()));
+            Samples::default()
+        }
+        Err(e) => {
+            r.fail(e.to_string());
+            Samples::default()
+        }
+    };
+    let bindings = if facts.dialog_hooker { test_wiring(r, p) } else { Vec::new() };
+    test_launch(r, facts, p, &bindings);
+    test_parse(r, p, &samples, deadline);
+    let dialogs = test_map_dialog(r, p, &samples);
     if facts.dialog_hooker {
-        test_hooker(r, p, &dialogs);
+        test_hooker(r, p, &bindings, &dialogs);
     }
 }
 
-fn sample_request(facts: &ComponentFacts) -> LaunchRequest {
+fn sample_request(facts: &ComponentFacts, hooks: Vec<crate::model::HookCommand>) -> LaunchRequest {
     LaunchRequest {
         run_id: "r-check0000001".into(),
         session_id: "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f".into(),
@@ -285,30 +281,67 @@ fn sample_request(facts: &ComponentFacts) -> LaunchRequest {
             ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
             ("USER".into(), "lab-check".into()),
         ],
+        hooks,
     }
 }
 
-fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle) {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return r.fail(format!("launch: cannot start a runtime: {e}")),
-    };
-    let (res, took) = timed(|| rt.block_on(p.launch(sample_request(facts))));
+fn sample_files() -> (RunId, RunFiles) {
+    let run = RunId::parse("r-check0000001").expect("a valid run id");
+    let files = RunFiles::new(Path::new("/tmp/lab-check/runtime"), &run);
+    (run, files)
+}
+
+fn sample_hooks(bindings: &[HookBinding]) -> Vec<crate::model::HookCommand> {
+    let lab = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lab"));
+    crate::runs::hook_settings::commands(&lab, &sample_files().1, bindings.to_vec())
+}
+
+fn test_wiring(r: &mut Report, p: &ProviderHandle) -> Vec<HookBinding> {
+    match p.hook_wiring().blocking() {
+        Err(e) => {
+            r.fail(e.to_string());
+            Vec::new()
+        }
+        Ok(bindings) => {
+            match crate::runs::hook_settings::validate(&bindings) {
+                Ok(()) => r.ok(format!("hook-wiring: {}", plural(bindings.len(), "binding"))),
+                Err(e) => r.fail(format!("hook-wiring: {e}")),
+            }
+            for b in &bindings {
+                let matcher = b.matcher.as_deref().map(|m| format!(" [{m}]")).unwrap_or_default();
+                r.info(format!("{}{matcher} → {:?}", b.event, b.channel));
+            }
+            if !bindings.iter().any(|b| b.channel == crate::model::Channel::DialogSpool) {
+                r.warn("no binding feeds the dialog spool: no live dialogs");
+            }
+            bindings
+        }
+    }
+}
+
+fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, bindings: &[HookBinding]) {
+    let (res, took) = timed(|| p.launch(sample_request(facts, sample_hooks(bindings))).blocking());
     match res {
-        Err(e) => r.fail(e.to_string()),
-        Ok(Err(msg)) => {
-            r.warn(format!("launch refused a sample request ({}): {msg}", ms(took)));
+        Err(e) if e.refusal().is_some() => {
+            r.warn(format!("launch refused a sample request ({}): {e}", ms(took)));
             r.info("(lab shows this error to the operator when a run cannot start)");
         }
-        Ok(Ok(spec)) => {
+        Err(e) => r.fail(e.to_string()),
+        Ok(spec) => {
             if spec.argv.is_empty() {
                 return r.fail("launch returned an empty argv (lab refuses to start it)");
             }
             r.ok(format!("launch ({}): argv {:?}", ms(took), spec.argv));
-            match &spec.transcript_path {
-                Some(t) if Path::new(t).is_absolute() => r.info(format!("transcript {t}")),
-                Some(t) => r.fail(format!("launch: the transcript path {t:?} is not absolute")),
-                None => r.warn("launch gave no transcript path: lab cannot show this run's messages"),
+            match &spec.transcript {
+                Transcript::Path(t) if Path::new(t).is_absolute() => r.info(format!("transcript {t}")),
+                Transcript::Path(t) => r.fail(format!("launch: the transcript path {t:?} is not absolute")),
+                Transcript::FromSessionInfo
+                    if !bindings.iter().any(|b| b.channel == crate::model::Channel::SessionInfo) =>
+                {
+                    r.fail("launch: the transcript comes from session info, but no hook binding feeds session-info")
+                }
+                Transcript::FromSessionInfo => r.info("transcript: named later by the session-info hook"),
+                Transcript::None => r.warn("launch gave no transcript: lab cannot show this run's messages"),
             }
         }
     }
@@ -316,23 +349,30 @@ fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle) {
 
 fn summary(out: &ParseOutput) -> String {
     let turn = match out.turn {
-        Some(t) => format!("turn {}", if t == lab_provider_sdk::TurnSignal::Idle { "idle" } else { "working" }),
+        Some(t) => format!("turn {}", if t == crate::model::TurnSignal::Idle { "idle" } else { "working" }),
         None => "no turn signal".into(),
     };
     format!("{}, {}, {turn}", plural(out.messages.len(), "message"), plural(out.diagnostics.len(), "diagnostic"))
 }
 
-fn test_parse(r: &mut Report, p: &ProviderHandle, deadline: Duration) {
-    let lines = SAMPLE_TRANSCRIPT.lines().count();
-    let (first, took) = timed(|| p.parse_transcript_blocking(SAMPLE_TRANSCRIPT.as_bytes().to_vec()));
+fn test_parse(r: &mut Report, p: &ProviderHandle, samples: &Samples, deadline: Duration) {
+    let mut chunk = String::new();
+    for line in &samples.transcript_lines {
+        chunk.push_str(line.trim_end_matches('\n'));
+        chunk.push('\n');
+    }
+    chunk.push_str(NOT_JSON);
+    let lines = chunk.lines().count();
+    let (first, took) = timed(|| p.parse_transcript(chunk.clone().into_bytes()).blocking());
     let first = match first {
         Ok(out) => out,
         Err(e) => return r.fail(e.to_string()),
     };
     r.ok(format!("parse-transcript on {lines} sample lines ({}): {}", ms(took), summary(&first)));
     for m in &first.messages {
-        let text: String = m.text.chars().take(60).collect();
-        r.info(format!("{} {}: {text:?}", format!("{:?}", m.role).to_lowercase(), m.kind));
+        let seq = crate::runs::view::SeqMessage::new(0, m.clone());
+        let text: String = seq.text.chars().take(60).collect();
+        r.info(format!("{} {}: {text:?}", format!("{:?}", m.role).to_lowercase(), seq.kind));
     }
     for d in &first.diagnostics {
         r.info(format!("line {}: {}", d.line, d.message));
@@ -340,26 +380,38 @@ fn test_parse(r: &mut Report, p: &ProviderHandle, deadline: Duration) {
     for d in first.diagnostics.iter().filter(|d| d.line as usize >= lines) {
         r.warn(format!("diagnostic for line {} of a {lines}-line chunk (lines are 0-based)", d.line));
     }
-    match p.parse_transcript_blocking(SAMPLE_TRANSCRIPT.as_bytes().to_vec()) {
+    // Each sample line alone must give at least one message (that is what it is for).
+    for (i, line) in samples.transcript_lines.iter().enumerate() {
+        match p.parse_transcript(format!("{}\n", line.trim_end_matches('\n')).into_bytes()).blocking() {
+            Ok(out) if !out.messages.is_empty() => {}
+            Ok(out) => r.fail(format!(
+                "sample transcript line {} gives no message ({})",
+                i + 1,
+                out.diagnostics.first().map_or("no diagnostic".into(), |d| d.message.clone())
+            )),
+            Err(e) => r.fail(format!("sample transcript line {}: {e}", i + 1)),
+        }
+    }
+    match p.parse_transcript(chunk.clone().into_bytes()).blocking() {
         Ok(again) if again == first => r.ok("parse-transcript is deterministic (same bytes, same output)"),
         Ok(_) => r.fail("parse-transcript gave a different output for the same bytes (lab re-reads transcripts)"),
         Err(e) => r.fail(e.to_string()),
     }
-    for (what, chunk) in
+    for (what, bytes) in
         [("bytes that are not UTF-8", b"\xff\xfe\xfd not utf-8\n".to_vec()), ("a lone newline", b"\n".to_vec())]
     {
-        match p.parse_transcript_blocking(chunk) {
+        match p.parse_transcript(bytes).blocking() {
             Ok(_) => r.ok(format!("parse-transcript survives {what}")),
             Err(e) => r.fail(format!("on {what}: {e}")),
         }
     }
     // The tailer hands over up to 1 MiB of complete lines in one call.
     let mut big = String::with_capacity(1 << 20);
-    while big.len() + SAMPLE_TRANSCRIPT.len() <= 1 << 20 {
-        big.push_str(SAMPLE_TRANSCRIPT);
+    while big.len() + chunk.len() <= 1 << 20 {
+        big.push_str(&chunk);
     }
     let n = big.lines().count();
-    let (res, took) = timed(|| p.parse_transcript_blocking(big.into_bytes()));
+    let (res, took) = timed(|| p.parse_transcript(big.into_bytes()).blocking());
     match res {
         Ok(out) => {
             r.ok(format!("parse-transcript on a 1 MiB chunk of {n} lines ({}): {}", ms(took), summary(&out)));
@@ -372,65 +424,58 @@ fn test_parse(r: &mut Report, p: &ProviderHandle, deadline: Duration) {
 }
 
 fn describe_dialog(d: &Dialog) -> String {
-    let kind = match d.kind {
-        DialogKind::Question => "question",
-        DialogKind::Plan => "plan",
+    let detail = match &d.body {
+        DialogBody::Question(qs) => {
+            let options: usize = qs.iter().map(|q| q.options.len()).sum();
+            format!("{}, {}", plural(qs.len(), "question"), plural(options, "option"))
+        }
+        DialogBody::Plan { plan, options, .. } => {
+            format!("{}{}", plural(options.len(), "option"), if plan.is_some() { ", plan text" } else { "" })
+        }
+        DialogBody::Permission { tool, options, .. } => format!("{tool}, {}", plural(options.len(), "option")),
+        DialogBody::Generic { options, .. } => plural(options.len(), "option"),
     };
-    let options: usize = d.questions.iter().map(|q| q.options.len()).sum();
-    format!(
-        "{kind} dialog, {}, {}{}, {}",
-        plural(d.questions.len(), "question"),
-        plural(options, "option"),
-        if d.plan.is_some() { ", plan text" } else { "" },
-        if d.answerable { "answerable" } else { "not answerable" }
-    )
+    format!("{} dialog, {detail}, {}", d.kind(), if d.answerable { "answerable" } else { "not answerable" })
 }
 
-fn call(id: &str, name: &str, input: String) -> ToolCall {
-    ToolCall { id: id.into(), name: name.into(), input }
+fn call(id: &str, name: &str, input: &str) -> ToolUse {
+    ToolUse { id: id.into(), name: name.into(), input_json: input.into(), summary: name.into() }
 }
 
-/// Map the sample calls; the dialogs it yields (for the hooker tests).
-fn test_map_dialog(r: &mut Report, p: &ProviderHandle) -> Vec<Dialog> {
+/// Map the provider's sample dialog calls; the dialogs it yields (for the hooker tests).
+fn test_map_dialog(r: &mut Report, p: &ProviderHandle, samples: &Samples) -> Vec<Dialog> {
     let mut dialogs = Vec::new();
-    let input = sample_dialog_input();
-    let mut calls: Vec<ToolCall> = vec![call("toolu_check_00", "Bash", r#"{"command":"ls"}"#.into())];
-    calls.extend(
-        DIALOG_TOOL_NAMES.iter().enumerate().map(|(i, n)| call(&format!("toolu_check_{:02}", i + 1), n, input.clone())),
-    );
-    for c in calls {
+    for c in samples.dialog_calls.iter().cloned() {
         let (id, name) = (c.id.clone(), c.name.clone());
-        match p.map_dialog_blocking(c) {
+        match p.map_dialog(c).blocking() {
             Err(e) => r.fail(format!("map-dialog({name}): {e}")),
-            Ok(None) => r.ok(format!("map-dialog({name}): not a dialog")),
+            Ok(None) => r.fail(format!("map-dialog({name}): its own sample dialog call is not a dialog")),
             Ok(Some(d)) => {
-                if d.tool_id != id {
+                if d.call_id.as_deref() != Some(id.as_str()) {
                     r.fail(format!(
-                        "map-dialog({name}) gave tool_id {:?} for call {id:?}: it must be the call's id \
+                        "map-dialog({name}) gave call_id {:?} for call {id:?}: it must be the call's id \
                          (lab links a dialog to its tool_result by it)",
-                        d.tool_id
+                        d.call_id
                     ));
                     continue;
                 }
                 r.ok(format!("map-dialog({name}): {}", describe_dialog(&d)));
-                if d.kind == DialogKind::Question && d.questions.is_empty() {
+                if matches!(&d.body, DialogBody::Question(q) if q.is_empty()) {
                     r.warn(format!("map-dialog({name}): a question dialog without questions shows nothing to answer"));
                 }
-                if d.answerable && d.questions.iter().any(|q| q.options.is_empty()) {
+                if d.answerable && d.questions().iter().any(|q| q.options.is_empty()) {
                     r.warn(format!("map-dialog({name}): answerable, but a question has no options"));
                 }
                 dialogs.push(d);
             }
         }
     }
-    if dialogs.is_empty() {
-        r.info(format!("(no sample call is a dialog for this provider; tried {})", DIALOG_TOOL_NAMES.join(", ")));
-    }
+    let first = samples.dialog_calls.first().map_or("ask", |c| c.name.as_str()).to_string();
     for (what, c) in [
-        ("input that is not JSON", call("toolu_check_98", DIALOG_TOOL_NAMES[0], "not json".into())),
-        ("an empty tool name", call("toolu_check_99", "", "{}".into())),
+        ("input that is not JSON", call("toolu_check_98", &first, "not json")),
+        ("an empty tool name", call("toolu_check_99", "", "{}")),
     ] {
-        if let Err(e) = p.map_dialog_blocking(c) {
+        if let Err(e) = p.map_dialog(c).blocking() {
             r.fail(format!("on {what}: {e}"));
         } else {
             r.ok(format!("map-dialog survives {what}"));
@@ -439,69 +484,76 @@ fn test_map_dialog(r: &mut Report, p: &ProviderHandle) -> Vec<Dialog> {
     dialogs
 }
 
-fn test_hooker(r: &mut Report, p: &ProviderHandle, dialogs: &[Dialog]) {
-    let run = RunId::parse("r-check0000001").expect("a valid run id");
-    let files = RunFiles::new(Path::new("/tmp/lab-check/runtime"), &run);
-    let lab = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lab"));
-    let ctx: HookContext = crate::runs::hook_settings::context(&lab, &run, &files);
-    match timed(|| p.hook_settings_blocking(ctx.clone())) {
+fn test_hooker(r: &mut Report, p: &ProviderHandle, bindings: &[HookBinding], dialogs: &[Dialog]) {
+    let hooks = sample_hooks(bindings);
+    match timed(|| p.hook_settings("r-check0000001".into(), hooks.clone()).blocking()) {
+        (Err(e), _) if e.refusal().is_some() => {
+            r.fail(format!("hook-settings refused the sample hooks: {e} (lab cannot launch runs)"))
+        }
         (Err(e), _) => r.fail(e.to_string()),
-        (Ok(Err(msg)), _) => r.fail(format!("hook-settings refused a sample context: {msg} (lab cannot launch runs)")),
-        (Ok(Ok(doc)), took) => match serde_json::from_str::<serde_json::Value>(&doc) {
+        (Ok(None), took) => r.ok(format!("hook-settings ({}): none (the hooks go on the command line)", ms(took))),
+        (Ok(Some(doc)), took) => match serde_json::from_str::<serde_json::Value>(&doc) {
             Err(e) => r.fail(format!("hook-settings is not JSON ({e}); lab refuses to write it")),
             Ok(v) => {
                 r.ok(format!("hook-settings ({}): {} bytes of JSON", ms(took), doc.len()));
                 let strings = json_strings(&v);
-                for (cmd, what) in [
-                    (&ctx.spool_write, "spool-write (live dialogs)"),
-                    (&ctx.spool_clear, "spool-clear (resolving them)"),
-                    (&ctx.marker_write, "marker-write (needs-input)"),
-                ] {
-                    if !strings.iter().any(|s| s.contains(cmd.as_str())) {
-                        r.warn(format!("hook-settings never runs the {what} command"));
+                for h in &hooks {
+                    if !strings.iter().any(|s| s.contains(h.command.as_str())) {
+                        r.warn(format!("hook-settings never runs the command for {}", h.binding.event));
                     }
                 }
             }
         },
     }
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return r.fail(format!("cannot start a runtime: {e}")),
-    };
-    match rt.block_on(p.pending_dialog(b"not json".to_vec())) {
+    match p.pending_dialog(b"not json".to_vec(), Vec::new()).blocking() {
+        Err(e) if e.refusal().is_some() => r.ok(format!("pending-dialog rejects a malformed spool: {e}")),
         Err(e) => r.fail(format!("pending-dialog on a malformed spool: {e}")),
-        Ok(Ok(_)) => r.warn("pending-dialog accepted a spool that is not JSON"),
-        Ok(Err(msg)) => r.ok(format!("pending-dialog rejects a malformed spool: {msg}")),
+        Ok(_) => r.warn("pending-dialog accepted a spool that is not JSON"),
     }
-    match rt.block_on(p.blocked_state(b"not json".to_vec())) {
-        Err(e) => r.fail(format!("blocked-state on a malformed marker: {e}")),
-        Ok(_) => r.ok("blocked-state survives a malformed marker"),
+    match p.blocked_state(b"not json".to_vec()).blocking() {
+        Err(e) if e.refusal().is_none() => r.fail(format!("blocked-state on a malformed marker: {e}")),
+        _ => r.ok("blocked-state survives a malformed marker"),
     }
     let Some(d) = dialogs.iter().find(|d| d.answerable) else {
-        r.info("(no sample dialog is answerable: answer-keys not exercised)");
+        r.info("(no sample dialog is answerable: plan-answer not exercised)");
         return;
     };
-    let answers: Vec<Answer> =
-        d.questions.iter().map(|q| if q.multi_select { Answer::Options(vec![0]) } else { Answer::Option(0) }).collect();
-    match timed(|| p.answer_keys_blocking(d.clone(), answers)) {
-        (Err(e), _) => r.fail(e.to_string()),
-        (Ok(Err(msg)), _) => {
-            r.fail(format!("answer-keys refused the first option of an answerable {}: {msg}", d.tool_name))
+    let first = |d: &Dialog| -> Vec<Answer> {
+        match &d.body {
+            DialogBody::Question(qs) => {
+                qs.iter().map(|q| if q.multi_select { Answer::Options(vec![0]) } else { Answer::Option(0) }).collect()
+            }
+            _ => vec![Answer::Option(0)],
         }
-        (Ok(Ok(ops)), took) => match crate::runs::keystrokes::validate(&ops) {
-            Err(e) => r.fail(format!("answer-keys for {}: {e}", d.tool_name)),
+    };
+    match timed(|| p.plan_answer(d.clone(), first(d)).blocking()) {
+        (Err(e), _) if e.refusal().is_some() => {
+            r.fail(format!("plan-answer refused the first option of an answerable {}: {e}", d.tool_name))
+        }
+        (Err(e), _) => r.fail(e.to_string()),
+        (Ok(plan), took) => match crate::runs::keystrokes::validate(&plan) {
+            Err(e) => r.fail(format!("plan-answer for {}: {e}", d.tool_name)),
             Ok(()) => {
-                let played: Vec<String> = ops.iter().map(crate::runs::keystrokes::describe).collect();
-                r.ok(format!("answer-keys({}, first option) ({}): {played:?}", d.tool_name, ms(took)));
-                r.info(format!("(lab plays them with {} between ops)", ms(crate::runs::keystrokes::KEY_DELAY)));
+                let played: Vec<String> = plan.steps.iter().map(crate::runs::keystrokes::describe).collect();
+                r.ok(format!("plan-answer({}, first option) ({}): {played:?}", d.tool_name, ms(took)));
+                r.info(format!(
+                    "(played {} apart once the prompt is drawn, waiting at most {})",
+                    ms(plan.pause),
+                    ms(plan.drawn_within)
+                ));
             }
         },
     }
-    let out_of_range: Vec<Answer> = d.questions.iter().map(|_| Answer::Option(999)).collect();
-    match p.answer_keys_blocking(d.clone(), out_of_range) {
-        Err(e) => r.fail(format!("answer-keys on an option out of range: {e}")),
-        Ok(Ok(_)) => r.warn("answer-keys accepted option 999 (lab checks nothing: it plays what it gets)"),
-        Ok(Err(_)) => r.ok("answer-keys rejects an option out of range"),
+    match p.is_drawn(d.clone(), String::new()).blocking() {
+        Ok(false) => r.ok("is-drawn: an empty pane does not show the prompt"),
+        Ok(true) => r.warn("is-drawn says an empty pane shows the prompt (lab would type before it is drawn)"),
+        Err(e) => r.fail(format!("is-drawn: {e}")),
+    }
+    let out_of_range: Vec<Answer> = first(d).iter().map(|_| Answer::Option(999)).collect();
+    match p.plan_answer(d.clone(), out_of_range).blocking() {
+        Err(e) if e.refusal().is_some() => r.ok("plan-answer rejects an option out of range"),
+        Err(e) => r.fail(format!("plan-answer on an option out of range: {e}")),
+        Ok(_) => r.warn("plan-answer accepted option 999 (lab checks nothing: it plays what it gets)"),
     }
 }
 
@@ -537,7 +589,7 @@ mod tests {
         let outcome = res.unwrap();
         assert_eq!(outcome.failures, 0, "{text}");
         assert!(text.contains("exports      base (no dialog-hooker)"), "{text}");
-        assert!(text.contains("lab:provider@0.1.0 (this lab loads lab:provider@0.1.0)"), "{text}");
+        assert!(text.contains("lab:provider@0.2.0 (this lab loads lab:provider@0.2.0, lab:provider@0.1.0)"), "{text}");
         assert!(text.contains("provider     plainlog 0.1.0"), "{text}");
         assert!(text.contains("map-dialog(ask): question dialog, 1 question, 2 options, not answerable"), "{text}");
         assert!(text.contains("cp ") && text.contains("/nonexistent/lab-home/providers/"), "{text}");
@@ -549,8 +601,18 @@ mod tests {
         assert_eq!(res.unwrap().failures, 0, "{text}");
         assert!(text.contains("exports      base, dialog-hooker"), "{text}");
         assert!(text.contains("hook-settings"), "{text}");
-        assert!(text.contains("answer-keys(AskUserQuestion, first option)"), "{text}");
+        assert!(text.contains("plan-answer(AskUserQuestion, first option)"), "{text}");
         assert!(text.contains("replaces lab's bundled `claude-code`"), "{text}");
+    }
+
+    #[test]
+    fn a_component_built_against_0_1_0_still_passes() {
+        for f in [fixtures::PLAINLOG_V0_1_0, fixtures::CLAUDE_CODE_V0_1_0] {
+            let (res, text) = report(Path::new(f));
+            assert_eq!(res.unwrap().failures, 0, "{text}");
+            assert!(text.contains("lab:provider@0.1.0 (this lab loads"), "{text}");
+            assert!(text.contains("(no self-test samples: built against lab:provider@0.1.0)"), "{text}");
+        }
     }
 
     #[test]

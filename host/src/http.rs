@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod guard;
 
+use crate::model::Answer;
 use crate::runs::{CreateRun, RunError, Runs};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, Request, State};
@@ -15,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::stream::Stream;
-use lab_provider_sdk::Answer;
 use serde::Deserialize;
 use serde_json::json;
 use std::convert::Infallible;
@@ -357,8 +357,8 @@ async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiR
     let rec = run.record();
     let attach = format!(
         "tmux -S {} attach -t {}",
-        lab_provider_sdk::shell::quote(&rec.tmux_socket),
-        lab_provider_sdk::shell::quote(&rec.tmux_target)
+        crate::shell::quote(&rec.tmux_socket),
+        crate::shell::quote(&rec.tmux_target)
     );
     let tmux = runs.tmux().clone();
     let target = rec.tmux_target.clone();

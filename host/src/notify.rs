@@ -16,10 +16,10 @@
 //! are never logged.
 
 use crate::config::{Config, NotifyConfig};
+use crate::model::DialogBody;
 use crate::paths::{Home, RunId};
 use crate::runs::view::{Derived, RunState};
 use crate::runs::Change;
-use lab_provider_sdk::DialogKind;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -171,7 +171,7 @@ impl Settings {
 
 /// The tool_id of the view's pending dialog.
 fn dialog_id(d: &Derived) -> Option<&str> {
-    d.pending_dialog.as_ref().map(|p| p.dialog.tool_id.as_str())
+    d.pending_dialog.as_ref().map(|p| p.dialog.id.as_str())
 }
 
 /// Decides which changes are notified, remembering per run the dialogs already seen.
@@ -208,7 +208,8 @@ impl Transitions {
 /// `dialog` in the payload: which dialog the run waits on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DialogRef {
-    pub kind: DialogKind,
+    /// "question", "plan", "permission" or "generic".
+    pub kind: &'static str,
     pub tool_id: String,
 }
 
@@ -248,9 +249,8 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
     let dialog = after.pending_dialog.as_ref().map(|p| &p.dialog);
     let proj = one_line(project(&change.workdir), 80);
     let (title, summary) = match (after.state, dialog) {
-        (RunState::Question, Some(d)) if d.kind == DialogKind::Plan => {
-            let first = d
-                .plan
+        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Plan { plan, .. }, .. })) => {
+            let first = plan
                 .as_deref()
                 .unwrap_or("")
                 .lines()
@@ -258,8 +258,14 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
                 .find(|l| !l.is_empty());
             (format!("{proj}: a plan awaits approval"), first.unwrap_or("The agent has a plan to approve.").to_string())
         }
+        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Permission { tool, summary, .. }, .. })) => {
+            (format!("{proj}: the agent asks for permission"), format!("{tool}: {summary}"))
+        }
+        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Generic { title, .. }, .. })) => {
+            (format!("{proj}: the agent waits on a prompt"), title.clone())
+        }
         (RunState::Question, Some(d)) => {
-            let q = d.questions.first().map(|q| if q.question.trim().is_empty() { &q.header } else { &q.question });
+            let q = d.questions().first().map(|q| if q.question.trim().is_empty() { &q.header } else { &q.question });
             let text = q.filter(|t| !t.trim().is_empty()).cloned().unwrap_or_else(|| format!("{} waits", d.tool_name));
             (format!("{proj}: the agent asks a question"), text)
         }
@@ -267,7 +273,7 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
             let text = after
                 .blocked
                 .as_ref()
-                .map(|b| if b.message.trim().is_empty() { b.notification_type.clone() } else { b.message.clone() })
+                .map(|b| if b.message.trim().is_empty() { b.kind.clone() } else { b.message.clone() })
                 .unwrap_or_else(|| "The agent waits for input in its terminal.".into());
             (format!("{proj}: the agent needs input"), text)
         }
@@ -285,7 +291,7 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
         title,
         summary: one_line(&summary, SUMMARY_MAX_CHARS),
         link: format!("{base_url}/#/runs/{}", change.run_id),
-        dialog: dialog.map(|d| DialogRef { kind: d.kind, tool_id: d.tool_id.clone() }),
+        dialog: dialog.map(|d| DialogRef { kind: d.kind(), tool_id: d.id.clone() }),
         at,
     }
 }
@@ -468,8 +474,8 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Blocked, Dialog, DialogBody, DialogOption, Question};
     use crate::runs::view::{DialogSource, PendingDialog};
-    use lab_provider_sdk::{Blocked, Dialog, DialogOption, Question};
 
     fn addr() -> SocketAddr {
         "127.0.0.1:7777".parse().unwrap()
@@ -489,17 +495,16 @@ mod tests {
 
     fn question(tool_id: &str, text: &str) -> Derived {
         let dialog = Dialog {
-            tool_id: tool_id.into(),
+            id: tool_id.into(),
+            call_id: Some(tool_id.into()),
             tool_name: "Ask".into(),
-            kind: DialogKind::Question,
-            answerable: true,
-            questions: vec![Question {
+            body: DialogBody::Question(vec![Question {
                 header: "Database".into(),
                 question: text.into(),
                 multi_select: false,
                 options: vec![DialogOption { label: "A".into(), description: String::new() }],
-            }],
-            plan: None,
+            }]),
+            answerable: true,
             deep_link: None,
         };
         Derived {
@@ -573,7 +578,7 @@ mod tests {
         assert!(t.observe(&ev, &change(&run, Some(question("t2", "And?")), derived(RunState::NeedsInput))));
         // A change within the same state is not a transition.
         let mut blocked = derived(RunState::NeedsInput);
-        blocked.blocked = Some(Blocked { notification_type: "x".into(), message: "m".into() });
+        blocked.blocked = Some(Blocked { kind: "x".into(), message: "m".into() });
         assert!(!t.observe(&ev, &change(&run, Some(derived(RunState::NeedsInput)), blocked)));
         // Unconfigured states never fire.
         assert!(!t.observe(&ev, &change(&run, Some(derived(RunState::Working)), derived(RunState::Ended))));
@@ -603,7 +608,7 @@ mod tests {
         assert_eq!(p.summary, "Which database? Pick one.");
         assert_eq!(p.title, "shop: the agent asks a question");
         assert_eq!(p.link, format!("https://lab.example/#/runs/{run}"));
-        assert_eq!(p.dialog, Some(DialogRef { kind: DialogKind::Question, tool_id: "toolu_1".into() }));
+        assert_eq!(p.dialog, Some(DialogRef { kind: "question", tool_id: "toolu_1".into() }));
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["state"], "question");
         assert_eq!(json["dialog"]["kind"], "question");
@@ -613,16 +618,34 @@ mod tests {
 
         let mut plan = question("toolu_2", "");
         if let Some(d) = plan.pending_dialog.as_mut() {
-            d.dialog.kind = DialogKind::Plan;
-            d.dialog.questions.clear();
-            d.dialog.plan = Some("\n## Migrate the schema\n\n1. step".into());
+            d.dialog.body = DialogBody::Plan {
+                plan: Some("\n## Migrate the schema\n\n1. step".into()),
+                options: Vec::new(),
+                feedback_option: None,
+            };
         }
         let p = payload(&change(&run, None, plan), "http://b", String::new());
         assert_eq!((p.summary.as_str(), p.title.as_str()), ("Migrate the schema", "shop: a plan awaits approval"));
-        assert_eq!(p.dialog.unwrap().kind, DialogKind::Plan);
+        assert_eq!(p.dialog.unwrap().kind, "plan");
+
+        let mut perm = question("p~1", "");
+        if let Some(d) = perm.pending_dialog.as_mut() {
+            d.dialog.body = DialogBody::Permission {
+                tool: "Shell".into(),
+                summary: "rm -rf build".into(),
+                reason: None,
+                options: Vec::new(),
+                feedback_option: None,
+            };
+        }
+        let p = payload(&change(&run, None, perm), "http://b", String::new());
+        assert_eq!(
+            (p.summary.as_str(), p.title.as_str()),
+            ("Shell: rm -rf build", "shop: the agent asks for permission")
+        );
 
         let mut blocked = derived(RunState::NeedsInput);
-        blocked.blocked = Some(Blocked { notification_type: "permission".into(), message: "Allow rm?".into() });
+        blocked.blocked = Some(Blocked { kind: "permission".into(), message: "Allow rm?".into() });
         let p = payload(&change(&run, None, blocked), "http://b", String::new());
         assert_eq!((p.summary.as_str(), p.dialog.is_none()), ("Allow rm?", true));
         let p = payload(&change(&run, None, derived(RunState::Ended)), "http://b", String::new());

@@ -133,6 +133,8 @@ pub struct RunFiles {
     pub launch: PathBuf,
     pub spool: PathBuf,
     pub marker: PathBuf,
+    /// What the agent's session-info hook said (transcript path, session id).
+    pub session: PathBuf,
 }
 
 impl RunFiles {
@@ -142,6 +144,7 @@ impl RunFiles {
             launch: runtime.join(format!("{id}.launch.json")),
             spool: runtime.join(format!("{id}.spool.json")),
             marker: runtime.join(format!("{id}.marker.json")),
+            session: runtime.join(format!("{id}.session.json")),
         }
     }
 
@@ -151,8 +154,8 @@ impl RunFiles {
         file_name.trim_start_matches('.').split('.').next().filter(|s| !s.is_empty())
     }
 
-    pub fn all(&self) -> [&Path; 4] {
-        [&self.settings, &self.launch, &self.spool, &self.marker]
+    pub fn all(&self) -> [&Path; 5] {
+        [&self.settings, &self.launch, &self.spool, &self.marker, &self.session]
     }
 }
 

@@ -20,6 +20,9 @@ const LIB_RS: &str = include_str!("../templates/provider/lib.rs.tmpl");
 const README: &str = include_str!("../templates/provider/README.md.tmpl");
 const GITIGNORE: &str = include_str!("../templates/provider/gitignore.tmpl");
 
+/// The WIT version new providers are built against (the SDK's, the newest this lab loads).
+const WIT_VERSION: &str = "0.2.0";
+
 /// lab's own rust-toolchain.toml, for when the SDK's checkout has none.
 const LAB_TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
 
@@ -183,7 +186,7 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
         ("type_name", type_name(name)),
         ("wasm_file", wasm_file.clone()),
         ("sdk_path", toml::Value::String(sdk.display().to_string()).to_string()),
-        ("wit_version", lab_provider_sdk::WIT_VERSION.to_string()),
+        ("wit_version", WIT_VERSION.to_string()),
         ("toolchain_channel", channel),
         ("lab_root", lab_root.display().to_string()),
         ("guide", guide),
@@ -221,7 +224,7 @@ pub fn run(name: String, dialog_hooker: bool, dir: Option<PathBuf>, sdk_path: Op
     let kind = if dialog_hooker { "dialog-hooker" } else { "transcript-only" };
     println!("created {} ({kind} provider `{name}`)", created.dir.display());
     println!("  files: {}", created.files.join(", "));
-    println!("  lab-provider-sdk: {} (WIT lab:provider@{})", created.sdk.display(), lab_provider_sdk::WIT_VERSION);
+    println!("  lab-provider-sdk: {} (WIT lab:provider@{})", created.sdk.display(), WIT_VERSION);
     if created.sdk.parent().is_some_and(|lab_root| created.dir.starts_with(lab_root)) {
         println!("  note: this is inside the lab checkout; it builds on its own, but belongs outside (--dir)");
     }

@@ -1,6 +1,7 @@
 //! The plugin loader against the real components built with the project.
 
-use lab::components::{fixtures, CallErrorKind, ComponentHost, Limits, ProviderSet, Source};
+use lab::components::{fixtures, CallErrorKind, ComponentHost, Limits, ProviderSet, Source, Version};
+use lab::model::{Answer, Content, KeyOp};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -18,27 +19,64 @@ fn capability_is_detected_both_ways() {
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
     assert_eq!(plain.info.name, "plainlog");
     assert!(!plain.dialog_hooker && !p.dialog_hooker());
-    assert_eq!(plain.wit_packages, vec!["lab:provider@0.1.0".to_string()]);
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
 
     let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     assert_eq!(cc.info.name, "claude-code");
     assert!(cc.dialog_hooker && c.dialog_hooker());
+    assert!(cc.capabilities.screen_reader && c.screen_reader());
+    assert_eq!(cc.info.display_name, "Claude Code");
+}
+
+#[test]
+fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
+    let h = host(None);
+    let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG_V0_1_0)).unwrap();
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.1.0".to_string()]);
+    assert_eq!(plain.capabilities.version, Version::V0_1_0);
+    assert!(!plain.dialog_hooker && !p.screen_reader());
+    // What 0.1.0 did not have is reported as such, not as a failure of the component.
+    assert_eq!(p.self_test_samples().blocking().unwrap_err().kind, CallErrorKind::Unsupported);
+    let out = p
+        .parse_transcript(b"{\"type\":\"tool_use\",\"id\":\"a1\",\"name\":\"ask\",\"input\":{}}\n".to_vec())
+        .blocking()
+        .unwrap();
+    assert!(matches!(&out.messages[0].content, Content::ToolUse(u) if u.id == "a1" && u.name == "ask"));
+
+    let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE_V0_1_0)).unwrap();
+    assert_eq!((cc.info.name.as_str(), cc.capabilities.version), ("claude-code", Version::V0_1_0));
+    assert!(c.dialog_hooker() && !c.screen_reader());
+    // Its three hook-context commands, built by the host from generic bindings.
+    let wiring = c.hook_wiring().blocking().unwrap();
+    assert_eq!(wiring.len(), 3);
+    let files = lab::paths::RunFiles::new(Path::new("/run/lab"), &lab::paths::RunId::parse("r-1").unwrap());
+    let hooks = lab::runs::hook_settings::commands(Path::new("/usr/bin/lab"), &files, wiring);
+    let doc = c.hook_settings("r-1".into(), hooks).blocking().unwrap().expect("a settings document");
+    assert!(doc.contains("/usr/bin/lab hook dialog-spool /run/lab/r-1.spool.json"), "{doc}");
+    // The suffix 0.1.0 components append lands on the clear command `lab hook` takes.
+    assert!(doc.contains("/usr/bin/lab hook dialog-clear /run/lab/r-1.spool.json --id-field tool_use_id"), "{doc}");
+    assert!(doc.contains("/usr/bin/lab hook blocked-marker /run/lab/r-1.marker.json"), "{doc}");
+    // Its key list becomes a plan with the 0.1.0 timings.
+    let spool = br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{"questions":[{"question":"Q?","header":"H","multiSelect":false,"options":[{"label":"a","description":""},{"label":"b","description":""}]}]}}"#;
+    let d = c.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
+    assert_eq!((d.id.as_str(), d.call_id.as_deref(), d.kind()), ("toolu_1", Some("toolu_1"), "question"));
+    let plan = c.plan_answer(d.clone(), vec![Answer::Option(1)]).blocking().unwrap();
+    assert_eq!(plan.pause, Duration::from_millis(250));
+    assert_eq!(plan.drawn_within, Duration::from_millis(1500));
+    assert_eq!(plan.steps.last(), Some(&KeyOp::Key("Enter".into())));
+    assert!(!c.is_drawn(d.clone(), "anything".into()).blocking().unwrap());
+    let err = c.plan_answer(d, vec![Answer::Feedback { option: 0, text: "x".into() }]).blocking().unwrap_err();
+    assert!(err.refusal().is_some(), "{err}");
 }
 
 #[test]
 fn a_base_only_component_refuses_dialog_hooker_calls_cleanly() {
     let h = host(None);
     let (_, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
-    let ctx = lab_provider_sdk::HookContext {
-        run_id: "r".into(),
-        spool_write: "x".into(),
-        spool_clear: "y".into(),
-        marker_write: "z".into(),
-    };
-    let err = p.hook_settings_blocking(ctx).unwrap_err();
+    let err = p.hook_settings("r".into(), Vec::new()).blocking().unwrap_err();
     assert_eq!(err.kind, CallErrorKind::Unsupported);
     // and it still works afterwards
-    assert_eq!(p.info_blocking().unwrap().name, "plainlog");
+    assert_eq!(p.info().blocking().unwrap().name, "plainlog");
 }
 
 #[test]
@@ -46,32 +84,32 @@ fn a_looping_call_is_stopped_by_its_deadline_and_the_provider_recovers() {
     let h = host(None);
     let (_, p) = h.load_file(Path::new(fixtures::UNRULY)).unwrap();
     let start = Instant::now();
-    let err = p.parse_transcript_blocking(b"loop".to_vec()).unwrap_err();
+    let err = p.parse_transcript(b"loop".to_vec()).blocking().unwrap_err();
     let took = start.elapsed();
     assert!(matches!(err.kind, CallErrorKind::Timeout { millis: 500 }), "{err}");
     assert!(took < Duration::from_secs(5), "deadline took {took:?}");
     assert!(err.to_string().contains("deadline"), "{err}");
     // The store was rebuilt: ordinary calls work again.
-    assert!(p.parse_transcript_blocking(b"fine".to_vec()).unwrap().messages.is_empty());
+    assert!(p.parse_transcript(b"fine".to_vec()).blocking().unwrap().messages.is_empty());
 }
 
 #[test]
 fn a_memory_hog_hits_the_cap_and_the_provider_recovers() {
     let h = host(None);
     let (_, p) = h.load_file(Path::new(fixtures::UNRULY)).unwrap();
-    let err = p.parse_transcript_blocking(b"hog".to_vec()).unwrap_err();
+    let err = p.parse_transcript(b"hog".to_vec()).blocking().unwrap_err();
     assert_eq!(err.kind, CallErrorKind::OutOfMemory { cap_mib: 32 }, "{err}");
-    assert!(p.parse_transcript_blocking(b"fine".to_vec()).is_ok());
+    assert!(p.parse_transcript(b"fine".to_vec()).blocking().is_ok());
 }
 
 #[test]
 fn a_panicking_component_traps_with_a_clear_error() {
     let h = host(None);
     let (_, p) = h.load_file(Path::new(fixtures::UNRULY)).unwrap();
-    let err = p.parse_transcript_blocking(b"panic".to_vec()).unwrap_err();
+    let err = p.parse_transcript(b"panic".to_vec()).blocking().unwrap_err();
     assert!(matches!(err.kind, CallErrorKind::Trap(_)), "{err}");
     assert!(err.to_string().starts_with("provider `unruly`: `parse-transcript` trapped"), "{err}");
-    assert!(p.parse_transcript_blocking(b"fine".to_vec()).is_ok());
+    assert!(p.parse_transcript(b"fine".to_vec()).blocking().is_ok());
 }
 
 #[test]
@@ -121,7 +159,7 @@ fn the_compile_cache_hits_and_misses_on_change() {
     }
     let (f3, p3) = h.load(Source::Bundled("plainlog"), &bytes).unwrap();
     assert!(!f3.from_cache);
-    assert_eq!(p3.info_blocking().unwrap().name, "plainlog");
+    assert_eq!(p3.info().blocking().unwrap().name, "plainlog");
     // Different component bytes never hit another component's entry.
     let other = std::fs::read(fixtures::UNRULY).unwrap();
     let (f4, _) = h.load(Source::Bundled("unruly"), &other).unwrap();

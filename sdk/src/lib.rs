@@ -12,7 +12,7 @@
 //!   which export your type as a component of exactly the world you ask for (lab finds
 //!   the capabilities by what the component exports);
 //! - helpers providers need again and again: [`jsonl`] (line splitting with
-//!   diagnostics), [`json`] (field access), [`shell`] (quoting), and constructors on the
+//!   diagnostics), [`json`] (field access), and constructors on the
 //!   types ([`Message::text`], [`Dialog::new`], [`AnswerPlan::keys`], …).
 //!
 //! Build the provider crate (`crate-type = ["cdylib", "rlib"]`) with
@@ -47,7 +47,6 @@ pub use bindings::lab::provider::types::{
 
 pub mod json;
 pub mod jsonl;
-pub mod shell;
 
 /// What every provider implements.
 pub trait Provider {

@@ -1,10 +1,17 @@
 //! One provider = one store, driven by one dedicated thread. Callers send jobs over a
 //! channel and await the answer; the thread applies the call deadline and memory cap
 //! and rebuilds the store after any failed call.
+//!
+//! Every function goes through one generic call ([`Worker::call`]) with one error type
+//! ([`CallError`]); a component's own error value (`result<_, string>`) is
+//! [`CallErrorKind::Refused`]. The per-version dispatch is in the typed methods of
+//! [`ProviderHandle`], each a `match` over the component's WIT version that converts
+//! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]).
 
-use super::bindings::{base, dialog_hooker};
-use super::{convert, ComponentHost, StoreState};
-use lab_provider_sdk as sdk;
+use super::{v0_1_0 as v1, v0_2_0 as v2, ComponentHost, StoreState};
+use crate::model as m;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
@@ -20,22 +27,37 @@ pub struct CallError {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallErrorKind {
+    /// The component answered with its own error (a `result` error value): a message
+    /// meant for the operator.
+    Refused(String),
     /// The call ran past its deadline and was interrupted.
     Timeout { millis: u128 },
     /// The component tried to grow its memory past the cap.
     OutOfMemory { cap_mib: usize },
     /// The component trapped (panic, unreachable, …).
     Trap(String),
-    /// The component does not export the interface the function belongs to.
+    /// The component does not export the interface the function belongs to (or its
+    /// WIT version has no such function).
     Unsupported,
     /// The component could not be (re)instantiated, or its thread is gone.
     Unavailable(String),
+}
+
+impl CallError {
+    /// The provider's own message, if it refused.
+    pub fn refusal(&self) -> Option<&str> {
+        match &self.kind {
+            CallErrorKind::Refused(msg) => Some(msg),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let who = format!("provider `{}`: `{}`", self.provider, self.function);
         match &self.kind {
+            CallErrorKind::Refused(msg) => write!(f, "{msg}"),
             CallErrorKind::Timeout { millis } => write!(f, "{who} ran past its {millis} ms deadline and was stopped"),
             CallErrorKind::OutOfMemory { cap_mib } => {
                 write!(f, "{who} hit the {cap_mib} MiB memory cap and was stopped")
@@ -49,6 +71,66 @@ impl std::fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
+/// The WIT package version a component was built against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V0_1_0,
+    V0_2_0,
+}
+
+impl Version {
+    pub fn package(self) -> &'static str {
+        match self {
+            Version::V0_1_0 => v1::PACKAGE,
+            Version::V0_2_0 => v2::PACKAGE,
+        }
+    }
+}
+
+/// What a component exports, found out by trying each interface's generated
+/// `GuestIndices` when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub version: Version,
+    pub dialog_hooker: bool,
+    pub screen_reader: bool,
+}
+
+/// The export indices of one component, per version.
+pub(super) enum Indices {
+    V1 {
+        base: v1::base::GuestIndices,
+        hooker: Option<v1::dialog_hooker::GuestIndices>,
+    },
+    V2 {
+        base: v2::base::GuestIndices,
+        hooker: Option<v2::dialog_hooker::GuestIndices>,
+        screen: Option<v2::screen_reader::GuestIndices>,
+    },
+}
+
+impl Indices {
+    pub(super) fn capabilities(&self) -> Capabilities {
+        match self {
+            Indices::V1 { hooker, .. } => {
+                Capabilities { version: Version::V0_1_0, dialog_hooker: hooker.is_some(), screen_reader: false }
+            }
+            Indices::V2 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_2_0,
+                dialog_hooker: hooker.is_some(),
+                // Answering a screen dialog needs dialog-hooker too.
+                screen_reader: screen.is_some() && hooker.is_some(),
+            },
+        }
+    }
+}
+
+/// The loaded exports of one instance.
+pub(super) enum Guests {
+    V1 { base: v1::base::Guest, hooker: Option<v1::dialog_hooker::Guest> },
+    V2 { base: v2::base::Guest, hooker: Option<v2::dialog_hooker::Guest>, screen: Option<v2::screen_reader::Guest> },
+}
+
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 
 /// A cheap, cloneable handle to a loaded provider.
@@ -56,22 +138,24 @@ type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 pub struct ProviderHandle {
     tx: mpsc::Sender<Job>,
     name: Arc<Mutex<String>>,
-    dialog_hooker: bool,
+    caps: Capabilities,
 }
 
 struct Live {
     store: Store<StoreState>,
-    base: base::Guest,
-    hooker: Option<dialog_hooker::Guest>,
+    guests: Guests,
 }
 
 struct Worker {
     host: ComponentHost,
     name: Arc<Mutex<String>>,
     pre: InstancePre<StoreState>,
-    base_idx: base::GuestIndices,
-    hooker_idx: Option<dialog_hooker::GuestIndices>,
+    indices: Indices,
     live: Option<Live>,
+}
+
+fn wasm_string(e: wasmtime::Error) -> String {
+    super::wasm_err(e).to_string()
 }
 
 impl Worker {
@@ -81,19 +165,28 @@ impl Worker {
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(deadline_ticks(limits.call_deadline));
         store.epoch_deadline_trap();
-        let instance = self.pre.instantiate(&mut store).map_err(|e| super::wasm_err(e).to_string())?;
-        let base = self.base_idx.load(&mut store, &instance).map_err(|e| super::wasm_err(e).to_string())?;
-        let hooker = match &self.hooker_idx {
-            Some(idx) => Some(idx.load(&mut store, &instance).map_err(|e| super::wasm_err(e).to_string())?),
-            None => None,
+        let instance = self.pre.instantiate(&mut store).map_err(wasm_string)?;
+        let guests = match &self.indices {
+            Indices::V1 { base, hooker } => Guests::V1 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
+            Indices::V2 { base, hooker, screen } => Guests::V2 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
         };
-        Ok(Live { store, base, hooker })
+        Ok(Live { store, guests })
     }
 
+    /// The one call: `f` gets the store and the exports and returns `None` when the
+    /// component cannot do it, else the call's outcome (an `Err(String)` inside is the
+    /// component's own refusal).
     fn call<R>(
         &mut self,
         function: &'static str,
-        f: impl FnOnce(&mut Store<StoreState>, &base::Guest, Option<&dialog_hooker::Guest>) -> Option<wasmtime::Result<R>>,
+        f: impl FnOnce(&mut Store<StoreState>, &Guests) -> Option<wasmtime::Result<Result<R, String>>>,
     ) -> Result<R, CallError> {
         let err =
             |name: &Arc<Mutex<String>>, kind| CallError { provider: name.lock().unwrap().clone(), function, kind };
@@ -107,10 +200,10 @@ impl Worker {
         let live = self.live.as_mut().expect("instantiated above");
         live.store.data_mut().limiter.hit = false;
         live.store.set_epoch_deadline(deadline_ticks(limits.call_deadline));
-        let outcome = f(&mut live.store, &live.base, live.hooker.as_ref());
-        match outcome {
+        match f(&mut live.store, &live.guests) {
             None => Err(err(&self.name, CallErrorKind::Unsupported)),
-            Some(Ok(r)) => Ok(r),
+            Some(Ok(Ok(r))) => Ok(r),
+            Some(Ok(Err(msg))) => Err(err(&self.name, CallErrorKind::Refused(msg))),
             Some(Err(e)) => {
                 let oom = live.store.data().limiter.hit;
                 // A failed call may leave the instance unusable: start fresh next time.
@@ -134,18 +227,59 @@ fn deadline_ticks(d: std::time::Duration) -> u64 {
     (d.as_millis() / super::EPOCH_TICK.as_millis()).max(1) as u64 + 1
 }
 
+/// A call on its way: `.await` it, or [`Call::blocking`] from a thread that is not the
+/// async runtime's.
+pub struct Call<R> {
+    rx: oneshot::Receiver<Result<R, CallError>>,
+    provider: String,
+    function: &'static str,
+}
+
+impl<R> Call<R> {
+    fn gone(provider: String, function: &'static str) -> CallError {
+        CallError { provider, function, kind: CallErrorKind::Unavailable("its thread has stopped".into()) }
+    }
+
+    /// Wait for the result on this thread.
+    pub fn blocking(self) -> Result<R, CallError> {
+        let (provider, function) = (self.provider, self.function);
+        self.rx.blocking_recv().unwrap_or_else(|_| Err(Self::gone(provider, function)))
+    }
+}
+
+impl<R: Send + 'static> IntoFuture for Call<R> {
+    type Output = Result<R, CallError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (provider, function) = (self.provider, self.function);
+            self.rx.await.unwrap_or_else(|_| Err(Self::gone(provider, function)))
+        })
+    }
+}
+
+/// Wrap an infallible result.
+fn ok<R>(r: wasmtime::Result<R>) -> Option<wasmtime::Result<Result<R, String>>> {
+    Some(r.map(Ok))
+}
+
+/// Wrap a `result<_, string>` result.
+fn res<R>(r: wasmtime::Result<Result<R, String>>) -> Option<wasmtime::Result<Result<R, String>>> {
+    Some(r)
+}
+
 impl ProviderHandle {
     pub(super) fn spawn(
         host: ComponentHost,
         label: String,
         pre: InstancePre<StoreState>,
-        base_idx: base::GuestIndices,
-        hooker_idx: Option<dialog_hooker::GuestIndices>,
+        indices: Indices,
     ) -> anyhow::Result<Self> {
         let (tx, rx) = mpsc::channel::<Job>();
         let name = Arc::new(Mutex::new(label.clone()));
-        let dialog_hooker = hooker_idx.is_some();
-        let mut worker = Worker { host, name: name.clone(), pre, base_idx, hooker_idx, live: None };
+        let caps = indices.capabilities();
+        let mut worker = Worker { host, name: name.clone(), pre, indices, live: None };
         // Instantiate once up front, so a component that cannot start fails to load.
         worker.live = Some(worker.instantiate().map_err(|e| anyhow::anyhow!("instantiating the component: {e}"))?);
         std::thread::Builder::new().name(format!("provider:{label}")).spawn(move || {
@@ -153,7 +287,7 @@ impl ProviderHandle {
                 job(&mut worker);
             }
         })?;
-        Ok(ProviderHandle { tx, name, dialog_hooker })
+        Ok(ProviderHandle { tx, name, caps })
     }
 
     pub(super) fn set_name(&self, name: &str) {
@@ -164,149 +298,164 @@ impl ProviderHandle {
         self.name.lock().unwrap().clone()
     }
 
-    /// Whether the component exports the dialog-hooker interface.
-    pub fn dialog_hooker(&self) -> bool {
-        self.dialog_hooker
+    pub fn capabilities(&self) -> Capabilities {
+        self.caps
     }
 
-    fn submit<R: Send + 'static>(
+    /// Whether the component exports the dialog-hooker interface.
+    pub fn dialog_hooker(&self) -> bool {
+        self.caps.dialog_hooker
+    }
+
+    /// Whether the component can read prompts off the screen (and answer them).
+    pub fn screen_reader(&self) -> bool {
+        self.caps.screen_reader
+    }
+
+    /// Run `f` on the provider's thread: the generic call every method below uses.
+    fn call<R: Send + 'static>(
         &self,
         function: &'static str,
-        f: impl FnOnce(&mut Store<StoreState>, &base::Guest, Option<&dialog_hooker::Guest>) -> Option<wasmtime::Result<R>>
-            + Send
-            + 'static,
-    ) -> oneshot::Receiver<Result<R, CallError>> {
+        f: impl FnOnce(&mut Store<StoreState>, &Guests) -> Option<wasmtime::Result<Result<R, String>>> + Send + 'static,
+    ) -> Call<R> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |w: &mut Worker| {
             let _ = tx.send(w.call(function, f));
         });
-        if self.tx.send(job).is_err() {
-            // The receiver is dropped with the job; the caller sees Unavailable below.
-        }
-        rx
+        // A send error drops the job and its sender: the caller sees Unavailable.
+        let _ = self.tx.send(job);
+        Call { rx, provider: self.name(), function }
     }
 
-    async fn wait<R>(
-        &self,
-        function: &'static str,
-        rx: oneshot::Receiver<Result<R, CallError>>,
-    ) -> Result<R, CallError> {
-        rx.await.unwrap_or_else(|_| Err(self.gone(function)))
-    }
-
-    fn wait_blocking<R>(
-        &self,
-        function: &'static str,
-        rx: oneshot::Receiver<Result<R, CallError>>,
-    ) -> Result<R, CallError> {
-        rx.blocking_recv().unwrap_or_else(|_| Err(self.gone(function)))
-    }
-
-    fn gone(&self, function: &'static str) -> CallError {
-        CallError { provider: self.name(), function, kind: CallErrorKind::Unavailable("its thread has stopped".into()) }
-    }
-
-    fn info_rx(&self) -> oneshot::Receiver<Result<sdk::ProviderInfo, CallError>> {
-        self.submit("info", |s, b, _| Some(b.call_info(s).map(convert::info)))
-    }
-
-    pub async fn info(&self) -> Result<sdk::ProviderInfo, CallError> {
-        self.wait("info", self.info_rx()).await
-    }
-
-    pub fn info_blocking(&self) -> Result<sdk::ProviderInfo, CallError> {
-        self.wait_blocking("info", self.info_rx())
-    }
-
-    pub async fn launch(&self, req: sdk::LaunchRequest) -> Result<Result<sdk::LaunchSpec, String>, CallError> {
-        let req = convert::launch_request(req);
-        let rx =
-            self.submit("launch", move |s, b, _| Some(b.call_launch(s, &req).map(|r| r.map(convert::launch_spec))));
-        self.wait("launch", rx).await
-    }
-
-    fn parse_rx(&self, chunk: Vec<u8>) -> oneshot::Receiver<Result<sdk::ParseOutput, CallError>> {
-        self.submit("parse-transcript", move |s, b, _| {
-            Some(b.call_parse_transcript(s, &chunk).map(convert::parse_output))
+    pub fn info(&self) -> Call<m::ProviderInfo> {
+        self.call("info", |s, g| match g {
+            Guests::V1 { base, .. } => ok(base.call_info(s).map(v1::info)),
+            Guests::V2 { base, .. } => ok(base.call_info(s).map(v2::info)),
         })
     }
 
-    pub async fn parse_transcript(&self, chunk: Vec<u8>) -> Result<sdk::ParseOutput, CallError> {
-        self.wait("parse-transcript", self.parse_rx(chunk)).await
-    }
-
-    pub fn parse_transcript_blocking(&self, chunk: Vec<u8>) -> Result<sdk::ParseOutput, CallError> {
-        self.wait_blocking("parse-transcript", self.parse_rx(chunk))
-    }
-
-    fn map_rx(&self, call: sdk::ToolCall) -> oneshot::Receiver<Result<Option<sdk::Dialog>, CallError>> {
-        let call = convert::tool_call(call);
-        self.submit("map-dialog", move |s, b, _| Some(b.call_map_dialog(s, &call).map(|d| d.map(convert::dialog_in))))
-    }
-
-    pub async fn map_dialog(&self, call: sdk::ToolCall) -> Result<Option<sdk::Dialog>, CallError> {
-        self.wait("map-dialog", self.map_rx(call)).await
-    }
-
-    pub fn map_dialog_blocking(&self, call: sdk::ToolCall) -> Result<Option<sdk::Dialog>, CallError> {
-        self.wait_blocking("map-dialog", self.map_rx(call))
-    }
-
-    fn hook_settings_rx(&self, ctx: sdk::HookContext) -> oneshot::Receiver<Result<Result<String, String>, CallError>> {
-        let ctx = convert::hook_context(ctx);
-        self.submit("hook-settings", move |s, _, h| h.map(|h| h.call_hook_settings(s, &ctx)))
-    }
-
-    pub async fn hook_settings(&self, ctx: sdk::HookContext) -> Result<Result<String, String>, CallError> {
-        self.wait("hook-settings", self.hook_settings_rx(ctx)).await
-    }
-
-    pub fn hook_settings_blocking(&self, ctx: sdk::HookContext) -> Result<Result<String, String>, CallError> {
-        self.wait_blocking("hook-settings", self.hook_settings_rx(ctx))
-    }
-
-    pub async fn pending_dialog(&self, spool: Vec<u8>) -> Result<Result<sdk::Pending, String>, CallError> {
-        let rx = self.submit("pending-dialog", move |s, _, h| {
-            h.map(|h| h.call_pending_dialog(s, &spool).map(|r| r.map(convert::pending)))
-        });
-        self.wait("pending-dialog", rx).await
-    }
-
-    pub async fn blocked_state(&self, marker: Vec<u8>) -> Result<Result<sdk::Blocked, String>, CallError> {
-        let rx = self.submit("blocked-state", move |s, _, h| {
-            h.map(|h| h.call_blocked_state(s, &marker).map(|r| r.map(convert::blocked)))
-        });
-        self.wait("blocked-state", rx).await
-    }
-
-    fn answer_rx(
-        &self,
-        dialog: sdk::Dialog,
-        answers: Vec<sdk::Answer>,
-    ) -> oneshot::Receiver<Result<Result<Vec<sdk::KeyOp>, String>, CallError>> {
-        let dialog = convert::dialog_out(dialog);
-        let answers: Vec<_> = answers.into_iter().map(convert::answer).collect();
-        self.submit("answer-keys", move |s, _, h| {
-            h.map(|h| {
-                h.call_answer_keys(s, &dialog, &answers)
-                    .map(|r| r.map(|ops| ops.into_iter().map(convert::key_op).collect()))
-            })
+    pub fn launch(&self, req: m::LaunchRequest) -> Call<m::LaunchSpec> {
+        self.call("launch", move |s, g| match g {
+            Guests::V1 { base, .. } => {
+                res(base.call_launch(s, &v1::launch_request(req)).map(|r| r.map(v1::launch_spec)))
+            }
+            Guests::V2 { base, .. } => {
+                res(base.call_launch(s, &v2::launch_request(req)).map(|r| r.map(v2::launch_spec)))
+            }
         })
     }
 
-    pub async fn answer_keys(
-        &self,
-        dialog: sdk::Dialog,
-        answers: Vec<sdk::Answer>,
-    ) -> Result<Result<Vec<sdk::KeyOp>, String>, CallError> {
-        self.wait("answer-keys", self.answer_rx(dialog, answers)).await
+    pub fn parse_transcript(&self, chunk: Vec<u8>) -> Call<m::ParseOutput> {
+        self.call("parse-transcript", move |s, g| match g {
+            Guests::V1 { base, .. } => ok(base.call_parse_transcript(s, &chunk).map(v1::parse_output)),
+            Guests::V2 { base, .. } => ok(base.call_parse_transcript(s, &chunk).map(v2::parse_output)),
+        })
     }
 
-    pub fn answer_keys_blocking(
-        &self,
-        dialog: sdk::Dialog,
-        answers: Vec<sdk::Answer>,
-    ) -> Result<Result<Vec<sdk::KeyOp>, String>, CallError> {
-        self.wait_blocking("answer-keys", self.answer_rx(dialog, answers))
+    pub fn map_dialog(&self, call: m::ToolUse) -> Call<Option<m::Dialog>> {
+        self.call("map-dialog", move |s, g| match g {
+            Guests::V1 { base, .. } => ok(base.call_map_dialog(s, &v1::tool_call(call)).map(|d| d.map(v1::dialog_in))),
+            Guests::V2 { base, .. } => {
+                ok(base.call_map_dialog(s, &v2::tool_use_out(&call)).map(|d| d.map(v2::dialog_in)))
+            }
+        })
+    }
+
+    pub fn self_test_samples(&self) -> Call<m::Samples> {
+        self.call("self-test-samples", |s, g| match g {
+            Guests::V1 { .. } => None,
+            Guests::V2 { base, .. } => ok(base.call_self_test_samples(s).map(v2::samples)),
+        })
+    }
+
+    pub fn hook_wiring(&self) -> Call<Vec<m::HookBinding>> {
+        self.call("hook-wiring", |s, g| match g {
+            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(v1::hook_wiring()))),
+            Guests::V2 { hooker, .. } => hooker
+                .as_ref()
+                .and_then(|h| ok(h.call_hook_wiring(s).map(|v| v.into_iter().map(v2::binding_in).collect()))),
+        })
+    }
+
+    pub fn hook_settings(&self, run_id: String, hooks: Vec<m::HookCommand>) -> Call<Option<String>> {
+        self.call("hook-settings", move |s, g| match g {
+            Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| match v1::hook_context(&run_id, &hooks) {
+                Ok(ctx) => res(h.call_hook_settings(s, &ctx).map(|r| r.map(Some))),
+                Err(e) => Some(Ok(Err(e))),
+            }),
+            Guests::V2 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| res(h.call_hook_settings(s, &run_id, &v2::hook_commands(&hooks))))
+            }
+        })
+    }
+
+    pub fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<m::ToolUse>) -> Call<Option<m::Dialog>> {
+        self.call("pending-dialog", move |s, g| match g {
+            Guests::V1 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| res(h.call_pending_dialog(s, &spool).map(|r| r.map(v1::pending))))
+            }
+            Guests::V2 { hooker, .. } => hooker.as_ref().and_then(|h| {
+                let calls: Vec<_> = open_calls.iter().map(v2::tool_use_out).collect();
+                res(h.call_pending_dialog(s, &spool, &calls).map(|r| r.map(|d| d.map(v2::dialog_in))))
+            }),
+        })
+    }
+
+    pub fn blocked_state(&self, marker: Vec<u8>) -> Call<m::Blocked> {
+        self.call("blocked-state", move |s, g| match g {
+            Guests::V1 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v1::blocked))))
+            }
+            Guests::V2 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v2::blocked))))
+            }
+        })
+    }
+
+    pub fn session_info(&self, payload: Vec<u8>) -> Call<m::SessionFacts> {
+        self.call("session-info", move |s, g| match g {
+            Guests::V1 { .. } => None,
+            Guests::V2 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| res(h.call_session_info(s, &payload).map(|r| r.map(v2::session_facts))))
+            }
+        })
+    }
+
+    pub fn plan_answer(&self, dialog: m::Dialog, answers: Vec<m::Answer>) -> Call<m::AnswerPlan> {
+        self.call("plan-answer", move |s, g| match g {
+            Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| {
+                let Some(d) = v1::dialog_out(&dialog) else {
+                    return Some(Ok(Err(format!("a {} dialog cannot be answered by this provider", dialog.kind()))));
+                };
+                let Some(answers) = answers.iter().map(v1::answer).collect::<Option<Vec<_>>>() else {
+                    return Some(Ok(Err("this provider takes no feedback answers".into())));
+                };
+                res(h.call_answer_keys(s, &d, &answers).map(|r| r.map(v1::answer_plan)))
+            }),
+            Guests::V2 { hooker, .. } => hooker.as_ref().and_then(|h| {
+                let answers: Vec<_> = answers.iter().map(v2::answer).collect();
+                res(h.call_plan_answer(s, &v2::dialog_out(&dialog), &answers).map(|r| r.map(v2::answer_plan)))
+            }),
+        })
+    }
+
+    /// Whether `pane` shows `dialog` ready for keys. 0.1.0 components cannot tell:
+    /// always no (the host then waits out the plan's `drawn_within`).
+    pub fn is_drawn(&self, dialog: m::Dialog, pane: String) -> Call<bool> {
+        self.call("is-drawn", move |s, g| match g {
+            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(false))),
+            Guests::V2 { hooker, .. } => {
+                hooker.as_ref().and_then(|h| ok(h.call_is_drawn(s, &v2::dialog_out(&dialog), &pane)))
+            }
+        })
+    }
+
+    pub fn read_screen(&self, pane: String) -> Call<Option<m::Dialog>> {
+        self.call("read-screen", move |s, g| match g {
+            Guests::V1 { .. } => None,
+            Guests::V2 { screen, .. } => {
+                screen.as_ref().and_then(|r| ok(r.call_read_screen(s, &pane).map(|d| d.map(v2::dialog_in))))
+            }
+        })
     }
 }

@@ -8,13 +8,13 @@
 //! with a [`CallError`] and the store is rebuilt from the pre-instantiated component,
 //! so the provider stays usable and the host keeps serving.
 
-mod bindings;
 mod cache;
-mod convert;
 mod handle;
+pub mod v0_1_0;
+pub mod v0_2_0;
 
 pub use cache::CompileCache;
-pub use handle::{CallError, CallErrorKind, ProviderHandle};
+pub use handle::{Call, CallError, CallErrorKind, Capabilities, ProviderHandle, Version};
 
 use anyhow::{anyhow, Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,8 @@ use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Config, Engine};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-pub use bindings::WIT_PACKAGE;
+/// The WIT package versions this lab loads, newest first.
+pub const WIT_PACKAGES: &[&str] = &[v0_2_0::PACKAGE, v0_1_0::PACKAGE];
 
 /// The components built with this `lab` and embedded in its binary.
 pub const BUNDLED: &[(&str, &[u8])] = &[("claude-code", include_bytes!(env!("LAB_COMPONENT_CLAUDE_CODE")))];
@@ -38,6 +39,12 @@ pub mod fixtures {
     pub const UNRULY: &str = env!("LAB_COMPONENT_UNRULY");
     /// The claude-code provider (also bundled).
     pub const CLAUDE_CODE: &str = env!("LAB_COMPONENT_CLAUDE_CODE");
+    /// claude-code as built against WIT 0.1.0 (checked in: host/tests/fixtures/wit-0.1.0).
+    pub const CLAUDE_CODE_V0_1_0: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wit-0.1.0/lab_provider_claude_code.wasm");
+    /// plainlog as built against WIT 0.1.0.
+    pub const PLAINLOG_V0_1_0: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wit-0.1.0/lab_provider_plainlog.wasm");
 }
 
 /// Resource limits for every provider store.
@@ -145,7 +152,9 @@ impl std::fmt::Display for Source {
 #[derive(Debug, Clone)]
 pub struct ComponentFacts {
     pub source: Source,
-    pub info: lab_provider_sdk::ProviderInfo,
+    pub info: crate::model::ProviderInfo,
+    /// The WIT version and the optional interfaces it exports.
+    pub capabilities: Capabilities,
     pub dialog_hooker: bool,
     /// WIT packages (with versions) the component's exports come from.
     pub wit_packages: Vec<String>,
@@ -211,33 +220,45 @@ impl ComponentHost {
     pub fn load(&self, source: Source, bytes: &[u8]) -> Result<(ComponentFacts, ProviderHandle)> {
         let (component, from_cache) = self.compile(bytes).context("not a loadable WebAssembly component")?;
         let wit_packages = exported_packages(&self.inner.engine, &component);
-        if !wit_packages.iter().any(|p| p == WIT_PACKAGE) {
+        let Some(version) = WIT_PACKAGES.iter().find(|p| wit_packages.iter().any(|w| w == *p)) else {
             let found =
                 if wit_packages.is_empty() { "no lab:provider interface".to_string() } else { wit_packages.join(", ") };
             anyhow::bail!(
-                "the component does not export {WIT_PACKAGE}/base (found: {found}); this lab loads {WIT_PACKAGE}"
+                "the component does not export a lab:provider base interface this lab loads (found: {found}); \
+                 this lab loads {}",
+                WIT_PACKAGES.join(", ")
             );
-        }
+        };
         let pre: InstancePre<StoreState> = self
             .inner
             .linker
             .instantiate_pre(&component)
             .map_err(wasm_err)
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
-        let base = bindings::base::GuestIndices::new(&pre)
-            .map_err(wasm_err)
-            .with_context(|| format!("the component does not export {WIT_PACKAGE}/base as this lab expects"))?;
-        // Capability detection: try the generated export indices.
-        let hooker = bindings::dialog_hooker::GuestIndices::new(&pre).ok();
-        let dialog_hooker = hooker.is_some();
+        let base_missing = || format!("the component does not export {version}/base as this lab expects");
+        // Capability detection: try the generated export indices of each interface.
+        let indices = if *version == v0_2_0::PACKAGE {
+            handle::Indices::V2 {
+                base: v0_2_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(base_missing)?,
+                hooker: v0_2_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                screen: v0_2_0::screen_reader::GuestIndices::new(&pre).ok(),
+            }
+        } else {
+            handle::Indices::V1 {
+                base: v0_1_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(base_missing)?,
+                hooker: v0_1_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+            }
+        };
+        let capabilities = indices.capabilities();
+        let dialog_hooker = capabilities.dialog_hooker;
         let label = source.to_string();
-        let handle = ProviderHandle::spawn(self.clone(), label, pre, base, hooker)?;
-        let info = handle.info_blocking().map_err(|e| anyhow!("{e}"))?;
+        let handle = ProviderHandle::spawn(self.clone(), label, pre, indices)?;
+        let info = handle.info().blocking().map_err(|e| anyhow!("{e}"))?;
         if info.name.is_empty() || !info.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             anyhow::bail!("the provider's name {:?} is not a valid name ([A-Za-z0-9_-]+)", info.name);
         }
         handle.set_name(&info.name);
-        Ok((ComponentFacts { source, info, dialog_hooker, wit_packages, from_cache }, handle))
+        Ok((ComponentFacts { source, info, capabilities, dialog_hooker, wit_packages, from_cache }, handle))
     }
 
     /// Load a component file.

@@ -1,30 +1,31 @@
 //! The answer guard: may lab play keystrokes for the operator's answer to `tool_id`?
-//! Evaluated under the run's lock, against a fresh read of the spool and transcript.
-//! Pure, so every branch is unit-tested.
+//! Evaluated under the run's lock, against a fresh read of the spool, screen and
+//! transcript. Pure, so every branch is unit-tested.
 
-use super::view::SpoolFact;
+use crate::model::Dialog;
 use std::collections::HashSet;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuardError {
-    /// Nothing is pending, or that tool call is already resolved/answered.
+    /// Nothing is pending, or that prompt is already resolved/answered.
     NoDialog,
     /// A different dialog is pending.
     DialogChanged { pending: String },
 }
 
-/// Play keys only if the spool exists, its tool_use_id equals `tool_id`, that id is
-/// not yet resolved in the transcript, and lab has not already answered it.
+/// Play keys only if a live prompt (spooled, or read off the screen) exists, its id
+/// equals `tool_id`, its transcript call (if known) has no result yet, and lab has not
+/// already answered it.
 pub fn check(
-    spool: Option<&SpoolFact>,
+    live: Option<&Dialog>,
     resolved: &HashSet<String>,
     answered: &HashSet<String>,
     tool_id: &str,
 ) -> Result<(), GuardError> {
-    let live = spool.filter(|s| !resolved.contains(&s.tool_use_id) && !answered.contains(&s.tool_use_id));
+    let live = live.filter(|d| !d.call_id.as_ref().is_some_and(|c| resolved.contains(c)) && !answered.contains(&d.id));
     match live {
         None => Err(GuardError::NoDialog),
-        Some(s) if s.tool_use_id != tool_id => Err(GuardError::DialogChanged { pending: s.tool_use_id.clone() }),
+        Some(d) if d.id != tool_id => Err(GuardError::DialogChanged { pending: d.id.clone() }),
         Some(_) => Ok(()),
     }
 }
@@ -32,9 +33,21 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::DialogBody;
 
-    fn spool(id: &str) -> SpoolFact {
-        SpoolFact { tool_use_id: id.into(), dialog: None }
+    fn live(id: &str, call: Option<&str>) -> Dialog {
+        Dialog {
+            id: id.into(),
+            call_id: call.map(str::to_string),
+            tool_name: "T".into(),
+            body: DialogBody::Question(Vec::new()),
+            answerable: true,
+            deep_link: None,
+        }
+    }
+
+    fn spool(id: &str) -> Dialog {
+        live(id, Some(id))
     }
 
     fn set(ids: &[&str]) -> HashSet<String> {
@@ -42,13 +55,15 @@ mod tests {
     }
 
     #[test]
-    fn plays_only_for_the_live_matching_spool() {
+    fn plays_only_for_the_live_matching_prompt() {
         let none = set(&[]);
         assert_eq!(check(Some(&spool("a")), &none, &none, "a"), Ok(()));
+        // A prompt with no known transcript call (a permission request, a screen).
+        assert_eq!(check(Some(&live("p~1", None)), &set(&["p~1"]), &none, "p~1"), Ok(()));
     }
 
     #[test]
-    fn no_spool_is_no_dialog() {
+    fn no_prompt_is_no_dialog() {
         let none = set(&[]);
         assert_eq!(check(None, &none, &none, "a"), Err(GuardError::NoDialog));
     }
@@ -64,6 +79,7 @@ mod tests {
         let none = set(&[]);
         assert_eq!(check(Some(&spool("a")), &set(&["a"]), &none, "a"), Err(GuardError::NoDialog));
         assert_eq!(check(Some(&spool("a")), &set(&["a"]), &none, "b"), Err(GuardError::NoDialog));
+        assert_eq!(check(Some(&live("p", Some("c1"))), &set(&["c1"]), &none, "p"), Err(GuardError::NoDialog));
     }
 
     #[test]

@@ -237,7 +237,7 @@ pub fn composer_lock(d: &Derived, messages: &[SeqMessage], prompt_pending: bool)
     }
     if !d.turn_idle {
         if let Some(b) = &d.blocked {
-            let what = if b.message.trim().is_empty() { b.notification_type.as_str() } else { b.message.as_str() };
+            let what = if b.message.trim().is_empty() { b.kind.as_str() } else { b.message.as_str() };
             return Some(ComposerLock::new(
                 "agent_waiting",
                 format!("the agent is waiting for an answer in its terminal ({what}): answer it there first"),
@@ -256,10 +256,15 @@ pub fn composer_lock(d: &Derived, messages: &[SeqMessage], prompt_pending: bool)
     None
 }
 
-/// How long to wait after a paste before pressing Enter: the key pause, plus 1 ms per
-/// KiB so a large paste is taken in by the agent before the Enter that submits it.
-pub fn enter_delay(paste_bytes: usize, key_delay: Duration) -> Duration {
-    key_delay + Duration::from_millis((paste_bytes / 1024) as u64)
+/// The pause between a bracketed paste and its Enter: a terminal program takes a paste
+/// in as a burst of input, and an Enter that lands inside the burst would be part of
+/// the text (docs/api.md: 250 ms plus 1 ms per KiB).
+pub const PASTE_SETTLE: Duration = Duration::from_millis(250);
+
+/// How long to wait after a paste before pressing Enter: [`PASTE_SETTLE`], plus 1 ms
+/// per KiB so a large paste is taken in by the agent before the Enter that submits it.
+pub fn enter_delay(paste_bytes: usize, settle: Duration) -> Duration {
+    settle + Duration::from_millis((paste_bytes / 1024) as u64)
 }
 
 /// When a freshly started agent is ready to have its first prompt pasted: its pane
@@ -298,8 +303,8 @@ impl Readiness {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Blocked, Dialog, DialogBody, Role};
     use crate::runs::view::{DialogSource, PendingDialog};
-    use lab_provider_sdk::{Blocked, Dialog, DialogKind, Role};
 
     #[test]
     fn chat_text_keeps_text_and_refuses_every_control_character() {
@@ -441,8 +446,7 @@ mod tests {
     #[test]
     fn the_lock_reasons_in_order() {
         let tool = vec![msg(0, Role::User, "text", None), msg(1, Role::Assistant, "tool_use", Some("t1"))];
-        let blocked =
-            Blocked { notification_type: "permission_prompt".into(), message: "needs your permission".into() };
+        let blocked = Blocked { kind: "permission_prompt".into(), message: "needs your permission".into() };
         let mut d = derived(RunState::NeedsInput);
         d.blocked = Some(blocked.clone());
         let lock = composer_lock(&d, &tool, false).unwrap();
@@ -452,12 +456,11 @@ mod tests {
         assert_eq!(code(composer_lock(&d, &tool, true)), Some("prompt_pending"));
         d.pending_dialog = Some(PendingDialog {
             dialog: Dialog {
-                tool_id: "t1".into(),
+                id: "t1".into(),
+                call_id: Some("t1".into()),
                 tool_name: "Ask".into(),
-                kind: DialogKind::Question,
+                body: DialogBody::Question(vec![]),
                 answerable: true,
-                questions: vec![],
-                plan: None,
                 deep_link: None,
             },
             source: DialogSource::Spool,
@@ -468,7 +471,7 @@ mod tests {
         // A block raised after the turn ended: the agent waits for a message.
         let mut idle = derived(RunState::NeedsInput);
         idle.turn_idle = true;
-        idle.blocked = Some(Blocked { notification_type: "idle_prompt".into(), message: "waiting".into() });
+        idle.blocked = Some(Blocked { kind: "idle_prompt".into(), message: "waiting".into() });
         assert_eq!(code(composer_lock(&idle, &tool, false)), None);
         assert_eq!(code(composer_lock(&derived(RunState::Idle), &[], false)), None);
         assert_eq!(code(composer_lock(&derived(RunState::Starting), &[], false)), None);

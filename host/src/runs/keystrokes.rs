@@ -1,32 +1,20 @@
-//! Playing a provider's key ops into the agent's pane, paced: the seed ADR found that
-//! back-to-back ops raced the committing Enter ahead of the navigation, so every op
-//! is followed by a fixed pause (250 ms, compat §7).
+//! Keystrokes: playing a provider's [`AnswerPlan`] into the agent's pane. The plan says
+//! everything agent-specific (the keys, the pause after each, how long the prompt may
+//! take to be drawn); this module checks it and plays it. Waiting for the prompt to be
+//! drawn is [`DrawnWait`], a pure decision fed one pane check at a time.
 
+use crate::model::{AnswerPlan, KeyOp};
 use crate::tmux::{Tmux, TmuxError};
-use lab_provider_sdk::KeyOp;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// The pinned pause between two key ops.
-pub const KEY_DELAY: Duration = Duration::from_millis(250);
-
-/// How old a spooled dialog must be before lab plays keys into it. The PreToolUse
-/// hook fires *before* the agent draws its picker (Claude Code 2.1.198: drawn
-/// ~60–300 ms after the hook on an idle 2-core machine, up to ~0.8 s under load);
-/// lab shows the dialog within milliseconds of the hook, so an immediate answer
-/// would type into a picker that does not exist yet. Observed live: keys played
-/// 10 ms after the hook ended on "Chat about this" ("User declined to answer
-/// questions") instead of the chosen option (compat §7). A heuristic with margin:
-/// no signal other than the screen says the picker is drawn.
-pub const PICKER_SETTLE: Duration = Duration::from_millis(1500);
-
-/// How much longer to wait before playing keys into the dialog spooled at `spool`:
-/// [`PICKER_SETTLE`] minus the spool file's age (zero when it is older, missing, or
-/// its time cannot be read — the answer guard decides about a missing spool).
-pub fn settle_wait(spool: &std::path::Path, now: std::time::SystemTime) -> Duration {
-    let Some(written) = std::fs::metadata(spool).and_then(|m| m.modified()).ok() else { return Duration::ZERO };
-    let age = now.duration_since(written).unwrap_or(Duration::ZERO);
-    PICKER_SETTLE.saturating_sub(age)
-}
+/// Longest pause between two ops a plan may ask for.
+pub const MAX_PAUSE: Duration = Duration::from_secs(2);
+/// Longest a plan may wait for its prompt to be drawn.
+pub const MAX_DRAWN_WITHIN: Duration = Duration::from_secs(15);
+/// Most ops in one plan.
+pub const MAX_STEPS: usize = 512;
+/// How often the pane is looked at while waiting for the prompt to be drawn.
+pub const DRAWN_POLL: Duration = Duration::from_millis(50);
 
 /// How an op is reported back in `{"played": [...]}`: key names as they are, typed
 /// text as `text:<the text>`.
@@ -37,31 +25,74 @@ pub fn describe(op: &KeyOp) -> String {
     }
 }
 
-/// Reject ops that are not plain tmux key names before anything is played.
-pub fn validate(ops: &[KeyOp]) -> Result<(), String> {
-    if ops.is_empty() {
+/// Refuse a plan that is not plain tmux key names, or asks for more than the limits,
+/// before anything is played.
+pub fn validate(plan: &AnswerPlan) -> Result<(), String> {
+    if plan.steps.is_empty() {
         return Err("the provider returned no keys to play".into());
     }
-    for op in ops {
-        if let KeyOp::Key(k) = op {
-            let ok = !k.is_empty() && k.len() <= 16 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-            if !ok {
-                return Err(format!("the provider asked for an invalid key name {k:?}"));
+    if plan.steps.len() > MAX_STEPS {
+        return Err(format!("the provider's plan has {} keys; at most {MAX_STEPS} are played", plan.steps.len()));
+    }
+    if plan.pause > MAX_PAUSE || plan.drawn_within > MAX_DRAWN_WITHIN {
+        return Err(format!(
+            "the provider's plan waits too long ({:?} between keys, {:?} for the prompt; at most {:?} and {:?})",
+            plan.pause, plan.drawn_within, MAX_PAUSE, MAX_DRAWN_WITHIN
+        ));
+    }
+    for op in &plan.steps {
+        match op {
+            KeyOp::Key(k) => {
+                let ok = !k.is_empty() && k.len() <= 16 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+                if !ok {
+                    return Err(format!("the provider asked for an invalid key name {k:?}"));
+                }
+            }
+            KeyOp::Literal(t) => {
+                if t.chars().any(char::is_control) {
+                    return Err("the provider asked to type a control character".into());
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Play `ops` into `target`, one op at a time with `delay` after each (blocking).
-pub fn play(tmux: &Tmux, target: &str, ops: &[KeyOp], delay: Duration) -> Result<(), TmuxError> {
-    for (i, op) in ops.iter().enumerate() {
+/// Waiting for a prompt to be drawn before the first key: done when the provider's
+/// check says so, or once the deadline (`drawn_within` after the prompt was captured)
+/// has passed — then the keys are played anyway.
+#[derive(Debug, Clone, Copy)]
+pub struct DrawnWait {
+    deadline: Instant,
+}
+
+impl DrawnWait {
+    /// `captured`: how long ago the prompt was captured (the spool's age).
+    pub fn new(now: Instant, captured: Duration, drawn_within: Duration) -> Self {
+        DrawnWait { deadline: now + drawn_within.saturating_sub(captured) }
+    }
+
+    /// Whether to stop waiting, given one check of the pane.
+    pub fn done(&self, now: Instant, drawn: bool) -> bool {
+        drawn || now >= self.deadline
+    }
+
+    /// Whether the deadline has passed already (no check needed).
+    pub fn expired(&self, now: Instant) -> bool {
+        now >= self.deadline
+    }
+}
+
+/// Play the plan's steps into `target`, with its pause after each op but the last
+/// (blocking).
+pub fn play(tmux: &Tmux, target: &str, plan: &AnswerPlan) -> Result<(), TmuxError> {
+    for (i, op) in plan.steps.iter().enumerate() {
         match op {
             KeyOp::Key(k) => tmux.send_key(target, k)?,
             KeyOp::Literal(t) => tmux.send_literal(target, t)?,
         }
-        if i + 1 < ops.len() {
-            std::thread::sleep(delay);
+        if i + 1 < plan.steps.len() {
+            std::thread::sleep(plan.pause);
         }
     }
     Ok(())
@@ -71,31 +102,41 @@ pub fn play(tmux: &Tmux, target: &str, ops: &[KeyOp], delay: Duration) -> Result
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_fresh_spool_waits_for_the_picker_to_settle() {
-        let d = tempfile::tempdir().unwrap();
-        let spool = d.path().join("r.spool.json");
-        let now = std::time::SystemTime::now();
-        assert_eq!(settle_wait(&spool, now), Duration::ZERO, "no spool: nothing to wait for");
-        std::fs::write(&spool, b"{}").unwrap();
-        let written = std::fs::metadata(&spool).unwrap().modified().unwrap();
-        assert_eq!(settle_wait(&spool, written), PICKER_SETTLE);
-        assert_eq!(
-            settle_wait(&spool, written + Duration::from_millis(400)),
-            PICKER_SETTLE - Duration::from_millis(400)
-        );
-        assert_eq!(settle_wait(&spool, written + PICKER_SETTLE * 2), Duration::ZERO);
-        // A clock that went backwards counts as a brand-new spool, never as a panic.
-        assert_eq!(settle_wait(&spool, written - Duration::from_secs(5)), PICKER_SETTLE);
+    fn plan(steps: Vec<KeyOp>) -> AnswerPlan {
+        AnswerPlan { drawn_within: Duration::from_secs(1), pause: Duration::from_millis(250), steps }
     }
 
     #[test]
     fn describes_and_validates() {
-        let ops = vec![KeyOp::key("Up"), KeyOp::key("Enter"), KeyOp::Literal("C-c ;".into())];
+        let ops = vec![KeyOp::Key("Up".into()), KeyOp::Key("Enter".into()), KeyOp::Literal("C-c ;".into())];
         assert_eq!(ops.iter().map(describe).collect::<Vec<_>>(), vec!["Up", "Enter", "text:C-c ;"]);
-        assert!(validate(&ops).is_ok());
-        assert!(validate(&[]).is_err());
-        assert!(validate(&[KeyOp::key("Up; kill-server")]).is_err());
-        assert!(validate(&[KeyOp::key("")]).is_err());
+        assert!(validate(&plan(ops)).is_ok());
+        assert!(validate(&plan(vec![])).is_err());
+        assert!(validate(&plan(vec![KeyOp::Key("Up; kill-server".into())])).is_err());
+        assert!(validate(&plan(vec![KeyOp::Key("".into())])).is_err());
+        assert!(validate(&plan(vec![KeyOp::Literal("a\u{1b}[A".into())])).is_err());
+        let mut slow = plan(vec![KeyOp::Key("y".into())]);
+        slow.pause = Duration::from_secs(3);
+        assert!(validate(&slow).is_err());
+        slow.pause = Duration::ZERO;
+        slow.drawn_within = Duration::from_secs(60);
+        assert!(validate(&slow).is_err());
+        assert!(validate(&plan(vec![KeyOp::Key("Down".into()); MAX_STEPS + 1])).is_err());
+    }
+
+    #[test]
+    fn the_drawn_wait_ends_on_the_signal_or_the_deadline_counted_from_capture() {
+        let t0 = Instant::now();
+        let w = DrawnWait::new(t0, Duration::ZERO, Duration::from_millis(1500));
+        assert!(!w.done(t0, false));
+        assert!(w.done(t0, true), "drawn: play at once");
+        assert!(!w.done(t0 + Duration::from_millis(1499), false));
+        assert!(w.done(t0 + Duration::from_millis(1500), false), "not drawn in time: play anyway");
+        // A prompt captured 1 s ago has 0.5 s left; one older than the budget none.
+        let w = DrawnWait::new(t0, Duration::from_secs(1), Duration::from_millis(1500));
+        assert!(!w.expired(t0 + Duration::from_millis(499)));
+        assert!(w.expired(t0 + Duration::from_millis(500)));
+        assert!(DrawnWait::new(t0, Duration::from_secs(9), Duration::from_millis(1500)).expired(t0));
+        assert!(DrawnWait::new(t0, Duration::ZERO, Duration::ZERO).expired(t0));
     }
 }

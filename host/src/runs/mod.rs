@@ -7,17 +7,19 @@ pub mod input;
 pub mod keystrokes;
 pub mod liveness;
 pub mod registry;
+pub mod screen;
+pub mod spool;
 pub mod tailer;
 pub mod view;
 
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
 use crate::fsutil;
+use crate::model::{Answer, LaunchRequest, Transcript};
 use crate::paths::{Home, RunId};
 use crate::tmux::{Tmux, TmuxError};
 use answer_guard::GuardError;
 use input::{ComposerLock, TextError};
-use lab_provider_sdk::{Answer, LaunchRequest};
 use registry::{Registry, RunRecord, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -118,7 +120,7 @@ pub struct ViewBody {
     pub run_id: RunId,
     pub state: RunState,
     pub pending_dialog: Option<PendingDialog>,
-    pub blocked: Option<lab_provider_sdk::Blocked>,
+    pub blocked: Option<crate::model::Blocked>,
     /// Why `POST /runs/{id}/messages` would be refused now (`{"code", "message"}`), or
     /// null when a message can be sent.
     pub composer_lock: Option<ComposerLock>,
@@ -407,6 +409,9 @@ impl Runs {
         let mut tail = tail;
         if rec.status != Status::Active {
             tail.ended = true;
+        } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {
+            // The agent names its transcript through its session-info hook (if at all).
+            tail.await_session_info();
         }
         let messages = tail.messages();
         let initial = Snapshot {
@@ -541,17 +546,25 @@ impl Runs {
         // lab's own log settings are not the agent's business.
         env.remove("LAB_LOG");
 
-        let settings_path = if provider.dialog_hooker() {
-            let ctx = hook_settings::context(&self.lab_exe, &rec.id, files);
-            let doc = provider
-                .hook_settings(ctx)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("the provider could not make hook settings: {e}"))?;
-            hook_settings::write(&self.home.runtime_dir(), files, &doc)?;
-            Some(files.settings.to_string_lossy().into_owned())
+        let (hooks, settings_path) = if provider.dialog_hooker() {
+            let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
+            hook_settings::validate(&bindings)?;
+            let hooks = hook_settings::commands(&self.lab_exe, files, bindings);
+            let doc =
+                provider.hook_settings(rec.id.to_string(), hooks.clone()).await.map_err(|e| match e.refusal() {
+                    Some(msg) => format!("the provider could not make hook settings: {msg}"),
+                    None => e.to_string(),
+                })?;
+            let settings_path = match doc {
+                Some(doc) => {
+                    hook_settings::write(&self.home.runtime_dir(), files, &doc)?;
+                    Some(files.settings.to_string_lossy().into_owned())
+                }
+                None => None,
+            };
+            (hooks, settings_path)
         } else {
-            None
+            (Vec::new(), None)
         };
         let session_id = uuid::Uuid::new_v4().to_string();
         let request = |prompt: String| LaunchRequest {
@@ -563,13 +576,13 @@ impl Runs {
             program: program.to_string_lossy().into_owned(),
             settings_path: settings_path.clone(),
             env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            hooks: hooks.clone(),
         };
         let spec_for = move |req: LaunchRequest| async move {
-            provider
-                .launch(req)
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("the provider refused to launch: {e}"))
+            provider.launch(req).await.map_err(|e| match e.refusal() {
+                Some(msg) => format!("the provider refused to launch: {msg}"),
+                None => e.to_string(),
+            })
         };
         let mut spec = spec_for(request(rec.prompt.clone())).await?;
         let mut typed_prompt = None;
@@ -587,13 +600,22 @@ impl Runs {
                 input::MAX_ARG_STRLEN - 1
             ));
         }
-        if let Some(t) = &spec.transcript_path {
+        if let Transcript::Path(t) = &spec.transcript {
             if !Path::new(t).is_absolute() {
                 return Err(format!("the provider returned a relative transcript path {t:?}"));
             }
         }
+        for (k, v) in spec.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return Err(format!("the provider returned an invalid environment variable {k:?}"));
+            }
+            env.insert(k, v);
+        }
         rec.session_id = spec.session_id;
-        rec.transcript_path = spec.transcript_path;
+        rec.transcript_path = match spec.transcript {
+            Transcript::Path(p) => Some(p),
+            Transcript::FromSessionInfo | Transcript::None => None,
+        };
         let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: rec.workdir.clone(), env };
         let launch_json = serde_json::to_vec(&launch).map_err(|e| e.to_string())?;
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)
@@ -664,18 +686,32 @@ impl Runs {
             let mut backoff = tailer::Backoff::default();
             let mut watched = false;
             let mut refresh = true;
+            let mut look = false;
+            let mut pane = screen::PaneWatch::default();
+            let started = std::time::Instant::now();
             loop {
                 if refresh {
                     let mut tail = run.tail.lock().await;
-                    let derived = tail.refresh().await;
+                    let mut derived = tail.refresh().await;
                     let ended = tail.ended;
-                    if let Some(sid) = tail.session_id.clone() {
-                        let mut rec = run.record.lock().unwrap();
-                        if rec.session_id.is_none() {
-                            rec.session_id = Some(sid);
-                        }
-                    }
+                    self.record_session_facts(&run, tail.session_id.clone(), tail.transcript_path());
                     watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
+                    look = !ended
+                        && screen::should_look(&derived, tail.has_spool(), run.prompt_pending.load(Ordering::SeqCst));
+                    if look {
+                        let current = tail.screen().cloned();
+                        let shown = self.read_screen(&run, &mut pane, derived.state, started.elapsed(), current).await;
+                        if shown.as_ref().map(|d| &d.id) != tail.screen().map(|d| &d.id) {
+                            tail.set_screen(shown);
+                            derived = tail.derive().await;
+                        }
+                    } else if tail.screen().is_some() && derived.state != RunState::Question {
+                        tail.set_screen(None);
+                        derived = tail.derive().await;
+                    }
+                    if !look {
+                        pane.reset();
+                    }
                     drop(tail);
                     run.publish(derived);
                     if ended {
@@ -683,6 +719,8 @@ impl Runs {
                     }
                 }
                 let deadline = run.tail.lock().await.grace_remaining();
+                let deadline =
+                    if look { Some(deadline.map_or(screen::POLL, |d| d.min(screen::POLL))) } else { deadline };
                 let delay = tailer::poll_delay(backoff.next_delay(), watched, deadline);
                 tokio::select! {
                     _ = run.wake.notified() => {
@@ -699,6 +737,62 @@ impl Runs {
                 }
             }
         });
+    }
+
+    /// Keep what the agent said about its session in the run's record: its session id,
+    /// and a transcript path it named late (session-info), which is then watched too.
+    fn record_session_facts(&self, run: &Arc<Run>, session_id: Option<String>, transcript: Option<&Path>) {
+        let changed = {
+            let mut rec = run.record.lock().unwrap();
+            let mut changed = false;
+            if rec.session_id.is_none() && session_id.is_some() {
+                rec.session_id = session_id;
+                changed = true;
+            }
+            if let Some(t) = transcript.filter(|_| rec.transcript_path.is_none()) {
+                rec.transcript_path = Some(t.to_string_lossy().into_owned());
+                self.transcripts.lock().unwrap().insert(t.to_path_buf(), run.id.clone());
+                changed = true;
+            }
+            changed.then(|| rec.clone())
+        };
+        if let Some(rec) = changed {
+            if let Err(e) = self.registry.put(&rec) {
+                tracing::warn!(run = %run.id, error = %e, "could not record the transcript path");
+            }
+        }
+    }
+
+    /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
+    async fn read_screen(
+        &self,
+        run: &Arc<Run>,
+        pane: &mut screen::PaneWatch,
+        state: RunState,
+        running_for: std::time::Duration,
+        current: Option<crate::model::Dialog>,
+    ) -> Option<crate::model::Dialog> {
+        let tmux = self.tmux.clone();
+        let target = run.record().tmux_target;
+        let Some(text) = tokio::task::spawn_blocking(move || tmux.capture(&target).ok()).await.ok().flatten() else {
+            return current;
+        };
+        let quiet_for = pane.observe(&text, std::time::Instant::now());
+        if quiet_for < screen::QUIET {
+            // Still moving: keep what was read before (if anything) until it settles.
+            return current;
+        }
+        let read = match &run.provider {
+            Some(p) if p.screen_reader() => match p.read_screen(text.clone()).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "the provider could not read the screen");
+                    None
+                }
+            },
+            _ => None,
+        };
+        screen::decide(read, state, &text, quiet_for, running_for)
     }
 
     /// End a run: last read of its transcript, delete its spool, marker and settings
@@ -783,8 +877,11 @@ impl Runs {
     /// `POST /runs/{id}/dialog/answer`: the answer guard, then the paced keystrokes.
     pub async fn answer(&self, run: &Arc<Run>, tool_id: &str, answers: Vec<Answer>) -> Result<Vec<String>, RunError> {
         for a in &answers {
-            if let Answer::Other(text) = a {
-                input::other_text(text).map_err(|e| RunError::text(e, "the answer's text"))?;
+            match a {
+                Answer::Other(text) | Answer::Feedback { text, .. } => {
+                    input::other_text(text).map_err(|e| RunError::text(e, "the answer's text"))?;
+                }
+                Answer::Option(_) | Answer::Options(_) => {}
             }
         }
         let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
@@ -792,39 +889,54 @@ impl Runs {
             return Err(RunError::NotAnswerable);
         }
         let _keys = run.keys.lock().await;
-        // The hook that spooled the dialog fired before the picker was drawn: let it
-        // settle before typing into it (the guard below then sees the fresh state).
-        let settle = keystrokes::settle_wait(&self.home.run_files(&run.id).spool, SystemTime::now());
-        if !settle.is_zero() {
-            tokio::time::sleep(settle).await;
+        // 1. The guard on a fresh read, and the provider's plan for this prompt.
+        let (dialog, plan, captured) = {
+            let mut tail = run.tail.lock().await;
+            if tail.ended {
+                return Err(RunError::NoDialog);
+            }
+            let d = tail.refresh().await;
+            drop(d);
+            let dialog = self.guarded(&tail, tool_id)?;
+            let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
+                Some(msg) => RunError::BadRequest(msg.to_string()),
+                None => RunError::Internal(e.to_string()),
+            })?;
+            keystrokes::validate(&plan).map_err(RunError::Internal)?;
+            (dialog, plan, tail.live_dialog_captured())
+        };
+        // 2. Wait until the prompt is drawn (the provider reads the pane), at most the
+        //    plan's budget counted from when the prompt was captured.
+        let captured_ago = captured.and_then(|t| SystemTime::now().duration_since(t).ok()).unwrap_or_default();
+        let wait = keystrokes::DrawnWait::new(std::time::Instant::now(), captured_ago, plan.drawn_within);
+        let target = run.record().tmux_target;
+        while !wait.expired(std::time::Instant::now()) {
+            let tmux = self.tmux.clone();
+            let t = target.clone();
+            let pane =
+                tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default();
+            let drawn = provider.is_drawn(dialog.clone(), pane).await.unwrap_or(false);
+            if wait.done(std::time::Instant::now(), drawn) {
+                break;
+            }
+            tokio::time::sleep(keystrokes::DRAWN_POLL).await;
         }
-        let ops = {
+        // 3. The guard again (the prompt may have gone while it was drawn), then play.
+        {
             let mut tail = run.tail.lock().await;
             if tail.ended {
                 return Err(RunError::NoDialog);
             }
             tail.refresh().await;
-            answer_guard::check(tail.spool(), tail.resolved(), tail.answered(), tool_id)?;
-            let dialog = tail.spool().and_then(|s| s.dialog.clone()).ok_or(RunError::NotAnswerable)?;
-            if !dialog.answerable {
-                return Err(RunError::NotAnswerable);
-            }
-            let ops = provider
-                .answer_keys(dialog, answers)
-                .await
-                .map_err(|e| RunError::Internal(e.to_string()))?
-                .map_err(RunError::BadRequest)?;
-            keystrokes::validate(&ops).map_err(RunError::Internal)?;
+            self.guarded(&tail, tool_id)?;
             tail.mark_answered(tool_id);
             let d = tail.derive().await;
             drop(tail);
             run.publish(d);
-            ops
-        };
+        }
         let tmux = self.tmux.clone();
-        let target = run.record().tmux_target;
-        let played: Vec<String> = ops.iter().map(keystrokes::describe).collect();
-        let result = tokio::task::spawn_blocking(move || keystrokes::play(&tmux, &target, &ops, keystrokes::KEY_DELAY))
+        let played: Vec<String> = plan.steps.iter().map(keystrokes::describe).collect();
+        let result = tokio::task::spawn_blocking(move || keystrokes::play(&tmux, &target, &plan))
             .await
             .map_err(|e| RunError::Internal(e.to_string()))
             .and_then(|r| r.map_err(|e| RunError::Internal(format!("playing the answer failed: {e}"))));
@@ -835,6 +947,17 @@ impl Runs {
         }
         run.wake();
         Ok(played)
+    }
+
+    /// The answer guard on the tail's current facts: the live prompt, if it is the one
+    /// `tool_id` names and lab can answer it.
+    fn guarded(&self, tail: &tailer::Tail, tool_id: &str) -> Result<crate::model::Dialog, RunError> {
+        answer_guard::check(tail.live_dialog(), tail.resolved(), tail.answered(), tool_id)?;
+        let dialog = tail.live_dialog().cloned().ok_or(RunError::NoDialog)?;
+        if !dialog.answerable {
+            return Err(RunError::NotAnswerable);
+        }
+        Ok(dialog)
     }
 
     fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
@@ -955,7 +1078,7 @@ impl Runs {
 /// has taken it in (blocking).
 fn type_text(tmux: &Tmux, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
     tmux.paste(target, buffer, text)?;
-    std::thread::sleep(input::enter_delay(text.len(), keystrokes::KEY_DELAY));
+    std::thread::sleep(input::enter_delay(text.len(), input::PASTE_SETTLE));
     tmux.send_key(target, "Enter")
 }
 

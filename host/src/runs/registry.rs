@@ -89,8 +89,8 @@ pub fn damaged(path: &Path, why: &str) -> anyhow::Error {
          (mv {p} {a}) and lab starts with an empty registry; runs in tmux keep going, but lab no \
          longer lists the old ones",
         path = path.display(),
-        p = lab_provider_sdk::shell::quote(&path.to_string_lossy()),
-        a = lab_provider_sdk::shell::quote(&aside),
+        p = crate::shell::quote(&path.to_string_lossy()),
+        a = crate::shell::quote(&aside),
     )
 }
 

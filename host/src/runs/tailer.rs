@@ -1,13 +1,15 @@
 //! The tailer: follows one run's transcript incrementally (only appended bytes are
-//! read; a partial last line waits for its newline), plus its spool and marker, and
-//! keeps the facts the view is derived from. The files are read here; the decisions
-//! are in [`super::view`] and [`super::answer_guard`].
+//! read; a partial last line waits for its newline), plus its spool, marker and
+//! session file, and keeps the facts the view is derived from. The files are read
+//! here; the decisions are in [`super::view`], [`super::answer_guard`] and
+//! [`super::spool`].
 
+use super::spool;
 use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
 use crate::components::{CallError, ProviderHandle};
 use crate::fsutil;
+use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
 use crate::paths::{RunFiles, RunId};
-use lab_provider_sdk::{ParseOutput, ToolCall, TurnSignal};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -94,18 +96,29 @@ pub struct Tail {
     transcript_modified: Option<SystemTime>,
     messages: SharedMessages,
     turn: Option<TurnSignal>,
+    /// When an idle turn signal was last taken in.
+    idle_since: Option<SystemTime>,
     /// The newest message timestamp the transcript has shown (see [`late_flush`]).
     newest: Option<SystemTime>,
     pub session_id: Option<String>,
     resolved: HashSet<String>,
     /// Tool calls seen in the transcript, oldest first.
-    tool_calls: Vec<ToolCall>,
-    mapped: HashMap<String, Option<lab_provider_sdk::Dialog>>,
+    tool_calls: Vec<ToolUse>,
+    mapped: HashMap<String, Option<Dialog>>,
     /// When each tool call was first seen (for the spool grace period).
     first_seen: HashMap<String, std::time::Instant>,
 
     spool_sig: Option<FileSig>,
     spool: Option<SpoolFact>,
+    /// How many tool calls the transcript had when the spool was last parsed.
+    spool_calls_seen: usize,
+    /// The transcript is named by the session-info channel, not known yet.
+    awaiting_session: bool,
+    session_sig: Option<FileSig>,
+    /// A prompt read off the screen and still shown there.
+    screen: Option<Dialog>,
+    /// When that prompt was first read.
+    screen_seen: Option<SystemTime>,
     marker_sig: Option<FileSig>,
     marker: Option<MarkerFact>,
     hook_cleared: HashSet<String>,
@@ -130,6 +143,11 @@ impl Tail {
         }
     }
 
+    /// The transcript is not known at spawn: the session-info channel will name it.
+    pub fn await_session_info(&mut self) {
+        self.awaiting_session = self.transcript.is_none();
+    }
+
     /// A run whose provider is not loaded: nothing can be read, only shown as is.
     pub fn new_inert(run: RunId, files: RunFiles) -> Tail {
         Tail {
@@ -146,6 +164,7 @@ impl Tail {
             transcript_modified: None,
             messages: Arc::new(RwLock::new(Vec::new())),
             turn: None,
+            idle_since: None,
             newest: None,
             session_id: None,
             resolved: HashSet::new(),
@@ -154,6 +173,11 @@ impl Tail {
             first_seen: HashMap::new(),
             spool_sig: None,
             spool: None,
+            spool_calls_seen: 0,
+            awaiting_session: false,
+            session_sig: None,
+            screen: None,
+            screen_seen: None,
             marker_sig: None,
             marker: None,
             hook_cleared: HashSet::new(),
@@ -174,6 +198,9 @@ impl Tail {
     /// offending bytes skipped, so one bad line cannot stop a run's chat.
     pub async fn refresh(&mut self) -> Derived {
         if !self.ended {
+            if self.awaiting_session {
+                self.refresh_session().await;
+            }
             self.refresh_transcript().await;
             if self.hooker {
                 self.refresh_spool().await;
@@ -234,6 +261,7 @@ impl Tail {
         self.transcript_sig = None;
         self.messages.write().unwrap().clear();
         self.turn = None;
+        self.idle_since = None;
         self.newest = None;
         self.resolved.clear();
         self.tool_calls.clear();
@@ -285,23 +313,24 @@ impl Tail {
         }
         let mut msgs = self.messages.write().unwrap();
         for m in out.messages {
-            if let Some(id) = &m.tool_use_id {
-                if m.kind == "tool_result" {
-                    self.resolved.insert(id.clone());
-                } else if m.kind == "tool_use" {
-                    self.first_seen.entry(id.clone()).or_insert_with(std::time::Instant::now);
-                    self.tool_calls.push(ToolCall {
-                        id: id.clone(),
-                        name: m.tool_name.clone().unwrap_or_default(),
-                        input: m.tool_input.clone().unwrap_or_else(|| "{}".into()),
-                    });
+            match &m.content {
+                Content::ToolResult(r) => {
+                    self.resolved.insert(r.id.clone());
                 }
+                Content::ToolUse(u) => {
+                    self.first_seen.entry(u.id.clone()).or_insert_with(std::time::Instant::now);
+                    self.tool_calls.push(u.clone());
+                }
+                _ => {}
             }
             let seq = msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
         }
         if out.turn.is_some() && !late {
             self.turn = out.turn;
+            if out.turn == Some(TurnSignal::Idle) {
+                self.idle_since = Some(SystemTime::now());
+            }
         }
         if out.session_id.is_some() {
             self.session_id = out.session_id;
@@ -309,33 +338,75 @@ impl Tail {
     }
 
     async fn refresh_spool(&mut self) {
-        let now = sig_of(&self.files.spool).map(|(s, _)| s);
-        if now == self.spool_sig {
+        let now = sig_of(&self.files.spool);
+        // A prompt whose transcript call was not known yet is parsed again once new
+        // calls arrive (the provider may find its call among them).
+        let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(|d| d.call_id.is_none()))
+            && self.tool_calls.len() > self.spool_calls_seen;
+        if now.map(|(s, _)| s) == self.spool_sig && !recheck {
             return;
         }
-        self.spool_sig = now;
+        self.spool_sig = now.map(|(s, _)| s);
         let previous = self.spool.take();
         let bytes = match now {
             None => None,
             Some(_) => fsutil::read_optional(&self.files.spool).ok().flatten(),
         };
-        let Some(bytes) = bytes else {
-            if let Some(p) = previous {
-                // Gone: the PostToolUse hook (or lab's GC) removed it.
-                self.hook_cleared.insert(p.tool_use_id);
+        let (Some(bytes), Some((sig, written))) = (bytes, now) else {
+            if let Some(d) = previous.and_then(|p| p.dialog) {
+                // Gone: a clear hook (or lab's GC) removed it.
+                self.hook_cleared.extend(spool::ids(&d));
             }
             return;
         };
         let Some(provider) = &self.provider else { return };
-        match provider.pending_dialog(bytes).await {
-            Ok(Ok(p)) => {
-                if let Some(prev) = previous.filter(|prev| prev.tool_use_id != p.tool_use_id) {
-                    self.hook_cleared.insert(prev.tool_use_id);
+        self.spool_calls_seen = self.tool_calls.len();
+        let mut open: Vec<ToolUse> =
+            self.tool_calls.iter().filter(|c| !self.resolved.contains(&c.id)).cloned().collect();
+        open.drain(..open.len().saturating_sub(16));
+        match provider.pending_dialog(bytes, open).await {
+            Ok(dialog) => {
+                let dialog = dialog.map(|d| spool::identify(d, sig.mtime_ns));
+                let before = previous.and_then(|p| p.dialog);
+                if let Some(prev) = before.filter(|p| dialog.as_ref().is_none_or(|d| d.id != p.id)) {
+                    self.hook_cleared.extend(spool::ids(&prev));
                 }
-                self.spool = Some(SpoolFact { tool_use_id: p.tool_use_id, dialog: p.dialog });
+                self.spool = Some(SpoolFact { dialog, written });
             }
-            Ok(Err(msg)) => tracing::warn!(run = %self.run, error = %msg, "ignoring a malformed spool"),
+            Err(e) if e.refusal().is_some() => {
+                tracing::warn!(run = %self.run, error = %e, "ignoring a malformed spool")
+            }
             Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the spool"),
+        }
+    }
+
+    /// Read what the session-info hook wrote: the transcript's path, once known.
+    async fn refresh_session(&mut self) {
+        let now = sig_of(&self.files.session);
+        if now.map(|(s, _)| s) == self.session_sig {
+            return;
+        }
+        self.session_sig = now.map(|(s, _)| s);
+        let Some(bytes) = fsutil::read_optional(&self.files.session).ok().flatten() else { return };
+        let Some(provider) = &self.provider else { return };
+        match provider.session_info(bytes).await {
+            Ok(facts) => {
+                if let Some(sid) = facts.session_id {
+                    self.session_id = Some(sid);
+                }
+                match facts.transcript_path.map(PathBuf::from) {
+                    Some(p) if p.is_absolute() => {
+                        tracing::info!(run = %self.run, transcript = %p.display(), "the agent named its transcript");
+                        self.transcript = Some(p);
+                        self.awaiting_session = false;
+                    }
+                    Some(p) => {
+                        tracing::warn!(run = %self.run, path = %p.display(), "ignoring a relative transcript path")
+                    }
+                    None => {}
+                }
+            }
+            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the session info"),
         }
     }
 
@@ -350,8 +421,10 @@ impl Tail {
         let Some(bytes) = fsutil::read_optional(&self.files.marker).ok().flatten() else { return };
         let Some(provider) = &self.provider else { return };
         match provider.blocked_state(bytes).await {
-            Ok(Ok(blocked)) => self.marker = Some(MarkerFact { blocked, written }),
-            Ok(Err(msg)) => tracing::warn!(run = %self.run, error = %msg, "ignoring a malformed blocked marker"),
+            Ok(blocked) => self.marker = Some(MarkerFact { blocked, written }),
+            Err(e) if e.refusal().is_some() => {
+                tracing::warn!(run = %self.run, error = %e, "ignoring a malformed blocked marker")
+            }
             Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the blocked marker"),
         }
     }
@@ -363,8 +436,8 @@ impl Tail {
             if let Err(e) = fsutil::remove_if_exists(&self.files.spool) {
                 tracing::warn!(run = %self.run, error = %e, "could not delete a stale spool");
             }
-            if let Some(s) = self.spool.take() {
-                tracing::info!(run = %self.run, tool_use_id = %s.tool_use_id, "removed a spool already resolved in the transcript");
+            if let Some(d) = self.spool.take().and_then(|s| s.dialog) {
+                tracing::info!(run = %self.run, dialog = %d.id, "removed a spool whose prompt is over");
             }
             self.spool_sig = None;
         }
@@ -372,8 +445,8 @@ impl Tail {
 
     /// The newest unresolved tool call that the provider maps to a dialog (the
     /// dormant transcript fallback). Mapper results are cached per tool call id.
-    async fn transcript_dialog(&mut self) -> Option<(lab_provider_sdk::Dialog, std::time::Duration)> {
-        let unresolved: Vec<ToolCall> =
+    async fn transcript_dialog(&mut self) -> Option<(Dialog, std::time::Duration)> {
+        let unresolved: Vec<ToolUse> =
             self.tool_calls.iter().rev().filter(|c| !self.resolved.contains(&c.id)).take(8).cloned().collect();
         for call in unresolved {
             if !self.mapped.contains_key(&call.id) {
@@ -405,6 +478,7 @@ impl Tail {
             ended: self.ended,
             message_count,
             turn: self.turn,
+            idle_since: self.idle_since,
             resolved: Some(&self.resolved),
             hook_cleared: Some(&self.hook_cleared),
             answered: Some(&self.answered),
@@ -412,6 +486,7 @@ impl Tail {
             transcript_dialog_age,
             hooker: self.hooker,
             spool: self.spool.clone(),
+            screen: self.screen.clone(),
             marker: self.marker.clone(),
             transcript_modified: self.transcript_modified,
             fallback_deep_link: self.fallback_deep_link.clone(),
@@ -427,6 +502,7 @@ impl Tail {
         }
         let transcript = self.transcript.as_deref().is_some_and(|t| sig(t) != self.transcript_seen);
         transcript
+            || (self.awaiting_session && sig(&self.files.session) != self.session_sig)
             || (self.hooker && (sig(&self.files.spool) != self.spool_sig || sig(&self.files.marker) != self.marker_sig))
     }
 
@@ -445,8 +521,46 @@ impl Tail {
             .min()
     }
 
-    pub fn spool(&self) -> Option<&SpoolFact> {
-        self.spool.as_ref()
+    /// The live prompt lab may answer: the spooled one (if its prompt is not over), else
+    /// the one on screen.
+    pub fn live_dialog(&self) -> Option<&Dialog> {
+        let spooled = self
+            .spool
+            .as_ref()
+            .filter(|s| view::spool_is_live(s, Some(&self.resolved), self.idle_since))
+            .and_then(|s| s.dialog.as_ref());
+        spooled.or(self.screen.as_ref())
+    }
+
+    /// When the live prompt was captured (the spool's write time), for the drawn-wait.
+    pub fn live_dialog_captured(&self) -> Option<SystemTime> {
+        match (&self.spool, &self.screen) {
+            (Some(s), _) if s.dialog.is_some() => Some(s.written),
+            (_, Some(_)) => self.screen_seen,
+            _ => None,
+        }
+    }
+
+    /// What the screen shows now, as the provider read it (None: no prompt there).
+    pub fn set_screen(&mut self, dialog: Option<Dialog>) {
+        if dialog.as_ref().map(|d| &d.id) != self.screen.as_ref().map(|d| &d.id) {
+            self.screen_seen = dialog.as_ref().map(|_| SystemTime::now());
+        }
+        self.screen = dialog;
+    }
+
+    pub fn screen(&self) -> Option<&Dialog> {
+        self.screen.as_ref()
+    }
+
+    /// How many messages the transcript has given so far.
+    pub fn message_count(&self) -> usize {
+        self.messages.read().unwrap().len()
+    }
+
+    /// Whether a spool (of any kind) is present.
+    pub fn has_spool(&self) -> bool {
+        self.spool.is_some()
     }
 
     pub fn resolved(&self) -> &HashSet<String> {
@@ -603,7 +717,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut tail = hooker_tail(d.path());
         assert_eq!(tail.grace_remaining(), None);
-        let call = |id: &str| ToolCall { id: id.into(), name: "Ask".into(), input: "{}".into() };
+        let call =
+            |id: &str| ToolUse { id: id.into(), name: "Ask".into(), input_json: "{}".into(), summary: "Ask".into() };
         tail.tool_calls.push(call("old"));
         tail.first_seen.insert("old".into(), std::time::Instant::now() - view::SPOOL_GRACE * 2);
         assert_eq!(tail.grace_remaining(), None, "its grace is over");

@@ -1,28 +1,30 @@
 //! State derivation: the run's view (what `GET /runs/{id}/messages` returns) from the
-//! transcript-derived facts plus the live overlays (spool → pending dialog, marker →
-//! blocked). Pure: every input is a value, so each rule is unit-tested here.
+//! transcript-derived facts plus the live overlays (spool → pending dialog, screen →
+//! pending dialog, marker → blocked). Pure: every input is a value, so each rule is
+//! unit-tested here.
 //!
 //! Rules, in order:
 //! 1. An ended run is `ended`, with no dialog and no block.
-//! 2. A spool whose tool call is already resolved in the transcript (tool_result seen)
-//!    is suppressed — the backstop for Esc, auto-continue, process death or a missed
-//!    PostToolUse hook.
-//! 3. The pending dialog is the live spool's (source `spool`), else the newest
-//!    unresolved dialog tool call in the transcript (source `transcript`, the dormant
-//!    fallback), unless the hook already cleared that very id (so a PostToolUse that
-//!    lands before the tool_result line does not make the dialog flicker back).
-//!    Spool and transcript describing the same id are one dialog. For a provider
-//!    with the dialog-hooker capability the spool is authoritative: the fallback only
-//!    lights up once the tool call has waited [`SPOOL_GRACE`] without a spool (hooks
-//!    missing or broken), so a transcript line that lands before the spool never
-//!    shows the dialog twice (read-only, then answerable).
+//! 2. A spooled prompt is over (suppressed, and its spool deleted) once its transcript
+//!    call (`call_id`) has a result — the backstop for Esc, auto-continue, process death
+//!    or a missed clear hook — or, for a prompt with no known call, once the agent
+//!    ended a turn after the spool was written.
+//! 3. The pending dialog is the live spool's (source `spool`), else one read off the
+//!    screen (source `screen`), else the newest unresolved dialog tool call in the
+//!    transcript (source `transcript`, the dormant fallback), unless the hook already
+//!    cleared that very id (so a clear that lands before the result line does not make
+//!    the dialog flicker back). Spool and transcript describing the same call are one
+//!    dialog. For a provider with the dialog-hooker capability the spool is
+//!    authoritative: the fallback only lights up once the tool call has waited
+//!    [`SPOOL_GRACE`] without a spool (hooks missing or broken), so a transcript line
+//!    that lands before the spool never shows the dialog twice.
 //! 4. The blocked marker is live while the transcript has not changed since it was
 //!    written (mtime comparison: the transcript "advanced past the block").
 //! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
 //!    yet → `starting`; last turn signal idle → `idle`; otherwise `working`.
 
-use lab_provider_sdk::{Blocked, Dialog, Message, TurnSignal};
-use serde::Serialize;
+use crate::model::{Blocked, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal};
+use serde::{Serialize, Serializer};
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
@@ -45,22 +47,86 @@ pub enum RunState {
 #[serde(rename_all = "snake_case")]
 pub enum DialogSource {
     Spool,
+    Screen,
     Transcript,
 }
 
-/// `Dialog` as the API shows it: the provider's dialog plus where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The dialog as the API shows it: the provider's dialog plus where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingDialog {
-    #[serde(flatten)]
     pub dialog: Dialog,
     pub source: DialogSource,
 }
 
-/// A transcript message with its stable sequence number.
+#[derive(Serialize)]
+struct PermissionJson<'a> {
+    tool: &'a str,
+    summary: &'a str,
+    reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct GenericJson<'a> {
+    title: &'a str,
+    text: &'a str,
+}
+
+/// `pending_dialog` in the view (docs/api.md): one flat object for every kind.
+#[derive(Serialize)]
+struct DialogJson<'a> {
+    tool_id: &'a str,
+    call_id: Option<&'a str>,
+    tool_name: &'a str,
+    kind: &'static str,
+    answerable: bool,
+    questions: &'a [Question],
+    plan: Option<&'a str>,
+    options: &'a [DialogOption],
+    feedback_option: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission: Option<PermissionJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generic: Option<GenericJson<'a>>,
+    deep_link: Option<&'a str>,
+    source: DialogSource,
+}
+
+impl Serialize for PendingDialog {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = &self.dialog;
+        let (plan, feedback_option, permission, generic) = match &d.body {
+            DialogBody::Question(_) => (None, None, None, None),
+            DialogBody::Plan { plan, feedback_option, .. } => (plan.as_deref(), *feedback_option, None, None),
+            DialogBody::Permission { tool, summary, reason, feedback_option, .. } => {
+                (None, *feedback_option, Some(PermissionJson { tool, summary, reason: reason.as_deref() }), None)
+            }
+            DialogBody::Generic { title, text, .. } => (None, None, None, Some(GenericJson { title, text })),
+        };
+        DialogJson {
+            tool_id: &d.id,
+            call_id: d.call_id.as_deref(),
+            tool_name: &d.tool_name,
+            kind: d.kind(),
+            answerable: d.answerable,
+            questions: d.questions(),
+            plan,
+            options: d.options(),
+            feedback_option,
+            permission,
+            generic,
+            deep_link: d.deep_link.as_deref(),
+            source: self.source,
+        }
+        .serialize(s)
+    }
+}
+
+/// A transcript message with its stable sequence number, as the API shows it:
+/// `kind` is "text", "thinking", "tool_use", "tool_result" or the provider's own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SeqMessage {
     pub seq: u64,
-    pub role: lab_provider_sdk::Role,
+    pub role: Role,
     pub kind: String,
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,25 +143,50 @@ pub struct SeqMessage {
 
 impl SeqMessage {
     pub fn new(seq: u64, m: Message) -> Self {
-        SeqMessage {
+        let plain = |kind: &str, text: String| SeqMessage {
             seq,
             role: m.role,
-            kind: m.kind,
-            text: m.text,
-            tool_use_id: m.tool_use_id,
-            tool_name: m.tool_name,
-            input: m.tool_input.and_then(|t| serde_json::from_str(&t).ok()),
-            is_error: m.is_error,
-            timestamp: m.timestamp,
+            kind: kind.to_string(),
+            text,
+            tool_use_id: None,
+            tool_name: None,
+            input: None,
+            is_error: false,
+            timestamp: m.timestamp.clone(),
+        };
+        match m.content {
+            Content::Text(t) => plain("text", t),
+            Content::Thinking(t) => plain("thinking", t),
+            Content::Other { kind, text } => plain(&kind, text),
+            Content::ToolUse(u) => SeqMessage {
+                tool_use_id: Some(u.id),
+                tool_name: Some(u.name),
+                input: serde_json::from_str(&u.input_json).ok(),
+                ..plain("tool_use", u.summary)
+            },
+            Content::ToolResult(r) => {
+                SeqMessage { tool_use_id: Some(r.id), is_error: r.is_error, ..plain("tool_result", r.text) }
+            }
         }
+    }
+
+    /// The call id of a tool_use message.
+    pub fn call(&self) -> Option<&str> {
+        (self.kind == "tool_use").then_some(self.tool_use_id.as_deref()).flatten()
+    }
+
+    /// The call id a tool_result message answers.
+    pub fn result_of(&self) -> Option<&str> {
+        (self.kind == "tool_result").then_some(self.tool_use_id.as_deref()).flatten()
     }
 }
 
-/// The live spool, parsed by the provider.
+/// The live spool, parsed by the provider, with the file's modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolFact {
-    pub tool_use_id: String,
+    /// None: the payload is not a prompt (nothing to show).
     pub dialog: Option<Dialog>,
+    pub written: SystemTime,
 }
 
 /// The live marker, parsed by the provider, with the file's modification time.
@@ -111,9 +202,11 @@ pub struct Facts<'a> {
     pub ended: bool,
     pub message_count: usize,
     pub turn: Option<TurnSignal>,
+    /// When the tailer last took in an idle turn signal.
+    pub idle_since: Option<SystemTime>,
     /// Tool call ids with a tool_result in the transcript.
     pub resolved: Option<&'a HashSet<String>>,
-    /// Ids whose spool the PostToolUse hook removed.
+    /// Ids whose spool a clear hook removed.
     pub hook_cleared: Option<&'a HashSet<String>>,
     /// Ids lab already played an answer for (no second answer; shown, not answerable).
     pub answered: Option<&'a HashSet<String>>,
@@ -124,6 +217,8 @@ pub struct Facts<'a> {
     /// The provider captures dialogs live (its spool is authoritative).
     pub hooker: bool,
     pub spool: Option<SpoolFact>,
+    /// A prompt read off the agent's screen (still shown there).
+    pub screen: Option<Dialog>,
     pub marker: Option<MarkerFact>,
     /// When the transcript last changed (None: no transcript yet).
     pub transcript_modified: Option<SystemTime>,
@@ -137,7 +232,7 @@ pub struct Derived {
     pub state: RunState,
     pub pending_dialog: Option<PendingDialog>,
     pub blocked: Option<Blocked>,
-    /// The spool is present but resolved: delete it (GC).
+    /// The spool is present but over: delete it (GC).
     pub spool_is_stale: bool,
     /// The agent's last turn signal was idle: it ended its turn (whatever overlay the
     /// state shows), so a block raised since is the agent waiting for a message.
@@ -148,9 +243,14 @@ fn contains(set: Option<&HashSet<String>>, id: &str) -> bool {
     set.is_some_and(|s| s.contains(id))
 }
 
-/// Is the spool live (present and not yet resolved in the transcript)?
-pub fn spool_is_live(spool: &SpoolFact, resolved: Option<&HashSet<String>>) -> bool {
-    !contains(resolved, &spool.tool_use_id)
+/// Is the spool live (present and its prompt not over, rule 2)?
+pub fn spool_is_live(spool: &SpoolFact, resolved: Option<&HashSet<String>>, idle_since: Option<SystemTime>) -> bool {
+    match spool.dialog.as_ref().map(|d| d.call_id.as_deref()) {
+        Some(Some(call)) => !contains(resolved, call),
+        Some(None) => idle_since.is_none_or(|idle| idle < spool.written),
+        // Not a prompt: nothing to be over.
+        None => true,
+    }
 }
 
 pub fn derive(f: &Facts<'_>) -> Derived {
@@ -163,7 +263,7 @@ pub fn derive(f: &Facts<'_>) -> Derived {
             turn_idle: false,
         };
     }
-    let live_spool = f.spool.as_ref().filter(|s| spool_is_live(s, f.resolved));
+    let live_spool = f.spool.as_ref().filter(|s| spool_is_live(s, f.resolved, f.idle_since));
     let spool_is_stale = f.spool.is_some() && live_spool.is_none();
 
     let mut pending = match live_spool {
@@ -171,17 +271,25 @@ pub fn derive(f: &Facts<'_>) -> Derived {
         None => None,
     };
     if pending.is_none() && live_spool.is_none() {
+        pending = f.screen.clone().map(|dialog| PendingDialog { dialog, source: DialogSource::Screen });
+    }
+    if pending.is_none() && live_spool.is_none() {
         pending = f
             .transcript_dialog
             .as_ref()
-            .filter(|d| !contains(f.resolved, &d.tool_id) && !contains(f.hook_cleared, &d.tool_id))
+            .filter(|d| {
+                let call = d.call_id.as_deref().unwrap_or(&d.id);
+                !contains(f.resolved, call) && !contains(f.hook_cleared, call)
+            })
             .filter(|_| !f.hooker || f.transcript_dialog_age >= SPOOL_GRACE)
             .map(|d| PendingDialog { dialog: d.clone(), source: DialogSource::Transcript });
     }
     if let Some(p) = pending.as_mut() {
-        // Only a spooled dialog can pass the answer guard, and only once.
-        p.dialog.answerable =
-            p.dialog.answerable && p.source == DialogSource::Spool && !contains(f.answered, &p.dialog.tool_id);
+        // Only a live dialog (spooled or on screen) can pass the answer guard, and only once.
+        p.dialog.answerable = p.dialog.answerable
+            && f.hooker
+            && p.source != DialogSource::Transcript
+            && !contains(f.answered, &p.dialog.id);
         if p.dialog.deep_link.is_none() {
             p.dialog.deep_link = f.fallback_deep_link.clone();
         }
@@ -207,28 +315,48 @@ pub fn derive(f: &Facts<'_>) -> Derived {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lab_provider_sdk::{DialogKind, DialogOption, Question};
     use std::time::Duration;
 
     fn dialog(id: &str) -> Dialog {
         Dialog {
-            tool_id: id.into(),
+            id: id.into(),
+            call_id: Some(id.into()),
             tool_name: "Ask".into(),
-            kind: DialogKind::Question,
-            answerable: true,
-            questions: vec![Question {
+            body: DialogBody::Question(vec![Question {
                 header: "H".into(),
                 question: "Q?".into(),
                 multi_select: false,
                 options: vec![DialogOption { label: "a".into(), description: "".into() }],
-            }],
-            plan: None,
+            }]),
+            answerable: true,
             deep_link: None,
         }
     }
 
     fn spool(id: &str) -> SpoolFact {
-        SpoolFact { tool_use_id: id.into(), dialog: Some(dialog(id)) }
+        SpoolFact { dialog: Some(dialog(id)), written: t(100) }
+    }
+
+    /// A permission prompt: no transcript call known.
+    fn permission(id: &str, written: SystemTime) -> SpoolFact {
+        let body = DialogBody::Permission {
+            tool: "Shell".into(),
+            summary: "rm -rf build".into(),
+            reason: None,
+            options: vec![DialogOption { label: "Yes".into(), description: "".into() }],
+            feedback_option: None,
+        };
+        SpoolFact {
+            dialog: Some(Dialog {
+                id: id.into(),
+                call_id: None,
+                tool_name: "Shell".into(),
+                body,
+                answerable: true,
+                deep_link: None,
+            }),
+            written,
+        }
     }
 
     fn set(ids: &[&str]) -> HashSet<String> {
@@ -252,8 +380,13 @@ mod tests {
 
     #[test]
     fn a_live_spool_overlays_a_question() {
-        let f =
-            Facts { message_count: 2, turn: Some(TurnSignal::Working), spool: Some(spool("t1")), ..Default::default() };
+        let f = Facts {
+            message_count: 2,
+            turn: Some(TurnSignal::Working),
+            spool: Some(spool("t1")),
+            hooker: true,
+            ..Default::default()
+        };
         let d = derive(&f);
         assert_eq!(d.state, RunState::Question);
         let p = d.pending_dialog.unwrap();
@@ -271,7 +404,7 @@ mod tests {
             ..Default::default()
         };
         let p = derive(&f).pending_dialog.unwrap();
-        assert_eq!((p.source, p.dialog.tool_id.as_str()), (DialogSource::Spool, "t1"));
+        assert_eq!((p.source, p.dialog.id.as_str()), (DialogSource::Spool, "t1"));
     }
 
     #[test]
@@ -344,7 +477,7 @@ mod tests {
     fn a_spool_for_a_non_dialog_tool_hides_the_transcript_fallback_but_shows_nothing() {
         let f = Facts {
             message_count: 2,
-            spool: Some(SpoolFact { tool_use_id: "t2".into(), dialog: None }),
+            spool: Some(SpoolFact { dialog: None, written: t(1) }),
             transcript_dialog: Some(dialog("t1")),
             ..Default::default()
         };
@@ -354,7 +487,7 @@ mod tests {
     #[test]
     fn the_marker_is_live_until_the_transcript_advances() {
         let marker = MarkerFact {
-            blocked: Blocked { notification_type: "permission_prompt".into(), message: "needs permission".into() },
+            blocked: Blocked { kind: "permission_prompt".into(), message: "needs permission".into() },
             written: t(100),
         };
         let mut f = Facts {
@@ -366,7 +499,7 @@ mod tests {
         };
         let d = derive(&f);
         assert_eq!(d.state, RunState::NeedsInput);
-        assert_eq!(d.blocked.unwrap().notification_type, "permission_prompt");
+        assert_eq!(d.blocked.unwrap().kind, "permission_prompt");
         f.transcript_modified = Some(t(101));
         let d = derive(&f);
         assert_eq!(d.state, RunState::Working);
@@ -379,7 +512,7 @@ mod tests {
             message_count: 2,
             spool: Some(spool("t1")),
             marker: Some(MarkerFact {
-                blocked: Blocked { notification_type: "permission_prompt".into(), message: "m".into() },
+                blocked: Blocked { kind: "permission_prompt".into(), message: "m".into() },
                 written: t(100),
             }),
             transcript_modified: Some(t(50)),
@@ -408,5 +541,61 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(derive(&f).pending_dialog.unwrap().dialog.deep_link.as_deref(), Some("/#/runs/r/terminal"));
+    }
+
+    #[test]
+    fn a_prompt_without_a_known_call_is_over_when_a_turn_ends_after_it() {
+        let mut f = Facts {
+            message_count: 2,
+            hooker: true,
+            spool: Some(permission("p1", t(100))),
+            idle_since: Some(t(90)),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Question);
+        let p = d.pending_dialog.unwrap();
+        assert!(p.dialog.answerable);
+        assert_eq!(p.dialog.kind(), "permission");
+        f.idle_since = Some(t(101));
+        let d = derive(&f);
+        assert!(d.pending_dialog.is_none());
+        assert!(d.spool_is_stale);
+    }
+
+    #[test]
+    fn a_screen_dialog_shows_when_nothing_is_spooled_and_is_answerable_once() {
+        let mut screen = dialog("trust");
+        screen.call_id = None;
+        let answered = set(&["trust"]);
+        let mut f = Facts { hooker: true, screen: Some(screen), ..Default::default() };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::Question);
+        let p = d.pending_dialog.unwrap();
+        assert_eq!(p.source, DialogSource::Screen);
+        assert!(p.dialog.answerable);
+        f.answered = Some(&answered);
+        assert!(!derive(&f).pending_dialog.unwrap().dialog.answerable);
+        // A live spool wins over the screen.
+        f.spool = Some(spool("t1"));
+        assert_eq!(derive(&f).pending_dialog.unwrap().source, DialogSource::Spool);
+    }
+
+    #[test]
+    fn the_api_shape_of_each_dialog_kind() {
+        let p = PendingDialog { dialog: dialog("t1"), source: DialogSource::Spool };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["tool_id"], "t1");
+        assert_eq!(v["kind"], "question");
+        assert_eq!(v["questions"][0]["options"][0]["label"], "a");
+        assert_eq!(v["source"], "spool");
+        assert!(v.get("permission").is_none());
+        let p = PendingDialog { dialog: permission("p1", t(1)).dialog.unwrap(), source: DialogSource::Spool };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["kind"], "permission");
+        assert_eq!(v["permission"]["summary"], "rm -rf build");
+        assert_eq!(v["options"][0]["label"], "Yes");
+        assert_eq!(v["call_id"], serde_json::Value::Null);
+        assert_eq!(v["questions"], serde_json::json!([]));
     }
 }

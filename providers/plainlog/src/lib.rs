@@ -15,8 +15,8 @@
 //! worked example.
 
 use lab_provider_sdk::{
-    json, jsonl, Content, Dialog, DialogBody, DialogOption, LaunchRequest, LaunchSpec, Message, ParseOutput,
-    Provider, ProviderInfo, Question, Role, Samples, ToolResult, ToolUse, TranscriptLocation, TurnSignal,
+    json, jsonl, Content, Dialog, DialogBody, DialogOption, LaunchRequest, LaunchSpec, Message, ParseOutput, Provider,
+    ProviderInfo, Question, Role, Samples, ToolResult, ToolUse, TranscriptLocation, TurnSignal,
 };
 use serde_json::Value;
 
@@ -188,7 +188,8 @@ garbage
             name: "run".into(),
             input_json: "{}".into(),
             summary: "run".into(),
-        }).is_none());
+        })
+        .is_none());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! POSIX shell quoting, for building hook commands.
+//! POSIX shell quoting: hook commands, attach commands, hints printed for the operator.
 
 /// Quote `s` as one POSIX shell word. Plain words stay as they are.
 pub fn quote(s: &str) -> String {

@@ -1,0 +1,276 @@
+//! The host's own model of what providers say: every WIT version a component may be
+//! built against is converted into these types in one place per version
+//! (`components::v0_1_0`, `components::v0_2_0`), and the rest of the host speaks only
+//! these. They carry no agent knowledge: what a dialog looks like, how to answer it
+//! and how long to wait is data from the provider.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Who a provider is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProviderInfo {
+    pub name: String,
+    /// What the UI calls the agent.
+    pub display_name: String,
+    pub version: String,
+    pub description: String,
+    pub default_program: String,
+    /// What `permission_mode` accepts; the first is the UI's default.
+    pub permission_modes: Vec<String>,
+}
+
+/// A lab channel an agent hook feeds (the `lab hook` verb the host builds for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    DialogSpool,
+    /// Clear the spool when these JSON pointers are equal in the payload and the spool.
+    DialogClear(Vec<String>),
+    BlockedMarker,
+    SessionInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookBinding {
+    pub event: String,
+    pub matcher: Option<String>,
+    pub channel: Channel,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    pub binding: HookBinding,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRequest {
+    pub run_id: String,
+    pub session_id: String,
+    pub workdir: String,
+    pub prompt: String,
+    pub permission_mode: Option<String>,
+    pub program: String,
+    pub env: Vec<(String, String)>,
+    pub hooks: Vec<HookCommand>,
+    pub settings_path: Option<String>,
+}
+
+/// Where the agent's transcript is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transcript {
+    Path(String),
+    /// Named later through the session-info channel.
+    FromSessionInfo,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchSpec {
+    pub argv: Vec<String>,
+    pub transcript: Transcript,
+    pub session_id: Option<String>,
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    pub input_json: String,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub id: String,
+    pub text: String,
+    pub is_error: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    Text(String),
+    Thinking(String),
+    ToolUse(ToolUse),
+    ToolResult(ToolResult),
+    Other { kind: String, text: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Content,
+    pub timestamp: String,
+}
+
+impl Message {
+    pub fn text(role: Role, text: impl Into<String>, timestamp: impl Into<String>) -> Self {
+        Message { role, content: Content::Text(text.into()), timestamp: timestamp.into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnSignal {
+    Working,
+    Idle,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub line: u32,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParseOutput {
+    pub messages: Vec<Message>,
+    pub turn: Option<TurnSignal>,
+    pub session_id: Option<String>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DialogOption {
+    pub label: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Question {
+    pub header: String,
+    pub question: String,
+    pub multi_select: bool,
+    pub options: Vec<DialogOption>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialogBody {
+    Question(Vec<Question>),
+    Plan {
+        plan: Option<String>,
+        options: Vec<DialogOption>,
+        feedback_option: Option<u32>,
+    },
+    Permission {
+        tool: String,
+        summary: String,
+        reason: Option<String>,
+        options: Vec<DialogOption>,
+        feedback_option: Option<u32>,
+    },
+    Generic {
+        title: String,
+        text: String,
+        options: Vec<DialogOption>,
+    },
+}
+
+/// A prompt the agent waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    /// The answer-guard token.
+    pub id: String,
+    /// The transcript tool call the prompt is about, when known.
+    pub call_id: Option<String>,
+    pub tool_name: String,
+    pub body: DialogBody,
+    pub answerable: bool,
+    pub deep_link: Option<String>,
+}
+
+impl Dialog {
+    /// "question", "plan", "permission" or "generic".
+    pub fn kind(&self) -> &'static str {
+        match &self.body {
+            DialogBody::Question(_) => "question",
+            DialogBody::Plan { .. } => "plan",
+            DialogBody::Permission { .. } => "permission",
+            DialogBody::Generic { .. } => "generic",
+        }
+    }
+
+    pub fn questions(&self) -> &[Question] {
+        match &self.body {
+            DialogBody::Question(q) => q,
+            _ => &[],
+        }
+    }
+
+    /// The options of a plan, permission or generic dialog (empty for questions).
+    pub fn options(&self) -> &[DialogOption] {
+        match &self.body {
+            DialogBody::Question(_) => &[],
+            DialogBody::Plan { options, .. }
+            | DialogBody::Permission { options, .. }
+            | DialogBody::Generic { options, .. } => options,
+        }
+    }
+
+    /// One line for humans: the first question, the permission's summary, the title.
+    pub fn headline(&self) -> String {
+        match &self.body {
+            DialogBody::Question(q) => q.first().map(|q| q.question.clone()).unwrap_or_default(),
+            DialogBody::Plan { .. } => format!("{}: a plan to approve", self.tool_name),
+            DialogBody::Permission { tool, summary, .. } => format!("{tool}: {summary}"),
+            DialogBody::Generic { title, .. } => title.clone(),
+        }
+    }
+}
+
+/// The operator's answer to one question (or to a plan, permission or generic prompt).
+/// JSON: `{"option": i}`, `{"options": [i, …]}`, `{"other": "text"}`,
+/// `{"feedback": {"option": i, "text": "…"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Answer {
+    Option(u32),
+    Options(Vec<u32>),
+    Other(String),
+    Feedback { option: u32, text: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyOp {
+    Key(String),
+    Literal(String),
+}
+
+/// How to answer, from the provider: wait until the prompt is drawn (at most
+/// `drawn_within`), then play `steps` with `pause` after each but the last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerPlan {
+    pub drawn_within: Duration,
+    pub pause: Duration,
+    pub steps: Vec<KeyOp>,
+}
+
+/// Why the agent is blocked (the marker). JSON keeps the documented field names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocked {
+    #[serde(rename = "notification_type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFacts {
+    pub transcript_path: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// `lab providers check`'s self-test samples.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Samples {
+    pub transcript_lines: Vec<String>,
+    pub dialog_calls: Vec<ToolUse>,
+}
