@@ -259,9 +259,13 @@ async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
         .map(|(f, _)| {
             json!({
                 "name": f.info.name,
+                "display_name": f.info.display_name,
                 "version": f.info.version,
                 "description": f.info.description,
+                "permission_modes": f.info.permission_modes,
                 "dialog_hooker": f.dialog_hooker,
+                "screen_reader": f.capabilities.screen_reader,
+                "wit": f.capabilities.version.package(),
             })
         })
         .collect();
