@@ -47,6 +47,8 @@
 //!   carries the `function_call_output`; Esc cancels: the command does not run, no
 //!   request follows, the rollout records "aborted by user" and `turn_aborted`, and
 //!   PostToolUse does not fire; without escalation the command runs without a prompt;
+//! * a key sent 0.5 s after the prompt is drawn is taken (`APPROVAL_SETTLE`; sent at once
+//!   it is sometimes dropped);
 //! * one Ctrl-C at the idle prompt ends codex (with `--no-daemon`) and prints
 //!   `codex resume <session id>`.
 //!
@@ -72,6 +74,10 @@ const PINNED_VERSION: &str = "0.169.0";
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 const APPROVAL_PROMPT: &str = "Would you like to run the following command?";
+/// How long after the approval prompt is drawn a key is sent. Sooner, codex 0.169.0 can
+/// drop the key (y and Esc alike; ~1 in 10 with two codex processes on 2 cores, when
+/// sent the moment the prompt appears); 0.5 s was never seen to lose one.
+const APPROVAL_SETTLE: Duration = Duration::from_millis(500);
 const HOOK_EVENTS: [&str; 6] =
     ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop"];
 const API_KEY: &str = "standin-key-0123456789";
@@ -299,6 +305,12 @@ enabled = false
             .unwrap_or_default()
     }
 
+    /// Sends `key` once `APPROVAL_SETTLE` has passed since the prompt was seen at `shown`.
+    fn answer_prompt(&self, shown: Instant, key: &str) {
+        thread::sleep(APPROVAL_SETTLE.saturating_sub(shown.elapsed()));
+        self.keys(&[key]);
+    }
+
     fn wait_screen(&self, needle: &str, timeout: Duration) -> String {
         let deadline = Instant::now() + timeout;
         loop {
@@ -404,8 +416,11 @@ enabled = false
             );
             assert_eq!(r.header("authorization"), Some(format!("Bearer {API_KEY}").as_str()));
         }
-        let titles = reqs.iter().filter(|r| r.kind == responses_standin::RequestKind::Title).count();
-        assert_eq!(titles, 1, "one title request per thread");
+        let titles: Vec<_> = reqs.iter().filter(|r| r.kind == responses_standin::RequestKind::Title).collect();
+        assert_eq!(titles.len(), 1, "one title request per thread");
+        let format = &titles[0].body["text"]["format"];
+        assert_eq!(format["type"], "json_schema", "the title request asks for structured output");
+        assert_eq!(format["schema"]["required"], serde_json::json!(["title"]));
         let beyond: Vec<String> = self.trap.seen().into_iter().filter(|l| !l.starts_with(ANNOUNCEMENT_TIP)).collect();
         assert_eq!(beyond, Vec::<String>::new(), "codex tried to reach the network beyond loopback");
     }
@@ -548,6 +563,7 @@ fn approval_prompt_y_runs_the_command() {
     w.launch(&bin, "please TOUCHME");
 
     let screen = w.wait_screen(APPROVAL_PROMPT, LAUNCH_TIMEOUT);
+    let shown = Instant::now();
     for want in [
         "Environment: local",
         &format!("Reason: {justification}"),
@@ -577,7 +593,7 @@ fn approval_prompt_y_runs_the_command() {
     assert!(!has_output_for(&lines, &call.call_id), "the rollout has no record of the pending approval");
     assert!(w.hooks("PostToolUse").is_empty());
 
-    w.keys(&["y"]);
+    w.answer_prompt(shown, "y");
     w.wait_for("approved.txt to be created", STEP_TIMEOUT, || w.work.join("approved.txt").exists());
     let output = w.standin.wait_for_output(&call.call_id, STEP_TIMEOUT).expect("function_call_output after approval");
     assert!(output.contains("Process exited with code 0"), "{output}");
@@ -608,11 +624,12 @@ fn approval_prompt_esc_denies() {
     w.launch(&bin, "please TOUCHME, then be denied");
 
     w.wait_screen(APPROVAL_PROMPT, LAUNCH_TIMEOUT);
+    let shown = Instant::now();
     let call = w.standin.wait_for_call(0, STEP_TIMEOUT).expect("the stand-in sent the call");
     let perm = w.wait_hook("PermissionRequest", STEP_TIMEOUT);
     assert_eq!(perm["tool_input"]["command"], "touch denied.txt");
 
-    w.keys(&["Escape"]);
+    w.answer_prompt(shown, "Escape");
     let screen = w.wait_screen("You canceled the request to run touch denied.txt", STEP_TIMEOUT);
     let screen = if screen.contains("Conversation interrupted") {
         screen
