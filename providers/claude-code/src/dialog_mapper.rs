@@ -1,25 +1,26 @@
 //! The one dialog mapper: a Claude Code tool call → a lab [`Dialog`].
 //!
-//! Used for both sources of a pending dialog — a `tool_use` block in the transcript and
-//! the PreToolUse hook spool — so the two always agree.
+//! Used for every source of a pending question or plan — a `tool_use` block in the
+//! transcript and the PreToolUse hook spool — so they always agree. The dialog's `id`
+//! and `call_id` are both the tool_use id.
 //!
 //! - `AskUserQuestion` with input
 //!   `{"questions": [{"question", "header", "options": [{"label", "description"}], "multiSelect"}]}`
-//!   → kind `question`. It is answerable (lab can play keystrokes for it, see
-//!   [`crate::keystrokes`]) when it has exactly one question with at least one option;
-//!   several questions are shown in full but answered in the TUI. `header`,
-//!   `description` and `multiSelect` may be missing (→ `""`, `""`, `false`);
-//!   `question`, `options` and each option's `label` are required.
-//! - `ExitPlanMode` with input `{"plan": "<markdown>"}` → kind `plan`, never answerable
-//!   (approve/reject stays in the TUI). An input object without `plan` still maps to a
-//!   plan dialog (with no plan text): the agent is waiting on the approval either way.
+//!   → a question dialog. It is answerable (see [`crate::keystrokes`]) when every
+//!   question has at least one option. `header`, `description` and `multiSelect` may be
+//!   missing (→ `""`, `""`, `false`); `question`, `options` and each option's `label`
+//!   are required.
+//! - `ExitPlanMode` with input `{"plan": "<markdown>"}` → a plan dialog with the
+//!   options 2.1.198 draws for it ("Exit plan mode? … 1. Yes 2. No",
+//!   docs/providers/claude-code/compat.md §7c); "No" takes feedback (lab types it as the
+//!   operator's next message, which is what the TUI asks for after a rejected plan). An
+//!   input object without `plan` still maps to a plan dialog (with no plan text).
 //! - Any other tool → `None`. Input that is not JSON, or has the wrong shape for a
 //!   dialog tool → `None` (never a panic).
 //!
-//! `deep_link` is always `None`: there is no link that opens a local session's dialog;
-//! the host shows its own fallback hint.
+//! `deep_link` is always `None`: there is no link that opens a local session's dialog.
 
-use lab_provider_sdk::{Dialog, DialogKind, DialogOption, Question, ToolCall};
+use lab_provider_sdk::{Dialog, DialogBody, DialogOption, PlanBody, Question, ToolUse};
 use serde_json::Value;
 
 use crate::keystrokes;
@@ -27,40 +28,45 @@ use crate::keystrokes;
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 pub const EXIT_PLAN_MODE: &str = "ExitPlanMode";
 
+/// The options of the ExitPlanMode prompt as 2.1.198 draws them, and the one that
+/// takes feedback.
+pub fn plan_options() -> (Vec<DialogOption>, Option<u32>) {
+    (
+        vec![
+            DialogOption::new("Yes", "Approve the plan and leave plan mode"),
+            DialogOption::new("No", "Keep planning; with feedback, lab sends it as your next message"),
+        ],
+        Some(1),
+    )
+}
+
 /// Map a tool call to the dialog it opens, if it is one.
-pub fn map_dialog(call: ToolCall) -> Option<Dialog> {
-    match call.name.as_str() {
+pub fn map_dialog(call: ToolUse) -> Option<Dialog> {
+    let body = dialog_body(&call.name, &call.input_json)?;
+    let answerable = match &body {
+        DialogBody::Question(qs) => keystrokes::supports(qs),
+        _ => true,
+    };
+    Some(Dialog { call_id: Some(call.id.clone()), answerable, ..Dialog::new(call.id, call.name, body) })
+}
+
+/// The body of the dialog a dialog tool's input shows, or `None`.
+pub fn dialog_body(name: &str, input_json: &str) -> Option<DialogBody> {
+    match name {
         ASK_USER_QUESTION => {
-            let input: Value = serde_json::from_str(&call.input).ok()?;
-            let questions = questions(&input)?;
-            let answerable = keystrokes::supports(&questions);
-            Some(Dialog {
-                tool_id: call.id,
-                tool_name: call.name,
-                kind: DialogKind::Question,
-                answerable,
-                questions,
-                plan: None,
-                deep_link: None,
-            })
+            let input: Value = serde_json::from_str(input_json).ok()?;
+            Some(DialogBody::Question(questions(&input)?))
         }
         EXIT_PLAN_MODE => {
-            let input: Value = serde_json::from_str(&call.input).ok()?;
+            let input: Value = serde_json::from_str(input_json).ok()?;
             let obj = input.as_object()?;
             let plan = match obj.get("plan") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(_) => return None,
             };
-            Some(Dialog {
-                tool_id: call.id,
-                tool_name: call.name,
-                kind: DialogKind::Plan,
-                answerable: false,
-                questions: Vec::new(),
-                plan,
-                deep_link: None,
-            })
+            let (options, feedback_option) = plan_options();
+            Some(DialogBody::Plan(PlanBody { plan, options, feedback_option }))
         }
         _ => None,
     }
@@ -114,8 +120,8 @@ fn opt_str(v: Option<&Value>) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn call(name: &str, input: &str) -> ToolCall {
-        ToolCall { id: "toolu_01ABC".into(), name: name.into(), input: input.into() }
+    fn call(name: &str, input: &str) -> ToolUse {
+        ToolUse { id: "toolu_01ABC".into(), name: name.into(), input_json: input.into() }
     }
 
     const ONE: &str = r#"{"questions":[{"question":"Which database should we use?","header":"Database",
@@ -126,14 +132,14 @@ mod tests {
     #[test]
     fn one_question_is_answerable_with_labels_and_descriptions() {
         let d = map_dialog(call("AskUserQuestion", ONE)).unwrap();
-        assert_eq!(d.tool_id, "toolu_01ABC");
+        assert_eq!(d.id, "toolu_01ABC");
+        assert_eq!(d.call_id.as_deref(), Some("toolu_01ABC"));
         assert_eq!(d.tool_name, "AskUserQuestion");
-        assert_eq!(d.kind, DialogKind::Question);
+        assert_eq!(d.kind(), "question");
         assert!(d.answerable);
-        assert_eq!(d.plan, None);
         assert_eq!(d.deep_link, None);
-        assert_eq!(d.questions.len(), 1);
-        let q = &d.questions[0];
+        assert_eq!(d.questions().len(), 1);
+        let q = &d.questions()[0];
         assert_eq!(q.header, "Database");
         assert_eq!(q.question, "Which database should we use?");
         assert!(!q.multi_select);
@@ -143,16 +149,16 @@ mod tests {
     }
 
     #[test]
-    fn two_questions_show_everything_but_are_not_answerable() {
+    fn two_questions_are_shown_and_answerable() {
         let input = r#"{"questions":[
             {"question":"Which database?","header":"Database","options":[{"label":"PostgreSQL","description":"a"},{"label":"SQLite","description":"b"}],"multiSelect":false},
             {"question":"Which framework?","header":"Framework","options":[{"label":"Axum","description":"c"},{"label":"Actix","description":"d"}],"multiSelect":false}]}"#;
         let d = map_dialog(call("AskUserQuestion", input)).unwrap();
-        assert!(!d.answerable);
-        assert_eq!(d.questions.len(), 2);
-        assert_eq!(d.questions[1].header, "Framework");
-        assert_eq!(d.questions[1].options[0].label, "Axum");
-        assert_eq!(d.questions[1].options[1].description, "d");
+        assert!(d.answerable);
+        assert_eq!(d.questions().len(), 2);
+        assert_eq!(d.questions()[1].header, "Framework");
+        assert_eq!(d.questions()[1].options[0].label, "Axum");
+        assert_eq!(d.questions()[1].options[1].description, "d");
     }
 
     #[test]
@@ -160,7 +166,7 @@ mod tests {
         let input = r#"{"questions":[{"question":"Which features?","header":"Features",
             "options":[{"label":"Auth","description":"x"},{"label":"Billing","description":"y"}],"multiSelect":true}]}"#;
         let d = map_dialog(call("AskUserQuestion", input)).unwrap();
-        assert!(d.questions[0].multi_select);
+        assert!(d.questions()[0].multi_select);
         assert_eq!(d.answerable, keystrokes::MULTI_SELECT_ANSWERABLE);
     }
 
@@ -172,9 +178,9 @@ mod tests {
         ))
         .unwrap();
         assert!(d.answerable);
-        assert_eq!(d.questions[0].header, "");
-        assert_eq!(d.questions[0].options[0].description, "");
-        assert!(!d.questions[0].multi_select);
+        assert_eq!(d.questions()[0].header, "");
+        assert_eq!(d.questions()[0].options[0].description, "");
+        assert!(!d.questions()[0].multi_select);
     }
 
     #[test]
@@ -186,13 +192,18 @@ mod tests {
     #[test]
     fn exit_plan_mode_carries_the_plan() {
         let d = map_dialog(call("ExitPlanMode", r##"{"plan":"# Plan\n\n1. Add the table\n2. Migrate"}"##)).unwrap();
-        assert_eq!(d.kind, DialogKind::Plan);
-        assert!(!d.answerable);
-        assert!(d.questions.is_empty());
-        assert_eq!(d.plan.as_deref(), Some("# Plan\n\n1. Add the table\n2. Migrate"));
+        assert_eq!(d.kind(), "plan");
+        assert!(d.answerable);
+        assert_eq!((d.id.as_str(), d.call_id.as_deref()), ("toolu_01ABC", Some("toolu_01ABC")));
+        let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
+        assert_eq!(p.plan.as_deref(), Some("# Plan\n\n1. Add the table\n2. Migrate"));
+        let labels: Vec<_> = p.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["Yes", "No"]);
+        assert_eq!(p.feedback_option, Some(1));
         assert_eq!(d.deep_link, None);
         let d = map_dialog(call("ExitPlanMode", "{}")).unwrap();
-        assert_eq!(d.plan, None);
+        let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
+        assert_eq!(p.plan, None);
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! Keystroke recipes that answer a live AskUserQuestion picker (docs/compat.md §7).
+//! Answer plans: the keystrokes that answer a live Claude Code prompt
+//! (docs/providers/claude-code/compat.md §7). Every recipe here was played into the real
+//! 2.1.198 TUI, 250 ms apart, and produced the answer it claims.
 //!
-//! Keys are tmux key names; the host plays the ops in order with its fixed pause
-//! between them (250 ms — back-to-back keys raced the committing Enter ahead of the
-//! navigation), so pacing is not this module's concern.
+//! The host waits until [`crate::screen::is_drawn`] says the prompt is on screen (at
+//! most [`DRAWN_WITHIN_MS`]), then plays the steps with [`PAUSE_MS`] after each
+//! (back-to-back keys raced the committing Enter ahead of the navigation).
 //!
-//! ## Single-select (one question, N options)
+//! ## One question, single-select (N options)
 //!
 //! Rows: the N options, a synthesized "Type something." row (free text, lab's
 //! "Other"), a rule, then a synthesized "Chat about this" row. The cursor starts on
@@ -14,24 +16,17 @@
 //! - `{"other": text}` → `Down × (N + 1)`, `Up × (N − 1 + 2)`, `Down × N`, literal
 //!   `text`, `Enter`.
 //!
-//! The pinned recipe (ADR "live dialog capture", compat §7) is "normalise to the top,
-//! then `Down × i`, `Enter`", with the climb `Up × (N − 1 + 2)` on the premise that
-//! the picker clamps at the top. Observed live on 2.1.198: `Up` does *not* clamp — it
-//! wraps around the N + 1 rows "options + Type something." — while `Down` clamps on
-//! "Chat about this". The climb alone is a full cycle: right from the opening position
-//! (option 1), wrong by exactly the operator's offset if they moved the cursor in the
-//! TUI first. So the climb is preceded by `Down × (N + 1)`, which lands on "Chat about
-//! this" from any row; from there the pinned climb reaches option 1. The whole recipe
-//! was verified live from a moved cursor (and the end-to-end suite does it every run).
+//! `Up` does not clamp at the top on 2.1.198 — it wraps around the N + 1 rows (the
+//! options and "Type something.") — while `Down` clamps on "Chat about this". So the recipe first
+//! goes down onto "Chat about this" from any row, then climbs N + 1 rows to option 1:
+//! right wherever the operator left the cursor.
 //!
-//! ## Multi-select (one question, `multiSelect: true`, N options)
+//! ## One question, multi-select (N options)
 //!
-//! Rows (observed on 2.1.198): "[ ] label" × N, "[ ] Type something" (row N),
-//! "Submit" (row N + 1), a rule, "Chat about this". `Enter` toggles the row under the
-//! cursor and leaves the cursor there; typing on the "Type something" row ticks it;
-//! `Enter` on "Submit" opens a review screen ("Submit answers" / "Cancel") with the
-//! cursor on "Submit answers". `Up` wraps around options + "Type something" like the
-//! single-select picker, so the same `Up × (N + 1)` prefix is used.
+//! Rows: "[ ] label" × N, "[ ] Type something" (row N), "Submit" (row N + 1), a rule,
+//! "Chat about this". `Enter` toggles the row under the cursor; typing on the "Type
+//! something" row ticks it; `Enter` on "Submit" opens a review screen ("Submit answers"
+//! / "Cancel") with the cursor on "Submit answers".
 //!
 //! - `{"options": [i, j, …]}` (any order, no repeats; `{"option": i}` = one pick) →
 //!   `Up × (N + 1)`, then for each pick in ascending order `Down × (pick − cursor)`,
@@ -39,75 +34,255 @@
 //! - `{"other": text}` → `Up × (N + 1)`, `Down × N`, literal `text`, `Down`, `Enter`,
 //!   `Enter`.
 //!
-//! Every multi-select recipe in the tests below was played against the real picker and
-//! produced the expected PostToolUse `answers`.
+//! ## Several questions (tabs "☐ Database ☐ Features … ✔ Submit")
+//!
+//! Each tab opens with the cursor on its first option; answering a tab moves to the
+//! next; after the last, a review screen ("Review your answers … 1. Submit answers
+//! 2. Cancel") with the cursor on "Submit answers". Per question, in order:
+//!
+//! - single-select `{"option": i}` → `Down × i`, `Enter`; `{"other": text}` →
+//!   `Down × N`, literal `text`, `Enter`. The first question, if single-select, is
+//!   preceded by the `Down × (N + 1)`, `Up × (N + 1)` climb (the operator may have
+//!   moved the cursor before lab answers).
+//! - multi-select `{"options": picks}` → for each pick ascending `Down × (pick −
+//!   cursor)`, `Enter`; then `Down` to row N + 1 ("Next", or "Submit" on the last tab),
+//!   `Enter`; `{"other": text}` → `Down × N`, literal `text`, `Down`, `Enter`.
+//!
+//! then `Enter` on the review screen.
+//!
+//! ## Plan (ExitPlanMode: "Exit plan mode? … 1. Yes 2. No")
+//!
+//! The menu wraps both ways, so arrows cannot find an option from an unknown cursor;
+//! digits can: `1`/`2` choose that option at once, wherever the cursor is.
+//!
+//! - `{"option": i}` → the digit `i + 1`.
+//! - `{"feedback": [1, text]}` → `2`, literal `text`, `Enter`: the plan is rejected and
+//!   the TUI waits at its prompt ("What should Claude do instead?"), where the text is
+//!   typed as the operator's next message.
+//!
+//! ## Permission ("Do you want to proceed? 1. Yes 2. Yes, and … 3. No")
+//!
+//! - `{"option": i}` → the digit `i + 1` (wherever the cursor is; verified for
+//!   Bash, Write, Edit and WebFetch, also with the cursor moved).
+//! - `{"feedback": [i, text]}` → the digit `i + 1` (No), literal `text`, `Enter`: the
+//!   call is rejected ("Interrupted · What should Claude do instead?") and the text is
+//!   the operator's next message. (Bash, Edit and Write also offer "Tab to amend" on
+//!   the No row — `Down × 2`, `Tab`, text, `Enter` puts the text into the tool_result
+//!   and the turn goes on; verified live, but it needs the cursor on option 1 and,
+//!   from another row, would amend a *Yes* — so lab does not use it.)
+//!
+//! ## Generic (the workspace-trust screen: "1. Yes, I trust this folder 2. No, exit")
+//!
+//! - `{"option": i}` → the digit `i + 1`.
 //!
 //! ## Refused
 //!
-//! With a message the host shows: a dialog that is not an answerable question, a number
-//! of answers other than one per question, an option index out of range, several
-//! options for a single-select question, no or repeated options for a multi-select
-//! question, an empty or multi-line free text (a newline would commit it half-typed).
+//! With a message the host shows: a dialog that is not answerable, a number of answers
+//! other than one per question (one for other kinds), an option index out of range,
+//! several options for a single-select question, no or repeated options for a
+//! multi-select question, feedback for an option that takes none, an empty or
+//! multi-line free text (a newline would commit it half-typed).
 
-use lab_provider_sdk::{Answer, Dialog, DialogKind, KeyOp, Question};
+use lab_provider_sdk::{Answer, AnswerPlan, Dialog, DialogBody, KeyOp, PermissionBody, PlanBody, Question};
 
-/// Whether a single multi-select question is answerable with [`multi_select_keys`] /
-/// [`multi_select_other_keys`] (live-verified on 2.1.198; a switch to turn it off).
+/// Pause after each key (ms).
+pub const PAUSE_MS: u32 = 250;
+
+/// How long the host waits for the prompt to be drawn before the first key (ms).
+pub const DRAWN_WITHIN_MS: u32 = 5000;
+
+/// Whether a multi-select question is answerable (live-verified on 2.1.198; a switch
+/// to turn it off if a release breaks it).
 pub const MULTI_SELECT_ANSWERABLE: bool = true;
 
 /// Synthesized rows below the last option in a single-select picker: "Type something."
-/// and "Chat about this" (the pinned climb is `Up × (N − 1 + TRAILING_SYNTH_ROWS)`).
+/// and "Chat about this" (the climb is `Up × (N − 1 + TRAILING_SYNTH_ROWS)`).
 pub const TRAILING_SYNTH_ROWS: usize = 2;
 
-/// Whether lab can answer a question list with keystrokes: exactly one question with at
-/// least one option (and, for multi-select, only if [`MULTI_SELECT_ANSWERABLE`]).
+/// Whether lab can answer a question list with keystrokes: every question has at least
+/// one option (and, for multi-select, only if [`MULTI_SELECT_ANSWERABLE`]).
 pub fn supports(questions: &[Question]) -> bool {
-    match questions {
-        [q] => !q.options.is_empty() && (!q.multi_select || MULTI_SELECT_ANSWERABLE),
-        _ => false,
+    !questions.is_empty()
+        && questions.iter().all(|q| !q.options.is_empty() && (!q.multi_select || MULTI_SELECT_ANSWERABLE))
+}
+
+/// The plan that answers `dialog` with `answers`.
+pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, String> {
+    if !dialog.answerable {
+        return Err(format!("this {} prompt is not answerable from lab; answer it in Claude Code", dialog.tool_name));
+    }
+    let steps = match &dialog.body {
+        DialogBody::Question(qs) => question_keys(qs, answers)?,
+        DialogBody::Plan(p) => plan_keys(p, one(answers)?)?,
+        DialogBody::Permission(p) => permission_keys(p, one(answers)?)?,
+        DialogBody::Generic(g) => match one(answers)? {
+            Answer::Option(i) => digit(*i, g.options.len())?,
+            _ => return Err("this prompt takes one option".into()),
+        },
+    };
+    Ok(AnswerPlan::keys(steps, PAUSE_MS, DRAWN_WITHIN_MS))
+}
+
+fn one(answers: &[Answer]) -> Result<&Answer, String> {
+    match answers {
+        [a] => Ok(a),
+        _ => Err(format!("expected exactly 1 answer, got {}", answers.len())),
     }
 }
 
-/// The keystrokes that answer `dialog` with `answers` (one per question, in order).
-pub fn answer_keys(dialog: &Dialog, answers: &[Answer]) -> Result<Vec<KeyOp>, String> {
-    if dialog.kind != DialogKind::Question {
-        return Err(format!(
-            "{} dialogs are answered in Claude Code's own interface, not with keystrokes",
-            dialog.tool_name
-        ));
+/// The digit key that picks option `index` (0-based) of a menu with `n` options.
+fn digit(index: u32, n: usize) -> Result<Vec<KeyOp>, String> {
+    let i = index as usize;
+    if i >= n {
+        return Err(out_of_range(index, n));
     }
-    if !dialog.answerable || !supports(&dialog.questions) {
-        return Err(match dialog.questions.as_slice() {
-            [q] if q.multi_select => "this multi-select question is not answerable from lab; answer it in Claude Code".into(),
+    if i >= 9 {
+        return Err(format!("option {index} has no digit key"));
+    }
+    Ok(vec![KeyOp::key(&(i + 1).to_string())])
+}
+
+fn out_of_range(index: u32, n: usize) -> String {
+    format!("option {index} is out of range: the prompt has {n} options (0 to {})", n.saturating_sub(1))
+}
+
+fn plan_keys(p: &PlanBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
+    match a {
+        Answer::Option(i) => digit(*i, p.options.len()),
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => {
+            check_free_text(text)?;
+            let mut ops = digit(*i, p.options.len())?;
+            ops.extend([KeyOp::Literal(text.clone()), KeyOp::key("Enter")]);
+            Ok(ops)
+        }
+        Answer::Feedback((i, _)) => Err(format!("option {i} of the plan prompt takes no feedback")),
+        _ => Err("a plan takes one option (or feedback for the option that takes it)".into()),
+    }
+}
+
+fn permission_keys(p: &PermissionBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
+    match a {
+        Answer::Option(i) => digit(*i, p.options.len()),
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => {
+            check_free_text(text)?;
+            let mut ops = digit(*i, p.options.len())?;
+            ops.extend([KeyOp::Literal(text.clone()), KeyOp::key("Enter")]);
+            Ok(ops)
+        }
+        Answer::Feedback((i, _)) => Err(format!("option {i} of this permission prompt takes no feedback")),
+        _ => Err("a permission prompt takes one option (or feedback for the option that takes it)".into()),
+    }
+}
+
+fn question_keys(questions: &[Question], answers: &[Answer]) -> Result<Vec<KeyOp>, String> {
+    if !supports(questions) {
+        return Err(match questions {
             [q] if q.options.is_empty() => "this question has no options to choose from".into(),
-            qs => format!(
-                "this dialog is not answerable from lab ({} questions; only a single question is); answer it in Claude Code",
-                qs.len()
-            ),
+            _ => "this question dialog is not answerable from lab; answer it in Claude Code".into(),
         });
     }
-    if answers.len() != dialog.questions.len() {
-        return Err(format!(
-            "expected exactly {} answer(s), one per question, got {}",
-            dialog.questions.len(),
-            answers.len()
-        ));
+    if answers.len() != questions.len() {
+        return Err(format!("expected exactly {} answer(s), one per question, got {}", questions.len(), answers.len()));
     }
-    let (q, a) = (&dialog.questions[0], &answers[0]);
+    if let [q] = questions {
+        return single_question_keys(q, &answers[0]);
+    }
+    let mut ops = Vec::new();
+    for (k, (q, a)) in questions.iter().zip(answers).enumerate() {
+        let n = q.options.len();
+        let at = |e: String| format!("question {} ({:?}): {e}", k + 1, q.header);
+        if q.multi_select {
+            match a {
+                Answer::Other(text) => {
+                    check_free_text(text).map_err(at)?;
+                    ops.extend(keys("Down", n));
+                    ops.push(KeyOp::Literal(text.clone()));
+                    ops.extend(keys("Down", 1));
+                    ops.push(KeyOp::key("Enter"));
+                }
+                Answer::Option(i) => ops.extend(toggles(n, &[*i]).map_err(at)?),
+                Answer::Options(picks) => ops.extend(toggles(n, picks).map_err(at)?),
+                Answer::Feedback(_) => return Err(at("a question takes options or free text".into())),
+            }
+        } else {
+            if k == 0 {
+                ops.extend(clamp_to_bottom(n).chain(normalise(n)));
+            }
+            match a {
+                Answer::Option(i) => {
+                    if *i as usize >= n {
+                        return Err(at(out_of_range(*i, n)));
+                    }
+                    ops.extend(keys("Down", *i as usize));
+                    ops.push(KeyOp::key("Enter"));
+                }
+                Answer::Other(text) => {
+                    check_free_text(text).map_err(at)?;
+                    ops.extend(keys("Down", n));
+                    ops.extend([KeyOp::Literal(text.clone()), KeyOp::key("Enter")]);
+                }
+                Answer::Options(_) => {
+                    return Err(at("this question takes a single option (`option`), not several (`options`)".into()))
+                }
+                Answer::Feedback(_) => return Err(at("a question takes options or free text".into())),
+            }
+        }
+    }
+    ops.push(KeyOp::key("Enter")); // review screen: "Submit answers"
+    Ok(ops)
+}
+
+fn single_question_keys(q: &Question, a: &Answer) -> Result<Vec<KeyOp>, String> {
+    let n = q.options.len();
     if q.multi_select {
         let picks = match a {
             Answer::Options(v) => v.clone(),
             Answer::Option(i) => vec![*i],
-            Answer::Other(text) => return multi_select_other_keys(q.options.len(), text),
+            Answer::Other(text) => return multi_select_other_keys(n, text),
+            Answer::Feedback(_) => return Err("a question takes options or free text".into()),
         };
-        multi_select_keys(q.options.len(), &picks)
+        multi_select_keys(n, &picks)
     } else {
         match a {
-            Answer::Option(i) => single_select_keys(q.options.len(), *i),
-            Answer::Other(text) => other_keys(q.options.len(), text),
+            Answer::Option(i) => single_select_keys(n, *i),
+            Answer::Other(text) => other_keys(n, text),
             Answer::Options(_) => Err("this question takes a single option (`option`), not several (`options`)".into()),
+            Answer::Feedback(_) => Err("a question takes options or free text".into()),
         }
     }
+}
+
+/// In a tab of a multi-select question (cursor on option 1): toggle `picks`, then
+/// `Enter` on row N + 1 ("Next" / "Submit").
+fn toggles(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> {
+    let sorted = check_picks(n, picks)?;
+    let mut ops = Vec::new();
+    let mut cursor = 0;
+    for i in sorted {
+        ops.extend(keys("Down", i - cursor));
+        ops.push(KeyOp::key("Enter"));
+        cursor = i;
+    }
+    ops.extend(keys("Down", n + 1 - cursor));
+    ops.push(KeyOp::key("Enter"));
+    Ok(ops)
+}
+
+fn check_picks(n: usize, picks: &[u32]) -> Result<Vec<usize>, String> {
+    if picks.is_empty() {
+        return Err("choose at least one option".into());
+    }
+    let mut sorted: Vec<usize> = picks.iter().map(|&p| p as usize).collect();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("option {} is listed more than once", w[0]));
+    }
+    if let Some(&last) = sorted.last() {
+        if last >= n {
+            return Err(out_of_range(last as u32, n));
+        }
+    }
+    Ok(sorted)
 }
 
 fn keys(name: &str, n: usize) -> impl Iterator<Item = KeyOp> + '_ {
@@ -167,22 +342,7 @@ fn check_free_text(text: &str) -> Result<(), String> {
 ///
 /// Rows: options `0..n`, "[ ] Type something" at `n`, "Submit" at `n + 1`.
 pub fn multi_select_keys(n: usize, picks: &[u32]) -> Result<Vec<KeyOp>, String> {
-    if picks.is_empty() {
-        return Err("choose at least one option".into());
-    }
-    let mut sorted: Vec<usize> = picks.iter().map(|&p| p as usize).collect();
-    sorted.sort_unstable();
-    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("option {} is listed more than once", w[0]));
-    }
-    if let Some(&last) = sorted.last() {
-        if last >= n {
-            return Err(format!(
-                "option {last} is out of range: the question has {n} options (0 to {})",
-                n.saturating_sub(1)
-            ));
-        }
-    }
+    let sorted = check_picks(n, picks)?;
     let submit_row = n + 1;
     let mut ops: Vec<KeyOp> = normalise(n).collect();
     let mut cursor = 0;
@@ -225,15 +385,14 @@ mod tests {
 
     fn dialog(questions: Vec<Question>) -> Dialog {
         let answerable = supports(&questions);
-        Dialog {
-            tool_id: "toolu_1".into(),
-            tool_name: "AskUserQuestion".into(),
-            kind: DialogKind::Question,
-            answerable,
-            questions,
-            plan: None,
-            deep_link: None,
-        }
+        Dialog { answerable, ..Dialog::new("toolu_1", "AskUserQuestion", DialogBody::Question(questions)) }
+    }
+
+    fn answer_keys(d: &Dialog, answers: &[Answer]) -> Result<Vec<KeyOp>, String> {
+        plan_answer(d, answers).map(|p| {
+            assert_eq!((p.pause_ms, p.drawn_within_ms), (PAUSE_MS, DRAWN_WITHIN_MS));
+            p.steps
+        })
     }
 
     /// Render ops compactly: "Up Up Down Enter" / literal as `'text'`.
@@ -308,32 +467,90 @@ mod tests {
 
     #[test]
     fn unanswerable_dialogs_are_refused() {
-        let two = dialog(vec![question(2, false), question(2, false)]);
-        assert!(!two.answerable);
-        let err = answer_keys(&two, &[Answer::Option(0), Answer::Option(0)]).unwrap_err();
-        assert!(err.contains("not answerable"), "{err}");
-
-        let mut forced = dialog(vec![question(2, false), question(2, false)]);
-        forced.answerable = true; // the host must not be able to talk us into it
-        assert!(answer_keys(&forced, &[Answer::Option(0), Answer::Option(0)]).is_err());
-
         let mut flagged_off = dialog(vec![question(2, false)]);
         flagged_off.answerable = false;
-        assert!(answer_keys(&flagged_off, &[Answer::Option(0)]).is_err());
+        assert!(answer_keys(&flagged_off, &[Answer::Option(0)]).unwrap_err().contains("not answerable"));
 
         let empty = dialog(vec![question(0, false)]);
-        assert!(answer_keys(&empty, &[Answer::Option(0)]).unwrap_err().contains("no options"));
+        assert!(!empty.answerable);
+        let mut forced = empty.clone();
+        forced.answerable = true; // the host must not be able to talk us into it
+        assert!(answer_keys(&forced, &[Answer::Option(0)]).unwrap_err().contains("no options"));
+        let mut forced = dialog(vec![question(2, false), question(0, false)]);
+        forced.answerable = true;
+        assert!(answer_keys(&forced, &[Answer::Option(0), Answer::Option(0)]).is_err());
+    }
 
-        let plan = Dialog {
-            tool_id: "toolu_2".into(),
-            tool_name: "ExitPlanMode".into(),
-            kind: DialogKind::Plan,
-            answerable: false,
-            questions: vec![],
-            plan: Some("# Plan".into()),
-            deep_link: None,
-        };
-        assert!(answer_keys(&plan, &[]).unwrap_err().contains("ExitPlanMode"));
+    /// The several-question recipe, as played live into the 2.1.198 tabbed picker
+    /// (testdata/live-0.2.0/ask3 and ask3b; the comment is the PostToolUse `answers`).
+    #[test]
+    fn several_questions_recipes_verified_live() {
+        let q = |n: usize, multi: bool| question(n, multi);
+        // ask3: {"Database": "MariaDB please", "Features": "Auth, Export", "Framework": "Actix"}
+        let d = dialog(vec![q(2, false), q(3, true), q(2, false)]);
+        assert!(d.answerable);
+        let got =
+            answer_keys(&d, &[Answer::Other("MariaDB please".into()), Answer::Options(vec![2, 0]), Answer::Option(1)])
+                .unwrap();
+        // Played from the opening position (without the leading climb): Down Down
+        // 'MariaDB please' Enter | Enter Down Down Enter Down Down Enter | Down Enter | Enter.
+        assert_eq!(
+            show(&got),
+            "Down Down Down Up Up Up Down Down 'MariaDB please' Enter Enter Down Down Enter Down Down Enter Down Enter Enter"
+        );
+        // ask3b, the cursor moved to option 2 first: {"Database": "Postgres",
+        // "Extras": "Benchmarks", "Features": "Search"} (the last tab's row N + 1 is "Submit").
+        let d = dialog(vec![q(2, false), q(2, true), q(3, true)]);
+        let got = answer_keys(&d, &[Answer::Option(0), Answer::Other("Benchmarks".into()), Answer::Options(vec![1])])
+            .unwrap();
+        assert_eq!(
+            show(&got),
+            "Down Down Down Up Up Up Enter Down Down 'Benchmarks' Down Enter Down Enter Down Down Down Enter Enter"
+        );
+    }
+
+    #[test]
+    fn several_questions_refusals_name_the_question() {
+        let d = dialog(vec![question(2, false), question(3, true)]);
+        let err = answer_keys(&d, &[Answer::Option(0)]).unwrap_err();
+        assert!(err.contains("exactly 2"), "{err}");
+        let err = answer_keys(&d, &[Answer::Option(5), Answer::Option(0)]).unwrap_err();
+        assert!(err.starts_with("question 1") && err.contains("out of range"), "{err}");
+        let err = answer_keys(&d, &[Answer::Option(0), Answer::Options(vec![])]).unwrap_err();
+        assert!(err.starts_with("question 2") && err.contains("at least one"), "{err}");
+        let err = answer_keys(&d, &[Answer::Options(vec![0]), Answer::Option(0)]).unwrap_err();
+        assert!(err.contains("single option"), "{err}");
+        let err = answer_keys(&d, &[Answer::Option(0), Answer::Other("a\nb".into())]).unwrap_err();
+        assert!(err.contains("one line"), "{err}");
+        let err = answer_keys(&d, &[Answer::Feedback((0, "x".into())), Answer::Option(0)]).unwrap_err();
+        assert!(err.contains("options or free text"), "{err}");
+    }
+
+    fn plan_dialog() -> Dialog {
+        crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolUse {
+            id: "toolu_p".into(),
+            name: "ExitPlanMode".into(),
+            input_json: r##"{"plan":"# P"}"##.into(),
+        })
+        .unwrap()
+    }
+
+    /// testdata/live-0.2.0/match (`1` approved with the cursor moved to "No") and
+    /// planfb (`2`, the text, `Enter`: rejected, the text became the next prompt).
+    #[test]
+    fn plan_recipes_verified_live() {
+        let d = plan_dialog();
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()), "1");
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(1)]).unwrap()), "2");
+        assert_eq!(
+            show(&answer_keys(&d, &[Answer::Feedback((1, "add a test first".into()))]).unwrap()),
+            "2 'add a test first' Enter"
+        );
+        assert!(answer_keys(&d, &[Answer::Option(2)]).unwrap_err().contains("out of range"));
+        assert!(answer_keys(&d, &[Answer::Feedback((0, "x".into()))]).unwrap_err().contains("no feedback"));
+        assert!(answer_keys(&d, &[Answer::Feedback((1, " ".into()))]).unwrap_err().contains("empty"));
+        assert!(answer_keys(&d, &[]).unwrap_err().contains("exactly 1"));
+        assert!(answer_keys(&d, &[Answer::Options(vec![0])]).is_err());
     }
 
     #[test]

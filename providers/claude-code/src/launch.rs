@@ -7,7 +7,9 @@
 //! - `--session-id` pins the session id, so the transcript path is known at spawn.
 //! - `--settings` is passed only when the host wrote a per-run settings file (the
 //!   hooks from [`crate::hook_settings`]); Claude Code merges it additively over the
-//!   repository's own `.claude` settings.
+//!   repository's own `.claude` settings. The request's `hooks` are not used here:
+//!   they reach Claude Code through that file.
+//! - No extra environment (`env` is empty).
 //! - `--permission-mode` is passed only when the run asked for one. With none, Claude
 //!   Code uses whatever the user's and the repository's settings say (its own default
 //!   is `default`), exactly as if the operator had started `claude` by hand. A blank
@@ -25,7 +27,7 @@
 //! Claude Code computes the slug with a JavaScript regex over UTF-16 code units, so a
 //! character outside the Basic Multilingual Plane becomes two `-`.
 
-use lab_provider_sdk::{LaunchRequest, LaunchSpec};
+use lab_provider_sdk::{LaunchRequest, LaunchSpec, TranscriptLocation};
 
 /// Build the launch spec for a run.
 pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
@@ -67,7 +69,12 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
         }
         argv.push(req.prompt);
     }
-    Ok(LaunchSpec { argv, transcript_path: Some(transcript), session_id: Some(req.session_id) })
+    Ok(LaunchSpec {
+        argv,
+        transcript: TranscriptLocation::Path(transcript),
+        session_id: Some(req.session_id),
+        env: Vec::new(),
+    })
 }
 
 /// `<config>/projects/<slug>/<session>.jsonl` for a normalised absolute workdir.
@@ -139,6 +146,7 @@ mod tests {
             program: "/usr/bin/claude".into(),
             settings_path: None,
             env: vec![("HOME".into(), "/home/op".into())],
+            hooks: Vec::new(),
         }
     }
 
@@ -158,10 +166,13 @@ mod tests {
             vec!["/usr/bin/claude", "--session-id", "0b6f7c1e-1111-4222-8333-444455556666", "fix the bug"]
         );
         assert_eq!(
-            s.transcript_path.as_deref(),
-            Some("/home/op/.claude/projects/-tmp-a-b-c/0b6f7c1e-1111-4222-8333-444455556666.jsonl")
+            s.transcript,
+            TranscriptLocation::Path(
+                "/home/op/.claude/projects/-tmp-a-b-c/0b6f7c1e-1111-4222-8333-444455556666.jsonl".into()
+            )
         );
         assert_eq!(s.session_id.as_deref(), Some("0b6f7c1e-1111-4222-8333-444455556666"));
+        assert!(s.env.is_empty());
     }
 
     #[test]
@@ -211,8 +222,10 @@ mod tests {
         r.env.push(("CLAUDE_CONFIG_DIR".into(), "/cfg/claude/".into()));
         let s = launch(r).unwrap();
         assert_eq!(
-            s.transcript_path.as_deref(),
-            Some("/cfg/claude/projects/-srv-repo/0b6f7c1e-1111-4222-8333-444455556666.jsonl")
+            s.transcript,
+            TranscriptLocation::Path(
+                "/cfg/claude/projects/-srv-repo/0b6f7c1e-1111-4222-8333-444455556666.jsonl".into()
+            )
         );
     }
 

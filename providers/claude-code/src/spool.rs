@@ -1,54 +1,96 @@
-//! Reading what lab's hooks spooled (docs/compat.md §9).
+//! Reading what lab's hooks spooled (docs/providers/claude-code/compat.md §9).
 //!
-//! - The dialog spool is the PreToolUse payload verbatim:
-//!   `{"session_id", "transcript_path", "cwd", "prompt_id", "permission_mode", "effort",
-//!   "hook_event_name": "PreToolUse", "tool_name", "tool_input": {…}, "tool_use_id"}`.
-//!   Used: `tool_use_id` (the answer-guard token), `tool_name` and `tool_input`, handed
-//!   to the one dialog mapper. `hook_event_name`, if present, must be `PreToolUse`.
+//! - The dialog spool is a hook payload verbatim, from one of two events:
+//!   - PreToolUse (matcher `AskUserQuestion|ExitPlanMode`):
+//!     `{"session_id", "transcript_path", "cwd", "prompt_id", "permission_mode",
+//!     "effort", "hook_event_name": "PreToolUse", "tool_name", "tool_input": {…},
+//!     "tool_use_id"}` → the question or plan dialog of the one dialog mapper (id =
+//!     call id = `tool_use_id`); another tool → no dialog.
+//!   - PermissionRequest (no `tool_use_id`) → a permission dialog, see
+//!     [`crate::permission`].
+//!
+//!   A payload without `hook_event_name` is told apart by its `tool_use_id`.
 //! - The blocked marker is the Notification payload verbatim:
 //!   `{"session_id", "transcript_path", "cwd", "prompt_id",
 //!   "hook_event_name": "Notification", "message", "notification_type"}`.
-//!   Used: `notification_type` and `message`. Either may be missing (older Claude Code
-//!   sent no `notification_type`; it is then reported as `"unknown"`), not both.
+//!   Used: `notification_type` (→ `kind`) and `message`. Either may be missing (older
+//!   Claude Code sent no `notification_type`; it is then `"unknown"`), not both.
+//! - A session-info payload (SessionStart-style): `transcript_path`, `session_id`.
+//!   Claude Code's transcript is known at spawn, so lab does not wire it, but a payload
+//!   of any of its hooks carries both fields and parses.
 
-use lab_provider_sdk::{json, Blocked, Pending, ToolCall};
+use lab_provider_sdk::{json, Blocked, Dialog, SessionFacts, ToolUse};
 use serde_json::Value;
 
 use crate::dialog_mapper::map_dialog;
+use crate::permission::permission_dialog;
 
 /// Parse the dialog spool.
-pub fn pending_dialog(spool: &[u8]) -> Result<Pending, String> {
+pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dialog>, String> {
     let v = json::object(spool).map_err(|e| format!("dialog spool: {e}"))?;
-    check_event(&v, "PreToolUse", "dialog spool")?;
-    let tool_use_id = json::require_str(&v, "tool_use_id").map_err(|e| format!("dialog spool: {e}"))?;
+    let event = match v.get("hook_event_name") {
+        None | Some(Value::Null) if v.get("tool_use_id").is_some() => "PreToolUse",
+        None | Some(Value::Null) => "PermissionRequest",
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => return Err(format!("dialog spool: `hook_event_name` is {other}, not a string")),
+    };
+    match event {
+        "PreToolUse" => pre_tool_use(&v),
+        "PermissionRequest" => permission_dialog(&v, open_calls).map(Some).map_err(|e| format!("dialog spool: {e}")),
+        other => Err(format!(
+            "dialog spool: `hook_event_name` is \"{other}\", expected \"PreToolUse\" or \"PermissionRequest\""
+        )),
+    }
+}
+
+fn pre_tool_use(v: &Value) -> Result<Option<Dialog>, String> {
+    let tool_use_id = json::require_str(v, "tool_use_id").map_err(|e| format!("dialog spool: {e}"))?;
     if tool_use_id.is_empty() {
         return Err("dialog spool: `tool_use_id` is empty".into());
     }
-    let tool_name = json::require_str(&v, "tool_name").map_err(|e| format!("dialog spool: {e}"))?;
+    let tool_name = json::require_str(v, "tool_name").map_err(|e| format!("dialog spool: {e}"))?;
     let tool_input = match v.get("tool_input") {
         Some(input) if !input.is_null() => input,
         _ => return Err("dialog spool: missing field `tool_input`".into()),
     };
-    let dialog = map_dialog(ToolCall {
+    Ok(map_dialog(ToolUse {
         id: tool_use_id.to_string(),
         name: tool_name.to_string(),
-        input: tool_input.to_string(),
-    });
-    Ok(Pending { tool_use_id: tool_use_id.to_string(), dialog })
+        input_json: tool_input.to_string(),
+    }))
 }
 
 /// Parse the blocked marker.
 pub fn blocked_state(marker: &[u8]) -> Result<Blocked, String> {
     let v = json::object(marker).map_err(|e| format!("blocked marker: {e}"))?;
     check_event(&v, "Notification", "blocked marker")?;
-    let notification_type = optional_str(&v, "notification_type")?;
-    let message = optional_str(&v, "message")?;
+    let notification_type = optional_str(&v, "notification_type", "blocked marker")?;
+    let message = optional_str(&v, "message", "blocked marker")?;
     if notification_type.is_none() && message.is_none() {
         return Err("blocked marker: neither `notification_type` nor `message` is present".into());
     }
     Ok(Blocked {
-        notification_type: notification_type.unwrap_or("unknown").to_string(),
+        kind: notification_type.unwrap_or("unknown").to_string(),
         message: message.unwrap_or_default().to_string(),
+    })
+}
+
+/// Parse a session-info payload.
+pub fn session_info(payload: &[u8]) -> Result<SessionFacts, String> {
+    let v = json::object(payload).map_err(|e| format!("session info: {e}"))?;
+    let transcript_path = optional_str(&v, "transcript_path", "session info")?.filter(|s| !s.is_empty());
+    let session_id = optional_str(&v, "session_id", "session info")?.filter(|s| !s.is_empty());
+    if let Some(p) = transcript_path {
+        if !p.starts_with('/') {
+            return Err(format!("session info: `transcript_path` {p:?} is not an absolute path"));
+        }
+    }
+    if transcript_path.is_none() && session_id.is_none() {
+        return Err("session info: neither `transcript_path` nor `session_id` is present".into());
+    }
+    Ok(SessionFacts {
+        transcript_path: transcript_path.map(str::to_string),
+        session_id: session_id.map(str::to_string),
     })
 }
 
@@ -60,61 +102,61 @@ fn check_event(v: &Value, want: &str, what: &str) -> Result<(), String> {
     }
 }
 
-fn optional_str<'a>(v: &'a Value, field: &str) -> Result<Option<&'a str>, String> {
+fn optional_str<'a>(v: &'a Value, field: &str, what: &str) -> Result<Option<&'a str>, String> {
     match v.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("blocked marker: `{field}` is not a string")),
+        Some(_) => Err(format!("{what}: `{field}` is not a string")),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lab_provider_sdk::DialogKind;
 
     #[test]
     fn single_question_spool_is_an_answerable_dialog() {
-        let p = pending_dialog(include_bytes!("../testdata/spool-ask-user-question.json")).unwrap();
-        assert_eq!(p.tool_use_id, "toolu_01HXk9Qm3RZpT7vJc2WbN4aE");
-        let d = p.dialog.unwrap();
-        assert_eq!(d.tool_id, "toolu_01HXk9Qm3RZpT7vJc2WbN4aE");
+        let d = pending_dialog(include_bytes!("../testdata/spool-ask-user-question.json"), &[]).unwrap().unwrap();
+        assert_eq!(d.id, "toolu_01HXk9Qm3RZpT7vJc2WbN4aE");
+        assert_eq!(d.call_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
         assert_eq!(d.tool_name, "AskUserQuestion");
-        assert_eq!(d.kind, DialogKind::Question);
+        assert_eq!(d.kind(), "question");
         assert!(d.answerable);
-        assert_eq!(d.questions[0].header, "Database");
-        assert_eq!(d.questions[0].options.len(), 3);
-        assert_eq!(d.questions[0].options[2].label, "MongoDB");
+        assert_eq!(d.questions()[0].header, "Database");
+        assert_eq!(d.questions()[0].options.len(), 3);
+        assert_eq!(d.questions()[0].options[2].label, "MongoDB");
     }
 
     #[test]
-    fn two_question_spool_is_shown_not_answerable() {
-        let p = pending_dialog(include_bytes!("../testdata/spool-ask-two-questions.json")).unwrap();
-        assert_eq!(p.tool_use_id, "toolu_01Qv7LmZ8sK2pW4nYc6TbR1d");
-        let d = p.dialog.unwrap();
-        assert!(!d.answerable);
-        assert_eq!(d.questions.len(), 2);
+    fn two_question_spool_is_answerable() {
+        let d = pending_dialog(include_bytes!("../testdata/spool-ask-two-questions.json"), &[]).unwrap().unwrap();
+        assert_eq!(d.id, "toolu_01Qv7LmZ8sK2pW4nYc6TbR1d");
+        assert!(d.answerable);
+        assert_eq!(d.questions().len(), 2);
     }
 
     #[test]
     fn plan_spool_carries_the_plan() {
-        let p = pending_dialog(include_bytes!("../testdata/spool-exit-plan-mode.json")).unwrap();
-        assert_eq!(p.tool_use_id, "toolu_01Pn5GhT2kX9wQ3rV8mJc6Ls");
-        let d = p.dialog.unwrap();
-        assert_eq!(d.kind, DialogKind::Plan);
-        assert!(d.plan.unwrap().starts_with("# Add order history\n\n1. Add an `orders` table"));
+        let d = pending_dialog(include_bytes!("../testdata/spool-exit-plan-mode.json"), &[]).unwrap().unwrap();
+        assert_eq!(d.id, "toolu_01Pn5GhT2kX9wQ3rV8mJc6Ls");
+        let lab_provider_sdk::DialogBody::Plan(p) = d.body else { panic!() };
+        assert!(p.plan.unwrap().starts_with("# Add order history\n\n1. Add an `orders` table"));
     }
 
     #[test]
-    fn non_dialog_or_odd_input_keeps_the_token_without_a_dialog() {
-        let p = pending_dialog(br#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_9"}"#)
-            .unwrap();
-        assert_eq!(p.tool_use_id, "toolu_9");
-        assert!(p.dialog.is_none());
-        let p =
-            pending_dialog(br#"{"tool_name":"AskUserQuestion","tool_input":{"questions":7},"tool_use_id":"toolu_8"}"#)
-                .unwrap();
-        assert!(p.dialog.is_none());
+    fn non_dialog_or_odd_input_is_no_dialog() {
+        let p = pending_dialog(
+            br#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_9"}"#,
+            &[],
+        )
+        .unwrap();
+        assert!(p.is_none());
+        let p = pending_dialog(
+            br#"{"tool_name":"AskUserQuestion","tool_input":{"questions":7},"tool_use_id":"toolu_8"}"#,
+            &[],
+        )
+        .unwrap();
+        assert!(p.is_none());
     }
 
     #[test]
@@ -123,17 +165,19 @@ mod tests {
             (&b""[..], "not JSON"),
             (b"\xff\xfe", "not JSON"),
             (b"[1,2]", "not a JSON object"),
-            (br#"{"tool_name":"AskUserQuestion","tool_input":{}}"#, "tool_use_id"),
             (br#"{"tool_use_id":"","tool_name":"AskUserQuestion","tool_input":{}}"#, "empty"),
             (br#"{"tool_use_id":"t","tool_input":{}}"#, "tool_name"),
+            (br#"{"hook_event_name":7}"#, "not a string"),
             (br#"{"tool_use_id":"t","tool_name":"AskUserQuestion"}"#, "tool_input"),
             (br#"{"tool_use_id":7,"tool_name":"AskUserQuestion","tool_input":{}}"#, "tool_use_id"),
             (
                 br#"{"hook_event_name":"PostToolUse","tool_use_id":"t","tool_name":"AskUserQuestion","tool_input":{}}"#,
                 "PreToolUse",
             ),
+            (br#"{"hook_event_name":"PermissionRequest","tool_input":{}}"#, "tool_name"),
+            (br#"{"tool_name":"Bash"}"#, "tool_input"),
         ] {
-            let err = pending_dialog(bytes).unwrap_err();
+            let err = pending_dialog(bytes, &[]).unwrap_err();
             assert!(err.starts_with("dialog spool: ") && err.contains(needle), "{err}");
         }
     }
@@ -141,16 +185,16 @@ mod tests {
     #[test]
     fn markers_from_notification_payloads() {
         let b = blocked_state(include_bytes!("../testdata/marker-permission-prompt.json")).unwrap();
-        assert_eq!(b.notification_type, "permission_prompt");
+        assert_eq!(b.kind, "permission_prompt");
         assert_eq!(b.message, "Claude needs your permission");
         let b = blocked_state(include_bytes!("../testdata/marker-idle-prompt.json")).unwrap();
-        assert_eq!(b.notification_type, "idle_prompt");
+        assert_eq!(b.kind, "idle_prompt");
         assert_eq!(b.message, "Claude is waiting for your input");
         let b = blocked_state(
             br#"{"hook_event_name":"Notification","message":"Claude needs your permission to use Bash"}"#,
         )
         .unwrap();
-        assert_eq!(b.notification_type, "unknown");
+        assert_eq!(b.kind, "unknown");
     }
 
     /// Hook payloads captured from the real `claude` binary (`testdata/real/*/hooks.jsonl`,
@@ -169,14 +213,14 @@ mod tests {
                 let at = format!("{}: {}", f.display(), v["hook"]);
                 match v["hook"].as_str() {
                     Some("PreToolUse") => {
-                        let p = pending_dialog(&payload).expect(&at);
-                        let d = p.dialog.expect(&at);
-                        assert_eq!(d.tool_id, p.tool_use_id, "{at}");
-                        assert_eq!(d.answerable, d.questions.len() == 1, "{at}");
+                        let d = pending_dialog(&payload, &[]).expect(&at).expect(&at);
+                        assert_eq!(Some(&d.id), d.call_id.as_ref(), "{at}");
+                        assert_eq!(d.id, v["payload"]["tool_use_id"].as_str().unwrap(), "{at}");
+                        assert!(d.answerable, "{at}");
                     }
                     Some("Notification") => {
                         let b = blocked_state(&payload).expect(&at);
-                        assert!(!b.notification_type.is_empty() && !b.message.is_empty(), "{at}");
+                        assert!(!b.kind.is_empty() && !b.message.is_empty(), "{at}");
                     }
                     _ => {}
                 }
@@ -209,13 +253,13 @@ mod tests {
             let (Some(pre), Some(post)) = (hook("PreToolUse"), hook("PostToolUse")) else {
                 continue;
             };
-            let Some(dialog) = pending_dialog(pre.to_string().as_bytes()).unwrap().dialog else {
+            let Some(dialog) = pending_dialog(pre.to_string().as_bytes(), &[]).unwrap() else {
                 continue;
             };
-            if !dialog.answerable {
+            if !dialog.answerable || dialog.questions().len() != 1 {
                 continue;
             }
-            let q = &dialog.questions[0];
+            let q = &dialog.questions()[0];
             let Some(recorded) = post["tool_input"]["answers"][&q.question].as_str() else {
                 continue;
             };

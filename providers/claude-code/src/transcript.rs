@@ -11,12 +11,12 @@
 //! |---|---|
 //! | `user`, `message.content` a string | user, `text`, the prompt |
 //! | `user` block `text` | user, `text` |
-//! | `user` block `image` / `document` | user, `image` / `document`, `[image]` / `[document]` |
-//! | `user` block `tool_result` `{tool_use_id, content, is_error}` | tool, `tool_result`, the result text (`content` a string, or its `text` blocks joined with `\n`, images as `[image]`); `tool_use_id`, `is_error` |
+//! | `user` block `image` / `document` | user, `other("image" / "document", "[image]" / "[document]")` |
+//! | `user` block `tool_result` `{tool_use_id, content, is_error}` | tool, `tool_result{id, text, is_error}`: the result text (`content` a string, or its `text` blocks joined with `\n`, images as `[image]`) |
 //! | `assistant`, `message.content` a string | assistant, `text` |
 //! | `assistant` block `text` | assistant, `text` (markdown) |
 //! | `assistant` block `thinking` | assistant, `thinking`, the thinking text |
-//! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use`, a one-line summary (`Bash: ls -la`); `tool_use_id`, `tool_name`, `tool_input` = `input` as JSON text |
+//! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use{id, name, input_json}` (`input` as JSON text) |
 //! | `system` with a string `content` | system, `text`, the content |
 //! | `[Request interrupted by user…]` user text | system, `text`, the marker text |
 //! | `assistant` with `isApiErrorMessage: true` | system, `text`, the error text |
@@ -59,7 +59,9 @@
 //! - `system` subtype `turn_duration` → `idle` (written when a turn ends);
 //! - everything else → no signal.
 
-use lab_provider_sdk::{json, jsonl, jsonl::LineOutput, Message, ParseOutput, Role, TurnSignal};
+use lab_provider_sdk::{
+    json, jsonl, jsonl::LineOutput, Content, Message, ParseOutput, Role, ToolResult, ToolUse, TurnSignal,
+};
 use serde_json::{Map, Value};
 
 /// Parse a chunk of complete transcript lines.
@@ -111,7 +113,6 @@ const COMMAND_TAGS: &[&str] = &[
 
 const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
 const NO_CONTENT: &str = "(no content)";
-const SUMMARY_MAX_CHARS: usize = 120;
 
 /// One transcript line (a parsed JSON value) → what it yields.
 pub fn parse_line(v: &Value) -> Result<LineOutput, String> {
@@ -145,11 +146,11 @@ struct Line {
 }
 
 impl Line {
-    fn push(&mut self, role: Role, kind: &str, text: impl Into<String>) -> &mut Message {
-        let mut m = Message::text(role, text, self.ts.clone());
-        m.kind = kind.into();
-        self.out.messages.push(m);
-        self.out.messages.last_mut().expect("just pushed")
+    fn push(&mut self, role: Role, content: Content) {
+        self.out.messages.push(Message { role, content, timestamp: self.ts.clone() });
+    }
+    fn text(&mut self, role: Role, text: impl Into<String>) {
+        self.push(role, Content::Text(text.into()));
     }
     fn signal(&mut self, s: TurnSignal) {
         self.out.turn = Some(s);
@@ -161,17 +162,17 @@ fn flag(obj: &Map<String, Value>, key: &str) -> bool {
 }
 
 /// The `message.content` of a user/assistant line: a string or an array of blocks.
-enum Content<'a> {
+enum Body<'a> {
     Text(&'a str),
     Blocks(&'a [Value]),
 }
 
-fn content<'a>(obj: &'a Map<String, Value>, ty: &str) -> Result<Content<'a>, String> {
+fn content<'a>(obj: &'a Map<String, Value>, ty: &str) -> Result<Body<'a>, String> {
     let msg =
         obj.get("message").and_then(Value::as_object).ok_or_else(|| format!("{ty} line has no `message` object"))?;
     match msg.get("content") {
-        Some(Value::String(s)) => Ok(Content::Text(s)),
-        Some(Value::Array(a)) => Ok(Content::Blocks(a)),
+        Some(Value::String(s)) => Ok(Body::Text(s)),
+        Some(Value::Array(a)) => Ok(Body::Blocks(a)),
         Some(_) => Err(format!("{ty} `message.content` is neither a string nor an array")),
         None => Err(format!("{ty} line has no `message.content`")),
     }
@@ -200,8 +201,8 @@ fn user(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
         return Ok(());
     }
     match content {
-        Content::Text(s) => user_text(s, line),
-        Content::Blocks(blocks) => {
+        Body::Text(s) => user_text(s, line),
+        Body::Blocks(blocks) => {
             for (i, b) in blocks.iter().enumerate() {
                 let (bo, ty) = block(b, i)?;
                 match ty {
@@ -210,13 +211,11 @@ fn user(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
                         let id = block_str(bo, "tool_use_id", ty, i)?.to_string();
                         let text = tool_result_text(bo.get("content"), i)?;
                         let is_error = bo.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                        let m = line.push(Role::Tool, "tool_result", text);
-                        m.tool_use_id = Some(id);
-                        m.is_error = is_error;
+                        line.push(Role::Tool, Content::ToolResult(ToolResult { id, text, is_error }));
                         line.signal(TurnSignal::Working);
                     }
                     "image" | "document" => {
-                        line.push(Role::User, ty, format!("[{ty}]"));
+                        line.push(Role::User, Content::Other((ty.to_string(), format!("[{ty}]"))));
                         line.signal(TurnSignal::Working);
                     }
                     _ => {}
@@ -232,11 +231,11 @@ fn user_text(text: &str, line: &mut Line) {
         return;
     }
     if text.trim_start().starts_with(INTERRUPT_PREFIX) {
-        line.push(Role::System, "text", text.trim());
+        line.text(Role::System, text.trim());
         line.signal(TurnSignal::Idle);
         return;
     }
-    line.push(Role::User, "text", text);
+    line.text(Role::User, text);
     line.signal(TurnSignal::Working);
 }
 
@@ -271,8 +270,8 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
     let text_role = if flag(obj, "isApiErrorMessage") { Role::System } else { Role::Assistant };
     let mut used_tool = false;
     match content {
-        Content::Text(s) => assistant_text(s, text_role, line),
-        Content::Blocks(blocks) => {
+        Body::Text(s) => assistant_text(s, text_role, line),
+        Body::Blocks(blocks) => {
             for (i, b) in blocks.iter().enumerate() {
                 let (bo, ty) = block(b, i)?;
                 match ty {
@@ -280,17 +279,17 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
                     "thinking" => {
                         let t = block_str(bo, "thinking", ty, i)?;
                         if !t.trim().is_empty() {
-                            line.push(Role::Assistant, "thinking", t);
+                            line.push(Role::Assistant, Content::Thinking(t.to_string()));
                         }
                     }
                     "tool_use" => {
                         let id = block_str(bo, "id", ty, i)?.to_string();
                         let name = block_str(bo, "name", ty, i)?.to_string();
                         let input = bo.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-                        let m = line.push(Role::Assistant, "tool_use", tool_summary(&name, &input));
-                        m.tool_use_id = Some(id);
-                        m.tool_name = Some(name);
-                        m.tool_input = Some(input.to_string());
+                        line.push(
+                            Role::Assistant,
+                            Content::ToolUse(ToolUse { id, name, input_json: input.to_string() }),
+                        );
                         used_tool = true;
                     }
                     _ => {}
@@ -314,7 +313,7 @@ fn assistant_text(text: &str, role: Role, line: &mut Line) {
     if text.trim().is_empty() || text.trim() == NO_CONTENT {
         return;
     }
-    line.push(role, "text", text);
+    line.text(role, text);
 }
 
 fn system(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
@@ -336,56 +335,39 @@ fn system(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
         return Ok(());
     }
     if let Some(text) = content.filter(|t| !t.trim().is_empty() && !is_command_wrapper(t)) {
-        line.push(Role::System, "text", text);
+        line.text(Role::System, text);
     }
     Ok(())
-}
-
-/// A one-line human summary of a tool call: the tool name and its key input.
-pub fn tool_summary(name: &str, input: &Value) -> String {
-    let detail: Option<String> = match name {
-        "AskUserQuestion" => json::str_at(input, "questions/0/question").map(str::to_string),
-        "ExitPlanMode" => Some("plan ready for approval".to_string()),
-        "TodoWrite" => input.get("todos").and_then(Value::as_array).map(|t| format!("{} items", t.len())),
-        _ => [
-            "command",
-            "file_path",
-            "notebook_path",
-            "path",
-            "pattern",
-            "url",
-            "query",
-            "description",
-            "prompt",
-            "skill",
-        ]
-        .iter()
-        .find_map(|k| input.get(*k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
-        .map(str::to_string),
-    };
-    match detail {
-        Some(d) => format!("{name}: {}", one_line(&d, SUMMARY_MAX_CHARS)),
-        None => name.to_string(),
-    }
-}
-
-/// The first non-blank line of `s`, cut to `max` characters with an ellipsis.
-fn one_line(s: &str, max: usize) -> String {
-    let first = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let more_lines = s.trim().lines().count() > 1;
-    if first.chars().count() > max {
-        let cut: String = first.chars().take(max).collect();
-        format!("{cut}…")
-    } else if more_lines {
-        format!("{first} …")
-    } else {
-        first.to_string()
-    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// lower_snake name of a message's content kind ("text", "tool_use", "image", …).
+    pub(crate) fn kind(m: &Message) -> &str {
+        match &m.content {
+            Content::Text(_) => "text",
+            Content::Thinking(_) => "thinking",
+            Content::ToolUse(_) => "tool_use",
+            Content::ToolResult(_) => "tool_result",
+            Content::Other((k, _)) => k,
+        }
+    }
+
+    pub(crate) fn tool_use(m: &Message) -> &ToolUse {
+        match &m.content {
+            Content::ToolUse(u) => u,
+            other => panic!("not a tool_use: {other:?}"),
+        }
+    }
+
+    fn tool_result(m: &Message) -> &ToolResult {
+        match &m.content {
+            Content::ToolResult(r) => r,
+            other => panic!("not a tool_result: {other:?}"),
+        }
+    }
 
     #[test]
     fn a_prompt_line_written_after_its_turn_ended_does_not_reopen_the_turn() {
@@ -415,58 +397,54 @@ pub(crate) mod tests {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-answered.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
         assert_eq!(out.session_id.as_deref(), Some("3f2b8c1a-5d4e-4f60-9a7b-1c2d3e4f5a6b"));
-        let got: Vec<(Role, &str, &str)> =
-            out.messages.iter().map(|m| (m.role, m.kind.as_str(), m.text.as_str())).collect();
+        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
         assert_eq!(
             got,
             vec![
                 (Role::User, "text", "Add an order history endpoint. Ask me which database to use first."),
                 (Role::Assistant, "thinking", "The user wants me to ask about the database before starting."),
                 (Role::Assistant, "text", "Before I start, I need to know which database to use."),
-                (Role::Assistant, "tool_use", "AskUserQuestion: Which database should the order service use?"),
+                (Role::Assistant, "tool_use", "AskUserQuestion"),
                 (
                     Role::Tool,
                     "tool_result",
                     "Your questions have been answered: \"Which database should the order service use?\"=\"PostgreSQL\". You can now continue with these answers in mind."
                 ),
-                (Role::Assistant, "tool_use", "Bash: ls migrations"),
+                (Role::Assistant, "tool_use", "Bash"),
                 (Role::Tool, "tool_result", "0001_init.sql\n0002_customers.sql"),
                 (Role::Assistant, "text", "PostgreSQL it is. I added migration `0003_orders.sql`."),
             ]
         );
-        let ask = &out.messages[3];
-        assert_eq!(ask.tool_use_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
-        assert_eq!(ask.tool_name.as_deref(), Some("AskUserQuestion"));
-        assert_eq!(ask.timestamp, "2026-07-07T10:15:04.512Z");
-        let input: Value = serde_json::from_str(ask.tool_input.as_deref().unwrap()).unwrap();
+        assert_eq!(out.messages[3].timestamp, "2026-07-07T10:15:04.512Z");
+        let ask = tool_use(&out.messages[3]);
+        assert_eq!(ask.id, "toolu_01HXk9Qm3RZpT7vJc2WbN4aE");
+        assert_eq!(ask.name, "AskUserQuestion");
+        let input: Value = serde_json::from_str(&ask.input_json).unwrap();
         assert_eq!(input["questions"][0]["options"][0]["label"], "PostgreSQL");
-        assert_eq!(out.messages[4].tool_use_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
-        assert!(!out.messages[4].is_error);
+        assert_eq!(tool_result(&out.messages[4]).id, "toolu_01HXk9Qm3RZpT7vJc2WbN4aE");
+        assert!(!tool_result(&out.messages[4]).is_error);
         assert_eq!(out.messages[0].timestamp, "2026-07-07T10:15:00.101Z");
         // The chunk ends with system turn_duration.
         assert_eq!(out.turn, Some(TurnSignal::Idle));
         // The tool_use round-trips through the one dialog mapper.
-        let d = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolCall {
-            id: ask.tool_use_id.clone().unwrap(),
-            name: ask.tool_name.clone().unwrap(),
-            input: ask.tool_input.clone().unwrap(),
-        })
-        .unwrap();
+        let d = crate::dialog_mapper::map_dialog(ask.clone()).unwrap();
         assert!(d.answerable);
-        assert_eq!(d.questions[0].options.len(), 3);
+        assert_eq!(d.call_id.as_deref(), Some("toolu_01HXk9Qm3RZpT7vJc2WbN4aE"));
+        assert_eq!(d.questions()[0].options.len(), 3);
     }
 
     #[test]
     fn esc_on_the_picker_is_an_error_result_then_idle() {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-rejected.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
-        let r = out.messages.iter().find(|m| m.kind == "tool_result").unwrap();
-        assert_eq!(r.role, Role::Tool);
+        let m = out.messages.iter().find(|m| kind(m) == "tool_result").unwrap();
+        assert_eq!(m.role, Role::Tool);
+        let r = tool_result(m);
         assert!(r.is_error);
-        assert_eq!(r.tool_use_id.as_deref(), Some("toolu_01Xy2Zk7LmN3pQ4rS5tU6vWx"));
+        assert_eq!(r.id, "toolu_01Xy2Zk7LmN3pQ4rS5tU6vWx");
         assert!(r.text.starts_with("The user doesn't want to proceed with this tool use."), "{}", r.text);
         let last = out.messages.last().unwrap();
-        assert_eq!((last.role, last.text.as_str()), (Role::System, "[Request interrupted by user for tool use]"));
+        assert_eq!((last.role, last.display_text()), (Role::System, "[Request interrupted by user for tool use]"));
         assert_eq!(out.turn, Some(TurnSignal::Idle));
     }
 
@@ -527,7 +505,7 @@ pub(crate) mod tests {
         assert!(out.diagnostics[1].message.contains("not a JSON object"));
         assert!(out.diagnostics[6].message.contains("`id`"), "{}", out.diagnostics[6].message);
         assert_eq!(out.messages.len(), 1);
-        assert_eq!(out.messages[0].text, "still fine");
+        assert_eq!(out.messages[0].content, Content::Text("still fine".into()));
     }
 
     #[test]
@@ -551,7 +529,8 @@ pub(crate) mod tests {
             "\n",
         ));
         assert_eq!(out.turn, Some(TurnSignal::Working));
-        assert_eq!(out.messages[1].text, "Read: /x/src/main.rs");
+        assert_eq!(tool_use(&out.messages[1]).name, "Read");
+        assert_eq!(tool_use(&out.messages[1]).input_json, r#"{"file_path":"/x/src/main.rs"}"#);
         assert_eq!(out.messages[1].role, Role::Assistant);
     }
 
@@ -591,7 +570,7 @@ pub(crate) mod tests {
             "\n",
         ));
         assert!(out.diagnostics.is_empty());
-        let texts: Vec<_> = out.messages.iter().map(|m| (m.role, m.text.as_str())).collect();
+        let texts: Vec<_> = out.messages.iter().map(|m| (m.role, m.display_text())).collect();
         assert_eq!(
             texts,
             vec![
@@ -619,7 +598,7 @@ pub(crate) mod tests {
             "\n",
         ));
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
-        let got: Vec<_> = out.messages.iter().map(|m| (m.role, m.kind.as_str(), m.text.as_str())).collect();
+        let got: Vec<_> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
         assert_eq!(
             got,
             vec![
@@ -641,27 +620,6 @@ pub(crate) mod tests {
         ));
         assert_eq!(out.messages[0].role, Role::System);
         assert_eq!(out.turn, Some(TurnSignal::Idle));
-    }
-
-    #[test]
-    fn summaries_are_short_and_informative() {
-        use serde_json::json;
-        assert_eq!(
-            tool_summary("Bash", &json!({"command":"cargo test","description":"Run tests"})),
-            "Bash: cargo test"
-        );
-        assert_eq!(tool_summary("Edit", &json!({"file_path":"/a/b.rs","old_string":"x"})), "Edit: /a/b.rs");
-        assert_eq!(tool_summary("Grep", &json!({"pattern":"fn main"})), "Grep: fn main");
-        assert_eq!(tool_summary("Task", &json!({"description":"Find callers","prompt":"…"})), "Task: Find callers");
-        assert_eq!(tool_summary("TodoWrite", &json!({"todos":[{},{}]})), "TodoWrite: 2 items");
-        assert_eq!(tool_summary("ExitPlanMode", &json!({"plan":"# P"})), "ExitPlanMode: plan ready for approval");
-        assert_eq!(tool_summary("Mystery", &json!({"x":1})), "Mystery");
-        assert_eq!(tool_summary("Bash", &json!("not an object")), "Bash");
-        assert_eq!(tool_summary("Bash", &json!({"command":"set -e\nmake"})), "Bash: set -e …");
-        let long = "x".repeat(300);
-        let s = tool_summary("Bash", &json!({ "command": long }));
-        assert_eq!(s.chars().count(), "Bash: ".len() + SUMMARY_MAX_CHARS + 1);
-        assert!(s.ends_with('…'));
     }
 
     #[test]
@@ -701,14 +659,10 @@ pub(crate) mod tests {
             let out = parse_transcript(&bytes);
             assert!(out.diagnostics.is_empty(), "{}: {:#?}", f.display(), out.diagnostics);
             assert!(out.session_id.is_some(), "{}", f.display());
-            for m in out.messages.iter().filter(|m| m.kind == "tool_use") {
-                let dialog = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolCall {
-                    id: m.tool_use_id.clone().unwrap(),
-                    name: m.tool_name.clone().unwrap(),
-                    input: m.tool_input.clone().unwrap(),
-                });
-                let is_dialog_tool = matches!(m.tool_name.as_deref(), Some("AskUserQuestion" | "ExitPlanMode"));
-                assert_eq!(dialog.is_some(), is_dialog_tool, "{}: {}", f.display(), m.text);
+            for u in out.messages.iter().filter(|m| kind(m) == "tool_use").map(tool_use) {
+                let dialog = crate::dialog_mapper::map_dialog(u.clone());
+                let is_dialog_tool = matches!(u.name.as_str(), "AskUserQuestion" | "ExitPlanMode");
+                assert_eq!(dialog.is_some(), is_dialog_tool, "{}: {}", f.display(), u.name);
             }
         }
     }
@@ -720,8 +674,8 @@ pub(crate) mod tests {
             let out = parse_transcript(&std::fs::read(&f).unwrap());
             println!("== {} turn={:?}", f.display(), out.turn);
             for m in &out.messages {
-                let text: String = m.text.chars().take(110).collect();
-                println!("  {:?}/{} err={} id={:?} {:?}", m.role, m.kind, m.is_error, m.tool_use_id, text);
+                let text: String = m.display_text().chars().take(110).collect();
+                println!("  {:?}/{} {:?}", m.role, kind(m), text);
             }
         }
     }

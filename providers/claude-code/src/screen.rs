@@ -1,0 +1,296 @@
+//! Reading the pane (docs/providers/claude-code/compat.md §7f, §10): whether a dialog is
+//! drawn and ready for keys, and the prompts no hook announces.
+//!
+//! Pane text is compared with **all whitespace removed** on both sides, so a line the
+//! TUI wrapped at the pane's width (or indented differently) still matches. Captures:
+//! `testdata/live-0.2.0/panes/`.
+//!
+//! ## Drawn signals (2.1.198)
+//!
+//! | dialog | on screen |
+//! |---|---|
+//! | question | the first question's text, its first option's label, and the picker footer `Enter to select` |
+//! | plan | `Exit plan mode?` and `1. Yes` |
+//! | permission | `Do you want` (Bash: `…to proceed?`, Write: `…to create <file>?`, Edit: `…to make this edit to <file>?`, WebFetch: `…to allow Claude to fetch this content?`), `1. Yes`, and the call: the command's start, the file's name or the URL |
+//! | generic (trust) | `Yes, I trust this folder` and `Enter to confirm` |
+//!
+//! ## The workspace-trust screen
+//!
+//! Claude Code shows it before anything else — before any hook runs — in a folder its
+//! config has not marked trusted (`projects.<dir>.hasTrustDialogAccepted`):
+//!
+//! ```text
+//!  Accessing workspace:
+//!
+//!  /work/lab-live/runs/trust/work
+//!
+//!  Quick safety check: Is this a project you created or one you trust? (…)
+//!
+//!  Claude Code'll be able to read, edit, and execute files here.
+//!
+//!  Security guide
+//!
+//!  ❯ 1. Yes, I trust this folder
+//!    2. No, exit
+//!
+//!  Enter to confirm · Esc to cancel
+//! ```
+//!
+//! [`read_screen`] turns it into a generic dialog answered with the digit keys (`1`
+//! trusted the folder and the run went on with its prompt; `2` made Claude Code exit).
+
+use lab_provider_sdk::{Dialog, DialogBody, DialogOption, GenericBody};
+
+/// The tool name of the workspace-trust dialog (no tool: the screen's name).
+pub const TRUST_SCREEN: &str = "workspace-trust";
+
+const TRUST_YES: &str = "Yes, I trust this folder";
+const TRUST_NO: &str = "No, exit";
+const TRUST_HEAD: &str = "Accessing workspace:";
+const TRUST_FOOTER: &str = "Enter to confirm";
+
+/// Characters of a summary or question matched at most (a long one may be cut or
+/// wrapped oddly on screen; its start is enough to tell prompts apart).
+const NEEDLE_CHARS: usize = 40;
+
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Whether the squashed pane contains the start of `needle` (squashed).
+fn shows(pane: &str, needle: &str) -> bool {
+    let n: String = squash(needle).chars().take(NEEDLE_CHARS).collect();
+    pane.contains(&n)
+}
+
+/// The part of the pane below the last full rule (`────…`): where Claude Code draws a
+/// permission or plan prompt, without the history above it (which still shows earlier
+/// calls). The whole pane if there is no rule.
+fn below_last_rule(pane: &str) -> &str {
+    let mut start = 0;
+    let mut offset = 0;
+    for line in pane.split_inclusive('\n') {
+        offset += line.len();
+        let t = line.trim();
+        if t.chars().count() >= 10 && t.chars().all(|c| c == '─') {
+            start = offset;
+        }
+    }
+    &pane[start..]
+}
+
+/// Whether `pane` shows `dialog` ready for keys.
+pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
+    let p = match &dialog.body {
+        DialogBody::Permission(_) | DialogBody::Plan(_) => squash(below_last_rule(pane)),
+        _ => squash(pane),
+    };
+    match &dialog.body {
+        DialogBody::Question(qs) => {
+            let Some(q) = qs.first() else { return false };
+            shows(&p, "Enter to select")
+                && shows(&p, &q.question)
+                && q.options.first().is_none_or(|o| shows(&p, &o.label))
+        }
+        DialogBody::Plan(_) => shows(&p, "Exit plan mode?") && shows(&p, "1. Yes"),
+        DialogBody::Permission(perm) => {
+            shows(&p, "Do you want") && shows(&p, "1. Yes") && call_shown(&p, &perm.tool, &perm.summary)
+        }
+        DialogBody::Generic(g) => {
+            dialog.tool_name == TRUST_SCREEN
+                && g.options.first().is_some_and(|o| shows(&p, &o.label))
+                && shows(&p, TRUST_FOOTER)
+        }
+    }
+}
+
+/// Whether the squashed pane shows the call a permission dialog is about.
+fn call_shown(p: &str, tool: &str, summary: &str) -> bool {
+    let first = summary.lines().next().unwrap_or_default();
+    match tool {
+        "Bash" | "WebFetch" => shows(p, first),
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => {
+            let path = first.split(" (+").next().unwrap_or(first);
+            shows(p, path.rsplit('/').next().unwrap_or(path))
+        }
+        // The prompt shows the input in the tool's own way; the question is enough.
+        _ => true,
+    }
+}
+
+/// The prompt the pane shows that no hook announced, if any: the workspace-trust
+/// screen.
+pub fn read_screen(pane: &str) -> Option<Dialog> {
+    let lines: Vec<&str> = pane.lines().map(str::trim_end).collect();
+    let head = lines.iter().position(|l| l.trim() == TRUST_HEAD)?;
+    let yes = lines.iter().skip(head).position(|l| l.contains(&format!("1. {TRUST_YES}")))? + head;
+    if !lines.get(yes + 1).is_some_and(|l| l.contains(&format!("2. {TRUST_NO}"))) {
+        return None;
+    }
+    let end = lines.iter().skip(yes).position(|l| l.trim_start().starts_with(TRUST_FOOTER)).map(|i| i + yes)?;
+    let folder = lines[head + 1..yes].iter().map(|l| l.trim()).find(|l| l.starts_with('/')).unwrap_or_default();
+    // The screen's text from the heading to the footer, without the frame's indent
+    // and with runs of blank lines collapsed.
+    let mut text = String::new();
+    let mut blank = false;
+    for l in &lines[head..=end] {
+        let l = l.trim();
+        let l = l.strip_prefix('❯').map_or(l, str::trim_start);
+        if l.is_empty() {
+            blank = !text.is_empty();
+            continue;
+        }
+        if blank {
+            text.push('\n');
+            blank = false;
+        }
+        text.push_str(l);
+        text.push('\n');
+    }
+    let body = GenericBody {
+        title: if folder.is_empty() { "Trust this folder?".into() } else { format!("Trust {folder}?") },
+        text: text.trim_end().to_string(),
+        options: vec![
+            DialogOption::new(TRUST_YES, "Let Claude Code read, edit and run files here; the run goes on"),
+            DialogOption::new(TRUST_NO, "Claude Code exits and the run ends"),
+        ],
+    };
+    let id = format!(
+        "trust-{:016x}",
+        folder.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| { (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3) })
+    );
+    Some(Dialog::new(id, TRUST_SCREEN, DialogBody::Generic(body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{dialog_mapper, spool};
+    use lab_provider_sdk::ToolUse;
+    use serde_json::Value;
+
+    fn pane(name: &str) -> String {
+        let path = format!("{}/testdata/live-0.2.0/panes/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The dialog lab's spool gives for the first `hook` payload of `tool` in a live run.
+    fn spooled(run: &str, hook: &str, tool: &str) -> Dialog {
+        let path = format!("{}/testdata/live-0.2.0/{run}/hooks.jsonl", env!("CARGO_MANIFEST_DIR"));
+        let v = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| v["hook"] == hook && v["payload"]["tool_name"] == tool)
+            .unwrap();
+        spool::pending_dialog(v["payload"].to_string().as_bytes(), &[]).unwrap().unwrap()
+    }
+
+    #[test]
+    fn questions_are_drawn_when_their_picker_is() {
+        let d = spooled("ask3", "PreToolUse", "AskUserQuestion");
+        assert!(is_drawn(&d, &pane("ask3-q1")));
+        assert!(is_drawn(&d, &pane("ask3-q1-typed")), "typing in the Other row keeps the picker");
+        assert!(!is_drawn(&d, &pane("ask3-q2")), "the second tab is not the opening position");
+        assert!(!is_drawn(&d, &pane("ask3-review")));
+        assert!(!is_drawn(&d, &pane("ask3-after")), "answered: the question is in the history, the picker gone");
+        assert!(!is_drawn(&d, &pane("perm-bash-1")));
+        let d = spooled("ask3b", "PreToolUse", "AskUserQuestion");
+        assert!(is_drawn(&d, &pane("ask3b-q1")));
+        assert!(!is_drawn(&d, &pane("ask3b-review")));
+    }
+
+    #[test]
+    fn a_question_wrapped_at_a_narrow_width_still_matches() {
+        let d = spooled("ask3", "PreToolUse", "AskUserQuestion");
+        let narrow = pane("ask3-q1").replace("Which database should", "Which database\n   should");
+        assert!(is_drawn(&d, &narrow));
+    }
+
+    #[test]
+    fn plans_are_drawn_when_the_exit_prompt_is() {
+        let d = spooled("plan", "PreToolUse", "ExitPlanMode");
+        assert!(is_drawn(&d, &pane("plan-1")));
+        assert!(is_drawn(&d, &pane("plan-no-tab")), "the cursor on No: still the prompt");
+        assert!(is_drawn(&d, &pane("plan-2-before")));
+        assert!(!is_drawn(&d, &pane("plan-after-no")));
+        assert!(!is_drawn(&d, &pane("match-after-plan1")));
+        assert!(!is_drawn(&d, &pane("perm-bash-1")));
+    }
+
+    #[test]
+    fn permissions_are_drawn_when_their_own_prompt_is() {
+        let one = spooled("bash", "PermissionRequest", "Bash");
+        assert!(is_drawn(&one, &pane("perm-bash-1")));
+        assert!(!is_drawn(&one, &pane("perm-bash-2")), "the next call's prompt is not this one");
+        assert!(!is_drawn(&one, &pane("perm-bash-after-no")));
+        assert!(!is_drawn(&one, &pane("ask3-q1")));
+        let make = spooled("bash2", "PermissionRequest", "Bash");
+        assert!(is_drawn(&make, &pane("perm-bash-make")));
+        let write = spooled("perm2", "PermissionRequest", "Write");
+        assert!(is_drawn(&write, &pane("perm-write")));
+        assert!(!is_drawn(&write, &pane("perm-bash-b")));
+        let edit = spooled("perm2", "PermissionRequest", "Edit");
+        assert!(is_drawn(&edit, &pane("perm-edit")));
+        let fetch = spooled("perm2", "PermissionRequest", "WebFetch");
+        assert!(is_drawn(&fetch, &pane("perm-webfetch")));
+        assert!(!is_drawn(&fetch, &pane("perm-webfetch-after3")));
+        assert!(!is_drawn(&fetch, &pane("perm-edit")));
+    }
+
+    #[test]
+    fn the_trust_screen_is_read_and_drawn() {
+        let d = read_screen(&pane("trust-screen")).unwrap();
+        assert_eq!(d.tool_name, TRUST_SCREEN);
+        assert!(d.answerable);
+        assert_eq!(d.call_id, None);
+        assert!(d.id.starts_with("trust-"));
+        let DialogBody::Generic(g) = &d.body else { panic!("{d:?}") };
+        assert_eq!(g.title, "Trust /work/lab-live/runs/trust/work?");
+        assert!(
+            g.text.starts_with("Accessing workspace:\n\n/work/lab-live/runs/trust/work\n\nQuick safety check:"),
+            "{}",
+            g.text
+        );
+        assert!(
+            g.text.contains("1. Yes, I trust this folder\n2. No, exit\n\nEnter to confirm · Esc to cancel"),
+            "{}",
+            g.text
+        );
+        let labels: Vec<_> = g.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["Yes, I trust this folder", "No, exit"]);
+        assert!(is_drawn(&d, &pane("trust-screen")));
+        assert!(!is_drawn(&d, &pane("trust-after-1")));
+        assert_eq!(read_screen(&pane("trust-screen")).unwrap().id, d.id, "stable for one screen");
+        let keys = crate::keystrokes::plan_answer(&d, &[lab_provider_sdk::Answer::Option(0)]).unwrap();
+        assert_eq!(keys.steps, [lab_provider_sdk::KeyOp::key("1")]);
+    }
+
+    #[test]
+    fn read_screen_ignores_everything_else() {
+        for name in ["trust-after-1", "ask3-q1", "perm-bash-1", "plan-1", "perm-write", "ask3-review"] {
+            assert!(read_screen(&pane(name)).is_none(), "{name}");
+        }
+        assert!(read_screen("").is_none());
+        // Half a trust screen (no options yet) is not a dialog.
+        let half: String = pane("trust-screen").lines().take(8).collect::<Vec<_>>().join("\n");
+        assert!(read_screen(&half).is_none());
+    }
+
+    #[test]
+    fn dialogs_from_the_transcript_use_the_same_signals() {
+        let d = dialog_mapper::map_dialog(ToolUse {
+            id: "toolu_0106XkUp1a41TMbmMMZEgx6z".into(),
+            name: "ExitPlanMode".into(),
+            input_json: r##"{"plan":"# Plan"}"##.into(),
+        })
+        .unwrap();
+        assert!(is_drawn(&d, &pane("plan-1")));
+    }
+
+    #[test]
+    fn only_the_prompt_below_the_last_rule_counts_for_permissions() {
+        assert_eq!(below_last_rule("a\n──────────\nb\n──────────\nc\n"), "c\n");
+        assert_eq!(below_last_rule("no rule"), "no rule");
+    }
+}
