@@ -394,6 +394,45 @@ mod tests {
         assert_eq!(d.kind(), "plan");
     }
 
+    /// testdata/live-0.2.0/final, played with the exact hook document of
+    /// [`crate::hook_settings`]: each PermissionRequest finds its call among the
+    /// transcript's calls, and the approved call's PostToolUse carries the same
+    /// `/tool_name` and `/tool_input` as its PermissionRequest (the clear pointers).
+    #[test]
+    fn live_permission_requests_find_their_calls_and_clear_by_input() {
+        let dir = format!("{}/testdata/live-0.2.0/final", env!("CARGO_MANIFEST_DIR"));
+        let out = crate::transcript::parse_transcript(&std::fs::read(format!("{dir}/transcript.jsonl")).unwrap());
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+        let calls: Vec<ToolUse> = out
+            .messages
+            .iter()
+            .filter_map(|m| match &m.content {
+                lab_provider_sdk::Content::ToolUse(u) => Some(u.clone()),
+                _ => None,
+            })
+            .collect();
+        let hooks: Vec<Value> = std::fs::read_to_string(format!("{dir}/hooks.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let requests: Vec<&Value> =
+            hooks.iter().filter(|h| h["hook"] == "PermissionRequest:dialog-spool").map(|h| &h["payload"]).collect();
+        let ids: Vec<Option<String>> = requests.iter().map(|r| permission_dialog(r, &calls).unwrap().call_id).collect();
+        assert_eq!(
+            ids,
+            [Some("toolu_01sFVzU5PNmc0g0Co1rsnXKD".to_string()), Some("toolu_01ZyFJk1u1NJvAJ1dPlfOwMH".to_string())]
+        );
+        let post = hooks.iter().find(|h| h["hook"] == "PostToolUse:clear-input").unwrap();
+        for pointer in ["/tool_name", "/tool_input"] {
+            assert_eq!(post["payload"].pointer(pointer), requests[1].pointer(pointer), "{pointer}");
+            assert_ne!(post["payload"].pointer("/tool_input"), requests[0].pointer("/tool_input"));
+        }
+        assert!(!hooks
+            .iter()
+            .any(|h| h["hook"] == "PermissionRequest:dialog-spool" && h["payload"]["tool_name"] == "AskUserQuestion"));
+    }
+
     #[test]
     fn bad_payloads_are_errors() {
         assert!(permission_dialog(&json!({"tool_input":{}}), &[]).unwrap_err().contains("tool_name"));

@@ -176,12 +176,18 @@ mod tests {
 
     /// The dialog lab's spool gives for the first `hook` payload of `tool` in a live run.
     fn spooled(run: &str, hook: &str, tool: &str) -> Dialog {
+        spooled_as(run, hook, tool, 0)
+    }
+
+    /// … for the `nth` such payload.
+    fn spooled_as(run: &str, hook: &str, tool: &str, nth: usize) -> Dialog {
         let path = format!("{}/testdata/live-0.2.0/{run}/hooks.jsonl", env!("CARGO_MANIFEST_DIR"));
         let v = std::fs::read_to_string(&path)
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|v| v["hook"] == hook && v["payload"]["tool_name"] == tool)
+            .filter(|v| v["hook"] == hook && v["payload"]["tool_name"] == tool)
+            .nth(nth)
             .unwrap();
         spool::pending_dialog(v["payload"].to_string().as_bytes(), &[]).unwrap().unwrap()
     }
@@ -236,6 +242,14 @@ mod tests {
         assert!(is_drawn(&fetch, &pane("perm-webfetch")));
         assert!(!is_drawn(&fetch, &pane("perm-webfetch-after3")));
         assert!(!is_drawn(&fetch, &pane("perm-edit")));
+        // The final run (the exact hook document): two Bash prompts one after the other.
+        let two = spooled_as("final", "PermissionRequest:dialog-spool", "Bash", 1);
+        assert!(is_drawn(&two, &pane("final-bash-two")));
+        assert!(!is_drawn(&two, &pane("final-bash-one")));
+        assert!(!is_drawn(&two, &pane("final-end")));
+        let ask = spooled_as("final", "PreToolUse:dialog-spool", "AskUserQuestion", 0);
+        assert!(is_drawn(&ask, &pane("final-ask")));
+        assert!(!is_drawn(&ask, &pane("final-bash-one")));
     }
 
     #[test]

@@ -303,6 +303,36 @@ mod tests {
     }
 
     #[test]
+    fn permission_request_spools_are_permission_dialogs() {
+        let payload = br#"{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la","description":"List"},"permission_suggestions":[]}"#;
+        let open = [ToolUse {
+            id: "toolu_7".into(),
+            name: "Bash".into(),
+            input_json: r#"{"description":"List","command":"ls -la"}"#.into(),
+        }];
+        let d = pending_dialog(payload, &open).unwrap().unwrap();
+        assert_eq!(d.kind(), "permission");
+        assert_eq!(d.call_id.as_deref(), Some("toolu_7"));
+        assert!(d.id.starts_with("perm-"));
+        // Without `hook_event_name` and without `tool_use_id`: a permission request too.
+        let bare = br#"{"tool_name":"Bash","tool_input":{"command":"ls -la","description":"List"}}"#;
+        assert_eq!(pending_dialog(bare, &[]).unwrap().unwrap().id, d.id);
+    }
+
+    #[test]
+    fn session_info_from_a_hook_payload() {
+        let f = session_info(br#"{"session_id":"s-1","transcript_path":"/h/.claude/projects/-w/s-1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}"#).unwrap();
+        assert_eq!(f.session_id.as_deref(), Some("s-1"));
+        assert_eq!(f.transcript_path.as_deref(), Some("/h/.claude/projects/-w/s-1.jsonl"));
+        let f = session_info(br#"{"session_id":"s-2"}"#).unwrap();
+        assert_eq!((f.session_id.as_deref(), f.transcript_path), (Some("s-2"), None));
+        assert!(session_info(b"{}").unwrap_err().contains("neither"));
+        assert!(session_info(br#"{"transcript_path":"rel.jsonl"}"#).unwrap_err().contains("absolute"));
+        assert!(session_info(br#"{"session_id":5}"#).unwrap_err().contains("not a string"));
+        assert!(session_info(b"nope").unwrap_err().starts_with("session info: "));
+    }
+
+    #[test]
     fn bad_markers_are_errors() {
         for (bytes, needle) in [
             (&b"nope"[..], "not JSON"),

@@ -41,6 +41,7 @@ J
   "Stop": [{"hooks": [{"type": "command", "command": "$h Stop", "timeout": 10}]}]
 }}
 J
+  [ -n "${SETTINGS_SRC:-}" ] && sed "s#@D@#$d#g" "$SETTINGS_SRC" > "$d/settings.json"
   : > "$d/hooks.jsonl"; : > "$d/keys.jsonl"
   cat /proc/sys/kernel/random/uuid > "$d/sid"
   "$STANDIN" --script "$d/script.json" > "$d/standin.out" 2> "$d/standin.err" &
