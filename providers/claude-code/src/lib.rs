@@ -14,7 +14,7 @@
 //! | [`hook_settings`] | the hook bindings and the per-run `--settings` document | §9 |
 //! | [`spool`] | spool → pending dialog; Notification marker → blocked state; session info | §9 |
 //! | [`keystrokes`] | answer plans for the live prompts | §7 |
-//! | [`screen`] | is-drawn signals; the workspace-trust screen | §7f, §10 |
+//! | [`screen`] | is-drawn signals; the workspace-trust screen | §7e, §10 |
 //!
 //! Decisions the observed behaviour left open (docs/providers/claude-code/compat.md):
 //!

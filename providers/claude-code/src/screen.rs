@@ -1,4 +1,4 @@
-//! Reading the pane (docs/providers/claude-code/compat.md §7f, §10): whether a dialog is
+//! Reading the pane (docs/providers/claude-code/compat.md §7e, §10): whether a dialog is
 //! drawn and ready for keys, and the prompts no hook announces.
 //!
 //! Pane text is compared with **all whitespace removed** on both sides, so a line the

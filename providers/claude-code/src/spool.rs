@@ -233,7 +233,7 @@ mod tests {
     /// (PostToolUse `tool_input.answers`) is exactly the captured keys, give or take the
     /// single-select recipe's leading `Down × (N + 1)` clamp and the `Up × (N + 1)`
     /// climb (a full turn of the wrapping picker), which the captures (played from the
-    /// opening position) did not all include; see docs/compat.md §7.
+    /// opening position) did not all include; see docs/providers/claude-code/compat.md §7.
     #[test]
     fn real_keystrokes_match_the_recipes() {
         use crate::keystrokes;

@@ -1,5 +1,5 @@
 //! Claude Code session transcript (`<config>/projects/<slug>/<session>.jsonl`) → chat
-//! messages and turn signals (docs/compat.md §5).
+//! messages and turn signals (docs/providers/claude-code/compat.md §5).
 //!
 //! Every line is one JSON object with a `type`. Each line's `sessionId` (any type)
 //! becomes the parse output's session id; its `timestamp` (RFC 3339) becomes the
