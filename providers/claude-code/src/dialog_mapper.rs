@@ -10,11 +10,17 @@
 //!   question has at least one option. `header`, `description` and `multiSelect` may be
 //!   missing (→ `""`, `""`, `false`); `question`, `options` and each option's `label`
 //!   are required.
-//! - `ExitPlanMode` with input `{"plan": "<markdown>"}` → a plan dialog with the
-//!   options 2.1.198 draws for it ("Exit plan mode? … 1. Yes 2. No",
-//!   docs/providers/claude-code/compat.md §7c); "No" takes feedback (lab types it as the
-//!   operator's next message, which is what the TUI asks for after a rejected plan). An
-//!   input object without `plan` still maps to a plan dialog (with no plan text).
+//! - `ExitPlanMode` → a plan dialog with the options 2.1.198 draws
+//!   (docs/providers/claude-code/compat.md §7c). Two prompts:
+//!   - a plan file was written (Claude Code puts `plan` — the file's text — and
+//!     `planFilePath` into the input): "Ready to code? … Would you like to proceed?
+//!     1. Yes, and use auto mode 2. Yes, manually approve edits 3. Tell Claude what to
+//!     change"; row 3 is a text field (the feedback option);
+//!   - no plan file (`plan` only from the model, no `planFilePath`): "Exit plan mode? …
+//!     1. Yes 2. No"; "No" takes feedback (lab types it as the operator's next message,
+//!     which is what the TUI asks for after a rejected plan).
+//!
+//!   An input object without `plan` still maps to a plan dialog (with no plan text).
 //! - Any other tool → `None`. Input that is not JSON, or has the wrong shape for a
 //!   dialog tool → `None` (never a panic).
 //!
@@ -28,9 +34,25 @@ use crate::keystrokes;
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 pub const EXIT_PLAN_MODE: &str = "ExitPlanMode";
 
+/// The label of the text row of the plan-file prompt (drawn as its placeholder).
+pub const PLAN_FEEDBACK_ROW: &str = "Tell Claude what to change";
+
 /// The options of the ExitPlanMode prompt as 2.1.198 draws them, and the one that
-/// takes feedback.
-pub fn plan_options() -> (Vec<DialogOption>, Option<u32>) {
+/// takes feedback: the plan-file prompt when `plan_file` (see the module docs).
+pub fn plan_options(plan_file: bool) -> (Vec<DialogOption>, Option<u32>) {
+    if plan_file {
+        return (
+            vec![
+                DialogOption::new(
+                    "Yes, and use auto mode",
+                    "Approve; Claude Code goes on in auto mode (where auto mode is unavailable this row reads \"Yes, auto-accept edits\")",
+                ),
+                DialogOption::new("Yes, manually approve edits", "Approve; every edit still asks"),
+                DialogOption::new(PLAN_FEEDBACK_ROW, "No, keep planning: your text goes back to Claude"),
+            ],
+            Some(2),
+        );
+    }
     (
         vec![
             DialogOption::new("Yes", "Approve the plan and leave plan mode"),
@@ -38,6 +60,12 @@ pub fn plan_options() -> (Vec<DialogOption>, Option<u32>) {
         ],
         Some(1),
     )
+}
+
+/// Whether a plan dialog is the plan-file prompt (its rows 1–2 are picked with digits,
+/// its row 3 is a text field in which digits are text).
+pub fn is_plan_file_prompt(p: &PlanBody) -> bool {
+    p.feedback_option.and_then(|i| p.options.get(i as usize)).is_some_and(|o| o.label == PLAN_FEEDBACK_ROW)
 }
 
 /// Map a tool call to the dialog it opens, if it is one.
@@ -65,7 +93,8 @@ pub fn dialog_body(name: &str, input_json: &str) -> Option<DialogBody> {
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(_) => return None,
             };
-            let (options, feedback_option) = plan_options();
+            let plan_file = obj.get("planFilePath").and_then(Value::as_str).is_some_and(|f| !f.is_empty());
+            let (options, feedback_option) = plan_options(plan_file);
             Some(DialogBody::Plan(PlanBody { plan, options, feedback_option }))
         }
         _ => None,
@@ -204,6 +233,22 @@ mod tests {
         let d = map_dialog(call("ExitPlanMode", "{}")).unwrap();
         let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
         assert_eq!(p.plan, None);
+        assert!(!is_plan_file_prompt(p));
+    }
+
+    /// The input 2.1.198 gives hooks and the transcript when a plan file was written
+    /// (testdata/live-0.2.0/richplan).
+    #[test]
+    fn exit_plan_mode_with_a_plan_file_has_the_plan_file_prompt() {
+        let input =
+            r##"{"plan":"# Hello plan\n\n1. Add a `hello` function.\n","planFilePath":"/h/.claude/plans/p.md"}"##;
+        let d = map_dialog(call("ExitPlanMode", input)).unwrap();
+        let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
+        assert!(is_plan_file_prompt(p));
+        assert_eq!(p.plan.as_deref(), Some("# Hello plan\n\n1. Add a `hello` function.\n"));
+        let labels: Vec<_> = p.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["Yes, and use auto mode", "Yes, manually approve edits", "Tell Claude what to change"]);
+        assert_eq!(p.feedback_option, Some(2));
     }
 
     #[test]

@@ -50,15 +50,26 @@
 //!
 //! then `Enter` on the review screen.
 //!
-//! ## Plan (ExitPlanMode: "Exit plan mode? … 1. Yes 2. No")
+//! ## Plan (ExitPlanMode)
 //!
-//! The menu wraps both ways, so arrows cannot find an option from an unknown cursor;
-//! digits can: `1`/`2` choose that option at once, wherever the cursor is.
+//! Both plan menus wrap both ways, so arrows cannot find a row from an unknown
+//! cursor; digits can: a digit picks that row at once, wherever the cursor is — except
+//! in the plan-file prompt's text row (row 3), where digits are typed as text.
+//!
+//! "Exit plan mode? … 1. Yes 2. No" (no plan file):
 //!
 //! - `{"option": i}` → the digit `i + 1`.
 //! - `{"feedback": [1, text]}` → `2`, literal `text`, `Enter`: the plan is rejected and
 //!   the TUI waits at its prompt ("What should Claude do instead?"), where the text is
 //!   typed as the operator's next message.
+//!
+//! "Ready to code? … 1. Yes, and use auto mode 2. Yes, manually approve edits 3. Tell
+//! Claude what to change" (a plan file):
+//!
+//! - `{"option": 0}` / `{"option": 1}` → `1` / `2` (approved; auto mode / default mode);
+//! - `{"option": 2}` → `3`, `Enter` (rejected, no text: Claude stops and waits);
+//! - `{"feedback": [2, text]}` → `3` (into the text row), literal `text`, `Enter`:
+//!   rejected with the text in the tool_result; the turn goes on.
 //!
 //! ## Permission ("Do you want to proceed? 1. Yes 2. Yes, and … 3. No")
 //!
@@ -84,6 +95,8 @@
 //! multi-line free text (a newline would commit it half-typed).
 
 use lab_provider_sdk::{Answer, AnswerPlan, Dialog, DialogBody, KeyOp, PermissionBody, PlanBody, Question};
+
+use crate::dialog_mapper::is_plan_file_prompt;
 
 /// Pause after each key (ms).
 pub const PAUSE_MS: u32 = 250;
@@ -148,6 +161,12 @@ fn out_of_range(index: u32, n: usize) -> String {
 
 fn plan_keys(p: &PlanBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
     match a {
+        // The plan-file prompt's text row: the digit only focuses it.
+        Answer::Option(i) if is_plan_file_prompt(p) && p.feedback_option == Some(*i) => {
+            let mut ops = digit(*i, p.options.len())?;
+            ops.push(KeyOp::key("Enter"));
+            Ok(ops)
+        }
         Answer::Option(i) => digit(*i, p.options.len()),
         Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => {
             check_free_text(text)?;
@@ -551,6 +570,28 @@ mod tests {
         assert!(answer_keys(&d, &[Answer::Feedback((1, " ".into()))]).unwrap_err().contains("empty"));
         assert!(answer_keys(&d, &[]).unwrap_err().contains("exactly 1"));
         assert!(answer_keys(&d, &[Answer::Options(vec![0])]).is_err());
+    }
+
+    /// The plan-file prompt: richA (cursor moved to row 2, then `1`: approved, auto
+    /// mode), richB (`2`: approved, default mode), richC (`3 Enter`: rejected),
+    /// richplan (`3`, text, `Enter`: rejected with the text in the tool_result).
+    #[test]
+    fn plan_file_prompt_recipes_verified_live() {
+        let d = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolUse {
+            id: "toolu_p".into(),
+            name: "ExitPlanMode".into(),
+            input_json: r##"{"plan":"# P","planFilePath":"/h/.claude/plans/p.md"}"##.into(),
+        })
+        .unwrap();
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()), "1");
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(1)]).unwrap()), "2");
+        assert_eq!(show(&answer_keys(&d, &[Answer::Option(2)]).unwrap()), "3 Enter");
+        assert_eq!(
+            show(&answer_keys(&d, &[Answer::Feedback((2, "add a test first".into()))]).unwrap()),
+            "3 'add a test first' Enter"
+        );
+        assert!(answer_keys(&d, &[Answer::Feedback((1, "x".into()))]).unwrap_err().contains("no feedback"));
+        assert!(answer_keys(&d, &[Answer::Option(3)]).unwrap_err().contains("out of range"));
     }
 
     #[test]

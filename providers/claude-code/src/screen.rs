@@ -10,7 +10,7 @@
 //! | dialog | on screen |
 //! |---|---|
 //! | question | the first question's text, its first option's label, and the picker footer `Enter to select` |
-//! | plan | `Exit plan mode?` and `1. Yes` |
+//! | plan | `Exit plan mode?` and `1. Yes`; with a plan file `Would you like to proceed?` and `2. Yes, manually approve edits`, the cursor not in the text row (`❯ 3.`: digits would be typed there) |
 //! | permission | `Do you want` (Bash: `…to proceed?`, Write: `…to create <file>?`, Edit: `…to make this edit to <file>?`, WebFetch: `…to allow Claude to fetch this content?`), `1. Yes`, and the call: the command's start, the file's name or the URL |
 //! | generic (trust) | `Yes, I trust this folder` and `Enter to confirm` |
 //!
@@ -91,6 +91,11 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
             shows(&p, "Enter to select")
                 && shows(&p, &q.question)
                 && q.options.first().is_none_or(|o| shows(&p, &o.label))
+        }
+        DialogBody::Plan(plan) if crate::dialog_mapper::is_plan_file_prompt(plan) => {
+            shows(&p, "Would you like to proceed?")
+                && plan.options.get(1).is_some_and(|o| shows(&p, &format!("2. {}", o.label)))
+                && !p.contains("❯3.")
         }
         DialogBody::Plan(_) => shows(&p, "Exit plan mode?") && shows(&p, "1. Yes"),
         DialogBody::Permission(perm) => {
@@ -222,6 +227,23 @@ mod tests {
         assert!(!is_drawn(&d, &pane("plan-after-no")));
         assert!(!is_drawn(&d, &pane("match-after-plan1")));
         assert!(!is_drawn(&d, &pane("perm-bash-1")));
+    }
+
+    #[test]
+    fn plan_file_prompts_are_drawn_unless_the_cursor_is_in_the_text_row() {
+        let d = spooled("richA", "PreToolUse", "ExitPlanMode");
+        assert!(crate::dialog_mapper::is_plan_file_prompt(match &d.body {
+            DialogBody::Plan(p) => p,
+            _ => panic!(),
+        }));
+        assert!(is_drawn(&d, &pane("richA-before")));
+        assert!(is_drawn(&d, &pane("plan-rich-1")));
+        assert!(!is_drawn(&d, &pane("richplan1-after")), "cursor in the text row");
+        assert!(!is_drawn(&d, &pane("plan-rich-typed")), "text typed in the text row");
+        assert!(!is_drawn(&d, &pane("richA-after")));
+        assert!(!is_drawn(&d, &pane("plan-1")), "the no-plan-file prompt is another one");
+        let simple = spooled("plan", "PreToolUse", "ExitPlanMode");
+        assert!(!is_drawn(&simple, &pane("plan-rich-1")));
     }
 
     #[test]
