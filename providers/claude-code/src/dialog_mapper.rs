@@ -13,12 +13,12 @@
 //! - `ExitPlanMode` → a plan dialog with the options 2.1.198 draws
 //!   (docs/providers/claude-code/compat.md §7c). Two prompts:
 //!   - a plan file was written (Claude Code puts `plan` — the file's text — and
-//!     `planFilePath` into the input): "Ready to code? … Would you like to proceed?
-//!     1. Yes, and use auto mode 2. Yes, manually approve edits 3. Tell Claude what to
-//!     change"; row 3 is a text field (the feedback option);
-//!   - no plan file (`plan` only from the model, no `planFilePath`): "Exit plan mode? …
-//!     1. Yes 2. No"; "No" takes feedback (lab types it as the operator's next message,
-//!     which is what the TUI asks for after a rejected plan).
+//!     `planFilePath` into the input): "Ready to code? … Would you like to proceed?",
+//!     rows `Yes, and use auto mode`, `Yes, manually approve edits`, `Tell Claude what
+//!     to change`; row 3 is a text field (the feedback option);
+//!   - no plan file (`plan` only from the model, no `planFilePath`): "Exit plan
+//!     mode?", rows `Yes`, `No`; "No" takes feedback (lab types it as the operator's
+//!     next message, which is what the TUI asks for after a rejected plan).
 //!
 //!   An input object without `plan` still maps to a plan dialog (with no plan text).
 //! - Any other tool → `None`. Input that is not JSON, or has the wrong shape for a
