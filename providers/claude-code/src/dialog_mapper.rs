@@ -150,7 +150,7 @@ mod tests {
     use super::*;
 
     fn call(name: &str, input: &str) -> ToolUse {
-        ToolUse { id: "toolu_01ABC".into(), name: name.into(), input_json: input.into() }
+        crate::transcript::tool_use("toolu_01ABC", name, input)
     }
 
     const ONE: &str = r#"{"questions":[{"question":"Which database should we use?","header":"Database",

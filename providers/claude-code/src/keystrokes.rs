@@ -546,12 +546,8 @@ mod tests {
     }
 
     fn plan_dialog() -> Dialog {
-        crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolUse {
-            id: "toolu_p".into(),
-            name: "ExitPlanMode".into(),
-            input_json: r##"{"plan":"# P"}"##.into(),
-        })
-        .unwrap()
+        crate::dialog_mapper::map_dialog(crate::transcript::tool_use("toolu_p", "ExitPlanMode", r##"{"plan":"# P"}"##))
+            .unwrap()
     }
 
     /// testdata/live-0.2.0/match (`1` approved with the cursor moved to "No") and
@@ -577,11 +573,11 @@ mod tests {
     /// richplan (`3`, text, `Enter`: rejected with the text in the tool_result).
     #[test]
     fn plan_file_prompt_recipes_verified_live() {
-        let d = crate::dialog_mapper::map_dialog(lab_provider_sdk::ToolUse {
-            id: "toolu_p".into(),
-            name: "ExitPlanMode".into(),
-            input_json: r##"{"plan":"# P","planFilePath":"/h/.claude/plans/p.md"}"##.into(),
-        })
+        let d = crate::dialog_mapper::map_dialog(crate::transcript::tool_use(
+            "toolu_p",
+            "ExitPlanMode",
+            r##"{"plan":"# P","planFilePath":"/h/.claude/plans/p.md"}"##,
+        ))
         .unwrap();
         assert_eq!(show(&answer_keys(&d, &[Answer::Option(0)]).unwrap()), "1");
         assert_eq!(show(&answer_keys(&d, &[Answer::Option(1)]).unwrap()), "2");

@@ -119,10 +119,12 @@ impl ScreenReader for ClaudeCode {
 /// call of each dialog shape.
 fn samples() -> Samples {
     let line = |s: &str| s.to_string();
-    let ask = |questions: &str| ToolUse {
-        id: "toolu_01SampleAsk".into(),
-        name: dialog_mapper::ASK_USER_QUESTION.into(),
-        input_json: format!(r#"{{"questions":{questions}}}"#),
+    let ask = |questions: &str| {
+        transcript::tool_use(
+            "toolu_01SampleAsk",
+            dialog_mapper::ASK_USER_QUESTION,
+            format!(r#"{{"questions":{questions}}}"#),
+        )
     };
     Samples {
         transcript_lines: vec![
@@ -155,11 +157,12 @@ fn samples() -> Samples {
             ask(
                 r#"[{"question":"Which features do you want?","header":"Features","multiSelect":true,"options":[{"label":"Auth","description":"Login and sessions"},{"label":"Search","description":"Full-text search"},{"label":"Export","description":"CSV export"}]}]"#,
             ),
-            ToolUse {
-                id: "toolu_01SamplePlan".into(),
-                name: dialog_mapper::EXIT_PLAN_MODE.into(),
-                input_json: r##"{"plan":"# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n"}"##.into(),
-            },
+            // As 2.1.198 gives it when the model wrote a plan file (the usual case).
+            transcript::tool_use(
+                "toolu_01SamplePlan",
+                dialog_mapper::EXIT_PLAN_MODE,
+                r##"{"plan":"# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n","planFilePath":"/home/op/.claude/plans/plan-a-hello-function.md"}"##,
+            ),
         ],
     }
 }

@@ -64,11 +64,11 @@ pub fn permission_dialog(v: &Value, open_calls: &[ToolUse]) -> Result<Dialog, St
     // the spool (the matcher); if one comes anyway it is the same prompt as the
     // PreToolUse one, so it maps to the same dialog.
     if let Some(body) = dialog_mapper::dialog_body(tool, &input.to_string()) {
-        let mut d = dialog_mapper::map_dialog(ToolUse {
-            id: call_id.clone().unwrap_or_else(|| id.clone()),
-            name: tool.to_string(),
-            input_json: input.to_string(),
-        })
+        let mut d = dialog_mapper::map_dialog(crate::transcript::tool_use(
+            call_id.clone().unwrap_or_else(|| id.clone()),
+            tool,
+            input.to_string(),
+        ))
         .unwrap_or_else(|| Dialog::new(id.clone(), tool, body));
         d.call_id = call_id;
         return Ok(d);
@@ -360,8 +360,7 @@ mod tests {
         other["tool_input"]["command"] = json!("touch two.txt");
         assert_ne!(permission_dialog(&other, &[]).unwrap().id, a.id);
 
-        let call =
-            |id: &str, name: &str, input: &str| ToolUse { id: id.into(), name: name.into(), input_json: input.into() };
+        let call = |id: &str, name: &str, input: &str| crate::transcript::tool_use(id, name, input);
         let open = [
             call("toolu_old", "Bash", r#"{"command":"touch one.txt && echo one","description":"Create file one"}"#),
             call("toolu_read", "Read", r#"{"file_path":"/x"}"#),
@@ -383,11 +382,11 @@ mod tests {
         assert_eq!(d.questions().len(), 3);
         assert!(d.id.starts_with("perm-"));
         assert_eq!(d.call_id, None);
-        let open = [ToolUse {
-            id: "toolu_01fnIpa1YmJZK1CTDlTnstz0".into(),
-            name: "AskUserQuestion".into(),
-            input_json: v["tool_input"].to_string(),
-        }];
+        let open = [crate::transcript::tool_use(
+            "toolu_01fnIpa1YmJZK1CTDlTnstz0",
+            "AskUserQuestion",
+            v["tool_input"].to_string(),
+        )];
         let d = permission_dialog(&v, &open).unwrap();
         assert_eq!((d.id.as_str(), d.call_id.as_deref()), (open[0].id.as_str(), Some(open[0].id.as_str())));
         let d = permission_dialog(&live("plan", "ExitPlanMode"), &[]).unwrap();

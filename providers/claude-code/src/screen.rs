@@ -171,7 +171,6 @@ pub fn read_screen(pane: &str) -> Option<Dialog> {
 mod tests {
     use super::*;
     use crate::{dialog_mapper, spool};
-    use lab_provider_sdk::ToolUse;
     use serde_json::Value;
 
     fn pane(name: &str) -> String {
@@ -315,11 +314,11 @@ mod tests {
 
     #[test]
     fn dialogs_from_the_transcript_use_the_same_signals() {
-        let d = dialog_mapper::map_dialog(ToolUse {
-            id: "toolu_0106XkUp1a41TMbmMMZEgx6z".into(),
-            name: "ExitPlanMode".into(),
-            input_json: r##"{"plan":"# Plan"}"##.into(),
-        })
+        let d = dialog_mapper::map_dialog(crate::transcript::tool_use(
+            "toolu_0106XkUp1a41TMbmMMZEgx6z",
+            "ExitPlanMode",
+            r##"{"plan":"# Plan"}"##,
+        ))
         .unwrap();
         assert!(is_drawn(&d, &pane("plan-1")));
     }

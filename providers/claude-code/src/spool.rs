@@ -53,11 +53,7 @@ fn pre_tool_use(v: &Value) -> Result<Option<Dialog>, String> {
         Some(input) if !input.is_null() => input,
         _ => return Err("dialog spool: missing field `tool_input`".into()),
     };
-    Ok(map_dialog(ToolUse {
-        id: tool_use_id.to_string(),
-        name: tool_name.to_string(),
-        input_json: tool_input.to_string(),
-    }))
+    Ok(map_dialog(crate::transcript::tool_use(tool_use_id, tool_name, tool_input.to_string())))
 }
 
 /// Parse the blocked marker.
@@ -305,11 +301,7 @@ mod tests {
     #[test]
     fn permission_request_spools_are_permission_dialogs() {
         let payload = br#"{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls -la","description":"List"},"permission_suggestions":[]}"#;
-        let open = [ToolUse {
-            id: "toolu_7".into(),
-            name: "Bash".into(),
-            input_json: r#"{"description":"List","command":"ls -la"}"#.into(),
-        }];
+        let open = [crate::transcript::tool_use("toolu_7", "Bash", r#"{"description":"List","command":"ls -la"}"#)];
         let d = pending_dialog(payload, &open).unwrap().unwrap();
         assert_eq!(d.kind(), "permission");
         assert_eq!(d.call_id.as_deref(), Some("toolu_7"));

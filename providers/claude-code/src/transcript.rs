@@ -16,7 +16,7 @@
 //! | `assistant`, `message.content` a string | assistant, `text` |
 //! | `assistant` block `text` | assistant, `text` (markdown) |
 //! | `assistant` block `thinking` | assistant, `thinking`, the thinking text |
-//! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use{id, name, input_json}` (`input` as JSON text) |
+//! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use{id, name, input_json, summary}`: `input` as JSON text, and a one-line summary (`Bash: ls -la`) |
 //! | `system` with a string `content` | system, `text`, the content |
 //! | `[Request interrupted by user…]` user text | system, `text`, the marker text |
 //! | `assistant` with `isApiErrorMessage: true` | system, `text`, the error text |
@@ -113,6 +113,7 @@ const COMMAND_TAGS: &[&str] = &[
 
 const INTERRUPT_PREFIX: &str = "[Request interrupted by user";
 const NO_CONTENT: &str = "(no content)";
+const SUMMARY_MAX_CHARS: usize = 120;
 
 /// One transcript line (a parsed JSON value) → what it yields.
 pub fn parse_line(v: &Value) -> Result<LineOutput, String> {
@@ -288,7 +289,12 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
                         let input = bo.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new()));
                         line.push(
                             Role::Assistant,
-                            Content::ToolUse(ToolUse { id, name, input_json: input.to_string() }),
+                            Content::ToolUse(ToolUse {
+                                summary: tool_summary(&name, &input),
+                                id,
+                                name,
+                                input_json: input.to_string(),
+                            }),
                         );
                         used_tool = true;
                     }
@@ -338,6 +344,56 @@ fn system(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
         line.text(Role::System, text);
     }
     Ok(())
+}
+
+/// A [`ToolUse`] with its chat summary, from the input as JSON text (a summary of just
+/// the name if the text is not JSON).
+pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input_json: impl Into<String>) -> ToolUse {
+    let (name, input_json) = (name.into(), input_json.into());
+    let input: Value = serde_json::from_str(&input_json).unwrap_or(Value::Null);
+    ToolUse { id: id.into(), summary: tool_summary(&name, &input), name, input_json }
+}
+
+/// A one-line human summary of a tool call: the tool name and its key input.
+pub fn tool_summary(name: &str, input: &Value) -> String {
+    let detail: Option<String> = match name {
+        "AskUserQuestion" => json::str_at(input, "questions/0/question").map(str::to_string),
+        "ExitPlanMode" => Some("plan ready for approval".to_string()),
+        "TodoWrite" => input.get("todos").and_then(Value::as_array).map(|t| format!("{} items", t.len())),
+        _ => [
+            "command",
+            "file_path",
+            "notebook_path",
+            "path",
+            "pattern",
+            "url",
+            "query",
+            "description",
+            "prompt",
+            "skill",
+        ]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
+        .map(str::to_string),
+    };
+    match detail {
+        Some(d) => format!("{name}: {}", one_line(&d, SUMMARY_MAX_CHARS)),
+        None => name.to_string(),
+    }
+}
+
+/// The first non-blank line of `s`, cut to `max` characters with an ellipsis.
+fn one_line(s: &str, max: usize) -> String {
+    let first = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let more_lines = s.trim().lines().count() > 1;
+    if first.chars().count() > max {
+        let cut: String = first.chars().take(max).collect();
+        format!("{cut}…")
+    } else if more_lines {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -404,13 +460,13 @@ pub(crate) mod tests {
                 (Role::User, "text", "Add an order history endpoint. Ask me which database to use first."),
                 (Role::Assistant, "thinking", "The user wants me to ask about the database before starting."),
                 (Role::Assistant, "text", "Before I start, I need to know which database to use."),
-                (Role::Assistant, "tool_use", "AskUserQuestion"),
+                (Role::Assistant, "tool_use", "AskUserQuestion: Which database should the order service use?"),
                 (
                     Role::Tool,
                     "tool_result",
                     "Your questions have been answered: \"Which database should the order service use?\"=\"PostgreSQL\". You can now continue with these answers in mind."
                 ),
-                (Role::Assistant, "tool_use", "Bash"),
+                (Role::Assistant, "tool_use", "Bash: ls migrations"),
                 (Role::Tool, "tool_result", "0001_init.sql\n0002_customers.sql"),
                 (Role::Assistant, "text", "PostgreSQL it is. I added migration `0003_orders.sql`."),
             ]
@@ -530,6 +586,7 @@ pub(crate) mod tests {
         ));
         assert_eq!(out.turn, Some(TurnSignal::Working));
         assert_eq!(tool_use(&out.messages[1]).name, "Read");
+        assert_eq!(out.messages[1].display_text(), "Read: /x/src/main.rs");
         assert_eq!(tool_use(&out.messages[1]).input_json, r#"{"file_path":"/x/src/main.rs"}"#);
         assert_eq!(out.messages[1].role, Role::Assistant);
     }
@@ -620,6 +677,29 @@ pub(crate) mod tests {
         ));
         assert_eq!(out.messages[0].role, Role::System);
         assert_eq!(out.turn, Some(TurnSignal::Idle));
+    }
+
+    #[test]
+    fn summaries_are_short_and_informative() {
+        use serde_json::json;
+        assert_eq!(
+            tool_summary("Bash", &json!({"command":"cargo test","description":"Run tests"})),
+            "Bash: cargo test"
+        );
+        assert_eq!(tool_summary("Edit", &json!({"file_path":"/a/b.rs","old_string":"x"})), "Edit: /a/b.rs");
+        assert_eq!(tool_summary("Grep", &json!({"pattern":"fn main"})), "Grep: fn main");
+        assert_eq!(tool_summary("Task", &json!({"description":"Find callers","prompt":"…"})), "Task: Find callers");
+        assert_eq!(tool_summary("TodoWrite", &json!({"todos":[{},{}]})), "TodoWrite: 2 items");
+        assert_eq!(tool_summary("ExitPlanMode", &json!({"plan":"# P"})), "ExitPlanMode: plan ready for approval");
+        assert_eq!(tool_summary("Mystery", &json!({"x":1})), "Mystery");
+        assert_eq!(tool_summary("Bash", &json!("not an object")), "Bash");
+        assert_eq!(tool_summary("Bash", &json!({"command":"set -e\nmake"})), "Bash: set -e …");
+        let long = "x".repeat(300);
+        let s = tool_summary("Bash", &json!({ "command": long }));
+        assert_eq!(s.chars().count(), "Bash: ".len() + SUMMARY_MAX_CHARS + 1);
+        assert!(s.ends_with('…'));
+        assert_eq!(super::tool_use("t", "Bash", r#"{"command":"ls"}"#).summary, "Bash: ls");
+        assert_eq!(super::tool_use("t", "Bash", "not json").summary, "Bash");
     }
 
     #[test]
