@@ -4,7 +4,11 @@
 //! `lab` binary; the fixtures are only used by tests.
 use std::{env, path::PathBuf, process::Command};
 
-const COMPONENTS: &[(&str, &str)] = &[("PLAINLOG", "lab-provider-plainlog"), ("UNRULY", "lab-provider-unruly")];
+const COMPONENTS: &[(&str, &str)] = &[
+    ("CLAUDE_CODE", "lab-provider-claude-code"),
+    ("PLAINLOG", "lab-provider-plainlog"),
+    ("UNRULY", "lab-provider-unruly"),
+];
 
 fn main() {
     embed_web_assets();
@@ -50,10 +54,6 @@ fn main() {
         assert!(file.exists(), "missing component {}", file.display());
         println!("cargo:rustc-env=LAB_COMPONENT_{name}={}", file.display());
     }
-    println!(
-        "cargo:rustc-env=LAB_COMPONENT_CLAUDE_CODE={}",
-        manifest.join("tests/fixtures/wit-0.1.0/lab_provider_claude_code.wasm").display()
-    );
 }
 
 /// The channel pinned in rust-toolchain.toml.

@@ -143,5 +143,18 @@ fn main() {
         messages,
         ms(took)
     );
-    // TEMP-NATIVE
+    // The same parse natively, as a reference for the sandbox's cost.
+    let t = Instant::now();
+    let mut native = 0;
+    for c in &chunks {
+        native +=
+            <lab_provider_claude_code::ClaudeCode as lab_provider_claude_code::Provider>::parse_transcript(c).messages.len();
+    }
+    let native_took = t.elapsed();
+    assert_eq!(native, messages);
+    println!(
+        "native reference: {:.1} MB/s  → component/native time ratio {:.2}",
+        data.len() as f64 / 1e6 / native_took.as_secs_f64(),
+        took.as_secs_f64() / native_took.as_secs_f64()
+    );
 }
