@@ -147,8 +147,9 @@ fn main() {
     let t = Instant::now();
     let mut native = 0;
     for c in &chunks {
-        native +=
-            <lab_provider_claude_code::ClaudeCode as lab_provider_claude_code::Provider>::parse_transcript(c).messages.len();
+        native += <lab_provider_claude_code::ClaudeCode as lab_provider_claude_code::Provider>::parse_transcript(c)
+            .messages
+            .len();
     }
     let native_took = t.elapsed();
     assert_eq!(native, messages);

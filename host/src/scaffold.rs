@@ -169,9 +169,9 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
     let guide = lab_root.join("docs/providers.md").display().to_string();
     let (capability, hooker_trait, description) = if opts.dialog_hooker {
         (
-            "exports `base` and `dialog-hooker`: lab captures the agent's dialogs live through its hooks and answers them with keystrokes",
-            " and `DialogHooker`",
-            format!("{name}: JSONL transcript, live ask_user dialogs answered from lab"),
+            "exports `base`, `dialog-hooker` and `screen-reader`: lab captures the agent's dialogs live through its hooks (and reads the ones shown before any hook off the screen) and answers them with keystrokes",
+            ", `DialogHooker` and `ScreenReader`",
+            format!("{name}: JSONL transcript, live questions, permission prompts and a trust screen answered from lab"),
         )
     } else {
         (

@@ -119,7 +119,7 @@ fn a_new_provider_builds_checks_installs_and_runs_in_lab_serve() {
     assert!(ok, "{stdout}\n{stderr}");
     for want in [
         "exports      base (no dialog-hooker)",
-        "WIT package  lab:provider@0.1.0 (this lab loads lab:provider@0.1.0)",
+        "WIT package  lab:provider@0.2.0 (this lab loads lab:provider@0.2.0, lab:provider@0.1.0)",
         "loadable     yes",
         "provider     echo-kit 0.1.0",
         "map-dialog(ask_user): question dialog, 1 question, 2 options, not answerable",
@@ -208,32 +208,108 @@ fn a_new_provider_builds_checks_installs_and_runs_in_lab_serve() {
     lab.stop();
 }
 
+/// The stand-in for the generated dialog-hooker provider's agent: hooks on its command
+/// line (`--hook <event>=<command>`), a trust screen before anything else (no hook can
+/// run yet), then a permission prompt for a shell command, answered with keys.
+const HOOK_AGENT: &str = r#"#!/bin/sh
+t=; before=; after=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --transcript) t="$2"; shift 2 ;;
+    --hook) case "$2" in before_tool=*) before="${2#before_tool=}" ;; after_tool=*) after="${2#after_tool=}" ;; esac; shift 2 ;;
+    --) prompt="$2"; break ;;
+    *) echo "unexpected argv: $*" >&2; exec sleep 600 ;;
+  esac
+done
+mkdir -p "$(dirname "$t")"
+printf 'Welcome.
+Trust this folder? [y/n]
+'
+read -r trust
+[ "$trust" = y ] || { echo "not trusted: $trust"; exec sleep 600; }
+printf '{"role":"user","text":"%s"}
+' "$prompt" >> "$t"
+payload='{"tool_use_id":"t2","tool_name":"run_shell","tool_input":{"command":"rm -rf build","why":"a clean build"}}'
+printf '{"role":"assistant","tool_use":{"id":"t2","name":"run_shell","input":{"command":"rm -rf build"}}}
+' >> "$t"
+printf '%s' "$payload" | sh -c "$before"
+printf 'Allow `rm -rf build`? [y/n]
+'
+read -r reply
+printf '{"role":"tool","tool_use_id":"t2","text":"%s"}
+' "$reply" >> "$t"
+printf '%s' "$payload" | sh -c "$after"
+printf '{"role":"assistant","text":"Done: %s"}
+' "$reply" >> "$t"
+exec sleep 600
+"#;
+
+/// The issue's proof that the interface says everything agent-specific: a provider
+/// crate made by `lab new-provider --dialog-hooker`, knowing nothing but the SDK, brings
+/// its own permission prompt (with its own options), its own answer timing and a screen
+/// it reads before any hook runs — and an unmodified lab serve shows and answers them.
 #[test]
-fn a_dialog_hooker_provider_builds_and_passes_the_check() {
+fn a_dialog_hooker_provider_builds_checks_and_its_prompts_are_answered_in_lab_serve() {
     let outside = outside_dir();
     let wasm = new_provider(outside.path(), "hook-kit", &["--dialog-hooker"]);
     let (ok, stdout, stderr) = check(&wasm);
     assert!(ok, "{stdout}\n{stderr}");
     for want in [
-        "exports      base, dialog-hooker",
+        "exports      base, dialog-hooker, screen-reader",
         "map-dialog(ask_user): question dialog, 1 question, 2 options, answerable",
         "hook-settings (",
-        "answer-keys(ask_user, first option)",
-        "answer-keys rejects an option out of range",
+        "plan-answer(ask_user, first option)",
+        "(played 100 ms apart once the prompt is drawn, waiting at most 3000 ms)",
+        "plan-answer rejects an option out of range",
         "result: OK",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
     assert!(!stdout.contains("warn"), "{stdout}");
 
-    // Installed, lab serve lists it with the capability detected.
+    // Installed, lab serve lists it with the capabilities detected.
     let w = World::new();
     std::fs::create_dir_all(w.home.join("providers")).unwrap();
     std::fs::copy(&wasm, w.home.join("providers/hook-kit.wasm")).unwrap();
+    let agent = w.dir.path().join("hook-kit-agent");
+    std::fs::write(&agent, HOOK_AGENT).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.write_config(&format!("[providers.hook-kit]\nprogram = {:?}\n", agent.display().to_string()));
     let lab = w.serve();
     let (_, providers) = lab.get("/providers");
-    let mine = providers.as_array().unwrap().iter().find(|p| p["name"] == "hook-kit").cloned();
-    assert_eq!(mine.unwrap_or(Value::Null)["dialog_hooker"], true, "{providers}");
+    let mine = providers.as_array().unwrap().iter().find(|p| p["name"] == "hook-kit").cloned().unwrap_or(Value::Null);
+    assert_eq!((&mine["dialog_hooker"], &mine["screen_reader"]), (&json!(true), &json!(true)), "{providers}");
+
+    // 1. The trust screen: no hook has run, no transcript exists; read off the screen.
+    let run = lab.create_run(&w, "hook-kit", "clean up");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the trust screen as a dialog", |v| v["pending_dialog"]["source"] == "screen");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["kind"], &d["answerable"], &v["state"]), (&json!("generic"), &json!(true), &json!("question")));
+    assert_eq!(d["generic"]["title"], "Trust this folder? [y/n]");
+    assert_eq!(d["options"][0]["label"], "Yes, trust it");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["played"], json!(["y", "Enter"]));
+
+    // 2. The agent's own permission prompt, with its options; denied with a reason.
+    let v = lab.wait_view(&id, "the permission prompt", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["source"], &d["answerable"]), (&json!("spool"), &json!(true)), "{d}");
+    assert_eq!(d["permission"], json!({"tool": "run_shell", "summary": "rm -rf build", "reason": "a clean build"}));
+    assert_eq!(d["options"][1]["label"], "Deny, and say why");
+    assert_eq!(d["feedback_option"], 1);
+    let answer = json!({"tool_id": d["tool_id"], "answers": [{"feedback": {"option": 1, "text": "not now"}}]});
+    let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &answer);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["played"], json!(["n", "text:not now", "Enter"]));
+    let v = lab.wait_view(&id, "the agent to go on", |v| v["state"] == "idle");
+    let last = v["messages"].as_array().unwrap().last().cloned().unwrap_or(Value::Null);
+    assert_eq!(last["text"], "Done: nnot now", "{v}");
+    assert!(v["pending_dialog"].is_null());
+    let (status, body) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert!(status < 300, "{status} {body}");
     lab.stop();
 }
 
@@ -250,7 +326,7 @@ fn a_provider_that_misbehaves_fails_the_self_test() {
         "let _ = std::str::from_utf8(chunk).unwrap();\n        jsonl::parse_lines(chunk, parse_line)",
         1,
     );
-    let src = src.replacen("tool_id: call.id,", "tool_id: format!(\"dialog-{}\", call.id),", 1);
+    let src = src.replacen("call_id: Some(call.id.clone()),", "call_id: Some(format!(\"dialog-{}\", call.id)),", 1);
     std::fs::write(&lib, src).unwrap();
     let wasm = build(&dir, "bad-kit");
 
@@ -261,7 +337,7 @@ fn a_provider_that_misbehaves_fails_the_self_test() {
         stdout.contains("FAIL  on bytes that are not UTF-8: provider `bad-kit`: `parse-transcript` trapped"),
         "{stdout}"
     );
-    assert!(stdout.contains("FAIL  map-dialog(ask_user) gave tool_id \"dialog-toolu_check_03\""), "{stdout}");
+    assert!(stdout.contains("FAIL  map-dialog(ask_user) gave call_id Some(\"dialog-toolu_check_1\")"), "{stdout}");
     assert!(stdout.contains("result: FAILED (2 failure(s)"), "{stdout}");
     assert!(stderr.contains("the self-test failed (2 failures)"), "{stderr}");
 }
@@ -273,7 +349,7 @@ fn check_accepts_the_plainlog_fixture() {
     for want in [
         "exports      base (no dialog-hooker)",
         "provider     plainlog 0.1.0",
-        "parse-transcript on 4 sample lines",
+        "parse-transcript on 3 sample lines",
         "parse-transcript is deterministic",
         "map-dialog(ask): question dialog, 1 question, 2 options, not answerable",
         "result: OK",
@@ -291,7 +367,7 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     // of every interface name, so the binary stays valid).
     let mut other_version = plainlog.clone();
     for iface in ["base", "types"] {
-        let from = format!("lab:provider/{iface}@0.1.0");
+        let from = format!("lab:provider/{iface}@0.2.0");
         let to = format!("lab:provider/{iface}@0.9.0");
         other_version = replace_all(&other_version, from.as_bytes(), to.as_bytes());
     }
@@ -299,7 +375,11 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
         ("garbage.wasm", b"not wasm at all".to_vec(), "not a WebAssembly file"),
         ("core.wasm", b"\0asm\x01\0\0\0".to_vec(), "a core WebAssembly module, not a component"),
         ("empty.wasm", b"\0asm\x0d\0\x01\0".to_vec(), "it exports no lab:provider interface"),
-        ("v09.wasm", other_version, "it was built against lab:provider@0.9.0; this lab loads lab:provider@0.1.0"),
+        (
+            "v09.wasm",
+            other_version,
+            "it was built against lab:provider@0.9.0; this lab loads lab:provider@0.2.0, lab:provider@0.1.0",
+        ),
     ];
     for (name, bytes, why) in cases {
         let f = d.path().join(name);
@@ -313,7 +393,10 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     let (ok, _, stderr) = check(&d.path().join("missing.wasm"));
     assert!(!ok && stderr.contains("cannot read"), "{stderr}");
     let (_, stdout, _) = check(&d.path().join("v09.wasm"));
-    assert!(stdout.contains("WIT package  lab:provider@0.9.0 (this lab loads lab:provider@0.1.0)"), "{stdout}");
+    assert!(
+        stdout.contains("WIT package  lab:provider@0.9.0 (this lab loads lab:provider@0.2.0, lab:provider@0.1.0)"),
+        "{stdout}"
+    );
 
     // A component that loads but misbehaves fails the self-test (non-zero exit).
     let unruly = Path::new(lab::components::fixtures::UNRULY);

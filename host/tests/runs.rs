@@ -29,7 +29,7 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     assert_eq!(std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777, 0o600);
     let doc: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
     let pre = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap();
-    assert!(pre.contains("hook spool-write") && pre.contains(&format!("{id}.spool.json")), "{pre}");
+    assert!(pre.contains("hook dialog-spool") && pre.contains(&format!("{id}.spool.json")), "{pre}");
     // lab writes nothing of its own into the workdir.
     assert_eq!(std::fs::read_dir(&w.workdir).unwrap().count(), 0);
 
@@ -304,37 +304,48 @@ fn a_permission_notification_is_needs_input_until_the_transcript_advances() {
 }
 
 #[test]
-fn plan_and_multi_question_dialogs_are_shown_but_not_answerable() {
+fn plan_and_multi_question_dialogs_are_answered_from_lab() {
     let w = World::new();
     let two = json!({"questions": [
         {"question": "Which database?", "header": "DB", "options": [{"label": "Postgres", "description": ""}, {"label": "SQLite", "description": ""}]},
         {"question": "Which framework?", "header": "Web", "options": [{"label": "axum", "description": ""}, {"label": "actix", "description": ""}]}
     ]});
     let script = json!({"steps": [{"ask": two}, {"plan": "# Plan\n\n1. Do it\n2. Test it"}, {"idle": {}}]});
-    w.use_fake_claude(&script);
+    let log = w.use_fake_claude(&script);
     let lab = w.serve();
     let run = lab.create_run(&w, "claude-code", "plan it");
     let id = run_id(&run);
-    let target = run["tmux_target"].as_str().unwrap().to_string();
     let v = lab.wait_state(&id, "question");
     let d = &v["pending_dialog"];
-    assert_eq!(d["answerable"], false);
+    assert_eq!(d["answerable"], true, "{d}");
     assert_eq!(d["questions"].as_array().unwrap().len(), 2);
     assert!(d["deep_link"].as_str().unwrap().contains(&id), "a deep link to answer elsewhere: {d}");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "one answer per question: {body}");
     let (status, body) = lab.post(
         &format!("/runs/{id}/dialog/answer"),
-        &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}, {"option": 0}]}),
+        &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}, {"option": 0}]}),
     );
-    assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
-    // Answer both tabs in the terminal, then submit.
-    for k in ["Enter", "Enter", "Enter"] {
-        w.tmux(&["send-keys", "-t", &target, k]);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    assert_eq!(status, 200, "{body}");
+    let answer = wait_for(Duration::from_secs(10), "fake-claude to log the answers", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
+    });
+    assert_eq!(answer["is_error"], false, "{answer}");
+    assert!(answer.to_string().contains("SQLite") && answer.to_string().contains("axum"), "{answer}");
+
     let v = lab.wait_view(&id, "the plan dialog", |v| v["pending_dialog"]["kind"] == "plan");
     let d = &v["pending_dialog"];
-    assert_eq!(d["answerable"], false);
+    assert_eq!(d["answerable"], true, "{d}");
     assert!(d["plan"].as_str().unwrap().starts_with("# Plan"));
+    assert!(!d["options"].as_array().unwrap().is_empty(), "the prompt's own options: {d}");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
+    assert_eq!(status, 200, "{body}");
+    wait_for(Duration::from_secs(10), "fake-claude to approve the plan", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "answer" && e["tool_name"] == "ExitPlanMode")
+    });
+    lab.wait_state(&id, "idle");
 }
 
 #[test]

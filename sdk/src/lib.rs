@@ -78,7 +78,7 @@ pub trait DialogHooker: Provider {
     /// What a `session-info` hook payload says (transcript path, session id).
     fn session_info(payload: &[u8]) -> Result<SessionFacts, String>;
     /// The plan that answers `dialog` with `answers`.
-    fn answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String>;
+    fn plan_answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String>;
     /// Whether `pane` shows `dialog` ready for keys.
     fn is_drawn(dialog: &Dialog, pane: &str) -> bool;
 }
@@ -88,6 +88,8 @@ pub trait ScreenReader: DialogHooker {
     fn read_screen(pane: &str) -> Option<Dialog>;
 }
 
+// The type is generated (no derive can be added to it).
+#[allow(clippy::derivable_impls)]
 impl Default for ParseOutput {
     fn default() -> Self {
         ParseOutput { messages: Vec::new(), turn: None, session_id: None, diagnostics: Vec::new() }

@@ -910,7 +910,9 @@ impl Runs {
         let captured_ago = captured.and_then(|t| SystemTime::now().duration_since(t).ok()).unwrap_or_default();
         let wait = keystrokes::DrawnWait::new(std::time::Instant::now(), captured_ago, plan.drawn_within);
         let target = run.record().tmux_target;
-        while !wait.expired(std::time::Instant::now()) {
+        // At least one look, however old the prompt: a late answer is when the operator
+        // may have moved things in the terminal.
+        loop {
             let tmux = self.tmux.clone();
             let t = target.clone();
             let pane =

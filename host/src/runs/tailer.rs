@@ -119,6 +119,9 @@ pub struct Tail {
     screen: Option<Dialog>,
     /// When that prompt was first read.
     screen_seen: Option<SystemTime>,
+    /// How many messages the transcript had then: a screen prompt is over once the run
+    /// moves on.
+    screen_at_messages: usize,
     marker_sig: Option<FileSig>,
     marker: Option<MarkerFact>,
     hook_cleared: HashSet<String>,
@@ -178,6 +181,7 @@ impl Tail {
             session_sig: None,
             screen: None,
             screen_seen: None,
+            screen_at_messages: 0,
             marker_sig: None,
             marker: None,
             hook_cleared: HashSet::new(),
@@ -486,7 +490,7 @@ impl Tail {
             transcript_dialog_age,
             hooker: self.hooker,
             spool: self.spool.clone(),
-            screen: self.screen.clone(),
+            screen: self.screen().cloned(),
             marker: self.marker.clone(),
             transcript_modified: self.transcript_modified,
             fallback_deep_link: self.fallback_deep_link.clone(),
@@ -529,12 +533,12 @@ impl Tail {
             .as_ref()
             .filter(|s| view::spool_is_live(s, Some(&self.resolved), self.idle_since))
             .and_then(|s| s.dialog.as_ref());
-        spooled.or(self.screen.as_ref())
+        spooled.or(self.screen())
     }
 
     /// When the live prompt was captured (the spool's write time), for the drawn-wait.
     pub fn live_dialog_captured(&self) -> Option<SystemTime> {
-        match (&self.spool, &self.screen) {
+        match (&self.spool, self.screen()) {
             (Some(s), _) if s.dialog.is_some() => Some(s.written),
             (_, Some(_)) => self.screen_seen,
             _ => None,
@@ -545,12 +549,15 @@ impl Tail {
     pub fn set_screen(&mut self, dialog: Option<Dialog>) {
         if dialog.as_ref().map(|d| &d.id) != self.screen.as_ref().map(|d| &d.id) {
             self.screen_seen = dialog.as_ref().map(|_| SystemTime::now());
+            self.screen_at_messages = self.message_count();
         }
         self.screen = dialog;
     }
 
+    /// The prompt read off the screen, while the run has not moved on since (no new
+    /// transcript message: once there is one, the prompt was answered).
     pub fn screen(&self) -> Option<&Dialog> {
-        self.screen.as_ref()
+        self.screen.as_ref().filter(|_| self.message_count() == self.screen_at_messages)
     }
 
     /// How many messages the transcript has given so far.

@@ -28,9 +28,12 @@
 //! - **Answers** are played only where the recipe was driven live on 2.1.198 (see
 //!   [`keystrokes`]); anything else is shown with `answerable: false`.
 
+/// The SDK trait this provider implements (re-exported for native users such as
+/// lab's component benchmark).
+pub use lab_provider_sdk::Provider;
 use lab_provider_sdk::{
     Answer, AnswerPlan, Blocked, Dialog, DialogHooker, HookBinding, HookCommand, LaunchRequest, LaunchSpec,
-    ParseOutput, Provider, ProviderInfo, Samples, ScreenReader, SessionFacts, ToolUse,
+    ParseOutput, ProviderInfo, Samples, ScreenReader, SessionFacts, ToolUse,
 };
 
 pub mod dialog_mapper;
@@ -100,7 +103,7 @@ impl DialogHooker for ClaudeCode {
         spool::session_info(payload)
     }
 
-    fn answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String> {
+    fn plan_answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String> {
         keystrokes::plan_answer(&dialog, &answers)
     }
 
@@ -193,7 +196,7 @@ mod tests {
         let d = ClaudeCode::pending_dialog(include_bytes!("../testdata/spool-ask-user-question.json"), &[])
             .unwrap()
             .unwrap();
-        let plan = ClaudeCode::answer(d.clone(), vec![Answer::Option(1)]).unwrap();
+        let plan = ClaudeCode::plan_answer(d.clone(), vec![Answer::Option(1)]).unwrap();
         assert_eq!((plan.pause_ms, plan.drawn_within_ms), (250, 5000));
         let names: Vec<_> = plan
             .steps
@@ -204,7 +207,7 @@ mod tests {
             })
             .collect();
         assert_eq!(names, ["Down", "Down", "Down", "Down", "Up", "Up", "Up", "Up", "Down", "Enter"]);
-        let plan = ClaudeCode::answer(d, vec![Answer::Other("CockroachDB".into())]).unwrap();
+        let plan = ClaudeCode::plan_answer(d, vec![Answer::Other("CockroachDB".into())]).unwrap();
         assert_eq!(plan.steps[plan.steps.len() - 2], KeyOp::Literal("CockroachDB".into()));
     }
 
