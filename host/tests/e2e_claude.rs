@@ -196,6 +196,7 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
         "PreToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": hook("PreToolUse")}],
         "PostToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": hook("PostToolUse")}],
         "Notification": [{"hooks": hook("Notification")}],
+        "PermissionRequest": [{"hooks": hook("PermissionRequest")}],
         "Stop": [{"hooks": hook("Stop")}],
     }});
     std::fs::create_dir_all(w.agent_home.join(".claude")).unwrap();
@@ -992,10 +993,10 @@ fn stale_concurrent_and_repeated_answers_play_keys_once() {
     assert_eq!(transcript_results(&e.transcript(&run), &id).len(), 1);
 }
 
-/// Scenario 7: ExitPlanMode in permission mode `plan`: shown with the plan text, not answerable
-/// from lab; the operator approves it in the TUI.
+/// Scenario 7: ExitPlanMode in permission mode `plan`: shown with the plan text and the
+/// prompt's own options, and approved from lab.
 #[test]
-fn exit_plan_mode_is_shown_with_its_plan_but_not_answerable() {
+fn exit_plan_mode_is_shown_with_its_plan_and_approved_from_lab() {
     let plan = "# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n";
     let script = Script::new()
         .tool_use("ExitPlanMode", json!({"plan": plan}))
@@ -1009,19 +1010,18 @@ fn exit_plan_mode_is_shown_with_its_plan_but_not_answerable() {
     assert_eq!(d["kind"], "plan", "{d}");
     assert_eq!(d["tool_name"], "ExitPlanMode");
     assert_eq!(d["plan"], plan);
-    assert_eq!(d["answerable"], false);
+    assert_eq!(d["answerable"], true, "{d}");
+    assert_eq!(d["options"][0]["label"], "Yes", "the prompt's own options: {d}");
     assert!(d["deep_link"].is_string(), "{d}");
     let id = tool_id(&d);
-    let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
-    assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
     let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "go on"}));
     assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
     let pre = e.wait_hook("PreToolUse", STEP_TIMEOUT, |p| p["tool_use_id"] == id.as_str());
     assert_eq!(pre["payload"]["permission_mode"], "plan");
 
-    // The operator approves in the TUI ("Exit plan mode? ❯ 1. Yes").
-    e.wait_screen(&run, "Exit plan mode", STEP_TIMEOUT);
-    e.tui_keys(&run, &["Enter"]);
+    // Approved from lab ("Exit plan mode? ❯ 1. Yes").
+    let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
+    assert_eq!(status, 200, "{body}");
     let (result, is_error) = wait_tool_result(&e, &id);
     assert!(result.starts_with("User has approved your plan"), "{result}");
     assert!(!is_error);
@@ -1030,9 +1030,10 @@ fn exit_plan_mode_is_shown_with_its_plan_but_not_answerable() {
     e.wait_view(&run, STEP_TIMEOUT, "idle after approval", |v| v["state"] == "idle");
 }
 
-/// Scenario 8: Two questions: both shown, not answerable from lab, a deep link; answered in the TUI.
+/// Scenario 8: Two questions: both shown with a deep link, and answered from lab (one
+/// answer per question: the tab-and-review recipe).
 #[test]
-fn two_questions_are_shown_with_a_deep_link_but_not_answerable() {
+fn two_questions_are_answered_from_lab() {
     let script = Script::new()
         .tool_use("AskUserQuestion", two_questions())
         .after_tool_result("Thanks, noted both choices.")
@@ -1042,18 +1043,17 @@ fn two_questions_are_shown_with_a_deep_link_but_not_answerable() {
     let d = e.wait_dialog(&mut run);
     let id = tool_id(&d);
     assert_eq!(d["kind"], "question");
-    assert_eq!(d["answerable"], false);
+    assert_eq!(d["answerable"], true, "{d}");
     assert_eq!(d["questions"].as_array().unwrap().len(), 2);
     assert_eq!(d["questions"][1]["question"], "Which web framework?");
     assert_eq!(labels(&d, 1), ["Axum", "Actix"]);
     let link = d["deep_link"].as_str().expect("a deep link");
     assert!(link.contains(&run.id), "{link}");
-    let (status, body) = e.answer(&run, &id, json!([{"option": 2}, {"option": 1}]));
-    assert_eq!((status, body["error"].as_str()), (422, Some("not_answerable")), "{body}");
+    let (status, body) = e.answer(&run, &id, json!([{"option": 2}]));
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "one answer per question: {body}");
 
-    // Answered in the TUI: Down × i, Enter per tab; Enter on the review screen.
-    e.wait_screen(&run, PICKER, STEP_TIMEOUT);
-    e.tui_keys(&run, &["Down", "Down", "Enter", "Down", "Enter", "Enter"]);
+    let (status, body) = e.answer(&run, &id, json!([{"option": 2}, {"option": 1}]));
+    assert_eq!(status, 200, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "MongoDB")), "{result}");
     assert!(result.contains(&answered("Which web framework?", "Actix")), "{result}");
@@ -1062,63 +1062,99 @@ fn two_questions_are_shown_with_a_deep_link_but_not_answerable() {
     assert_no_flicker(&mut run.events, &id);
 }
 
-/// Scenario 9: A Bash tool call in the default permission mode: its permission prompt shows as
-/// `needs_input` once Claude Code's Notification hook fires (~6 s after the prompt
-/// opens); it clears after the operator approves in the TUI.
-#[test]
-fn a_bash_permission_prompt_is_needs_input_until_answered_in_the_tui() {
-    let script = Script::new()
+fn bash_script(command: &str) -> Script {
+    Script::new()
         .turn(
             Matcher::Any,
             Reply::tool_use_with_text(
                 "Bash",
-                json!({"command": "touch e2e-bash-marker && echo touched", "description": "Create a marker file"}),
+                json!({"command": command, "description": "Create a marker file"}),
                 "Let me run a command.",
             ),
         )
         .after_tool_result("The command ran.")
-        .side_reply("Run a command");
-    let Some(e) = setup("bash_permission", script) else { return };
-    // Named explicitly: 2.1.198's default, while 2.1.332 defaults to `auto` (no prompt).
-    let mut run = e.create("Create a marker file.", Some("default"));
-    let (_, working) = run.events.wait(LAUNCH_TIMEOUT, "the Bash tool_use on SSE", |v| {
-        v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use" && m["tool_name"] == "Bash")
-    });
-    assert!(working["pending_dialog"].is_null());
+        .side_reply("Run a command")
+}
+
+/// The permission dialog of the run's Bash call, as it reaches SSE.
+fn wait_permission(e: &E2e, run: &mut Run, command: &str) -> Value {
     let seen = Instant::now();
-    // Before the Notification (~6 s) nothing says a prompt is open but the unresolved
-    // tool call: the composer must not let "1 ok go" through as the prompt's answer.
-    e.wait_screen(&run, "Do you want to proceed?", STEP_TIMEOUT);
-    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "1 ok go"}));
-    assert_eq!((status, body["error"].as_str()), (409, Some("tool_pending")), "{body}");
-    let (_, ev) = run.events.wait(STEP_TIMEOUT, "needs_input on SSE", |v| v["state"] == "needs_input");
+    let (_, v) = run
+        .events
+        .wait(LAUNCH_TIMEOUT, "the permission dialog on SSE", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = v["pending_dialog"].clone();
     record_latency(&format!(
-        "e2e Bash permission prompt: needs_input on SSE {:.1} s after the tool_use reached lab  (run {})",
+        "e2e Bash permission prompt: the dialog on SSE {:.1} s after POST /runs  (run {})",
         seen.elapsed().as_secs_f64(),
         run.id
     ));
-    assert_eq!(ev["blocked"]["notification_type"], "permission_prompt", "{ev}");
-    assert!(ev["pending_dialog"].is_null());
-    assert!(e.runtime_file(&run, "marker").exists());
-    let n = e.wait_hook("Notification", STEP_TIMEOUT, |p| p["notification_type"] == "permission_prompt");
-    assert!(n["payload"]["message"].is_string());
+    assert_eq!(
+        (&d["source"], &d["answerable"], &d["tool_name"]),
+        (&json!("spool"), &json!(true), &json!("Bash")),
+        "{d}"
+    );
+    assert_eq!(d["permission"]["tool"], "Bash");
+    assert!(d["permission"]["summary"].as_str().unwrap().contains(command), "{d}");
+    assert_eq!(d["options"][0]["label"], "Yes", "{d}");
+    assert_eq!(d["options"].as_array().unwrap().len(), 3, "{d}");
+    assert!(d["feedback_option"].is_u64(), "'No' takes what to do instead: {d}");
+    // The PermissionRequest hook carries no tool_use_id: lab ties the prompt to the call.
+    let p = e.wait_hook("PermissionRequest", STEP_TIMEOUT, |p| p["tool_name"] == "Bash");
+    assert!(p["payload"].get("tool_use_id").is_none(), "{p}");
+    d
+}
+
+/// Scenario 9: A Bash tool call in the default permission mode: its permission prompt is
+/// a dialog as soon as it is drawn (the PermissionRequest hook), with the prompt's own
+/// options, and "Yes" from lab runs the command.
+#[test]
+fn a_bash_permission_prompt_is_a_dialog_approved_from_lab() {
+    let command = "touch e2e-bash-marker && echo touched";
+    let Some(e) = setup("bash_permission", bash_script(command)) else { return };
+    // Named explicitly: 2.1.198's default, while 2.1.332 defaults to `auto` (no prompt).
+    let mut run = e.create("Create a marker file.", Some("default"));
+    let d = wait_permission(&e, &mut run, command);
+    // A message now would answer the prompt ("1" approves): refused.
     let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "1 ok go"}));
-    assert_eq!(status, 409, "{body}");
+    assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
     assert!(!e.w.workdir.join("e2e-bash-marker").exists(), "the refused message approved the command");
-    assert!(e.screen(&run).contains("Do you want to proceed?"), "the prompt is still open");
     let tool_use = e.standin.emitted_tool_uses()[0].id.clone();
     assert!(e.standin.tool_results_for(&tool_use).is_empty());
 
-    // The operator approves in the TUI (❯ 1. Yes).
-    e.wait_screen(&run, "Do you want to proceed?", STEP_TIMEOUT);
-    e.tui_keys(&run, &["Enter"]);
-    let (_, ev) = run.events.wait(STEP_TIMEOUT, "the block to clear on SSE", |v| v["blocked"].is_null());
-    assert_ne!(ev["state"], "needs_input");
+    let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), json!([{"option": 0}]));
+    assert_eq!(status, 200, "{body}");
     let (result, is_error) = wait_tool_result(&e, &tool_use);
     assert_eq!((result.trim(), is_error), ("touched", false));
     assert!(e.w.workdir.join("e2e-bash-marker").exists());
+    run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared (PostToolUse by tool and input)");
     let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| v["state"] == "idle");
     assert!(v["blocked"].is_null());
+}
+
+/// Scenario 9b: "No, and tell Claude what to do differently" from lab: the command does
+/// not run, the text reaches the model, the dialog ends with the call's result.
+#[test]
+fn a_bash_permission_prompt_is_refused_from_lab_with_what_to_do_instead() {
+    let command = "touch e2e-refused-marker && echo touched";
+    let script =
+        bash_script(command).turn(Matcher::Contains("use mkdir instead".into()), Reply::text("OK, mkdir it is."));
+    let Some(e) = setup("bash_refused", script) else { return };
+    let mut run = e.create("Create a marker file.", Some("default"));
+    let d = wait_permission(&e, &mut run, command);
+    let feedback = d["feedback_option"].as_u64().unwrap();
+    let answer = json!([{"feedback": {"option": feedback, "text": "use mkdir instead"}}]);
+    let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), answer);
+    assert_eq!(status, 200, "{body}");
+    let tool_use = e.standin.emitted_tool_uses()[0].id.clone();
+    let (_, is_error) = wait_tool_result(&e, &tool_use);
+    assert!(is_error, "the call was refused");
+    wait_for(STEP_TIMEOUT, "the operator's words to reach the model", || {
+        e.standin.main_requests().iter().any(|r| r.body.to_string().contains("use mkdir instead")).then_some(())
+    });
+    assert!(!e.w.workdir.join("e2e-refused-marker").exists(), "the refused command ran");
+    run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared (its call has a result)");
 }
 
 /// Scenario 10: The composer is locked while a dialog is pending; after the answer a message goes

@@ -8,13 +8,15 @@
 
 use crate::model::Dialog;
 
-/// The answer-guard token of a spooled prompt. A prompt tied to a transcript call keeps
-/// the provider's id (the call's own). One without (a permission request carries no
-/// call id, so the provider derives its id from the content) is told apart from an
-/// identical prompt later in the run by the spool's write time: two `rm -rf build`
-/// approvals are two prompts, and answering the first must not count for the second.
+/// The answer-guard token of a spooled prompt. A prompt whose id is its transcript
+/// call's own keeps it. Any other (a permission request carries no call id, so the
+/// provider derives its id from the content) is told apart from an identical prompt
+/// later in the run by the spool's write time: two `rm -rf build` approvals are two
+/// prompts, and answering the first must not count for the second. The token depends on
+/// the spool alone, so it stays the same when a later parse of the same spool finds the
+/// call (`call_id` filled in): the operator's answer to the card they see still fits.
 pub fn identify(mut dialog: Dialog, written_ns: i128) -> Dialog {
-    if dialog.call_id.is_none() {
+    if dialog.call_id.as_deref() != Some(dialog.id.as_str()) {
         dialog.id = format!("{}~{:x}", dialog.id, written_ns.max(0));
     }
     dialog
@@ -49,6 +51,8 @@ mod tests {
         let b = identify(d("perm-3f2a", None), 1_700_000_000_000_000_002);
         assert!(a.id.starts_with("perm-3f2a~") && a.id != b.id);
         assert_eq!(identify(d("perm-3f2a", None), 1_700_000_000_000_000_001).id, a.id, "stable for one spool");
+        // The call found later (a re-parse of the same spool): the same token.
+        assert_eq!(identify(d("perm-3f2a", Some("toolu_9")), 1_700_000_000_000_000_001).id, a.id);
         assert_eq!(ids(&d("p", Some("c"))).collect::<Vec<_>>(), ["p", "c"]);
         assert_eq!(ids(&d("p", None)).collect::<Vec<_>>(), ["p"]);
     }
