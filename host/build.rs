@@ -4,10 +4,20 @@
 //! `lab` binary; the fixtures are only used by tests.
 use std::{env, path::PathBuf, process::Command};
 
-const COMPONENTS: &[(&str, &str)] = &[
-    ("CLAUDE_CODE", "lab-provider-claude-code"),
-    ("PLAINLOG", "lab-provider-plainlog"),
-    ("UNRULY", "lab-provider-unruly"),
+/// (constant name, package, bundled under this provider name). Every component becomes a
+/// path constant in `components::fixtures`; the bundled ones also an entry of
+/// `components::BUNDLED` (`$OUT_DIR/components.rs`), so host/src names no agent.
+const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
+    ("CLAUDE_CODE", "lab-provider-claude-code", Some("claude-code")),
+    ("PLAINLOG", "lab-provider-plainlog", None),
+    ("UNRULY", "lab-provider-unruly", None),
+];
+
+/// Components built against an older WIT version, checked in as test fixtures:
+/// (constant name, file under host/tests/fixtures).
+const OLD_COMPONENTS: &[(&str, &str)] = &[
+    ("CLAUDE_CODE_V0_1_0", "wit-0.1.0/lab_provider_claude_code.wasm"),
+    ("PLAINLOG_V0_1_0", "wit-0.1.0/lab_provider_plainlog.wasm"),
 ];
 
 fn main() {
@@ -31,7 +41,7 @@ fn main() {
         .args(["build", "--target", "wasm32-wasip2", "--profile", "wasm"])
         .arg("--target-dir")
         .arg(&target_dir);
-    for (_, pkg) in COMPONENTS {
+    for (_, pkg, _) in COMPONENTS {
         cmd.args(["-p", pkg]);
     }
     for (key, _) in env::vars() {
@@ -49,11 +59,24 @@ fn main() {
             toolchain = pinned_toolchain(&root).unwrap_or_else(|| "<the toolchain in rust-toolchain.toml>".into())
         );
     }
-    for (name, pkg) in COMPONENTS {
+    let mut bundled = String::from("/// The components built with this `lab` and embedded in its binary.\npub const BUNDLED: &[(&str, &[u8])] = &[\n");
+    let mut fixtures = String::from("/// Paths of the components built with the project, and of older builds kept as fixtures (tests use them).\npub mod fixtures {\n");
+    for (name, pkg, bundled_as) in COMPONENTS {
         let file = target_dir.join("wasm32-wasip2/wasm").join(format!("{}.wasm", pkg.replace('-', "_")));
         assert!(file.exists(), "missing component {}", file.display());
         println!("cargo:rustc-env=LAB_COMPONENT_{name}={}", file.display());
+        fixtures.push_str(&format!("    pub const {name}: &str = {:?};\n", file.display().to_string()));
+        if let Some(as_name) = bundled_as {
+            bundled.push_str(&format!("    ({as_name:?}, include_bytes!({:?})),\n", file.display().to_string()));
+        }
     }
+    for (name, rel) in OLD_COMPONENTS {
+        let file = manifest.join("tests/fixtures").join(rel);
+        fixtures.push_str(&format!("    pub const {name}: &str = {:?};\n", file.display().to_string()));
+    }
+    bundled.push_str("];\n");
+    fixtures.push_str("}\n");
+    std::fs::write(out_dir.join("components.rs"), format!("{bundled}\n{fixtures}")).expect("write components.rs");
 }
 
 /// The channel pinned in rust-toolchain.toml.

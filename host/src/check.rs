@@ -596,26 +596,6 @@ mod tests {
     }
 
     #[test]
-    fn claude_code_passes_with_its_hooker_exercised() {
-        let (res, text) = report(Path::new(fixtures::CLAUDE_CODE));
-        assert_eq!(res.unwrap().failures, 0, "{text}");
-        assert!(text.contains("exports      base, dialog-hooker"), "{text}");
-        assert!(text.contains("hook-settings"), "{text}");
-        assert!(text.contains("plan-answer(AskUserQuestion, first option)"), "{text}");
-        assert!(text.contains("replaces lab's bundled `claude-code`"), "{text}");
-    }
-
-    #[test]
-    fn a_component_built_against_0_1_0_still_passes() {
-        for f in [fixtures::PLAINLOG_V0_1_0, fixtures::CLAUDE_CODE_V0_1_0] {
-            let (res, text) = report(Path::new(f));
-            assert_eq!(res.unwrap().failures, 0, "{text}");
-            assert!(text.contains("lab:provider@0.1.0 (this lab loads"), "{text}");
-            assert!(text.contains("(no self-test samples: built against lab:provider@0.1.0)"), "{text}");
-        }
-    }
-
-    #[test]
     fn files_that_are_not_components_are_explained() {
         let d = tempfile::tempdir().unwrap();
         for (name, bytes, expect) in [

@@ -1,7 +1,7 @@
 //! `<home>/lab.toml`:
 //!
 //! ```toml
-//! [providers.claude-code]
+//! [providers.my-agent]
 //! program = "/opt/claude/bin/claude"   # else looked up on PATH
 //! env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:9999" }
 //!
@@ -112,10 +112,9 @@ mod tests {
 
     #[test]
     fn parses_provider_tables_and_rejects_typos() {
-        let c: Config =
-            toml::from_str("[providers.claude-code]\nprogram = \"/x/claude\"\nenv = { A = \"1\" }\n").unwrap();
-        let p = c.provider("claude-code");
-        assert_eq!(p.program.unwrap(), PathBuf::from("/x/claude"));
+        let c: Config = toml::from_str("[providers.my-agent]\nprogram = \"/x/agent\"\nenv = { A = \"1\" }\n").unwrap();
+        let p = c.provider("my-agent");
+        assert_eq!(p.program.unwrap(), PathBuf::from("/x/agent"));
         assert_eq!(p.env["A"], "1");
         assert!(c.provider("other").program.is_none());
         assert!(toml::from_str::<Config>("[providers.x]\nprogramm = 1\n").is_err());

@@ -153,7 +153,7 @@ pub fn main(args: &[String]) -> i32 {
 mod tests {
     use super::*;
 
-    const PRE: &str = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"X","tool_input":{"a":[1,2]},"tool_use_id":"toolu_1"}"#;
+    const PRE: &str = r#"{"session_id":"s","hook_event_name":"BeforeTool","tool_name":"X","tool_input":{"a":[1,2]},"tool_use_id":"toolu_1"}"#;
 
     fn args(s: &str) -> Vec<String> {
         s.split(' ').map(str::to_string).collect()
@@ -185,7 +185,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let spool = d.path().join("r.spool.json");
         // A permission request: no tool_use_id; cleared by tool and input.
-        let req = br#"{"hook_event_name":"PermissionRequest","tool_name":"X","tool_input":{"a":[1,2]}}"#;
+        let req = br#"{"hook_event_name":"ApprovalRequest","tool_name":"X","tool_input":{"a":[1,2]}}"#;
         apply(&Action::Write, &spool, req).unwrap();
         let by_call = clear(&["/tool_name", "/tool_input"]);
         let other_input = br#"{"tool_name":"X","tool_input":{"a":[1,3]},"tool_use_id":"t"}"#;

@@ -165,3 +165,31 @@ fn the_compile_cache_hits_and_misses_on_change() {
     let (f4, _) = h.load(Source::Bundled("unruly"), &other).unwrap();
     assert!(!f4.from_cache);
 }
+
+/// `lab providers check` on the bundled hooker provider and on components built
+/// against WIT 0.1.0.
+fn report(file: &Path) -> (anyhow::Result<lab::check::Outcome>, String) {
+    let mut out = Vec::new();
+    let res = lab::check::check(file, Some(std::path::PathBuf::from("/nonexistent/lab-home")), &mut out);
+    (res, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn check_passes_the_bundled_hooker_provider_with_its_hooker_exercised() {
+    let (res, text) = report(Path::new(fixtures::CLAUDE_CODE));
+    assert_eq!(res.unwrap().failures, 0, "{text}");
+    assert!(text.contains("exports      base, dialog-hooker, screen-reader"), "{text}");
+    assert!(text.contains("hook-settings"), "{text}");
+    assert!(text.contains("plan-answer(AskUserQuestion, first option)"), "{text}");
+    assert!(text.contains("replaces lab's bundled `claude-code`"), "{text}");
+}
+
+#[test]
+fn check_passes_components_built_against_0_1_0() {
+    for f in [fixtures::PLAINLOG_V0_1_0, fixtures::CLAUDE_CODE_V0_1_0] {
+        let (res, text) = report(Path::new(f));
+        assert_eq!(res.unwrap().failures, 0, "{text}");
+        assert!(text.contains("lab:provider@0.1.0 (this lab loads"), "{text}");
+        assert!(text.contains("(no self-test samples: built against lab:provider@0.1.0)"), "{text}");
+    }
+}

@@ -350,10 +350,56 @@ fn plan_and_multi_question_dialogs_are_answered_from_lab() {
 
 #[test]
 fn a_transcript_only_provider_gets_no_hooks_and_unanswerable_transcript_dialogs() {
+    transcript_only_run(lab::components::fixtures::PLAINLOG);
+}
+
+/// docs/wit-compat.md rule 4: a component built against WIT 0.1.0 runs a run on this host.
+#[test]
+fn a_transcript_only_component_built_against_0_1_0_runs_a_run() {
+    transcript_only_run(lab::components::fixtures::PLAINLOG_V0_1_0);
+}
+
+/// The same for a dialog-hooker component built against 0.1.0 (the claude-code
+/// provider as it was), installed over the bundled one: hooks through its 0.1.0 hook
+/// context, a live question from its spool, answered with its keys and the 0.1.0 pace.
+#[test]
+fn a_hooker_component_built_against_0_1_0_runs_a_run_and_answers() {
     let w = World::new();
     let providers = w.home.join("providers");
     std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(lab::components::fixtures::PLAINLOG, providers.join("plainlog.wasm")).unwrap();
+    std::fs::copy(lab::components::fixtures::CLAUDE_CODE_V0_1_0, providers.join("old.wasm")).unwrap();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let (_, list) = lab.get("/providers");
+    let p = list.as_array().unwrap().iter().find(|p| p["name"] == "claude-code").cloned().unwrap();
+    assert_eq!((&p["wit"], &p["dialog_hooker"]), (&json!("lab:provider@0.1.0"), &json!(true)), "{list}");
+    let run = lab.create_run(&w, "claude-code", "pick a database");
+    let id = run_id(&run);
+    let settings = std::fs::read_to_string(w.runtime().join(format!("{id}.settings.json"))).unwrap();
+    assert!(settings.contains("hook dialog-clear") && settings.contains("--id-field tool_use_id"), "{settings}");
+    let v = lab.wait_state(&id, "question");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["source"], &d["answerable"]), (&json!("spool"), &json!(true)), "{d}");
+    let started = Instant::now();
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(status, 200, "{body}");
+    assert!(started.elapsed() >= Duration::from_millis(2250), "0.1.0's pace: {:?}", started.elapsed());
+    let answer = wait_for(Duration::from_secs(10), "fake-claude to log the answer", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
+    });
+    assert!(answer.to_string().contains("SQLite"), "{answer}");
+    wait_for(Duration::from_secs(10), "the spool to be cleared by its PostToolUse", || {
+        (!w.runtime().join(format!("{id}.spool.json")).exists()).then_some(())
+    });
+    lab.wait_state(&id, "idle");
+}
+
+fn transcript_only_run(component: &str) {
+    let w = World::new();
+    let providers = w.home.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    std::fs::copy(component, providers.join("plainlog.wasm")).unwrap();
     // A tiny plainlog agent: writes a question as a tool call and waits.
     let agent = w.dir.path().join("plainlog-agent");
     std::fs::write(

@@ -396,7 +396,7 @@ mod tests {
             kind: kind.into(),
             text: String::new(),
             tool_use_id: id.map(Into::into),
-            tool_name: id.map(|_| "Bash".into()),
+            tool_name: id.map(|_| "Shell".into()),
             input: None,
             is_error: false,
             timestamp: String::new(),
@@ -422,7 +422,7 @@ mod tests {
         let mut msgs = vec![msg(0, Role::User, "text", None), msg(1, Role::Assistant, "tool_use", Some("t1"))];
         let lock = composer_lock(&derived(RunState::Working), &msgs, false).unwrap();
         assert_eq!(lock.code, "tool_pending");
-        assert!(lock.message.contains("Bash") && lock.message.contains("permission"), "{}", lock.message);
+        assert!(lock.message.contains("Shell") && lock.message.contains("permission"), "{}", lock.message);
         msgs.push(msg(2, Role::Tool, "tool_result", Some("t1")));
         assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), None);
         msgs.push(msg(3, Role::Assistant, "tool_use", Some("t2")));
