@@ -6,7 +6,7 @@
 #
 # Each scenario runs the REAL `claude` (scripts/install-claude.sh) in its own tmux session
 # on a private tmux socket, against the messages-standin binary on 127.0.0.1 (loopback
-# only), with an isolated HOME seeded per docs/compat-observed-2.1.198.md, and hooks
+# only), with an isolated HOME seeded per docs/providers/claude-code/observed-2.1.198.md, and hooks
 # (PreToolUse/PostToolUse on AskUserQuestion|ExitPlanMode, Notification, Stop) that append
 # each payload to hooks.jsonl. It then drives the picker with tmux send-keys (250 ms apart)
 # and copies: transcript.jsonl (final), transcript-while-pending.jsonl (snapshot while the

@@ -2,7 +2,7 @@
 //!
 //! Each test starts its own world: a `lab serve` on a loopback port with its own home,
 //! an agent HOME pre-seeded with `.claude.json` (onboarding done, the API key approved,
-//! the workdir trusted — docs/compat-observed-2.1.198.md §2), and its own
+//! the workdir trusted — docs/providers/claude-code/observed-2.1.198.md §2), and its own
 //! `messages-standin` on 127.0.0.1 as the only "model". lab.toml points
 //! `[providers.claude-code]` at `$LAB_CLAUDE_BIN` with the offline environment. Every
 //! step an operator takes goes through lab's HTTP API (POST /runs, GET …/messages,
@@ -170,7 +170,7 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
     let slot = Slot::take();
     let w = World::new();
 
-    // .claude.json: exactly what docs/compat-observed-2.1.198.md §2 says works.
+    // .claude.json: exactly what docs/providers/claude-code/observed-2.1.198.md §2 says works.
     let seed = json!({
         "hasCompletedOnboarding": true,
         "theme": "dark",
