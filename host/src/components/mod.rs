@@ -16,6 +16,47 @@ pub mod v0_2_0;
 pub use cache::CompileCache;
 pub use handle::{Call, CallError, CallErrorKind, Capabilities, ProviderHandle, Version};
 
+use crate::model;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+/// A provider's answer on its way.
+pub type Reply<T> = Pin<Box<dyn Future<Output = Result<T, CallError>> + Send>>;
+
+/// What following a run needs of its provider: the host-side face of a component. In
+/// `lab serve` it is a [`ProviderHandle`] (a component on its own thread); the tailer's
+/// unit tests drive it with a fake, so the reading rules are tested without wasm.
+pub trait Provider: Send + Sync {
+    /// Whether it captures prompts live (the spool is authoritative).
+    fn dialog_hooker(&self) -> bool;
+    fn parse_transcript(&self, chunk: Vec<u8>) -> Reply<model::ParseOutput>;
+    fn map_dialog(&self, call: model::ToolUse) -> Reply<Option<model::Dialog>>;
+    fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<model::ToolUse>) -> Reply<Option<model::Dialog>>;
+    fn blocked_state(&self, marker: Vec<u8>) -> Reply<model::Blocked>;
+    fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts>;
+}
+
+impl Provider for ProviderHandle {
+    fn dialog_hooker(&self) -> bool {
+        ProviderHandle::dialog_hooker(self)
+    }
+    fn parse_transcript(&self, chunk: Vec<u8>) -> Reply<model::ParseOutput> {
+        ProviderHandle::parse_transcript(self, chunk).into_future()
+    }
+    fn map_dialog(&self, call: model::ToolUse) -> Reply<Option<model::Dialog>> {
+        ProviderHandle::map_dialog(self, call).into_future()
+    }
+    fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<model::ToolUse>) -> Reply<Option<model::Dialog>> {
+        ProviderHandle::pending_dialog(self, spool, open_calls).into_future()
+    }
+    fn blocked_state(&self, marker: Vec<u8>) -> Reply<model::Blocked> {
+        ProviderHandle::blocked_state(self, marker).into_future()
+    }
+    fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts> {
+        ProviderHandle::session_info(self, payload).into_future()
+    }
+}
+
 use anyhow::{anyhow, Context as _, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

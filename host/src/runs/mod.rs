@@ -396,7 +396,7 @@ impl Runs {
         let tail = match &provider {
             Some(p) => Tail::new(
                 rec.id.clone(),
-                p.clone(),
+                Arc::new(p.clone()),
                 transcript.clone(),
                 files,
                 Some(format!("/#/runs/{}/terminal", rec.id)),

@@ -6,7 +6,7 @@
 
 use super::spool;
 use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
-use crate::components::{CallError, ProviderHandle};
+use crate::components::{CallError, Provider};
 use crate::fsutil;
 use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
 use crate::paths::{RunFiles, RunId};
@@ -82,7 +82,7 @@ pub type SharedMessages = Arc<RwLock<Vec<SeqMessage>>>;
 
 pub struct Tail {
     run: RunId,
-    provider: Option<ProviderHandle>,
+    provider: Option<Arc<dyn Provider>>,
     transcript: Option<PathBuf>,
     files: RunFiles,
     hooker: bool,
@@ -132,7 +132,7 @@ pub struct Tail {
 impl Tail {
     pub fn new(
         run: RunId,
-        provider: ProviderHandle,
+        provider: Arc<dyn Provider>,
         transcript: Option<PathBuf>,
         files: RunFiles,
         fallback_deep_link: Option<String>,
@@ -764,5 +764,166 @@ mod tests {
         assert_eq!(read_complete_lines(&p, 0, 6).unwrap(), b"aaaa\n");
         assert_eq!(read_complete_lines(&p, 0, 2).unwrap(), b"aaaa\n");
         assert_eq!(read_complete_lines(&p, 0, 11).unwrap(), b"aaaa\nbbbb\n");
+    }
+
+    // ---- the reading rules against a fake provider ------------------------------
+
+    use crate::components::Reply;
+    use crate::model::{Blocked, DialogBody, Message, Role, SessionFacts, ToolResult};
+    use serde_json::{json, Value};
+
+    /// A provider for a made-up agent: transcript lines `{"text"}`, `{"use": id, "name",
+    /// "input"}`, `{"result": id}`, `{"turn": "idle"}`; spools `{"tool", "input"}` are
+    /// permission prompts without a call id (the fake finds the call among the open ones
+    /// by name and input, as a real provider would); session files `{"transcript"}`.
+    struct Fake;
+
+    fn reply<T: Send + 'static>(v: T) -> Reply<T> {
+        Box::pin(async move { Ok(v) })
+    }
+
+    impl Provider for Fake {
+        fn dialog_hooker(&self) -> bool {
+            true
+        }
+        fn parse_transcript(&self, chunk: Vec<u8>) -> Reply<ParseOutput> {
+            let mut out = ParseOutput::default();
+            for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let v: Value = serde_json::from_slice(line).unwrap();
+                if let Some(t) = v["text"].as_str() {
+                    out.messages.push(Message::text(Role::Assistant, t, ""));
+                } else if let Some(id) = v["use"].as_str() {
+                    let name = v["name"].as_str().unwrap().to_string();
+                    let call =
+                        ToolUse { id: id.into(), summary: name.clone(), name, input_json: v["input"].to_string() };
+                    out.messages.push(Message {
+                        role: Role::Assistant,
+                        content: Content::ToolUse(call),
+                        timestamp: String::new(),
+                    });
+                    out.turn = Some(TurnSignal::Working);
+                } else if let Some(id) = v["result"].as_str() {
+                    let r = ToolResult { id: id.into(), text: "ok".into(), is_error: false };
+                    out.messages.push(Message {
+                        role: Role::Tool,
+                        content: Content::ToolResult(r),
+                        timestamp: String::new(),
+                    });
+                } else if v["turn"] == "idle" {
+                    out.turn = Some(TurnSignal::Idle);
+                }
+            }
+            reply(out)
+        }
+        fn map_dialog(&self, _call: ToolUse) -> Reply<Option<Dialog>> {
+            reply(None)
+        }
+        fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<ToolUse>) -> Reply<Option<Dialog>> {
+            let v: Value = serde_json::from_slice(&spool).unwrap();
+            let (tool, input) = (v["tool"].as_str().unwrap().to_string(), v["input"].clone());
+            let call_id = open_calls
+                .iter()
+                .rev()
+                .find(|c| c.name == tool && serde_json::from_str::<Value>(&c.input_json).ok() == Some(input.clone()))
+                .map(|c| c.id.clone());
+            let body = DialogBody::Permission {
+                tool: tool.clone(),
+                summary: input.to_string(),
+                reason: None,
+                options: Vec::new(),
+                feedback_option: None,
+            };
+            reply(Some(Dialog {
+                id: format!("perm-{tool}"),
+                call_id,
+                tool_name: tool,
+                body,
+                answerable: true,
+                deep_link: None,
+            }))
+        }
+        fn blocked_state(&self, _marker: Vec<u8>) -> Reply<Blocked> {
+            reply(Blocked { kind: "waiting".into(), message: String::new() })
+        }
+        fn session_info(&self, payload: Vec<u8>) -> Reply<SessionFacts> {
+            let v: Value = serde_json::from_slice(&payload).unwrap();
+            reply(SessionFacts { transcript_path: v["transcript"].as_str().map(str::to_string), session_id: None })
+        }
+    }
+
+    fn fake_tail(dir: &Path, transcript: Option<PathBuf>) -> Tail {
+        let id = RunId::parse("r-1").unwrap();
+        Tail::new(id.clone(), Arc::new(Fake), transcript, RunFiles::new(dir, &id), None)
+    }
+
+    fn append(path: &Path, lines: &[Value]) {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        for l in lines {
+            writeln!(f, "{l}").unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_permission_prompt_keeps_its_token_when_its_call_is_found_and_ends_with_the_call() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        let mut tail = fake_tail(d.path(), Some(t.clone()));
+        append(&t, &[json!({"text": "Let me clean up."})]);
+        // The prompt is spooled before its call reaches the transcript.
+        std::fs::write(&tail.files.spool, json!({"tool": "Shell", "input": {"cmd": "rm -rf build"}}).to_string())
+            .unwrap();
+        let v = tail.refresh().await;
+        let shown = v.pending_dialog.expect("the prompt").dialog;
+        assert!(shown.id.starts_with("perm-Shell~") && shown.call_id.is_none(), "{shown:?}");
+        assert_eq!(v.state, view::RunState::Question);
+        // The call arrives: the spool is read again, the call found, the token kept.
+        append(&t, &[json!({"use": "c1", "name": "Shell", "input": {"cmd": "rm -rf build"}})]);
+        let v = tail.refresh().await;
+        let again = v.pending_dialog.expect("still the prompt").dialog;
+        assert_eq!((again.id.as_str(), again.call_id.as_deref()), (shown.id.as_str(), Some("c1")));
+        assert_eq!(tail.live_dialog().map(|d| d.id.clone()), Some(shown.id.clone()));
+        // Refused in the terminal: no clear hook, but the call's result ends it, and the
+        // spool is deleted.
+        append(&t, &[json!({"result": "c1"})]);
+        let v = tail.refresh().await;
+        assert!(v.pending_dialog.is_none());
+        assert!(!tail.files.spool.exists(), "the stale spool is removed");
+        assert_eq!(tail.message_count(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_prompt_with_no_call_ends_when_the_agent_ends_a_turn_after_it() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        let mut tail = fake_tail(d.path(), Some(t.clone()));
+        append(&t, &[json!({"text": "hi"}), json!({"turn": "idle"})]);
+        tail.refresh().await;
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&tail.files.spool, json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
+        assert!(tail.refresh().await.pending_dialog.is_some(), "an idle before the spool does not end it");
+        append(&t, &[json!({"text": "ok then"}), json!({"turn": "idle"})]);
+        let v = tail.refresh().await;
+        assert!(v.pending_dialog.is_none());
+        assert_eq!(v.state, view::RunState::Idle);
+    }
+
+    #[tokio::test]
+    async fn a_transcript_named_late_by_session_info_is_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tail = fake_tail(d.path(), None);
+        tail.await_session_info();
+        assert_eq!(tail.refresh().await.state, view::RunState::Starting);
+        assert!(tail.transcript_path().is_none());
+        let t = d.path().join("rollout.jsonl");
+        append(&t, &[json!({"text": "from the rollout"})]);
+        std::fs::write(&tail.files.session, json!({"transcript": "relative/path.jsonl"}).to_string()).unwrap();
+        tail.refresh().await;
+        assert!(tail.transcript_path().is_none(), "a relative path is refused");
+        assert!(!tail.changed_on_disk());
+        std::fs::write(&tail.files.session, json!({"transcript": t.display().to_string()}).to_string()).unwrap();
+        assert!(tail.changed_on_disk(), "the session file is watched while the transcript is unknown");
+        let v = tail.refresh().await;
+        assert_eq!(tail.transcript_path(), Some(t.as_path()));
+        assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
     }
 }
