@@ -1,0 +1,126 @@
+//! Answering: typing the operator's messages and playing the provider's answer plans,
+//! both under the run's key lock and behind a fresh check (the composer lock, the
+//! answer guard).
+
+use super::launch::type_text;
+use super::*;
+
+impl Runs {
+    /// `POST /runs/{id}/messages`: paste the text into the agent, then Enter — under
+    /// the run's key lock and only if a fresh read finds the composer unlocked
+    /// ([`input::composer_lock`]).
+    pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
+        let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
+        let _keys = run.keys.lock().await;
+        {
+            let mut tail = run.tail.lock().await;
+            if tail.ended {
+                return Err(RunError::RunEnded);
+            }
+            let d = tail.refresh().await;
+            let lock = run.composer_lock(&d);
+            drop(tail);
+            run.publish(d);
+            if let Some(lock) = lock {
+                return Err(lock.into());
+            }
+        }
+        let tmux = self.tmux.clone();
+        let target = run.record().tmux_target;
+        let buffer = format!("lab-{}", run.id);
+        tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &text))
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))?
+            .map_err(|e| RunError::Internal(format!("typing into the agent failed: {e}")))?;
+        run.wake();
+        Ok(())
+    }
+
+    /// `POST /runs/{id}/dialog/answer`: the answer guard, then the paced keystrokes.
+    pub async fn answer(&self, run: &Arc<Run>, tool_id: &str, answers: Vec<Answer>) -> Result<Vec<String>, RunError> {
+        for a in &answers {
+            match a {
+                Answer::Other(text) | Answer::Feedback { text, .. } => {
+                    input::other_text(text).map_err(|e| RunError::text(e, "the answer's text"))?;
+                }
+                Answer::Option(_) | Answer::Options(_) => {}
+            }
+        }
+        let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
+        if !provider.dialog_hooker() {
+            return Err(RunError::NotAnswerable);
+        }
+        let _keys = run.keys.lock().await;
+        // 1. The guard on a fresh read, and the provider's plan for this prompt.
+        let (dialog, plan, captured) = {
+            let mut tail = run.tail.lock().await;
+            if tail.ended {
+                return Err(RunError::NoDialog);
+            }
+            let d = tail.refresh().await;
+            drop(d);
+            let dialog = self.guarded(&tail, tool_id)?;
+            let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
+                Some(msg) => RunError::BadRequest(msg.to_string()),
+                None => RunError::Internal(e.to_string()),
+            })?;
+            keystrokes::validate(&plan).map_err(RunError::Internal)?;
+            (dialog, plan, tail.live_dialog_captured())
+        };
+        // 2. Wait until the prompt is drawn (the provider reads the pane), at most the
+        //    plan's budget counted from when the prompt was captured.
+        let captured_ago = captured.and_then(|t| SystemTime::now().duration_since(t).ok()).unwrap_or_default();
+        let wait = keystrokes::DrawnWait::new(std::time::Instant::now(), captured_ago, plan.drawn_within);
+        let target = run.record().tmux_target;
+        // At least one look, however old the prompt: a late answer is when the operator
+        // may have moved things in the terminal.
+        loop {
+            let tmux = self.tmux.clone();
+            let t = target.clone();
+            let pane =
+                tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default();
+            let drawn = provider.is_drawn(dialog.clone(), pane).await.unwrap_or(false);
+            if wait.done(std::time::Instant::now(), drawn) {
+                break;
+            }
+            tokio::time::sleep(keystrokes::DRAWN_POLL).await;
+        }
+        // 3. The guard again (the prompt may have gone while it was drawn), then play.
+        {
+            let mut tail = run.tail.lock().await;
+            if tail.ended {
+                return Err(RunError::NoDialog);
+            }
+            tail.refresh().await;
+            self.guarded(&tail, tool_id)?;
+            tail.mark_answered(tool_id);
+            let d = tail.derive().await;
+            drop(tail);
+            run.publish(d);
+        }
+        let tmux = self.tmux.clone();
+        let played: Vec<String> = plan.steps.iter().map(keystrokes::describe).collect();
+        let result = tokio::task::spawn_blocking(move || keystrokes::play(&tmux, &target, &plan))
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))
+            .and_then(|r| r.map_err(|e| RunError::Internal(format!("playing the answer failed: {e}"))));
+        if let Err(e) = result {
+            let mut tail = run.tail.lock().await;
+            tail.unmark_answered(tool_id);
+            return Err(e);
+        }
+        run.wake();
+        Ok(played)
+    }
+
+    /// The answer guard on the tail's current facts: the live prompt, if it is the one
+    /// `tool_id` names and lab can answer it.
+    pub(super) fn guarded(&self, tail: &tailer::Tail, tool_id: &str) -> Result<crate::model::Dialog, RunError> {
+        answer_guard::check(tail.live_dialog(), tail.resolved(), tail.answered(), tool_id)?;
+        let dialog = tail.live_dialog().cloned().ok_or(RunError::NoDialog)?;
+        if !dialog.answerable {
+            return Err(RunError::NotAnswerable);
+        }
+        Ok(dialog)
+    }
+}

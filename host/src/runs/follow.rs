@@ -1,0 +1,237 @@
+//! Watching runs: the tailer task per run (file notifications first, a backstop poll
+//! that backs off), what the agent says about its session, looking at the screen while
+//! a run has nothing else to show, and clearing what crashed runs left in runtime/.
+
+use super::*;
+
+impl Runs {
+    /// Follow a run until it ends: a full refresh on every wake (file notifications,
+    /// answers, messages, its end) and whenever the backstop poll's look (a `stat` of
+    /// its files, [`tailer::Backoff`]) finds a change or a time-based deadline passes.
+    pub(super) fn spawn_tailer(self: Arc<Self>, run: Arc<Run>) {
+        tokio::spawn(async move {
+            let mut backoff = tailer::Backoff::default();
+            let mut watched = false;
+            let mut refresh = true;
+            let mut look = false;
+            let mut pane = screen::PaneWatch::default();
+            let started = std::time::Instant::now();
+            loop {
+                if refresh {
+                    let mut tail = run.tail.lock().await;
+                    let mut derived = tail.refresh().await;
+                    let ended = tail.ended;
+                    self.record_session_facts(&run, tail.session_id.clone(), tail.transcript_path());
+                    watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
+                    look = !ended
+                        && screen::should_look(&derived, tail.has_spool(), run.prompt_pending.load(Ordering::SeqCst));
+                    if look {
+                        let current = tail.screen().cloned();
+                        let shown = self.read_screen(&run, &mut pane, derived.state, started.elapsed(), current).await;
+                        if shown.as_ref().map(|d| &d.id) != tail.screen().map(|d| &d.id) {
+                            tail.set_screen(shown);
+                            derived = tail.derive().await;
+                        }
+                    } else if tail.screen().is_some() && derived.state != RunState::Question {
+                        tail.set_screen(None);
+                        derived = tail.derive().await;
+                    }
+                    if !look {
+                        pane.reset();
+                    }
+                    drop(tail);
+                    run.publish(derived);
+                    if ended {
+                        break;
+                    }
+                }
+                let deadline = run.tail.lock().await.grace_remaining();
+                let deadline =
+                    if look { Some(deadline.map_or(screen::POLL, |d| d.min(screen::POLL))) } else { deadline };
+                let delay = tailer::poll_delay(backoff.next_delay(), watched, deadline);
+                tokio::select! {
+                    _ = run.wake.notified() => {
+                        backoff.reset();
+                        refresh = true;
+                    }
+                    _ = tokio::time::sleep(delay) => {
+                        let changed = run.tail.lock().await.changed_on_disk();
+                        if changed {
+                            backoff.reset();
+                        }
+                        refresh = changed || deadline.is_some();
+                    }
+                }
+            }
+        });
+    }
+
+    /// Keep what the agent said about its session in the run's record: its session id,
+    /// and a transcript path it named late (session-info), which is then watched too.
+    pub(super) fn record_session_facts(&self, run: &Arc<Run>, session_id: Option<String>, transcript: Option<&Path>) {
+        let changed = {
+            let mut rec = run.record.lock().unwrap();
+            let mut changed = false;
+            if rec.session_id.is_none() && session_id.is_some() {
+                rec.session_id = session_id;
+                changed = true;
+            }
+            if let Some(t) = transcript.filter(|_| rec.transcript_path.is_none()) {
+                rec.transcript_path = Some(t.to_string_lossy().into_owned());
+                self.transcripts.lock().unwrap().insert(t.to_path_buf(), run.id.clone());
+                changed = true;
+            }
+            changed.then(|| rec.clone())
+        };
+        if let Some(rec) = changed {
+            if let Err(e) = self.registry.put(&rec) {
+                tracing::warn!(run = %run.id, error = %e, "could not record the transcript path");
+            }
+        }
+    }
+
+    /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
+    pub(super) async fn read_screen(
+        &self,
+        run: &Arc<Run>,
+        pane: &mut screen::PaneWatch,
+        state: RunState,
+        running_for: std::time::Duration,
+        current: Option<crate::model::Dialog>,
+    ) -> Option<crate::model::Dialog> {
+        let tmux = self.tmux.clone();
+        let target = run.record().tmux_target;
+        let Some(text) = tokio::task::spawn_blocking(move || tmux.capture(&target).ok()).await.ok().flatten() else {
+            return current;
+        };
+        let quiet_for = pane.observe(&text, std::time::Instant::now());
+        if quiet_for < screen::QUIET {
+            // Still moving: keep what was read before (if anything) until it settles.
+            return current;
+        }
+        let read = match &run.provider {
+            Some(p) if p.screen_reader() => match p.read_screen(text.clone()).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "the provider could not read the screen");
+                    None
+                }
+            },
+            _ => None,
+        };
+        screen::decide(read, state, &text, quiet_for, running_for)
+    }
+
+    pub(super) fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
+        use notify::Watcher;
+        // A path that changed, or None: events were lost (the kernel's queue overflowed),
+        // so every run and the liveness loop look again.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Option<PathBuf>>();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) if ev.need_rescan() => {
+                let _ = tx.send(None);
+            }
+            Ok(ev) => {
+                for p in ev.paths {
+                    let _ = tx.send(Some(p));
+                }
+            }
+            Err(_) => {
+                let _ = tx.send(None);
+            }
+        })?;
+        watcher.watch(&self.home.runtime_dir(), notify::RecursiveMode::NonRecursive)?;
+        *self.watcher.lock().unwrap() = Some(watcher);
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(path) = rx.recv().await {
+                let Some(runs) = me.upgrade() else { break };
+                match path {
+                    Some(path) if runs.is_liveness_signal(&path) => runs.liveness.notify_one(),
+                    Some(path) => {
+                        if let Some(run) = runs.run_for_path(&path) {
+                            run.wake();
+                        }
+                    }
+                    None => {
+                        tracing::debug!("file notifications were lost; every run looks again");
+                        runs.liveness.notify_one();
+                        for run in runs.list() {
+                            run.wake();
+                        }
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Whether `path` is the file tmux's session-closed hook writes.
+    pub(super) fn is_liveness_signal(&self, path: &Path) -> bool {
+        path.parent() == Some(self.home.runtime_dir().as_path())
+            && path.file_name().and_then(|n| n.to_str()).is_some_and(liveness::is_signal)
+    }
+
+    /// Which run a changed file belongs to: runtime files are named `<run-id>.…`
+    /// (temp files `.<run-id>.…`); transcripts are looked up by path.
+    pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
+        if path.parent() == Some(self.home.runtime_dir().as_path()) {
+            let id = crate::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
+            return self.get(id).ok();
+        }
+        let id = self.transcripts.lock().unwrap().get(path).cloned()?;
+        self.runs.read().unwrap().get(&id).cloned()
+    }
+
+    /// Watch the directory of a run's transcript; whether it is watched (false: not
+    /// there yet, or it cannot be, and the tailer polls at its fastest).
+    pub(super) fn watch_transcript_dir(&self, transcript: &Path) -> bool {
+        use notify::Watcher;
+        let Some(dir) = transcript.parent() else { return false };
+        let mut watched = self.watched_dirs.lock().unwrap();
+        if watched.iter().any(|d| d == dir) {
+            return true;
+        }
+        if !dir.is_dir() {
+            return false;
+        }
+        if let Some(w) = self.watcher.lock().unwrap().as_mut() {
+            match w.watch(dir, notify::RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    watched.push(dir.to_path_buf());
+                    return true;
+                }
+                Err(e) => tracing::debug!(dir = %dir.display(), error = %e, "cannot watch; polling instead"),
+            }
+        }
+        false
+    }
+
+    /// Delete runtime files that belong to no active run (left by a crash), and temp
+    /// files of active runs old enough that no hook is still writing them.
+    pub(super) fn gc_orphans(&self) {
+        let now = SystemTime::now();
+        self.remove_runtime_files(|name, modified| {
+            let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
+            let active = self.get(id).is_ok_and(|r| r.record().status == Status::Active);
+            let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+            crate::paths::runtime_file_is_garbage(name, active, age)
+        });
+    }
+
+    /// Remove the files in runtime/ for which `garbage(name, modified)` says so.
+    pub(super) fn remove_runtime_files(&self, garbage: impl Fn(&str, Option<SystemTime>) -> bool) {
+        let Ok(rd) = std::fs::read_dir(self.home.runtime_dir()) else { return };
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
+            if garbage(name, modified) {
+                tracing::info!(file = %entry.path().display(), "removing a leftover runtime file");
+                if let Err(e) = fsutil::remove_if_exists(&entry.path()) {
+                    tracing::warn!(file = %entry.path().display(), error = %e, "could not remove a runtime file");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Launching a run: the provider's launch spec, the hook commands and settings file,
+//! the private launch file `lab agent-exec` reads, the tmux session, and typing a first
+//! prompt too large for the command line once the agent is ready.
+
+use super::*;
+
+impl Runs {
+    /// Launch a run.
+    pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
+        let (facts, provider) = self
+            .providers
+            .get(&req.provider)
+            .map(|(f, h)| (f.clone(), h.clone()))
+            .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
+        input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+        if !Path::new(&req.workdir).is_dir() {
+            return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
+        }
+        let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
+        if let Some(m) = &req.permission_mode {
+            if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
+            }
+        }
+
+        let id = RunId::generate();
+        let files = self.home.run_files(&id);
+        let mut rec = RunRecord {
+            id: id.clone(),
+            provider: facts.info.name.clone(),
+            workdir: req.workdir.clone(),
+            prompt,
+            permission_mode: req.permission_mode.clone(),
+            status: Status::Active,
+            created_at: now_rfc3339(),
+            ended_at: None,
+            tmux_target: format!("lab-{id}"),
+            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
+            session_id: None,
+            transcript_path: None,
+            dialog_hooker: facts.dialog_hooker,
+            error: None,
+        };
+
+        let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
+            Ok(typed) => typed,
+            Err(msg) => {
+                for f in files.all() {
+                    let _ = fsutil::remove_if_exists(f);
+                }
+                rec.status = Status::Failed;
+                rec.ended_at = Some(now_rfc3339());
+                rec.error = Some(msg.clone());
+                if let Err(e) = self.registry.put(&rec) {
+                    tracing::error!(run = %id, error = %e, "could not record the failed run");
+                }
+                let run = self.attach(rec, false);
+                run.publish(Derived {
+                    state: RunState::Ended,
+                    pending_dialog: None,
+                    blocked: None,
+                    spool_is_stale: false,
+                    turn_idle: false,
+                });
+                tracing::warn!(run = %id, error = %msg, "launch failed");
+                return Err(RunError::LaunchFailed(msg));
+            }
+        };
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
+        let run = self.attach(rec, typed_prompt.is_some());
+        if let Some(prompt) = typed_prompt {
+            self.clone().spawn_first_prompt(run.clone(), prompt);
+        }
+        self.clone().spawn_tailer(run.clone());
+        Ok(run.body())
+    }
+
+    /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`
+    /// through a private launch file, so tmux's command line is short and constant.
+    /// A first prompt too large to be one argument (Linux's `MAX_ARG_STRLEN`) is left
+    /// off the command line: the provider launches the agent without a prompt, and
+    /// the prompt is returned to be typed in once the agent is ready.
+    pub(super) async fn launch(
+        &self,
+        rec: &mut RunRecord,
+        provider: &ProviderHandle,
+        default_program: &str,
+        files: &crate::paths::RunFiles,
+    ) -> Result<Option<String>, String> {
+        let pconf = self.config.provider(&rec.provider);
+        let path_var = std::env::var_os("PATH");
+        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
+        let program = find_program(&wanted, path_var.as_deref()).ok_or_else(|| {
+            format!(
+                "program `{}` not found{}; name it in {} as [providers.{}] program = \"/path/to/it\"",
+                wanted.display(),
+                if pconf.program.is_some() { "" } else { " on PATH" },
+                self.home.config_file().display(),
+                rec.provider
+            )
+        })?;
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(pconf.env.clone());
+        // lab's own log settings are not the agent's business.
+        env.remove("LAB_LOG");
+
+        let (hooks, settings_path) = if provider.dialog_hooker() {
+            let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
+            hook_settings::validate(&bindings)?;
+            let hooks = hook_settings::commands(&self.lab_exe, files, bindings);
+            let doc =
+                provider.hook_settings(rec.id.to_string(), hooks.clone()).await.map_err(|e| match e.refusal() {
+                    Some(msg) => format!("the provider could not make hook settings: {msg}"),
+                    None => e.to_string(),
+                })?;
+            let settings_path = match doc {
+                Some(doc) => {
+                    hook_settings::write(&self.home.runtime_dir(), files, &doc)?;
+                    Some(files.settings.to_string_lossy().into_owned())
+                }
+                None => None,
+            };
+            (hooks, settings_path)
+        } else {
+            (Vec::new(), None)
+        };
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let request = |prompt: String| LaunchRequest {
+            run_id: rec.id.to_string(),
+            session_id: session_id.clone(),
+            workdir: rec.workdir.clone(),
+            prompt,
+            permission_mode: rec.permission_mode.clone(),
+            program: program.to_string_lossy().into_owned(),
+            settings_path: settings_path.clone(),
+            env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            hooks: hooks.clone(),
+        };
+        let spec_for = move |req: LaunchRequest| async move {
+            provider.launch(req).await.map_err(|e| match e.refusal() {
+                Some(msg) => format!("the provider refused to launch: {msg}"),
+                None => e.to_string(),
+            })
+        };
+        let mut spec = spec_for(request(rec.prompt.clone())).await?;
+        let mut typed_prompt = None;
+        if input::oversized_argument(&spec.argv).is_some() {
+            spec = spec_for(request(String::new())).await?;
+            typed_prompt = Some(rec.prompt.clone());
+        }
+        if spec.argv.is_empty() {
+            return Err("the provider returned an empty argv".into());
+        }
+        if let Some(i) = input::oversized_argument(&spec.argv) {
+            return Err(format!(
+                "argument {i} of the agent's command line is {} bytes long; Linux takes at most {} bytes per argument",
+                spec.argv[i].len(),
+                input::MAX_ARG_STRLEN - 1
+            ));
+        }
+        if let Transcript::Path(t) = &spec.transcript {
+            if !Path::new(t).is_absolute() {
+                return Err(format!("the provider returned a relative transcript path {t:?}"));
+            }
+        }
+        for (k, v) in spec.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return Err(format!("the provider returned an invalid environment variable {k:?}"));
+            }
+            env.insert(k, v);
+        }
+        rec.session_id = spec.session_id;
+        rec.transcript_path = match spec.transcript {
+            Transcript::Path(p) => Some(p),
+            Transcript::FromSessionInfo | Transcript::None => None,
+        };
+        let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: rec.workdir.clone(), env };
+        let launch_json = serde_json::to_vec(&launch).map_err(|e| e.to_string())?;
+        fsutil::write_atomic(&files.launch, &launch_json, 0o600)
+            .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
+        let argv: Vec<String> = vec![
+            self.lab_exe.to_string_lossy().into_owned(),
+            "agent-exec".into(),
+            "--launch-file".into(),
+            files.launch.to_string_lossy().into_owned(),
+        ];
+        let tmux = self.tmux.clone();
+        let name = rec.tmux_target.clone();
+        tokio::task::spawn_blocking(move || tmux.new_session(&name, &argv))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
+        Ok(typed_prompt)
+    }
+
+    /// Type a run's first prompt into its agent once the agent is ready (its pane drawn
+    /// and quiet, [`input::Readiness`]), then unlock the composer.
+    pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
+        tokio::spawn(async move {
+            let tmux = self.tmux.clone();
+            let target = run.record().tmux_target;
+            let alive = {
+                let (tmux, target) = (tmux.clone(), target.clone());
+                tokio::task::spawn_blocking(move || wait_until_ready(&tmux, &target)).await.unwrap_or(false)
+            };
+            let keys = run.keys.lock().await;
+            let ended = run.tail.lock().await.ended;
+            if alive && !ended {
+                let buffer = format!("lab-{}", run.id);
+                let result = tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &prompt))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()));
+                match result {
+                    Ok(()) => tracing::info!(run = %run.id, "typed the first prompt into the agent"),
+                    Err(e) => {
+                        tracing::error!(run = %run.id, error = %e, "could not type the first prompt");
+                        let rec = {
+                            let mut rec = run.record.lock().unwrap();
+                            rec.error = Some(format!("typing the first prompt into the agent failed: {e}"));
+                            rec.clone()
+                        };
+                        if let Err(e) = self.registry.put(&rec) {
+                            tracing::error!(run = %run.id, error = %e, "could not record the error");
+                        }
+                    }
+                }
+            }
+            run.prompt_pending.store(false, Ordering::SeqCst);
+            drop(keys);
+            let mut tail = run.tail.lock().await;
+            let d = tail.derive().await;
+            drop(tail);
+            run.publish(d);
+            run.wake();
+        });
+    }
+}
+
+/// Paste `text` into the pane as one bracketed paste, then press Enter once the agent
+/// has taken it in (blocking).
+pub(super) fn type_text(tmux: &Tmux, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
+    tmux.paste(target, buffer, text)?;
+    std::thread::sleep(input::enter_delay(text.len(), input::PASTE_SETTLE));
+    tmux.send_key(target, "Enter")
+}
+
+/// Wait until the agent in `target` is ready to be typed into ([`input::Readiness`]),
+/// at most [`input::Readiness::TIMEOUT`] (blocking). False if its session is gone.
+pub(super) fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
+    let start = std::time::Instant::now();
+    let mut readiness = input::Readiness::default();
+    loop {
+        if !tmux.has_session(target) {
+            return false;
+        }
+        let screen = tmux.capture(target).unwrap_or_default();
+        if readiness.observe(&screen, std::time::Instant::now()) {
+            return true;
+        }
+        if start.elapsed() >= input::Readiness::TIMEOUT {
+            tracing::warn!(target, "the agent's pane never went quiet; typing the first prompt anyway");
+            return true;
+        }
+        std::thread::sleep(input::Readiness::POLL);
+    }
+}
