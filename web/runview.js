@@ -263,6 +263,10 @@ export class RunView {
     const hadFocus = this.dialogArea.contains(document.activeElement) ||
       document.activeElement === document.body || document.activeElement === this.input || !document.activeElement;
     const prevToolId = this.card && this.card.toolId;
+    // The same dialog drawn again (the agent's name arrived, say): the focus stays on
+    // the control it was on.
+    const active = this.dialogArea.contains(document.activeElement) ? document.activeElement : null;
+    const refocus = active && active.dataset.testid ? { testid: active.dataset.testid, index: active.dataset.index } : null;
     this.cardKey = fullKey;
     if (this.notice && this.notice.key !== key) this.notice = null;
     if (this.staleTimer) { clearTimeout(this.staleTimer); this.staleTimer = null; }
@@ -302,6 +306,11 @@ export class RunView {
       if (this.notice) card.setStatus(this.notice.text, "notice");
       this.dialogArea.replaceChildren(card.el);
       if (hadFocus && prevToolId !== d.tool_id && !card.busy) card.focusFirst();
+      else if (refocus && prevToolId === d.tool_id) {
+        const sel = `[data-testid="${refocus.testid}"]${refocus.index !== undefined ? `[data-index="${refocus.index}"]` : ""}`;
+        const again = card.el.querySelector(sel);
+        if (again && !again.disabled) again.focus();
+      }
     } else {
       const { el, status } = readOnlyCard(this.view, this.runId, this.run, this.agent);
       this.card = { toolId: d ? d.tool_id : null, el };

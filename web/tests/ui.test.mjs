@@ -561,7 +561,7 @@ describe("lab web UI in a real browser", () => {
     "- Rollback: drop the table",
   ].join("\n");
 
-  scenario("plan card (ExitPlanMode): plan rendered as markdown, terminal hint, not answerable", { script: { steps: [{ say: "Here is my plan." }, { plan: PLAN }, { idle: {} }] } }, async ({ world, page, id }) => {
+  scenario("plan card (ExitPlanMode): plan rendered as markdown; answered from the page when the provider can, else the terminal hint", { script: { steps: [{ say: "Here is my plan." }, { plan: PLAN }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=plan]`);
     await card.waitFor();
     const plan = card.getByTestId("dialog-plan");
@@ -571,23 +571,33 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await plan.locator("ul > li").count(), 2);
     assert.equal(await plan.locator("ul > li strong").textContent(), "Risk");
     assert.ok(!(await plan.textContent()).includes("# Migration"), "no raw markdown");
-    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
-    assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
     const agent = await world.agentName();
-    await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
     await waitText(card.getByTestId("dialog-title"), new RegExp(`^${reEsc(agent)} has a plan and is waiting for approval$`), "the card title");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.kind, "plan");
-    assert.equal(v.pending_dialog.answerable, false);
-    const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: v.pending_dialog.tool_id, answers: [{ option: 0 }] });
-    assert.equal(r.status, 422, JSON.stringify(r.body));
-    assert.equal(r.body.error, "not_answerable");
     await screenshot(page, "09-plan-card");
-    assert.equal(world.events().some((e) => e.event === "answer"), false);
+    if (!v.pending_dialog.answerable) {
+      // A provider that cannot answer plans (lab:provider@0.1.0): the terminal.
+      assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+      assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
+      assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
+      await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
+      const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: v.pending_dialog.tool_id, answers: [{ option: 0 }] });
+      assert.equal(r.status, 422, JSON.stringify(r.body));
+      assert.equal(r.body.error, "not_answerable");
+      assert.equal(world.events().some((e) => e.event === "answer"), false);
+      return;
+    }
+    // The plan's own options as buttons; the first approves it.
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), v.pending_dialog.options.map((o) => o.label));
+    await waitText(page.locator(sel.lock), /^Answer the prompt above first$/, "the lock reason");
+    await card.locator("[data-testid=dialog-option]").first().click();
+    const answer = await world.waitEvent((e) => e.event === "answer" && e.tool_name === "ExitPlanMode", "the answer");
+    assert.equal(answer.outcome, "approved", JSON.stringify(answer));
+    await page.locator(sel.card).waitFor({ state: "detached" });
   });
 
-  scenario("multi-question card: both questions read-only with the terminal hint", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
+  scenario("multi-question card: both questions read-only with the terminal hint (the page answers single questions)", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
     await card.waitFor();
     const agent = await world.agentName();
@@ -600,7 +610,7 @@ describe("lab web UI in a real browser", () => {
     await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.questions.length, 2);
-    assert.equal(v.pending_dialog.answerable, false);
+    // The page answers one question at a time only: read-only whatever the provider can do.
     await screenshot(page, "10-multi-question-card");
   });
 
