@@ -1,5 +1,7 @@
-// Dialog cards: the answerable question card and the read-only ones (several
-// questions, a plan, "needs input").
+// Dialog cards: the answerable ones (one question; a plan, permission or generic prompt
+// with options) and the read-only ones (several questions, a prompt lab cannot answer,
+// "needs input"). Untrusted text only ever goes in as text nodes; the plan's markdown
+// goes through renderMarkdown (escapes everything first).
 import { enc } from "./api.js";
 import { attachBox, attachCommand, h, safeLink, uid } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -37,7 +39,7 @@ function questionBlock(q, idx, total, labelId) {
 
 /** The card for a single answerable question: native buttons, Other, status. */
 export class QuestionCard {
-  constructor(dialog, { onAnswer }) {
+  constructor(dialog, { onAnswer, agent = "The agent" }) {
     this.dialog = dialog;
     const q = dialog.questions[0];
     this.multi = !!q.multi_select;
@@ -99,7 +101,8 @@ export class QuestionCard {
       class: "dialog-card kind-question", role: "group", "aria-labelledby": titleId, "aria-describedby": statusId,
       "data-testid": "dialog-card", "data-kind": "question", "data-tool-id": dialog.tool_id,
     },
-      h("div", { class: "card-title" }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), "The agent is asking"),
+      h("div", { class: "card-title" }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), `${agent} is asking`),
+      sourceNote(dialog),
       ...questionBlock(q, 0, 1, titleId),
       optionsGroup,
       this.multiSubmit ? h("div", { class: "multi-actions" }, this.multiSubmit) : null,
@@ -165,21 +168,227 @@ export class QuestionCard {
   }
 }
 
-/** Read-only cards: several questions, a plan, or the generic needs-input card. */
-export function readOnlyCard(view, runId, run) {
+// ------------------------------------------------------------------ shared parts
+
+/** Whether this page answers `d` with a card of its own: "question", "choice" or null. */
+export function answerableCard(d) {
+  if (!d || !d.answerable) return null;
+  if (d.kind === "question") return Array.isArray(d.questions) && d.questions.length === 1 ? "question" : null;
+  if (["plan", "permission", "generic"].includes(d.kind) && Array.isArray(d.options) && d.options.length) return "choice";
+  return null;
+}
+
+/** A small note when lab read the prompt off the agent's screen. */
+function sourceNote(d) {
+  if (!d || d.source !== "screen") return null;
+  return h("p", { class: "source-note", "data-testid": "dialog-source" }, "read from the agent's screen");
+}
+
+const KIND = {
+  plan: { icon: "▤", cls: "kind-plan" },
+  permission: { icon: "⚠", cls: "kind-permission" },
+  generic: { icon: "!", cls: "kind-generic" },
+  question: { icon: "?", cls: "kind-question" },
+};
+
+function cardTitle(d, agent) {
+  switch (d.kind) {
+    case "plan": return `${agent} has a plan and is waiting for approval`;
+    case "permission": return `${agent} asks for permission`;
+    case "generic": return (d.generic && d.generic.title) || `${agent} is waiting`;
+    default: return `${agent} is asking`;
+  }
+}
+
+/** What a plan, permission or generic prompt shows above its options. */
+function promptBody(d) {
+  if (d.kind === "plan") {
+    return [h("div", { class: "plan md", "data-testid": "dialog-plan", tabindex: "0", "aria-label": "Plan",
+      html: renderMarkdown(d.plan || "_(The plan text is not available.)_") })];
+  }
+  if (d.kind === "permission") {
+    const p = d.permission || {};
+    return [
+      h("div", { class: "perm-tool" },
+        h("span", { class: "chip", "data-testid": "permission-tool" }, String(p.tool || d.tool_name || "tool"))),
+      h("pre", { class: "perm-summary", "data-testid": "permission-summary", tabindex: "0" },
+        h("code", {}, String(p.summary ?? ""))),
+      p.reason ? h("p", { class: "perm-reason", "data-testid": "permission-reason" }, String(p.reason)) : null,
+    ];
+  }
+  if (d.kind === "generic") {
+    const g = d.generic || {};
+    return [g.text ? h("pre", { class: "generic-text", "data-testid": "generic-text", tabindex: "0" }, String(g.text)) : null];
+  }
+  return [];
+}
+
+/** Arrow keys, Home and End move the focus among `buttons` (one tab stop). */
+function rovingKey(e, buttons, setRoving) {
+  const n = buttons.length;
+  const i = buttons.indexOf(document.activeElement);
+  if (i < 0 || !n) return;
+  let j;
+  switch (e.key) {
+    case "ArrowDown": case "ArrowRight": j = (i + 1) % n; break;
+    case "ArrowUp": case "ArrowLeft": j = (i - 1 + n) % n; break;
+    case "Home": j = 0; break;
+    case "End": j = n - 1; break;
+    default: return;
+  }
+  e.preventDefault();
+  setRoving(j);
+  buttons[j].focus();
+}
+
+/**
+ * The card for an answerable plan, permission or generic prompt: its content, then its
+ * options as buttons in order. The option at `feedback_option` asks for text first
+ * and answers `{"feedback": {"option", "text"}}`; every other one `{"option": i}`.
+ */
+export class ChoiceCard {
+  constructor(dialog, { onAnswer, agent = "The agent" }) {
+    this.dialog = dialog;
+    const kind = KIND[dialog.kind] || KIND.generic;
+    const titleId = uid("ct");
+    const statusId = uid("st");
+    const fb = Number.isInteger(dialog.feedback_option) ? dialog.feedback_option : null;
+    this.feedbackIndex = fb;
+
+    this.status = h("p", { class: "dialog-status", "data-testid": "dialog-status", id: statusId, role: "status", "aria-live": "polite" });
+    const optionsGroup = h("div", { class: "options", role: "group", "aria-label": "Options" });
+    this.buttons = dialog.options.map((opt, i) => {
+      const labelId = uid("ol");
+      const descId = uid("od");
+      const isFb = i === fb;
+      const btn = h("button", {
+        type: "button", class: `option${isFb ? " has-feedback" : ""}`, "data-testid": "dialog-option", "data-index": i,
+        "data-feedback": isFb ? "true" : null,
+        "aria-labelledby": labelId, "aria-describedby": opt.description ? descId : null,
+        "aria-expanded": isFb ? "false" : null,
+        tabindex: i === 0 ? "0" : "-1",
+        onclick: () => {
+          if (this.busy) return;
+          if (isFb) this.toggleFeedback(btn);
+          else onAnswer([{ option: i }], [i]);
+        },
+        onfocus: () => this.setRoving(i),
+      },
+        h("span", { class: "opt-key", "aria-hidden": "true" }, String(i + 1)),
+        h("span", { class: "opt-text" },
+          h("span", { class: "opt-label", id: labelId }, opt.label || `Option ${i + 1}`),
+          opt.description ? h("span", { class: "opt-desc", id: descId }, opt.description) : null,
+          isFb && !opt.description ? h("span", { class: "opt-desc" }, "Asks you what to say") : null));
+      optionsGroup.append(btn);
+      return btn;
+    });
+    optionsGroup.addEventListener("keydown", (e) => rovingKey(e, this.buttons, (j) => this.setRoving(j)));
+
+    this.feedbackBox = null;
+    if (fb !== null && this.buttons[fb]) {
+      const inputId = uid("fb");
+      const fbLabel = (dialog.options[fb] && dialog.options[fb].label) || "Feedback";
+      this.feedbackInput = h("textarea", {
+        id: inputId, class: "feedback-input", "data-testid": "dialog-feedback-input", rows: "2",
+        placeholder: "What should happen instead?",
+        oninput: () => { if (this.status.classList.contains("error")) this.setStatus(""); },
+        onkeydown: (e) => {
+          if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.submitFeedback(onAnswer); }
+          if (e.key === "Escape") { e.preventDefault(); this.toggleFeedback(this.buttons[fb], false); }
+        },
+      });
+      this.feedbackSubmit = h("button", {
+        type: "button", class: "primary", "data-testid": "dialog-feedback-submit",
+        onclick: () => this.submitFeedback(onAnswer),
+      }, "Send");
+      this.feedbackBox = h("div", { class: "feedback-box", "data-testid": "dialog-feedback", hidden: true },
+        h("label", { for: inputId }, fbLabel),
+        h("div", { class: "feedback-row" }, this.feedbackInput, this.feedbackSubmit));
+      this.buttons[fb].setAttribute("aria-controls", uid("fbbox"));
+      this.feedbackBox.id = this.buttons[fb].getAttribute("aria-controls");
+    }
+
+    this.el = h("section", {
+      class: `dialog-card ${kind.cls}`, role: "group", "aria-labelledby": titleId, "aria-describedby": statusId,
+      "data-testid": "dialog-card", "data-kind": dialog.kind, "data-tool-id": dialog.tool_id, "data-answerable": "true",
+    },
+      h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, kind.icon),
+        h("span", { "data-testid": "dialog-title" }, cardTitle(dialog, agent))),
+      sourceNote(dialog),
+      ...promptBody(dialog),
+      optionsGroup,
+      this.feedbackBox,
+      this.status);
+  }
+
+  setRoving(i) {
+    this.buttons.forEach((b, k) => { b.tabIndex = k === i ? 0 : -1; });
+  }
+
+  toggleFeedback(btn, open = this.feedbackBox.hidden) {
+    this.feedbackBox.hidden = !open;
+    btn.setAttribute("aria-expanded", String(open));
+    if (open) this.feedbackInput.focus();
+    else btn.focus();
+  }
+
+  submitFeedback(onAnswer) {
+    if (this.busy) return;
+    const text = this.feedbackInput.value.trim();
+    if (!text) {
+      this.setStatus("Type what to say first.", "error");
+      this.feedbackInput.focus();
+      return;
+    }
+    onAnswer([{ feedback: { option: this.feedbackIndex, text } }], [this.feedbackIndex]);
+  }
+
+  focusFirst() {
+    const b = this.buttons.find((x) => x.tabIndex === 0) || this.buttons[0];
+    if (b && !b.disabled) b.focus();
+  }
+
+  setBusy(busy, chosen = []) {
+    this.busy = busy;
+    this.buttons.forEach((b, i) => {
+      b.disabled = busy;
+      b.classList.toggle("chosen", busy && chosen.includes(i));
+    });
+    if (this.feedbackBox) {
+      this.feedbackInput.disabled = busy;
+      this.feedbackSubmit.disabled = busy;
+    }
+    this.el.classList.toggle("busy", busy);
+    this.el.setAttribute("aria-busy", String(busy));
+  }
+
+  setStatus(text, tone = "") {
+    this.status.textContent = text || "";
+    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
+  }
+}
+
+/** Read-only cards: several questions, a prompt lab cannot answer, or "needs input". */
+export function readOnlyCard(view, runId, run, agent = "The agent") {
   const d = view.pending_dialog;
   const titleId = uid("ct");
   const status = h("p", { class: "dialog-status", "data-testid": "dialog-status", role: "status", "aria-live": "polite" });
 
-  if (d && d.kind === "plan") {
+  if (d && (d.kind === "plan" || d.kind === "permission" || d.kind === "generic")) {
+    const kind = KIND[d.kind];
+    const opts = Array.isArray(d.options) ? d.options : [];
     const el = h("section", {
-      class: "dialog-card kind-plan", role: "region", "aria-labelledby": titleId,
-      "data-testid": "dialog-card", "data-kind": "plan", "data-tool-id": d.tool_id,
+      class: `dialog-card ${kind.cls} readonly`, role: "region", "aria-labelledby": titleId,
+      "data-testid": "dialog-card", "data-kind": d.kind, "data-tool-id": d.tool_id, "data-answerable": "false",
     },
-      h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "▤"),
-        "The agent has a plan and is waiting for approval"),
-      h("div", { class: "plan md", "data-testid": "dialog-plan", tabindex: "0", "aria-label": "Plan",
-        html: renderMarkdown(d.plan || "_(The plan text is not available.)_") }),
+      h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, kind.icon),
+        h("span", { "data-testid": "dialog-title" }, cardTitle(d, agent))),
+      sourceNote(d),
+      ...promptBody(d),
+      opts.length ? h("ul", { class: "ro-options" },
+        ...opts.map((o, k) => h("li", { "data-testid": "dialog-readonly-option", "data-index": k },
+          h("span", { class: "opt-label" }, String(o.label ?? "")),
+          o.description ? h("span", { class: "opt-desc" }, String(o.description)) : null))) : null,
       dialogHint(view, runId, run),
       status);
     return { el, status };
@@ -196,20 +405,21 @@ export function readOnlyCard(view, runId, run) {
             h("span", { class: "opt-label" }, o.label),
             o.description ? h("span", { class: "opt-desc" }, o.description) : null))));
     });
-    const title = qs.length > 1 ? `The agent is asking ${qs.length} questions` : "The agent is asking";
+    const title = qs.length > 1 ? `${agent} is asking ${qs.length} questions` : `${agent} is asking`;
     const el = h("section", {
       class: "dialog-card kind-question readonly", role: "region", "aria-labelledby": titleId,
       "data-testid": "dialog-card", "data-kind": "question", "data-tool-id": d.tool_id, "data-answerable": "false",
     },
       h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), title),
+      sourceNote(d),
       ...blocks,
       dialogHint(view, runId, run),
       status);
     return { el, status };
   }
 
-  // Generic: a dialog of a kind this page has no card for (its kind and message, if
-  // any), or question/needs_input with no structured dialog (what the agent said).
+  // A dialog of a kind this page does not know (its kind and message, if any), or
+  // question/needs_input with no structured dialog (what the agent said).
   const b = view.blocked || {};
   const type = d ? { testid: "dialog-kind", text: String(d.kind || "") } : { testid: "blocked-type", text: b.notification_type };
   const message = d ? { testid: "dialog-message", text: d.message || d.title || b.message } : { testid: "blocked-message", text: b.message };
@@ -218,7 +428,7 @@ export function readOnlyCard(view, runId, run) {
     "data-testid": "dialog-card", "data-kind": "generic", "data-tool-id": d ? d.tool_id : null,
   },
     h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "!"),
-      "The agent needs input — open the terminal"),
+      `${agent} needs input — open the terminal`),
     message.text || type.text ? h("p", { class: "blocked" },
       type.text ? h("span", { class: "chip", "data-testid": type.testid }, type.text) : null,
       message.text ? h("span", { "data-testid": message.testid }, String(message.text)) : null) : null,

@@ -7,6 +7,10 @@ import { store } from "./store.js";
 const newRunDetails = document.getElementById("new-run");
 const newRunForm = document.getElementById("new-run-form");
 const providerSelect = document.getElementById("nr-provider");
+const modeField = document.getElementById("nr-mode-field");
+const modeSelect = document.getElementById("nr-mode");
+// A mode to select when the provider offers it (the demo wants "plan").
+let wantedMode = null;
 
 newRunDetails.addEventListener("toggle", () => { newRunDetails.dataset.touched = "1"; });
 // With no runs yet, the form opens by itself (until the operator opens or closes it).
@@ -25,14 +29,35 @@ export async function loadProviders() {
   store.providers = res.data;
   if (!res.data.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
   for (const p of res.data) {
-    const label = `${p.name}${p.version ? ` ${p.version}` : ""}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
+    const label = `${p.display_name || p.name}${p.version ? ` ${p.version}` : ""}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
     providerSelect.append(h("option", { value: p.name }, label));
   }
   // The provider used last, else the first one lab lists.
   const remembered = localStorage.getItem("lab.provider");
   if (remembered && res.data.some((p) => p.name === remembered)) providerSelect.value = remembered;
   else if (res.data.length) providerSelect.value = res.data[0].name;
+  showModes();
+  // The open run names its agent by the provider's display name.
+  if (store.currentView && store.currentView.onRunsUpdated) store.currentView.onRunsUpdated();
 }
+
+/**
+ * The permission-mode select: the selected provider's `permission_modes`, the first
+ * (its default) selected; a provider without modes gets no select.
+ */
+function showModes() {
+  const p = store.providers.find((x) => x.name === providerSelect.value);
+  const modes = p && Array.isArray(p.permission_modes) ? p.permission_modes.map(String) : [];
+  const keep = modeSelect.value;
+  modeSelect.replaceChildren(...modes.map((m) => h("option", { value: m }, m)));
+  modeField.hidden = !modes.length;
+  modeSelect.disabled = !modes.length;
+  if (wantedMode && modes.includes(wantedMode)) modeSelect.value = wantedMode;
+  else if (modes.includes(keep)) modeSelect.value = keep;
+  else if (modes.length) modeSelect.value = modes[0];
+}
+
+providerSelect.addEventListener("change", showModes);
 
 function showFormError(msg) {
   const el = newRunForm.querySelector(".form-error");
@@ -52,7 +77,8 @@ export function initNewRunForm() {
     if (!provider) return showFormError("Choose a provider.");
     if (!wd.startsWith("/")) { f.workdir.focus(); return showFormError("The working directory must be an absolute path."); }
     const body = { provider, workdir: wd, prompt: f.prompt.value };
-    if (f.permission_mode.value && f.permission_mode.value !== "default") body.permission_mode = f.permission_mode.value;
+    // The first mode is the provider's default: sent only when another one is chosen.
+    if (!modeSelect.disabled && modeSelect.selectedIndex > 0) body.permission_mode = modeSelect.value;
     const submit = newRunForm.querySelector("button[type=submit]");
     submit.disabled = true;
     submit.textContent = "Starting…";
@@ -86,7 +112,9 @@ export async function loadInfo() {
   document.getElementById("demo-banner").hidden = false;
   const f = newRunForm.elements;
   if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;
-  f.permission_mode.value = "plan"; // the demo ends with a plan, which the agent shows in plan mode
+  // The demo ends with a plan, which the agent shows in plan mode (when its provider has one).
+  wantedMode = "plan";
+  showModes();
   // Any prompt starts the demo (two questions, then a plan); one is filled in so a click is enough.
   if (!f.prompt.value) f.prompt.value = "Show me around";
   if (!newRunDetails.dataset.touched) newRunDetails.open = true;

@@ -4,7 +4,7 @@
 // The decisions are in waiting.js; this module is the I/O around them.
 import { api, enc } from "./api.js";
 import { onRunsPolled, runState } from "./runlist.js";
-import { store } from "./store.js";
+import { agentName, store } from "./store.js";
 import { WaitWatch, faviconHref, notificationFor, titleWithCount, waitingCount } from "./waiting.js";
 
 const SOUND_KEY = "lab.sound";
@@ -53,7 +53,9 @@ async function onPoll(runs) {
 }
 
 function tell(runId, view) {
-  const note = notificationFor(runId, store.runs.get(runId), view);
+  const run = store.runs.get(runId);
+  const name = agentName(run);
+  const note = notificationFor(runId, run, view, name === "The agent" ? "the agent" : name);
   if (soundOn()) chime();
   if (!("Notification" in window) || Notification.permission !== "granted") return;
   let n;

@@ -1,12 +1,12 @@
 // One run as a live chat: header, transcript, dialog card, composer.
 import { api, enc } from "./api.js";
-import { QuestionCard, readOnlyCard } from "./cards.js";
+import { ChoiceCard, QuestionCard, answerableCard, readOnlyCard } from "./cards.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
 import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
 import { noteView, setTitle } from "./notify.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
-import { store } from "./store.js";
+import { agentName, store } from "./store.js";
 
 const ANSWER_STALE_MS = 20000;
 // The 409 codes of POST /runs/{id}/messages that mean "the composer is locked".
@@ -37,6 +37,9 @@ export class RunView {
   }
 
   get run() { return store.runs.get(this.runId) || this.runDetail || null; }
+
+  /** The agent's name as its provider gives it ("The agent" until it is known). */
+  get agent() { return agentName(this.run); }
 
   build() {
     this.badge = stateBadge(null, { "aria-live": "polite", "aria-atomic": "true", id: "run-state" });
@@ -137,7 +140,7 @@ export class RunView {
       h("p", {}, h("a", { href: "#/" }, "Back to the run list"))));
   }
 
-  onRunsUpdated() { this.renderHeader(); this.renderCard(); }
+  onRunsUpdated() { this.renderHeader(); this.renderCard(); this.updateComposer(); }
 
   renderHeader() {
     const run = this.run;
@@ -254,12 +257,16 @@ export class RunView {
 
   renderCard(force = false) {
     const key = this.computeCardKey();
-    const runKey = attachCommand(this.run) || "";
+    const runKey = `${attachCommand(this.run) || ""}|${this.agent}`;
     const fullKey = key && `${key}|${runKey}`;
     if (!force && fullKey === this.cardKey) return;
     const hadFocus = this.dialogArea.contains(document.activeElement) ||
       document.activeElement === document.body || document.activeElement === this.input || !document.activeElement;
     const prevToolId = this.card && this.card.toolId;
+    // The same dialog drawn again (the agent's name arrived, say): the focus stays on
+    // the control it was on.
+    const active = this.dialogArea.contains(document.activeElement) ? document.activeElement : null;
+    const refocus = active && active.dataset.testid ? { testid: active.dataset.testid, index: active.dataset.index } : null;
     this.cardKey = fullKey;
     if (this.notice && this.notice.key !== key) this.notice = null;
     if (this.staleTimer) { clearTimeout(this.staleTimer); this.staleTimer = null; }
@@ -282,8 +289,10 @@ export class RunView {
       return;
     }
 
-    if (d && d.kind === "question" && d.answerable && Array.isArray(d.questions) && d.questions.length === 1) {
-      const card = new QuestionCard(d, { onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
+    const answerable = answerableCard(d);
+    if (answerable) {
+      const Card = answerable === "question" ? QuestionCard : ChoiceCard;
+      const card = new Card(d, { agent: this.agent, onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
       this.card = { toolId: d.tool_id, el: card.el, qc: card };
       const attach = attachBox(attachCommand(this.run), { compact: true });
       card.el.append(h("details", { class: "card-terminal" },
@@ -297,8 +306,13 @@ export class RunView {
       if (this.notice) card.setStatus(this.notice.text, "notice");
       this.dialogArea.replaceChildren(card.el);
       if (hadFocus && prevToolId !== d.tool_id && !card.busy) card.focusFirst();
+      else if (refocus && prevToolId === d.tool_id) {
+        const sel = `[data-testid="${refocus.testid}"]${refocus.index !== undefined ? `[data-index="${refocus.index}"]` : ""}`;
+        const again = card.el.querySelector(sel);
+        if (again && !again.disabled) again.focus();
+      }
     } else {
-      const { el, status } = readOnlyCard(this.view, this.runId, this.run);
+      const { el, status } = readOnlyCard(this.view, this.runId, this.run, this.agent);
       this.card = { toolId: d ? d.tool_id : null, el };
       if (this.notice) { status.textContent = this.notice.text; status.classList.add("notice"); }
       this.dialogArea.replaceChildren(el);
@@ -314,6 +328,7 @@ export class RunView {
     const res = await api("POST", `runs/${enc(this.runId)}/dialog/answer`, { tool_id: dialog.tool_id, answers });
     if (this.destroyed) return;
     const stillSame = () => this.card && this.card.toolId === dialog.tool_id && this.card.qc;
+    const what = dialog.kind === "question" ? "question" : "prompt";
 
     if (res.ok) {
       this.answering = { toolId: dialog.tool_id, phase: "sent", chosen };
@@ -324,7 +339,7 @@ export class RunView {
           if (stillSame() && this.answering && this.answering.toolId === dialog.tool_id) {
             this.answering = null;
             this.card.qc.setBusy(false);
-            this.card.qc.setStatus("The question is still open — the answer may not have registered. Try again or use the terminal.", "error");
+            this.card.qc.setStatus(`The ${what} is still open — the answer may not have registered. Try again or use the terminal.`, "error");
           }
         }, ANSWER_STALE_MS);
       } else {
@@ -336,8 +351,8 @@ export class RunView {
     this.answering = null;
     if (res.status === 409 && (res.error === "dialog_changed" || res.error === "no_dialog")) {
       const text = res.error === "dialog_changed"
-        ? "The question changed before your answer was sent"
-        : "That question was already answered";
+        ? `The ${what} changed before your answer was sent`
+        : `That ${what} was already answered`;
       await this.refreshView();
       this.notice = { text, key: this.computeCardKey() };
       this.renderCard(true);
@@ -356,18 +371,21 @@ export class RunView {
     const v = this.view;
     const state = v.state || (this.run && this.run.state);
     if (state === "ended") return "The run has ended";
+    const waiting = `${this.agent} is waiting in the terminal`;
     const d = this.pendingDialog();
     if (d) {
-      return d.kind === "question" && d.answerable ? "Answer the question above first" : "The agent is waiting in the terminal";
+      const card = answerableCard(d);
+      if (card) return card === "question" ? "Answer the question above first" : "Answer the prompt above first";
+      return waiting;
     }
-    if (state === "question") return "The agent is waiting in the terminal";
+    if (state === "question") return waiting;
     // The server's reason (the agent runs a tool or waits for permission, lab is still
     // typing the first prompt, …): exactly what sending would be refused with.
     const lock = v.composer_lock;
-    if (lock && lock.code === "agent_waiting") return "The agent is waiting in the terminal";
+    if (lock && lock.code === "agent_waiting") return waiting;
     if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
     if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
-      return "The agent is waiting in the terminal";
+      return waiting;
     }
     return null;
   }

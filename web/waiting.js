@@ -6,7 +6,7 @@
 export const WAITING_STATES = ["question", "needs_input"];
 
 /** The dialog kinds a notification names; any other kind is shown as generic. */
-const KNOWN_KINDS = ["question", "plan", "permission", "trust"];
+const KNOWN_KINDS = ["question", "plan", "permission", "generic"];
 
 const BODY_MAX = 200;
 
@@ -44,8 +44,9 @@ export function faviconHref(count) {
 }
 
 /**
- * What the run waits for: the pending dialog's kind (question, plan, permission, trust;
- * an unknown kind is "generic"), else "needs_input" for a blocked run, else "generic".
+ * What the run waits for: the pending dialog's kind (question, plan, permission,
+ * generic; an unknown kind is "generic"), else "needs_input" for a blocked run, else
+ * "generic".
  */
 export function waitKind(view) {
   const d = view && view.pending_dialog;
@@ -73,19 +74,25 @@ function runName(run, runId) {
 }
 
 const HEADLINE = {
-  question: "the agent is asking",
-  plan: "a plan waits for approval",
-  permission: "the agent asks for permission",
-  trust: "the agent asks whether to trust the folder",
-  needs_input: "the agent needs input",
-  generic: "the agent needs input",
+  question: (agent) => `${agent} is asking`,
+  plan: () => "a plan waits for approval",
+  permission: (agent) => `${agent} asks for permission`,
+  needs_input: (agent) => `${agent} needs input`,
+  generic: (agent) => `${agent} needs input`,
 };
+
+/** The first non-empty line of a text, trimmed. */
+function firstLine(text) {
+  return (String(text ?? "").split("\n").find((l) => l.trim()) || "").trim();
+}
 
 /**
  * The notification for a run that started waiting: {title, body, tag, url}. The body is
- * the first question, the plan's first line, or what the agent said it waits for.
+ * the first question, the plan's first line, the permission asked for ("Shell: rm -rf
+ * build"), the generic prompt's title, or what the agent said it waits for. `agent`
+ * names the agent (its provider's display name), "the agent" when unknown.
  */
-export function notificationFor(runId, run, view) {
+export function notificationFor(runId, run, view, agent = "the agent") {
   const kind = waitKind(view);
   const d = (view && view.pending_dialog) || {};
   const blocked = (view && view.blocked) || {};
@@ -93,11 +100,17 @@ export function notificationFor(runId, run, view) {
   let body = "";
   if (kind === "question") body = firstQuestion;
   else if (kind === "plan") body = firstPlainLine(d.plan);
+  else if (kind === "permission") {
+    const p = d.permission || {};
+    const tool = p.tool || d.tool_name || "";
+    const summary = firstLine(p.summary);
+    body = tool && summary ? `${tool}: ${summary}` : tool || summary;
+  } else if (d.generic && (d.generic.title || d.generic.text)) body = d.generic.title || firstLine(d.generic.text);
   else body = d.message || d.title || firstQuestion || "";
   if (!clip(body)) body = blocked.message || "";
   if (!clip(body)) body = "Open the run to see what it waits for.";
   return {
-    title: `${runName(run, runId)}: ${HEADLINE[kind]}`,
+    title: `${runName(run, runId)}: ${HEADLINE[kind](String(agent || "the agent"))}`,
     body: clip(body),
     tag: `lab-run-${runId}`,
     url: `#/runs/${encodeURIComponent(runId)}`,

@@ -178,6 +178,16 @@ async function startWorld(t, script, serveArgs = []) {
       return r.body;
     },
     waitView(id, pred, what) { return waitFor(async () => { const v = await this.view(id); return pred(v) && v; }, { what: `run view: ${what}` }); },
+    /** The claude-code provider as GET /providers lists it (display_name, wit, …). */
+    async provider() {
+      const r = await this.api("GET", "/providers");
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const p = r.body.find((x) => x.name === "claude-code");
+      assert.ok(p, `no claude-code provider: ${JSON.stringify(r.body)}`);
+      return p;
+    },
+    /** How the UI names the agent: the provider's display name. */
+    async agentName() { const p = await this.provider(); return p.display_name || p.name; },
     /** The tail of lab's log and the fake-claude log, for failure messages. */
     diagnostics() {
       const tail = (p, n) => { try { return fs.readFileSync(p, "utf8").split("\n").slice(-n).join("\n"); } catch { return "(none)"; } };
@@ -332,6 +342,9 @@ const sel = {
   badge: "[data-testid=run-view] .run-header [data-testid=state-badge]",
   msg: (role, kind) => `[data-testid=chat] [data-testid=message][data-role=${role}][data-kind=${kind}]`,
 };
+
+/** A string as a literal inside a RegExp. */
+const reEsc = (t) => String(t).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 async function waitBadge(page, state) {
   await page.locator(`${sel.badge}[data-state=${state}]`).waitFor();
@@ -548,7 +561,7 @@ describe("lab web UI in a real browser", () => {
     "- Rollback: drop the table",
   ].join("\n");
 
-  scenario("plan card (ExitPlanMode): plan rendered as markdown, terminal hint, not answerable", { script: { steps: [{ say: "Here is my plan." }, { plan: PLAN }, { idle: {} }] } }, async ({ world, page, id }) => {
+  scenario("plan card (ExitPlanMode): plan rendered as markdown; answered from the page when the provider can, else the terminal hint", { script: { steps: [{ say: "Here is my plan." }, { plan: PLAN }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=plan]`);
     await card.waitFor();
     const plan = card.getByTestId("dialog-plan");
@@ -558,43 +571,59 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await plan.locator("ul > li").count(), 2);
     assert.equal(await plan.locator("ul > li strong").textContent(), "Risk");
     assert.ok(!(await plan.textContent()).includes("# Migration"), "no raw markdown");
-    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
-    assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
-    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
+    const agent = await world.agentName();
+    await waitText(card.getByTestId("dialog-title"), new RegExp(`^${reEsc(agent)} has a plan and is waiting for approval$`), "the card title");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.kind, "plan");
-    assert.equal(v.pending_dialog.answerable, false);
-    const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: v.pending_dialog.tool_id, answers: [{ option: 0 }] });
-    assert.equal(r.status, 422, JSON.stringify(r.body));
-    assert.equal(r.body.error, "not_answerable");
     await screenshot(page, "09-plan-card");
-    assert.equal(world.events().some((e) => e.event === "answer"), false);
+    if (!v.pending_dialog.answerable) {
+      // A provider that cannot answer plans (lab:provider@0.1.0): the terminal.
+      assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+      assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
+      assert.match(await card.getByTestId("attach-command").textContent(), /^tmux -S \S+tmux\.sock attach -t \S+$/);
+      await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
+      const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: v.pending_dialog.tool_id, answers: [{ option: 0 }] });
+      assert.equal(r.status, 422, JSON.stringify(r.body));
+      assert.equal(r.body.error, "not_answerable");
+      assert.equal(world.events().some((e) => e.event === "answer"), false);
+      return;
+    }
+    // The plan's own options as buttons; the first approves it.
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), v.pending_dialog.options.map((o) => o.label));
+    await waitText(page.locator(sel.lock), /^Answer the prompt above first$/, "the lock reason");
+    await card.locator("[data-testid=dialog-option]").first().click();
+    const answer = await world.waitEvent((e) => e.event === "answer" && e.tool_name === "ExitPlanMode", "the answer");
+    assert.equal(answer.outcome, "approved", JSON.stringify(answer));
+    await page.locator(sel.card).waitFor({ state: "detached" });
   });
 
-  scenario("multi-question card: both questions read-only with the terminal hint", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
+  scenario("multi-question card: both questions read-only with the terminal hint (the page answers single questions)", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
     const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "?The agent is asking 2 questions");
+    const agent = await world.agentName();
+    await waitText(card.locator(".card-title"), new RegExp(`^\\?${reEsc(agent)} is asking 2 questions$`), "the card title");
     assert.deepEqual(await card.locator(".ro-question .q-text").allTextContents(), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
     assert.deepEqual(await card.locator(".ro-question").nth(0).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
     assert.deepEqual(await card.locator(".ro-question").nth(1).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
+    await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
     const v = await world.view(id);
     assert.equal(v.pending_dialog.questions.length, 2);
-    assert.equal(v.pending_dialog.answerable, false);
+    // The page answers one question at a time only: read-only whatever the provider can do.
     await screenshot(page, "10-multi-question-card");
   });
 
-  scenario("generic card: a Bash permission prompt → needs_input, 'open the terminal' with the notification", { script: { steps: [{ say: "Let me look around." }, { bash: { command: "ls -la", output: "total 0" } }, { idle: {} }] } }, async ({ world, page, id }) => {
+  scenario("generic card: the agent reports it waits (Notification) with no dialog → needs_input, 'open the terminal' with its message", {
+    script: { steps: [{ say: "Let me look around." }, { notify: { notification_type: "permission_prompt", message: "Needs your permission to use Bash" } }, { sleep_ms: 600000 }] },
+  }, async ({ world, page, id }) => {
     const v = await world.waitView(id, (v) => v.state === "needs_input", "state needs_input");
     assert.equal(v.pending_dialog, null);
     assert.equal(v.blocked.notification_type, "permission_prompt");
+    const agent = await world.agentName();
     const card = page.locator(`${sel.card}[data-kind=generic]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
+    await waitText(card.locator(".card-title"), new RegExp(`^!${reEsc(agent)} needs input — open the terminal$`), "the card title");
     assert.equal(await card.getByTestId("blocked-type").textContent(), "permission_prompt");
     // What the agent's Notification hook said is what the operator reads.
     const notified = await world.waitEvent((e) => e.event === "notification", "the notification");
@@ -602,25 +631,22 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await card.getByTestId("blocked-message").textContent(), notified.message);
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     await waitBadge(page, "needs_input");
-    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
-    await page.locator(sel.msg("assistant", "tool_use")).filter({ hasText: "ls -la" }).waitFor();
+    await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
     await screenshot(page, "11-generic-card");
   });
 
-  scenario("a dialog of a kind the page has no card for (e.g. permission) is shown as the generic card", {
+  scenario("a dialog of a kind the page does not know is shown as the generic card", {
     script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false,
   }, async ({ world, page, id }) => {
-    const dialog = { kind: "permission", tool_id: "toolu_perm1", answerable: false, message: "Allow Bash: ls -la?" };
+    const dialog = { kind: "elicitation", tool_id: "toolu_x1", answerable: false, message: "Pick a server" };
     await holdEventStream(page, { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: null, messages: [] });
     await page.goto(new URL(`#/runs/${id}`, world.url).href);
-    const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=toolu_perm1]`);
+    const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=toolu_x1]`);
     await card.waitFor();
-    assert.equal(await card.locator(".card-title").textContent(), "!The agent needs input — open the terminal");
-    assert.equal(await card.getByTestId("dialog-kind").textContent(), "permission");
-    assert.equal(await card.getByTestId("dialog-message").textContent(), "Allow Bash: ls -la?");
+    assert.equal(await card.getByTestId("dialog-kind").textContent(), "elicitation");
+    assert.equal(await card.getByTestId("dialog-message").textContent(), "Pick a server");
     assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
     assert.equal(await card.locator("button[data-testid=dialog-option]").count(), 0, "no answer controls");
-    await waitText(page.locator(sel.lock), /^The agent is waiting in the terminal$/, "the lock reason");
   });
 
   scenario("no_dialog: a stale card, answered elsewhere meanwhile → click → replaced by the current state with the reason", { script: askScript(), open: false }, async ({ world, page, id }) => {
@@ -719,7 +745,13 @@ describe("lab web UI in a real browser", () => {
     assert.equal((await banner.textContent()).trim(), "Demo — the agent talks to a scripted stand-in on this machine; nothing leaves it");
     await page.locator("#new-run[open]").waitFor();
     await waitFor(async () => (await page.getByTestId("new-run-workdir").inputValue()) === "/tmp/lab-demo-workdir", { what: "the demo workdir in the form" });
-    assert.equal(await page.getByTestId("new-run-permission-mode").inputValue(), "plan");
+    // Plan mode when the provider offers it; a provider without modes gets no select.
+    const modes = (await world.provider()).permission_modes || [];
+    if (modes.includes("plan")) {
+      await waitFor(async () => (await page.getByTestId("new-run-permission-mode").inputValue()) === "plan", { what: "plan mode" });
+    } else {
+      assert.equal(await page.getByTestId("new-run-permission-mode").isVisible(), false, `modes ${JSON.stringify(modes)}: no select`);
+    }
     assert.ok((await page.getByTestId("new-run-prompt").inputValue()).length > 0, "a prompt is filled in");
     // The banner sits above the app, which still fits the window.
     const b = await banner.boundingBox();
@@ -770,6 +802,292 @@ describe("lab web UI in a real browser", () => {
     assert.equal((await world.api("GET", `/runs/${id}`)).body.state, "ended");
     assert.notEqual(world.tmux("has-session", "-t", run.tmux_target).status, 0, "the tmux session is gone");
     await screenshot(page, "17-run-stopped");
+  });
+});
+
+// ------------------------------------------------------------------ permission, plan and generic prompts
+
+/** A held view with `dialog` pending (the other fields as the host sends them). */
+function dialogView(id, dialog) {
+  return { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: { code: "dialog_pending", message: "a dialog is pending" }, messages: [] };
+}
+
+/** A pending_dialog as the host serializes it (host/src/runs/view.rs DialogJson). */
+function dialogJson(kind, fields) {
+  return {
+    tool_id: `${kind}-0001`, call_id: null, tool_name: kind, kind, answerable: true,
+    questions: [], plan: null, options: [], feedback_option: null, deep_link: null, source: "spool",
+    ...fields,
+  };
+}
+
+const PERMISSION = dialogJson("permission", {
+  tool_id: "perm-00c0ffee", call_id: "toolu_01perm", tool_name: "Bash",
+  options: [
+    { label: "Yes", description: "" },
+    { label: "Yes, and always allow access to webshop/ from this project", description: "" },
+    { label: "No", description: "Tell the agent what to do instead" },
+  ],
+  feedback_option: 2,
+  permission: { tool: "Bash", summary: "rm -rf build <img src=x onerror=\"window.__xss=1\">\nRemove the build folder", reason: "Deletes files outside the sandbox" },
+});
+
+/**
+ * Route GET /providers through to lab and change what it says (the display name, the
+ * permission modes) — to prove the page takes them from there.
+ */
+async function patchProviders(page, patch) {
+  await page.route(/\/providers$/, async (route) => {
+    const res = await route.fetch();
+    const list = (await res.json()).map((p) => (p.name === "claude-code" ? { ...p, ...patch } : p));
+    await route.fulfill({ response: res, json: list });
+  });
+}
+
+/**
+ * Answer POST /runs/{id}/dialog/answer in the page with `reply` ({status, json}) and
+ * record the bodies sent (the run behind the held view has no such dialog).
+ */
+async function interceptAnswers(page, reply = { status: 200, json: { played: ["1"] } }) {
+  const bodies = [];
+  await page.route(/\/runs\/[^/]+\/dialog\/answer$/, async (route) => {
+    bodies.push(route.request().postDataJSON());
+    await route.fulfill({ status: reply.status, contentType: "application/json", body: JSON.stringify(reply.json) });
+  });
+  return bodies;
+}
+
+describe("permission, plan and generic prompts", () => {
+  const idleScript = { script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false };
+
+  // A rendering test: the bundled provider of this build may not produce permission
+  // dialogs, so the view is held at one (page.route on the event stream) and the answer
+  // is intercepted; the end-to-end test below does it for real.
+  scenario("permission card (rendering test): tool, summary as code, reason, options in order; Yes answers {option: 0}; the agent by its display name", idleScript, async ({ world, page, id }) => {
+    await patchProviders(page, { display_name: "Agent Smith" });
+    await holdEventStream(page, dialogView(id, PERMISSION));
+    const bodies = await interceptAnswers(page);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=permission][data-tool-id=${PERMISSION.tool_id}]`);
+    await card.waitFor();
+    await waitText(card.getByTestId("dialog-title"), /^Agent Smith asks for permission$/, "the title with the display name");
+    assert.equal(await card.getByTestId("permission-tool").textContent(), "Bash");
+    const summary = card.getByTestId("permission-summary");
+    assert.equal(await summary.evaluate((e) => e.tagName), "PRE");
+    assert.equal(await summary.locator("code").textContent(), PERMISSION.permission.summary, "verbatim, as text");
+    assert.equal(await card.locator("img").count(), 0, "no HTML from the summary");
+    assert.equal(await card.getByTestId("permission-reason").textContent(), "Deletes files outside the sandbox");
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), PERMISSION.options.map((o) => o.label));
+    assert.equal(await card.locator("[data-testid=dialog-option][data-feedback=true]").getAttribute("data-index"), "2");
+    assert.equal(await card.getByTestId("dialog-source").count(), 0, "from the spool: no screen note");
+    await waitText(page.locator(sel.lock), /^Answer the prompt above first$/, "the lock reason");
+    await screenshot(page, "20-permission-card");
+
+    await card.locator("[data-testid=dialog-option]").first().click();
+    await waitText(page.locator(sel.status), /^Answer sent — waiting for the agent…$/, "the card status");
+    assert.deepEqual(bodies, [{ tool_id: PERMISSION.tool_id, answers: [{ option: 0 }] }]);
+    assert.equal(await card.locator("[data-testid=dialog-option]").first().evaluate((b) => b.classList.contains("chosen")), true);
+    assert.equal(await card.locator("[data-testid=dialog-option]").nth(1).isDisabled(), true);
+    assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
+  });
+
+  scenario("permission card (rendering test): the feedback option asks for text first, then sends {feedback}; keyboard only", idleScript, async ({ world, page, id }) => {
+    await holdEventStream(page, dialogView(id, { ...PERMISSION, source: "screen" }));
+    const bodies = await interceptAnswers(page);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=permission]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId("dialog-source").textContent(), "read from the agent's screen");
+    // The first option has the focus; arrows move it, End reaches the feedback option.
+    await waitFor(async () => page.evaluate(() => document.activeElement && document.activeElement.dataset.index === "0"), { what: "focus on the first option" });
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.index), "1");
+    await page.keyboard.press("End");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.index), "2");
+    const box = card.getByTestId("dialog-feedback");
+    assert.equal(await box.isVisible(), false, "no text box before the option is chosen");
+    await page.keyboard.press("Enter");
+    await box.waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), "dialog-feedback-input", "the text box takes the focus");
+    assert.equal(await card.locator("[data-feedback=true]").getAttribute("aria-expanded"), "true");
+    assert.deepEqual(bodies, [], "choosing the feedback option sends nothing yet");
+    // Empty text is refused in the page.
+    await page.keyboard.press("Enter");
+    await waitText(page.locator(sel.status), /^Type what to say first\.$/, "the card status");
+    const text = `Use "make clean" instead <b>please</b> & keep $HOME`;
+    await page.keyboard.type(text);
+    await screenshot(page, "21-permission-feedback");
+    await page.keyboard.press("Enter");
+    await waitText(page.locator(sel.status), /^Answer sent/, "the card status");
+    assert.deepEqual(bodies, [{ tool_id: PERMISSION.tool_id, answers: [{ feedback: { option: 2, text } }] }]);
+  });
+
+  scenario("permission card (rendering test): answered elsewhere meanwhile → 409 no_dialog → the current state with the reason", idleScript, async ({ world, page, id }) => {
+    await holdEventStream(page, dialogView(id, PERMISSION));
+    const bodies = await interceptAnswers(page, { status: 409, json: { error: "no_dialog", message: "no dialog is pending" } });
+    // The page re-reads the view after a 409: the prompt is gone by then.
+    await page.route(/\/runs\/[^/]+\/messages(\?.*)?$/, (route) => route.request().method() === "GET"
+      ? route.fulfill({ json: { run_id: id, state: "idle", pending_dialog: null, blocked: null, composer_lock: null, messages: [] } })
+      : route.continue());
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    await page.locator(`${sel.card}[data-kind=permission]`).waitFor();
+    await page.locator(sel.option).nth(1).click();
+    const notice = page.locator("[data-testid=dialog-area] .dialog-notice[data-testid=dialog-status]");
+    await waitText(notice, /^That prompt was already answered$/, "the notice");
+    assert.equal(await page.locator(sel.card).count(), 0);
+    assert.deepEqual(bodies, [{ tool_id: PERMISSION.tool_id, answers: [{ option: 1 }] }]);
+    await page.locator(`${sel.input}:enabled`).waitFor();
+  });
+
+  scenario("permission card (rendering test): not answerable → the options listed, answer in the terminal", idleScript, async ({ world, page, id }) => {
+    const agent = await world.agentName();
+    await holdEventStream(page, dialogView(id, { ...PERMISSION, answerable: false, permission: { tool: "mcp__db__query", summary: "{\"sql\":\"drop table users\"}", reason: null } }));
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=permission][data-answerable=false]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId("permission-summary").textContent(), "{\"sql\":\"drop table users\"}");
+    assert.equal(await card.getByTestId("permission-reason").count(), 0, "no reason: no line");
+    assert.deepEqual(await card.locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), PERMISSION.options.map((o) => o.label));
+    assert.equal(await card.locator("button[data-testid=dialog-option]").count(), 0, "no answer controls");
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
+  });
+
+  const PLAN_OPTIONS = dialogJson("plan", {
+    tool_id: "toolu_01plan", call_id: "toolu_01plan", tool_name: "ExitPlanMode",
+    plan: "# Migration plan\n\n1. Add the `users` table\n2. Backfill\n\n<script>window.__xss=1</script>",
+    options: [{ label: "Yes", description: "" }, { label: "No, keep planning", description: "" }],
+    feedback_option: 1,
+  });
+
+  scenario("plan card with options (rendering test): the plan as markdown, options as buttons, the feedback option with a text box", idleScript, async ({ world, page, id }) => {
+    await holdEventStream(page, dialogView(id, PLAN_OPTIONS));
+    const bodies = await interceptAnswers(page);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=plan][data-answerable=true]`);
+    await card.waitFor();
+    const plan = card.getByTestId("dialog-plan");
+    assert.equal(await plan.locator("h1").textContent(), "Migration plan");
+    assert.equal(await plan.locator("ol > li code").textContent(), "users");
+    assert.equal(await card.locator("script").count(), 0);
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), ["Yes", "No, keep planning"]);
+    await card.locator("[data-testid=dialog-option][data-feedback=true]").click();
+    await card.getByTestId("dialog-feedback-input").fill("Split step 2 into batches");
+    await screenshot(page, "22-plan-options");
+    await card.getByTestId("dialog-feedback-submit").click();
+    await waitText(page.locator(sel.status), /^Answer sent/, "the card status");
+    assert.deepEqual(bodies, [{ tool_id: PLAN_OPTIONS.tool_id, answers: [{ feedback: { option: 1, text: "Split step 2 into batches" } }] }]);
+    assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
+  });
+
+  scenario("generic card (rendering test): title, text in a <pre>, options as buttons when answerable", idleScript, async ({ world, page, id }) => {
+    const trust = dialogJson("generic", {
+      tool_id: "trust-00ab", tool_name: "trust", source: "screen",
+      options: [{ label: "Yes, I trust this folder", description: "The run goes on" }, { label: "No, exit", description: "The run ends" }],
+      generic: { title: "Trust /work/webshop?", text: "Quick safety check: is this a project you trust?\n\n<b>1. Yes</b>" },
+    });
+    await holdEventStream(page, dialogView(id, trust));
+    const bodies = await interceptAnswers(page);
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=trust-00ab]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId("dialog-title").textContent(), "Trust /work/webshop?");
+    const text = card.getByTestId("generic-text");
+    assert.equal(await text.evaluate((e) => e.tagName), "PRE");
+    assert.equal(await text.textContent(), trust.generic.text);
+    assert.equal(await card.locator("b").count(), 0);
+    assert.equal(await card.getByTestId("dialog-source").textContent(), "read from the agent's screen");
+    assert.deepEqual(await card.locator("[data-testid=dialog-option] .opt-label").allTextContents(), ["Yes, I trust this folder", "No, exit"]);
+    await screenshot(page, "23-generic-options");
+    await card.locator("[data-testid=dialog-option]").first().click();
+    await waitText(page.locator(sel.status), /^Answer sent/, "the card status");
+    assert.deepEqual(bodies, [{ tool_id: "trust-00ab", answers: [{ option: 0 }] }]);
+  });
+
+  scenario("generic card (rendering test): not answerable → its text and 'answer it in the terminal' with the terminal link", idleScript, async ({ world, page, id }) => {
+    const review = dialogJson("generic", {
+      tool_id: "screen-77", tool_name: "screen", answerable: false, source: "screen",
+      options: [], generic: { title: "Hooks need review", text: "3 hooks changed since the last run.\nReview them in the agent." },
+    });
+    await holdEventStream(page, dialogView(id, review));
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=generic][data-answerable=false]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId("dialog-title").textContent(), "Hooks need review");
+    assert.equal(await card.getByTestId("generic-text").textContent(), review.generic.text);
+    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
+    assert.equal(await card.locator(".terminal-link, [data-testid=deep-link]").first().getAttribute("href"), `#/runs/${id}/terminal`);
+    assert.equal(await card.locator("button[data-testid=dialog-option]").count(), 0);
+  });
+
+  scenario("new-run form: the permission modes are the selected provider's (first = default, not sent); none → no select", {
+    script: { steps: [{ say: "Ready." }, { idle: {} }] }, prompt: null, open: false,
+  }, async ({ world, page }) => {
+    await patchProviders(page, { permission_modes: ["default", "plan", "acceptEdits"] });
+    await page.goto(world.url);
+    const details = page.locator("#new-run");
+    await details.locator("summary").waitFor();
+    if (!(await details.evaluate((d) => d.open))) await details.locator("summary").click();
+    const mode = page.getByTestId("new-run-permission-mode");
+    await waitFor(async () => (await mode.locator("option").count()) === 3, { what: "the provider's modes" });
+    assert.deepEqual(await mode.locator("option").evaluateAll((os) => os.map((o) => o.value)), ["default", "plan", "acceptEdits"]);
+    assert.equal(await mode.inputValue(), "default");
+    await mode.selectOption("plan");
+    await page.getByTestId("new-run-workdir").fill(world.workdir);
+    await page.getByTestId("new-run-prompt").fill("plan it");
+    await page.getByTestId("new-run-submit").click();
+    await page.waitForURL(/#\/runs\/[^/]+$/);
+    const id = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/runs\//, ""));
+    assert.equal((await world.api("GET", `/runs/${id}`)).body.permission_mode, "plan");
+    const start = await world.waitEvent((e) => e.event === "start", "start");
+    assert.equal(start.permission_mode, "plan");
+
+    // A provider without modes: no select, nothing sent.
+    await page.unroute(/\/providers$/);
+    await patchProviders(page, { permission_modes: [] });
+    await page.reload();
+    await page.locator("#nr-provider option[value=claude-code]").waitFor({ state: "attached" });
+    await waitFor(async () => !(await mode.isVisible()) && (await mode.isDisabled()), { what: "no permission-mode select" });
+  });
+
+  scenario("end to end: fake-claude's bash step → a permission card → Yes → the agent ran it", {
+    script: { steps: [
+      { say: "Cleaning up." },
+      { bash: { command: "rm -rf build", description: "Remove the build folder", output: "removed build/", notify_after_ms: 60000 } },
+      { say: "Cleaned." },
+      { idle: {} },
+    ] },
+  }, async ({ t, world, page, id }) => {
+    const provider = await world.provider();
+    if (provider.wit === "lab:provider@0.1.0") {
+      const why = `the bundled claude-code provider is ${provider.wit}, which makes no permission dialogs (PermissionRequest): this end-to-end test needs the provider ported to lab:provider@0.2.0`;
+      process.stderr.write(`\n*** SKIPPED: ${why}\n\n`);
+      t.skip(why);
+      return;
+    }
+    const agent = await world.agentName();
+    const card = page.locator(`${sel.card}[data-kind=permission]`);
+    await card.waitFor();
+    const hook = await world.waitEvent((e) => e.event === "hook" && e.hook_event_name === "PermissionRequest", "the PermissionRequest hook");
+    assert.equal(hook.exit_code, 0, JSON.stringify(hook));
+    await waitText(card.getByTestId("dialog-title"), new RegExp(`^${reEsc(agent)} asks for permission$`), "the card title");
+    assert.equal(await card.getByTestId("permission-tool").textContent(), "Bash");
+    assert.match(await card.getByTestId("permission-summary").textContent(), /^rm -rf build/);
+    const labels = await card.locator("[data-testid=dialog-option] .opt-label").allTextContents();
+    assert.equal(labels[0], "Yes", `options ${JSON.stringify(labels)}`);
+    await waitText(page.locator(sel.lock), /^Answer the prompt above first$/, "the lock reason");
+    await screenshot(page, "24-permission-e2e");
+    await card.locator("[data-testid=dialog-option]").first().click();
+    const answer = await world.waitEvent((e) => e.event === "answer" && e.tool_name === "Bash", "the answer");
+    assert.equal(answer.outcome, "approved", JSON.stringify(answer));
+    assert.equal(answer.option, 0);
+    await page.locator(sel.msg("tool", "tool_result")).filter({ hasText: "removed build/" }).waitFor();
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "Cleaned." }).waitFor();
+    await waitBadge(page, "idle");
+    assert.equal(world.events().filter((e) => e.event === "answer").length, 1);
+    const v = await world.view(id);
+    assert.equal(v.pending_dialog, null);
   });
 });
 
@@ -833,7 +1151,7 @@ describe("being told: notifications, title and icon", () => {
     // A message makes the agent ask.
     assert.equal((await world.api("POST", `/runs/${id}/messages`, { text: "go on" })).status, 202);
     const [first] = await waitNotes(page, 1);
-    assert.equal(first.title, "webshop: the agent is asking");
+    assert.equal(first.title, `webshop: ${await world.agentName()} is asking`);
     assert.equal(first.body, DB_QUESTION.question);
     assert.equal(first.data.url, `#/runs/${encodeURIComponent(id)}`);
     await waitFor(async () => (await page.title()) === "(1) webshop · lab", { what: "the count in the title" });
@@ -984,5 +1302,19 @@ describe("phone-sized UI (390×844, touch)", () => {
     await page.getByTestId("back-to-runs").tap();
     await page.locator(`[data-testid=run-item][data-run-id="${id}"]`).waitFor();
     await assertFits(page, "back on the run list");
+  });
+
+  scenario("a permission card fits a phone; its options and the feedback box are ≥ 44 px (rendering test)", {
+    script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false, context: PHONE,
+  }, async ({ world, page, id }) => {
+    await holdEventStream(page, dialogView(id, PERMISSION));
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=permission]`);
+    await card.waitFor();
+    await card.locator("[data-feedback=true]").tap();
+    await card.getByTestId("dialog-feedback-input").waitFor();
+    await assertFits(page, "permission card");
+    await assertTargets(card, "permission card");
+    await phoneShot(page, "phone-permission-card");
   });
 });

@@ -33,7 +33,7 @@ test("favicon: plain without waiting runs, the count (9+ above nine) otherwise",
 
 test("waitKind: known dialog kinds, unknown ones as generic, a block as needs_input", () => {
   assert.equal(waitKind(q("t1")), "question");
-  for (const kind of ["plan", "permission", "trust"]) assert.equal(waitKind({ state: "question", pending_dialog: { kind } }), kind);
+  for (const kind of ["plan", "permission", "generic"]) assert.equal(waitKind({ state: "question", pending_dialog: { kind } }), kind);
   assert.equal(waitKind({ state: "question", pending_dialog: { kind: "elicitation" } }), "generic");
   assert.equal(waitKind(blockedView()), "needs_input");
   assert.equal(waitKind({ state: "question", pending_dialog: null }), "generic");
@@ -53,6 +53,24 @@ test("notificationFor: the question, the plan's first line, the blocked message;
   const unknown = notificationFor("r1", run, { state: "question", pending_dialog: { kind: "elicitation", message: "Pick a server" } });
   assert.equal(unknown.title, "webshop: the agent needs input");
   assert.equal(unknown.body, "Pick a server");
+  // Permission: "<tool>: <the summary's first line>"; generic: its title; the agent by name.
+  const perm = notificationFor("r1", run, { state: "question", pending_dialog: {
+    kind: "permission", tool_id: "perm-1", tool_name: "exec_command", options: [],
+    permission: { tool: "Shell", summary: "rm -rf build\nRemove the build folder", reason: null },
+  } }, "Codex");
+  assert.equal(perm.title, "webshop: Codex asks for permission");
+  assert.equal(perm.body, "Shell: rm -rf build");
+  const noTool = notificationFor("r1", run, { state: "question", pending_dialog: { kind: "permission", tool_name: "Bash", permission: { summary: "ls" } } });
+  assert.equal(noTool.body, "Bash: ls");
+  const generic = notificationFor("r1", run, { state: "question", pending_dialog: {
+    kind: "generic", tool_id: "trust-1", tool_name: "trust", options: [],
+    generic: { title: "Trust /work/webshop?", text: "Do you trust the files in this folder?" },
+  } }, "Some Agent");
+  assert.equal(generic.title, "webshop: Some Agent needs input");
+  assert.equal(generic.body, "Trust /work/webshop?");
+  const untitled = notificationFor("r1", run, { state: "question", pending_dialog: { kind: "generic", generic: { title: "", text: "\n  Hooks need review\nmore" } } });
+  assert.equal(untitled.body, "Hooks need review");
+  assert.equal(notificationFor("r1", run, q("t1"), "Some Agent").title, "webshop: Some Agent is asking");
   const empty = notificationFor("r1", run, { state: "needs_input", pending_dialog: null, blocked: null });
   assert.equal(empty.body, "Open the run to see what it waits for.");
   const long = notificationFor("r1", run, q("t", "x".repeat(500)));
@@ -112,4 +130,15 @@ test("WaitWatch: views before the first poll count as 'at load'", () => {
   assert.deepEqual(w.poll([{ id: "a", state: "question" }]), []);
   assert.equal(w.view("a", q("t1")), false);
   assert.equal(w.view("a", q("t2")), true, "a new dialog after load does");
+});
+
+test("WaitWatch: permission and generic prompts count as waiting, once per dialog", () => {
+  const w = new WaitWatch();
+  w.poll([{ id: "a", state: "working" }]);
+  const perm = { state: "question", blocked: null, pending_dialog: { kind: "permission", tool_id: "perm-1", permission: { tool: "Bash", summary: "ls" } } };
+  const generic = { state: "question", blocked: null, pending_dialog: { kind: "generic", tool_id: "trust-1", generic: { title: "Trust?", text: "" } } };
+  assert.equal(waitingCount([perm.state, generic.state, "idle"]), 2);
+  assert.equal(w.view("a", perm), true);
+  assert.equal(w.view("a", perm), false);
+  assert.equal(w.view("a", generic), true, "the next prompt, another dialog");
 });

@@ -40,7 +40,8 @@ impl Hooks {
     }
 
     /// Commands configured for `event` whose matcher matches `target` (tool name for
-    /// Pre/PostToolUse, notification_type for Notification), with their timeouts.
+    /// Pre/PostToolUse and PermissionRequest, notification_type for Notification), with
+    /// their timeouts.
     pub fn matching(&self, event: &str, target: &str) -> Vec<(String, Duration)> {
         let mut out = Vec::new();
         let Some(groups) = self.table.get(event).and_then(Value::as_array) else { return out };
@@ -77,10 +78,10 @@ impl Hooks {
     }
 }
 
-/// Exact tool names separated by `|`; empty, missing or `*` matches everything.
+/// Claude Code's matcher rules (crate::matcher): empty, missing or `*` matches
+/// everything; `Name|Name` is a list of exact names; anything else is a regex.
 pub fn matcher_matches(matcher: &str, target: &str) -> bool {
-    let m = matcher.trim();
-    m.is_empty() || m == "*" || m.split('|').any(|p| p.trim() == target)
+    crate::matcher::matches(matcher, target)
 }
 
 fn run_one(cmd: &str, stdin: &str, timeout: Duration, cwd: &str) -> HookRun {
@@ -179,6 +180,8 @@ mod tests {
         assert!(!matcher_matches("AskUser", "AskUserQuestion"));
         assert!(matcher_matches("", "Bash"));
         assert!(matcher_matches("*", "Bash"));
+        assert!(matcher_matches("^(?!(AskUserQuestion|ExitPlanMode)$).*", "Bash"));
+        assert!(!matcher_matches("^(?!(AskUserQuestion|ExitPlanMode)$).*", "ExitPlanMode"));
     }
 
     #[test]

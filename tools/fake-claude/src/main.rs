@@ -9,6 +9,7 @@
 
 mod hooks;
 mod keys;
+mod matcher;
 mod script;
 mod ui;
 mod util;
@@ -716,6 +717,12 @@ impl Agent {
         if let Some(d) = &step.description {
             input["description"] = json!(d);
         }
+        let suggestions = step.permission_suggestions.clone().unwrap_or_else(|| {
+            vec![
+                json!({"type": "addDirectories", "directories": [self.tx.cwd], "destination": "session"}),
+                json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+            ]
+        });
         self.tool_use("Bash", input.clone(), &step.command, |a, id| {
             let mut title = vec!["Bash command".to_string(), String::new(), format!("  {}", step.command)];
             if let Some(d) = &step.description {
@@ -723,17 +730,29 @@ impl Agent {
             }
             title.push(String::new());
             title.push("Do you want to proceed?".into());
-            let mut c = Choice::new(title, &["Yes", "Yes, and always allow access to this directory from this project", "No"]);
+            // Rows as 2.1.198 draws them: the second follows the first suggestion (none: no row).
+            let always = suggestions.first().and_then(always_row);
+            let rows: Vec<&str> = ["Yes"].into_iter().chain(always.as_deref()).chain(["No"]).collect();
+            let no = rows.len() - 1;
+            let mut c = Choice::new(title, &rows);
             c.footer = "Esc to cancel · Tab to amend · ctrl+e to explain".into();
+            // PermissionRequest fires as the prompt is drawn (~45 ms after PreToolUse on
+            // 2.1.198), before the Notification; its payload has no tool_use_id.
+            a.screen.draw(&c.render());
+            let mut p = a.with_effort(a.hook_base("PermissionRequest"));
+            p.insert("tool_name".into(), json!("Bash"));
+            p.insert("tool_input".into(), input.clone());
+            p.insert("permission_suggestions".into(), json!(suggestions));
+            a.run_hooks("PermissionRequest", "Bash", p, Some(id));
             let ready = json!({"event": "ready", "widget": "bash", "tool_use_id": id});
             let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission"));
             match a.run_widget(&mut c, ready, notify, None) {
-                Waited::Done(ChoiceOutcome::Picked(p @ (0 | 1))) => ToolOutcome {
+                Waited::Done(ChoiceOutcome::Picked(p)) if p < no => ToolOutcome {
                     content: step.output.clone(),
                     is_error: false,
                     result: json!({"stdout": step.output, "stderr": "", "interrupted": false, "isImage": false, "noOutputExpected": false}),
                     post_input: Some(input.clone()),
-                    log: json!({"outcome": "approved", "always": p == 1}),
+                    log: json!({"outcome": "approved", "always": p == 1, "option": p}),
                     interrupt: false,
                 },
                 other => ToolOutcome::rejected(
@@ -791,6 +810,22 @@ impl Agent {
             let text = self.idle(&IdleStep::default());
             self.say(&format!("You said: {text}"), Some("end_turn"));
         }
+    }
+}
+
+/// The Bash prompt's second row for a permission suggestion (2.1.198's wording), if any.
+fn always_row(s: &Value) -> Option<String> {
+    match s.get("type").and_then(Value::as_str)? {
+        "addDirectories" => {
+            let dir = s.get("directories")?.as_array()?.first()?.as_str()?;
+            let name = dir.trim_end_matches('/').rsplit('/').next().unwrap_or(dir);
+            Some(format!("Yes, and always allow access to {name}/ from this project"))
+        }
+        "addRules" => {
+            let rule = s.get("rules")?.as_array()?.first()?.get("ruleContent")?.as_str()?;
+            Some(format!("Yes, and don\u{2019}t ask again for: {rule}"))
+        }
+        _ => Some("Yes, and don\u{2019}t ask again this session".into()),
     }
 }
 
@@ -932,5 +967,14 @@ mod tests {
         assert_eq!(args(&["--", "--not-a-flag"]).prompt.as_deref(), Some("--not-a-flag"));
         assert!(is_uuid("0b4e6a8e-0000-4000-8000-000000000001"));
         assert!(!is_uuid("../../etc/passwd-0000-4000-8000-0000000"));
+    }
+
+    #[test]
+    fn bash_second_row_follows_the_first_suggestion() {
+        let dirs = json!({"type": "addDirectories", "directories": ["/tmp/x/work/"], "destination": "session"});
+        assert_eq!(always_row(&dirs).as_deref(), Some("Yes, and always allow access to work/ from this project"));
+        let rules = json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make build *"}]});
+        assert_eq!(always_row(&rules).as_deref(), Some("Yes, and don\u{2019}t ask again for: make build *"));
+        assert!(always_row(&json!({"nope": 1})).is_none());
     }
 }

@@ -115,6 +115,11 @@ pub struct BashStep {
     pub output: String,
     #[serde(default = "default_bash_notify")]
     pub notify_after_ms: u64,
+    /// The PermissionRequest payload's `permission_suggestions`; the first one words the
+    /// prompt's second row. Default: add the working directory, then `setMode
+    /// acceptEdits` (what 2.1.198 suggested for a Bash call in the project).
+    #[serde(default)]
+    pub permission_suggestions: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -190,6 +195,7 @@ mod tests {
                 {"plan": {"plan": "# Plan", "notify_after_ms": 10}},
                 {"notify": {"notification_type": "permission_prompt", "message": "m"}},
                 {"bash": {"command": "ls"}},
+                {"bash": {"command": "ls", "permission_suggestions": []}},
                 {"idle": {}},
                 {"sleep_ms": 5},
                 {"exit": 3}
@@ -197,8 +203,9 @@ mod tests {
         )
         .unwrap();
         assert!(!s.flush_pending_tool_use);
-        assert_eq!(s.steps.len(), 9);
-        assert!(matches!(s.steps[8], Step::Exit(3)));
+        assert_eq!(s.steps.len(), 10);
+        assert!(matches!(s.steps[9], Step::Exit(3)));
+        assert!(matches!(&s.steps[6], Step::Bash(b) if b.permission_suggestions.as_deref() == Some(&[][..])));
         assert!(serde_json::from_str::<Script>(r#"{"steps": [{"dance": 1}]}"#).is_err());
     }
 }

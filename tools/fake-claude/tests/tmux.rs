@@ -57,7 +57,12 @@ fn hooks_settings(dir: &Path, pre_extra: Option<&str>) -> Value {
     }
     json!({"hooks": {
         "PreToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": pre}],
-        "PostToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": append("post.jsonl")}]}],
+        "PostToolUse": [
+            {"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": append("post.jsonl")}]},
+            // lab's claude-code provider: a regex for every tool but the dialog tools.
+            {"matcher": "^(?!(AskUserQuestion|ExitPlanMode)$).*", "hooks": [{"type": "command", "command": append("post-tools.jsonl")}]}
+        ],
+        "PermissionRequest": [{"matcher": "^(?!(AskUserQuestion|ExitPlanMode)$).*", "hooks": [{"type": "command", "command": append("permission.jsonl")}]}],
         "Notification": [{"hooks": [{"type": "command", "command": append("notification.jsonl")}]}],
         "Stop": [{"hooks": [{"type": "command", "command": append("stop.jsonl")}]}]
     }})
@@ -500,9 +505,13 @@ fn plan_approval_bash_permission_and_notifications() {
     run.keys(&["Escape"]);
     run.wait("exit", |r| r.log().into_iter().find(|e| e["event"] == "exit"));
     assert_eq!(run.tool_result(&bash_id).unwrap()["message"]["content"][0]["is_error"], true);
-    // The matcher is an exact-name list: Bash ran no Pre/PostToolUse hook.
+    // The matcher is an exact-name list: Bash ran no Pre/PostToolUse hook of that group;
+    // a rejected call fires no PostToolUse at all.
     assert_eq!(run.file("pre.jsonl").len(), 1);
     assert_eq!(run.file("post.jsonl").len(), 1);
+    assert_eq!(run.file("post-tools.jsonl").len(), 0);
+    // The plan's PermissionRequest is not modelled; Bash's is (the regex matcher).
+    assert_eq!(run.file("permission.jsonl").len(), 1);
     let notes = run.file("notification.jsonl");
     assert_eq!(notes.len(), 2);
     assert_eq!(notes[1]["notification_type"], "idle_prompt");
@@ -584,4 +593,85 @@ fn pre_tool_use_exit_2_blocks_the_picker() {
     assert!(ans["content"].as_str().unwrap().contains("not now"));
     assert!(log.iter().any(|e| e["event"] == "hook" && e["exit_code"] == 2));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bash_fires_permission_request_as_drawn_then_post_tool_use_when_it_ran() {
+    let run = Run::start(
+        "perm",
+        json!({"steps": [
+            {"bash": {"command": "rm -rf build", "description": "Remove the build folder", "output": "removed"}},
+            {"bash": {"command": "make", "output": "", "permission_suggestions": [
+                {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make *"}], "destination": "localSettings"}
+            ]}},
+            {"bash": {"command": "ls", "output": "", "permission_suggestions": []}},
+            {"idle": {}}
+        ]}),
+        &["clean up"],
+    );
+    let first = run.ready("bash", 1);
+    let perm = run.wait("PermissionRequest payload", |r| r.file("permission.jsonl").into_iter().next());
+    assert_eq!(
+        keys_of(&perm),
+        [
+            "cwd",
+            "effort",
+            "hook_event_name",
+            "permission_mode",
+            "permission_suggestions",
+            "prompt_id",
+            "session_id",
+            "tool_input",
+            "tool_name",
+            "transcript_path"
+        ],
+        "2.1.198's keys, no tool_use_id"
+    );
+    assert_eq!(perm["hook_event_name"], "PermissionRequest");
+    assert_eq!(perm["tool_name"], "Bash");
+    assert_eq!(perm["tool_input"], json!({"command": "rm -rf build", "description": "Remove the build folder"}));
+    assert_eq!(perm["effort"], json!({"level": "high"}));
+    let work = run.work.to_str().unwrap();
+    assert_eq!(
+        perm["permission_suggestions"],
+        json!([
+            {"type": "addDirectories", "directories": [work], "destination": "session"},
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+        ])
+    );
+    // Logged before the prompt reads keys.
+    let log = run.log();
+    let hook_at = log.iter().position(|e| e["event"] == "hook" && e["hook_event_name"] == "PermissionRequest").unwrap();
+    let ready_at = log.iter().position(|e| e["event"] == "ready" && e["widget"] == "bash").unwrap();
+    assert!(hook_at < ready_at);
+    assert_eq!(log[hook_at]["tool_use_id"], first.as_str());
+    let pane = run.pane();
+    assert!(pane.contains("2. Yes, and always allow access to work dir/ from this project"), "{pane}");
+    assert!(pane.contains("3. No"), "{pane}");
+
+    // Yes: the command "ran": PostToolUse with the same tool_input, and the tool_use_id.
+    run.keys(&["1"]);
+    let post = run.wait("PostToolUse for Bash", |r| r.file("post-tools.jsonl").into_iter().next());
+    assert_eq!(post["tool_name"], "Bash");
+    assert_eq!(post["tool_input"], perm["tool_input"]);
+    assert_eq!(post["tool_use_id"], first.as_str());
+    assert_eq!(post["tool_response"]["stdout"], "removed");
+    assert_eq!(run.answer_event(&first)["outcome"], "approved");
+
+    // The second row follows an addRules suggestion; No → no PostToolUse.
+    let second = run.ready("bash", 2);
+    let perms = run.wait("second PermissionRequest", |r| Some(r.file("permission.jsonl")).filter(|p| p.len() == 2));
+    assert_eq!(perms[1]["tool_input"], json!({"command": "make"}));
+    assert!(run.pane().contains("2. Yes, and don\u{2019}t ask again for: make *"), "{}", run.pane());
+    run.keys(&["3"]);
+    assert_eq!(run.answer_event(&second)["outcome"], "rejected");
+
+    // No suggestion: no second row, so "2" is No.
+    let third = run.ready("bash", 3);
+    assert!(run.pane().contains("2. No"), "{}", run.pane());
+    run.keys(&["2"]);
+    assert_eq!(run.answer_event(&third)["outcome"], "rejected");
+    run.ready("composer", 1);
+    assert_eq!(run.file("post-tools.jsonl").len(), 1, "only the call that ran fired PostToolUse");
+    assert_eq!(run.file("permission.jsonl").len(), 3);
 }
