@@ -7,7 +7,8 @@
 //! the outcome of each self-test call. A call that traps, runs past its deadline or hits
 //! the memory cap fails the check; so does an answer lab would reject (an empty argv, a
 //! relative transcript path, hook settings that are not JSON, invalid key names, a
-//! dialog whose tool_id is not the call's id). Odd-but-legal results are warnings.
+//! mapped dialog whose call_id is not the call's id). Odd-but-legal results are warnings.
+//! The samples (transcript lines, dialog calls) come from the provider itself.
 
 use crate::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
 use crate::model::{Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript};
@@ -259,7 +260,10 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
         }
     };
     let bindings = if facts.dialog_hooker { test_wiring(r, p) } else { Vec::new() };
-    test_launch(r, facts, p, &bindings);
+    // As lab serve does: a settings path only when the provider makes a settings file.
+    let with_file = facts.dialog_hooker
+        && matches!(p.hook_settings("r-check0000001".into(), sample_hooks(&bindings)).blocking(), Ok(Some(_)));
+    test_launch(r, facts, p, &bindings, with_file);
     test_parse(r, p, &samples, deadline);
     let dialogs = test_map_dialog(r, p, &samples);
     if facts.dialog_hooker {
@@ -267,7 +271,7 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
     }
 }
 
-fn sample_request(facts: &ComponentFacts, hooks: Vec<crate::model::HookCommand>) -> LaunchRequest {
+fn sample_request(facts: &ComponentFacts, hooks: Vec<crate::model::HookCommand>, with_file: bool) -> LaunchRequest {
     LaunchRequest {
         run_id: "r-check0000001".into(),
         session_id: "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f".into(),
@@ -275,7 +279,7 @@ fn sample_request(facts: &ComponentFacts, hooks: Vec<crate::model::HookCommand>)
         prompt: "Say hello.".into(),
         permission_mode: None,
         program: format!("/usr/local/bin/{}", facts.info.default_program),
-        settings_path: facts.dialog_hooker.then(|| "/tmp/lab-check/runtime/r-check0000001.settings.json".into()),
+        settings_path: with_file.then(|| "/tmp/lab-check/runtime/r-check0000001.settings.json".into()),
         env: vec![
             ("HOME".into(), "/home/lab-check".into()),
             ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
@@ -319,8 +323,8 @@ fn test_wiring(r: &mut Report, p: &ProviderHandle) -> Vec<HookBinding> {
     }
 }
 
-fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, bindings: &[HookBinding]) {
-    let (res, took) = timed(|| p.launch(sample_request(facts, sample_hooks(bindings))).blocking());
+fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, bindings: &[HookBinding], with_file: bool) {
+    let (res, took) = timed(|| p.launch(sample_request(facts, sample_hooks(bindings), with_file)).blocking());
     match res {
         Err(e) if e.refusal().is_some() => {
             r.warn(format!("launch refused a sample request ({}): {e}", ms(took)));
@@ -513,6 +517,21 @@ fn test_hooker(r: &mut Report, p: &ProviderHandle, bindings: &[HookBinding], dia
     match p.blocked_state(b"not json".to_vec()).blocking() {
         Err(e) if e.refusal().is_none() => r.fail(format!("blocked-state on a malformed marker: {e}")),
         _ => r.ok("blocked-state survives a malformed marker"),
+    }
+    match p.session_info(b"not json".to_vec()).blocking() {
+        Err(e) if e.refusal().is_none() && e.kind != crate::components::CallErrorKind::Unsupported => {
+            r.fail(format!("session-info on a malformed payload: {e}"))
+        }
+        _ => r.ok("session-info survives a malformed payload"),
+    }
+    if p.screen_reader() {
+        for (what, pane) in [("an empty pane", String::new()), ("a pane of plain output", "$ make\nok\n".repeat(20))] {
+            match p.read_screen(pane).blocking() {
+                Ok(None) => r.ok(format!("read-screen: nothing on {what}")),
+                Ok(Some(d)) => r.warn(format!("read-screen sees a {} dialog on {what}", d.kind())),
+                Err(e) => r.fail(format!("read-screen on {what}: {e}")),
+            }
+        }
     }
     let Some(d) = dialogs.iter().find(|d| d.answerable) else {
         r.info("(no sample dialog is answerable: plan-answer not exercised)");

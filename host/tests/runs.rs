@@ -698,3 +698,49 @@ fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
     assert!(took < Duration::from_secs(3), "found {took:?} after start");
     assert_eq!(lab.view(&kept)["state"], "idle");
 }
+
+/// An agent that shows something nobody recognises before its first transcript line
+/// (here a transcript-only provider, so no screen reader either) gets a generic card
+/// with the pane's text — never silence — which stays while shown and goes once the run
+/// moves on.
+#[test]
+fn an_unrecognised_screen_before_the_first_line_becomes_a_generic_card() {
+    let w = World::new();
+    let providers = w.home.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    std::fs::copy(lab::components::fixtures::PLAINLOG, providers.join("plainlog.wasm")).unwrap();
+    let agent = w.dir.path().join("plainlog-agent");
+    std::fs::write(
+        &agent,
+        r#"#!/bin/sh
+t="$2"; mkdir -p "$(dirname "$t")"
+printf 'Licence terms changed.\nPress Enter to accept them.\n'
+read -r _
+printf '%s\n' '{"role":"user","text":"hi"}' >> "$t"
+sleep 600
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+    let lab = w.serve();
+    let run = lab.create_run(&w, "plainlog", "hi");
+    let id = run_id(&run);
+    let started = Instant::now();
+    let v = wait_for(Duration::from_secs(30), "the generic card", || {
+        Some(lab.view(&id)).filter(|v| v["pending_dialog"]["kind"] == "generic")
+    });
+    assert!(started.elapsed() >= Duration::from_secs(9), "not before the screen was still for a while");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["source"], &d["answerable"], &v["state"]), (&json!("screen"), &json!(false), &json!("question")));
+    assert!(d["generic"]["text"].as_str().unwrap().contains("Press Enter to accept them."), "{d}");
+    // It stays (no flicker) over the next looks.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(lab.view(&id)["pending_dialog"]["tool_id"], d["tool_id"]);
+    }
+    // The operator answers in the terminal; the run moves on and the card goes.
+    w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Enter"]);
+    let v = lab.wait_view(&id, "the card to go", |v| v["pending_dialog"].is_null());
+    assert_eq!(v["messages"][0]["text"], "hi");
+}

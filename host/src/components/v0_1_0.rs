@@ -25,8 +25,9 @@ pub const PACKAGE: &str = "lab:provider@0.1.0";
 pub const PAUSE: Duration = Duration::from_millis(250);
 
 /// 0.1.0 had no "is drawn" signal; the host waited this long after the spool was
-/// written before the first key. A 0.1.0 plan waits this long for `is-drawn`, which
-/// the adapter answers "no" until the spool is this old.
+/// written before the first key. A 0.1.0 plan has this as its drawn budget and the
+/// adapter's `is-drawn` always says no, so keys start this long after the spool, as
+/// they did.
 pub const SETTLE: Duration = Duration::from_millis(1500);
 
 /// The hook bindings a 0.1.0 component gets (its three hook-context commands).

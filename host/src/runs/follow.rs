@@ -27,7 +27,9 @@ impl Runs {
                         && screen::should_look(&derived, tail.has_spool(), run.prompt_pending.load(Ordering::SeqCst));
                     if look {
                         let current = tail.screen().cloned();
-                        let shown = self.read_screen(&run, &mut pane, derived.state, started.elapsed(), current).await;
+                        let shown = self
+                            .read_screen(&run, &mut pane, tail.message_count() == 0, started.elapsed(), current)
+                            .await;
                         if shown.as_ref().map(|d| &d.id) != tail.screen().map(|d| &d.id) {
                             tail.set_screen(shown);
                             derived = tail.derive().await;
@@ -95,7 +97,7 @@ impl Runs {
         &self,
         run: &Arc<Run>,
         pane: &mut screen::PaneWatch,
-        state: RunState,
+        before_first_line: bool,
         running_for: std::time::Duration,
         current: Option<crate::model::Dialog>,
     ) -> Option<crate::model::Dialog> {
@@ -119,7 +121,7 @@ impl Runs {
             },
             _ => None,
         };
-        screen::decide(read, state, &text, quiet_for, running_for)
+        screen::decide(read, before_first_line, &text, quiet_for, running_for)
     }
 
     pub(super) fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {

@@ -59,11 +59,13 @@ impl PaneWatch {
 }
 
 /// What the screen shows, decided from one look: the provider's reading (`read`, None
-/// when it has no screen reader or saw nothing), the run's state and how long things
-/// have been still.
+/// when it has no screen reader or saw nothing), whether the run has shown a transcript
+/// message yet (`before_first_line`: not whether its state is `starting` — the card
+/// itself makes the state `question`, and must not take itself away), and how long
+/// things have been still.
 pub fn decide(
     read: Option<Dialog>,
-    state: RunState,
+    before_first_line: bool,
     pane: &str,
     quiet_for: Duration,
     running_for: Duration,
@@ -72,7 +74,7 @@ pub fn decide(
         return Some(d);
     }
     let text = pane_tail(pane);
-    if state == RunState::Starting && quiet_for >= QUIET && running_for >= UNRECOGNISED_AFTER && !text.is_empty() {
+    if before_first_line && quiet_for >= QUIET && running_for >= UNRECOGNISED_AFTER && !text.is_empty() {
         return Some(unrecognised(&text));
     }
     None
@@ -149,18 +151,20 @@ mod tests {
         let pane = "\n  Something odd?\n  1. Maybe\n\n\n";
         let q = QUIET;
         let long = UNRECOGNISED_AFTER;
-        assert!(decide(None, RunState::Starting, pane, q, long - Duration::from_secs(1)).is_none(), "too soon");
-        assert!(decide(None, RunState::Starting, pane, Duration::ZERO, long).is_none(), "still moving");
-        assert!(decide(None, RunState::Starting, "   \n\n", q, long).is_none(), "blank");
-        assert!(decide(None, RunState::NeedsInput, pane, q, long).is_none(), "only before the first line");
-        let d = decide(None, RunState::Starting, pane, q, long).unwrap();
+        assert!(decide(None, true, pane, q, long - Duration::from_secs(1)).is_none(), "too soon");
+        assert!(decide(None, true, pane, Duration::ZERO, long).is_none(), "still moving");
+        assert!(decide(None, true, "   \n\n", q, long).is_none(), "blank");
+        assert!(decide(None, false, pane, q, long).is_none(), "only before the first line");
+        let d = decide(None, true, pane, q, long).unwrap();
         assert!(!d.answerable);
         assert_eq!(d.kind(), "generic");
         assert!(matches!(&d.body, DialogBody::Generic { text, .. } if text == "  Something odd?\n  1. Maybe"));
-        assert_eq!(d.id, decide(None, RunState::Starting, pane, q, long).unwrap().id, "one card while shown");
+        // Shown, the card makes the run's state `question`; the next look keeps it (no
+        // flicker): the run is still before its first line.
+        assert_eq!(d.id, decide(None, true, pane, q + POLL, long + POLL).unwrap().id, "one card while shown");
         // The provider's reading wins at once.
         let mut mine = unrecognised("y");
         mine.id = "trust".into();
-        assert_eq!(decide(Some(mine), RunState::Starting, pane, Duration::ZERO, Duration::ZERO).unwrap().id, "trust");
+        assert_eq!(decide(Some(mine), true, pane, Duration::ZERO, Duration::ZERO).unwrap().id, "trust");
     }
 }
