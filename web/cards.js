@@ -168,12 +168,128 @@ export class QuestionCard {
   }
 }
 
+/**
+ * The card for several answerable questions (the agent's tabbed picker): one answer per
+ * question — an option, several for a multiple-choice one, or typed text — then one
+ * "Submit answers", sent as one answer per question in order.
+ */
+export class QuestionsCard {
+  constructor(dialog, { onAnswer, agent = "The agent" }) {
+    this.dialog = dialog;
+    const titleId = uid("q");
+    const statusId = uid("st");
+    this.status = h("p", { class: "dialog-status", "data-testid": "dialog-status", id: statusId, role: "status", "aria-live": "polite" });
+    const total = dialog.questions.length;
+    this.parts = dialog.questions.map((q, qi) => {
+      const part = { multi: !!q.multi_select, selected: new Set(), buttons: [] };
+      const labelId = uid("qt");
+      const group = h("div", { class: "options", role: "group", "aria-labelledby": labelId });
+      part.buttons = (q.options || []).map((opt, i) => {
+        const btn = h("button", {
+          type: "button", class: "option", "data-testid": "dialog-option", "data-question": qi, "data-index": i,
+          "aria-pressed": "false",
+          onclick: () => {
+            if (this.busy) return;
+            if (part.multi) {
+              if (part.selected.has(i)) part.selected.delete(i); else part.selected.add(i);
+            } else {
+              part.selected = new Set(part.selected.has(i) ? [] : [i]);
+            }
+            if (part.selected.size) part.other.value = "";
+            this.refresh();
+          },
+        },
+          h("span", { class: "opt-key", "aria-hidden": "true" }, part.multi ? "" : String(i + 1)),
+          h("span", { class: "opt-text" },
+            h("span", { class: "opt-label" }, opt.label || `Option ${i + 1}`),
+            opt.description ? h("span", { class: "opt-desc" }, opt.description) : null));
+        group.append(btn);
+        return btn;
+      });
+      const otherId = uid("other");
+      part.other = h("input", {
+        id: otherId, type: "text", class: "other-input", "data-testid": "dialog-other-input", "data-question": qi,
+        autocomplete: "off", placeholder: "Or type your own answer",
+        oninput: () => { if (part.other.value.trim()) part.selected.clear(); this.refresh(); },
+      });
+      part.el = h("div", { class: "q-part", "data-testid": "dialog-question", "data-question": qi },
+        ...questionBlock(q, qi, total, labelId),
+        group,
+        h("div", { class: "other" }, h("label", { for: otherId }, "Other"), part.other));
+      return part;
+    });
+    this.submit = h("button", {
+      type: "button", class: "primary", "data-testid": "dialog-submit-answers", disabled: true,
+      onclick: () => {
+        const answers = this.answers();
+        if (this.busy || !answers) return;
+        onAnswer(answers, []);
+      },
+    }, "Submit answers");
+    this.el = h("section", {
+      class: "dialog-card kind-question", role: "group", "aria-labelledby": titleId, "aria-describedby": statusId,
+      "data-testid": "dialog-card", "data-kind": "question", "data-tool-id": dialog.tool_id, "data-answerable": "true",
+    },
+      h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "?"), `${agent} is asking ${total} questions`),
+      sourceNote(dialog),
+      ...this.parts.map((p) => p.el),
+      h("div", { class: "multi-actions" }, this.submit),
+      this.status);
+  }
+
+  /** One answer per question, or null while one is missing. */
+  answers() {
+    const out = [];
+    for (const p of this.parts) {
+      const text = p.other.value.trim();
+      if (text) out.push({ other: text });
+      else if (p.multi && p.selected.size) out.push({ options: [...p.selected].sort((a, b) => a - b) });
+      else if (!p.multi && p.selected.size) out.push({ option: [...p.selected][0] });
+      else return null;
+    }
+    return out;
+  }
+
+  refresh() {
+    for (const p of this.parts) {
+      p.buttons.forEach((b, i) => b.setAttribute("aria-pressed", String(p.selected.has(i))));
+    }
+    const ready = !!this.answers();
+    this.submit.disabled = this.busy || !ready;
+    this.setStatus(ready ? "" : "Answer every question, then submit.");
+  }
+
+  focusFirst() {
+    const b = this.parts[0] && this.parts[0].buttons[0];
+    if (b && !b.disabled) b.focus();
+  }
+
+  setBusy(busy) {
+    this.busy = busy;
+    for (const p of this.parts) {
+      p.buttons.forEach((b) => { b.disabled = busy; });
+      p.other.disabled = busy;
+    }
+    this.submit.disabled = busy || !this.answers();
+    this.el.classList.toggle("busy", busy);
+    this.el.setAttribute("aria-busy", String(busy));
+  }
+
+  setStatus(text, tone = "") {
+    this.status.textContent = text || "";
+    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
+  }
+}
+
 // ------------------------------------------------------------------ shared parts
 
-/** Whether this page answers `d` with a card of its own: "question", "choice" or null. */
+/** Whether this page answers `d` with a card of its own: "question", "questions", "choice" or null. */
 export function answerableCard(d) {
   if (!d || !d.answerable) return null;
-  if (d.kind === "question") return Array.isArray(d.questions) && d.questions.length === 1 ? "question" : null;
+  if (d.kind === "question") {
+    if (!Array.isArray(d.questions) || !d.questions.length) return null;
+    return d.questions.length === 1 ? "question" : "questions";
+  }
   if (["plan", "permission", "generic"].includes(d.kind) && Array.isArray(d.options) && d.options.length) return "choice";
   return null;
 }

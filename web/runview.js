@@ -1,6 +1,6 @@
 // One run as a live chat: header, transcript, dialog card, composer.
 import { api, enc } from "./api.js";
-import { ChoiceCard, QuestionCard, answerableCard, readOnlyCard } from "./cards.js";
+import { ChoiceCard, QuestionCard, QuestionsCard, answerableCard, readOnlyCard } from "./cards.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
 import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
@@ -291,7 +291,7 @@ export class RunView {
 
     const answerable = answerableCard(d);
     if (answerable) {
-      const Card = answerable === "question" ? QuestionCard : ChoiceCard;
+      const Card = { question: QuestionCard, questions: QuestionsCard, choice: ChoiceCard }[answerable];
       const card = new Card(d, { agent: this.agent, onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
       this.card = { toolId: d.tool_id, el: card.el, qc: card };
       const attach = attachBox(attachCommand(this.run), { compact: true });
@@ -375,7 +375,10 @@ export class RunView {
     const d = this.pendingDialog();
     if (d) {
       const card = answerableCard(d);
-      if (card) return card === "question" ? "Answer the question above first" : "Answer the prompt above first";
+      if (card) {
+        if (card === "questions") return "Answer the questions above first";
+        return card === "question" ? "Answer the question above first" : "Answer the prompt above first";
+      }
       return waiting;
     }
     if (state === "question") return waiting;

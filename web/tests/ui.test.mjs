@@ -597,20 +597,29 @@ describe("lab web UI in a real browser", () => {
     await page.locator(sel.card).waitFor({ state: "detached" });
   });
 
-  scenario("multi-question card: both questions read-only with the terminal hint (the page answers single questions)", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
-    const card = page.locator(`${sel.card}[data-kind=question][data-answerable=false]`);
+  scenario("multi-question card: one answer per question, then one submit", { script: { steps: [{ ask: { questions: [DB_QUESTION, DEPLOY_QUESTION] } }, { idle: {} }] } }, async ({ world, page, id }) => {
+    const card = page.locator(`${sel.card}[data-kind=question][data-answerable=true]`);
     await card.waitFor();
     const agent = await world.agentName();
     await waitText(card.locator(".card-title"), new RegExp(`^\\?${reEsc(agent)} is asking 2 questions$`), "the card title");
-    assert.deepEqual(await card.locator(".ro-question .q-text").allTextContents(), [DB_QUESTION.question, DEPLOY_QUESTION.question]);
-    assert.deepEqual(await card.locator(".ro-question").nth(0).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
-    assert.deepEqual(await card.locator(".ro-question").nth(1).locator("[data-testid=dialog-readonly-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
-    assert.equal(await card.getByTestId("dialog-hint").textContent(), "Answer this in the terminal");
-    assert.equal(await card.locator("button[data-testid=dialog-option], [data-testid=dialog-other-input]").count(), 0, "no answer controls");
-    await waitText(page.locator(sel.lock), new RegExp(`^${reEsc(agent)} is waiting in the terminal$`), "the lock reason");
-    const v = await world.view(id);
-    assert.equal(v.pending_dialog.questions.length, 2);
-    // The page answers one question at a time only: read-only whatever the provider can do.
+    const parts = card.getByTestId("dialog-question");
+    assert.equal(await parts.count(), 2);
+    assert.deepEqual(await parts.nth(0).locator("[data-testid=dialog-option] .opt-label").allTextContents(), ["PostgreSQL", "SQLite", "Redis"]);
+    assert.deepEqual(await parts.nth(1).locator("[data-testid=dialog-option] .opt-label").allTextContents(), ["Fly.io", "Own VPS"]);
+    await waitText(page.locator(sel.lock), /^Answer the questions above first$/, "the lock reason");
+    const submit = card.getByTestId("dialog-submit-answers");
+    assert.equal(await submit.isDisabled(), true, "nothing chosen yet");
+    await parts.nth(0).locator("[data-testid=dialog-option]").nth(1).click();
+    assert.equal(await submit.isDisabled(), true, "the second question is still open");
+    await parts.nth(1).locator("[data-testid=dialog-option]").nth(0).click();
+    assert.equal(await parts.nth(1).locator("[data-testid=dialog-option]").nth(0).getAttribute("aria-pressed"), "true");
+    await submit.click();
+    const answer = await world.waitEvent((e) => e.event === "answer" && e.tool_name === "AskUserQuestion", "the answer");
+    assert.match(JSON.stringify(answer), /SQLite/);
+    assert.match(JSON.stringify(answer), /Fly\.io/);
+    await page.locator(sel.card).waitFor({ state: "detached" });
+    const v = await world.waitView(id, (v) => v.state === "idle", "idle after the answers");
+    assert.equal(v.pending_dialog, null);
     await screenshot(page, "10-multi-question-card");
   });
 
