@@ -3,7 +3,7 @@
 //!
 //!     cargo bench -p lab --bench dialog_latency
 //!
-//! 1. `lab hook spool-write`: wall time of one hook execution (process start, read
+//! 1. `lab hook dialog-spool`: wall time of one hook execution (process start, read
 //!    stdin, atomic write), which Claude Code pays on every matching tool call.
 //! 2. spool → SSE: from the moment the hook's spool file is written (its mtime) to the
 //!    moment the `question` view arrives on `GET /runs/{id}/events`, over many dialogs
@@ -36,7 +36,7 @@ fn hook_exec() {
     for i in 0..300 {
         let t = Instant::now();
         let mut child = Command::new(LAB)
-            .args(["hook", "spool-write"])
+            .args(["hook", "dialog-spool"])
             .arg(&spool)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -50,7 +50,7 @@ fn hook_exec() {
     }
     let (p50, p90, p99, max) = pct(times.clone());
     println!(
-        "lab hook spool-write: p50 {p50:.2} ms  p90 {p90:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  (n={})",
+        "lab hook dialog-spool: p50 {p50:.2} ms  p90 {p90:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  (n={})",
         times.len()
     );
 }
