@@ -90,29 +90,6 @@ find_working() {
   return $rc
 }
 
-if exe="$(find_working)"; then
-  log "codex $VERSION already installed in $PREFIX"
-  printf '%s\n' "$exe"
-  exit 0
-fi
-
-command -v node >/dev/null 2>&1 || die "node is not on PATH (need node >= 18 and npm)"
-command -v npm  >/dev/null 2>&1 || die "npm is not on PATH (need node >= 18 and npm)"
-
-mkdir -p "$PREFIX" || die "cannot create $PREFIX"
-# A package.json in the prefix keeps npm from walking up to some unrelated project.
-[ -f "$PREFIX/package.json" ] || printf '{ "name": "lab-codex-cache", "private": true }\n' > "$PREFIX/package.json"
-
-log "installing $PKG@$VERSION into $PREFIX"
-if ! npm install --prefix "$PREFIX" --no-audit --no-fund "$PKG@$VERSION" >&2; then
-  die "npm install of $PKG@$VERSION failed (see npm output above)"
-fi
-
-if exe="$(find_working)"; then
-  log "installed codex $VERSION"
-  printf '%s\n' "$exe"
-  exit 0
-fi
-
-log "candidates tried:"; candidates | sed 's/^/  /' >&2
-die "installed $PKG@$VERSION but no executable reported 'codex-cli $VERSION' for '--version'"
+# shellcheck source=lib/npm-pinned.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/npm-pinned.sh"
+install_pinned codex

@@ -117,20 +117,7 @@ export class QuestionCard {
   }
 
   onKey(e) {
-    const n = this.buttons.length;
-    const i = this.buttons.indexOf(document.activeElement);
-    if (i < 0 || !n) return;
-    let j;
-    switch (e.key) {
-      case "ArrowDown": case "ArrowRight": j = (i + 1) % n; break;
-      case "ArrowUp": case "ArrowLeft": j = (i - 1 + n) % n; break;
-      case "Home": j = 0; break;
-      case "End": j = n - 1; break;
-      default: return;
-    }
-    e.preventDefault();
-    this.setRoving(j);
-    this.buttons[j].focus();
+    rovingKey(e, this.buttons, (j) => this.setRoving(j));
   }
 
   submitOther(onAnswer) {

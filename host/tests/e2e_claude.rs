@@ -258,7 +258,11 @@ impl E2e {
     }
 
     fn create(&self, prompt: &str, permission_mode: Option<&str>) -> Run {
-        let mut body = json!({"provider": "claude-code", "workdir": self.w.workdir, "prompt": prompt});
+        self.create_in(&self.w.workdir, prompt, permission_mode)
+    }
+
+    fn create_in(&self, workdir: &Path, prompt: &str, permission_mode: Option<&str>) -> Run {
+        let mut body = json!({"provider": "claude-code", "workdir": workdir, "prompt": prompt});
         if let Some(m) = permission_mode {
             body["permission_mode"] = json!(m);
         }
@@ -1028,6 +1032,69 @@ fn exit_plan_mode_is_shown_with_its_plan_and_approved_from_lab() {
     run.events.wait(STEP_TIMEOUT, "the plan dialog to leave the SSE view", |v| v["state"] != "question");
     e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared");
     e.wait_view(&run, STEP_TIMEOUT, "idle after approval", |v| v["state"] == "idle");
+    let stop = e.wait_hook("Stop", STEP_TIMEOUT, |p| p["permission_mode"].is_string());
+    assert_ne!(stop["payload"]["permission_mode"], "plan", "Claude Code left plan mode: {stop}");
+}
+
+/// Scenario 7b: a plan rejected from lab with what to change: Claude Code stays in plan
+/// mode and the feedback reaches the model.
+#[test]
+fn exit_plan_mode_rejected_from_lab_with_feedback_reaches_the_model() {
+    let plan = "# Plan\n\n1. Rewrite everything.\n";
+    let script = Script::new()
+        .tool_use("ExitPlanMode", json!({"plan": plan}))
+        .turn(Matcher::Contains("keep the old parser".into()), Reply::text("Understood, I will keep it."))
+        .side_reply("Plan a rewrite");
+    let Some(e) = setup("plan_feedback", script) else { return };
+    let mut run = e.create("Plan a rewrite.", Some("plan"));
+    let d = e.wait_dialog(&mut run);
+    let id = tool_id(&d);
+    let feedback = d["feedback_option"].as_u64().expect("the plan prompt takes feedback");
+    let (status, body) =
+        e.answer(&run, &id, json!([{"feedback": {"option": feedback, "text": "keep the old parser"}}]));
+    assert_eq!(status, 200, "{body}");
+    let (result, is_error) = wait_tool_result(&e, &id);
+    assert!(is_error, "the plan was rejected: {result}");
+    wait_for(STEP_TIMEOUT, "the feedback to reach the model", || {
+        e.standin.main_requests().iter().any(|r| r.body.to_string().contains("keep the old parser")).then_some(())
+    });
+    run.events.wait(STEP_TIMEOUT, "the plan dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    let stop = e.wait_hook("Stop", STEP_TIMEOUT, |p| p["permission_mode"].is_string());
+    assert_eq!(stop["payload"]["permission_mode"], "plan", "still planning: {stop}");
+}
+
+/// Scenario 7c: a run in a folder Claude Code has never seen: its workspace-trust screen
+/// (shown before any hook runs) is read off the screen as a dialog, answered from lab,
+/// and the run goes on to its first question.
+#[test]
+fn a_never_seen_folder_shows_the_trust_dialog_and_the_run_goes_on() {
+    let Some(e) = setup("trust", ask_script()) else { return };
+    let fresh = e.w.dir.path().join("fresh-project");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let mut run = e.create_in(&fresh, "Please pick a database for me.", None);
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the trust dialog on SSE", |v| v["pending_dialog"]["source"] == "screen");
+    let shown = run.created.elapsed();
+    record_latency(&format!(
+        "e2e trust screen: the dialog on SSE {:.1} s after POST /runs  (run {})",
+        shown.as_secs_f64(),
+        run.id
+    ));
+    assert!(shown < Duration::from_secs(8), "the trust dialog took {shown:?}");
+    let d = &v["pending_dialog"];
+    assert_eq!(
+        (&d["kind"], &d["answerable"], &v["state"]),
+        (&json!("generic"), &json!(true), &json!("question")),
+        "{d}"
+    );
+    assert_eq!(d["options"][0]["label"], "Yes, I trust this folder", "{d}");
+    assert!(e.hooks().is_empty(), "no hook runs before trust");
+    let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), json!([{"option": 0}]));
+    assert_eq!(status, 200, "{body}");
+    // The run proceeds: the first question of the run appears, from the spool.
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the run's first question", |v| v["pending_dialog"]["source"] == "spool");
+    assert_eq!(v["pending_dialog"]["questions"][0]["question"], QUESTION);
 }
 
 /// Scenario 8: Two questions: both shown with a deep link, and answered from lab (one

@@ -286,7 +286,8 @@ fn a_permission_notification_is_needs_input_until_the_transcript_advances() {
     let w = World::new();
     let script = json!({"steps": [
         {"say": "I will list files."},
-        {"bash": {"command": "ls -la", "output": "total 0", "notify_after_ms": 200}},
+        // An agent that reports the prompt only through its Notification.
+        {"bash": {"command": "ls -la", "output": "total 0", "notify_after_ms": 200, "permission_request": false}},
         {"say": "Done listing."},
         {"idle": {}},
     ]});
@@ -395,25 +396,31 @@ fn a_hooker_component_built_against_0_1_0_runs_a_run_and_answers() {
     lab.wait_state(&id, "idle");
 }
 
-fn transcript_only_run(component: &str) {
+/// A world with `component` installed as the plainlog provider and `agent` (a shell
+/// script called as `<agent> --transcript <path> -- <prompt>`) as its program.
+fn plainlog_world(component: &str, agent_script: &str) -> World {
     let w = World::new();
     let providers = w.home.join("providers");
     std::fs::create_dir_all(&providers).unwrap();
     std::fs::copy(component, providers.join("plainlog.wasm")).unwrap();
-    // A tiny plainlog agent: writes a question as a tool call and waits.
     let agent = w.dir.path().join("plainlog-agent");
-    std::fs::write(
-        &agent,
+    std::fs::write(&agent, agent_script).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+    w
+}
+
+fn transcript_only_run(component: &str) {
+    // A tiny plainlog agent: writes a question as a tool call and waits.
+    let w = plainlog_world(
+        component,
         r#"#!/bin/sh
 t="$2"; mkdir -p "$(dirname "$t")"
 printf '%s\n' '{"role":"user","text":"hi"}' >> "$t"
 printf '%s\n' '{"type":"tool_use","id":"ask-1","name":"ask","input":{"question":"Tabs or spaces?","options":[{"label":"Tabs"},{"label":"Spaces"}]}}' >> "$t"
 sleep 600
 "#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+    );
     let lab = w.serve();
     let (_, providers) = lab.get("/providers");
     let plain = providers.as_array().unwrap().iter().find(|p| p["name"] == "plainlog").unwrap();
@@ -705,13 +712,8 @@ fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
 /// moves on.
 #[test]
 fn an_unrecognised_screen_before_the_first_line_becomes_a_generic_card() {
-    let w = World::new();
-    let providers = w.home.join("providers");
-    std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(lab::components::fixtures::PLAINLOG, providers.join("plainlog.wasm")).unwrap();
-    let agent = w.dir.path().join("plainlog-agent");
-    std::fs::write(
-        &agent,
+    let w = plainlog_world(
+        lab::components::fixtures::PLAINLOG,
         r#"#!/bin/sh
 t="$2"; mkdir -p "$(dirname "$t")"
 printf 'Licence terms changed.\nPress Enter to accept them.\n'
@@ -719,10 +721,7 @@ read -r _
 printf '%s\n' '{"role":"user","text":"hi"}' >> "$t"
 sleep 600
 "#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+    );
     let lab = w.serve();
     let run = lab.create_run(&w, "plainlog", "hi");
     let id = run_id(&run);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// How often the pane is looked at while [`should_look`] says so.
 pub const POLL: Duration = Duration::from_secs(1);
 /// How long the pane must be unchanged before it is read.
-pub const QUIET: Duration = Duration::from_millis(1500);
+pub const QUIET: Duration = Duration::from_millis(1000);
 /// How long a starting run may show an unrecognised, still screen before the generic
 /// card appears.
 pub const UNRECOGNISED_AFTER: Duration = Duration::from_secs(10);

@@ -48,14 +48,36 @@ fn post_message(lab: &Lab, id: &str, text: &str) -> (u16, Value) {
     lab.post(&format!("/runs/{id}/messages"), &json!({"text": text}))
 }
 
-/// A Bash permission prompt ("1. Yes / 2. … / 3. No") that stays open; with `notify`, the
-/// agent also reports that it needs permission (the blocked marker, `needs_input`).
+/// A Bash permission prompt ("1. Yes / 2. … / 3. No") that stays open, from an agent
+/// that does not run PermissionRequest hooks (so no dialog explains the wait: the locks
+/// below are what stands between a message and the prompt); with `notify`, the agent
+/// also reports that it needs permission (the blocked marker, `needs_input`).
 fn bash_prompt(notify_after_ms: u64, flush: bool) -> Value {
     json!({"flush_pending_tool_use": flush, "steps": [
         {"say": "Let me clean up."},
-        {"bash": {"command": "rm -rf ./build", "description": "Remove build", "output": "", "notify_after_ms": notify_after_ms}},
+        {"bash": {"command": "rm -rf ./build", "description": "Remove build", "output": "", "notify_after_ms": notify_after_ms, "permission_request": false}},
         {"idle": {}},
     ]})
+}
+
+/// With the PermissionRequest hook (2.1.198), the prompt is a dialog: a message is
+/// refused as `dialog_pending` and nothing reaches the pane.
+#[test]
+fn a_message_during_a_permission_dialog_is_refused_and_nothing_is_typed() {
+    let w = World::new();
+    let mut script = bash_prompt(600_000, true);
+    script["steps"][1]["bash"]["permission_request"] = json!(true);
+    let log = w.use_fake_claude(&script);
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "clean up");
+    let id = run_id(&run);
+    let v = lab.wait_view(&id, "the permission dialog", |v| v["pending_dialog"]["kind"] == "permission");
+    assert_eq!(v["composer_lock"]["code"], "dialog_pending", "{v}");
+    let (status, body) = post_message(&lab, &id, "1 ok go");
+    assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(events(&log, "answer").is_empty(), "the prompt was answered: {:?}", events(&log, "answer"));
+    assert!(!pane(&w, &run).contains("ok go"), "text reached the pane:\n{}", pane(&w, &run));
 }
 
 #[test]

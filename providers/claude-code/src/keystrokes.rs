@@ -168,26 +168,24 @@ fn plan_keys(p: &PlanBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
             Ok(ops)
         }
         Answer::Option(i) => digit(*i, p.options.len()),
-        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => {
-            check_free_text(text)?;
-            let mut ops = digit(*i, p.options.len())?;
-            ops.extend([KeyOp::Literal(text.clone()), KeyOp::key("Enter")]);
-            Ok(ops)
-        }
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => feedback_keys(*i, p.options.len(), text),
         Answer::Feedback((i, _)) => Err(format!("option {i} of the plan prompt takes no feedback")),
         _ => Err("a plan takes one option (or feedback for the option that takes it)".into()),
     }
 }
 
+/// The row that takes text (by its digit), the text, Enter.
+fn feedback_keys(i: u32, n: usize, text: &str) -> Result<Vec<KeyOp>, String> {
+    check_free_text(text)?;
+    let mut ops = digit(i, n)?;
+    ops.extend([KeyOp::Literal(text.to_string()), KeyOp::key("Enter")]);
+    Ok(ops)
+}
+
 fn permission_keys(p: &PermissionBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
     match a {
         Answer::Option(i) => digit(*i, p.options.len()),
-        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => {
-            check_free_text(text)?;
-            let mut ops = digit(*i, p.options.len())?;
-            ops.extend([KeyOp::Literal(text.clone()), KeyOp::key("Enter")]);
-            Ok(ops)
-        }
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => feedback_keys(*i, p.options.len(), text),
         Answer::Feedback((i, _)) => Err(format!("option {i} of this permission prompt takes no feedback")),
         _ => Err("a permission prompt takes one option (or feedback for the option that takes it)".into()),
     }

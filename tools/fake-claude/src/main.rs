@@ -743,7 +743,9 @@ impl Agent {
             p.insert("tool_name".into(), json!("Bash"));
             p.insert("tool_input".into(), input.clone());
             p.insert("permission_suggestions".into(), json!(suggestions));
-            a.run_hooks("PermissionRequest", "Bash", p, Some(id));
+            if step.permission_request {
+                a.run_hooks("PermissionRequest", "Bash", p, Some(id));
+            }
             let ready = json!({"event": "ready", "widget": "bash", "tool_use_id": id});
             let notify = Some((step.notify_after_ms, "permission_prompt", "Claude needs your permission"));
             match a.run_widget(&mut c, ready, notify, None) {

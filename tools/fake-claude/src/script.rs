@@ -120,6 +120,15 @@ pub struct BashStep {
     /// acceptEdits` (what 2.1.198 suggested for a Bash call in the project).
     #[serde(default)]
     pub permission_suggestions: Option<Vec<Value>>,
+    /// Whether the PermissionRequest hooks run as the prompt is drawn (default true, as
+    /// on 2.1.198). `false`: an agent that tells only through its Notification, ~6 s
+    /// later — what lab's composer locks must cover when no dialog explains the wait.
+    #[serde(default = "default_true")]
+    pub permission_request: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -700,182 +700,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// HTTP/1.1 (just enough for reqwest/hyper and curl)
-// ---------------------------------------------------------------------------------------
-
-struct HttpRequest {
-    method: String,
-    target: String,
-    version: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl HttpRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-    fn wants_close(&self) -> bool {
-        let conn = self.header("connection").map(|v| v.to_ascii_lowercase());
-        match conn.as_deref() {
-            Some(v) if v.split(',').any(|t| t.trim() == "close") => true,
-            Some(v) if v.split(',').any(|t| t.trim() == "keep-alive") => false,
-            _ => self.version == "HTTP/1.0",
-        }
-    }
-}
-
-const MAX_HEADER_BYTES: usize = 64 * 1024;
-const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
-
-fn bad(msg: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg.into())
-}
-
-fn read_line(r: &mut impl BufRead, budget: &mut usize) -> io::Result<Option<String>> {
-    let mut buf = Vec::new();
-    let n = r.take((*budget + 1) as u64).read_until(b'\n', &mut buf)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if n > *budget {
-        return Err(bad("header section too large"));
-    }
-    *budget -= n;
-    while matches!(buf.last(), Some(b'\n' | b'\r')) {
-        buf.pop();
-    }
-    String::from_utf8(buf).map(Some).map_err(|_| bad("non-UTF-8 header line"))
-}
-
-/// Reads one request; `Ok(None)` on a clean EOF before any byte of it.
-fn read_request(r: &mut BufReader<TcpStream>, w: &mut TcpStream) -> io::Result<Option<HttpRequest>> {
-    let mut budget = MAX_HEADER_BYTES;
-    let line = loop {
-        match read_line(r, &mut budget)? {
-            None => return Ok(None),
-            Some(l) if l.is_empty() => continue, // tolerate stray CRLF between requests
-            Some(l) => break l,
-        }
-    };
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad(format!("malformed request line: {line:?}")));
-    };
-    let mut headers = Vec::new();
-    loop {
-        let l = read_line(r, &mut budget)?.ok_or_else(|| bad("EOF in headers"))?;
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').ok_or_else(|| bad(format!("malformed header: {l:?}")))?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let mut req = HttpRequest {
-        method: method.to_string(),
-        target: target.to_string(),
-        version: version.to_string(),
-        headers,
-        body: Vec::new(),
-    };
-    if req.header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
-        w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-        w.flush()?;
-    }
-    let chunked = req.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    if chunked {
-        let mut body = Vec::new();
-        loop {
-            let mut lb = MAX_HEADER_BYTES;
-            let size_line = read_line(r, &mut lb)?.ok_or_else(|| bad("EOF in chunk size"))?;
-            let size_hex = size_line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad(format!("bad chunk size {size_hex:?}")))?;
-            if size == 0 {
-                loop {
-                    let t = read_line(r, &mut lb)?.ok_or_else(|| bad("EOF in trailers"))?;
-                    if t.is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            if body.len() + size > MAX_BODY_BYTES {
-                return Err(bad("body too large"));
-            }
-            let start = body.len();
-            body.resize(start + size, 0);
-            r.read_exact(&mut body[start..])?;
-            let mut crlf = [0u8; 2];
-            r.read_exact(&mut crlf)?;
-        }
-        req.body = body;
-    } else if let Some(len) = req.header("content-length") {
-        let len: usize = len.parse().map_err(|_| bad("bad content-length"))?;
-        if len > MAX_BODY_BYTES {
-            return Err(bad("body too large"));
-        }
-        let mut body = vec![0u8; len];
-        r.read_exact(&mut body)?;
-        req.body = body;
-    }
-    Ok(Some(req))
-}
-
-struct Response {
-    status: u16,
-    content_type: &'static str,
-    body: ResponseBody,
-}
-
-enum ResponseBody {
-    Full(Vec<u8>),
-    /// Server-Sent Events, each element one event, sent with chunked transfer-encoding.
-    Events(Vec<String>),
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        415 => "Unsupported Media Type",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-fn write_response(w: &mut TcpStream, resp: &Response, close: bool, head_only: bool) -> io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\nconnection: {}\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.content_type,
-        if close { "close" } else { "keep-alive" }
-    );
-    match &resp.body {
-        ResponseBody::Full(b) => {
-            head.push_str(&format!("content-length: {}\r\n\r\n", b.len()));
-            w.write_all(head.as_bytes())?;
-            if !head_only {
-                w.write_all(b)?;
-            }
-        }
-        ResponseBody::Events(events) => {
-            head.push_str("cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n");
-            w.write_all(head.as_bytes())?;
-            for ev in events {
-                w.write_all(format!("{:x}\r\n{}\r\n", ev.len(), ev).as_bytes())?;
-                w.flush()?;
-            }
-            w.write_all(b"0\r\n\r\n")?;
-        }
-    }
-    w.flush()
-}
+use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
 
 fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut writer = stream.try_clone()?;
@@ -889,7 +714,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                 let resp = json_response(400, &api_error("invalid_request_error", &e.to_string()));
-                let _ = write_response(&mut writer, &resp, true, false);
+                let _ = write_response(&mut writer, &resp, &[], true, false);
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -899,7 +724,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         if let Some(d) = delay {
             thread::sleep(d);
         }
-        write_response(&mut writer, &resp, close, req.method == "HEAD")?;
+        write_response(&mut writer, &resp, &[], close, req.method == "HEAD")?;
         if close {
             let _ = writer.shutdown(Shutdown::Both);
             return Ok(());
