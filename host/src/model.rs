@@ -160,6 +160,8 @@ pub enum DialogBody {
         plan: Option<String>,
         options: Vec<DialogOption>,
         feedback_option: Option<u32>,
+        /// Where the agent wrote the plan when `plan` is none; the host reads it.
+        plan_file: Option<String>,
     },
     Permission {
         tool: String,
@@ -246,10 +248,12 @@ pub enum KeyOp {
 }
 
 /// How to answer, from the provider: wait until the prompt is drawn (at most
-/// `drawn_within`), then play `steps` with `pause` after each but the last.
+/// `drawn_within`; then `settle` more when it was seen drawn), then play `steps` with
+/// `pause` after each but the last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerPlan {
     pub drawn_within: Duration,
+    pub settle: Duration,
     pub pause: Duration,
     pub steps: Vec<KeyOp>,
 }

@@ -622,6 +622,7 @@ mod tests {
                 plan: Some("\n## Migrate the schema\n\n1. step".into()),
                 options: Vec::new(),
                 feedback_option: None,
+                plan_file: None,
             };
         }
         let p = payload(&change(&run, None, plan), "http://b", String::new());

@@ -743,3 +743,21 @@ sleep 600
     let v = lab.wait_view(&id, "the card to go", |v| v["pending_dialog"].is_null());
     assert_eq!(v["messages"][0]["text"], "hi");
 }
+
+/// A release whose ExitPlanMode payload names the plan file instead of carrying the text
+/// (2.1.332): the card still shows the plan, read by the host from that file.
+#[test]
+fn a_plan_named_only_by_its_file_is_shown_with_its_text() {
+    let w = World::new();
+    let plan = "# From the file\n\n1. Read it from disk.";
+    let script = json!({"steps": [{"plan": {"plan": plan, "file_only": true}}, {"idle": {}}]});
+    w.use_fake_claude(&script);
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "plan it");
+    let id = run_id(&run);
+    let v = lab.wait_view(&id, "the plan dialog", |v| v["pending_dialog"]["kind"] == "plan");
+    let d = &v["pending_dialog"];
+    assert_eq!(d["plan"], plan, "{d}");
+    let input = &v["messages"].as_array().unwrap().iter().find(|m| m["kind"] == "tool_use").unwrap()["input"];
+    assert!(input.get("plan").is_none() && input["planFilePath"].is_string(), "{input}");
+}

@@ -165,7 +165,12 @@ impl AnswerPlan {
     /// `steps`, played with `pause_ms` after each, once `is-drawn` says yes (waiting at
     /// most `drawn_within_ms`).
     pub fn keys(steps: Vec<KeyOp>, pause_ms: u32, drawn_within_ms: u32) -> Self {
-        AnswerPlan { drawn_within_ms, pause_ms, steps }
+        AnswerPlan { drawn_within_ms, settle_ms: 0, pause_ms, steps }
+    }
+
+    /// The same plan, waiting `settle_ms` after the prompt is seen drawn.
+    pub fn settled(self, settle_ms: u32) -> Self {
+        AnswerPlan { settle_ms, ..self }
     }
 }
 

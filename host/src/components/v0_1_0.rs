@@ -154,7 +154,9 @@ pub fn dialog_in(d: w::Dialog) -> m::Dialog {
                 })
                 .collect(),
         ),
-        w::DialogKind::Plan => m::DialogBody::Plan { plan: d.plan, options: Vec::new(), feedback_option: None },
+        w::DialogKind::Plan => {
+            m::DialogBody::Plan { plan: d.plan, options: Vec::new(), feedback_option: None, plan_file: None }
+        }
     };
     m::Dialog {
         id: d.tool_id.clone(),
@@ -218,6 +220,7 @@ pub fn answer(a: &m::Answer) -> Option<h::Answer> {
 pub fn answer_plan(ops: Vec<h::KeyOp>) -> m::AnswerPlan {
     m::AnswerPlan {
         drawn_within: SETTLE,
+        settle: Duration::ZERO,
         pause: PAUSE,
         steps: ops
             .into_iter()

@@ -149,9 +149,12 @@ pub fn dialog_in(d: w::Dialog) -> m::Dialog {
                 })
                 .collect(),
         ),
-        w::DialogBody::Plan(p) => {
-            m::DialogBody::Plan { plan: p.plan, options: options_in(p.options), feedback_option: p.feedback_option }
-        }
+        w::DialogBody::Plan(p) => m::DialogBody::Plan {
+            plan: p.plan,
+            options: options_in(p.options),
+            feedback_option: p.feedback_option,
+            plan_file: p.plan_file,
+        },
         w::DialogBody::Permission(p) => m::DialogBody::Permission {
             tool: p.tool,
             summary: p.summary,
@@ -185,10 +188,11 @@ pub fn dialog_out(d: &m::Dialog) -> w::Dialog {
                 })
                 .collect(),
         ),
-        m::DialogBody::Plan { plan, options, feedback_option } => w::DialogBody::Plan(w::PlanBody {
+        m::DialogBody::Plan { plan, options, feedback_option, plan_file } => w::DialogBody::Plan(w::PlanBody {
             plan: plan.clone(),
             options: options_out(options),
             feedback_option: *feedback_option,
+            plan_file: plan_file.clone(),
         }),
         m::DialogBody::Permission { tool, summary, reason, options, feedback_option } => {
             w::DialogBody::Permission(w::PermissionBody {
@@ -235,6 +239,7 @@ pub fn answer(a: &m::Answer) -> w::Answer {
 pub fn answer_plan(p: w::AnswerPlan) -> m::AnswerPlan {
     m::AnswerPlan {
         drawn_within: Duration::from_millis(p.drawn_within_ms.into()),
+        settle: Duration::from_millis(p.settle_ms.into()),
         pause: Duration::from_millis(p.pause_ms.into()),
         steps: p
             .steps

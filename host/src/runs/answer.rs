@@ -81,6 +81,10 @@ impl Runs {
                 tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default();
             let drawn = provider.is_drawn(dialog.clone(), pane).await.unwrap_or(false);
             if wait.done(std::time::Instant::now(), drawn) {
+                if drawn && !plan.settle.is_zero() {
+                    // Drawn, but the agent takes keys a moment later (the provider says).
+                    tokio::time::sleep(plan.settle).await;
+                }
                 break;
             }
             tokio::time::sleep(keystrokes::DRAWN_POLL).await;

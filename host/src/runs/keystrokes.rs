@@ -34,10 +34,10 @@ pub fn validate(plan: &AnswerPlan) -> Result<(), String> {
     if plan.steps.len() > MAX_STEPS {
         return Err(format!("the provider's plan has {} keys; at most {MAX_STEPS} are played", plan.steps.len()));
     }
-    if plan.pause > MAX_PAUSE || plan.drawn_within > MAX_DRAWN_WITHIN {
+    if plan.pause > MAX_PAUSE || plan.settle > MAX_PAUSE || plan.drawn_within > MAX_DRAWN_WITHIN {
         return Err(format!(
-            "the provider's plan waits too long ({:?} between keys, {:?} for the prompt; at most {:?} and {:?})",
-            plan.pause, plan.drawn_within, MAX_PAUSE, MAX_DRAWN_WITHIN
+            "the provider's plan waits too long ({:?} between keys, {:?} once drawn, {:?} for the prompt; at most {:?}, {:?} and {:?})",
+            plan.pause, plan.settle, plan.drawn_within, MAX_PAUSE, MAX_PAUSE, MAX_DRAWN_WITHIN
         ));
     }
     for op in &plan.steps {
@@ -103,7 +103,12 @@ mod tests {
     use super::*;
 
     fn plan(steps: Vec<KeyOp>) -> AnswerPlan {
-        AnswerPlan { drawn_within: Duration::from_secs(1), pause: Duration::from_millis(250), steps }
+        AnswerPlan {
+            drawn_within: Duration::from_secs(1),
+            settle: Duration::ZERO,
+            pause: Duration::from_millis(250),
+            steps,
+        }
     }
 
     #[test]
@@ -119,6 +124,9 @@ mod tests {
         slow.pause = Duration::from_secs(3);
         assert!(validate(&slow).is_err());
         slow.pause = Duration::ZERO;
+        slow.settle = Duration::from_secs(3);
+        assert!(validate(&slow).is_err());
+        slow.settle = Duration::ZERO;
         slow.drawn_within = Duration::from_secs(60);
         assert!(validate(&slow).is_err());
         assert!(validate(&plan(vec![KeyOp::Key("Down".into()); MAX_STEPS + 1])).is_err());

@@ -22,6 +22,31 @@ pub fn identify(mut dialog: Dialog, written_ns: i128) -> Dialog {
     dialog
 }
 
+/// Largest plan file read for a plan dialog that names one instead of carrying its text.
+pub const PLAN_FILE_MAX: u64 = 256 * 1024;
+
+/// A plan dialog that names its plan file instead of carrying the text (WIT
+/// `plan-body.plan-file`) gets the file's text: an absolute path to a regular file of at
+/// most [`PLAN_FILE_MAX`] bytes of UTF-8. Anything else leaves the dialog as it is (the
+/// card then shows no plan text) and says why.
+pub fn fill_plan_from_file(dialog: &mut Dialog) -> Result<(), String> {
+    let crate::model::DialogBody::Plan { plan, plan_file: Some(file), .. } = &mut dialog.body else { return Ok(()) };
+    if plan.is_some() {
+        return Ok(());
+    }
+    let path = std::path::Path::new(file.as_str());
+    if !path.is_absolute() {
+        return Err(format!("the plan file {file:?} is not an absolute path"));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| format!("the plan file {file}: {e}"))?;
+    if !meta.is_file() || meta.len() > PLAN_FILE_MAX {
+        return Err(format!("the plan file {file} is not a regular file of at most {PLAN_FILE_MAX} bytes"));
+    }
+    let text = std::fs::read(path).map_err(|e| format!("the plan file {file}: {e}"))?;
+    *plan = Some(String::from_utf8(text).map_err(|_| format!("the plan file {file} is not UTF-8"))?);
+    Ok(())
+}
+
 /// The ids a cleared spool's prompt is known by (its own and its call's), so the
 /// transcript fallback does not show it again.
 pub fn ids(dialog: &Dialog) -> impl Iterator<Item = String> {
@@ -55,5 +80,52 @@ mod tests {
         assert_eq!(identify(d("perm-3f2a", Some("toolu_9")), 1_700_000_000_000_000_001).id, a.id);
         assert_eq!(ids(&d("p", Some("c"))).collect::<Vec<_>>(), ["p", "c"]);
         assert_eq!(ids(&d("p", None)).collect::<Vec<_>>(), ["p"]);
+    }
+
+    fn plan(text: Option<&str>, file: Option<&str>) -> Dialog {
+        let body = DialogBody::Plan {
+            plan: text.map(str::to_string),
+            options: Vec::new(),
+            feedback_option: None,
+            plan_file: file.map(str::to_string),
+        };
+        Dialog { body, ..d("p", Some("p")) }
+    }
+
+    fn plan_text(d: &Dialog) -> Option<&str> {
+        match &d.body {
+            DialogBody::Plan { plan, .. } => plan.as_deref(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_plan_named_by_its_file_is_read_from_it_within_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("plan.md");
+        std::fs::write(&f, "# Plan\n1. go").unwrap();
+        let mut p = plan(None, Some(f.to_str().unwrap()));
+        fill_plan_from_file(&mut p).unwrap();
+        assert_eq!(plan_text(&p), Some("# Plan\n1. go"));
+        // The payload's own text wins; no file, nothing to do.
+        let mut p = plan(Some("inline"), Some(f.to_str().unwrap()));
+        fill_plan_from_file(&mut p).unwrap();
+        assert_eq!(plan_text(&p), Some("inline"));
+        // Refused, and the dialog stays without text: relative, missing, a folder, too big, not UTF-8.
+        let big = dir.path().join("big.md");
+        std::fs::write(&big, vec![b'x'; PLAN_FILE_MAX as usize + 1]).unwrap();
+        let bin = dir.path().join("bin.md");
+        std::fs::write(&bin, [0xff, 0xfe]).unwrap();
+        for bad in [
+            "plan.md",
+            "/nonexistent/plan.md",
+            dir.path().to_str().unwrap(),
+            big.to_str().unwrap(),
+            bin.to_str().unwrap(),
+        ] {
+            let mut p = plan(None, Some(bad));
+            assert!(fill_plan_from_file(&mut p).is_err(), "{bad}");
+            assert_eq!(plan_text(&p), None, "{bad}");
+        }
     }
 }

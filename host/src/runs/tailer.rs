@@ -370,7 +370,12 @@ impl Tail {
         open.drain(..open.len().saturating_sub(16));
         match provider.pending_dialog(bytes, open).await {
             Ok(dialog) => {
-                let dialog = dialog.map(|d| spool::identify(d, sig.mtime_ns));
+                let dialog = dialog.map(|mut d| {
+                    if let Err(why) = spool::fill_plan_from_file(&mut d) {
+                        tracing::warn!(run = %self.run, %why, "showing the plan without its text");
+                    }
+                    spool::identify(d, sig.mtime_ns)
+                });
                 let before = previous.and_then(|p| p.dialog);
                 if let Some(prev) = before.filter(|p| dialog.as_ref().is_none_or(|d| d.id != p.id)) {
                     self.hook_cleared.extend(spool::ids(&prev));

@@ -93,9 +93,12 @@ pub fn dialog_body(name: &str, input_json: &str) -> Option<DialogBody> {
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(_) => return None,
             };
-            let plan_file = obj.get("planFilePath").and_then(Value::as_str).is_some_and(|f| !f.is_empty());
-            let (options, feedback_option) = plan_options(plan_file);
-            Some(DialogBody::Plan(PlanBody { plan, options, feedback_option }))
+            let file = obj.get("planFilePath").and_then(Value::as_str).filter(|f| !f.is_empty());
+            let (options, feedback_option) = plan_options(file.is_some());
+            // A release whose payload names the plan file without the text (2.1.332): the
+            // host reads the file (WIT plan-body.plan-file).
+            let plan_file = file.filter(|_| plan.is_none()).map(str::to_string);
+            Some(DialogBody::Plan(PlanBody { plan, options, feedback_option, plan_file }))
         }
         _ => None,
     }
@@ -249,6 +252,16 @@ mod tests {
         let labels: Vec<_> = p.options.iter().map(|o| o.label.as_str()).collect();
         assert_eq!(labels, ["Yes, and use auto mode", "Yes, manually approve edits", "Tell Claude what to change"]);
         assert_eq!(p.feedback_option, Some(2));
+        assert_eq!(p.plan_file, None, "the text came with the payload");
+    }
+
+    /// 2.1.332: the payload names the plan file but carries no text; the host reads it.
+    #[test]
+    fn exit_plan_mode_without_the_text_names_the_plan_file() {
+        let d = map_dialog(call("ExitPlanMode", r#"{"planFilePath":"/h/.claude/plans/p.md"}"#)).unwrap();
+        let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
+        assert_eq!((p.plan.as_deref(), p.plan_file.as_deref()), (None, Some("/h/.claude/plans/p.md")));
+        assert!(is_plan_file_prompt(p));
     }
 
     #[test]

@@ -679,7 +679,15 @@ impl Agent {
 
     fn plan(&mut self, step: &PlanStep) {
         let plan = step.plan().to_string();
-        self.tool_use("ExitPlanMode", json!({"plan": plan}), "", |a, id| {
+        let input = if step.file_only() {
+            let dir = format!("{}/plans", self.config_dir);
+            let file = format!("{dir}/fake-claude-plan-{}.md", &uuid_v4()[..8]);
+            let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, &plan));
+            json!({"planFilePath": file})
+        } else {
+            json!({"plan": plan})
+        };
+        self.tool_use("ExitPlanMode", input, "", |a, id| {
             // As on 2.1.198, the plan text itself is not on this screen.
             let title = vec![" Exit plan mode?".to_string(), "  Claude wants to exit plan mode".to_string()];
             let mut c = Choice::new(title, &["Yes", "No"]);

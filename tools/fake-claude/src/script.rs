@@ -77,6 +77,10 @@ pub enum PlanStep {
         plan: String,
         #[serde(default)]
         notify_after_ms: Option<u64>,
+        /// As on 2.1.332: the plan is written to `<config>/plans/` first and the tool
+        /// input names the file (`planFilePath`) without the text.
+        #[serde(default)]
+        file_only: bool,
     },
 }
 
@@ -92,6 +96,9 @@ impl PlanStep {
             PlanStep::Text(_) => None,
             PlanStep::Full { notify_after_ms, .. } => *notify_after_ms,
         }
+    }
+    pub fn file_only(&self) -> bool {
+        matches!(self, PlanStep::Full { file_only: true, .. })
     }
 }
 
