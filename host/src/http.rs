@@ -306,6 +306,7 @@ async fn get_messages(
             Some(s.parse::<u64>().map_err(|_| ApiError::bad_request("after must be a message seq (a whole number)"))?)
         }
     };
+    runs.ensure_loaded(&run).await;
     Ok(Json(run.view_after(after)).into_response())
 }
 
@@ -382,6 +383,7 @@ async fn events(
     let run = runs.get(&id)?;
     // Any u64 (even u64::MAX) is fine: view_after saturates; junk is ignored.
     let last: Option<u64> = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok());
+    runs.ensure_loaded(&run).await;
     let rx = run.subscribe();
     let stop = runs.shutdown_signal();
     let stream = futures_util::stream::unfold(

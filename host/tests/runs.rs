@@ -265,6 +265,32 @@ fn a_restart_of_lab_serve_keeps_the_pending_dialog_answerable() {
     assert_eq!(answer["answers"]["Which database should we use?"], "Redis");
 }
 
+/// After a restart, an ended run's chat is read when it is first looked at (not at
+/// start-up): the list says `ended` at once, and the chat is all there on first view,
+/// over GET and over SSE alike.
+#[test]
+fn an_ended_run_s_chat_is_read_on_first_view_after_a_restart() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let before = lab.wait_state(&id, "question");
+    let (status, _) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(status, 200);
+    let ended = lab.wait_state(&id, "ended");
+    assert!(!before["messages"].as_array().unwrap().is_empty());
+    lab.stop();
+
+    let lab = w.serve();
+    let (_, list) = lab.get("/runs");
+    let listed = list.as_array().unwrap().iter().find(|r| r["id"] == id.as_str()).cloned().unwrap();
+    assert_eq!(listed["state"], "ended");
+    let v = lab.view(&id);
+    assert_eq!(v["state"], "ended");
+    assert_eq!(v["messages"], ended["messages"], "the whole chat on first view, same seqs");
+    lab.stop();
+}
+
 #[test]
 fn stop_ends_the_run_and_kills_its_session() {
     let w = World::new();

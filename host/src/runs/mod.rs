@@ -75,6 +75,10 @@ pub struct Run {
     /// lab has yet to type the run's first prompt (one too large for the agent's
     /// command line): messages wait until it has.
     prompt_pending: AtomicBool,
+    /// An ended run found at start-up whose transcript has not been read yet: it is
+    /// read when someone first looks at its chat ([`Runs::ensure_loaded`]), so start-up
+    /// and memory do not grow with the history of ended runs.
+    unread: AtomicBool,
     messages: SharedMessages,
     view: watch::Sender<Snapshot>,
     wake: Notify,
@@ -99,20 +103,22 @@ impl Run {
     }
 
     pub fn body(&self) -> RunBody {
-        let r = self.record();
+        let state = self.view.borrow().derived.state;
+        // Field by field: the record's prompt (up to 256 KiB) is not part of the body.
+        let r = self.record.lock().unwrap();
         RunBody {
-            id: r.id,
-            provider: r.provider,
-            workdir: r.workdir,
-            state: self.view.borrow().derived.state,
-            created_at: r.created_at,
-            ended_at: r.ended_at,
-            tmux_target: r.tmux_target,
-            tmux_socket: Some(r.tmux_socket),
-            session_id: r.session_id,
-            permission_mode: r.permission_mode,
+            id: r.id.clone(),
+            provider: r.provider.clone(),
+            workdir: r.workdir.clone(),
+            state,
+            created_at: r.created_at.clone(),
+            ended_at: r.ended_at.clone(),
+            tmux_target: r.tmux_target.clone(),
+            tmux_socket: Some(r.tmux_socket.clone()),
+            session_id: r.session_id.clone(),
+            permission_mode: r.permission_mode.clone(),
             dialog_hooker: r.dialog_hooker,
-            error: r.error,
+            error: r.error.clone(),
         }
     }
 
@@ -243,16 +249,27 @@ impl Runs {
             if active {
                 runs.clone().spawn_tailer(run);
             } else {
-                // Read the finished transcript once so its chat can be shown.
-                let mut tail = run.tail.lock().await;
-                let d = tail.refresh().await;
-                drop(tail);
-                run.publish(d);
+                // Its chat is read when first looked at.
+                run.unread.store(true, Ordering::SeqCst);
             }
         }
         runs.gc_orphans();
         liveness::spawn(runs.clone());
         Ok(runs)
+    }
+
+    /// Read an ended run's finished transcript if nobody has looked at it since
+    /// `lab serve` started (see [`Run`]'s `unread`). Cheap once done.
+    pub async fn ensure_loaded(&self, run: &Arc<Run>) {
+        if !run.unread.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut tail = run.tail.lock().await;
+        if run.unread.swap(false, Ordering::SeqCst) {
+            let d = tail.refresh().await;
+            drop(tail);
+            run.publish(d);
+        }
     }
 
     /// End every open event stream (called when `lab serve` is asked to stop).
@@ -290,9 +307,17 @@ impl Runs {
     }
 
     pub fn list(&self) -> Vec<Arc<Run>> {
-        let mut v: Vec<_> = self.runs.read().unwrap().values().cloned().collect();
-        v.sort_by(|a, b| a.record().created_at.cmp(&b.record().created_at).then_with(|| a.id.cmp(&b.id)));
-        v
+        // The sort key once per run (not a clone of the whole record, prompt included,
+        // per comparison).
+        let mut v: Vec<(String, Arc<Run>)> = self
+            .runs
+            .read()
+            .unwrap()
+            .values()
+            .map(|r| (r.record.lock().unwrap().created_at.clone(), r.clone()))
+            .collect();
+        v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id.cmp(&b.id)));
+        v.into_iter().map(|(_, r)| r).collect()
     }
 
     /// Make the in-memory handle for a record. `prompt_pending`: lab has yet to type
@@ -346,6 +371,7 @@ impl Runs {
             provider,
             changes: self.changes.clone(),
             found_at_start: AtomicBool::new(false),
+            unread: AtomicBool::new(false),
         });
         if let Some(t) = transcript {
             self.transcripts.lock().unwrap().insert(t, run.id.clone());
