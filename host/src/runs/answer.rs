@@ -57,8 +57,7 @@ impl Runs {
             if tail.ended {
                 return Err(RunError::NoDialog);
             }
-            let d = tail.refresh().await;
-            drop(d);
+            tail.refresh().await;
             let dialog = self.guarded(&tail, tool_id)?;
             let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
                 Some(msg) => RunError::BadRequest(msg.to_string()),

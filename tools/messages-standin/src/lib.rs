@@ -21,7 +21,8 @@
 //! ```no_run
 //! use messages_standin::{Matcher, Script, Standin};
 //! use serde_json::json;
-//! use std::time::Duration;
+//! use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
+use std::time::Duration;
 //!
 //! let script = Script::new()
 //!     .tool_use("AskUserQuestion", json!({"questions": [/* … */]}))
@@ -640,8 +641,6 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         });
     }
 }
-
-use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
 
 fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut writer = stream.try_clone()?;

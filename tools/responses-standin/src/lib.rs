@@ -25,7 +25,8 @@
 //!
 //! ```no_run
 //! use responses_standin::{Reply, Script, Standin};
-//! use std::time::Duration;
+//! use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
+use std::time::Duration;
 //!
 //! let script = Script::new()
 //!     .exec_command_escalated("touch approved.txt", "Stand-in wants to create approved.txt")
@@ -699,8 +700,6 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         });
     }
 }
-
-use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
 
 fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut writer = stream.try_clone()?;
