@@ -21,8 +21,7 @@
 //! ```no_run
 //! use messages_standin::{Matcher, Script, Standin};
 //! use serde_json::json;
-//! use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
-use std::time::Duration;
+//! use std::time::Duration;
 //!
 //! let script = Script::new()
 //!     .tool_use("AskUserQuestion", json!({"questions": [/* … */]}))
@@ -37,6 +36,7 @@ pub mod demo;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
 use std::collections::HashMap;
 use std::io::{self, BufReader};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};

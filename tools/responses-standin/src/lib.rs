@@ -25,8 +25,7 @@
 //!
 //! ```no_run
 //! use responses_standin::{Reply, Script, Standin};
-//! use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
-use std::time::Duration;
+//! use std::time::Duration;
 //!
 //! let script = Script::new()
 //!     .exec_command_escalated("touch approved.txt", "Stand-in wants to create approved.txt")
@@ -39,6 +38,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Write};
