@@ -129,6 +129,11 @@ struct E2e {
 }
 
 fn setup(name: &'static str, script: Script) -> Option<E2e> {
+    setup_with(name, script, true)
+}
+
+/// [`setup`]; `trusted`: whether the config lists the workdir as trusted.
+fn setup_with(name: &'static str, script: Script, trusted: bool) -> Option<E2e> {
     let bin = codex_bin()?;
     let slot = Slot::take();
     let w = World::new();
@@ -150,9 +155,7 @@ env_key = "STANDIN_API_KEY"
 request_max_retries = 0
 stream_max_retries = 0
 
-[projects.{work}]
-trust_level = "trusted"
-
+{trust}
 [features]
 plugins = false
 
@@ -160,7 +163,11 @@ plugins = false
 enabled = false
 "#,
         base_url = toml_str(&standin.url()),
-        work = toml_str(w.workdir.to_str().unwrap()),
+        trust = if trusted {
+            format!("[projects.{}]\ntrust_level = \"trusted\"\n", toml_str(w.workdir.to_str().unwrap()))
+        } else {
+            String::new()
+        },
     );
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
     let trap = ProxyTrap::start();
@@ -250,7 +257,7 @@ impl E2e {
         assert_eq!(labels.len(), 3, "{d}");
         assert_eq!(labels[0], "Yes, proceed (y)");
         assert_eq!(labels[2], "No, and tell Codex what to do differently (esc)");
-        assert!(d["feedback_option"].is_null(), "codex's No takes no text: {d}");
+        assert_eq!(d["feedback_option"], 2, "No, then what to do instead: {d}");
         let call = self.standin.wait_for_call(0, STEP_TIMEOUT).expect("the stand-in sent the call");
         // The prompt is tied to the rollout's function_call (once it is there).
         let v = self.wait_view(run, STEP_TIMEOUT, "the dialog to name its call", |v| {
@@ -264,12 +271,19 @@ impl E2e {
     }
 
     fn answer(&self, run: &Run, d: &Value, option: u32) -> Value {
-        let (status, body) = self.lab().post(
-            &format!("/runs/{}/dialog/answer", run.id),
-            &json!({"tool_id": d["tool_id"], "answers": [{"option": option}]}),
-        );
+        self.answer_with(run, d, json!({"option": option}))
+    }
+
+    fn answer_with(&self, run: &Run, d: &Value, answer: Value) -> Value {
+        let (status, body) = self
+            .lab()
+            .post(&format!("/runs/{}/dialog/answer", run.id), &json!({"tool_id": d["tool_id"], "answers": [answer]}));
         assert_eq!(status, 200, "{body}");
         body
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.w.dir.path().join("c")
     }
 
     /// Every request went to `POST /v1/responses` with the key; the trap saw nothing
@@ -415,7 +429,7 @@ fn an_approval_prompt_is_a_dialog_and_yes_from_lab_runs_the_command() {
     assert!(output.contains("Process exited with code 0"), "{output}");
     assert!(e.w.workdir.join("approved.txt").exists());
     run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
-    wait_for(STEP_TIMEOUT, "the spool to be cleared (PostToolUse by turn and command)", || {
+    wait_for(STEP_TIMEOUT, "the spool to be cleared (PostToolUse, or lab's GC once the call has its result)", || {
         (!e.spool(&run).exists()).then_some(())
     });
     let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| v["state"] == "idle");
@@ -455,5 +469,88 @@ fn no_from_lab_cancels_the_command_and_the_run_goes_idle() {
     wait_for(STEP_TIMEOUT, "the spool to be cleared (its call has a result)", || {
         (!e.spool(&run).exists()).then_some(())
     });
+    e.assert_network();
+}
+
+/// (4) "No" with feedback from lab: the command does not run, the text reaches the model
+/// as the next message, the run goes idle with the model's answer.
+#[test]
+fn no_with_feedback_from_lab_cancels_and_sends_what_to_do_instead() {
+    let (command, reason) = ("touch refused.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .turn(Matcher::Contains("use mkdir instead".into()), Reply::text("OK, mkdir it is."));
+    let Some(e) = setup("deny_feedback", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    let body = e.answer_with(&run, &d, json!({"feedback": {"option": 2, "text": "use mkdir instead"}}));
+    assert_eq!(body["played"], json!(["Escape", "text:use mkdir instead", "Enter"]), "{body}");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle with the answer to the feedback", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "OK, mkdir it is.")
+    });
+    assert_eq!(texts(&v, "user"), ["please TOUCHME", "use mkdir instead"], "{v}");
+    assert!(v["pending_dialog"].is_null());
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    // The refused call's output travels with the next message: codex's "aborted by user".
+    let outputs = e.standin.outputs_for(&call);
+    assert!(!outputs.is_empty() && outputs.iter().all(|o| o.contains("aborted by user")), "{outputs:?}");
+    assert!(!e.w.workdir.join("refused.txt").exists(), "the refused command ran");
+    assert!(e.standin.remaining_turns().is_empty());
+    e.assert_network();
+}
+
+/// (5) "Yes, and don't ask again" from lab: `p` runs the command and codex saves a rule.
+#[test]
+fn yes_and_dont_ask_again_from_lab_saves_codex_rule() {
+    let (command, reason) = ("touch remembered.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.");
+    let Some(e) = setup("dont_ask_again", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    assert_eq!(
+        d["options"][1]["label"],
+        format!("Yes, and don't ask again for commands that start with `{command}` (p)")
+    );
+    let body = e.answer(&run, &d, 1);
+    assert_eq!(body["played"], json!(["p"]), "{body}");
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after p");
+    assert!(e.w.workdir.join("remembered.txt").exists());
+    e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| {
+        v["state"] == "idle" && v["pending_dialog"].is_null()
+    });
+    let rules = std::fs::read_to_string(e.codex_home().join("rules/default.rules")).expect("codex saved a rule");
+    assert!(rules.contains("remembered.txt"), "{rules}");
+    e.assert_network();
+}
+
+/// (6) A git repository codex has not been told to trust: its folder-trust screen is a
+/// dialog read off the screen; "Trust and continue" from lab saves the trust and the
+/// first prompt is answered.
+#[test]
+fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("Hello after trust."));
+    let Some(e) = setup_with("trust_folder", script, false) else { return };
+    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(&e.w.workdir).status().unwrap();
+    assert!(git.success());
+    let mut run = e.create("hello there");
+    let v = run.events.wait(LAUNCH_TIMEOUT, "the trust screen on SSE", |v| v["pending_dialog"]["kind"] == "generic");
+    let d = v["pending_dialog"].clone();
+    assert_eq!(
+        (&d["source"], &d["tool_name"], &d["answerable"]),
+        (&json!("screen"), &json!("trust_folder"), &json!(true))
+    );
+    assert_eq!(d["generic"]["title"], format!("Trust {}?", e.w.workdir.display()), "{d}");
+    assert_eq!(d["options"][0]["label"], "Trust and continue");
+    assert!(e.standin.requests().is_empty(), "nothing was sent before the trust");
+    let body = e.answer(&run, &d, 0);
+    assert_eq!(body["played"], json!(["Enter"]), "{body}");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Hello after trust.")
+    });
+    let config = std::fs::read_to_string(e.codex_home().join("config.toml")).unwrap();
+    assert!(config.contains(&format!("[projects.\"{}\"]", e.w.workdir.display())), "{config}");
     e.assert_network();
 }

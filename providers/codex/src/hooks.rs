@@ -79,7 +79,7 @@ pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dia
         summary: summary.clone(),
         reason,
         options: options(&summary),
-        feedback_option: None,
+        feedback_option: Some(crate::answer::NO_OPTION),
     };
     let mut d = Dialog::new(id, tool, DialogBody::Permission(body));
     d.call_id = (!command.is_empty()).then(|| matching_call(command, open_calls)).flatten();
@@ -100,7 +100,7 @@ pub fn options(command: &str) -> Vec<DialogOption> {
         ),
         DialogOption::new(
             "No, and tell Codex what to do differently (esc)",
-            "Cancel: the command does not run and the turn is interrupted; send your next message to say what to do",
+            "Cancel: the command does not run and the turn is interrupted; with feedback, lab sends it as your next message",
         ),
     ]
 }
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(p.tool, "Bash");
         assert_eq!(p.summary, "touch approved.txt");
         assert_eq!(p.reason.as_deref(), Some("Stand-in wants to create approved.txt"));
-        assert_eq!(p.feedback_option, None);
+        assert_eq!(p.feedback_option, Some(2), "No, then the next message");
         let labels: Vec<&str> = p.options.iter().map(|o| o.label.as_str()).collect();
         // Word for word as the captured pane draws them.
         let pane = include_str!("../testdata/pane_approval.txt");
@@ -191,16 +191,35 @@ mod tests {
 
     #[test]
     fn captured_session_start_names_the_rollout() {
-        let f = session_info(include_bytes!("../testdata/hook-session-start.json"));
-        // The capture's paths were anonymised to `<study>/…`: not absolute.
-        assert!(f.unwrap_err().contains("not absolute"));
-        let f =
-            session_info(br#"{"session_id":"s1","transcript_path":"/h/.codex/sessions/r.jsonl","source":"startup"}"#)
-                .unwrap();
+        let f = session_info(include_bytes!("../testdata/hook-session-start.json")).unwrap();
+        assert_eq!(f.session_id.as_deref(), Some("01a22d1a-638c-76b1-a780-207ceab8be21"));
         assert_eq!(
-            (f.transcript_path.as_deref(), f.session_id.as_deref()),
-            (Some("/h/.codex/sessions/r.jsonl"), Some("s1"))
+            f.transcript_path.as_deref(),
+            Some(
+                "/tmp/cx/ch/sessions/2026/11/30/rollout-2026-11-30T15-37-13-01a22d1a-638c-76b1-a780-207ceab8be21.jsonl"
+            )
         );
+        // The rollout it names starts with that session.
+        let out = rollout::parse_transcript(include_bytes!("../testdata/rollout_denied_then_message.jsonl"));
+        assert_eq!(out.session_id, f.session_id);
+        assert!(session_info(br#"{"transcript_path":"rel/r.jsonl"}"#).unwrap_err().contains("not absolute"));
         assert!(session_info(b"[]").is_err());
+    }
+
+    /// The second capture (a denied command) ties to its own call too.
+    #[test]
+    fn captured_denied_request_matches_its_call() {
+        let out = rollout::parse_transcript(include_bytes!("../testdata/rollout_denied_then_message.jsonl"));
+        let calls: Vec<ToolUse> = out
+            .messages
+            .into_iter()
+            .filter_map(|m| if let lab_provider_sdk::Content::ToolUse(u) = m.content { Some(u) } else { None })
+            .collect();
+        let d =
+            pending_dialog(include_bytes!("../testdata/hook-permission-request-denied.json"), &calls).unwrap().unwrap();
+        assert_eq!(d.call_id.as_deref(), Some("call_3"));
+        let other = pending_dialog(PERM, &calls).unwrap().unwrap();
+        assert_eq!(other.call_id, None, "another command: no call");
+        assert_ne!(other.id, d.id);
     }
 }

@@ -1,15 +1,17 @@
 //! `codex`: lab's provider for OpenAI's Codex CLI (pinned 0.169.0).
 //!
 //! Everything lab knows about Codex lives in this crate. It exports the
-//! `hooker-provider` world of `lab:provider@0.2.0`: the base interface, and live capture
-//! of the command-approval prompt through Codex's hooks with keystroke answers.
+//! `screen-provider` world of `lab:provider@0.2.0`: the base interface, live capture of
+//! the command-approval prompt through Codex's hooks with keystroke answers, and the
+//! folder-trust screen read off the pane.
 //!
 //! | module | what | docs/providers/codex/compat.md |
 //! |---|---|---|
 //! | [`launch`] | argv (`--no-daemon`, hook trust, `-c hooks.<Event>`, mode flags, prompt last) | Launch, Hooks |
 //! | [`rollout`] | rollout JSONL → messages, turn signals, session id, diagnostics | Rollout |
 //! | [`hooks`] | the hook bindings; SessionStart → session facts; PermissionRequest → permission dialog | Hooks |
-//! | [`answer`] | keys for the approval prompt (`y` / `p` / Esc, after a 0.5 s settle); is-drawn | Approval prompt |
+//! | [`answer`] | keys for the approval prompt (`y` / `p` / Esc, No + feedback, after a 0.5 s settle) and the trust screen; is-drawn | Approval prompt |
+//! | [`screen`] | the folder-trust screen → a generic dialog | Trust screen |
 //!
 //! Decisions (docs/providers/codex/compat.md, "What the provider relies on"):
 //!
@@ -18,9 +20,9 @@
 //!   (`hooks/list`) computes, and an overlay would move the rollouts, rules and login
 //!   away from the user's `CODEX_HOME`. The flag's cost: hooks the user has not
 //!   reviewed (their own config's, a project's) run too in lab's runs.
-//! - **No screen reader**: with the bypass flag the "Hooks need review" screen does not
-//!   show, and with the user's project trusted no other modal screen was observed; an
-//!   untrusted folder's screen was not captured, so nothing is guessed about it.
+//! - **Screens**: codex asks whether to trust a git repository its config does not
+//!   list; that screen is a generic dialog ([`screen`]). With the bypass flag the
+//!   "Hooks need review" screen does not show.
 //! - **Permission modes**: [`PERMISSION_MODES`], mapped to `-s`/`-a` flags in
 //!   [`launch`]; `default` passes none (the user's config decides).
 //! - **Dialog mapper**: codex's approvals are not tool calls in the rollout (there is
@@ -29,13 +31,14 @@
 pub use lab_provider_sdk::Provider;
 use lab_provider_sdk::{
     Answer, AnswerPlan, Blocked, Dialog, DialogHooker, HookBinding, HookCommand, LaunchRequest, LaunchSpec,
-    ParseOutput, ProviderInfo, Samples, SessionFacts, ToolUse,
+    ParseOutput, ProviderInfo, Samples, ScreenReader, SessionFacts, ToolUse,
 };
 
 pub mod answer;
 pub mod hooks;
 pub mod launch;
 pub mod rollout;
+pub mod screen;
 
 /// The values `permission_mode` accepts; the first is the UI's default (no flags).
 pub const PERMISSION_MODES: &[&str] = &["default", "read-only", "workspace-write", "never", "danger-full-access"];
@@ -116,8 +119,14 @@ fn samples() -> Samples {
     Samples { transcript_lines: lines.iter().map(|l| l.to_string()).collect(), dialog_calls: Vec::new() }
 }
 
+impl ScreenReader for Codex {
+    fn read_screen(pane: &str) -> Option<Dialog> {
+        screen::read_screen(pane)
+    }
+}
+
 // The component's exports (emitted only when building for wasm32).
-lab_provider_sdk::export_dialog_provider!(Codex);
+lab_provider_sdk::export_screen_provider!(Codex);
 
 #[cfg(test)]
 mod tests {

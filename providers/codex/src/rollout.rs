@@ -146,7 +146,7 @@ fn texts(content: &[Value], keep: impl Fn(usize) -> bool) -> Vec<String> {
 /// Context codex adds as a user message, for lines without codex's item kinds.
 fn is_harness_text(t: &str) -> bool {
     let t = t.trim_start();
-    ["<environment_context>", "<user_instructions>", "<skills_instructions>", "# AGENTS.md"]
+    ["<environment_context>", "<user_instructions>", "<skills_instructions>", "<turn_aborted>", "# AGENTS.md"]
         .iter()
         .any(|p| t.starts_with(p))
 }
@@ -245,6 +245,34 @@ pub(crate) mod tests {
             msgs.extend(parse_transcript(l).messages);
         }
         assert_eq!(msgs, whole.messages);
+    }
+
+    /// The captured rollout of a denied command (Esc) and the next message (0.169.0): the
+    /// call's "aborted by user" result is an error, `turn_aborted` is a line and idle,
+    /// codex's own `<turn_aborted>` note to the model is not shown.
+    #[test]
+    fn captured_rollout_denied_then_message() {
+        let out = parse_transcript(include_bytes!("../testdata/rollout_denied_then_message.jsonl"));
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "text", "please TOUCHME"),
+                (Role::Assistant, "tool_use", "exec_command: touch denied.txt"),
+                (Role::Tool, "tool_result", "Wall time: 5.0 seconds\naborted by user"),
+                (Role::System, "interrupted", "Turn interrupted"),
+                (Role::User, "text", "use mkdir instead"),
+                (Role::Assistant, "text", "OK, mkdir it is."),
+            ]
+        );
+        assert!(matches!(&out.messages[2].content, Content::ToolResult(r) if r.is_error && r.id == "call_3"));
+        assert_eq!(out.turn, Some(TurnSignal::Idle));
+        // Up to the abort: idle already (turn_aborted), before the next task_started.
+        let text = std::str::from_utf8(include_bytes!("../testdata/rollout_denied_then_message.jsonl")).unwrap();
+        let upto = text.find("\"turn_aborted\",\"root_turn_id\"").expect("the turn_aborted line");
+        let end = upto + text[upto..].find('\n').unwrap() + 1;
+        assert_eq!(parse_transcript(&text.as_bytes()[..end]).turn, Some(TurnSignal::Idle));
     }
 
     /// Shapes from compat.md ("esc": `function_call_output` "… aborted by user", then
