@@ -13,6 +13,13 @@
 //! …/dialog/answer); each scenario also checks what codex sent to the stand-in, what it
 //! ran, and that only the known announcement-tip fetch reached the trap.
 //!
+//! Scenarios: (1) a plain reply reaches the chat and the run goes idle; (2) an
+//! escalated `exec_command` is a permission dialog (command, reason, codex's three rows,
+//! tied to the rollout's call) and "Yes" from lab runs it; (3) "No" from lab: nothing
+//! runs, idle; (4) "No" with feedback: the text is the next message; (5) "Yes, and don't
+//! ask again": codex saves a rule; (6) an untrusted git folder's trust screen, read off
+//! the pane, answered "Trust and continue" from lab.
+//!
 //! The binary: `LAB_CODEX_BIN` (`scripts/install-codex.sh | tail -1`). Unset or not
 //! executable: with `CI=true` every test fails; otherwise each prints a loud SKIPPED. At
 //! most two codex processes run at a time. A failing test prints the pane, the
@@ -376,6 +383,20 @@ impl Events {
     }
 }
 
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 fn texts(v: &Value, role: &str) -> Vec<String> {
     v["messages"]
         .as_array()
@@ -399,12 +420,15 @@ fn a_plain_reply_shows_in_the_chat_and_the_run_goes_idle() {
     assert_eq!(texts(&v, "user"), ["hello there"], "only the operator's words, not codex's context: {v}");
     assert!(v["pending_dialog"].is_null());
     let (_, r) = e.lab().get(&format!("/runs/{}", run.id));
-    let sid = r["session_id"].as_str().expect("the session id from SessionStart");
     assert_eq!(r["dialog_hooker"], true, "{r}");
-    let rollouts = std::fs::read_dir(e.w.dir.path().join("c/sessions")).is_ok();
-    assert!(rollouts, "the rollout is under the run's CODEX_HOME (from lab.toml env)");
+    // The session id and rollout lab follows are codex's own, named by SessionStart: the
+    // one rollout under the run's CODEX_HOME (given through lab.toml env).
+    let sid = r["session_id"].as_str().expect("the session id from SessionStart");
+    let rollouts: Vec<PathBuf> = walk(&e.codex_home().join("sessions"));
+    assert_eq!(rollouts.len(), 1, "{rollouts:?}");
+    let name = rollouts[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("rollout-") && name.ends_with(&format!("-{sid}.jsonl")), "{name} vs {sid}");
     assert!(e.screen(&run).contains("Hello from the stand-in."));
-    assert!(sid.len() >= 32, "{sid}");
     e.assert_network();
 }
 
