@@ -226,7 +226,14 @@ impl E2e {
     }
 
     fn create(&self, prompt: &str) -> Run {
-        let body = json!({"provider": "codex", "workdir": self.w.workdir, "prompt": prompt});
+        self.create_with(prompt, None)
+    }
+
+    fn create_with(&self, prompt: &str, permission_mode: Option<&str>) -> Run {
+        let mut body = json!({"provider": "codex", "workdir": self.w.workdir, "prompt": prompt});
+        if let Some(m) = permission_mode {
+            body["permission_mode"] = json!(m);
+        }
         let (status, run) = self.lab().post("/runs", &body);
         assert_eq!(status, 201, "POST /runs: {run}");
         let id = run["id"].as_str().unwrap().to_string();
@@ -576,5 +583,52 @@ fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
     });
     let config = std::fs::read_to_string(e.codex_home().join("config.toml")).unwrap();
     assert!(config.contains(&format!("[projects.\"{}\"]", e.w.workdir.display())), "{config}");
+    e.assert_network();
+}
+
+/// (7) A message sent from lab once the run is idle (a bracketed paste, then Enter) is
+/// submitted: it reaches the model and its answer shows in the chat.
+#[test]
+fn a_message_from_lab_after_idle_reaches_the_model() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("First answer.")).turn(
+        Matcher::All(vec![Matcher::NewUserTurn, Matcher::Contains("second question".into())]),
+        Reply::text("Second answer."),
+    );
+    let Some(e) = setup("message", script) else { return };
+    let run = e.create("hello there");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the first answer", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "First answer.")
+    });
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "a second question"}));
+    assert!((200..300).contains(&status), "{status} {body}");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle with the second answer", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Second answer.")
+    });
+    assert_eq!(texts(&v, "user"), ["hello there", "a second question"], "{v}");
+    assert!(e.standin.remaining_turns().is_empty());
+    e.assert_network();
+}
+
+/// (8) Permission mode `never` reaches codex as `-a never` (the config says
+/// `on-request`): an escalated command is refused without a prompt, and the model is
+/// told why.
+#[test]
+fn never_mode_refuses_an_escalated_command_without_asking() {
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated("touch unasked.txt", "Stand-in asks"))
+        .after_output("Refused without asking.");
+    let Some(e) = setup("never_mode", script) else { return };
+    let run = e.create_with("please TOUCHME", Some("never"));
+    let (_, r) = e.lab().get(&format!("/runs/{}", run.id));
+    assert_eq!(r["permission_mode"], "never", "{r}");
+    let v = e.wait_view(&run, LAUNCH_TIMEOUT, "idle after the refusal", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Refused without asking.")
+    });
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    let outputs = e.standin.outputs_for(&call);
+    assert!(outputs.len() == 1 && outputs[0].contains("approval policy is Never"), "{outputs:?}");
+    assert!(!e.w.workdir.join("unasked.txt").exists());
+    assert!(!e.spool(&run).exists(), "no prompt was spooled");
+    assert!(v["pending_dialog"].is_null());
     e.assert_network();
 }
