@@ -88,16 +88,21 @@ pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dia
     Ok(Some(d))
 }
 
-/// The prompt's rows, as 0.169.0 draws them for a command (the second row names the
-/// command prefix codex would remember; for the captured one-word commands that is
-/// the whole command).
+/// The prompt's rows, as 0.169.0 draws them for a command. The second row names the
+/// prefix codex would remember: for a simple command (even with arguments, quotes or a
+/// `>` redirect) the whole command, for a pipeline only its first part (observed by
+/// hand). lab names the prefix only for a command without `|`, `&`, `;` or a line
+/// break, where it was seen to be the whole command; otherwise the row says "…".
 pub fn options(command: &str) -> Vec<DialogOption> {
+    let simple = !command.contains(['|', '&', ';', '\n']);
+    let second = if simple {
+        format!("Yes, and don't ask again for commands that start with `{command}` (p)")
+    } else {
+        "Yes, and don't ask again for commands that start with … (p)".to_string()
+    };
     vec![
         DialogOption::new("Yes, proceed (y)", "Run the command this time"),
-        DialogOption::new(
-            format!("Yes, and don't ask again for commands that start with `{command}` (p)"),
-            "Run it and save a prefix rule in $CODEX_HOME/rules",
-        ),
+        DialogOption::new(second, "Run it and save a prefix rule in $CODEX_HOME/rules"),
         DialogOption::new(
             "No, and tell Codex what to do differently (esc)",
             "Cancel: the command does not run and the turn is interrupted; with feedback, lab sends it as your next message",
@@ -164,6 +169,23 @@ mod tests {
         let again = pending_dialog(PERM, &[]).unwrap().unwrap();
         assert_eq!((again.id.as_str(), again.call_id.as_deref()), (d.id.as_str(), None));
         assert!(d.id.starts_with("perm-"));
+    }
+
+    /// As 0.169.0 drew the second row for these commands (by hand, via the stand-in).
+    #[test]
+    fn the_second_row_names_the_prefix_only_where_it_is_the_whole_command() {
+        let second = |c: &str| options(c)[1].label.clone();
+        assert_eq!(
+            second("git status --short"),
+            "Yes, and don't ask again for commands that start with `git status --short` (p)"
+        );
+        assert_eq!(
+            second("python3 -c 'print(1)' > out.txt"),
+            "Yes, and don't ask again for commands that start with `python3 -c 'print(1)' > out.txt` (p)"
+        );
+        // Drawn as "… start with `echo hello world` (p)": lab does not guess the prefix.
+        assert_eq!(second("echo hello world | wc -c"), "Yes, and don't ask again for commands that start with … (p)");
+        assert!(second("a && b").contains('…'));
     }
 
     #[test]
