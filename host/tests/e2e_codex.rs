@@ -18,7 +18,8 @@
 //! tied to the rollout's call) and "Yes" from lab runs it; (3) "No" from lab: nothing
 //! runs, idle; (4) "No" with feedback: the text is the next message; (5) "Yes, and don't
 //! ask again": codex saves a rule; (6) an untrusted git folder's trust screen, read off
-//! the pane, answered "Trust and continue" from lab.
+//! the pane, answered "Trust and continue" from lab; (7) a message from lab after idle;
+//! (8) permission mode `never` reaches codex; (9) a 200 KiB first prompt typed in by lab.
 //!
 //! The binary: `LAB_CODEX_BIN` (`scripts/install-codex.sh | tail -1`). Unset or not
 //! executable: with `CI=true` every test fails; otherwise each prints a loud SKIPPED. At
@@ -630,5 +631,30 @@ fn never_mode_refuses_an_escalated_command_without_asking() {
     assert!(!e.w.workdir.join("unasked.txt").exists());
     assert!(!e.spool(&run).exists(), "no prompt was spooled");
     assert!(v["pending_dialog"].is_null());
+    e.assert_network();
+}
+
+/// (9) A first prompt too long for codex's argv (200 KiB): lab starts codex without it and
+/// types it in once codex is ready; it reaches the model whole.
+#[test]
+fn a_prompt_too_large_for_argv_is_typed_in_and_reaches_the_model_whole() {
+    let mut prompt = String::new();
+    let mut i = 0;
+    while prompt.len() < 200 * 1024 {
+        prompt.push_str(&format!("prompt line {i:06}: the quick brown fox jumps over the lazy dog\n"));
+        i += 1;
+    }
+    let prompt = prompt.trim_end().to_string();
+    let script =
+        Script::new().turn(Matcher::Contains("prompt line 000000".into()), Reply::text("Read your long prompt."));
+    let Some(e) = setup("long_prompt", script) else { return };
+    let run = e.create(&prompt);
+    let whole = e.standin.wait_until(Duration::from_secs(90), |reqs| {
+        reqs.iter().any(|r| r.is_turn() && responses_standin::last_user_text(&r.body) == prompt)
+    });
+    assert!(whole, "the 200 KiB prompt never reached the model whole");
+    e.wait_view(&run, STEP_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Read your long prompt.")
+    });
     e.assert_network();
 }
