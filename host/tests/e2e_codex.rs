@@ -436,7 +436,10 @@ fn a_plain_reply_shows_in_the_chat_and_the_run_goes_idle() {
     assert_eq!(rollouts.len(), 1, "{rollouts:?}");
     let name = rollouts[0].file_name().unwrap().to_str().unwrap();
     assert!(name.starts_with("rollout-") && name.ends_with(&format!("-{sid}.jsonl")), "{name} vs {sid}");
-    assert!(e.screen(&run).contains("Hello from the stand-in."));
+    // The rollout can be ahead of the TUI's drawing by a moment.
+    wait_for(STEP_TIMEOUT, "the reply on codex's screen", || {
+        e.screen(&run).contains("Hello from the stand-in.").then_some(())
+    });
     e.assert_network();
 }
 
