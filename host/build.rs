@@ -9,6 +9,7 @@ use std::{env, path::PathBuf, process::Command};
 /// `components::BUNDLED` (`$OUT_DIR/components.rs`), so host/src names no agent.
 const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
     ("CLAUDE_CODE", "lab-provider-claude-code", Some("claude-code")),
+    ("CODEX", "lab-provider-codex", Some("codex")),
     ("PLAINLOG", "lab-provider-plainlog", None),
     ("UNRULY", "lab-provider-unruly", None),
 ];

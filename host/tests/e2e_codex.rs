@@ -1,0 +1,663 @@
+//! End-to-end: lab driving the REAL Codex CLI (0.169.0) through its HTTP API.
+//!
+//! Each test starts its own world: a `lab serve` on a loopback port with its own home,
+//! an agent HOME, a `CODEX_HOME` whose `config.toml` is the offline configuration of
+//! docs/providers/codex/compat.md (a `standin` model provider with `wire_api =
+//! "responses"` pointing at this test's `responses-standin` on 127.0.0.1, zero retries,
+//! `approval_policy = "on-request"`, `sandbox_mode = "workspace-write"`, the workdir
+//! trusted, plugins and analytics off), and a proxy trap on 127.0.0.1 that refuses every
+//! non-loopback HTTP(S) request. lab.toml points `[providers.codex]` at
+//! `$LAB_CODEX_BIN` and gives the agent its environment (`CODEX_HOME`, the stand-in's
+//! key, the proxy variables): the provider hard-codes none of it. Every operator step
+//! goes through lab's API (POST /runs, GET …/messages, GET …/events, POST
+//! …/dialog/answer); each scenario also checks what codex sent to the stand-in, what it
+//! ran, and that only the known announcement-tip fetch reached the trap.
+//!
+//! Scenarios: (1) a plain reply reaches the chat and the run goes idle; (2) an
+//! escalated `exec_command` is a permission dialog (command, reason, codex's three rows,
+//! tied to the rollout's call) and "Yes" from lab runs it; (3) "No" from lab: nothing
+//! runs, idle; (4) "No" with feedback: the text is the next message; (5) "Yes, and don't
+//! ask again": codex saves a rule; (6) an untrusted git folder's trust screen, read off
+//! the pane, answered "Trust and continue" from lab; (7) a message from lab after idle;
+//! (8) permission mode `never` reaches codex; (9) a 200 KiB first prompt typed in by lab.
+//!
+//! The binary: `LAB_CODEX_BIN` (`scripts/install-codex.sh | tail -1`). Unset or not
+//! executable: with `CI=true` every test fails; otherwise each prints a loud SKIPPED. At
+//! most two codex processes run at a time. A failing test prints the pane, the
+//! stand-in's requests and lab's log.
+
+mod common;
+
+use common::*;
+use responses_standin::{Matcher, Reply, Script, Standin};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+const API_KEY: &str = "standin-key-0123456789";
+/// The TUI's announcement tip, fetched through the proxy at every start (no switch in
+/// 0.169.0); the trap refuses it.
+const ANNOUNCEMENT_TIP: &str = "CONNECT raw.githubusercontent.com:443 ";
+const APPROVAL_PROMPT: &str = "Would you like to run the following command?";
+
+fn codex_bin() -> Option<PathBuf> {
+    let bin = std::env::var_os("LAB_CODEX_BIN").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let usable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    if let Some(b) = bin.as_ref().filter(|b| usable(b)) {
+        return Some(b.clone());
+    }
+    let why = match &bin {
+        None => "LAB_CODEX_BIN is not set".to_string(),
+        Some(b) => format!("LAB_CODEX_BIN={} is not an executable file", b.display()),
+    };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "{why}. With CI=true the end-to-end tests against the real codex must run: \
+             export LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1)"
+        );
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n************************************************************************\n\
+         SKIPPED: set LAB_CODEX_BIN (scripts/install-codex.sh) to run lab's end-to-end\n\
+         tests against the real codex: LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1)\n\
+         ({why})\n\
+         ************************************************************************"
+    );
+    None
+}
+
+/// At most two codex processes at a time.
+struct Slot;
+static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+impl Slot {
+    fn take() -> Slot {
+        let mut n = SLOTS.0.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= 2 {
+            n = SLOTS.1.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        Slot
+    }
+}
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *SLOTS.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        SLOTS.1.notify_one();
+    }
+}
+
+/// A loopback listener every proxied (non-loopback) request reaches: it records the
+/// first line and answers 403.
+struct ProxyTrap {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl ProxyTrap {
+    fn start() -> ProxyTrap {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(mut c) = conn else { continue };
+                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buf = [0u8; 512];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let first = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
+                s.lock().unwrap().push(first);
+                let _ = c.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            }
+        });
+        ProxyTrap { port, seen }
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+struct E2e {
+    name: &'static str,
+    lab: Option<Lab>,
+    standin: Standin,
+    trap: ProxyTrap,
+    w: World,
+    lab_log: PathBuf,
+    _slot: Slot,
+}
+
+fn setup(name: &'static str, script: Script) -> Option<E2e> {
+    setup_with(name, script, true)
+}
+
+/// [`setup`]; `trusted`: whether the config lists the workdir as trusted.
+fn setup_with(name: &'static str, script: Script, trusted: bool) -> Option<E2e> {
+    let bin = codex_bin()?;
+    let slot = Slot::take();
+    let w = World::new();
+    let codex_home = w.dir.path().join("c");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let standin = Standin::start(script).expect("start the responses stand-in");
+    let config = format!(
+        r#"model = "stand-in-model"
+model_provider = "standin"
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[model_providers.standin]
+name = "Stand-in"
+base_url = {base_url}
+wire_api = "responses"
+env_key = "STANDIN_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+{trust}
+[features]
+plugins = false
+
+[analytics]
+enabled = false
+"#,
+        base_url = toml_str(&standin.url()),
+        trust = if trusted {
+            format!("[projects.{}]\ntrust_level = \"trusted\"\n", toml_str(w.workdir.to_str().unwrap()))
+        } else {
+            String::new()
+        },
+    );
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    let trap = ProxyTrap::start();
+    let proxy = format!("http://127.0.0.1:{}", trap.port);
+    let mut env = vec![
+        ("CODEX_HOME".to_string(), codex_home.display().to_string()),
+        ("STANDIN_API_KEY".into(), API_KEY.into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TERM".into(), "xterm-256color".into()),
+        ("NO_PROXY".into(), "127.0.0.1,localhost,::1".into()),
+        ("no_proxy".into(), "127.0.0.1,localhost,::1".into()),
+    ];
+    for v in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        env.push((v.into(), proxy.clone()));
+    }
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
+    w.write_config(&format!(
+        "[providers.codex]\nprogram = {}\nenv = {{ {} }}\n",
+        toml_str(bin.to_str().unwrap()),
+        env.join(", ")
+    ));
+    let lab_log = w.dir.path().join("lab-serve.log");
+    let mut e = E2e { name, lab: None, standin, trap, w, lab_log, _slot: slot };
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&e.lab_log).unwrap();
+    e.lab = Some(Lab::start_with(&e.w, |cmd| {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("OPENAI_") || k.starts_with("CODEX") || k.contains("PROXY") || k.contains("proxy") {
+                cmd.env_remove(&k);
+            }
+            if k == "TMUX" || k == "TMUX_PANE" {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.stderr(log);
+    }));
+    Some(e)
+}
+
+struct Run {
+    id: String,
+    target: String,
+    events: Events,
+}
+
+impl E2e {
+    fn lab(&self) -> &Lab {
+        self.lab.as_ref().unwrap()
+    }
+
+    fn create(&self, prompt: &str) -> Run {
+        self.create_with(prompt, None)
+    }
+
+    fn create_with(&self, prompt: &str, permission_mode: Option<&str>) -> Run {
+        let mut body = json!({"provider": "codex", "workdir": self.w.workdir, "prompt": prompt});
+        if let Some(m) = permission_mode {
+            body["permission_mode"] = json!(m);
+        }
+        let (status, run) = self.lab().post("/runs", &body);
+        assert_eq!(status, 201, "POST /runs: {run}");
+        let id = run["id"].as_str().unwrap().to_string();
+        let events = Events::open(&self.lab().url, &id);
+        Run { id, target: run["tmux_target"].as_str().unwrap().to_string(), events }
+    }
+
+    fn wait_view(&self, run: &Run, timeout: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        wait_for(timeout, &format!("[{}] {what}", self.name), || Some(self.lab().view(&run.id)).filter(|v| pred(v)))
+    }
+
+    fn screen(&self, run: &Run) -> String {
+        String::from_utf8_lossy(&self.w.tmux(&["capture-pane", "-p", "-t", &run.target]).stdout).into_owned()
+    }
+
+    fn spool(&self, run: &Run) -> PathBuf {
+        self.w.runtime().join(format!("{}.spool.json", run.id))
+    }
+
+    /// The permission dialog for `command`, as it reaches SSE.
+    fn wait_permission(&self, run: &mut Run, command: &str, reason: &str) -> Value {
+        let v = run
+            .events
+            .wait(LAUNCH_TIMEOUT, "the permission dialog on SSE", |v| v["pending_dialog"]["kind"] == "permission");
+        assert_eq!(v["state"], "question", "{v}");
+        let d = v["pending_dialog"].clone();
+        assert_eq!(
+            (&d["source"], &d["answerable"], &d["tool_name"]),
+            (&json!("spool"), &json!(true), &json!("Bash")),
+            "{d}"
+        );
+        assert_eq!(d["permission"]["summary"], command, "{d}");
+        assert_eq!(d["permission"]["reason"], reason, "{d}");
+        let labels: Vec<&str> = d["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap()).collect();
+        assert_eq!(labels.len(), 3, "{d}");
+        assert_eq!(labels[0], "Yes, proceed (y)");
+        assert_eq!(labels[2], "No, and tell Codex what to do differently (esc)");
+        assert_eq!(d["feedback_option"], 2, "No, then what to do instead: {d}");
+        let call = self.standin.wait_for_call(0, STEP_TIMEOUT).expect("the stand-in sent the call");
+        // The prompt is tied to the rollout's function_call (once it is there).
+        let v = self.wait_view(run, STEP_TIMEOUT, "the dialog to name its call", |v| {
+            v["pending_dialog"]["call_id"] == call.call_id.as_str()
+        });
+        let msgs = v["messages"].as_array().unwrap();
+        let tu = msgs.iter().find(|m| m["kind"] == "tool_use").expect("the call is in the chat");
+        assert_eq!(tu["tool_use_id"], call.call_id.as_str());
+        assert_eq!(tu["text"], format!("exec_command: {command}"), "{tu}");
+        d
+    }
+
+    fn answer(&self, run: &Run, d: &Value, option: u32) -> Value {
+        self.answer_with(run, d, json!({"option": option}))
+    }
+
+    fn answer_with(&self, run: &Run, d: &Value, answer: Value) -> Value {
+        let (status, body) = self
+            .lab()
+            .post(&format!("/runs/{}/dialog/answer", run.id), &json!({"tool_id": d["tool_id"], "answers": [answer]}));
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.w.dir.path().join("c")
+    }
+
+    /// Every request went to `POST /v1/responses` with the key; the trap saw nothing
+    /// but the announcement tip.
+    fn assert_network(&self) {
+        for r in self.standin.requests() {
+            assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/responses"), "request {}", r.index);
+            assert_eq!(r.header("authorization"), Some(format!("Bearer {API_KEY}").as_str()));
+        }
+        let seen = self.trap.seen.lock().unwrap().clone();
+        let beyond: Vec<&String> = seen.iter().filter(|l| !l.starts_with(ANNOUNCEMENT_TIP)).collect();
+        assert!(beyond.is_empty(), "codex tried to reach beyond loopback: {beyond:?}");
+    }
+}
+
+impl Drop for E2e {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("\n===== [{}] failed; diagnostics =====", self.name);
+            let out = self.w.tmux(&["list-panes", "-a", "-F", "#{session_name}"]);
+            for s in String::from_utf8_lossy(&out.stdout).lines() {
+                let screen = self.w.tmux(&["capture-pane", "-p", "-t", s]);
+                eprintln!("--- screen of {s}:\n{}", String::from_utf8_lossy(&screen.stdout).trim_end());
+            }
+            for r in self.standin.requests() {
+                eprintln!("  #{} {} {} {:?} reply={:?}", r.index, r.method, r.path, r.kind, r.reply);
+            }
+            let log = std::fs::read_to_string(&self.lab_log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("--- lab serve log (last {} lines):", tail.len());
+            for l in tail.into_iter().rev() {
+                eprintln!("  {l}");
+            }
+        }
+        self.lab.take();
+        let _ = self.w.tmux(&["kill-server"]);
+    }
+}
+
+/// A reader of `GET /runs/{id}/events`.
+struct Events {
+    rx: Receiver<Value>,
+    seen: Vec<Value>,
+    cursor: usize,
+}
+
+impl Events {
+    fn open(url: &str, id: &str) -> Events {
+        use std::io::BufRead;
+        let resp = reqwest::blocking::Client::builder()
+            .timeout(None)
+            .build()
+            .unwrap()
+            .get(format!("{url}/runs/{id}/events"))
+            .send()
+            .expect("GET /runs/{id}/events");
+        assert_eq!(resp.status().as_u16(), 200);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(resp).lines() {
+                let Ok(line) = line else { break };
+                if let Some(v) = line.strip_prefix("data: ").and_then(|d| serde_json::from_str::<Value>(d).ok()) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Events { rx, seen: Vec::new(), cursor: 0 }
+    }
+
+    fn wait(&mut self, timeout: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            while self.cursor < self.seen.len() {
+                self.cursor += 1;
+                if pred(&self.seen[self.cursor - 1]) {
+                    return self.seen[self.cursor - 1].clone();
+                }
+            }
+            match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(v) => self.seen.push(v),
+                Err(RecvTimeoutError::Timeout) => {
+                    let states: Vec<&Value> = self.seen.iter().map(|v| &v["state"]).collect();
+                    panic!("timed out after {timeout:?} waiting for {what}; states seen on SSE: {states:?}")
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!("the SSE stream closed while waiting for {what}"),
+            }
+        }
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn texts(v: &Value, role: &str) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == role && m["kind"] == "text")
+        .map(|m| m["text"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// (1) A plain reply: the prompt and the answer show in the chat, the session id comes
+/// from SessionStart, the run goes idle.
+#[test]
+fn a_plain_reply_shows_in_the_chat_and_the_run_goes_idle() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("Hello from the stand-in."));
+    let Some(e) = setup("plain_reply", script) else { return };
+    let run = e.create("hello there");
+    let v = e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Hello from the stand-in.")
+    });
+    assert_eq!(texts(&v, "user"), ["hello there"], "only the operator's words, not codex's context: {v}");
+    assert!(v["pending_dialog"].is_null());
+    let (_, r) = e.lab().get(&format!("/runs/{}", run.id));
+    assert_eq!(r["dialog_hooker"], true, "{r}");
+    // The session id and rollout lab follows are codex's own, named by SessionStart: the
+    // one rollout under the run's CODEX_HOME (given through lab.toml env).
+    let sid = r["session_id"].as_str().expect("the session id from SessionStart");
+    let rollouts: Vec<PathBuf> = walk(&e.codex_home().join("sessions"));
+    assert_eq!(rollouts.len(), 1, "{rollouts:?}");
+    let name = rollouts[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("rollout-") && name.ends_with(&format!("-{sid}.jsonl")), "{name} vs {sid}");
+    // The rollout can be ahead of the TUI's drawing by a moment.
+    wait_for(STEP_TIMEOUT, "the reply on codex's screen", || {
+        e.screen(&run).contains("Hello from the stand-in.").then_some(())
+    });
+    e.assert_network();
+}
+
+/// (2) An escalated exec_command: a permission dialog with the command and the reason;
+/// "Yes" from lab runs it, the stand-in gets its output, the dialog goes, idle.
+#[test]
+fn an_approval_prompt_is_a_dialog_and_yes_from_lab_runs_the_command() {
+    let (command, reason) = ("touch approved.txt", "Stand-in wants to create approved.txt");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Tool finished.");
+    let Some(e) = setup("approve", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    assert!(!e.w.workdir.join("approved.txt").exists(), "ran before approval");
+    assert!(e.spool(&run).exists());
+
+    let body = e.answer(&run, &d, 0);
+    assert_eq!(body["played"], json!(["y"]), "{body}");
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    let output = e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after Yes");
+    assert!(output.contains("Process exited with code 0"), "{output}");
+    assert!(e.w.workdir.join("approved.txt").exists());
+    run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    wait_for(STEP_TIMEOUT, "the spool to be cleared (PostToolUse, or lab's GC once the call has its result)", || {
+        (!e.spool(&run).exists()).then_some(())
+    });
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| v["state"] == "idle");
+    let msgs = v["messages"].as_array().unwrap();
+    let tr = msgs.iter().find(|m| m["kind"] == "tool_result" && m["tool_use_id"] == call.as_str()).expect("result");
+    assert!(tr["text"].as_str().unwrap().contains("Process exited with code 0"), "{tr}");
+    assert!(texts(&v, "assistant").iter().any(|t| t == "Tool finished."), "{v}");
+    e.assert_network();
+}
+
+/// (3) "No" (Esc) from lab: the command does not run, nothing more is sent, the dialog
+/// ends with the call's "aborted" result, the run goes idle.
+#[test]
+fn no_from_lab_cancels_the_command_and_the_run_goes_idle() {
+    let (command, reason) = ("touch denied.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("This must not be needed.");
+    let Some(e) = setup("deny", script) else { return };
+    let mut run = e.create("please TOUCHME, then be denied");
+    let d = e.wait_permission(&mut run, command, reason);
+    let body = e.answer(&run, &d, 2);
+    assert_eq!(body["played"], json!(["Escape"]), "{body}");
+    run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the cancel", |v| v["state"] == "idle");
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    let msgs = v["messages"].as_array().unwrap();
+    let tr = msgs.iter().find(|m| m["kind"] == "tool_result" && m["tool_use_id"] == call.as_str()).expect("result");
+    assert!(tr["text"].as_str().unwrap().contains("aborted by user"), "{tr}");
+    assert_eq!(tr["is_error"], true, "{tr}");
+    assert!(msgs.iter().any(|m| m["kind"] == "interrupted"), "{v}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!e.w.workdir.join("denied.txt").exists(), "the denied command ran");
+    assert!(e.standin.outputs_for(&call).is_empty(), "a request followed the denial");
+    assert_eq!(e.standin.remaining_turns(), vec![1]);
+    assert!(!e.screen(&run).contains(APPROVAL_PROMPT));
+    wait_for(STEP_TIMEOUT, "the spool to be cleared (its call has a result)", || {
+        (!e.spool(&run).exists()).then_some(())
+    });
+    e.assert_network();
+}
+
+/// (4) "No" with feedback from lab: the command does not run, the text reaches the model
+/// as the next message, the run goes idle with the model's answer.
+#[test]
+fn no_with_feedback_from_lab_cancels_and_sends_what_to_do_instead() {
+    let (command, reason) = ("touch refused.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .turn(Matcher::Contains("use mkdir instead".into()), Reply::text("OK, mkdir it is."));
+    let Some(e) = setup("deny_feedback", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    let body = e.answer_with(&run, &d, json!({"feedback": {"option": 2, "text": "use mkdir instead"}}));
+    assert_eq!(body["played"], json!(["Escape", "text:use mkdir instead", "Enter"]), "{body}");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle with the answer to the feedback", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "OK, mkdir it is.")
+    });
+    assert_eq!(texts(&v, "user"), ["please TOUCHME", "use mkdir instead"], "{v}");
+    assert!(v["pending_dialog"].is_null());
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    // The refused call's output travels with the next message: codex's "aborted by user".
+    let outputs = e.standin.outputs_for(&call);
+    assert!(!outputs.is_empty() && outputs.iter().all(|o| o.contains("aborted by user")), "{outputs:?}");
+    assert!(!e.w.workdir.join("refused.txt").exists(), "the refused command ran");
+    assert!(e.standin.remaining_turns().is_empty());
+    e.assert_network();
+}
+
+/// (5) "Yes, and don't ask again" from lab: `p` runs the command and codex saves a rule.
+#[test]
+fn yes_and_dont_ask_again_from_lab_saves_codex_rule() {
+    let (command, reason) = ("touch remembered.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.");
+    let Some(e) = setup("dont_ask_again", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    assert_eq!(
+        d["options"][1]["label"],
+        format!("Yes, and don't ask again for commands that start with `{command}` (p)")
+    );
+    let body = e.answer(&run, &d, 1);
+    assert_eq!(body["played"], json!(["p"]), "{body}");
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after p");
+    assert!(e.w.workdir.join("remembered.txt").exists());
+    e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| {
+        v["state"] == "idle" && v["pending_dialog"].is_null()
+    });
+    let rules = std::fs::read_to_string(e.codex_home().join("rules/default.rules")).expect("codex saved a rule");
+    assert!(rules.contains("remembered.txt"), "{rules}");
+    e.assert_network();
+}
+
+/// (6) A git repository codex has not been told to trust: its folder-trust screen is a
+/// dialog read off the screen; "Trust and continue" from lab saves the trust and the
+/// first prompt is answered.
+#[test]
+fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("Hello after trust."));
+    let Some(e) = setup_with("trust_folder", script, false) else { return };
+    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(&e.w.workdir).status().unwrap();
+    assert!(git.success());
+    let mut run = e.create("hello there");
+    let v = run.events.wait(LAUNCH_TIMEOUT, "the trust screen on SSE", |v| v["pending_dialog"]["kind"] == "generic");
+    let d = v["pending_dialog"].clone();
+    assert_eq!(
+        (&d["source"], &d["tool_name"], &d["answerable"]),
+        (&json!("screen"), &json!("trust_folder"), &json!(true))
+    );
+    assert_eq!(d["generic"]["title"], format!("Trust {}?", e.w.workdir.display()), "{d}");
+    assert_eq!(d["options"][0]["label"], "Trust and continue");
+    assert!(e.standin.requests().is_empty(), "nothing was sent before the trust");
+    let body = e.answer(&run, &d, 0);
+    assert_eq!(body["played"], json!(["Enter"]), "{body}");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Hello after trust.")
+    });
+    let config = std::fs::read_to_string(e.codex_home().join("config.toml")).unwrap();
+    assert!(config.contains(&format!("[projects.\"{}\"]", e.w.workdir.display())), "{config}");
+    e.assert_network();
+}
+
+/// (7) A message sent from lab once the run is idle (a bracketed paste, then Enter) is
+/// submitted: it reaches the model and its answer shows in the chat.
+#[test]
+fn a_message_from_lab_after_idle_reaches_the_model() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("First answer.")).turn(
+        Matcher::All(vec![Matcher::NewUserTurn, Matcher::Contains("second question".into())]),
+        Reply::text("Second answer."),
+    );
+    let Some(e) = setup("message", script) else { return };
+    let run = e.create("hello there");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the first answer", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "First answer.")
+    });
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "a second question"}));
+    assert!((200..300).contains(&status), "{status} {body}");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle with the second answer", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Second answer.")
+    });
+    assert_eq!(texts(&v, "user"), ["hello there", "a second question"], "{v}");
+    assert!(e.standin.remaining_turns().is_empty());
+    e.assert_network();
+}
+
+/// (8) Permission mode `never` reaches codex as `-a never` (the config says
+/// `on-request`): an escalated command is refused without a prompt, and the model is
+/// told why.
+#[test]
+fn never_mode_refuses_an_escalated_command_without_asking() {
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated("touch unasked.txt", "Stand-in asks"))
+        .after_output("Refused without asking.");
+    let Some(e) = setup("never_mode", script) else { return };
+    let run = e.create_with("please TOUCHME", Some("never"));
+    let (_, r) = e.lab().get(&format!("/runs/{}", run.id));
+    assert_eq!(r["permission_mode"], "never", "{r}");
+    let v = e.wait_view(&run, LAUNCH_TIMEOUT, "idle after the refusal", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Refused without asking.")
+    });
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    let outputs = e.standin.outputs_for(&call);
+    assert!(outputs.len() == 1 && outputs[0].contains("approval policy is Never"), "{outputs:?}");
+    assert!(!e.w.workdir.join("unasked.txt").exists());
+    assert!(!e.spool(&run).exists(), "no prompt was spooled");
+    assert!(v["pending_dialog"].is_null());
+    e.assert_network();
+}
+
+/// (9) A first prompt too long for codex's argv (200 KiB): lab starts codex without it and
+/// types it in once codex is ready; it reaches the model whole.
+#[test]
+fn a_prompt_too_large_for_argv_is_typed_in_and_reaches_the_model_whole() {
+    let mut prompt = String::new();
+    let mut i = 0;
+    while prompt.len() < 200 * 1024 {
+        prompt.push_str(&format!("prompt line {i:06}: the quick brown fox jumps over the lazy dog\n"));
+        i += 1;
+    }
+    let prompt = prompt.trim_end().to_string();
+    let script =
+        Script::new().turn(Matcher::Contains("prompt line 000000".into()), Reply::text("Read your long prompt."));
+    let Some(e) = setup("long_prompt", script) else { return };
+    let run = e.create(&prompt);
+    let whole = e.standin.wait_until(Duration::from_secs(90), |reqs| {
+        reqs.iter().any(|r| r.is_turn() && responses_standin::last_user_text(&r.body) == prompt)
+    });
+    assert!(whole, "the 200 KiB prompt never reached the model whole");
+    e.wait_view(&run, STEP_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Read your long prompt.")
+    });
+    e.assert_network();
+}

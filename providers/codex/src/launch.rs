@@ -1,0 +1,203 @@
+//! Launching Codex CLI 0.169.0 (docs/providers/codex/compat.md, "Launch").
+//!
+//! ```text
+//! codex --no-daemon --dangerously-bypass-hook-trust
+//!       [-c 'hooks.<Event>=[{hooks=[{type="command",command="<cmd>",timeout=30}]}]' …]
+//!       [<permission-mode flags>] [[--] <prompt>]
+//! ```
+//!
+//! - `--no-daemon`: without it the TUI starts a shared background app-server that
+//!   outlives the run; with it one Ctrl-C at the idle prompt ends the process.
+//! - Hooks go on the command line (`-c`), one `hooks.<Event>` array per event with the
+//!   host-built commands in the order given; nothing is written to the user's
+//!   `CODEX_HOME`. Hooks from `-c` must be trusted or the TUI stops on "Hooks need
+//!   review"; lab passes `--dangerously-bypass-hook-trust` (see the crate docs for why
+//!   not a per-run `CODEX_HOME` overlay).
+//! - Model provider, base URL, API keys, sandbox and approval defaults: the user's
+//!   `$CODEX_HOME/config.toml` and the run's environment (lab.toml `[providers.codex]
+//!   env`). Nothing about them is hard-coded here. No environment is added.
+//! - Permission modes ([`crate::PERMISSION_MODES`]) map to codex's own flags:
+//!   `default` → none (the config decides); `read-only` → `-s read-only -a on-request`;
+//!   `workspace-write` → `-s workspace-write -a on-request`; `never` →
+//!   `-s workspace-write -a never`; `danger-full-access` →
+//!   `--dangerously-bypass-approvals-and-sandbox`.
+//! - The prompt is the last argument; one that starts with `-` follows `--`. Empty: the
+//!   host types it once codex is up.
+//! - Transcript: `TranscriptLocation::FromSessionInfo` — codex creates the rollout
+//!   lazily at the first turn under `$CODEX_HOME/sessions/YYYY/MM/DD/` with its own
+//!   session id, and names it in the SessionStart hook payload (`transcript_path`).
+
+use lab_provider_sdk::{LaunchRequest, LaunchSpec, TranscriptLocation};
+
+/// Seconds codex waits for one of lab's hook commands.
+pub const HOOK_TIMEOUT_SECS: u64 = 30;
+
+/// Build the launch spec for a run.
+pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
+    if !req.prompt.is_empty() && req.prompt.trim().is_empty() {
+        return Err("the prompt is blank: Codex needs a first prompt".into());
+    }
+    if req.program.is_empty() {
+        return Err("no program to run (expected the path of `codex`)".into());
+    }
+    let mut argv = vec![req.program.clone(), "--no-daemon".into(), "--dangerously-bypass-hook-trust".into()];
+    for (event, commands) in hooks_by_event(&req)? {
+        argv.push("-c".into());
+        argv.push(hook_override(&event, &commands));
+    }
+    argv.extend(mode_flags(req.permission_mode.as_deref())?.iter().map(|s| s.to_string()));
+    if !req.prompt.is_empty() {
+        if req.prompt.starts_with('-') {
+            argv.push("--".into());
+        }
+        argv.push(req.prompt);
+    }
+    Ok(LaunchSpec { argv, transcript: TranscriptLocation::FromSessionInfo, session_id: None, env: Vec::new() })
+}
+
+/// The request's commands grouped by event, events in first-seen order.
+fn hooks_by_event(req: &LaunchRequest) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for h in &req.hooks {
+        let event = h.binding.event.as_str();
+        if event.is_empty() || !event.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(format!("hook event `{event}` is not a codex event name"));
+        }
+        if h.command.trim().is_empty() {
+            return Err(format!("the hook command for {event} is empty"));
+        }
+        match out.iter_mut().find(|(e, _)| e == event) {
+            Some((_, cmds)) => cmds.push(h.command.clone()),
+            None => out.push((event.to_string(), vec![h.command.clone()])),
+        }
+    }
+    Ok(out)
+}
+
+/// `hooks.<Event>=[{hooks=[{type="command",command="…",timeout=30}, …]}]` (a TOML value).
+pub fn hook_override(event: &str, commands: &[String]) -> String {
+    let hooks: Vec<String> = commands
+        .iter()
+        .map(|c| format!("{{type=\"command\",command={},timeout={HOOK_TIMEOUT_SECS}}}", toml_str(c)))
+        .collect();
+    format!("hooks.{event}=[{{hooks=[{}]}}]", hooks.join(","))
+}
+
+/// A TOML basic string.
+pub fn toml_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Codex's flags for a permission mode (none or blank: none).
+fn mode_flags(mode: Option<&str>) -> Result<&'static [&'static str], String> {
+    Ok(match mode.map(str::trim).unwrap_or("") {
+        "" | "default" => &[],
+        "read-only" => &["-s", "read-only", "-a", "on-request"],
+        "workspace-write" => &["-s", "workspace-write", "-a", "on-request"],
+        "never" => &["-s", "workspace-write", "-a", "never"],
+        "danger-full-access" => &["--dangerously-bypass-approvals-and-sandbox"],
+        other => {
+            return Err(format!(
+                "permission mode `{other}` is not one of codex's: {}",
+                crate::PERMISSION_MODES.join(", ")
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab_provider_sdk::{Channel, HookBinding, HookCommand};
+
+    fn req(prompt: &str, mode: Option<&str>, hooks: Vec<HookCommand>) -> LaunchRequest {
+        LaunchRequest {
+            run_id: "r1".into(),
+            session_id: "00000000-0000-4000-8000-000000000000".into(),
+            workdir: "/w".into(),
+            prompt: prompt.into(),
+            permission_mode: mode.map(str::to_string),
+            program: "/bin/codex".into(),
+            env: vec![("HOME".into(), "/h".into())],
+            hooks,
+            settings_path: None,
+        }
+    }
+
+    fn hook(event: &str, command: &str) -> HookCommand {
+        HookCommand { binding: HookBinding::new(event, None, Channel::DialogSpool), command: command.into() }
+    }
+
+    #[test]
+    fn argv_has_no_daemon_hook_bypass_hooks_and_the_prompt_last() {
+        let spec = launch(req(
+            "hello",
+            None,
+            vec![
+                hook("SessionStart", "/lab hook s"),
+                hook("PermissionRequest", "/lab hook 'p q'"),
+                hook("SessionStart", "/lab hook \"x\"\\y"),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            spec.argv,
+            [
+                "/bin/codex",
+                "--no-daemon",
+                "--dangerously-bypass-hook-trust",
+                "-c",
+                r#"hooks.SessionStart=[{hooks=[{type="command",command="/lab hook s",timeout=30},{type="command",command="/lab hook \"x\"\\y",timeout=30}]}]"#,
+                "-c",
+                r#"hooks.PermissionRequest=[{hooks=[{type="command",command="/lab hook 'p q'",timeout=30}]}]"#,
+                "hello",
+            ]
+        );
+        assert_eq!(spec.transcript, TranscriptLocation::FromSessionInfo);
+        assert_eq!(spec.session_id, None);
+        assert!(spec.env.is_empty());
+    }
+
+    #[test]
+    fn modes_map_to_codex_flags() {
+        let argv = |m| launch(req("p", Some(m), vec![])).unwrap().argv[3..].to_vec();
+        assert_eq!(argv("default"), ["p"]);
+        assert_eq!(argv(" "), ["p"]);
+        assert_eq!(argv("read-only"), ["-s", "read-only", "-a", "on-request", "p"]);
+        assert_eq!(argv("workspace-write"), ["-s", "workspace-write", "-a", "on-request", "p"]);
+        assert_eq!(argv("never"), ["-s", "workspace-write", "-a", "never", "p"]);
+        assert_eq!(argv("danger-full-access"), ["--dangerously-bypass-approvals-and-sandbox", "p"]);
+        for m in crate::PERMISSION_MODES {
+            assert!(launch(req("p", Some(m), vec![])).is_ok(), "{m}");
+        }
+        assert!(launch(req("p", Some("plan"), vec![])).unwrap_err().contains("not one of"));
+    }
+
+    #[test]
+    fn prompt_edge_cases() {
+        assert_eq!(launch(req("-x", None, vec![])).unwrap().argv[3..], ["--", "-x"]);
+        assert_eq!(launch(req("", None, vec![])).unwrap().argv.len(), 3, "empty: the host types it");
+        assert!(launch(req("  ", None, vec![])).is_err());
+        assert!(launch(req("p", None, vec![hook("Bad Event", "c")])).is_err());
+        assert!(launch(req("p", None, vec![hook("Stop", " ")])).is_err());
+    }
+
+    #[test]
+    fn toml_strings_escape_controls() {
+        assert_eq!(toml_str("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
+    }
+}
