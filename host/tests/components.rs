@@ -124,7 +124,9 @@ fn bad_files_are_reported_and_skipped() {
     std::fs::write(dir.join("ignored.txt"), b"x").unwrap();
     let set = ProviderSet::load_all(&host(None), &dir);
     let names: Vec<_> = set.loaded.iter().map(|(f, _)| f.info.name.clone()).collect();
-    assert_eq!(names, vec!["claude-code", "plainlog"]);
+    let mut want: Vec<String> = lab::components::BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
+    want.push("plainlog".into());
+    assert_eq!(names, want);
     assert_eq!(set.failed.len(), 2, "{:?}", set.failed);
     for f in &set.failed {
         assert!(matches!(&f.source, Source::File(p) if p.extension().unwrap() == "wasm"));
@@ -141,7 +143,8 @@ fn a_dropped_in_component_replaces_the_bundled_one_of_the_same_name() {
     let set = ProviderSet::load_all(&host(None), &dir);
     let (facts, _) = set.get("claude-code").unwrap();
     assert_eq!(facts.source, Source::File(dir.join("my-claude.wasm")));
-    assert_eq!(set.loaded.len(), 1);
+    // Replaced, not added: as many providers as are bundled.
+    assert_eq!(set.loaded.len(), lab::components::BUNDLED.len());
 }
 
 #[test]

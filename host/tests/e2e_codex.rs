@@ -199,19 +199,7 @@ enabled = false
     ));
     let lab_log = w.dir.path().join("lab-serve.log");
     let mut e = E2e { name, lab: None, standin, trap, w, lab_log, _slot: slot };
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(&e.lab_log).unwrap();
-    e.lab = Some(Lab::start_with(&e.w, |cmd| {
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
-            if k.starts_with("OPENAI_") || k.starts_with("CODEX") || k.contains("PROXY") || k.contains("proxy") {
-                cmd.env_remove(&k);
-            }
-            if k == "TMUX" || k == "TMUX_PANE" {
-                cmd.env_remove(&k);
-            }
-        }
-        cmd.stderr(log);
-    }));
+    e.start_lab();
     Some(e)
 }
 
@@ -224,6 +212,32 @@ struct Run {
 impl E2e {
     fn lab(&self) -> &Lab {
         self.lab.as_ref().unwrap()
+    }
+
+    /// Start `lab serve` on this world (none of the caller's codex, OpenAI or proxy
+    /// variables leak in: the runs get them from lab.toml only).
+    fn start_lab(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.lab_log).unwrap();
+        self.lab = Some(Lab::start_with(&self.w, |cmd| {
+            for (k, _) in std::env::vars_os() {
+                let k = k.to_string_lossy().into_owned();
+                if k.starts_with("OPENAI_") || k.starts_with("CODEX") || k.contains("PROXY") || k.contains("proxy") {
+                    cmd.env_remove(&k);
+                }
+                if k == "TMUX" || k == "TMUX_PANE" {
+                    cmd.env_remove(&k);
+                }
+            }
+            cmd.stderr(log);
+        }));
+    }
+
+    /// Stop `lab serve` (its runs keep going in tmux) and start it again.
+    fn restart_lab(&mut self) {
+        if let Some(lab) = self.lab.take() {
+            lab.stop();
+        }
+        self.start_lab();
     }
 
     fn create(&self, prompt: &str) -> Run {
@@ -659,5 +673,112 @@ fn a_prompt_too_large_for_argv_is_typed_in_and_reaches_the_model_whole() {
     e.wait_view(&run, STEP_TIMEOUT, "idle with the reply", |v| {
         v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Read your long prompt.")
     });
+    e.assert_network();
+}
+
+/// (5b) The rule "don't ask again" saved is used: the same command, asked for again in
+/// the run, runs with no dialog.
+#[test]
+fn a_remembered_command_runs_next_time_without_a_dialog() {
+    let (command, reason) = ("touch again.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.")
+        .turn(
+            Matcher::All(vec![Matcher::NewUserTurn, Matcher::Contains("AGAIN".into())]),
+            Reply::exec_command_escalated(command, reason),
+        )
+        .after_output("Done again.");
+    let Some(e) = setup("remembered", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    e.answer(&run, &d, 1);
+    e.wait_view(&run, STEP_TIMEOUT, "idle after the first command", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Done.")
+    });
+    std::fs::remove_file(e.w.workdir.join("again.txt")).unwrap();
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "please AGAIN"}));
+    assert!((200..300).contains(&status), "{status} {body}");
+    // Until the second command's output reaches the model, no dialog ever shows.
+    let second = wait_for(STEP_TIMEOUT, "the second call", || e.standin.emitted_calls().get(1).cloned());
+    let start = std::time::Instant::now();
+    while e.standin.outputs_for(&second.call_id).is_empty() {
+        let v = e.lab().view(&run.id);
+        assert!(v["pending_dialog"].is_null(), "a dialog for a remembered command: {v}");
+        assert!(start.elapsed() < STEP_TIMEOUT, "the remembered command never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(e.w.workdir.join("again.txt").exists());
+    e.wait_view(&run, STEP_TIMEOUT, "idle after the second command", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Done again.")
+    });
+    e.assert_network();
+}
+
+/// (10) `lab serve` restarts while an approval is pending: the dialog is still shown,
+/// and answering it works.
+#[test]
+fn a_lab_restart_while_an_approval_is_pending_keeps_it_answerable() {
+    let (command, reason) = ("touch after-restart.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.");
+    let Some(mut e) = setup("restart", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    e.restart_lab();
+    let v = e.wait_view(&run, STEP_TIMEOUT, "the dialog after the restart", |v| v["state"] == "question");
+    assert_eq!(v["pending_dialog"]["tool_id"], d["tool_id"], "{v}");
+    assert_eq!(v["pending_dialog"]["answerable"], true);
+    e.answer(&run, &d, 0);
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after the restart");
+    assert!(e.w.workdir.join("after-restart.txt").exists());
+    e.wait_view(&run, STEP_TIMEOUT, "idle", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
+    e.assert_network();
+}
+
+/// (11) The operator answers in the terminal instead: the dialog disappears in lab.
+#[test]
+fn keys_in_the_terminal_instead_make_the_dialog_go() {
+    let (command, reason) = ("touch by-hand.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.");
+    let Some(e) = setup("terminal", script) else { return };
+    let mut run = e.create("please TOUCHME");
+    e.wait_permission(&mut run, command, reason);
+    // codex drops a key sent the instant its prompt is drawn (compat: the settle).
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(e.w.tmux(&["send-keys", "-t", &run.target, "y"]).status.success());
+    run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after y in the terminal");
+    wait_for(STEP_TIMEOUT, "the spool to be cleared", || (!e.spool(&run).exists()).then_some(()));
+    e.wait_view(&run, STEP_TIMEOUT, "idle", |v| v["state"] == "idle");
+    e.assert_network();
+}
+
+/// (12) The same component installed in `<home>/providers/` (not bundled) works the
+/// same: swapping a provider needs no rebuild.
+#[test]
+fn the_component_installed_from_the_providers_folder_works_the_same() {
+    let (command, reason) = ("touch from-file.txt", "Stand-in asks");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Done.");
+    let Some(mut e) = setup("from_file", script) else { return };
+    let dir = e.w.home.join("providers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(lab::components::fixtures::CODEX, dir.join("codex.wasm")).unwrap();
+    e.restart_lab();
+    let log = std::fs::read_to_string(&e.lab_log).unwrap();
+    assert!(log.contains("component replaces the bundled provider"), "{log}");
+    let mut run = e.create("please TOUCHME");
+    let d = e.wait_permission(&mut run, command, reason);
+    e.answer(&run, &d, 0);
+    let call = e.standin.emitted_calls()[0].call_id.clone();
+    e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output");
+    e.wait_view(&run, STEP_TIMEOUT, "idle", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
     e.assert_network();
 }
