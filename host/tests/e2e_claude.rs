@@ -47,7 +47,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Any `sk-ant-…` string works against the stand-in; its last 20 chars are approved
@@ -118,30 +118,6 @@ fn max_jobs() -> usize {
     std::env::var("LAB_E2E_JOBS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(2)
 }
 
-static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
-
-struct Slot;
-
-impl Slot {
-    fn take() -> Slot {
-        let (m, cv) = &SLOTS;
-        let mut used = m.lock().unwrap_or_else(|e| e.into_inner());
-        while *used >= max_jobs() {
-            used = cv.wait(used).unwrap_or_else(|e| e.into_inner());
-        }
-        *used += 1;
-        Slot
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let (m, cv) = &SLOTS;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        cv.notify_one();
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // A test's world
 // ---------------------------------------------------------------------------------------
@@ -167,7 +143,7 @@ fn setup(name: &'static str, script: Script) -> Option<E2e> {
 /// [`setup`], with extra variables in the agent's environment (lab.toml `env`).
 fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]) -> Option<E2e> {
     let claude = claude_bin()?;
-    let slot = Slot::take();
+    let slot = Slot::take(max_jobs());
     let w = World::new();
 
     // .claude.json: exactly what docs/providers/claude-code/observed-2.1.198.md §2 says works.

@@ -29,14 +29,12 @@
 mod common;
 
 use common::*;
-use responses_standin::{Matcher, Reply, Script, Standin};
+use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -74,54 +72,6 @@ fn codex_bin() -> Option<PathBuf> {
     None
 }
 
-/// At most two codex processes at a time.
-struct Slot;
-static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
-impl Slot {
-    fn take() -> Slot {
-        let mut n = SLOTS.0.lock().unwrap_or_else(|e| e.into_inner());
-        while *n >= 2 {
-            n = SLOTS.1.wait(n).unwrap_or_else(|e| e.into_inner());
-        }
-        *n += 1;
-        Slot
-    }
-}
-impl Drop for Slot {
-    fn drop(&mut self) {
-        *SLOTS.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        SLOTS.1.notify_one();
-    }
-}
-
-/// A loopback listener every proxied (non-loopback) request reaches: it records the
-/// first line and answers 403.
-struct ProxyTrap {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl ProxyTrap {
-    fn start() -> ProxyTrap {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        std::thread::spawn(move || {
-            for conn in l.incoming() {
-                let Ok(mut c) = conn else { continue };
-                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut buf = [0u8; 512];
-                let n = c.read(&mut buf).unwrap_or(0);
-                let first = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
-                s.lock().unwrap().push(first);
-                let _ = c.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            }
-        });
-        ProxyTrap { port, seen }
-    }
-}
-
 fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -143,7 +93,7 @@ fn setup(name: &'static str, script: Script) -> Option<E2e> {
 /// [`setup`]; `trusted`: whether the config lists the workdir as trusted.
 fn setup_with(name: &'static str, script: Script, trusted: bool) -> Option<E2e> {
     let bin = codex_bin()?;
-    let slot = Slot::take();
+    let slot = Slot::take(2);
     let w = World::new();
     let codex_home = w.dir.path().join("c");
     std::fs::create_dir_all(&codex_home).unwrap();
@@ -179,7 +129,7 @@ enabled = false
     );
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
     let trap = ProxyTrap::start();
-    let proxy = format!("http://127.0.0.1:{}", trap.port);
+    let proxy = trap.url();
     let mut env = vec![
         ("CODEX_HOME".to_string(), codex_home.display().to_string()),
         ("STANDIN_API_KEY".into(), API_KEY.into()),
@@ -322,7 +272,7 @@ impl E2e {
             assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/responses"), "request {}", r.index);
             assert_eq!(r.header("authorization"), Some(format!("Bearer {API_KEY}").as_str()));
         }
-        let seen = self.trap.seen.lock().unwrap().clone();
+        let seen = self.trap.seen();
         let beyond: Vec<&String> = seen.iter().filter(|l| !l.starts_with(ANNOUNCEMENT_TIP)).collect();
         assert!(beyond.is_empty(), "codex tried to reach beyond loopback: {beyond:?}");
     }

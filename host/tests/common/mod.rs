@@ -257,3 +257,30 @@ pub fn ask_then_idle() -> Value {
         {"idle": {}},
     ]})
 }
+
+/// A counting semaphore over the test binary: at most `limit` holders at a time (the
+/// end-to-end suites bound how many real agents start at once on a small machine).
+pub struct Slot;
+
+static SLOTS: (std::sync::Mutex<usize>, std::sync::Condvar) = (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+impl Slot {
+    #[allow(dead_code)]
+    pub fn take(limit: usize) -> Slot {
+        let (m, cv) = &SLOTS;
+        let mut used = m.lock().unwrap_or_else(|e| e.into_inner());
+        while *used >= limit.max(1) {
+            used = cv.wait(used).unwrap_or_else(|e| e.into_inner());
+        }
+        *used += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let (m, cv) = &SLOTS;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        cv.notify_one();
+    }
+}

@@ -36,6 +36,9 @@
 //! let output = standin.wait_for_output(&call.call_id, Duration::from_secs(60));
 //! ```
 
+mod trap;
+pub use trap::ProxyTrap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};

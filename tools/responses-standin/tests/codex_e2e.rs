@@ -58,14 +58,13 @@
 //! directory (path printed with the screen) as evidence; the tmux server is killed at the
 //! end of every test whatever happens.
 
-use responses_standin::{Matcher, Reply, Script, Standin};
+use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -132,42 +131,6 @@ impl Drop for Slot {
     fn drop(&mut self) {
         *SLOTS.0.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
         SLOTS.1.notify_one();
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// A proxy trap: loopback listener that records every connection it gets
-// ---------------------------------------------------------------------------------------
-
-struct ProxyTrap {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl ProxyTrap {
-    fn start() -> ProxyTrap {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        thread::spawn(move || {
-            for conn in l.incoming() {
-                let Ok(mut c) = conn else { continue };
-                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut buf = [0u8; 512];
-                let n = c.read(&mut buf).unwrap_or(0);
-                let first = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
-                s.lock().unwrap().push(first);
-                let _ = c.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            }
-        });
-        ProxyTrap { port, seen }
-    }
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
     }
 }
 
