@@ -64,7 +64,10 @@ test("codex: an approval is a permission card; a click on 'Yes' runs the command
   t.after(async () => {
     for (const f of cleanup.reverse()) await f();
     spawnSync("tmux", ["-S", path.join(home, "tmux.sock"), "kill-server"]);
-    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+    // A leftover temp dir (a pane process still writing a hook file) fails nothing.
+    try { fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); } catch (e) {
+      process.stderr.write(`warning: could not remove ${dir} (${e.code})\n`);
+    }
   });
 
   const script = {
