@@ -37,9 +37,34 @@ function questionBlock(q, idx, total, labelId) {
   ];
 }
 
+/**
+ * What every answerable card shares: its status line, its focus on open, and how its
+ * option buttons look while an answer is on its way. A card sets `this.status`,
+ * `this.buttons` (the option buttons, roving tab stop) and `this.el`.
+ */
+class Card {
+  setStatus(text, tone = "") {
+    this.status.textContent = text || "";
+    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
+  }
+
+  focusFirst() {
+    const b = this.buttons.find((x) => x.tabIndex === 0) || this.buttons[0];
+    if (b && !b.disabled) b.focus();
+  }
+
+  markButtons(busy, chosen = []) {
+    this.buttons.forEach((b, i) => {
+      b.disabled = busy;
+      b.classList.toggle("chosen", busy && chosen.includes(i));
+    });
+  }
+}
+
 /** The card for a single answerable question: native buttons, Other, status. */
-export class QuestionCard {
+export class QuestionCard extends Card {
   constructor(dialog, { onAnswer, agent = "The agent" }) {
+    super();
     this.dialog = dialog;
     const q = dialog.questions[0];
     this.multi = !!q.multi_select;
@@ -131,17 +156,10 @@ export class QuestionCard {
     onAnswer([{ other: text }], []);
   }
 
-  focusFirst() {
-    const b = this.buttons.find((x) => x.tabIndex === 0) || this.buttons[0];
-    if (b && !b.disabled) b.focus();
-  }
 
   setBusy(busy, chosen = []) {
     this.busy = busy;
-    this.buttons.forEach((b, i) => {
-      b.disabled = busy;
-      b.classList.toggle("chosen", busy && chosen.includes(i));
-    });
+    this.markButtons(busy, chosen);
     this.otherInput.disabled = busy;
     this.otherSubmit.disabled = busy;
     if (this.multiSubmit) this.multiSubmit.disabled = busy || this.selected.size === 0;
@@ -149,10 +167,6 @@ export class QuestionCard {
     this.el.setAttribute("aria-busy", String(busy));
   }
 
-  setStatus(text, tone = "") {
-    this.status.textContent = text || "";
-    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
-  }
 }
 
 /**
@@ -160,8 +174,9 @@ export class QuestionCard {
  * question — an option, several for a multiple-choice one, or typed text — then one
  * "Submit answers", sent as one answer per question in order.
  */
-export class QuestionsCard {
+export class QuestionsCard extends Card {
   constructor(dialog, { onAnswer, agent = "The agent" }) {
+    super();
     this.dialog = dialog;
     const titleId = uid("q");
     const statusId = uid("st");
@@ -262,10 +277,6 @@ export class QuestionsCard {
     this.el.setAttribute("aria-busy", String(busy));
   }
 
-  setStatus(text, tone = "") {
-    this.status.textContent = text || "";
-    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
-  }
 }
 
 // ------------------------------------------------------------------ shared parts
@@ -349,8 +360,9 @@ function rovingKey(e, buttons, setRoving) {
  * options as buttons in order. The option at `feedback_option` asks for text first
  * and answers `{"feedback": {"option", "text"}}`; every other one `{"option": i}`.
  */
-export class ChoiceCard {
+export class ChoiceCard extends Card {
   constructor(dialog, { onAnswer, agent = "The agent" }) {
+    super();
     this.dialog = dialog;
     const kind = KIND[dialog.kind] || KIND.generic;
     const titleId = uid("ct");
@@ -446,17 +458,10 @@ export class ChoiceCard {
     onAnswer([{ feedback: { option: this.feedbackIndex, text } }], [this.feedbackIndex]);
   }
 
-  focusFirst() {
-    const b = this.buttons.find((x) => x.tabIndex === 0) || this.buttons[0];
-    if (b && !b.disabled) b.focus();
-  }
 
   setBusy(busy, chosen = []) {
     this.busy = busy;
-    this.buttons.forEach((b, i) => {
-      b.disabled = busy;
-      b.classList.toggle("chosen", busy && chosen.includes(i));
-    });
+    this.markButtons(busy, chosen);
     if (this.feedbackBox) {
       this.feedbackInput.disabled = busy;
       this.feedbackSubmit.disabled = busy;
@@ -465,10 +470,6 @@ export class ChoiceCard {
     this.el.setAttribute("aria-busy", String(busy));
   }
 
-  setStatus(text, tone = "") {
-    this.status.textContent = text || "";
-    this.status.className = `dialog-status${tone ? ` ${tone}` : ""}`;
-  }
 }
 
 /** Read-only cards: several questions, a prompt lab cannot answer, or "needs input". */
