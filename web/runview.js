@@ -188,8 +188,10 @@ export class RunView {
       pending_dialog: v.pending_dialog ?? null,
       blocked: v.blocked ?? null,
       composer_lock: v.composer_lock ?? null,
+      answer: v.answer ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
+    this.applyAnswerProgress();
     noteView(this.runId, this.view);
     this.renderHeader();
     this.renderCard();
@@ -301,7 +303,7 @@ export class RunView {
         attach));
       if (this.answering && this.answering.toolId === d.tool_id) {
         card.setBusy(true, this.answering.chosen || []);
-        card.setStatus(this.answering.phase === "sending" ? "Answering…" : "Answer sent — waiting for the agent…");
+        card.setStatus(this.answeringText());
       }
       if (this.notice) card.setStatus(this.notice.text, "notice");
       this.dialogArea.replaceChildren(card.el);
@@ -319,6 +321,38 @@ export class RunView {
     }
   }
 
+  /** The busy card's status line for the answer under way, from the view's progress. */
+  answeringText() {
+    const a = this.answering;
+    if (!a || a.phase === "sending") return "Answering…";
+    const p = this.view.answer;
+    if (p && p.tool_id === a.toolId && p.started_at === a.started) {
+      if (p.state === "waiting") return "Answering… waiting for the prompt to be drawn";
+      if (p.state === "playing") return `Answering… key ${p.played} of ${p.keys.length}`;
+    }
+    return "Answer sent — waiting for the agent…";
+  }
+
+  /** Follow the answer this page sent: its progress on the card, or why it failed. */
+  applyAnswerProgress() {
+    const a = this.answering;
+    const p = this.view.answer;
+    if (!a || a.phase !== "sent" || !p || p.tool_id !== a.toolId || p.started_at !== a.started) return;
+    const qc = this.card && this.card.toolId === a.toolId && this.card.qc;
+    if (p.state === "failed") {
+      this.answering = null;
+      const message = (p.error && p.error.message) || "the answer could not be played";
+      const what = "The answer was not played: " + message;
+      this.notice = { text: what, key: this.computeCardKey() };
+      if (qc) {
+        qc.setBusy(false);
+        qc.setStatus(what, "error");
+      }
+      return;
+    }
+    if (qc) qc.setStatus(this.answeringText(), "ok");
+  }
+
   async answer(dialog, answers, chosen) {
     if (this.answering && this.answering.phase === "sending") return;
     const qc = this.card && this.card.qc;
@@ -331,9 +365,11 @@ export class RunView {
     const what = dialog.kind === "question" ? "question" : "prompt";
 
     if (res.ok) {
-      this.answering = { toolId: dialog.tool_id, phase: "sent", chosen };
+      // 202: the guard accepted it and lab plays the keys; the view's `answer` tells how far.
+      const started = res.data && res.data.answer ? res.data.answer.started_at : null;
+      this.answering = { toolId: dialog.tool_id, phase: "sent", chosen, started };
       if (stillSame()) {
-        this.card.qc.setStatus("Answer sent — waiting for the agent…", "ok");
+        this.card.qc.setStatus(this.answeringText(), "ok");
         // If the same dialog is still pending long after, let the operator try again.
         this.staleTimer = setTimeout(() => {
           if (stillSame() && this.answering && this.answering.toolId === dialog.tool_id) {
@@ -342,6 +378,8 @@ export class RunView {
             this.card.qc.setStatus(`The ${what} is still open — the answer may not have registered. Try again or use the terminal.`, "error");
           }
         }, ANSWER_STALE_MS);
+        // The progress may have come on the event stream before this reply.
+        this.applyAnswerProgress();
       } else {
         this.answering = null;
       }

@@ -94,7 +94,7 @@ fn spool_to_sse() {
         latencies.push(arrived.duration_since(written).unwrap_or_default().as_secs_f64() * 1e3);
         let (status, body) =
             lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
-        assert_eq!(status, 200, "{body}");
+        assert_eq!(status, 202, "{body}");
     }
     let (p50, p90, p99, max) = pct(latencies.clone());
     println!(

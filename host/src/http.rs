@@ -46,20 +46,19 @@ struct InternalCause(String);
 
 impl From<RunError> for ApiError {
     fn from(e: RunError) -> Self {
-        let (status, code) = match &e {
-            RunError::NotFound => (StatusCode::NOT_FOUND, "run_not_found"),
-            RunError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            RunError::DialogPending => (StatusCode::CONFLICT, "dialog_pending"),
-            RunError::ComposerLocked { code, .. } => (StatusCode::CONFLICT, *code),
-            RunError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            RunError::DialogChanged { .. } => (StatusCode::CONFLICT, "dialog_changed"),
-            RunError::NoDialog => (StatusCode::CONFLICT, "no_dialog"),
-            RunError::NotAnswerable => (StatusCode::UNPROCESSABLE_ENTITY, "not_answerable"),
-            RunError::RunEnded => (StatusCode::CONFLICT, "run_ended"),
-            RunError::LaunchFailed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "launch_failed"),
-            RunError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        let status = match &e {
+            RunError::NotFound => StatusCode::NOT_FOUND,
+            RunError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            RunError::DialogPending
+            | RunError::ComposerLocked { .. }
+            | RunError::DialogChanged { .. }
+            | RunError::NoDialog
+            | RunError::RunEnded => StatusCode::CONFLICT,
+            RunError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            RunError::NotAnswerable | RunError::LaunchFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            RunError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError { status, code, message: e.to_string() }
+        ApiError { status, code: e.code(), message: e.to_string() }
     }
 }
 
@@ -347,8 +346,10 @@ async fn answer(
     if body.answers.is_empty() {
         return Err(ApiError::bad_request("answers is empty: give one answer per question"));
     }
-    let played = runs.answer(&run, &body.tool_id, body.answers).await?;
-    Ok(Json(json!({"played": played})).into_response())
+    // 202 once the guard has accepted it: the keys are played in the background, and
+    // the run's `answer` (view and GET /runs/{id}) tells how far they got.
+    let progress = runs.answer(&run, &body.tool_id, body.answers).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"keys": progress.keys, "answer": progress}))).into_response())
 }
 
 async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {

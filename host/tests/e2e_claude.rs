@@ -742,8 +742,8 @@ fn single_question_is_spooled_shown_and_answered_by_option_index() {
     // before Claude Code has drawn its picker): lab must not race the picker.
 
     let (status, body) = e.answer(&run, &id, json!([{"option": 1}]));
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["played"], json!(single_select_keys(3, 1)));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["keys"], json!(single_select_keys(3, 1)));
 
     // What Claude Code sent back to the "model".
     let (result, is_error) = wait_tool_result(&e, &id);
@@ -781,12 +781,8 @@ fn free_text_answer_is_recorded_verbatim() {
     let id = tool_id(&d);
     let text = "Use C-c; then \"Enter\" — ok é, 'single' $HOME \\n;";
     let (status, body) = e.answer(&run, &id, json!([{"other": text}]));
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        body["played"].as_array().unwrap().iter().filter(|k| **k == format!("text:{text}")).count(),
-        1,
-        "{body}"
-    );
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["keys"].as_array().unwrap().iter().filter(|k| **k == format!("text:{text}")).count(), 1, "{body}");
 
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, text)), "not verbatim: {result}");
@@ -915,7 +911,7 @@ fn a_lab_restart_mid_dialog_keeps_it_shown_and_answerable() {
     assert_eq!(&after[..before.len()], &before[..], "seq numbers are stable across the restart");
     let mut events = Events::open(&e.lab().url, &run.id);
     let (status, body) = e.answer(&run, &id, json!([{"option": 2}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "Redis")), "{result}");
     events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["state"] != "question");
@@ -953,9 +949,9 @@ fn stale_concurrent_and_repeated_answers_play_keys_once() {
         })
         .collect();
     let results: Vec<(usize, u16, Value)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let winners: Vec<&(usize, u16, Value)> = results.iter().filter(|r| r.1 == 200).collect();
+    let winners: Vec<&(usize, u16, Value)> = results.iter().filter(|r| r.1 == 202).collect();
     assert_eq!(winners.len(), 1, "exactly one answer plays keys: {results:?}");
-    let loser = results.iter().find(|r| r.1 != 200).unwrap();
+    let loser = results.iter().find(|r| r.1 != 202).unwrap();
     assert_eq!((loser.1, loser.2["error"].as_str()), (409, Some("no_dialog")), "{loser:?}");
     let label = ["PostgreSQL", "SQLite", "Redis"][winners[0].0];
 
@@ -1001,7 +997,7 @@ fn exit_plan_mode_is_shown_with_its_plan_and_approved_from_lab() {
 
     // Approved from lab ("Exit plan mode? ❯ 1. Yes").
     let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, is_error) = wait_tool_result(&e, &id);
     assert!(result.starts_with("User has approved your plan"), "{result}");
     assert!(!is_error);
@@ -1028,7 +1024,7 @@ fn exit_plan_mode_rejected_from_lab_with_feedback_reaches_the_model() {
     let feedback = d["feedback_option"].as_u64().expect("the plan prompt takes feedback");
     let (status, body) =
         e.answer(&run, &id, json!([{"feedback": {"option": feedback, "text": "keep the old parser"}}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, is_error) = wait_tool_result(&e, &id);
     assert!(is_error, "the plan was rejected: {result}");
     wait_for(STEP_TIMEOUT, "the feedback to reach the model", || {
@@ -1066,7 +1062,7 @@ fn a_never_seen_folder_shows_the_trust_dialog_and_the_run_goes_on() {
     assert_eq!(d["options"][0]["label"], "Yes, I trust this folder", "{d}");
     assert!(e.hooks().is_empty(), "no hook runs before trust");
     let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), json!([{"option": 0}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     // The run proceeds: the first question of the run appears, from the spool.
     let (_, v) =
         run.events.wait(LAUNCH_TIMEOUT, "the run's first question", |v| v["pending_dialog"]["source"] == "spool");
@@ -1096,7 +1092,7 @@ fn two_questions_are_answered_from_lab() {
     assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "one answer per question: {body}");
 
     let (status, body) = e.answer(&run, &id, json!([{"option": 2}, {"option": 1}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "MongoDB")), "{result}");
     assert!(result.contains(&answered("Which web framework?", "Actix")), "{result}");
@@ -1165,7 +1161,7 @@ fn a_bash_permission_prompt_is_a_dialog_approved_from_lab() {
     assert!(e.standin.tool_results_for(&tool_use).is_empty());
 
     let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), json!([{"option": 0}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, is_error) = wait_tool_result(&e, &tool_use);
     assert_eq!((result.trim(), is_error), ("touched", false));
     assert!(e.w.workdir.join("e2e-bash-marker").exists());
@@ -1188,7 +1184,7 @@ fn a_bash_permission_prompt_is_refused_from_lab_with_what_to_do_instead() {
     let feedback = d["feedback_option"].as_u64().unwrap();
     let answer = json!([{"feedback": {"option": feedback, "text": "use mkdir instead"}}]);
     let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), answer);
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let tool_use = e.standin.emitted_tool_uses()[0].id.clone();
     let (_, is_error) = wait_tool_result(&e, &tool_use);
     assert!(is_error, "the call was refused");
@@ -1214,7 +1210,7 @@ fn the_composer_is_locked_while_a_dialog_is_pending_then_reaches_the_model() {
     assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
 
     let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "PostgreSQL")), "{result}");
     e.wait_view(&run, STEP_TIMEOUT, "idle after the answer", |v| v["state"] == "idle");
@@ -1265,7 +1261,7 @@ fn an_answer_lands_on_the_right_option_after_the_operator_moved_the_cursor() {
         assert_eq!(cursor, "❯ 4. Type something.", "{screen}");
     }
     let (status, body) = e.answer(&run, &id, json!([{"option": 1}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "SQLite")), "{result} (cursor was on {cursor:?})");
     e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared");
@@ -1294,7 +1290,7 @@ fn auto_continue_after_60s_idle_clears_the_dialog() {
             assert_eq!(v["pending_dialog"]["tool_id"], id.as_str());
             assert_eq!(v["pending_dialog"]["answerable"], true);
             let (status, body) = e.answer(&run, &id, json!([{"option": 1}]));
-            assert_eq!(status, 200, "{body}");
+            assert_eq!(status, 202, "{body}");
             let (result, _) = wait_tool_result(&e, &id);
             assert!(result.contains(&answered(QUESTION, "SQLite")), "{result}");
             return;
@@ -1340,7 +1336,7 @@ fn claude_afk_timeout_ms_in_the_agent_env_moves_the_auto_continue() {
         assert_ne!(version, PINNED_VERSION, "claude {version} ignored CLAUDE_AFK_TIMEOUT_MS=8000");
         eprintln!("[afk_env] claude {version} did not auto-continue with CLAUDE_AFK_TIMEOUT_MS=8000");
         let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
-        assert_eq!(status, 200, "{body}");
+        assert_eq!(status, 202, "{body}");
         return;
     };
     assert!(result.starts_with("No response after 8s"), "{result}");
@@ -1375,7 +1371,7 @@ fn push_out_the_auto_continue_with_claude_afk_timeout_ms() {
     let v = e.view(&run);
     assert_eq!(v["pending_dialog"]["tool_id"], id.as_str());
     let (status, body) = e.answer(&run, &id, json!([{"option": 1}]));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
     assert!(result.contains(&answered(QUESTION, "SQLite")), "{result}");
 }

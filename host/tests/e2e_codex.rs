@@ -257,7 +257,7 @@ impl E2e {
         let (status, body) = self
             .lab()
             .post(&format!("/runs/{}/dialog/answer", run.id), &json!({"tool_id": d["tool_id"], "answers": [answer]}));
-        assert_eq!(status, 200, "{body}");
+        assert_eq!(status, 202, "{body}");
         body
     }
 
@@ -422,7 +422,7 @@ fn an_approval_prompt_is_a_dialog_and_yes_from_lab_runs_the_command() {
     assert!(e.spool(&run).exists());
 
     let body = e.answer(&run, &d, 0);
-    assert_eq!(body["played"], json!(["y"]), "{body}");
+    assert_eq!(body["keys"], json!(["y"]), "{body}");
     let call = e.standin.emitted_calls()[0].call_id.clone();
     let output = e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after Yes");
     assert!(output.contains("Process exited with code 0"), "{output}");
@@ -451,7 +451,7 @@ fn no_from_lab_cancels_the_command_and_the_run_goes_idle() {
     let mut run = e.create("please TOUCHME, then be denied");
     let d = e.wait_permission(&mut run, command, reason);
     let body = e.answer(&run, &d, 2);
-    assert_eq!(body["played"], json!(["Escape"]), "{body}");
+    assert_eq!(body["keys"], json!(["Escape"]), "{body}");
     run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());
     let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the cancel", |v| v["state"] == "idle");
     let call = e.standin.emitted_calls()[0].call_id.clone();
@@ -483,7 +483,7 @@ fn no_with_feedback_from_lab_cancels_and_sends_what_to_do_instead() {
     let mut run = e.create("please TOUCHME");
     let d = e.wait_permission(&mut run, command, reason);
     let body = e.answer_with(&run, &d, json!({"feedback": {"option": 2, "text": "use mkdir instead"}}));
-    assert_eq!(body["played"], json!(["Escape", "text:use mkdir instead", "Enter"]), "{body}");
+    assert_eq!(body["keys"], json!(["Escape", "text:use mkdir instead", "Enter"]), "{body}");
     let v = e.wait_view(&run, STEP_TIMEOUT, "idle with the answer to the feedback", |v| {
         v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "OK, mkdir it is.")
     });
@@ -513,7 +513,7 @@ fn yes_and_dont_ask_again_from_lab_saves_codex_rule() {
         format!("Yes, and don't ask again for commands that start with `{command}` (p)")
     );
     let body = e.answer(&run, &d, 1);
-    assert_eq!(body["played"], json!(["p"]), "{body}");
+    assert_eq!(body["keys"], json!(["p"]), "{body}");
     let call = e.standin.emitted_calls()[0].call_id.clone();
     e.standin.wait_for_output(&call, STEP_TIMEOUT).expect("function_call_output after p");
     assert!(e.w.workdir.join("remembered.txt").exists());
@@ -545,7 +545,7 @@ fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
     assert_eq!(d["options"][0]["label"], "Trust and continue");
     assert!(e.standin.requests().is_empty(), "nothing was sent before the trust");
     let body = e.answer(&run, &d, 0);
-    assert_eq!(body["played"], json!(["Enter"]), "{body}");
+    assert_eq!(body["keys"], json!(["Enter"]), "{body}");
     e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the reply", |v| {
         v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Hello after trust.")
     });

@@ -133,7 +133,7 @@ fn answer(lab: &Lab, id: &str, view: &Value) -> Duration {
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
     let took = started.elapsed();
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     took
 }
 

@@ -290,8 +290,8 @@ fn a_dialog_hooker_provider_builds_checks_and_its_prompts_are_answered_in_lab_se
     assert_eq!(d["options"][0]["label"], "Yes, trust it");
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["played"], json!(["y", "Enter"]));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["keys"], json!(["y", "Enter"]));
 
     // 2. The agent's own permission prompt, with its options; denied with a reason.
     let v = lab.wait_view(&id, "the permission prompt", |v| v["pending_dialog"]["kind"] == "permission");
@@ -302,8 +302,8 @@ fn a_dialog_hooker_provider_builds_checks_and_its_prompts_are_answered_in_lab_se
     assert_eq!(d["feedback_option"], 1);
     let answer = json!({"tool_id": d["tool_id"], "answers": [{"feedback": {"option": 1, "text": "not now"}}]});
     let (status, body) = lab.post(&format!("/runs/{id}/dialog/answer"), &answer);
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["played"], json!(["n", "text:not now", "Enter"]));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["keys"], json!(["n", "text:not now", "Enter"]));
     let v = lab.wait_view(&id, "the agent to go on", |v| v["state"] == "idle");
     let last = v["messages"].as_array().unwrap().last().cloned().unwrap_or(Value::Null);
     assert_eq!(last["text"], "Done: nnot now", "{v}");

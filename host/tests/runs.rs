@@ -45,10 +45,21 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     let started = Instant::now();
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 1}]}));
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["played"], json!(["Down", "Down", "Down", "Down", "Up", "Up", "Up", "Up", "Down", "Enter"]));
-    // Ten ops with 250 ms between them.
+    assert_eq!(status, 202, "{body}");
+    let keys = json!(["Down", "Down", "Down", "Down", "Up", "Up", "Up", "Up", "Down", "Enter"]);
+    assert_eq!(body["keys"], keys);
+    // The POST returns once the guard has passed, not after the last key (ten ops with
+    // 250 ms between them take 2.25 s); the answer's progress shows the rest.
+    let returned = started.elapsed();
+    assert!(returned < Duration::from_millis(1500), "the answer POST waited for its keys: {returned:?}");
+    let v = lab.wait_view(&id, "the answer to be played", |v| v["answer"]["state"] == "played");
     assert!(started.elapsed() >= Duration::from_millis(2250), "keys were not paced: {:?}", started.elapsed());
+    assert_eq!(v["answer"]["tool_id"], tool_id.as_str(), "{v}");
+    assert_eq!(v["answer"]["keys"], keys);
+    assert_eq!(v["answer"]["played"], 10);
+    assert!(v["answer"]["error"].is_null() && v["answer"]["finished_at"].is_string(), "{v}");
+    let (_, run) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(run["answer"]["state"], "played", "{run}");
 
     let v = lab.wait_view(&id, "the dialog to resolve", |v| v["state"] != "question");
     assert!(v["pending_dialog"].is_null());
@@ -83,7 +94,7 @@ fn the_composer_is_locked_while_a_dialog_is_pending() {
     let tool_id = pending_tool_id(&v);
     let (status, _) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
-    assert_eq!(status, 200);
+    assert_eq!(status, 202);
     lab.wait_state(&id, "idle");
     let text = "next: C-c ; \"quoted\" é";
     let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": text}));
@@ -138,9 +149,9 @@ fn stale_repeated_and_concurrent_answers_play_keys_once() {
         })
         .collect();
     let results: Vec<(u16, Value)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let ok = results.iter().filter(|(s, _)| *s == 200).count();
+    let ok = results.iter().filter(|(s, _)| *s == 202).count();
     assert_eq!(ok, 1, "exactly one answer plays keys: {results:?}");
-    let other = results.iter().find(|(s, _)| *s != 200).unwrap();
+    let other = results.iter().find(|(s, _)| *s != 202).unwrap();
     assert_eq!((other.0, other.1["error"].as_str()), (409, Some("no_dialog")), "{other:?}");
 
     lab.wait_view(&id, "the dialog to resolve", |v| v["state"] != "question");
@@ -153,6 +164,35 @@ fn stale_repeated_and_concurrent_answers_play_keys_once() {
     });
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(World::log_events(&log).into_iter().filter(|e| e["event"] == "answer").count(), 1, "{answers:?}");
+}
+
+/// An answer the guard accepted but that cannot be typed (the run's session went away
+/// before its keys) fails after its 202: the view and `GET /runs/{id}` say why, and
+/// nothing was typed.
+#[test]
+fn an_accepted_answer_that_cannot_be_played_reports_its_failure() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
+    // Multi-key answers (the last option: Down ×2, then Enter) give the kill time to land first.
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 2}]}));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["answer"]["tool_id"], tool_id.as_str(), "{body}");
+    assert!(matches!(body["answer"]["state"].as_str(), Some("waiting" | "playing")), "{body}");
+    assert!(w.tmux(&["kill-session", "-t", &format!("=lab-{id}")]).status.success());
+    let v = lab.wait_view(&id, "the answer to fail", |v| v["answer"]["state"] == "failed");
+    assert!(v["answer"]["error"]["error"].is_string() && v["answer"]["error"]["message"].is_string(), "{v}");
+    assert!(v["answer"]["finished_at"].is_string(), "{v}");
+    let (_, run) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(run["answer"]["state"], "failed", "{run}");
+    assert_eq!(run["state"], "ended", "{run}");
+    assert!(World::log_events(&log).iter().all(|e| e["event"] != "answer"), "nothing reached the agent");
+    // lab keeps serving.
+    let (status, _) = lab.get("/runs");
+    assert_eq!(status, 200);
 }
 
 #[test]
@@ -192,7 +232,7 @@ fn the_seed_flush_on_resolve_behaviour_works_from_the_spool_alone() {
         &format!("/runs/{id}/dialog/answer"),
         &json!({"tool_id": pending_tool_id(&v), "answers": [{"other": "Use ; and C-c literally"}]}),
     );
-    assert_eq!(status, 200);
+    assert_eq!(status, 202);
     let v = lab.wait_state(&id, "idle");
     assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"));
     let answer = World::log_events(&log).into_iter().find(|e| e["event"] == "answer").unwrap();
@@ -259,7 +299,7 @@ fn a_restart_of_lab_serve_keeps_the_pending_dialog_answerable() {
         &format!("/runs/{id}/dialog/answer"),
         &json!({"tool_id": pending_tool_id(&v), "answers": [{"option": 2}]}),
     );
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     lab.wait_state(&id, "idle");
     let answer = World::log_events(&log).into_iter().find(|e| e["event"] == "answer").unwrap();
     assert_eq!(answer["answers"]["Which database should we use?"], "Redis");
@@ -354,7 +394,7 @@ fn plan_and_multi_question_dialogs_are_answered_from_lab() {
         &format!("/runs/{id}/dialog/answer"),
         &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}, {"option": 0}]}),
     );
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let answer = wait_for(Duration::from_secs(10), "fake-claude to log the answers", || {
         World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
     });
@@ -368,7 +408,7 @@ fn plan_and_multi_question_dialogs_are_answered_from_lab() {
     assert!(!d["options"].as_array().unwrap().is_empty(), "the prompt's own options: {d}");
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     wait_for(Duration::from_secs(10), "fake-claude to approve the plan", || {
         World::log_events(&log).into_iter().find(|e| e["event"] == "answer" && e["tool_name"] == "ExitPlanMode")
     });
@@ -410,7 +450,8 @@ fn a_hooker_component_built_against_0_1_0_runs_a_run_and_answers() {
     let started = Instant::now();
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
+    lab.wait_view(&id, "the answer to be played", |v| v["answer"]["state"] == "played");
     assert!(started.elapsed() >= Duration::from_millis(2250), "0.1.0's pace: {:?}", started.elapsed());
     let answer = wait_for(Duration::from_secs(10), "fake-claude to log the answer", || {
         World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
@@ -557,7 +598,7 @@ fn sse_streams_each_change_with_only_new_messages() {
             tool_id = Some(t.clone());
             let (status, body) =
                 lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": t, "answers": [{"option": 0}]}));
-            assert_eq!(status, 200, "{body} after event {v}");
+            assert_eq!(status, 202, "{body} after event {v}");
         }
         if v["state"] == "idle" && tool_id.is_some() {
             break;
@@ -589,7 +630,7 @@ fn an_answer_lands_on_the_right_option_even_after_the_operator_moved_the_cursor(
         &format!("/runs/{id}/dialog/answer"),
         &json!({"tool_id": pending_tool_id(&v), "answers": [{"option": 1}]}),
     );
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let answer = wait_for(Duration::from_secs(10), "the answer", || {
         World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
     });

@@ -181,7 +181,7 @@ async function startWorld(t, script, serveArgs = []) {
     /** The claude-code provider as GET /providers lists it (display_name, wit, …). */
     async provider() {
       const r = await this.api("GET", "/providers");
-      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.status, 202, JSON.stringify(r.body));
       const p = r.body.find((x) => x.name === "claude-code");
       assert.ok(p, `no claude-code provider: ${JSON.stringify(r.body)}`);
       return p;
@@ -684,7 +684,7 @@ describe("lab web UI in a real browser", () => {
     const toolId = await waitQuestionCard(page);
     // Someone else answers it (the first option) while this page is not told.
     const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: toolId, answers: [{ option: 0 }] });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.status, 202, JSON.stringify(r.body));
     await world.waitView(id, (v) => v.state === "idle", "the run to go idle");
     assert.equal(await page.locator(sel.option).count(), 3, "the page still shows the stale card");
     await page.locator(sel.option).nth(2).click();
@@ -709,7 +709,7 @@ describe("lab web UI in a real browser", () => {
     await page.goto(new URL(`#/runs/${id}`, world.url).href);
     const first = await waitQuestionCard(page);
     const r = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: first, answers: [{ option: 0 }] });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.status, 202, JSON.stringify(r.body));
     const v = await world.waitView(id, (v) => v.pending_dialog && v.pending_dialog.tool_id !== first, "the second question");
     const second = v.pending_dialog.tool_id;
     assert.equal(await page.locator(`${sel.card}[data-tool-id="${first}"]`).count(), 1, "the page still shows the first question");
@@ -876,7 +876,7 @@ async function patchProviders(page, patch) {
  * Answer POST /runs/{id}/dialog/answer in the page with `reply` ({status, json}) and
  * record the bodies sent (the run behind the held view has no such dialog).
  */
-async function interceptAnswers(page, reply = { status: 200, json: { played: ["1"] } }) {
+async function interceptAnswers(page, reply = { status: 202, json: { keys: ["1"], answer: null } }) {
   const bodies = [];
   await page.route(/\/runs\/[^/]+\/dialog\/answer$/, async (route) => {
     bodies.push(route.request().postDataJSON());

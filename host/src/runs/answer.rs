@@ -4,6 +4,7 @@
 
 use super::launch::type_text;
 use super::*;
+use crate::components::ProviderHandle;
 
 impl Runs {
     /// `POST /runs/{id}/messages`: paste the text into the agent, then Enter — under
@@ -36,8 +37,18 @@ impl Runs {
         Ok(())
     }
 
-    /// `POST /runs/{id}/dialog/answer`: the answer guard, then the paced keystrokes.
-    pub async fn answer(&self, run: &Arc<Run>, tool_id: &str, answers: Vec<Answer>) -> Result<Vec<String>, RunError> {
+    /// `POST /runs/{id}/dialog/answer`: the answer guard on a fresh read and the
+    /// provider's plan, then the paced keystrokes in the background. Returns the keys
+    /// (with the answer's progress as it starts) once the guard has accepted and playback has started (the prompt counts as
+    /// answered from then on); the rest shows as the run's [`AnswerProgress`]. Answers
+    /// to different runs never wait on each other; to one run they take turns with its
+    /// messages (the run's key lock, held until the last key).
+    pub async fn answer(
+        self: &Arc<Self>,
+        run: &Arc<Run>,
+        tool_id: &str,
+        answers: Vec<Answer>,
+    ) -> Result<AnswerProgress, RunError> {
         for a in &answers {
             match a {
                 Answer::Other(text) | Answer::Feedback { text, .. } => {
@@ -50,8 +61,8 @@ impl Runs {
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);
         }
-        let _keys = run.keys.lock().await;
-        // 1. The guard on a fresh read, and the provider's plan for this prompt.
+        let keys = run.keys.clone().lock_owned().await;
+        // The guard on a fresh read, and the provider's plan for this prompt.
         let (dialog, plan, captured) = {
             let mut tail = run.tail.lock().await;
             if tail.ended {
@@ -64,9 +75,66 @@ impl Runs {
                 None => RunError::Internal(e.to_string()),
             })?;
             keystrokes::validate(&plan).map_err(RunError::Internal)?;
-            (dialog, plan, tail.live_dialog_captured())
+            // Answered from now on: a second answer to it is refused (`no_dialog`), and
+            // the view no longer offers it.
+            tail.mark_answered(tool_id);
+            let d = tail.derive().await;
+            let captured = tail.live_dialog_captured();
+            drop(tail);
+            run.publish(d);
+            (dialog, plan, captured)
         };
-        // 2. Wait until the prompt is drawn (the provider reads the pane), at most the
+        let described = plan.steps.iter().map(keystrokes::describe).collect();
+        let start = AnswerProgress {
+            tool_id: tool_id.to_string(),
+            state: AnswerState::Waiting,
+            keys: described,
+            played: 0,
+            error: None,
+            started_at: now_rfc3339(),
+            finished_at: None,
+        };
+        run.progress_answer(tool_id, Some(start.clone()), |_| {});
+        let (runs, run2, tool_id) = (self.clone(), run.clone(), tool_id.to_string());
+        tokio::spawn(async move {
+            let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan, captured).await;
+            if let Err(e) = &result {
+                // Not played: the prompt is offered again if it is still there.
+                let mut tail = run2.tail.lock().await;
+                tail.unmark_answered(&tool_id);
+                let d = tail.derive().await;
+                drop(tail);
+                run2.publish(d);
+                tracing::warn!(run = %run2.id, tool_id, error = %e, "an answer was not played");
+            }
+            run2.progress_answer(&tool_id, None, |p| {
+                p.finished_at = Some(now_rfc3339());
+                match result {
+                    Ok(()) => p.state = AnswerState::Played,
+                    Err(e) => {
+                        p.state = AnswerState::Failed;
+                        p.error = Some(AnswerFailure { error: e.code(), message: e.to_string() });
+                    }
+                }
+            });
+            run2.wake();
+            drop(keys);
+        });
+        Ok(start)
+    }
+
+    /// An accepted answer's playback (under the run's key lock, which the caller holds):
+    /// wait until the prompt is drawn, check the guard again, then send the keys.
+    async fn play_answer(
+        &self,
+        run: &Arc<Run>,
+        provider: &ProviderHandle,
+        tool_id: &str,
+        dialog: crate::model::Dialog,
+        plan: crate::model::AnswerPlan,
+        captured: Option<SystemTime>,
+    ) -> Result<(), RunError> {
+        // 1. Wait until the prompt is drawn (the provider reads the pane), at most the
         //    plan's budget counted from when the prompt was captured.
         let captured_ago = captured.and_then(|t| SystemTime::now().duration_since(t).ok()).unwrap_or_default();
         let wait = keystrokes::DrawnWait::new(std::time::Instant::now(), captured_ago, plan.drawn_within);
@@ -88,32 +156,28 @@ impl Runs {
             }
             tokio::time::sleep(keystrokes::DRAWN_POLL).await;
         }
-        // 3. The guard again (the prompt may have gone while it was drawn), then play.
+        // 2. The guard again (the prompt may have gone while it was drawn), then play.
         {
             let mut tail = run.tail.lock().await;
             if tail.ended {
                 return Err(RunError::NoDialog);
             }
             tail.refresh().await;
-            self.guarded(&tail, tool_id)?;
-            tail.mark_answered(tool_id);
-            let d = tail.derive().await;
-            drop(tail);
-            run.publish(d);
-        }
-        let tmux = self.tmux.clone();
-        let played: Vec<String> = plan.steps.iter().map(keystrokes::describe).collect();
-        let result = tokio::task::spawn_blocking(move || keystrokes::play(&tmux, &target, &plan))
-            .await
-            .map_err(|e| RunError::Internal(e.to_string()))
-            .and_then(|r| r.map_err(|e| RunError::Internal(format!("playing the answer failed: {e}"))));
-        if let Err(e) = result {
-            let mut tail = run.tail.lock().await;
+            // This answer's own mark aside: is the prompt still the live one?
             tail.unmark_answered(tool_id);
-            return Err(e);
+            let still = self.guarded(&tail, tool_id);
+            tail.mark_answered(tool_id);
+            still?;
         }
-        run.wake();
-        Ok(played)
+        run.progress_answer(tool_id, None, |p| p.state = AnswerState::Playing);
+        let tmux = self.tmux.clone();
+        let (run2, id) = (run.clone(), tool_id.to_string());
+        tokio::task::spawn_blocking(move || {
+            keystrokes::play(&tmux, &target, &plan, |sent| run2.progress_answer(&id, None, |p| p.played = sent))
+        })
+        .await
+        .map_err(|e| RunError::Internal(e.to_string()))?
+        .map_err(|e| RunError::Internal(format!("playing the answer failed: {e}")))
     }
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one

@@ -43,6 +43,23 @@ impl From<ComposerLock> for RunError {
 }
 
 impl RunError {
+    /// The `error` code the HTTP API answers with (and an answer's progress reports).
+    pub fn code(&self) -> &'static str {
+        match self {
+            RunError::NotFound => "run_not_found",
+            RunError::BadRequest(_) => "bad_request",
+            RunError::DialogPending => "dialog_pending",
+            RunError::ComposerLocked { code, .. } => code,
+            RunError::TooLarge(_) => "payload_too_large",
+            RunError::DialogChanged { .. } => "dialog_changed",
+            RunError::NoDialog => "no_dialog",
+            RunError::NotAnswerable => "not_answerable",
+            RunError::RunEnded => "run_ended",
+            RunError::LaunchFailed(_) => "launch_failed",
+            RunError::Internal(_) => "internal",
+        }
+    }
+
     /// Refused operator text: too long → 413, anything else → 400.
     pub(super) fn text(e: TextError, field: &str) -> Self {
         match e {
@@ -71,6 +88,8 @@ pub struct ViewBody {
     /// Why `POST /runs/{id}/messages` would be refused now (`{"code", "message"}`), or
     /// null when a message can be sent.
     pub composer_lock: Option<ComposerLock>,
+    /// The newest answer's progress (null before the first answer).
+    pub answer: Option<AnswerProgress>,
     pub messages: Vec<SeqMessage>,
 }
 
@@ -92,6 +111,8 @@ pub struct RunBody {
     pub dialog_hooker: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The newest answer's progress (see [`AnswerProgress`]).
+    pub answer: Option<AnswerProgress>,
 }
 
 /// The request body of `POST /runs`.
@@ -103,4 +124,49 @@ pub struct CreateRun {
     pub prompt: String,
     #[serde(default)]
     pub permission_mode: Option<String>,
+}
+
+/// Where an answer is, once the answer POST has returned (`202`): shown as `answer` in
+/// the view (so on the event stream) and in `GET /runs/{id}`. The newest answer of the
+/// run stays there until the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnswerProgress {
+    pub tool_id: String,
+    pub state: AnswerState,
+    /// The keys of the provider's plan, as the POST returned them.
+    pub keys: Vec<String>,
+    /// How many of them have been sent to the pane.
+    pub played: usize,
+    /// Why the answer was not played (or not to the end): `{"error", "message"}` as the
+    /// POST would have answered it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<AnswerFailure>,
+    pub started_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerState {
+    /// Waiting for the prompt to be drawn (the provider's `is-drawn`), then the guard again.
+    Waiting,
+    /// Sending the keys, `played` of them so far.
+    Playing,
+    /// Every key was sent.
+    Played,
+    /// Not played (or not to the end): see `error`.
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnswerFailure {
+    pub error: &'static str,
+    pub message: String,
+}
+
+impl AnswerProgress {
+    pub fn in_flight(&self) -> bool {
+        matches!(self.state, AnswerState::Waiting | AnswerState::Playing)
+    }
 }

@@ -16,7 +16,7 @@ pub const MAX_STEPS: usize = 512;
 /// How often the pane is looked at while waiting for the prompt to be drawn.
 pub const DRAWN_POLL: Duration = Duration::from_millis(50);
 
-/// How an op is reported back in `{"played": [...]}`: key names as they are, typed
+/// How an op is reported back in `{"keys": [...]}`: key names as they are, typed
 /// text as `text:<the text>`.
 pub fn describe(op: &KeyOp) -> String {
     match op {
@@ -85,12 +85,13 @@ impl DrawnWait {
 
 /// Play the plan's steps into `target`, with its pause after each op but the last
 /// (blocking).
-pub fn play(tmux: &Tmux, target: &str, plan: &AnswerPlan) -> Result<(), TmuxError> {
+pub fn play(tmux: &Tmux, target: &str, plan: &AnswerPlan, mut sent: impl FnMut(usize)) -> Result<(), TmuxError> {
     for (i, op) in plan.steps.iter().enumerate() {
         match op {
             KeyOp::Key(k) => tmux.send_key(target, k)?,
             KeyOp::Literal(t) => tmux.send_literal(target, t)?,
         }
+        sent(i + 1);
         if i + 1 < plan.steps.len() {
             std::thread::sleep(plan.pause);
         }

@@ -20,7 +20,7 @@ pub mod spool;
 pub mod tailer;
 pub mod view;
 
-pub use api::{CreateRun, RunBody, RunError, ViewBody};
+pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
@@ -47,6 +47,7 @@ pub struct Snapshot {
     pub derived: Derived,
     pub message_count: usize,
     pub composer_lock: Option<ComposerLock>,
+    pub answer: Option<AnswerProgress>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -70,8 +71,11 @@ pub struct Run {
     pub id: RunId,
     record: Mutex<RunRecord>,
     tail: tokio::sync::Mutex<Tail>,
-    /// Serialises everything that types into the pane (answers, messages).
-    keys: tokio::sync::Mutex<()>,
+    /// Serialises everything that types into the pane (answers, messages). Owned
+    /// guards: an answer's playback holds it after its POST has returned.
+    keys: Arc<tokio::sync::Mutex<()>>,
+    /// The newest answer's progress ([`AnswerProgress`]).
+    answer: Mutex<Option<AnswerProgress>>,
     /// lab has yet to type the run's first prompt (one too large for the agent's
     /// command line): messages wait until it has.
     prompt_pending: AtomicBool,
@@ -119,6 +123,7 @@ impl Run {
             permission_mode: r.permission_mode.clone(),
             dialog_hooker: r.dialog_hooker,
             error: r.error.clone(),
+            answer: self.answer.lock().unwrap().clone(),
         }
     }
 
@@ -140,6 +145,7 @@ impl Run {
             pending_dialog: snap.derived.pending_dialog,
             blocked: snap.derived.blocked,
             composer_lock: snap.composer_lock,
+            answer: snap.answer,
             messages,
         }
     }
@@ -153,7 +159,8 @@ impl Run {
     fn publish(&self, derived: Derived) {
         let message_count = self.messages.read().unwrap().len();
         let composer_lock = self.composer_lock(&derived);
-        let snap = Snapshot { derived, message_count, composer_lock };
+        let answer = self.answer.lock().unwrap().clone();
+        let snap = Snapshot { derived, message_count, composer_lock, answer };
         self.view.send_if_modified(|cur| {
             if *cur == snap {
                 return false;
@@ -180,6 +187,32 @@ impl Run {
 
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// Change the newest answer's progress (`tool_id`'s, or start it when `start` is
+    /// given) and publish it beside the view as it stands.
+    fn progress_answer(&self, tool_id: &str, start: Option<AnswerProgress>, f: impl FnOnce(&mut AnswerProgress)) {
+        let answer = {
+            let mut a = self.answer.lock().unwrap();
+            if let Some(p) = start {
+                *a = Some(p);
+            }
+            match a.as_mut() {
+                Some(p) if p.tool_id == tool_id => {
+                    f(p);
+                    Some(p.clone())
+                }
+                _ => return,
+            }
+        };
+        // Only the answer changes: the state and messages stay those last published.
+        self.view.send_if_modified(|cur| {
+            if cur.answer == answer {
+                return false;
+            }
+            cur.answer = answer;
+            true
+        });
     }
 }
 
@@ -357,13 +390,15 @@ impl Runs {
             },
             message_count: 0,
             composer_lock: None,
+            answer: None,
         };
         let (view, _) = watch::channel(initial);
         let run = Arc::new(Run {
             id: rec.id.clone(),
             record: Mutex::new(rec),
             tail: tokio::sync::Mutex::new(tail),
-            keys: tokio::sync::Mutex::new(()),
+            keys: Arc::new(tokio::sync::Mutex::new(())),
+            answer: Mutex::new(None),
             prompt_pending: AtomicBool::new(prompt_pending),
             messages,
             view,
