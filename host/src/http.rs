@@ -6,6 +6,7 @@ pub mod auth;
 pub mod guard;
 
 use crate::model::Answer;
+use crate::runs::message_store::{Page, MAX_PAGE};
 use crate::runs::{CreateRun, RunError, Runs};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, Request, State};
@@ -289,24 +290,47 @@ async fn get_run(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiRe
 }
 
 #[derive(Deserialize)]
-struct AfterQuery {
+struct PageQuery {
     after: Option<String>,
+    before: Option<String>,
+    limit: Option<String>,
 }
 
+impl PageQuery {
+    /// `?after=SEQ&before=SEQ&limit=N`: each optional; a bad value is a 400 naming it.
+    fn page(&self) -> Result<Page, ApiError> {
+        let seq = |name: &str, v: &Option<String>| -> Result<Option<u64>, ApiError> {
+            match v.as_deref() {
+                None | Some("") => Ok(None),
+                Some(s) => s
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| ApiError::bad_request(format!("{name} must be a message seq (a whole number)"))),
+            }
+        };
+        let limit = match self.limit.as_deref() {
+            None | Some("") => None,
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=MAX_PAGE).contains(&n) => Some(n),
+                _ => return Err(ApiError::bad_request(format!("limit must be a whole number from 1 to {MAX_PAGE}"))),
+            },
+        };
+        Ok(Page { after: seq("after", &self.after)?, before: seq("before", &self.before)?, limit })
+    }
+}
+
+/// `GET /runs/{id}/messages[?after=SEQ][&before=SEQ][&limit=N]`: the view with the
+/// messages after `after` and before `before`; with `limit`, the newest N of them (the
+/// first N when only `after` is given). `more_before` / `more_after` say what was left out.
 async fn get_messages(
     State(runs): State<Arc<Runs>>,
     Path(id): Path<String>,
-    Query(q): Query<AfterQuery>,
+    Query(q): Query<PageQuery>,
 ) -> ApiResult<Response> {
     let run = runs.get(&id)?;
-    let after = match q.after.as_deref() {
-        None | Some("") => None,
-        Some(s) => {
-            Some(s.parse::<u64>().map_err(|_| ApiError::bad_request("after must be a message seq (a whole number)"))?)
-        }
-    };
+    let page = q.page()?;
     runs.ensure_loaded(&run).await;
-    Ok(Json(run.view_after(after)).into_response())
+    Ok(Json(run.view(&page).await).into_response())
 }
 
 #[derive(Deserialize)]
@@ -380,10 +404,15 @@ async fn events(
     State(runs): State<Arc<Runs>>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    Query(q): Query<PageQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let run = runs.get(&id)?;
-    // Any u64 (even u64::MAX) is fine: view_after saturates; junk is ignored.
-    let last: Option<u64> = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok());
+    // `?after=SEQ` (a client that loaded the messages up to SEQ first) or a reconnecting
+    // EventSource's `Last-Event-ID`, which wins. Any u64 is fine (a page saturates);
+    // junk in the header is ignored.
+    let after = q.page()?.after;
+    let last: Option<u64> =
+        headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok()).or(after);
     runs.ensure_loaded(&run).await;
     let rx = run.subscribe();
     let stop = runs.shutdown_signal();
@@ -398,7 +427,7 @@ async fn events(
                     _ = stop.wait_for(|s| *s) => return None,
                 }
             }
-            let body = run.view_after(last);
+            let body = run.view(&Page { after: last, ..Page::default() }).await;
             if let Some(m) = body.messages.last() {
                 last = Some(m.seq);
             }

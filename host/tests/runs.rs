@@ -711,6 +711,76 @@ fn an_event_stream_resumes_after_last_event_id_and_messages_after_filters() {
     assert_eq!(id_line.as_deref(), Some((all - 1).to_string().as_str()));
 }
 
+/// A chat longer than what lab holds in memory per run is read in pages: the newest
+/// by default with `?limit=`, older ones with `?before=`, forward with `?after=`; the
+/// pages put together are exactly the whole chat, and an event stream can start after
+/// the page a client loaded.
+#[test]
+fn a_long_chat_is_read_in_pages_that_add_up_to_the_whole_chat() {
+    use std::io::{BufRead, BufReader};
+    let w = World::new();
+    let mut steps: Vec<Value> = (0..700).map(|i| json!({"say": format!("line {i}")})).collect();
+    steps.push(json!({"idle": {}}));
+    w.use_fake_claude(&json!({"steps": steps}));
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "talk a lot"));
+    let v = lab.wait_view(&id, "the whole chat", |v| {
+        v["state"] == "idle" && v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "line 699")
+    });
+    let whole = v["messages"].as_array().unwrap().clone();
+    let total = whole.len() as u64;
+    assert!(total > 700, "{total}");
+    assert_eq!((v["more_before"].as_bool(), v["more_after"].as_bool()), (Some(false), Some(false)));
+    let seqs = |v: &Value| v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect::<Vec<_>>();
+
+    // The newest page, then older ones down to the first message.
+    let (status, page) = lab.get(&format!("/runs/{id}/messages?limit=100"));
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(seqs(&page), (total - 100..total).collect::<Vec<_>>());
+    assert_eq!((page["more_before"].as_bool(), page["state"].as_str()), (Some(true), Some("idle")));
+    let mut pages = vec![page["messages"].as_array().unwrap().clone()];
+    let mut first = total - 100;
+    while first > 0 {
+        let (status, older) = lab.get(&format!("/runs/{id}/messages?before={first}&limit=250"));
+        assert_eq!(status, 200, "{older}");
+        let s = seqs(&older);
+        assert_eq!(s, (first.saturating_sub(250)..first).collect::<Vec<_>>());
+        assert_eq!(older["more_before"].as_bool(), Some(s[0] > 0));
+        first = s[0];
+        pages.push(older["messages"].as_array().unwrap().clone());
+    }
+    let joined: Vec<Value> = pages.into_iter().rev().flatten().collect();
+    assert_eq!(joined, whole, "the pages add up to the whole chat, message for message");
+
+    // Forward from a seq.
+    let (_, fwd) = lab.get(&format!("/runs/{id}/messages?after=10&limit=5"));
+    assert_eq!(seqs(&fwd), vec![11, 12, 13, 14, 15]);
+    assert_eq!((fwd["more_before"].as_bool(), fwd["more_after"].as_bool()), (Some(false), Some(true)));
+    let (_, none) = lab.get(&format!("/runs/{id}/messages?after={}&limit=5", total - 1));
+    assert!(none["messages"].as_array().unwrap().is_empty() && none["more_after"] == false, "{none}");
+    for bad in ["limit=0", "limit=1001", "limit=x", "before=-1", "before=1.5"] {
+        let (status, body) = lab.get(&format!("/runs/{id}/messages?{bad}"));
+        assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{bad}: {body}");
+    }
+
+    // An event stream that starts after the loaded page sends only what is newer.
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .get(format!("{}/runs/{id}/events?after={}", lab.url, total - 3))
+        .send()
+        .unwrap();
+    let data = BufReader::new(resp)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("data: ").map(|d| serde_json::from_str::<Value>(d).unwrap()))
+        .expect("a first event");
+    assert_eq!(seqs(&data), vec![total - 2, total - 1], "{data}");
+    let (status, _) = lab.get(&format!("/runs/{id}/events?after=x"));
+    assert_eq!(status, 400);
+}
+
 /// Wait until run `id` is `ended`; how long that took.
 fn time_to_ended(lab: &Lab, id: &str) -> Duration {
     let start = Instant::now();

@@ -90,6 +90,10 @@ pub struct ViewBody {
     pub composer_lock: Option<ComposerLock>,
     /// The newest answer's progress (null before the first answer).
     pub answer: Option<AnswerProgress>,
+    /// Older messages than those sent exist and were left out (a page, `?limit=`).
+    pub more_before: bool,
+    /// Newer messages than those sent exist and were left out (`?after=…&limit=`).
+    pub more_after: bool,
     pub messages: Vec<SeqMessage>,
 }
 

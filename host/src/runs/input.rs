@@ -222,7 +222,9 @@ pub fn unresolved_tool_calls(messages: &[SeqMessage]) -> Vec<&SeqMessage> {
 ///    agent waiting for exactly this, a message;
 /// 5. a tool call has no result yet and the turn goes on (`tool_pending`): the agent is running it, or showing a permission
 ///    prompt for it that lab may not know of.
-pub fn composer_lock(d: &Derived, messages: &[SeqMessage], prompt_pending: bool) -> Option<ComposerLock> {
+/// `open_call`: the name of the newest tool call with no result yet (anywhere in the
+/// transcript, see [`unresolved_tool_calls`]), if there is one.
+pub fn composer_lock(d: &Derived, open_call: Option<&str>, prompt_pending: bool) -> Option<ComposerLock> {
     if d.state == RunState::Ended {
         return Some(ComposerLock::new("run_ended", "the run has ended"));
     }
@@ -243,8 +245,8 @@ pub fn composer_lock(d: &Derived, messages: &[SeqMessage], prompt_pending: bool)
                 format!("the agent is waiting for an answer in its terminal ({what}): answer it there first"),
             ));
         }
-        if let Some(call) = unresolved_tool_calls(messages).last() {
-            let name = call.tool_name.as_deref().unwrap_or("a tool");
+        if let Some(name) = open_call {
+            let name = if name.is_empty() { "a tool" } else { name };
             return Some(ComposerLock::new(
                 "tool_pending",
                 format!(
@@ -413,6 +415,12 @@ mod tests {
         }
     }
 
+    /// The lock with the open call found in `messages`, as the tailer keeps it.
+    fn lock_for(d: &Derived, messages: &[SeqMessage], prompt_pending: bool) -> Option<ComposerLock> {
+        let open = unresolved_tool_calls(messages).last().map(|m| m.tool_name.as_deref().unwrap_or(""));
+        composer_lock(d, open, prompt_pending)
+    }
+
     fn code(l: Option<ComposerLock>) -> Option<&'static str> {
         l.map(|l| l.code)
     }
@@ -420,13 +428,13 @@ mod tests {
     #[test]
     fn a_tool_call_without_a_result_locks_the_composer_until_its_result() {
         let mut msgs = vec![msg(0, Role::User, "text", None), msg(1, Role::Assistant, "tool_use", Some("t1"))];
-        let lock = composer_lock(&derived(RunState::Working), &msgs, false).unwrap();
+        let lock = lock_for(&derived(RunState::Working), &msgs, false).unwrap();
         assert_eq!(lock.code, "tool_pending");
         assert!(lock.message.contains("Shell") && lock.message.contains("permission"), "{}", lock.message);
         msgs.push(msg(2, Role::Tool, "tool_result", Some("t1")));
-        assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), None);
+        assert_eq!(code(lock_for(&derived(RunState::Working), &msgs, false)), None);
         msgs.push(msg(3, Role::Assistant, "tool_use", Some("t2")));
-        assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), Some("tool_pending"));
+        assert_eq!(code(lock_for(&derived(RunState::Working), &msgs, false)), Some("tool_pending"));
     }
 
     #[test]
@@ -437,10 +445,10 @@ mod tests {
             msg(1, Role::Assistant, "tool_use", Some("t1")),
             msg(2, Role::User, "text", None),
         ];
-        assert_eq!(code(composer_lock(&derived(RunState::Working), &msgs, false)), Some("tool_pending"));
+        assert_eq!(code(lock_for(&derived(RunState::Working), &msgs, false)), Some("tool_pending"));
         // The turn ended (an interrupt, say) with the call unresolved: the agent waits
         // for exactly this, a message.
-        assert_eq!(code(composer_lock(&derived(RunState::Idle), &msgs, false)), None);
+        assert_eq!(code(lock_for(&derived(RunState::Idle), &msgs, false)), None);
     }
 
     #[test]
@@ -449,11 +457,11 @@ mod tests {
         let blocked = Blocked { kind: "permission_prompt".into(), message: "needs your permission".into() };
         let mut d = derived(RunState::NeedsInput);
         d.blocked = Some(blocked.clone());
-        let lock = composer_lock(&d, &tool, false).unwrap();
+        let lock = lock_for(&d, &tool, false).unwrap();
         assert_eq!(lock.code, "agent_waiting");
         assert!(lock.message.contains("needs your permission"));
-        assert_eq!(code(composer_lock(&d, &[], false)), Some("agent_waiting"));
-        assert_eq!(code(composer_lock(&d, &tool, true)), Some("prompt_pending"));
+        assert_eq!(code(lock_for(&d, &[], false)), Some("agent_waiting"));
+        assert_eq!(code(lock_for(&d, &tool, true)), Some("prompt_pending"));
         d.pending_dialog = Some(PendingDialog {
             dialog: Dialog {
                 id: "t1".into(),
@@ -465,16 +473,16 @@ mod tests {
             },
             source: DialogSource::Spool,
         });
-        assert_eq!(code(composer_lock(&d, &tool, true)), Some("dialog_pending"));
+        assert_eq!(code(lock_for(&d, &tool, true)), Some("dialog_pending"));
         d.state = RunState::Ended;
-        assert_eq!(code(composer_lock(&d, &tool, true)), Some("run_ended"));
+        assert_eq!(code(lock_for(&d, &tool, true)), Some("run_ended"));
         // A block raised after the turn ended: the agent waits for a message.
         let mut idle = derived(RunState::NeedsInput);
         idle.turn_idle = true;
         idle.blocked = Some(Blocked { kind: "idle_prompt".into(), message: "waiting".into() });
-        assert_eq!(code(composer_lock(&idle, &tool, false)), None);
-        assert_eq!(code(composer_lock(&derived(RunState::Idle), &[], false)), None);
-        assert_eq!(code(composer_lock(&derived(RunState::Starting), &[], false)), None);
+        assert_eq!(code(lock_for(&idle, &tool, false)), None);
+        assert_eq!(code(lock_for(&derived(RunState::Idle), &[], false)), None);
+        assert_eq!(code(lock_for(&derived(RunState::Starting), &[], false)), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod input;
 pub mod keystrokes;
 mod launch;
 pub mod liveness;
+pub mod message_store;
 pub mod registry;
 pub mod screen;
 pub mod spool;
@@ -37,7 +38,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
-use tailer::{SharedMessages, Tail};
+use message_store::{MessageStore, Page};
+use tailer::Tail;
 use tokio::sync::{broadcast, watch, Notify};
 use view::{Derived, PendingDialog, RunState, SeqMessage};
 
@@ -63,6 +65,9 @@ pub struct Change {
     pub after: Derived,
 }
 
+/// How long a run's messages stay in memory with nobody looking ([`Runs::evict_unwatched`]).
+pub const EVICT_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How many changes a slow reader of [`Runs::changes`] may fall behind before it
 /// misses some (it is told how many).
 const CHANGES_CAPACITY: usize = 1024;
@@ -83,7 +88,9 @@ pub struct Run {
     /// read when someone first looks at its chat ([`Runs::ensure_loaded`]), so start-up
     /// and memory do not grow with the history of ended runs.
     unread: AtomicBool,
-    messages: SharedMessages,
+    messages: Arc<MessageStore>,
+    /// When someone last read the run's messages (GET or an event stream).
+    looked_at: Mutex<std::time::Instant>,
     view: watch::Sender<Snapshot>,
     wake: Notify,
     provider: Option<ProviderHandle>,
@@ -127,18 +134,16 @@ impl Run {
         }
     }
 
-    /// The view with the messages whose seq is greater than `after`.
-    pub fn view_after(&self, after: Option<u64>) -> ViewBody {
+    /// The view with the messages `page` selects (all of them by default).
+    pub async fn view(&self, page: &Page) -> ViewBody {
+        *self.looked_at.lock().unwrap() = std::time::Instant::now();
         let snap = self.snapshot();
-        let messages = {
-            // Only the messages the published state was derived from: the tailer appends
-            // to the list before it publishes, and a view must never show a message next
-            // to a state from before it (a tool call beside "starting").
-            let all = self.messages.read().unwrap();
-            let end = snap.message_count.min(all.len());
-            let start = after.map(|a| usize::try_from(a.saturating_add(1)).unwrap_or(usize::MAX)).unwrap_or(0).min(end);
-            all[start..end].to_vec()
-        };
+        // Only the messages the published state was derived from: the tailer appends
+        // to the store before it publishes, and a view must never show a message next
+        // to a state from before it (a tool call beside "starting").
+        let count = (snap.message_count as u64).min(self.messages.len());
+        let (range, more_before, more_after) = message_store::select(page, count);
+        let messages = self.messages.read(range).await;
         ViewBody {
             run_id: self.id.clone(),
             state: snap.derived.state,
@@ -146,18 +151,20 @@ impl Run {
             blocked: snap.derived.blocked,
             composer_lock: snap.composer_lock,
             answer: snap.answer,
+            more_before,
+            more_after,
             messages,
         }
     }
 
-    /// Why a message cannot be typed now, from `derived` and the messages.
+    /// Why a message cannot be typed now, from `derived` and the open tool call.
     fn composer_lock(&self, derived: &Derived) -> Option<ComposerLock> {
-        let messages = self.messages.read().unwrap();
-        input::composer_lock(derived, &messages, self.prompt_pending.load(Ordering::SeqCst))
+        let open_call = self.messages.open_call();
+        input::composer_lock(derived, open_call.as_deref(), self.prompt_pending.load(Ordering::SeqCst))
     }
 
     fn publish(&self, derived: Derived) {
-        let message_count = self.messages.read().unwrap().len();
+        let message_count = self.messages.len() as usize;
         let composer_lock = self.composer_lock(&derived);
         let answer = self.answer.lock().unwrap().clone();
         let snap = Snapshot { derived, message_count, composer_lock, answer };
@@ -288,6 +295,7 @@ impl Runs {
         }
         runs.gc_orphans();
         liveness::spawn(runs.clone());
+        runs.clone().spawn_evictions();
         Ok(runs)
     }
 
@@ -303,6 +311,36 @@ impl Runs {
             drop(tail);
             run.publish(d);
         }
+    }
+
+    /// Every [`EVICT_AFTER`]: the runs nobody has looked at for that long (no event
+    /// stream open, no page read) drop the messages they hold in memory; their index
+    /// stays, so a later look reads them again from the transcript.
+    fn spawn_evictions(self: Arc<Self>) {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EVICT_AFTER);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let n = self.evict_unwatched(EVICT_AFTER);
+                if n > 0 {
+                    tracing::debug!(runs = n, "dropped the held messages of runs nobody looks at");
+                }
+            }
+        });
+    }
+
+    /// Drop the held messages of runs unwatched for `idle`; how many did.
+    pub fn evict_unwatched(&self, idle: std::time::Duration) -> usize {
+        let mut n = 0;
+        for run in self.runs.read().unwrap().values() {
+            let unwatched = run.view.receiver_count() == 0 && run.looked_at.lock().unwrap().elapsed() >= idle;
+            if unwatched && run.messages.resident() > 0 {
+                run.messages.evict();
+                n += 1;
+            }
+        }
+        n
     }
 
     /// End every open event stream (called when `lab serve` is asked to stop).
@@ -401,6 +439,7 @@ impl Runs {
             answer: Mutex::new(None),
             prompt_pending: AtomicBool::new(prompt_pending),
             messages,
+            looked_at: Mutex::new(std::time::Instant::now()),
             view,
             wake: Notify::new(),
             provider,

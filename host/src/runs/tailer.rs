@@ -4,6 +4,7 @@
 //! here; the decisions are in [`super::view`], [`super::answer_guard`] and
 //! [`super::spool`].
 
+use super::message_store::MessageStore;
 use super::spool;
 use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
 use crate::components::{CallError, Provider};
@@ -14,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Most transcript bytes handed to the provider in one call.
@@ -77,8 +78,6 @@ fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
     Some((FileSig { ino: m.ino(), len: m.len(), mtime_ns }, m.modified().ok()?))
 }
 
-/// Messages shared with readers that must not wait for the tailer (SSE, GET).
-pub type SharedMessages = Arc<RwLock<Vec<SeqMessage>>>;
 
 pub struct Tail {
     run: RunId,
@@ -94,7 +93,9 @@ pub struct Tail {
     /// The transcript as last seen by a `stat` (read or not: a partial last line).
     transcript_seen: Option<FileSig>,
     transcript_modified: Option<SystemTime>,
-    messages: SharedMessages,
+    /// The run's messages, shared with readers that must not wait for the tailer (SSE,
+    /// GET): an index of the transcript and the newest messages.
+    messages: Arc<MessageStore>,
     turn: Option<TurnSignal>,
     /// When an idle turn signal was last taken in.
     idle_since: Option<SystemTime>,
@@ -102,15 +103,18 @@ pub struct Tail {
     newest: Option<SystemTime>,
     pub session_id: Option<String>,
     resolved: HashSet<String>,
-    /// Tool calls seen in the transcript, oldest first.
+    /// Tool calls seen in the transcript with no result yet, oldest first (resolved
+    /// ones are dropped: memory stays bounded on a long history).
     tool_calls: Vec<ToolUse>,
+    /// How many tool calls the transcript has given in all.
+    calls_total: usize,
     mapped: HashMap<String, Option<Dialog>>,
     /// When each tool call was first seen (for the spool grace period).
     first_seen: HashMap<String, std::time::Instant>,
 
     spool_sig: Option<FileSig>,
     spool: Option<SpoolFact>,
-    /// How many tool calls the transcript had when the spool was last parsed.
+    /// How many tool calls the transcript had given when the spool was last parsed.
     spool_calls_seen: usize,
     /// The transcript is named by the session-info channel, not known yet.
     awaiting_session: bool,
@@ -137,12 +141,16 @@ impl Tail {
         files: RunFiles,
         fallback_deep_link: Option<String>,
     ) -> Tail {
+        let inert = Tail::new_inert(run, files);
+        if let Some(t) = &transcript {
+            inert.messages.set_source(provider.clone(), t.clone());
+        }
         Tail {
             hooker: provider.dialog_hooker(),
             provider: Some(provider),
             transcript,
             fallback_deep_link,
-            ..Tail::new_inert(run, files)
+            ..inert
         }
     }
 
@@ -165,13 +173,14 @@ impl Tail {
             transcript_sig: None,
             transcript_seen: None,
             transcript_modified: None,
-            messages: Arc::new(RwLock::new(Vec::new())),
+            messages: Arc::new(MessageStore::new()),
             turn: None,
             idle_since: None,
             newest: None,
             session_id: None,
             resolved: HashSet::new(),
             tool_calls: Vec::new(),
+            calls_total: 0,
             mapped: HashMap::new(),
             first_seen: HashMap::new(),
             spool_sig: None,
@@ -190,7 +199,7 @@ impl Tail {
         }
     }
 
-    pub fn messages(&self) -> SharedMessages {
+    pub fn messages(&self) -> Arc<MessageStore> {
         self.messages.clone()
     }
 
@@ -210,7 +219,7 @@ impl Tail {
                 self.refresh_spool().await;
                 self.refresh_marker().await;
             }
-        } else if self.messages.read().unwrap().is_empty() {
+        } else if self.messages.is_empty() {
             // An ended run read for the first time (after a restart).
             self.refresh_transcript().await;
         }
@@ -247,11 +256,12 @@ impl Tail {
                 self.transcript_modified = Some(modified);
                 return;
             }
+            let at = self.offset;
             self.offset += chunk.len() as u64;
             let first_line = self.lines_seen;
             self.lines_seen += chunk.iter().filter(|b| **b == b'\n').count() as u64;
             let out = self.parse(&chunk, first_line).await;
-            self.apply(out);
+            self.apply(out, at, chunk.len());
             self.transcript_modified = Some(modified);
             if self.offset == sig.len {
                 self.transcript_sig = Some(sig);
@@ -263,59 +273,29 @@ impl Tail {
         self.offset = 0;
         self.lines_seen = 0;
         self.transcript_sig = None;
-        self.messages.write().unwrap().clear();
+        self.messages.clear();
         self.turn = None;
         self.idle_since = None;
         self.newest = None;
         self.resolved.clear();
         self.tool_calls.clear();
+        self.calls_total = 0;
     }
 
-    /// Parse a chunk; if the provider fails on the whole chunk, retry line by line so
-    /// only the line that breaks it is lost (and logged).
     async fn parse(&self, chunk: &[u8], first_line: u64) -> ParseOutput {
         let Some(provider) = &self.provider else { return ParseOutput::default() };
-        match provider.parse_transcript(chunk.to_vec()).await {
-            Ok(out) => {
-                self.log_diagnostics(&out, first_line);
-                out
-            }
-            Err(e) => {
-                tracing::warn!(run = %self.run, error = %e, "parsing a transcript chunk failed; retrying line by line");
-                let mut all = ParseOutput::default();
-                for (i, line) in chunk.split_inclusive(|b| *b == b'\n').enumerate() {
-                    match provider.parse_transcript(line.to_vec()).await {
-                        Ok(out) => {
-                            self.log_diagnostics(&out, first_line + i as u64);
-                            all.messages.extend(out.messages);
-                            if out.turn.is_some() {
-                                all.turn = out.turn;
-                            }
-                            if out.session_id.is_some() {
-                                all.session_id = out.session_id;
-                            }
-                        }
-                        Err(e) => log_skipped_line(&self.run, first_line + i as u64 + 1, &e),
-                    }
-                }
-                all
-            }
-        }
+        parse_chunk(provider.as_ref(), chunk, Some((&self.run, first_line))).await
     }
 
-    fn log_diagnostics(&self, out: &ParseOutput, first_line: u64) {
-        for d in &out.diagnostics {
-            tracing::warn!(run = %self.run, line = first_line + d.line as u64 + 1, message = %d.message, "skipped a transcript line");
-        }
-    }
-
-    fn apply(&mut self, out: ParseOutput) {
+    /// Take in what transcript bytes `at..at+len` gave.
+    fn apply(&mut self, out: ParseOutput, at: u64, len: usize) {
         let stamps: Vec<Option<SystemTime>> = out.messages.iter().map(|m| parse_timestamp(&m.timestamp)).collect();
         let late = late_flush(&stamps, self.newest);
         if let Some(newest) = stamps.iter().flatten().max() {
             self.newest = Some(self.newest.map_or(*newest, |n| n.max(*newest)));
         }
-        let mut msgs = self.messages.write().unwrap();
+        let first = self.messages.len();
+        let mut msgs = Vec::with_capacity(out.messages.len());
         for m in out.messages {
             match &m.content {
                 Content::ToolResult(r) => {
@@ -324,12 +304,20 @@ impl Tail {
                 Content::ToolUse(u) => {
                     self.first_seen.entry(u.id.clone()).or_insert_with(std::time::Instant::now);
                     self.tool_calls.push(u.clone());
+                    self.calls_total += 1;
                 }
                 _ => {}
             }
-            let seq = msgs.len() as u64;
+            let seq = first + msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
         }
+        self.messages.append(at, len, msgs);
+        // Resolved calls are done with: only open ones are ever looked at again.
+        let resolved = &self.resolved;
+        self.tool_calls.retain(|c| !resolved.contains(&c.id));
+        self.mapped.retain(|id, _| !resolved.contains(id));
+        self.first_seen.retain(|id, _| !resolved.contains(id));
+        self.messages.set_open_call(self.tool_calls.last().map(|c| c.name.clone()));
         if out.turn.is_some() && !late {
             self.turn = out.turn;
             if out.turn == Some(TurnSignal::Idle) {
@@ -346,7 +334,7 @@ impl Tail {
         // A prompt whose transcript call was not known yet is parsed again once new
         // calls arrive (the provider may find its call among them).
         let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(|d| d.call_id.is_none()))
-            && self.tool_calls.len() > self.spool_calls_seen;
+            && self.calls_total > self.spool_calls_seen;
         if now.map(|(s, _)| s) == self.spool_sig && !recheck {
             return;
         }
@@ -364,7 +352,7 @@ impl Tail {
             return;
         };
         let Some(provider) = &self.provider else { return };
-        self.spool_calls_seen = self.tool_calls.len();
+        self.spool_calls_seen = self.calls_total;
         let mut open: Vec<ToolUse> =
             self.tool_calls.iter().filter(|c| !self.resolved.contains(&c.id)).cloned().collect();
         open.drain(..open.len().saturating_sub(16));
@@ -406,6 +394,7 @@ impl Tail {
                 match facts.transcript_path.map(PathBuf::from) {
                     Some(p) if p.is_absolute() => {
                         tracing::info!(run = %self.run, transcript = %p.display(), "the agent named its transcript");
+                        self.messages.set_source(provider.clone(), p.clone());
                         self.transcript = Some(p);
                         self.awaiting_session = false;
                     }
@@ -482,7 +471,7 @@ impl Tail {
                 Some((d, age)) => (Some(d), age),
                 None => (None, std::time::Duration::ZERO),
             };
-        let message_count = self.messages.read().unwrap().len();
+        let message_count = self.messages.len() as usize;
         view::derive(&Facts {
             ended: self.ended,
             message_count,
@@ -567,7 +556,7 @@ impl Tail {
 
     /// How many messages the transcript has given so far.
     pub fn message_count(&self) -> usize {
-        self.messages.read().unwrap().len()
+        self.messages.len() as usize
     }
 
     /// Whether a spool (of any kind) is present.
@@ -589,6 +578,52 @@ impl Tail {
 
     pub fn unmark_answered(&mut self, id: &str) {
         self.answered.remove(id);
+    }
+}
+
+/// Parse a chunk of complete lines; if the provider fails on the whole chunk, retry
+/// line by line so only the line that breaks it is lost. `log`: the run and the
+/// chunk's first line number, to log what was skipped (None when reading again what
+/// was read and logged before: [`super::message_store`]).
+pub(super) async fn parse_chunk(provider: &dyn Provider, chunk: &[u8], log: Option<(&RunId, u64)>) -> ParseOutput {
+    let diagnostics = |out: &ParseOutput, first_line: u64| {
+        if let Some((run, base)) = log {
+            for d in &out.diagnostics {
+                tracing::warn!(run = %run, line = base + first_line + d.line as u64 + 1, message = %d.message, "skipped a transcript line");
+            }
+        }
+    };
+    match provider.parse_transcript(chunk.to_vec()).await {
+        Ok(out) => {
+            diagnostics(&out, 0);
+            out
+        }
+        Err(e) => {
+            if let Some((run, _)) = log {
+                tracing::warn!(run = %run, error = %e, "parsing a transcript chunk failed; retrying line by line");
+            }
+            let mut all = ParseOutput::default();
+            for (i, line) in chunk.split_inclusive(|b| *b == b'\n').enumerate() {
+                match provider.parse_transcript(line.to_vec()).await {
+                    Ok(out) => {
+                        diagnostics(&out, i as u64);
+                        all.messages.extend(out.messages);
+                        if out.turn.is_some() {
+                            all.turn = out.turn;
+                        }
+                        if out.session_id.is_some() {
+                            all.session_id = out.session_id;
+                        }
+                    }
+                    Err(e) => {
+                        if let Some((run, base)) = log {
+                            log_skipped_line(run, base + i as u64 + 1, &e);
+                        }
+                    }
+                }
+            }
+            all
+        }
     }
 }
 
@@ -930,5 +965,51 @@ mod tests {
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
+    }
+
+    #[tokio::test]
+    async fn a_long_chat_keeps_only_its_newest_messages_in_memory_and_reads_older_pages_from_disk() {
+        use super::super::message_store::{select, Page, RESIDENT_MESSAGES};
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        let mut tail = fake_tail(d.path(), Some(t.clone()));
+        // 1,000 messages in 20 appends (20 chunks), with tool calls resolved on the way.
+        for round in 0..20 {
+            let mut lines: Vec<Value> = (0..48).map(|k| json!({"text": format!("m{}", round * 50 + k)})).collect();
+            let id = format!("c{round}");
+            lines.push(json!({"use": id, "name": "Shell", "input": {"cmd": "ls"}}));
+            lines.push(json!({"result": id}));
+            append(&t, &lines);
+            tail.refresh().await;
+        }
+        let store = tail.messages();
+        assert_eq!(store.len(), 1000);
+        assert_eq!(store.resident(), RESIDENT_MESSAGES, "only the newest are held");
+        assert!(tail.tool_calls.is_empty() && tail.mapped.is_empty(), "resolved calls are dropped");
+        assert_eq!(store.open_call(), None);
+        let texts = |v: &[SeqMessage]| v.iter().map(|m| (m.seq, m.text.clone())).collect::<Vec<_>>();
+        let want = |r: std::ops::Range<u64>| r.map(|s| (s, format!("m{s}"))).collect::<Vec<_>>();
+        // An old page (read again from disk), the newest page (held), and one across both.
+        assert_eq!(texts(&store.read(100..148).await), want(100..148));
+        assert_eq!(texts(&store.read(960..998).await), want(960..998));
+        let across = store.read(700..800).await;
+        assert_eq!(across.iter().map(|m| m.seq).collect::<Vec<_>>(), (700..800).collect::<Vec<_>>());
+        assert_eq!(across[0].text, "m700");
+        // Nothing held: the same messages, all from disk; new ones are held again.
+        store.evict();
+        assert_eq!(store.resident(), 0);
+        let (range, more_before, _) = select(&Page { limit: Some(30), ..Page::default() }, store.len());
+        assert_eq!(range, 970..1000);
+        assert!(more_before);
+        assert_eq!(texts(&store.read(range).await)[..2], want(970..972)[..]);
+        append(&t, &[json!({"text": "m1000"}), json!({"use": "open", "name": "Edit", "input": {}})]);
+        tail.refresh().await;
+        assert_eq!(store.resident(), 2);
+        assert_eq!(texts(&store.read(990..998).await), want(990..998));
+        assert_eq!(texts(&store.read(1000..1001).await), want(1000..1001));
+        assert_eq!(store.open_call().as_deref(), Some("Edit"), "the newest open call, for the composer lock");
+        // A transcript replaced under the index: what cannot be read again is left out.
+        std::fs::write(&t, b"").unwrap();
+        assert!(store.read(0..10).await.is_empty());
     }
 }
