@@ -2,7 +2,8 @@
 
 /**
  * EventSource wrapper. The browser reconnects by itself (sending Last-Event-ID);
- * if the source gets CLOSED (HTTP error), we reopen it with backoff.
+ * if the source gets CLOSED (HTTP error), we reopen it with backoff. `url` may be a
+ * function: it is asked again on each reopen (to start after what the page has).
  */
 export class ViewStream {
   constructor(url, { onView, onStatus, onClosed }) {
@@ -19,7 +20,7 @@ export class ViewStream {
   open() {
     if (this.stopped) return;
     this.onStatus("connecting");
-    const es = new EventSource(this.url);
+    const es = new EventSource(typeof this.url === "function" ? this.url() : this.url);
     this.es = es;
     es.addEventListener("open", () => { this.onStatus("live"); });
     es.addEventListener("view", (e) => {

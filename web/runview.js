@@ -9,6 +9,10 @@ import { refreshRunsNow, renderRunList } from "./runlist.js";
 import { agentName, store } from "./store.js";
 
 const ANSWER_STALE_MS = 20000;
+// Messages per page: the newest page when the chat opens, older ones on scrolling up.
+const PAGE = 200;
+// Older messages are fetched when the chat is scrolled this close to its top.
+const OLDER_MARGIN_PX = 400;
 // The 409 codes of POST /runs/{id}/messages that mean "the composer is locked".
 const LOCK_CODES = ["dialog_pending", "agent_waiting", "tool_pending", "prompt_pending"];
 
@@ -20,6 +24,9 @@ export class RunView {
     this.runId = runId;
     this.messages = new Map();    // seq -> message
     this.maxSeq = null;
+    this.minSeq = null;
+    this.moreBefore = false;     // older messages exist that are not loaded
+    this.loadingOlder = false;
     this.toolNames = new Map();   // tool_use_id -> tool_name
     this.view = { state: null, pending_dialog: null, blocked: null };
     this.cardKey = null;
@@ -29,11 +36,52 @@ export class RunView {
 
     this.build();
     this.loadRun();
-    this.stream = new ViewStream(`runs/${enc(runId)}/events`, {
+    this.start();
+  }
+
+  /**
+   * The newest page of the chat first, then the live stream from after it (older pages
+   * come as the operator scrolls up: a long chat is never loaded whole).
+   */
+  async start() {
+    const res = await api("GET", `runs/${enc(this.runId)}/messages?limit=${PAGE}`);
+    if (this.destroyed) return;
+    if (res.status === 404) { this.showNotFound(res.message); return; }
+    if (res.ok && res.data) {
+      this.moreBefore = !!res.data.more_before;
+      this.applyView(res.data);
+    }
+    this.stream = new ViewStream(() => `runs/${enc(this.runId)}/events${this.maxSeq !== null ? `?after=${this.maxSeq}` : ""}`, {
       onView: (v) => this.applyView(v),
       onStatus: (s) => this.setConn(s),
       onClosed: () => this.checkExists(),
     });
+    this.renderOlder();
+  }
+
+  /** The "earlier messages" control at the top of the chat, while there are any. */
+  renderOlder() {
+    this.olderBtn.hidden = !this.moreBefore;
+    this.olderBtn.disabled = this.loadingOlder;
+    this.olderBtn.textContent = this.loadingOlder ? "Loading earlier messages…" : "Earlier messages";
+  }
+
+  /** Fetch the page before the oldest loaded message, keeping the viewport where it is. */
+  async loadOlder() {
+    if (!this.moreBefore || this.loadingOlder || this.minSeq === null) return;
+    this.loadingOlder = true;
+    this.renderOlder();
+    const res = await api("GET", `runs/${enc(this.runId)}/messages?before=${this.minSeq}&limit=${PAGE}`);
+    this.loadingOlder = false;
+    if (this.destroyed) return;
+    if (res.ok && res.data) {
+      const height = this.chat.scrollHeight;
+      const top = this.chat.scrollTop;
+      this.moreBefore = !!res.data.more_before;
+      this.addMessages(res.data.messages || [], { older: true });
+      this.chat.scrollTop = top + (this.chat.scrollHeight - height);
+    }
+    this.renderOlder();
   }
 
   get run() { return store.runs.get(this.runId) || this.runDetail || null; }
@@ -57,12 +105,17 @@ export class RunView {
       class: "chat", "data-testid": "chat", role: "log", "aria-live": "off", "aria-label": "Transcript", tabindex: "0",
     });
     this.emptyNote = h("p", { class: "chat-empty" }, "Waiting for the transcript…");
-    this.chat.append(this.emptyNote);
+    this.olderBtn = h("button", {
+      type: "button", class: "older", "data-testid": "load-older", hidden: true,
+      onclick: () => this.loadOlder(),
+    }, "Earlier messages");
+    this.chat.append(this.olderBtn, this.emptyNote);
     // Keep the transcript pinned to the bottom while the operator is there,
     // including when the dock (card/composer) grows or shrinks.
     this.stick = true;
     this.chat.addEventListener("scroll", () => {
       this.stick = this.chat.scrollHeight - this.chat.scrollTop - this.chat.clientHeight < 40;
+      if (this.chat.scrollTop < OLDER_MARGIN_PX) this.loadOlder();
     }, { passive: true });
     if (typeof ResizeObserver === "function") {
       this.resizeObs = new ResizeObserver(() => { if (this.stick) this.chat.scrollTop = this.chat.scrollHeight; });
@@ -199,8 +252,8 @@ export class RunView {
     renderRunList();
   }
 
-  addMessages(list) {
-    const nearBottom = this.stick || this.chat.scrollHeight - this.chat.scrollTop - this.chat.clientHeight < 120;
+  addMessages(list, { older = false } = {}) {
+    const nearBottom = !older && (this.stick || this.chat.scrollHeight - this.chat.scrollTop - this.chat.clientHeight < 120);
     let added = false;
     for (const raw of list) {
       const seq = raw ? Number(raw.seq) : NaN;
@@ -208,6 +261,7 @@ export class RunView {
       const m = { ...raw, seq };
       this.messages.set(seq, m);
       if (this.maxSeq === null || seq > this.maxSeq) this.maxSeq = seq;
+      if (this.minSeq === null || seq < this.minSeq) this.minSeq = seq;
       if (m.kind === "tool_use" && m.tool_use_id && m.tool_name) this.toolNames.set(m.tool_use_id, m.tool_name);
       const el = renderMessage(m, this.toolNames);
       // Insert in seq order (normally an append).

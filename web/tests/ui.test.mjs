@@ -181,7 +181,7 @@ async function startWorld(t, script, serveArgs = []) {
     /** The claude-code provider as GET /providers lists it (display_name, wit, …). */
     async provider() {
       const r = await this.api("GET", "/providers");
-      assert.equal(r.status, 202, JSON.stringify(r.body));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
       const p = r.body.find((x) => x.name === "claude-code");
       assert.ok(p, `no claude-code provider: ${JSON.stringify(r.body)}`);
       return p;
@@ -416,6 +416,29 @@ async function holdEventStream(page, view) {
 // ------------------------------------------------------------------ tests
 
 describe("lab web UI in a real browser", () => {
+  scenario("a long chat opens on its newest page and loads older pages as the operator scrolls up: in order, none twice", {
+    script: { steps: [...Array.from({ length: 450 }, (_, i) => ({ say: `line ${i}` })), { idle: {} }] }, open: false,
+  }, async ({ world, page, id }) => {
+    const v = await world.waitView(id, (v) => v.state === "idle" && v.messages.some((m) => m.text === "line 449"), "the whole chat");
+    const total = v.messages.length;
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "line 449" }).waitFor();
+    const seqs = () => page.locator("[data-testid=chat] [data-seq]").evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
+    // The newest page (and the page before it, should the first not fill the screen), not the whole chat.
+    const first = await seqs();
+    assert.ok(first.length < total && first.length <= 400, `loaded ${first.length} of ${total} at first`);
+    assert.equal(first[first.length - 1], total - 1);
+    assert.equal(await page.getByTestId("load-older").isVisible(), true, "older messages are offered");
+    // Scrolling up loads the rest, page by page, keeping the order.
+    await waitFor(async () => {
+      await page.getByTestId("chat").evaluate((el) => { el.scrollTop = 0; el.dispatchEvent(new Event("scroll")); });
+      return (await seqs()).length === total;
+    }, { what: "every page loaded by scrolling up" });
+    assert.deepEqual(await seqs(), Array.from({ length: total }, (_, i) => i), "every message once, in seq order");
+    await page.locator(sel.msg("assistant", "text")).filter({ hasText: "line 0" }).first().waitFor();
+    assert.equal(await page.getByTestId("load-older").isVisible(), false, "nothing older is offered");
+  });
+
   scenario("home page: assets, run list, new-run form with providers", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ world, page }) => {
     // Every ES module under web/ (app.js imports the rest) is served as JavaScript.
     const modules = fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"));
@@ -462,8 +485,8 @@ describe("lab web UI in a real browser", () => {
 
     await recordStatuses(page);
     await page.locator(sel.option).nth(1).click();
-    // While lab plays the keys: the status says so, the pick is highlighted, nothing is clickable.
-    await waitText(page.locator(sel.status), /^Answering…$/, "the card status");
+    // While lab plays the keys: the status says so (how far it got), the pick is highlighted, nothing is clickable.
+    await waitText(page.locator(sel.status), /^Answering…/, "the card status");
     assert.equal(await page.locator(sel.option).nth(1).evaluate((b) => b.classList.contains("chosen")), true);
     assert.equal(await page.locator(sel.option).nth(0).isDisabled(), true);
     await screenshot(page, "03-question-answering");
@@ -478,6 +501,9 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await page.locator(sel.lock).isHidden(), true);
     const statuses = await page.evaluate(() => window.__statuses);
     assert.equal(statuses[0], "Answering…", `status sequence ${JSON.stringify(statuses)}`);
+    // The POST returns once lab accepted the answer; the keys' progress follows from the event stream.
+    assert.ok(statuses.some((s) => /^Answering… key \d+ of \d+$/.test(s)), `status sequence ${JSON.stringify(statuses)}`);
+    assert.ok(statuses.includes("Answer sent — waiting for the agent…"), `status sequence ${JSON.stringify(statuses)}`);
     // lab marks the dialog not answerable while it plays the keys; the operator's own
     // card must not flip to the read-only "answer in the terminal" card meanwhile.
     const cards = await page.evaluate(() => window.__cards);

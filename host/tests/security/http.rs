@@ -329,6 +329,21 @@ fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
         ("POST", msgs.clone(), json_ct.to_vec(), b"{\"text\":\"\xff\"}".to_vec(), 400, "bad_request"),
         ("GET", "/runs/%FF%FE/messages".into(), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
         ("GET", format!("/runs/{id}/messages?after=-1"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        // The page parameters: whole numbers only, a limit of 1..=1000.
+        ("GET", format!("/runs/{id}/messages?before=-1"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        ("GET", format!("/runs/{id}/messages?limit=0"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        ("GET", format!("/runs/{id}/messages?limit=1001"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        (
+            "GET",
+            format!("/runs/{id}/messages?limit=99999999999999999999999"),
+            vec![("Host", own.as_str())],
+            vec![],
+            400,
+            "bad_request",
+        ),
+        ("GET", format!("/runs/{id}/events?after=%00"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
+        // The same Host check as every other request, whatever the query.
+        ("GET", format!("/runs/{id}/messages?limit=5"), vec![("Host", "evil.example:80")], vec![], 421, "host_not_allowed"),
         ("DELETE", format!("/runs/{id}"), json_ct.to_vec(), vec![], 405, "method_not_allowed"),
         ("PUT", "/runs".into(), json_ct.to_vec(), b"{}".to_vec(), 405, "method_not_allowed"),
         ("GET", format!("/runs/{id}/stop"), vec![("Host", own.as_str())], vec![], 405, "method_not_allowed"),
@@ -362,6 +377,10 @@ fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
     let r = raw(port, "GET", &format!("/runs/{id}/messages?after={max}"), &[("Host", own.as_str())], b"");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["messages"], json!([]));
+    // …and the largest "before" is everything, a page of it the newest.
+    let r = raw(port, "GET", &format!("/runs/{id}/messages?before={max}&limit=1000"), &[("Host", own.as_str())], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["messages"], lab.view(&id)["messages"]);
     let r = raw(port, "GET", &format!("/runs/{id}/events"), &[("Host", own.as_str()), ("Last-Event-ID", &max)], b"");
     assert_eq!(r.status, 200);
     let data = r.text();

@@ -191,6 +191,16 @@ fn control_characters_are_refused_in_messages_and_answers_and_nothing_is_typed()
         refused += 1;
     }
     assert_eq!(refused, CONTROLS.len() + 2);
+    // Feedback text (an option's "tell the agent what to do instead") is held to the same
+    // rule, before the provider sees it: the error names the character.
+    for (ch, name) in CONTROLS.iter().chain(&[("\n", "U+000A (LF)")]) {
+        let (status, body) = lab.post(
+            &format!("/runs/{id}/dialog/answer"),
+            &json!({"tool_id": tool_id, "answers": [{"feedback": {"option": 0, "text": format!("x{ch}y")}}]}),
+        );
+        assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{ch:?}: {body}");
+        assert!(body["message"].as_str().unwrap().contains(name), "{ch:?}: {body}");
+    }
     let (status, body) = answer(&"x".repeat(4097));
     assert_eq!((status, body["error"].as_str()), (413, Some("payload_too_large")), "{body}");
     // Nothing was played, and the dialog is still answerable.
@@ -200,7 +210,7 @@ fn control_characters_are_refused_in_messages_and_answers_and_nothing_is_typed()
     assert_eq!((v["state"].as_str(), v["pending_dialog"]["answerable"].as_bool()), (Some("question"), Some(true)));
     let text = "MariaDB; C-c \"q\" é";
     let (status, body) = answer(text);
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(status, 202, "{body}");
     let got = wait_event(&log, "the answer", |e| e["event"] == "answer");
     assert_eq!(got["answers"]["Which database should we use?"], text, "{got}");
 }
