@@ -731,7 +731,8 @@ fn a_long_chat_is_read_in_pages_that_add_up_to_the_whole_chat() {
     let total = whole.len() as u64;
     assert!(total > 700, "{total}");
     assert_eq!((v["more_before"].as_bool(), v["more_after"].as_bool()), (Some(false), Some(false)));
-    let seqs = |v: &Value| v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    let seqs =
+        |v: &Value| v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect::<Vec<_>>();
 
     // The newest page, then older ones down to the first message.
     let (status, page) = lab.get(&format!("/runs/{id}/messages?limit=100"));

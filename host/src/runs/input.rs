@@ -222,6 +222,7 @@ pub fn unresolved_tool_calls(messages: &[SeqMessage]) -> Vec<&SeqMessage> {
 ///    agent waiting for exactly this, a message;
 /// 5. a tool call has no result yet and the turn goes on (`tool_pending`): the agent is running it, or showing a permission
 ///    prompt for it that lab may not know of.
+///
 /// `open_call`: the name of the newest tool call with no result yet (anywhere in the
 /// transcript, see [`unresolved_tool_calls`]), if there is one.
 pub fn composer_lock(d: &Derived, open_call: Option<&str>, prompt_pending: bool) -> Option<ComposerLock> {

@@ -144,9 +144,7 @@ impl MessageStore {
             i.resident_bytes += text_bytes(&m);
             i.resident.push_back(m);
         }
-        while i.resident.len() > 1
-            && (i.resident.len() > RESIDENT_MESSAGES || i.resident_bytes > RESIDENT_BYTES)
-        {
+        while i.resident.len() > 1 && (i.resident.len() > RESIDENT_MESSAGES || i.resident_bytes > RESIDENT_BYTES) {
             let gone = i.resident.pop_front().expect("not empty");
             i.resident_bytes -= text_bytes(&gone);
         }

@@ -78,7 +78,6 @@ fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
     Some((FileSig { ino: m.ino(), len: m.len(), mtime_ns }, m.modified().ok()?))
 }
 
-
 pub struct Tail {
     run: RunId,
     provider: Option<Arc<dyn Provider>>,
@@ -145,13 +144,7 @@ impl Tail {
         if let Some(t) = &transcript {
             inert.messages.set_source(provider.clone(), t.clone());
         }
-        Tail {
-            hooker: provider.dialog_hooker(),
-            provider: Some(provider),
-            transcript,
-            fallback_deep_link,
-            ..inert
-        }
+        Tail { hooker: provider.dialog_hooker(), provider: Some(provider), transcript, fallback_deep_link, ..inert }
     }
 
     /// The transcript is not known at spawn: the session-info channel will name it.

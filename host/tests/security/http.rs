@@ -343,7 +343,14 @@ fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
         ),
         ("GET", format!("/runs/{id}/events?after=%00"), vec![("Host", own.as_str())], vec![], 400, "bad_request"),
         // The same Host check as every other request, whatever the query.
-        ("GET", format!("/runs/{id}/messages?limit=5"), vec![("Host", "evil.example:80")], vec![], 421, "host_not_allowed"),
+        (
+            "GET",
+            format!("/runs/{id}/messages?limit=5"),
+            vec![("Host", "evil.example:80")],
+            vec![],
+            421,
+            "host_not_allowed",
+        ),
         ("DELETE", format!("/runs/{id}"), json_ct.to_vec(), vec![], 405, "method_not_allowed"),
         ("PUT", "/runs".into(), json_ct.to_vec(), b"{}".to_vec(), 405, "method_not_allowed"),
         ("GET", format!("/runs/{id}/stop"), vec![("Host", own.as_str())], vec![], 405, "method_not_allowed"),
