@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn run_id(run: &Value) -> String {
@@ -77,6 +78,16 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
 }
 
+/// fake-claude asking its question in a run of `w`'s lab: (its log, the lab, the run's
+/// id, the question's tool_id).
+fn run_at_question(w: &World) -> (PathBuf, Lab, String, String) {
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(w, "claude-code", "hello"));
+    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
+    (log, lab, id, tool_id)
+}
+
 fn pending_tool_id(v: &Value) -> String {
     v["pending_dialog"]["tool_id"].as_str().expect("a pending dialog").to_string()
 }
@@ -112,10 +123,7 @@ fn the_composer_is_locked_while_a_dialog_is_pending() {
 #[test]
 fn stale_repeated_and_concurrent_answers_play_keys_once() {
     let w = World::new();
-    let log = w.use_fake_claude(&ask_then_idle());
-    let lab = w.serve();
-    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
-    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
+    let (log, lab, id, tool_id) = run_at_question(&w);
 
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": "toolu_stale", "answers": [{"option": 0}]}));
@@ -172,10 +180,7 @@ fn stale_repeated_and_concurrent_answers_play_keys_once() {
 #[test]
 fn an_accepted_answer_that_cannot_be_played_reports_its_failure() {
     let w = World::new();
-    let log = w.use_fake_claude(&ask_then_idle());
-    let lab = w.serve();
-    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
-    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
+    let (log, lab, id, tool_id) = run_at_question(&w);
     // Multi-key answers (the last option: Down ×2, then Enter) give the kill time to land first.
     let (status, body) =
         lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 2}]}));
