@@ -18,12 +18,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
-    (at(0.5), at(0.9), at(0.99), v[v.len() - 1])
-}
-
 fn hook_exec() {
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("r.spool.json");

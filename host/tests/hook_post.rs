@@ -37,11 +37,8 @@ fn receiver(status: u16) -> (String, mpsc::Receiver<Seen>) {
                 None => line,
             });
         }
-        let len: usize = head
-            .iter()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .map(|v| v.trim().parse().unwrap())
-            .unwrap_or(0);
+        let len: usize =
+            head.iter().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
         let mut body = vec![0; len];
         reader.read_exact(&mut body).unwrap();
         let mut stream = stream;

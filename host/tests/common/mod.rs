@@ -33,6 +33,13 @@ pub fn fake_claude() -> PathBuf {
     workspace_bin("fake-claude", "fake-claude")
 }
 
+/// p50, p90, p99 and max of `v` (nearest rank), for the benches that print them.
+pub fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    (at(0.5), at(0.9), at(0.99), v[v.len() - 1])
+}
+
 /// Poll `f` until it returns Some, or panic after `timeout` with `what`.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
