@@ -375,12 +375,22 @@ fn tmux_wrapper(ctl: &Path) -> PathBuf {
     bin
 }
 
+/// The window from `start` to the agent's `answer` event for `tool_id` (the committing
+/// key landed); checks the first option was chosen.
+fn answered_after(log: &Path, tool_id: &str, start: SystemTime) -> f64 {
+    let answered = log_event(log, "answer", tool_id);
+    assert!(answered["answers"].to_string().contains("PostgreSQL"), "the wrong option: {answered}");
+    let landed = humantime::parse_rfc3339(answered["ts"].as_str().unwrap()).unwrap();
+    // fake-claude's log has millisecond timestamps: ±1 ms.
+    landed.duration_since(start).unwrap_or_default().as_secs_f64() * 1e3
+}
+
 fn answers() {
     let n = env_n("LAB_REMOTE_HOOK_N_ANSWER", 6);
     let delays: Vec<u64> = std::iter::once(0).chain(DELAYS_MS).collect();
     let w = World::new();
     let ctl = w.dir.path().join("ctl");
-    let log = w.use_fake_claude(&asks(n * delays.len()));
+    let log = w.use_fake_claude(&asks(2 * n * delays.len()));
     let bin = tmux_wrapper(&ctl);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let lab = Lab::start_with(&w, |cmd| {
@@ -388,32 +398,49 @@ fn answers() {
     });
     let run = lab.create_run(&w, "claude-code", "benchmark");
     let id = run["id"].as_str().unwrap().to_string();
+    let target = run["tmux_target"].as_str().unwrap().to_string();
+    let socket = w.home.join("tmux.sock");
     let mut questions = Questions::open(&lab, &id);
-    println!("answer POSTed (guard check) → last key landed, each tmux command + one round trip:");
+    let set_delay = |ms: u64| std::fs::write(ctl.join("tmux_delay"), format!("{}\n", ms as f64 / 1e3)).unwrap();
+    println!("answer POSTed (guard check) → committing key landed, each tmux command + one round trip:");
     for ms in delays {
-        let mut windows = Vec::new();
-        let mut posts = Vec::new();
-        let mut keys = None;
+        let (mut windows, mut posts, mut batched) = (Vec::new(), Vec::new(), Vec::new());
+        let mut keys: Vec<String> = Vec::new();
         for _ in 0..n {
+            // lab's answer path: the guard, is-drawn on a capture, one tmux command per key.
             let (tool_id, _) = questions.next();
             log_event(&log, "ready", &tool_id);
-            std::fs::write(ctl.join("tmux_delay"), format!("{}\n", ms as f64 / 1e3)).unwrap();
-            let t = Instant::now();
-            let posted = SystemTime::now();
+            set_delay(ms);
+            let (t, posted) = (Instant::now(), SystemTime::now());
             let (status, body) = lab
                 .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
             assert!(status == 200 || status == 202, "{status} {body}");
             posts.push(t.elapsed().as_secs_f64() * 1e3);
-            let answered = log_event(&log, "answer", &tool_id);
-            let landed = humantime::parse_rfc3339(answered["ts"].as_str().unwrap()).unwrap();
-            // fake-claude's log has millisecond timestamps: ±1 ms.
-            windows.push(landed.duration_since(posted).unwrap_or_default().as_secs_f64() * 1e3);
-            keys.get_or_insert_with(|| body["played"].to_string());
-            std::fs::write(ctl.join("tmux_delay"), "0\n").unwrap();
+            windows.push(answered_after(&log, &tool_id, posted));
+            set_delay(0);
+            keys = serde_json::from_value(body["played"].clone()).unwrap();
+
+            // The same keys as one tmux command list, paced on the agent's side by
+            // `run-shell 'sleep …'` (a prototype of playing the plan next to the agent).
+            let (tool_id, _) = questions.next();
+            log_event(&log, "ready", &tool_id);
+            let mut list = vec!["-S".to_string(), socket.to_string_lossy().into_owned()];
+            for (i, key) in keys.iter().enumerate() {
+                if i > 0 {
+                    list.extend([";".into(), "run-shell".into(), "sleep 0.25".into(), ";".into()]);
+                }
+                list.extend(["send-keys".into(), "-t".into(), target.clone(), key.clone()]);
+            }
+            set_delay(ms);
+            let started = SystemTime::now();
+            assert!(Command::new(bin.join("tmux")).args(&list).status().unwrap().success());
+            batched.push(answered_after(&log, &tool_id, started));
+            set_delay(0);
         }
-        println!("  keys played: {}", keys.unwrap_or_default());
+        println!("  keys: {}, 250 ms apart", keys.join(" "));
         print(&format!("+{ms} ms one way: POST → answered"), windows);
         print(&format!("+{ms} ms one way: POST returned"), posts);
+        print(&format!("+{ms} ms one way: one tmux list → answered"), batched);
     }
 }
 
