@@ -300,12 +300,16 @@ fn hook_paths() {
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let receiver = receiver(&rt, w.runtime(), ctl.join("tokens"));
-    let url_for = |path: Option<u64>| match path {
-        None => "file".to_string(),
-        Some(0) => format!("post http://{receiver}"),
-        Some(ms) => format!("post {}", delaying_proxy(&rt, receiver, Duration::from_millis(ms))),
-    };
-    let modes: Vec<String> = plan.iter().map(|p| url_for(*p)).collect();
+    let proxies: std::collections::HashMap<u64, String> =
+        DELAYS_MS.iter().map(|&ms| (ms, delaying_proxy(&rt, receiver, Duration::from_millis(ms)))).collect();
+    let modes: Vec<String> = plan
+        .iter()
+        .map(|path| match path {
+            None => "file".to_string(),
+            Some(0) => format!("post http://{receiver}"),
+            Some(ms) => format!("post {}", proxies[ms]),
+        })
+        .collect();
     let set_mode = |i: usize| std::fs::write(ctl.join("mode"), &modes[i]).unwrap();
 
     let lab = w.serve();
