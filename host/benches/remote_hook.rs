@@ -28,7 +28,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -213,42 +213,6 @@ fn delaying_proxy(rt: &tokio::runtime::Runtime, upstream: std::net::SocketAddr, 
 
 // ---- the measurements ------------------------------------------------------------------
 
-/// The SSE stream of a run, yielding each `question` view of a dialog not seen before,
-/// with its arrival time.
-struct Questions {
-    lines: std::io::Lines<BufReader<reqwest::blocking::Response>>,
-    seen: std::collections::HashSet<String>,
-}
-
-impl Questions {
-    fn open(lab: &Lab, id: &str) -> Questions {
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(3600))
-            .build()
-            .unwrap()
-            .get(format!("{}/runs/{id}/events", lab.url))
-            .send()
-            .unwrap();
-        Questions { lines: BufReader::new(resp).lines(), seen: Default::default() }
-    }
-
-    fn next(&mut self) -> (String, SystemTime) {
-        loop {
-            let Some(Ok(line)) = self.lines.next() else { panic!("SSE stream ended") };
-            let Some(data) = line.strip_prefix("data: ") else { continue };
-            let arrived = SystemTime::now();
-            let v: Value = serde_json::from_str(data).unwrap();
-            if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
-                continue;
-            }
-            let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
-            if self.seen.insert(tool_id.clone()) {
-                return (tool_id, arrived);
-            }
-        }
-    }
-}
-
 /// The fake-claude log event `event` for `tool_use_id`, waited for.
 fn log_event(log: &Path, event: &str, tool_use_id: &str) -> Value {
     wait_for(Duration::from_secs(30), &format!("{event} of {tool_use_id}"), || {
@@ -317,7 +281,7 @@ fn hook_paths() {
     let run = lab.create_run(&w, "claude-code", "benchmark");
     let id = run["id"].as_str().unwrap().to_string();
     let target = run["tmux_target"].as_str().unwrap().to_string();
-    let mut questions = Questions::open(&lab, &id);
+    let mut questions = SseQuestions::open(&lab, &id);
     let mut samples: std::collections::BTreeMap<Option<u64>, Vec<f64>> = Default::default();
     let mut durations = samples.clone();
     let started = Instant::now();
@@ -404,7 +368,7 @@ fn answers() {
     let id = run["id"].as_str().unwrap().to_string();
     let target = run["tmux_target"].as_str().unwrap().to_string();
     let socket = w.home.join("tmux.sock");
-    let mut questions = Questions::open(&lab, &id);
+    let mut questions = SseQuestions::open(&lab, &id);
     let set_delay = |ms: u64| std::fs::write(ctl.join("tmux_delay"), format!("{}\n", ms as f64 / 1e3)).unwrap();
     println!("answer POSTed (guard check) → committing key landed, each tmux command + one round trip:");
     for ms in delays {

@@ -231,6 +231,43 @@ impl Drop for Lab {
     }
 }
 
+/// The event stream of a run (`GET /runs/{id}/events`), yielding each `question` view
+/// of a spooled dialog not seen before, with the time it arrived (for the benches).
+pub struct SseQuestions {
+    lines: std::io::Lines<BufReader<reqwest::blocking::Response>>,
+    seen: std::collections::HashSet<String>,
+}
+
+impl SseQuestions {
+    pub fn open(lab: &Lab, id: &str) -> SseQuestions {
+        let resp = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(3600))
+            .build()
+            .unwrap()
+            .get(format!("{}/runs/{id}/events", lab.url))
+            .send()
+            .unwrap();
+        SseQuestions { lines: BufReader::new(resp).lines(), seen: Default::default() }
+    }
+
+    /// The next new dialog's `tool_id` and when its view arrived.
+    pub fn next(&mut self) -> (String, std::time::SystemTime) {
+        loop {
+            let Some(Ok(line)) = self.lines.next() else { panic!("SSE stream ended") };
+            let Some(data) = line.strip_prefix("data: ") else { continue };
+            let arrived = std::time::SystemTime::now();
+            let v: Value = serde_json::from_str(data).unwrap();
+            if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
+                continue;
+            }
+            let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+            if self.seen.insert(tool_id.clone()) {
+                return (tool_id, arrived);
+            }
+        }
+    }
+}
+
 /// The single-question AskUserQuestion used by several tests.
 pub fn three_options() -> Value {
     json!({"questions": [{
