@@ -13,16 +13,10 @@
 mod common;
 
 use common::*;
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use serde_json::json;
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
-
-fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
-    (at(0.5), at(0.9), at(0.99), v[v.len() - 1])
-}
+use std::time::Instant;
 
 fn hook_exec() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,29 +61,11 @@ fn spool_to_sse() {
     let lab = w.serve();
     let run = lab.create_run(&w, "claude-code", "benchmark");
     let id = run["id"].as_str().unwrap().to_string();
-    let resp = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap()
-        .get(format!("{}/runs/{id}/events", lab.url))
-        .send()
-        .unwrap();
+    let mut questions = SseQuestions::open(&lab, &id);
     let spool = w.runtime().join(format!("{id}.spool.json"));
-    let mut lines = BufReader::new(resp).lines();
     let mut latencies = Vec::new();
-    let mut answered = std::collections::HashSet::new();
     while latencies.len() < DIALOGS {
-        let Some(Ok(line)) = lines.next() else { panic!("SSE stream ended") };
-        let Some(data) = line.strip_prefix("data: ") else { continue };
-        let arrived = SystemTime::now();
-        let v: Value = serde_json::from_str(data).unwrap();
-        if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
-            continue;
-        }
-        let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
-        if !answered.insert(tool_id.clone()) {
-            continue;
-        }
+        let (tool_id, arrived) = questions.next();
         let written = std::fs::metadata(&spool).and_then(|m| m.modified()).expect("the spool");
         latencies.push(arrived.duration_since(written).unwrap_or_default().as_secs_f64() * 1e3);
         let (status, body) =

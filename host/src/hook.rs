@@ -18,6 +18,12 @@
 //!
 //! Stdin must be one JSON object; anything else writes nothing and leaves one line on
 //! stderr.
+//!
+//! Experimental (docs/adr/0003): `lab hook <write verb> --post <url>` sends stdin to lab
+//! over HTTP(S) instead of writing a file, for an agent on another host ([`post`]). It
+//! is the one form that exits non-zero (1, never 2) when the payload was not delivered.
+
+pub mod post;
 
 use crate::fsutil;
 use serde_json::Value;
@@ -63,12 +69,27 @@ pub fn clears(pointers: &[String], payload: &Value, spool: &Value) -> bool {
         })
 }
 
-/// The decision and the file operation, without process concerns.
-pub fn apply(action: &Action, path: &Path, payload: &[u8]) -> Result<Outcome, String> {
+/// A payload `lab hook` accepts: at most [`MAX_PAYLOAD`] bytes of one JSON object.
+pub fn check_payload(payload: &[u8]) -> Result<Value, String> {
     if payload.len() > MAX_PAYLOAD {
         return Err(format!("stdin is over the {MAX_PAYLOAD} byte limit"));
     }
-    let v = parse_object(payload)?;
+    parse_object(payload)
+}
+
+/// Stdin, at most [`MAX_PAYLOAD`] bytes plus one (so an oversized one is detected).
+fn read_stdin() -> Result<Vec<u8>, String> {
+    let mut payload = Vec::new();
+    std::io::stdin()
+        .take(MAX_PAYLOAD as u64 + 1)
+        .read_to_end(&mut payload)
+        .map_err(|e| format!("reading stdin: {e}"))?;
+    Ok(payload)
+}
+
+/// The decision and the file operation, without process concerns.
+pub fn apply(action: &Action, path: &Path, payload: &[u8]) -> Result<Outcome, String> {
+    let v = check_payload(payload)?;
     match action {
         Action::Write => {
             fsutil::write_atomic(path, payload, 0o600).map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -130,19 +151,24 @@ pub fn parse_args(args: &[String]) -> Option<(Action, &str)> {
     }
 }
 
-/// Entry point for `lab hook`; always returns exit code 0.
+/// Entry point for `lab hook`; returns exit code 0 (the `--post` form: see [`post`]).
 pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--post") {
+        return post::main(args);
+    }
     let usage = "usage: lab hook dialog-spool <spool> | dialog-clear <spool> --match <json-pointer>… \
                  | blocked-marker <marker> | session-info <file>";
     let Some((action, path)) = parse_args(args) else {
         eprintln!("lab hook: {usage}");
         return 0;
     };
-    let mut payload = Vec::new();
-    if let Err(e) = std::io::stdin().take(MAX_PAYLOAD as u64 + 1).read_to_end(&mut payload) {
-        eprintln!("lab hook: reading stdin: {e}");
-        return 0;
-    }
+    let payload = match read_stdin() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("lab hook: {e}");
+            return 0;
+        }
+    };
     if let Err(e) = apply(&action, Path::new(path), &payload) {
         eprintln!("lab hook: {e}; nothing written");
     }

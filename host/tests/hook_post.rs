@@ -1,0 +1,138 @@
+//! `lab hook <verb> --post <url>` (experimental, docs/adr/0003): the real binary against
+//! a one-request HTTP receiver on 127.0.0.1.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+
+const LAB: &str = env!("CARGO_BIN_EXE_lab");
+const PAYLOAD: &str = r#"{"tool_use_id":"toolu_1","tool_input":{"q":"Which?"}}"#;
+const TOKEN: &str = "0123456789abcdef0123456789abcdef-hook-token";
+
+/// What the receiver saw: the request head (lines, lowercased header names) and body.
+struct Seen {
+    head: Vec<String>,
+    body: String,
+}
+
+/// Accept one request, answer `status`, report what arrived. Returns the base URL.
+fn receiver(status: u16) -> (String, mpsc::Receiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line = line.trim_end().to_string();
+            if line.is_empty() {
+                break;
+            }
+            head.push(match line.split_once(':') {
+                Some((k, v)) => format!("{}:{v}", k.to_ascii_lowercase()),
+                None => line,
+            });
+        }
+        let len: usize =
+            head.iter().find_map(|l| l.strip_prefix("content-length:")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        let mut stream = stream;
+        write!(stream, "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").unwrap();
+        tx.send(Seen { head, body: String::from_utf8(body).unwrap() }).unwrap();
+    });
+    (url, rx)
+}
+
+fn hook(args: &[&str], token: Option<&str>) -> Output {
+    let mut cmd = Command::new(LAB);
+    cmd.arg("hook").args(args).env_remove("LAB_HOOK_TOKEN");
+    if let Some(t) = token {
+        cmd.env("LAB_HOOK_TOKEN", t);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // A refused command line exits before reading stdin: a broken pipe is fine here.
+    let _ = child.stdin.take().unwrap().write_all(PAYLOAD.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_delivered_payload_carries_the_token_as_a_bearer_and_the_channel() {
+    let (url, rx) = receiver(204);
+    let out = hook(&["dialog-spool", "--post", &format!("{url}/hooks/r-1")], Some(TOKEN));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    let seen = rx.recv().unwrap();
+    assert_eq!(seen.head[0], "POST /hooks/r-1 HTTP/1.1");
+    assert!(seen.head.contains(&format!("authorization: Bearer {TOKEN}")), "{:?}", seen.head);
+    assert!(seen.head.contains(&"x-lab-hook-channel: dialog-spool".to_string()), "{:?}", seen.head);
+    assert!(seen.head.contains(&"content-type: application/json".to_string()), "{:?}", seen.head);
+    assert_eq!(seen.body, PAYLOAD);
+}
+
+#[test]
+fn without_a_token_nothing_is_sent_and_the_exit_is_1() {
+    let (url, rx) = receiver(204);
+    for token in [None, Some(""), Some("  ")] {
+        let out = hook(&["dialog-spool", "--post", &url], token);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains("LAB_HOOK_TOKEN is not set"), "{}", stderr(&out));
+    }
+    assert!(rx.try_recv().is_err());
+}
+
+#[test]
+fn a_non_2xx_answer_is_exit_1_with_the_status_and_never_the_token() {
+    for status in [401, 500] {
+        let (url, rx) = receiver(status);
+        let out = hook(&["blocked-marker", "--post", &format!("{url}/hooks/r-1")], Some(TOKEN));
+        assert_eq!(out.status.code(), Some(1), "never 2: agents read 2 as 'block the tool'");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("answered {status}")) && err.contains("nothing delivered"), "{err}");
+        assert!(!err.contains(TOKEN) && !err.contains("r-1"), "{err}");
+        assert!(out.stdout.is_empty());
+        rx.recv().unwrap();
+    }
+    // Nobody listening: a clear reason, exit 1.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = hook(&["dialog-spool", "--post", &format!("http://127.0.0.1:{port}/x")], Some(TOKEN));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(&format!("could not reach http://127.0.0.1:{port}")), "{}", stderr(&out));
+}
+
+#[test]
+fn the_token_is_refused_on_the_command_line_and_clear_text_off_loopback() {
+    let (url, rx) = receiver(204);
+    for (args, why) in [
+        (vec!["dialog-spool", "--token", TOKEN, "--post", &url], "never from the command line"),
+        (vec!["dialog-spool", "--post", &url, &format!("--token={TOKEN}")], "never from the command line"),
+        (vec!["dialog-spool", "--post", "http://user:secret@127.0.0.1:9/x"], "credentials"),
+        (vec!["dialog-spool", "--post", "http://192.0.2.1/x"], "loopback"),
+        (vec!["dialog-clear", "--post", &url], "usage"),
+    ] {
+        let out = hook(&args, Some(TOKEN));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+    }
+    assert!(rx.try_recv().is_err(), "nothing was sent");
+}
+
+#[test]
+fn the_file_form_is_unchanged_exit_0_whatever_happens() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("r-1.spool.json");
+    let out = hook(&["dialog-spool", spool.to_str().unwrap()], None);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&spool).unwrap(), PAYLOAD);
+    let out = hook(&["dialog-spool", "/nonexistent-lab-dir/x.json"], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("nothing written"));
+}
