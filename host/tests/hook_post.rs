@@ -79,32 +79,32 @@ fn a_delivered_payload_carries_the_token_as_a_bearer_and_the_channel() {
 }
 
 #[test]
-fn without_a_token_nothing_is_sent_and_the_exit_is_1() {
+fn without_a_token_nothing_is_sent_and_the_hook_still_exits_0() {
     let (url, rx) = receiver(204);
     for token in [None, Some(""), Some("  ")] {
         let out = hook(&["dialog-spool", "--post", &url], token);
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(0));
         assert!(stderr(&out).contains("LAB_HOOK_TOKEN is not set"), "{}", stderr(&out));
     }
     assert!(rx.try_recv().is_err());
 }
 
 #[test]
-fn a_non_2xx_answer_is_exit_1_with_the_status_and_never_the_token() {
+fn a_non_2xx_answer_is_said_on_stderr_with_the_status_and_never_the_token() {
     for status in [401, 500] {
         let (url, rx) = receiver(status);
         let out = hook(&["blocked-marker", "--post", &format!("{url}/hooks/r-1")], Some(TOKEN));
-        assert_eq!(out.status.code(), Some(1), "never 2: agents read 2 as 'block the tool'");
+        assert_eq!(out.status.code(), Some(0), "a hook never blocks the tool (agents read 2 as 'block')");
         let err = stderr(&out);
         assert!(err.contains(&format!("answered {status}")) && err.contains("nothing delivered"), "{err}");
         assert!(!err.contains(TOKEN) && !err.contains("r-1"), "{err}");
         assert!(out.stdout.is_empty());
         rx.recv().unwrap();
     }
-    // Nobody listening: a clear reason, exit 1.
+    // Nobody listening: a clear reason, still exit 0.
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let out = hook(&["dialog-spool", "--post", &format!("http://127.0.0.1:{port}/x")], Some(TOKEN));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains(&format!("could not reach http://127.0.0.1:{port}")), "{}", stderr(&out));
 }
 
@@ -119,7 +119,7 @@ fn the_token_is_refused_on_the_command_line_and_clear_text_off_loopback() {
         (vec!["dialog-clear", "--post", &url], "usage"),
     ] {
         let out = hook(&args, Some(TOKEN));
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
         assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
     }
     assert!(rx.try_recv().is_err(), "nothing was sent");
