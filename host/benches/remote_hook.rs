@@ -25,6 +25,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/mod.rs"]
+mod support;
 
 use common::*;
 use serde_json::{json, Value};
@@ -33,6 +35,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::{pct, Events};
 
 /// Set (to the control directory) in the agent's environment by lab.toml: play the agent.
 const AGENT_ROLE: &str = "REMOTE_HOOK_BENCH_AGENT";
@@ -227,8 +230,11 @@ fn asks(n: usize) -> Value {
 }
 
 fn print(label: &str, v: Vec<f64>) {
-    let (p50, p90, p99, max) = pct(v.clone());
-    println!("{label:<40} p50 {p50:7.2} ms  p90 {p90:7.2} ms  p99 {p99:7.2} ms  max {max:7.2} ms  (n={})", v.len());
+    let p = pct(v);
+    println!(
+        "{label:<40} p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms  max {:7.2} ms  (n={})",
+        p.p50, p.p90, p.p99, p.max, p.n
+    );
 }
 
 fn hook_paths() {
@@ -281,12 +287,13 @@ fn hook_paths() {
     let run = lab.create_run(&w, "claude-code", "benchmark");
     let id = run["id"].as_str().unwrap().to_string();
     let target = run["tmux_target"].as_str().unwrap().to_string();
-    let mut questions = SseQuestions::open(&lab, &id);
+    let mut questions = Events::open(&lab, &id);
+    let mut seen = std::collections::HashSet::new();
     let mut samples: std::collections::BTreeMap<Option<u64>, Vec<f64>> = Default::default();
     let mut durations = samples.clone();
     let started = Instant::now();
     for (i, path) in plan.iter().enumerate() {
-        let (tool_id, arrived) = questions.next();
+        let (arrived, tool_id) = questions.next_spool_question(&mut seen);
         // Once the picker reads keys the hook has returned and the shim has noted its times.
         log_event(&log, "ready", &tool_id);
         let t0 = std::fs::read_to_string(ctl.join("t0")).unwrap();
@@ -368,7 +375,8 @@ fn answers() {
     let id = run["id"].as_str().unwrap().to_string();
     let target = run["tmux_target"].as_str().unwrap().to_string();
     let socket = w.home.join("tmux.sock");
-    let mut questions = SseQuestions::open(&lab, &id);
+    let mut questions = Events::open(&lab, &id);
+    let mut seen = std::collections::HashSet::new();
     let set_delay = |ms: u64| std::fs::write(ctl.join("tmux_delay"), format!("{}\n", ms as f64 / 1e3)).unwrap();
     println!("answer POSTed (guard check) → committing key landed, each tmux command + one round trip:");
     for ms in delays {
@@ -376,7 +384,7 @@ fn answers() {
         let mut keys: Vec<String> = Vec::new();
         for _ in 0..n {
             // lab's answer path: the guard, is-drawn on a capture, one tmux command per key.
-            let (tool_id, _) = questions.next();
+            let (_, tool_id) = questions.next_spool_question(&mut seen);
             log_event(&log, "ready", &tool_id);
             set_delay(ms);
             let (t, posted) = (Instant::now(), SystemTime::now());
@@ -390,7 +398,7 @@ fn answers() {
 
             // The same keys as one tmux command list, paced on the agent's side by
             // `run-shell 'sleep …'` (a prototype of playing the plan next to the agent).
-            let (tool_id, _) = questions.next();
+            let (_, tool_id) = questions.next_spool_question(&mut seen);
             log_event(&log, "ready", &tool_id);
             let mut list = vec!["-S".to_string(), socket.to_string_lossy().into_owned()];
             for (i, key) in keys.iter().enumerate() {

@@ -33,13 +33,6 @@ pub fn fake_claude() -> PathBuf {
     workspace_bin("fake-claude", "fake-claude")
 }
 
-/// p50, p90, p99 and max of `v` (nearest rank), for the benches that print them.
-pub fn pct(mut v: Vec<f64>) -> (f64, f64, f64, f64) {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
-    (at(0.5), at(0.9), at(0.99), v[v.len() - 1])
-}
-
 /// Poll `f` until it returns Some, or panic after `timeout` with `what`.
 pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
@@ -228,43 +221,6 @@ pub fn terminate(child: &mut Child) {
 impl Drop for Lab {
     fn drop(&mut self) {
         self.terminate();
-    }
-}
-
-/// The event stream of a run (`GET /runs/{id}/events`), yielding each `question` view
-/// of a spooled dialog not seen before, with the time it arrived (for the benches).
-pub struct SseQuestions {
-    lines: std::io::Lines<BufReader<reqwest::blocking::Response>>,
-    seen: std::collections::HashSet<String>,
-}
-
-impl SseQuestions {
-    pub fn open(lab: &Lab, id: &str) -> SseQuestions {
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(3600))
-            .build()
-            .unwrap()
-            .get(format!("{}/runs/{id}/events", lab.url))
-            .send()
-            .unwrap();
-        SseQuestions { lines: BufReader::new(resp).lines(), seen: Default::default() }
-    }
-
-    /// The next new dialog's `tool_id` and when its view arrived.
-    pub fn next(&mut self) -> (String, std::time::SystemTime) {
-        loop {
-            let Some(Ok(line)) = self.lines.next() else { panic!("SSE stream ended") };
-            let Some(data) = line.strip_prefix("data: ") else { continue };
-            let arrived = std::time::SystemTime::now();
-            let v: Value = serde_json::from_str(data).unwrap();
-            if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
-                continue;
-            }
-            let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
-            if self.seen.insert(tool_id.clone()) {
-                return (tool_id, arrived);
-            }
-        }
     }
 }
 

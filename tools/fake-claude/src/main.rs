@@ -22,7 +22,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::time::{Duration, Instant};
 use ui::{AskOutcome, AskPicker, Choice, ChoiceOutcome, Composer, ComposerOutcome, Screen};
-use util::{api_id, iso_now, uuid_v4};
+use util::{api_id, epoch_micros, iso_now, uuid_v4};
 
 const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
 const INTERRUPTED: &str = "[Request interrupted by user for tool use]";
@@ -475,6 +475,7 @@ impl Agent {
         let afk = afk.map(Duration::from_millis);
         let mut afk_at = afk.map(|d| opened + d);
         self.screen.draw(&w.render());
+        let (widget, tool_use_id) = (ready["widget"].clone(), ready["tool_use_id"].clone());
         self.log.event(ready);
         loop {
             let now = Instant::now();
@@ -511,6 +512,15 @@ impl Agent {
                     self.exit(0);
                 }
                 Some(k) => {
+                    // When each key was read, to the µs (benchmarks time an answer's first
+                    // key from here: host/benches/scale.rs).
+                    self.log.event(json!({
+                        "event": "key",
+                        "key": format!("{k:?}"),
+                        "widget": widget,
+                        "tool_use_id": tool_use_id,
+                        "at_us": epoch_micros(),
+                    }));
                     if let Some(d) = afk {
                         afk_at = Some(Instant::now() + d); // any key resets the timer
                         self.screen.set_status("");

@@ -50,6 +50,11 @@ pub fn iso_now() -> String {
     iso_from_millis(d.as_millis() as i64)
 }
 
+/// Microseconds since the Unix epoch (the system clock, as other processes read it).
+pub fn epoch_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
 pub fn iso_from_millis(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let millis = ms.rem_euclid(1000);

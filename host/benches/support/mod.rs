@@ -1,0 +1,339 @@
+//! What the end-to-end benchmarks share (included with `#[path]`, next to
+//! `tests/common`, which each bench declares as `mod common` at its root): percentiles,
+//! environment knobs, a run's event stream, CPU and RSS from /proc, and a history of
+//! ended runs written straight into a registry.
+#![allow(dead_code)]
+
+use crate::common::*;
+use lab::paths::{Home, RunId};
+use lab::runs::registry::{Registry, RunRecord, Status};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Lines};
+use std::time::{Duration, SystemTime};
+
+// ---- figures ----------------------------------------------------------------------------
+
+/// Percentiles of a sample (nearest rank on the sorted values).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pct {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+pub fn pct(mut v: Vec<f64>) -> Pct {
+    if v.is_empty() {
+        return Pct::default();
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    Pct { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: v[v.len() - 1], n: v.len() }
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Milliseconds from `earlier` to `later` on the system clock (0 if it went backwards).
+pub fn ms_between(earlier: SystemTime, later: SystemTime) -> f64 {
+    ms(later.duration_since(earlier).unwrap_or_default())
+}
+
+/// Microseconds since the Unix epoch (what fake-claude's `key` events carry as `at_us`).
+pub fn epoch_us(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_micros() as u64
+}
+
+// ---- knobs ------------------------------------------------------------------------------
+
+pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{name}={v:?}: not a number")),
+        Err(_) => default,
+    }
+}
+
+pub fn env_secs(name: &str, default: u64) -> Duration {
+    Duration::from_secs(env_num(name, default))
+}
+
+/// A comma-separated list of counts (`LAB_IDLE_RUNS=50,200`).
+pub fn env_counts(name: &str, default: &str) -> Vec<usize> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{name}: run counts, comma-separated")))
+        .collect()
+}
+
+// ---- a run's event stream ---------------------------------------------------------------
+
+/// `GET /runs/{id}/events`, read line by line; each view is stamped when it arrived.
+pub struct Events {
+    lines: Lines<BufReader<reqwest::blocking::Response>>,
+}
+
+impl Events {
+    pub fn open(lab: &Lab, id: &str) -> Events {
+        let resp = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap()
+            .get(format!("{}/runs/{id}/events", lab.url))
+            .send()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "GET /runs/{id}/events");
+        Events { lines: BufReader::new(resp).lines() }
+    }
+
+    /// The next view and when it arrived.
+    pub fn next_view(&mut self) -> (SystemTime, Value) {
+        loop {
+            let Some(Ok(line)) = self.lines.next() else { panic!("the event stream ended") };
+            let Some(data) = line.strip_prefix("data: ") else { continue };
+            let arrived = SystemTime::now();
+            return (arrived, serde_json::from_str(data).expect("a view"));
+        }
+    }
+
+    /// The next view showing a dialog captured by the hook (`source: spool`) whose tool
+    /// id is not in `seen`; adds it. Returns when it arrived and the tool id.
+    pub fn next_spool_question(&mut self, seen: &mut HashSet<String>) -> (SystemTime, String) {
+        loop {
+            let (arrived, v) = self.next_view();
+            if v["state"] != "question" || v["pending_dialog"]["source"] != "spool" {
+                continue;
+            }
+            let tool_id = v["pending_dialog"]["tool_id"].as_str().expect("the dialog's tool id").to_string();
+            if seen.insert(tool_id.clone()) {
+                return (arrived, tool_id);
+            }
+        }
+    }
+}
+
+/// When the dialog hook last wrote run `id`'s spool (the file's mtime).
+pub fn spool_written(w: &World, id: &str) -> SystemTime {
+    std::fs::metadata(w.runtime().join(format!("{id}.spool.json"))).and_then(|m| m.modified()).expect("the spool")
+}
+
+// ---- processes --------------------------------------------------------------------------
+
+/// /proc/<pid>/stat: (ppid, utime+stime, cutime+cstime) in clock ticks.
+pub fn stat(pid: u32) -> Option<(u32, u64, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: fields are counted after its `)`.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    // rest[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
+    Some((n(1)? as u32, n(11)? + n(12)?, n(13)? + n(14)?))
+}
+
+/// Every live process as (pid, ppid).
+fn processes() -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?.0)))
+        .collect()
+}
+
+fn descendants(root: u32, all: &[(u32, u32)]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &(c, pp) in all {
+            if pp == p {
+                out.push(c);
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// CPU ticks so far: (lab serve + its live descendants + its reaped children,
+/// tmux server + its reaped children, the agents: the tmux server's live descendants).
+fn ticks(lab: u32, server: u32) -> (u64, u64, u64) {
+    let all = processes();
+    let own = |pid: u32| stat(pid).map_or(0, |(_, t, c)| t + c);
+    let lab_total = own(lab) + descendants(lab, &all).into_iter().map(own).sum::<u64>();
+    let server_total = own(server);
+    let agents = descendants(server, &all).into_iter().map(|p| stat(p).map_or(0, |(_, t, _)| t)).sum();
+    (lab_total, server_total, agents)
+}
+
+/// CPU over a window, in % of one core.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSplit {
+    /// lab serve with everything it spawned (live descendants and reaped children).
+    pub lab: f64,
+    /// The tmux server with what it reaped (the session-closed hook's shells).
+    pub tmux: f64,
+    /// The agents (the tmux server's live descendants): shown apart, not counted.
+    pub agents: f64,
+    pub secs: f64,
+}
+
+impl CpuSplit {
+    pub fn total(&self) -> f64 {
+        self.lab + self.tmux
+    }
+}
+
+/// The tmux server's pid in `w`.
+pub fn tmux_server_pid(w: &World) -> u32 {
+    let out = String::from_utf8(w.tmux(&["display-message", "-p", "#{pid}"]).stdout).unwrap();
+    out.trim().parse().expect("the tmux server's pid")
+}
+
+/// Samples utime+stime of lab serve and the tmux server (see [`CpuSplit`]) over `window`.
+pub fn cpu_split(lab: &Lab, w: &World, window: Duration) -> CpuSplit {
+    let server = tmux_server_pid(w);
+    let lab_pid = lab.child.id();
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let (l0, s0, a0) = ticks(lab_pid, server);
+    let t0 = std::time::Instant::now();
+    std::thread::sleep(window);
+    let (l1, s1, a1) = ticks(lab_pid, server);
+    let secs = t0.elapsed().as_secs_f64();
+    let pct = |d: u64| d as f64 / hz / secs * 100.0;
+    CpuSplit {
+        lab: pct(l1.saturating_sub(l0)),
+        tmux: pct(s1.saturating_sub(s0)),
+        agents: pct(a1.saturating_sub(a0)),
+        secs,
+    }
+}
+
+pub fn rss_mib(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+// ---- runs -------------------------------------------------------------------------------
+
+/// Start `n` claude-code runs through `POST /runs`; their ids.
+pub fn create_runs(lab: &Lab, w: &World, n: usize, prompt: &str) -> Vec<String> {
+    (0..n).map(|_| lab.create_run(w, "claude-code", prompt)["id"].as_str().unwrap().to_string()).collect()
+}
+
+/// Wait until every run in `ids` is in `state` (one `GET /runs` per look).
+pub fn wait_all_in_state(lab: &Lab, ids: &[String], state: &str, timeout: Duration) {
+    let want: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    wait_for(timeout, &format!("{} runs {state}", ids.len()), || {
+        let (status, list) = lab.get("/runs");
+        assert_eq!(status, 200, "GET /runs: {list}");
+        let n = list
+            .as_array()?
+            .iter()
+            .filter(|r| r["state"] == state && r["id"].as_str().is_some_and(|id| want.contains(id)))
+            .count();
+        (n == want.len()).then_some(())
+    });
+}
+
+/// One transcript of about `kib` KiB: a recorded Claude Code session's lines, repeated.
+pub fn transcript(kib: usize) -> Vec<u8> {
+    let sample = include_str!("../../../providers/claude-code/testdata/session-ask-answered.jsonl");
+    let mut out = Vec::with_capacity(kib * 1024 + sample.len());
+    while out.len() < kib * 1024 {
+        out.extend_from_slice(sample.as_bytes());
+    }
+    out
+}
+
+/// Writes `n` ended claude-code runs into `w`'s registry, each with a copy of `body` as
+/// its transcript (under `w`'s temp dir); their ids. lab serve must not be running.
+pub fn ended_history(w: &World, n: usize, body: &[u8]) -> Vec<RunId> {
+    let home = Home::new(w.home.clone());
+    home.prepare().unwrap();
+    let dir = w.dir.path().join("transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let registry = Registry::open(&home.registry()).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let id = RunId::generate();
+        let t = dir.join(format!("{i}.jsonl"));
+        std::fs::write(&t, body).unwrap();
+        registry
+            .put(&RunRecord {
+                id: id.clone(),
+                provider: "claude-code".into(),
+                workdir: "/tmp".into(),
+                prompt: "hello".into(),
+                permission_mode: None,
+                status: Status::Ended,
+                created_at: format!("2026-11-30T00:00:{:02}.{:03}Z", i % 60, i % 1000),
+                ended_at: Some("2026-11-30T01:00:00.000Z".into()),
+                tmux_target: format!("lab-{id}"),
+                tmux_socket: w.home.join("tmux.sock").display().to_string(),
+                session_id: None,
+                transcript_path: Some(t.display().to_string()),
+                dialog_hooker: true,
+                error: None,
+            })
+            .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+/// What a restart of `lab serve` on a home full of ended runs costs.
+#[derive(Debug, Clone)]
+pub struct Restart {
+    /// From spawning `lab serve` to its "serving" line.
+    pub serving: Duration,
+    pub rss_serving_mib: f64,
+    /// `GET /runs`, each of `list_samples` requests, in ms.
+    pub list: Pct,
+    /// The first `GET /runs/{id}/messages` of two runs (their transcripts read), then
+    /// the first one again.
+    pub first_views: [Duration; 2],
+    pub again: Duration,
+    /// After the lists and the views.
+    pub rss_after_mib: f64,
+}
+
+/// Starts `lab serve` on `w` once (filling the component compile cache) and stops it,
+/// then starts it again and measures that restart ([`Restart`]). `ids`: the ended runs
+/// in the registry (at least two).
+pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize) -> Restart {
+    w.serve().stop();
+    let t = std::time::Instant::now();
+    let lab = w.serve();
+    let serving = t.elapsed();
+    let pid = lab.child.id();
+    let rss_serving_mib = rss_mib(pid);
+    let mut list = Vec::new();
+    for _ in 0..list_samples.max(1) {
+        let t = std::time::Instant::now();
+        let (status, runs) = lab.get("/runs");
+        list.push(ms(t.elapsed()));
+        assert_eq!(status, 200, "GET /runs: {runs}");
+        assert_eq!(runs.as_array().unwrap().len(), ids.len());
+    }
+    let mut first_views = [Duration::ZERO; 2];
+    for (i, id) in ids.iter().take(2).enumerate() {
+        let t = std::time::Instant::now();
+        let v = lab.view(id.as_str());
+        first_views[i] = t.elapsed();
+        assert!(!v["messages"].as_array().unwrap().is_empty(), "the chat is shown");
+    }
+    let t = std::time::Instant::now();
+    lab.view(ids[0].as_str());
+    let again = t.elapsed();
+    let rss_after_mib = rss_mib(pid);
+    lab.stop();
+    Restart { serving, rss_serving_mib, list: pct(list), first_views, again, rss_after_mib }
+}
