@@ -31,7 +31,8 @@ fn main() {
         let r = measure_restart(&w, &ids, 1);
         println!(
             "{n} ended runs, {history_mib:.0} MiB of transcripts: serving after {:.0} ms (RSS {:.0} MiB); \
-             GET /runs {:.1} ms; first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB",
+             GET /runs {:.1} ms; first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
+             every chat opened (newest page): p50 {:.0} ms, RSS then {:.0} MiB",
             ms(r.serving),
             r.rss_serving_mib,
             r.list.p50,
@@ -39,6 +40,8 @@ fn main() {
             ms(r.first_views[1]),
             ms(r.again),
             r.rss_after_mib,
+            r.open_all.p50,
+            r.rss_all_open_mib,
         );
     }
 }

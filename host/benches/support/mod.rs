@@ -303,6 +303,11 @@ pub struct Restart {
     pub again: Duration,
     /// After the lists and the views.
     pub rss_after_mib: f64,
+    /// Every chat opened as the web UI opens it (`?limit=200`: its newest page), one
+    /// after the other, in ms each.
+    pub open_all: Pct,
+    /// After that: what holding every opened chat costs.
+    pub rss_all_open_mib: f64,
 }
 
 /// Starts `lab serve` on `w` once (filling the component compile cache) and stops it,
@@ -334,6 +339,24 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize) -> Restart
     lab.view(ids[0].as_str());
     let again = t.elapsed();
     let rss_after_mib = rss_mib(pid);
+    let mut open_all = Vec::new();
+    for id in ids {
+        let t = std::time::Instant::now();
+        let (status, v) = lab.get(&format!("/runs/{id}/messages?limit=200"));
+        open_all.push(ms(t.elapsed()));
+        assert_eq!(status, 200, "{v}");
+        assert!(!v["messages"].as_array().unwrap().is_empty(), "the chat is shown");
+    }
+    let rss_all_open_mib = rss_mib(pid);
     lab.stop();
-    Restart { serving, rss_serving_mib, list: pct(list), first_views, again, rss_after_mib }
+    Restart {
+        serving,
+        rss_serving_mib,
+        list: pct(list),
+        first_views,
+        again,
+        rss_after_mib,
+        open_all: pct(open_all),
+        rss_all_open_mib,
+    }
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 /// The newest messages kept in memory per run: at most this many…
 pub const RESIDENT_MESSAGES: usize = 256;
 /// …and at most about this many bytes of text (the newest message always stays).
-pub const RESIDENT_BYTES: usize = 1 << 20;
+pub const RESIDENT_BYTES: usize = 256 << 10;
 /// The most messages one page may ask for (`?limit=`).
 pub const MAX_PAGE: usize = 1000;
 
@@ -119,7 +119,7 @@ impl MessageStore {
     /// Drop the messages held in memory; the index stays, so they can be read again.
     pub fn evict(&self) {
         let mut i = self.inner.write().unwrap();
-        i.resident.clear();
+        i.resident = VecDeque::new(); // its memory too, not only its messages
         i.resident_bytes = 0;
     }
 
@@ -140,13 +140,15 @@ impl MessageStore {
         let first_seq = i.total;
         i.chunks.push(Chunk { first_seq, count, offset, len: len as u32 });
         i.total += u64::from(count);
+        // Trimmed as they come: a chunk of thousands of messages never makes the deque
+        // (its capacity is kept) thousands long.
         for m in messages {
             i.resident_bytes += text_bytes(&m);
             i.resident.push_back(m);
-        }
-        while i.resident.len() > 1 && (i.resident.len() > RESIDENT_MESSAGES || i.resident_bytes > RESIDENT_BYTES) {
-            let gone = i.resident.pop_front().expect("not empty");
-            i.resident_bytes -= text_bytes(&gone);
+            while i.resident.len() > 1 && (i.resident.len() > RESIDENT_MESSAGES || i.resident_bytes > RESIDENT_BYTES) {
+                let gone = i.resident.pop_front().expect("not empty");
+                i.resident_bytes -= text_bytes(&gone);
+            }
         }
     }
 

@@ -309,6 +309,9 @@ impl Runs {
         if run.unread.swap(false, Ordering::SeqCst) {
             let d = tail.refresh().await;
             drop(tail);
+            // An ended chat never changes: its index is all it keeps; pages are read
+            // from the transcript when asked for.
+            run.messages.evict();
             run.publish(d);
         }
     }
