@@ -579,13 +579,7 @@ fn sse_streams_each_change_with_only_new_messages() {
     w.use_fake_claude(&ask_then_idle());
     let lab = w.serve();
     let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
-    let resp = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-        .get(format!("{}/runs/{id}/events", lab.url))
-        .send()
-        .unwrap();
+    let resp = lab.event_stream(&format!("/runs/{id}/events"), &[], Duration::from_secs(30));
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
     let mut lines = BufReader::new(resp).lines();
     let mut seen: Vec<u64> = Vec::new();
@@ -651,13 +645,7 @@ fn lab_serve_stops_promptly_with_open_event_streams_and_the_run_survives() {
     let run = lab.create_run(&w, "claude-code", "hello");
     let id = run_id(&run);
     lab.wait_state(&id, "question");
-    let mut stream = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-        .get(format!("{}/runs/{id}/events", lab.url))
-        .send()
-        .unwrap();
+    let mut stream = lab.event_stream(&format!("/runs/{id}/events"), &[], Duration::from_secs(30));
     let mut first = [0u8; 16];
     stream.read_exact(&mut first).unwrap();
     let started = Instant::now();
@@ -688,14 +676,7 @@ fn an_event_stream_resumes_after_last_event_id_and_messages_after_filters() {
     let (status, body) = lab.get(&format!("/runs/{id}/messages?after=x"));
     assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")));
 
-    let resp = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-        .get(format!("{}/runs/{id}/events", lab.url))
-        .header("Last-Event-ID", "1")
-        .send()
-        .unwrap();
+    let resp = lab.event_stream(&format!("/runs/{id}/events"), &[("Last-Event-ID", "1")], Duration::from_secs(30));
     let mut lines = BufReader::new(resp).lines();
     let (mut id_line, mut data) = (None, None);
     while let Some(Ok(line)) = lines.next() {
@@ -770,13 +751,7 @@ fn a_long_chat_is_read_in_pages_that_add_up_to_the_whole_chat() {
     }
 
     // An event stream that starts after the loaded page sends only what is newer.
-    let resp = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-        .get(format!("{}/runs/{id}/events?after={}", lab.url, total - 3))
-        .send()
-        .unwrap();
+    let resp = lab.event_stream(&format!("/runs/{id}/events?after={}", total - 3), &[], Duration::from_secs(30));
     let data = BufReader::new(resp)
         .lines()
         .map_while(Result::ok)

@@ -78,13 +78,7 @@ pub struct Events {
 
 impl Events {
     pub fn open(lab: &Lab, id: &str) -> Events {
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(600))
-            .build()
-            .unwrap()
-            .get(format!("{}/runs/{id}/events", lab.url))
-            .send()
-            .unwrap();
+        let resp = lab.event_stream(&format!("/runs/{id}/events"), &[], Duration::from_secs(600));
         assert_eq!(resp.status().as_u16(), 200, "GET /runs/{id}/events");
         Events { lines: BufReader::new(resp).lines() }
     }

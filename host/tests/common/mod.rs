@@ -117,6 +117,17 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// `GET path` (an event stream) with the given headers, reading for at most
+    /// `timeout`: the open response, for its headers or its lines.
+    pub fn event_stream(&self, path: &str, headers: &[(&str, &str)], timeout: Duration) -> reqwest::blocking::Response {
+        let mut req =
+            reqwest::blocking::Client::builder().timeout(timeout).build().unwrap().get(format!("{}{path}", self.url));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().unwrap()
+    }
+
     pub fn start(w: &World) -> Lab {
         Lab::start_with(w, |_| {})
     }
