@@ -945,6 +945,28 @@ describe("permission, plan and generic prompts", () => {
     assert.equal(await page.evaluate(() => typeof window.__xss), "undefined");
   });
 
+  scenario("an accepted answer that could not be played (rendering test): the card says why, and the prompt can be answered again", idleScript, async ({ world, page, id }) => {
+    // lab took the answer (202), then found the prompt gone before its keys: the view's
+    // `answer` says so (here it arrives before the POST's reply, which the page must handle).
+    const started_at = "2026-11-30T18:00:00.000Z";
+    const failed = {
+      tool_id: PERMISSION.tool_id, state: "failed", keys: ["1"], played: 0, started_at, finished_at: "2026-11-30T18:00:01.000Z",
+      error: { error: "no_dialog", message: "no dialog is pending for that tool_id (nothing pending, or it was already answered)" },
+    };
+    await holdEventStream(page, { ...dialogView(id, PERMISSION), answer: failed });
+    const bodies = await interceptAnswers(page, { status: 202, json: { keys: ["1"], answer: { ...failed, state: "waiting", error: undefined, finished_at: undefined } } });
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const card = page.locator(`${sel.card}[data-kind=permission][data-tool-id=${PERMISSION.tool_id}]`);
+    await card.waitFor();
+    await card.locator("[data-testid=dialog-option]").first().click();
+    await waitText(card.getByTestId("dialog-status"), /^The answer was not played: no dialog is pending for that tool_id/, "the reason on the card");
+    assert.equal(bodies.length, 1);
+    assert.equal(await card.locator("[data-testid=dialog-option]").first().isDisabled(), false, "the options work again");
+    await card.locator("[data-testid=dialog-option]").nth(1).click();
+    await waitFor(async () => bodies.length === 2, { what: "a second answer sent" });
+    assert.deepEqual(bodies[1], { tool_id: PERMISSION.tool_id, answers: [{ option: 1 }] });
+  });
+
   scenario("permission card (rendering test): the feedback option asks for text first, then sends {feedback}; keyboard only", idleScript, async ({ world, page, id }) => {
     await holdEventStream(page, dialogView(id, { ...PERMISSION, source: "screen" }));
     const bodies = await interceptAnswers(page);
