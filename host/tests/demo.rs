@@ -11,8 +11,7 @@ mod common;
 use common::*;
 use messages_standin::demo::{QUESTION_EXTRAS, QUESTION_LANGUAGE};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,27 +21,7 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(120);
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn claude_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("LAB_CLAUDE_BIN").filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(b) =
-        bin.as_ref().filter(|b| b.is_file() && b.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0))
-    {
-        return Some(b.clone());
-    }
-    let why = match &bin {
-        None => "LAB_CLAUDE_BIN is not set".to_string(),
-        Some(b) => format!("LAB_CLAUDE_BIN={} is not an executable file", b.display()),
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why}. With CI=true the demo test against the real claude must run: export LAB_CLAUDE_BIN=$(scripts/install-claude.sh | tail -n 1)");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n************************************************************************\n\
-         SKIPPED: the demo test needs the real claude: LAB_CLAUDE_BIN=$(scripts/install-claude.sh | tail -n 1)\n\
-         ({why})\n\
-         ************************************************************************"
-    );
-    None
+    agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the demo test against the real claude")
 }
 
 /// `lab-demo`, built now: `workspace_bin` only builds a missing binary, and a stale

@@ -68,31 +68,7 @@ const QUESTION: &str = "Which database should we use?";
 // ---------------------------------------------------------------------------------------
 
 fn claude_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("LAB_CLAUDE_BIN").filter(|v| !v.is_empty()).map(PathBuf::from);
-    let usable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if let Some(b) = bin.as_ref().filter(|b| usable(b)) {
-        return Some(b.clone());
-    }
-    let why = match &bin {
-        None => "LAB_CLAUDE_BIN is not set".to_string(),
-        Some(b) => format!("LAB_CLAUDE_BIN={} is not an executable file", b.display()),
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "{why}. With CI=true the end-to-end suite against the real claude must run: \
-             export LAB_CLAUDE_BIN=$(scripts/install-claude.sh | tail -n 1) (scripts/test does)"
-        );
-    }
-    // Straight to the process's stderr: libtest would swallow eprintln! of a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n************************************************************************\n\
-         SKIPPED: set LAB_CLAUDE_BIN (scripts/install-claude.sh) to run the end-to-end\n\
-         tests against the real claude: LAB_CLAUDE_BIN=$(scripts/install-claude.sh | tail -n 1)\n\
-         ({why})\n\
-         ************************************************************************"
-    );
-    None
+    agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the end-to-end tests against the real claude")
 }
 
 /// `2.1.198` from `claude --version` ("2.1.198 (Claude Code)").

@@ -31,8 +31,6 @@ mod common;
 use common::*;
 use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::{json, Value};
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -46,30 +44,7 @@ const ANNOUNCEMENT_TIP: &str = "CONNECT raw.githubusercontent.com:443 ";
 const APPROVAL_PROMPT: &str = "Would you like to run the following command?";
 
 fn codex_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("LAB_CODEX_BIN").filter(|v| !v.is_empty()).map(PathBuf::from);
-    let usable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if let Some(b) = bin.as_ref().filter(|b| usable(b)) {
-        return Some(b.clone());
-    }
-    let why = match &bin {
-        None => "LAB_CODEX_BIN is not set".to_string(),
-        Some(b) => format!("LAB_CODEX_BIN={} is not an executable file", b.display()),
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "{why}. With CI=true the end-to-end tests against the real codex must run: \
-             export LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1)"
-        );
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n************************************************************************\n\
-         SKIPPED: set LAB_CODEX_BIN (scripts/install-codex.sh) to run lab's end-to-end\n\
-         tests against the real codex: LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1)\n\
-         ({why})\n\
-         ************************************************************************"
-    );
-    None
+    agent_bin("LAB_CODEX_BIN", "scripts/install-codex.sh", "the end-to-end tests against the real codex")
 }
 
 fn toml_str(s: &str) -> String {

@@ -2,6 +2,10 @@
 //! with its own home, real tmux, and agents that behave like the real ones.
 #![allow(dead_code)]
 
+mod agent_bin;
+#[allow(unused_imports)] // not every suite or bench drives a real agent
+pub use agent_bin::agent_bin;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -58,6 +58,9 @@
 //! directory (path printed with the screen) as evidence; the tmux server is killed at the
 //! end of every test whatever happens.
 
+#[path = "../../../host/tests/common/agent_bin.rs"]
+mod agent_bin;
+use agent_bin::agent_bin;
 use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::Value;
 use std::io::Write;
@@ -89,31 +92,7 @@ const ANNOUNCEMENT_TIP: &str = "CONNECT raw.githubusercontent.com:443 ";
 // ---------------------------------------------------------------------------------------
 
 fn codex_bin() -> Option<PathBuf> {
-    let bin = std::env::var_os("LAB_CODEX_BIN").filter(|v| !v.is_empty()).map(PathBuf::from);
-    let usable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if let Some(b) = bin.as_ref().filter(|b| usable(b)) {
-        return Some(b.clone());
-    }
-    let why = match &bin {
-        None => "LAB_CODEX_BIN is not set".to_string(),
-        Some(b) => format!("LAB_CODEX_BIN={} is not an executable file", b.display()),
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "{why}. With CI=true the end-to-end tests against the real codex must run: \
-             export LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1) (scripts/test does)"
-        );
-    }
-    // Straight to the process's stderr: libtest would swallow eprintln! of a passing test.
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n************************************************************************\n\
-         SKIPPED: set LAB_CODEX_BIN (scripts/install-codex.sh) to run the end-to-end\n\
-         tests against the real codex: LAB_CODEX_BIN=$(scripts/install-codex.sh | tail -n 1)\n\
-         ({why})\n\
-         ************************************************************************"
-    );
-    None
+    agent_bin("LAB_CODEX_BIN", "scripts/install-codex.sh", "the tmux-level tests against the real codex")
 }
 
 /// At most two codex processes at a time (a counting semaphore).
