@@ -111,6 +111,18 @@ impl Message {
             Content::Other((_, t)) => t,
         }
     }
+
+    /// The lower_snake name of its content, as the host's chat shows it (`kind`):
+    /// "text", "thinking", "tool_use", "tool_result", or an `other`'s own.
+    pub fn kind(&self) -> &str {
+        match &self.content {
+            Content::Text(_) => "text",
+            Content::Thinking(_) => "thinking",
+            Content::ToolUse(_) => "tool_use",
+            Content::ToolResult(_) => "tool_result",
+            Content::Other((k, _)) => k,
+        }
+    }
 }
 
 impl DialogOption {

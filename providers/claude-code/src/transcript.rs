@@ -400,17 +400,6 @@ fn one_line(s: &str, max: usize) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    /// lower_snake name of a message's content kind ("text", "tool_use", "image", …).
-    pub(crate) fn kind(m: &Message) -> &str {
-        match &m.content {
-            Content::Text(_) => "text",
-            Content::Thinking(_) => "thinking",
-            Content::ToolUse(_) => "tool_use",
-            Content::ToolResult(_) => "tool_result",
-            Content::Other((k, _)) => k,
-        }
-    }
-
     pub(crate) fn tool_use(m: &Message) -> &ToolUse {
         match &m.content {
             Content::ToolUse(u) => u,
@@ -453,7 +442,7 @@ pub(crate) mod tests {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-answered.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
         assert_eq!(out.session_id.as_deref(), Some("3f2b8c1a-5d4e-4f60-9a7b-1c2d3e4f5a6b"));
-        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
+        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, m.kind(), m.display_text())).collect();
         assert_eq!(
             got,
             vec![
@@ -493,7 +482,7 @@ pub(crate) mod tests {
     fn esc_on_the_picker_is_an_error_result_then_idle() {
         let out = parse_transcript(include_bytes!("../testdata/session-ask-rejected.jsonl"));
         assert_eq!(out.diagnostics, Vec::<Diagnostic>::new());
-        let m = out.messages.iter().find(|m| kind(m) == "tool_result").unwrap();
+        let m = out.messages.iter().find(|m| m.kind() == "tool_result").unwrap();
         assert_eq!(m.role, Role::Tool);
         let r = tool_result(m);
         assert!(r.is_error);
@@ -655,7 +644,7 @@ pub(crate) mod tests {
             "\n",
         ));
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
-        let got: Vec<_> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
+        let got: Vec<_> = out.messages.iter().map(|m| (m.role, m.kind(), m.display_text())).collect();
         assert_eq!(
             got,
             vec![
@@ -739,7 +728,7 @@ pub(crate) mod tests {
             let out = parse_transcript(&bytes);
             assert!(out.diagnostics.is_empty(), "{}: {:#?}", f.display(), out.diagnostics);
             assert!(out.session_id.is_some(), "{}", f.display());
-            for u in out.messages.iter().filter(|m| kind(m) == "tool_use").map(tool_use) {
+            for u in out.messages.iter().filter(|m| m.kind() == "tool_use").map(tool_use) {
                 let dialog = crate::dialog_mapper::map_dialog(u.clone());
                 let is_dialog_tool = matches!(u.name.as_str(), "AskUserQuestion" | "ExitPlanMode");
                 assert_eq!(dialog.is_some(), is_dialog_tool, "{}: {}", f.display(), u.name);
@@ -755,7 +744,7 @@ pub(crate) mod tests {
             println!("== {} turn={:?}", f.display(), out.turn);
             for m in &out.messages {
                 let text: String = m.display_text().chars().take(110).collect();
-                println!("  {:?}/{} {:?}", m.role, kind(m), text);
+                println!("  {:?}/{} {:?}", m.role, m.kind(), text);
             }
         }
     }

@@ -152,7 +152,7 @@ mod tests {
             let out = Codex::parse_transcript(format!("{l}\n").as_bytes());
             assert!(out.diagnostics.is_empty(), "{l}: {:?}", out.diagnostics);
             assert!(!out.messages.is_empty(), "{l}");
-            kinds.extend(out.messages.iter().map(|m| rollout::tests::kind(m).to_string()));
+            kinds.extend(out.messages.iter().map(|m| m.kind().to_string()));
         }
         for k in ["text", "thinking", "tool_use", "tool_result", "interrupted"] {
             assert!(kinds.iter().any(|x| x == k), "no sample yields {k}: {kinds:?}");

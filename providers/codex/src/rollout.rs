@@ -189,16 +189,6 @@ pub fn summary(name: &str, input_json: &str) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    pub fn kind(m: &Message) -> &str {
-        match &m.content {
-            Content::Text(_) => "text",
-            Content::Thinking(_) => "thinking",
-            Content::ToolUse(_) => "tool_use",
-            Content::ToolResult(_) => "tool_result",
-            Content::Other((k, _)) => k,
-        }
-    }
-
     /// The captured rollout of an approved `touch approved.txt` (codex 0.169.0).
     #[test]
     fn captured_rollout_after_approval() {
@@ -206,7 +196,7 @@ pub(crate) mod tests {
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
         assert_eq!(out.session_id.as_deref(), Some("01a22c0b-b1b5-7153-94d1-375c20cdcf00"));
         assert_eq!(out.turn, Some(TurnSignal::Idle), "ends with task_complete");
-        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
+        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, m.kind(), m.display_text())).collect();
         assert_eq!(
             got,
             [
@@ -231,7 +221,7 @@ pub(crate) mod tests {
         let out = parse_transcript(include_bytes!("../testdata/rollout_during_approval.jsonl"));
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
         assert_eq!(out.turn, Some(TurnSignal::Working));
-        assert_eq!(out.messages.last().map(kind), Some("tool_use"));
+        assert_eq!(out.messages.last().map(Message::kind), Some("tool_use"));
     }
 
     /// Re-reading gives the same messages; line by line gives the same as the whole.
@@ -254,7 +244,7 @@ pub(crate) mod tests {
     fn captured_rollout_denied_then_message() {
         let out = parse_transcript(include_bytes!("../testdata/rollout_denied_then_message.jsonl"));
         assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
-        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, kind(m), m.display_text())).collect();
+        let got: Vec<(Role, &str, &str)> = out.messages.iter().map(|m| (m.role, m.kind(), m.display_text())).collect();
         assert_eq!(
             got,
             [
@@ -301,7 +291,7 @@ pub(crate) mod tests {
             "\n",
         );
         let out = parse_transcript(chunk.as_bytes());
-        let got: Vec<(&str, &str)> = out.messages.iter().map(|m| (kind(m), m.display_text())).collect();
+        let got: Vec<(&str, &str)> = out.messages.iter().map(|m| (m.kind(), m.display_text())).collect();
         assert_eq!(
             got,
             [
