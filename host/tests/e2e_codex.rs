@@ -29,7 +29,7 @@
 mod common;
 
 use common::*;
-use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
+use responses_standin::{toml_str, Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -45,10 +45,6 @@ const APPROVAL_PROMPT: &str = "Would you like to run the following command?";
 
 fn codex_bin() -> Option<PathBuf> {
     agent_bin("LAB_CODEX_BIN", "scripts/install-codex.sh", "the end-to-end tests against the real codex")
-}
-
-fn toml_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 struct E2e {
@@ -73,41 +69,14 @@ fn setup_with(name: &'static str, script: Script, trusted: bool) -> Option<E2e> 
     let codex_home = w.dir.path().join("c");
     std::fs::create_dir_all(&codex_home).unwrap();
     let standin = Standin::start(script).expect("start the responses stand-in");
-    let config = format!(
-        r#"model = "stand-in-model"
-model_provider = "standin"
-approval_policy = "on-request"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[model_providers.standin]
-name = "Stand-in"
-base_url = {base_url}
-wire_api = "responses"
-env_key = "STANDIN_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-{trust}
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-"#,
-        base_url = toml_str(&standin.url()),
-        trust = if trusted {
-            format!("[projects.{}]\ntrust_level = \"trusted\"\n", toml_str(w.workdir.to_str().unwrap()))
-        } else {
-            String::new()
-        },
-    );
+    let workdir = w.workdir.to_str().unwrap();
+    let config = responses_standin::codex_config(&standin.url(), trusted.then_some(workdir));
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
     let trap = ProxyTrap::start();
     let proxy = trap.url();
     let mut env = vec![
         ("CODEX_HOME".to_string(), codex_home.display().to_string()),
-        ("STANDIN_API_KEY".into(), API_KEY.into()),
+        (responses_standin::API_KEY_ENV.into(), API_KEY.into()),
         ("LANG".into(), "C.UTF-8".into()),
         ("TERM".into(), "xterm-256color".into()),
         ("NO_PROXY".into(), "127.0.0.1,localhost,::1".into()),

@@ -484,6 +484,47 @@ impl Shared {
     }
 }
 
+/// A TOML basic string holding `s` (quotes and backslashes escaped).
+pub fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The environment variable codex reads the stand-in's API key from ([`codex_config`]).
+pub const API_KEY_ENV: &str = "STANDIN_API_KEY";
+
+/// A `$CODEX_HOME/config.toml` that points codex 0.169.0 at the stand-in at `base_url`
+/// and keeps it offline (notes/codex-0.169.0-observed.md §2): the `standin` provider
+/// (key from [`API_KEY_ENV`], no retries), on-request approvals in the workspace-write
+/// sandbox, no update check, analytics or curated-plugin sync (git/HTTPS to github.com,
+/// api.github.com, chatgpt.com). `trusted`: a folder marked trusted (no trust screen).
+pub fn codex_config(base_url: &str, trusted: Option<&str>) -> String {
+    let trust =
+        trusted.map(|dir| format!("[projects.{}]\ntrust_level = \"trusted\"\n\n", toml_str(dir))).unwrap_or_default();
+    format!(
+        r#"model = "stand-in-model"
+model_provider = "standin"
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[model_providers.standin]
+name = "Stand-in"
+base_url = {base_url}
+wire_api = "responses"
+env_key = "{API_KEY_ENV}"
+request_max_retries = 0
+stream_max_retries = 0
+
+{trust}[features]
+plugins = false
+
+[analytics]
+enabled = false
+"#,
+        base_url = toml_str(base_url),
+    )
+}
+
 /// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
 /// its connections.
 pub struct Standin {

@@ -61,7 +61,7 @@
 #[path = "../../../host/tests/common/agent_bin.rs"]
 mod agent_bin;
 use agent_bin::agent_bin;
-use responses_standin::{Matcher, ProxyTrap, Reply, Script, Standin};
+use responses_standin::{codex_config, toml_str, Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -130,10 +130,6 @@ struct World {
     _slot: Slot,
 }
 
-fn toml_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
 impl World {
     fn new(script: Script) -> World {
         let slot = take_slot();
@@ -145,34 +141,7 @@ impl World {
             std::fs::create_dir_all(d).unwrap();
         }
         let standin = Standin::start_logged(script, root.join("requests.jsonl")).unwrap();
-        let config = format!(
-            r#"model = "stand-in-model"
-model_provider = "standin"
-approval_policy = "on-request"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[model_providers.standin]
-name = "Stand-in"
-base_url = {base_url}
-wire_api = "responses"
-env_key = "STANDIN_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects.{work}]
-trust_level = "trusted"
-
-# Off: the curated-plugin sync (git/HTTPS to github.com, api.github.com, chatgpt.com).
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-"#,
-            base_url = toml_str(&standin.url()),
-            work = toml_str(work.to_str().unwrap()),
-        );
+        let config = codex_config(&standin.url(), Some(work.to_str().unwrap()));
         std::fs::write(codex_home.join("config.toml"), config).unwrap();
         let hook = root.join("hook.sh");
         std::fs::write(
@@ -219,7 +188,7 @@ enabled = false
         cmd.arg(format!("PATH={}", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())));
         cmd.arg(format!("HOME={}", self.root.join("home").display()));
         cmd.arg(format!("CODEX_HOME={}", self.codex_home.display()));
-        cmd.arg(format!("STANDIN_API_KEY={API_KEY}"));
+        cmd.arg(format!("{}={API_KEY}", responses_standin::API_KEY_ENV));
         cmd.args(["TERM=xterm-256color", "LANG=C.UTF-8"]);
         for v in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
             cmd.arg(format!("{v}={trap}"));
