@@ -43,10 +43,9 @@ mod common;
 use common::*;
 use messages_standin::{Matcher, Reply, Script, Standin};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -221,7 +220,7 @@ impl E2e {
         let (status, run) = self.lab().post("/runs", &body);
         assert_eq!(status, 201, "POST /runs: {run}");
         let id = run["id"].as_str().unwrap().to_string();
-        let events = Events::open(&self.lab().url, &id);
+        let events = EventLog::open(&self.lab().url, &id);
         Run {
             id,
             target: run["tmux_target"].as_str().unwrap().to_string(),
@@ -509,7 +508,7 @@ struct Run {
     id: String,
     target: String,
     session_id: Option<String>,
-    events: Events,
+    events: EventLog,
     created: Instant,
 }
 
@@ -517,77 +516,9 @@ struct Run {
 // lab's SSE stream
 // ---------------------------------------------------------------------------------------
 
-/// A reader of `GET /runs/{id}/events`: every `view` event with the wall-clock time it
-/// arrived.
-struct Events {
-    rx: Receiver<(SystemTime, Value)>,
-    seen: Vec<(SystemTime, Value)>,
-    cursor: usize,
-}
-
-impl Events {
-    fn open(url: &str, id: &str) -> Events {
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(None)
-            .build()
-            .unwrap()
-            .get(format!("{url}/runs/{id}/events"))
-            .send()
-            .expect("GET /runs/{id}/events");
-        assert_eq!(resp.status().as_u16(), 200);
-        assert_eq!(resp.headers()["content-type"], "text/event-stream");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(resp).lines() {
-                let Ok(line) = line else { break };
-                if let Some(data) = line.strip_prefix("data: ") {
-                    let at = SystemTime::now();
-                    if let Ok(v) = serde_json::from_str::<Value>(data) {
-                        if tx.send((at, v)).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Events { rx, seen: Vec::new(), cursor: 0 }
-    }
-
-    /// The next event (after the ones already returned) that satisfies `pred`.
-    fn wait(&mut self, timeout: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> (SystemTime, Value) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            while self.cursor < self.seen.len() {
-                let i = self.cursor;
-                self.cursor += 1;
-                if pred(&self.seen[i].1) {
-                    return self.seen[i].clone();
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(ev) => self.seen.push(ev),
-                Err(RecvTimeoutError::Timeout) => {
-                    let states: Vec<&Value> = self.seen.iter().map(|(_, v)| &v["state"]).collect();
-                    panic!("timed out after {timeout:?} waiting for {what}; states seen on SSE: {states:?}")
-                }
-                Err(RecvTimeoutError::Disconnected) => panic!("the SSE stream closed while waiting for {what}"),
-            }
-        }
-    }
-
-    /// Everything received so far (without consuming it).
-    fn drain(&mut self) -> &[(SystemTime, Value)] {
-        while let Ok(ev) = self.rx.try_recv() {
-            self.seen.push(ev);
-        }
-        &self.seen
-    }
-}
-
 /// No flicker: once the dialog left the view it never came back, and every event that
 /// showed it showed it from the spool.
-fn assert_no_flicker(events: &mut Events, tool_id: &str) {
+fn assert_no_flicker(events: &mut EventLog, tool_id: &str) {
     let seen = events.drain();
     let showing: Vec<bool> = seen.iter().map(|(_, v)| v["pending_dialog"]["tool_id"] == tool_id).collect();
     let first = showing.iter().position(|s| *s).expect("the dialog was on the stream");
@@ -885,7 +816,7 @@ fn a_lab_restart_mid_dialog_keeps_it_shown_and_answerable() {
     let (before, after) = (before["messages"].as_array().unwrap(), v["messages"].as_array().unwrap());
     assert!(after.len() >= before.len(), "messages were lost across the restart: {after:?}");
     assert_eq!(&after[..before.len()], &before[..], "seq numbers are stable across the restart");
-    let mut events = Events::open(&e.lab().url, &run.id);
+    let mut events = EventLog::open(&e.lab().url, &run.id);
     let (status, body) = e.answer(&run, &id, json!([{"option": 2}]));
     assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);

@@ -32,8 +32,7 @@ use common::*;
 use responses_standin::{toml_str, Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,7 +99,7 @@ fn setup_with(name: &'static str, script: Script, trusted: bool) -> Option<E2e> 
 struct Run {
     id: String,
     target: String,
-    events: Events,
+    events: EventLog,
 }
 
 impl E2e {
@@ -146,7 +145,7 @@ impl E2e {
         let (status, run) = self.lab().post("/runs", &body);
         assert_eq!(status, 201, "POST /runs: {run}");
         let id = run["id"].as_str().unwrap().to_string();
-        let events = Events::open(&self.lab().url, &id);
+        let events = EventLog::open(&self.lab().url, &id);
         Run { id, target: run["tmux_target"].as_str().unwrap().to_string(), events }
     }
 
@@ -164,7 +163,7 @@ impl E2e {
 
     /// The permission dialog for `command`, as it reaches SSE.
     fn wait_permission(&self, run: &mut Run, command: &str, reason: &str) -> Value {
-        let v = run
+        let (_, v) = run
             .events
             .wait(LAUNCH_TIMEOUT, "the permission dialog on SSE", |v| v["pending_dialog"]["kind"] == "permission");
         assert_eq!(v["state"], "question", "{v}");
@@ -243,59 +242,6 @@ impl Drop for E2e {
         }
         self.lab.take();
         let _ = self.w.tmux(&["kill-server"]);
-    }
-}
-
-/// A reader of `GET /runs/{id}/events`.
-struct Events {
-    rx: Receiver<Value>,
-    seen: Vec<Value>,
-    cursor: usize,
-}
-
-impl Events {
-    fn open(url: &str, id: &str) -> Events {
-        use std::io::BufRead;
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(None)
-            .build()
-            .unwrap()
-            .get(format!("{url}/runs/{id}/events"))
-            .send()
-            .expect("GET /runs/{id}/events");
-        assert_eq!(resp.status().as_u16(), 200);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(resp).lines() {
-                let Ok(line) = line else { break };
-                if let Some(v) = line.strip_prefix("data: ").and_then(|d| serde_json::from_str::<Value>(d).ok()) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        Events { rx, seen: Vec::new(), cursor: 0 }
-    }
-
-    fn wait(&mut self, timeout: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            while self.cursor < self.seen.len() {
-                self.cursor += 1;
-                if pred(&self.seen[self.cursor - 1]) {
-                    return self.seen[self.cursor - 1].clone();
-                }
-            }
-            match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(v) => self.seen.push(v),
-                Err(RecvTimeoutError::Timeout) => {
-                    let states: Vec<&Value> = self.seen.iter().map(|v| &v["state"]).collect();
-                    panic!("timed out after {timeout:?} waiting for {what}; states seen on SSE: {states:?}")
-                }
-                Err(RecvTimeoutError::Disconnected) => panic!("the SSE stream closed while waiting for {what}"),
-            }
-        }
     }
 }
 
@@ -479,7 +425,8 @@ fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
     let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(&e.w.workdir).status().unwrap();
     assert!(git.success());
     let mut run = e.create("hello there");
-    let v = run.events.wait(LAUNCH_TIMEOUT, "the trust screen on SSE", |v| v["pending_dialog"]["kind"] == "generic");
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the trust screen on SSE", |v| v["pending_dialog"]["kind"] == "generic");
     let d = v["pending_dialog"].clone();
     assert_eq!(
         (&d["source"], &d["tool_name"], &d["answerable"]),

@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime};
 
 pub const LAB: &str = env!("CARGO_BIN_EXE_lab");
 
@@ -236,6 +237,74 @@ pub fn terminate(child: &mut Child) {
 impl Drop for Lab {
     fn drop(&mut self) {
         self.terminate();
+    }
+}
+
+/// A reader of `GET /runs/{id}/events` on a thread of its own (a test never blocks on
+/// the stream): every `view` event with the wall-clock time it arrived.
+pub struct EventLog {
+    rx: Receiver<(SystemTime, Value)>,
+    seen: Vec<(SystemTime, Value)>,
+    cursor: usize,
+}
+
+impl EventLog {
+    pub fn open(url: &str, id: &str) -> EventLog {
+        let resp = reqwest::blocking::Client::builder()
+            .timeout(None)
+            .build()
+            .unwrap()
+            .get(format!("{url}/runs/{id}/events"))
+            .send()
+            .expect("GET /runs/{id}/events");
+        assert_eq!(resp.status().as_u16(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(resp).lines() {
+                let Ok(line) = line else { break };
+                if let Some(data) = line.strip_prefix("data: ") {
+                    let at = SystemTime::now();
+                    if let Ok(v) = serde_json::from_str::<Value>(data) {
+                        if tx.send((at, v)).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        EventLog { rx, seen: Vec::new(), cursor: 0 }
+    }
+
+    /// The next event (after the ones already returned) that satisfies `pred`.
+    pub fn wait(&mut self, timeout: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> (SystemTime, Value) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            while self.cursor < self.seen.len() {
+                let i = self.cursor;
+                self.cursor += 1;
+                if pred(&self.seen[i].1) {
+                    return self.seen[i].clone();
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(ev) => self.seen.push(ev),
+                Err(RecvTimeoutError::Timeout) => {
+                    let states: Vec<&Value> = self.seen.iter().map(|(_, v)| &v["state"]).collect();
+                    panic!("timed out after {timeout:?} waiting for {what}; states seen on SSE: {states:?}")
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!("the SSE stream closed while waiting for {what}"),
+            }
+        }
+    }
+
+    /// Everything received so far (without consuming it).
+    pub fn drain(&mut self) -> &[(SystemTime, Value)] {
+        while let Ok(ev) = self.rx.try_recv() {
+            self.seen.push(ev);
+        }
+        &self.seen
     }
 }
 
