@@ -213,12 +213,7 @@ impl E2e {
     }
 
     fn create_in(&self, workdir: &Path, prompt: &str, permission_mode: Option<&str>) -> Run {
-        let mut body = json!({"provider": "claude-code", "workdir": workdir, "prompt": prompt});
-        if let Some(m) = permission_mode {
-            body["permission_mode"] = json!(m);
-        }
-        let (status, run) = self.lab().post("/runs", &body);
-        assert_eq!(status, 201, "POST /runs: {run}");
+        let run = self.lab().create_run_in(workdir, "claude-code", prompt, permission_mode);
         let id = run["id"].as_str().unwrap().to_string();
         let events = EventLog::open(&self.lab().url, &id);
         Run {

@@ -187,7 +187,16 @@ impl Lab {
     }
 
     pub fn create_run(&self, w: &World, provider: &str, prompt: &str) -> Value {
-        let (status, run) = self.post("/runs", &json!({"provider": provider, "workdir": w.workdir, "prompt": prompt}));
+        self.create_run_in(&w.workdir, provider, prompt, None)
+    }
+
+    /// `POST /runs` in `workdir`, with a permission mode if given; the run (201).
+    pub fn create_run_in(&self, workdir: &Path, provider: &str, prompt: &str, permission_mode: Option<&str>) -> Value {
+        let mut body = json!({"provider": provider, "workdir": workdir, "prompt": prompt});
+        if let Some(m) = permission_mode {
+            body["permission_mode"] = json!(m);
+        }
+        let (status, run) = self.post("/runs", &body);
         assert_eq!(status, 201, "POST /runs: {run}");
         run
     }
