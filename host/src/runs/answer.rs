@@ -94,7 +94,7 @@ impl Runs {
             started_at: now_rfc3339(),
             finished_at: None,
         };
-        run.progress_answer(tool_id, Some(start.clone()), |_| {});
+        run.start_answer(start.clone());
         let (runs, run2, tool_id) = (self.clone(), run.clone(), tool_id.to_string());
         tokio::spawn(async move {
             let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan, captured).await;
@@ -107,7 +107,7 @@ impl Runs {
                 run2.publish(d);
                 tracing::warn!(run = %run2.id, tool_id, error = %e, "an answer was not played");
             }
-            run2.progress_answer(&tool_id, None, |p| {
+            run2.update_answer(&tool_id, |p| {
                 p.finished_at = Some(now_rfc3339());
                 match result {
                     Ok(()) => p.state = AnswerState::Played,
@@ -169,11 +169,11 @@ impl Runs {
             tail.mark_answered(tool_id);
             still?;
         }
-        run.progress_answer(tool_id, None, |p| p.state = AnswerState::Playing);
+        run.update_answer(tool_id, |p| p.state = AnswerState::Playing);
         let tmux = self.tmux.clone();
         let (run2, id) = (run.clone(), tool_id.to_string());
         tokio::task::spawn_blocking(move || {
-            keystrokes::play(&tmux, &target, &plan, |sent| run2.progress_answer(&id, None, |p| p.played = sent))
+            keystrokes::play(&tmux, &target, &plan, |sent| run2.update_answer(&id, |p| p.played = sent))
         })
         .await
         .map_err(|e| RunError::Internal(e.to_string()))?

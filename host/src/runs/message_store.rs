@@ -37,8 +37,9 @@ struct Inner {
     source: Option<(Arc<dyn Provider>, PathBuf)>,
     chunks: Vec<Chunk>,
     total: u64,
-    /// The newest messages: seqs `total - resident.len() .. total`.
-    resident: VecDeque<SeqMessage>,
+    /// The newest messages (seqs `total - resident.len() .. total`), each with its
+    /// size in bytes of text (counted once, as it comes in).
+    resident: VecDeque<(usize, SeqMessage)>,
     resident_bytes: usize,
     /// Bumped when the transcript is read again from the start (truncated, replaced).
     generation: u64,
@@ -143,11 +144,12 @@ impl MessageStore {
         // Trimmed as they come: a chunk of thousands of messages never makes the deque
         // (its capacity is kept) thousands long.
         for m in messages {
-            i.resident_bytes += text_bytes(&m);
-            i.resident.push_back(m);
+            let size = text_bytes(&m);
+            i.resident_bytes += size;
+            i.resident.push_back((size, m));
             while i.resident.len() > 1 && (i.resident.len() > RESIDENT_MESSAGES || i.resident_bytes > RESIDENT_BYTES) {
-                let gone = i.resident.pop_front().expect("not empty");
-                i.resident_bytes -= text_bytes(&gone);
+                let (gone, _) = i.resident.pop_front().expect("not empty");
+                i.resident_bytes -= gone;
             }
         }
     }
@@ -170,7 +172,7 @@ impl MessageStore {
                 let held_from = i.total - i.resident.len() as u64;
                 if next >= held_from {
                     let skip = (next - held_from) as usize;
-                    out.extend(i.resident.iter().skip(skip).take((end - next) as usize).cloned());
+                    out.extend(i.resident.iter().skip(skip).take((end - next) as usize).map(|(_, m)| m.clone()));
                     break;
                 }
                 // Older than what is held: the chunks that gave them, read again. (New

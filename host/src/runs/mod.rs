@@ -79,8 +79,6 @@ pub struct Run {
     /// Serialises everything that types into the pane (answers, messages). Owned
     /// guards: an answer's playback holds it after its POST has returned.
     keys: Arc<tokio::sync::Mutex<()>>,
-    /// The newest answer's progress ([`AnswerProgress`]).
-    answer: Mutex<Option<AnswerProgress>>,
     /// lab has yet to type the run's first prompt (one too large for the agent's
     /// command line): messages wait until it has.
     prompt_pending: AtomicBool,
@@ -114,7 +112,12 @@ impl Run {
     }
 
     pub fn body(&self) -> RunBody {
-        let state = self.view.borrow().derived.state;
+        // The view first, then the record: never both at once (publishing takes them
+        // in the other order).
+        let (state, answer) = {
+            let v = self.view.borrow();
+            (v.derived.state, v.answer.clone())
+        };
         // Field by field: the record's prompt (up to 256 KiB) is not part of the body.
         let r = self.record.lock().unwrap();
         RunBody {
@@ -130,7 +133,7 @@ impl Run {
             permission_mode: r.permission_mode.clone(),
             dialog_hooker: r.dialog_hooker,
             error: r.error.clone(),
-            answer: self.answer.lock().unwrap().clone(),
+            answer,
         }
     }
 
@@ -166,9 +169,9 @@ impl Run {
     fn publish(&self, derived: Derived) {
         let message_count = self.messages.len() as usize;
         let composer_lock = self.composer_lock(&derived);
-        let answer = self.answer.lock().unwrap().clone();
-        let snap = Snapshot { derived, message_count, composer_lock, answer };
         self.view.send_if_modified(|cur| {
+            // The answer's progress is kept where it is ([`Run::update_answer`]).
+            let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone() };
             if *cur == snap {
                 return false;
             }
@@ -196,29 +199,21 @@ impl Run {
         self.wake.notify_one();
     }
 
-    /// Change the newest answer's progress (`tool_id`'s, or start it when `start` is
-    /// given) and publish it beside the view as it stands.
-    fn progress_answer(&self, tool_id: &str, start: Option<AnswerProgress>, f: impl FnOnce(&mut AnswerProgress)) {
-        let answer = {
-            let mut a = self.answer.lock().unwrap();
-            if let Some(p) = start {
-                *a = Some(p);
+    /// Show a new answer's progress beside the view as it stands (the state and
+    /// messages stay those last published).
+    fn start_answer(&self, progress: AnswerProgress) {
+        self.view.send_modify(|cur| cur.answer = Some(progress));
+    }
+
+    /// Change the newest answer's progress, if it is still `tool_id`'s.
+    fn update_answer(&self, tool_id: &str, f: impl FnOnce(&mut AnswerProgress)) {
+        self.view.send_if_modified(|cur| match cur.answer.as_mut() {
+            Some(p) if p.tool_id == tool_id => {
+                let before = p.clone();
+                f(p);
+                *p != before
             }
-            match a.as_mut() {
-                Some(p) if p.tool_id == tool_id => {
-                    f(p);
-                    Some(p.clone())
-                }
-                _ => return,
-            }
-        };
-        // Only the answer changes: the state and messages stay those last published.
-        self.view.send_if_modified(|cur| {
-            if cur.answer == answer {
-                return false;
-            }
-            cur.answer = answer;
-            true
+            _ => false,
         });
     }
 }
@@ -439,7 +434,6 @@ impl Runs {
             record: Mutex::new(rec),
             tail: tokio::sync::Mutex::new(tail),
             keys: Arc::new(tokio::sync::Mutex::new(())),
-            answer: Mutex::new(None),
             prompt_pending: AtomicBool::new(prompt_pending),
             messages,
             looked_at: Mutex::new(std::time::Instant::now()),
