@@ -38,11 +38,12 @@ impl Runs {
     }
 
     /// `POST /runs/{id}/dialog/answer`: the answer guard on a fresh read and the
-    /// provider's plan, then the paced keystrokes in the background. Returns the keys
-    /// (with the answer's progress as it starts) once the guard has accepted and playback has started (the prompt counts as
-    /// answered from then on); the rest shows as the run's [`AnswerProgress`]. Answers
-    /// to different runs never wait on each other; to one run they take turns with its
-    /// messages (the run's key lock, held until the last key).
+    /// provider's plan, then the paced keystrokes in the background. Returns the
+    /// answer's progress as it starts (its keys included) once the guard has accepted
+    /// and playback has started; the prompt counts as answered from then on, and the
+    /// rest shows as the run's [`AnswerProgress`]. Answers to different runs never wait
+    /// on each other; to one run they take turns with its messages (the run's key lock,
+    /// held until the last key).
     pub async fn answer(
         self: &Arc<Self>,
         run: &Arc<Run>,
