@@ -375,12 +375,18 @@ export class RunView {
     }
   }
 
+  /** The view's answer progress if it is that of the answer this page sent (and lab took). */
+  ownProgress() {
+    const a = this.answering;
+    const p = this.view.answer;
+    return a && a.phase === "sent" && p && p.tool_id === a.toolId && p.started_at === a.started ? p : null;
+  }
+
   /** The busy card's status line for the answer under way, from the view's progress. */
   answeringText() {
-    const a = this.answering;
-    if (!a || a.phase === "sending") return "Answering…";
-    const p = this.view.answer;
-    if (p && p.tool_id === a.toolId && p.started_at === a.started) {
+    if (!this.answering || this.answering.phase === "sending") return "Answering…";
+    const p = this.ownProgress();
+    if (p) {
       if (p.state === "waiting") return "Answering… waiting for the prompt to be drawn";
       if (p.state === "playing") return `Answering… key ${p.played} of ${p.keys.length}`;
     }
@@ -389,10 +395,9 @@ export class RunView {
 
   /** Follow the answer this page sent: its progress on the card, or why it failed. */
   applyAnswerProgress() {
-    const a = this.answering;
-    const p = this.view.answer;
-    if (!a || a.phase !== "sent" || !p || p.tool_id !== a.toolId || p.started_at !== a.started) return;
-    const qc = this.card && this.card.toolId === a.toolId && this.card.qc;
+    const p = this.ownProgress();
+    if (!p) return;
+    const qc = this.card && this.card.toolId === p.tool_id && this.card.qc;
     if (p.state === "failed") {
       this.answering = null;
       const message = (p.error && p.error.message) || "the answer could not be played";
