@@ -49,8 +49,15 @@ fn receiver(status: u16) -> (String, mpsc::Receiver<Seen>) {
 }
 
 fn hook(args: &[&str], token: Option<&str>) -> Output {
+    hook_with_env(args, token, &[])
+}
+
+fn hook_with_env(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(LAB);
     cmd.arg("hook").args(args).env_remove("LAB_HOOK_TOKEN");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     if let Some(t) = token {
         cmd.env("LAB_HOOK_TOKEN", t);
     }
@@ -106,6 +113,37 @@ fn a_non_2xx_answer_is_said_on_stderr_with_the_status_and_never_the_token() {
     let out = hook(&["dialog-spool", "--post", &format!("http://127.0.0.1:{port}/x")], Some(TOKEN));
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains(&format!("could not reach http://127.0.0.1:{port}")), "{}", stderr(&out));
+}
+
+/// A proxy that only counts who connects to it (and hangs up).
+fn proxy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let h = hits.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    (url, hits)
+}
+
+#[test]
+fn a_loopback_url_is_reached_directly_whatever_proxy_the_environment_names() {
+    let (proxy_url, hits) = proxy();
+    let (url, rx) = receiver(204);
+    let env: Vec<(&str, &str)> = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+        .into_iter()
+        .map(|k| (k, proxy_url.as_str()))
+        .chain([("NO_PROXY", ""), ("no_proxy", "")])
+        .collect();
+    let out = hook_with_env(&["dialog-spool", "--post", &format!("{url}/hooks/r-1")], Some(TOKEN), &env);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", stderr(&out));
+    let seen = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("delivered to the receiver itself");
+    assert!(seen.head.contains(&format!("authorization: Bearer {TOKEN}")));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the proxy saw a connection (and the token)");
 }
 
 #[test]

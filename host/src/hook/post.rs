@@ -16,6 +16,12 @@
 //!   tool, and agents read 1 as a hook error and 2 as "block the tool"). What was not
 //!   delivered is said in one line on stderr, which never holds the token. Nothing on
 //!   stdout. One request, no retry, [`TIMEOUT`] in all, no redirects followed.
+//! - Proxies: a loopback URL is always reached directly, whatever the environment says
+//!   (a proxy would see the bearer token, in clear text for `http://`). An `https://`
+//!   URL elsewhere goes through the proxy the usual variables name (`HTTPS_PROXY`,
+//!   `https_proxy`, `ALL_PROXY`, `all_proxy`, minus `NO_PROXY`/`no_proxy`), as any
+//!   HTTPS client would; TLS keeps the token from the proxy. No other variable but
+//!   [`TOKEN_ENV`] is read.
 //!
 //! lab serve has no receiving route: the receiver lives in `benches/remote_hook.rs`
 //! until the ADR is decided.
@@ -46,6 +52,12 @@ fn loopback(host: &str) -> bool {
         Ok(ip) => ip.is_loopback(),
         Err(_) => bare.eq_ignore_ascii_case("localhost"),
     }
+}
+
+/// Whether `url` must be reached without any proxy: every loopback URL (the only ones
+/// plain `http://` may name), so the token never passes through a proxy there.
+pub fn direct(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(loopback)
 }
 
 /// Check a `--post` command line: `<verb> --post <url>`, nothing else.
@@ -84,11 +96,11 @@ pub fn send(post: &Post, token: &str, payload: Vec<u8>) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the HTTP client: {e}"))?;
     rt.block_on(async {
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("starting the HTTP client: {e}"))?;
+        let mut client = reqwest::Client::builder().timeout(TIMEOUT).redirect(reqwest::redirect::Policy::none());
+        if direct(&url) {
+            client = client.no_proxy();
+        }
+        let client = client.build().map_err(|e| format!("starting the HTTP client: {e}"))?;
         let resp = client
             .post(url)
             .bearer_auth(token)
