@@ -6,8 +6,10 @@
 //! command-length limit would cut it and tmux would expand formats (`#(…)`) in it.
 //! This reads the file, deletes it, changes into the workdir (and checks that it got
 //! there), and execs the agent with exactly that environment plus `PWD` (the workdir)
-//! and the pane's own `TERM`, `TMUX`, `TMUX_PANE`, `COLORTERM`. Like `lab hook`, it
-//! loads nothing else.
+//! and the pane's own `TERM`, `COLORTERM`. Never `TMUX` or `TMUX_PANE`, neither the
+//! pane's (lab's server) nor lab serve's own: with them, a `tmux kill-server` (or any
+//! tmux command) in whatever the agent runs would reach lab's server and every run on
+//! it. Like `lab hook`, it loads nothing else.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -17,7 +19,9 @@ use std::path::Path;
 use std::process::Command;
 
 /// Variables the pane sets for its program, which win over the file's.
-const PANE_VARS: &[&str] = &["TERM", "TMUX", "TMUX_PANE", "COLORTERM"];
+const PANE_VARS: &[&str] = &["TERM", "COLORTERM"];
+/// Variables the agent never gets, whoever set them: they lead tmux to lab's server.
+pub const NEVER_PASSED: &[&str] = &["TMUX", "TMUX_PANE"];
 
 /// The launch file: written by `lab serve`, read once and deleted by `lab agent-exec`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +86,9 @@ pub fn main(args: &[String]) -> i32 {
         if let Some(v) = std::env::var_os(k) {
             cmd.env(k, v);
         }
+    }
+    for k in NEVER_PASSED {
+        cmd.env_remove(k);
     }
     let err = cmd.exec();
     eprintln!("lab agent-exec: cannot start {}: {err}", launch.argv[0]);

@@ -61,6 +61,19 @@ pub fn session_names(success: bool, stdout: &str, stderr: &str) -> Result<BTreeS
     }
 }
 
+/// The exact target of a session's current pane: `=name:`. A bare name is looked up by
+/// tmux as a window name first (in any session), then as a session-name prefix, so a
+/// window an agent names after another run would take that run's keys; `=` matches the
+/// session's name exactly and the trailing `:` makes it a session, never a window.
+pub fn pane_target(session: &str) -> String {
+    format!("={session}:")
+}
+
+/// The exact target of a session (`=name`), for commands that take a session.
+pub fn session_target(session: &str) -> String {
+    format!("={session}")
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("tmux {action}: {message}")]
 pub struct TmuxError {
@@ -175,7 +188,7 @@ impl Tmux {
 
     pub fn has_session(&self, name: &str) -> bool {
         self.cmd()
-            .args(["has-session", "-t", &format!("={name}")])
+            .args(["has-session", "-t", &session_target(name)])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -183,12 +196,12 @@ impl Tmux {
     }
 
     pub fn kill_session(&self, name: &str) -> Result<(), TmuxError> {
-        self.run("kill-session", &["kill-session", "-t", &format!("={name}")]).map(|_| ())
+        self.run("kill-session", &["kill-session", "-t", &session_target(name)]).map(|_| ())
     }
 
-    /// Press a named key ("Up", "Enter", …).
+    /// Press a named key ("Up", "Enter", …) in session `target`'s pane.
     pub fn send_key(&self, target: &str, key: &str) -> Result<(), TmuxError> {
-        self.run("send-keys", &["send-keys", "-t", target, key]).map(|_| ())
+        self.run("send-keys", &["send-keys", "-t", &pane_target(target), key]).map(|_| ())
     }
 
     /// Type `text` literally: never interpreted as key names. tmux's own parser
@@ -197,12 +210,13 @@ impl Tmux {
     /// command line); operator messages go through [`Tmux::paste`].
     pub fn send_literal(&self, target: &str, text: &str) -> Result<(), TmuxError> {
         let body = text.trim_end_matches(';');
+        let target = pane_target(target);
         if !body.is_empty() {
-            self.run("send-keys", &["send-keys", "-t", target, "-l", "--", body])?;
+            self.run("send-keys", &["send-keys", "-t", &target, "-l", "--", body])?;
         }
         let semis = text.len() - body.len();
         if semis > 0 {
-            let mut args = vec!["send-keys", "-t", target, "-H"];
+            let mut args = vec!["send-keys", "-t", &target, "-H"];
             args.extend(std::iter::repeat_n("3b", semis));
             self.run("send-keys", &args)?;
         }
@@ -235,12 +249,13 @@ impl Tmux {
             });
         }
         written.map_err(|e| TmuxError { action: "load-buffer".into(), message: format!("writing the text: {e}") })?;
-        self.run("paste-buffer", &["paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", target]).map(|_| ())
+        self.run("paste-buffer", &["paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", &pane_target(target)])
+            .map(|_| ())
     }
 
-    /// The visible text of the pane.
+    /// The visible text of session `target`'s pane.
     pub fn capture(&self, target: &str) -> Result<String, TmuxError> {
-        self.run("capture-pane", &["capture-pane", "-p", "-t", target])
+        self.run("capture-pane", &["capture-pane", "-p", "-t", &pane_target(target)])
     }
 }
 
@@ -275,6 +290,40 @@ mod tests {
         assert!(setup.iter().any(|a| a == "exit-empty") && setup.iter().any(|a| a == HOOK_SLOT));
         // No argument but the separators ends in `;` (tmux would split it there).
         assert!(setup.iter().filter(|a| *a != ";").all(|a| !a.to_string_lossy().ends_with(';')));
+    }
+
+    /// Real tmux: a window named after another session (what an agent that reaches the
+    /// server could do) never takes that session's keys, pastes or captures.
+    #[test]
+    fn keys_paste_and_capture_reach_exactly_the_named_session() {
+        let d = tempfile::Builder::new().prefix("lab-tmux").tempdir_in("/tmp").unwrap();
+        let tmux = Tmux::new(d.path().join("s"));
+        struct KillServer<'a>(&'a Tmux);
+        impl Drop for KillServer<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.run("kill-server", &["kill-server"]);
+            }
+        }
+        let _guard = KillServer(&tmux);
+        let cat = |n: &str| tmux.new_session(n, &["cat".into(), "-v".into()]).unwrap();
+        cat("lab-b");
+        cat("lab-a");
+        // In lab-a (the newest session: tmux's "current" one for a client outside
+        // tmux), a window named "lab-b", and one named like a prefix of it.
+        tmux.run("rename-window", &["rename-window", "-t", "=lab-a:", "lab-b"]).unwrap();
+        tmux.run("new-window", &["new-window", "-d", "-t", "=lab-a:", "-n", "lab", "cat"]).unwrap();
+        tmux.send_literal("lab-b", "to-b;").unwrap();
+        tmux.send_key("lab-b", "Enter").unwrap();
+        tmux.paste("lab-b", "buf-b", "pasted-b").unwrap();
+        tmux.send_key("lab-b", "Enter").unwrap();
+        wait_until("the keys in lab-b", || {
+            tmux.capture("lab-b").is_ok_and(|p| p.contains("to-b;") && p.contains("pasted-b"))
+        });
+        let a = tmux.capture("lab-a").unwrap();
+        assert!(!a.contains("to-b") && !a.contains("pasted-b"), "lab-a's window named lab-b got them: {a:?}");
+        // A prefix of a name is no target at all.
+        assert!(tmux.send_key("lab", "Enter").is_err());
+        assert!(tmux.capture("lab").is_err());
     }
 
     fn wait_until(what: &str, f: impl Fn() -> bool) {

@@ -102,8 +102,12 @@ impl Runs {
         })?;
         let mut env: BTreeMap<String, String> = std::env::vars().collect();
         env.extend(pconf.env.clone());
-        // lab's own log settings are not the agent's business.
+        // lab's own log settings are not the agent's business, nor is any tmux server
+        // (`lab agent-exec` drops these again, for the pane's own).
         env.remove("LAB_LOG");
+        for k in crate::agent_exec::NEVER_PASSED {
+            env.remove(*k);
+        }
 
         let (hooks, settings_path) = if provider.dialog_hooker() {
             let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_side;
 mod http;
 mod input;
 mod state;
