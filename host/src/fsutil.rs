@@ -156,9 +156,115 @@ pub fn open_optional(path: &Path) -> std::io::Result<Option<File>> {
     }
 }
 
+/// Open a file the agent's side names or writes, for reading: never through a symlink
+/// (`O_NOFOLLOW`), never blocking on a FIFO or a device (`O_NONBLOCK`), and only if
+/// `fstat` on what was opened (not the path: no race) says it is a regular file that
+/// is not the kernel's ([`checked`]). `None` if it does not exist.
+pub fn open_untrusted(path: &Path) -> std::io::Result<Option<File>> {
+    match OpenOptions::new().read(true).custom_flags(UNTRUSTED_FLAGS).open(path) {
+        Ok(f) => checked(f).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(refusal(e)),
+    }
+}
+
+const UNTRUSTED_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
+
+fn refusal(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        std::io::Error::other("it is a symlink (never followed)")
+    } else {
+        e
+    }
+}
+
+/// An opened file, if it is one of the agent's: a regular file, not on procfs or sysfs
+/// (`/proc/self/environ` is a "regular file" of size 0 that holds lab's secrets).
+fn checked(f: File) -> std::io::Result<File> {
+    if on_kernel_fs(&f) {
+        return Err(std::io::Error::other("it is a file of the kernel's (/proc, /sys), not the agent's"));
+    }
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other(match MetadataExt::mode(&meta) & libc::S_IFMT {
+            libc::S_IFDIR => "it is a directory, not a regular file",
+            libc::S_IFIFO => "it is a FIFO, not a regular file",
+            _ => "it is a device or special file, not a regular file",
+        }));
+    }
+    Ok(f)
+}
+
+/// Whether an open file lives on procfs or sysfs (`fstatfs`), whose "regular files"
+/// are views of the kernel's and of lab's own state.
+fn on_kernel_fs(f: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    const SYSFS_MAGIC: i64 = 0x6265_6572;
+    // SAFETY: `f` is an open descriptor and `st` a valid out-parameter.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
+        return true; // cannot tell: refuse
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's type differs between targets
+    let t = st.f_type as i64;
+    t == PROC_SUPER_MAGIC || t == SYSFS_MAGIC
+}
+
+/// Read at most `cap` bytes of an opened file: a larger one is refused without reading
+/// more than `cap + 1` bytes (the size `fstat` gave may change while it is read).
+pub fn read_capped(f: File, cap: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    if f.metadata()?.len() > cap as u64 {
+        return Err(std::io::Error::other(format!("it is over the {cap} byte limit")));
+    }
+    let mut buf = Vec::new();
+    f.take(cap as u64 + 1).read_to_end(&mut buf)?;
+    if buf.len() > cap {
+        return Err(std::io::Error::other(format!("it grew over the {cap} byte limit while read")));
+    }
+    Ok(buf)
+}
+
+/// Read a file the agent's side names or writes ([`open_untrusted`]), at most `cap`
+/// bytes ([`read_capped`]). `None` if it does not exist.
+pub fn read_untrusted(path: &Path, cap: usize) -> std::io::Result<Option<Vec<u8>>> {
+    open_untrusted(path)?.map(|f| read_capped(f, cap)).transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn untrusted_reads_refuse_symlinks_fifos_devices_folders_and_oversize() {
+        let d = tempfile::tempdir().unwrap();
+        let ok = d.path().join("ok.json");
+        fs::write(&ok, b"{}").unwrap();
+        assert_eq!(read_untrusted(&ok, 2).unwrap().unwrap(), b"{}");
+        assert!(read_untrusted(&d.path().join("missing"), 2).unwrap().is_none());
+        let err = |p: &Path, cap| read_untrusted(p, cap).unwrap_err().to_string();
+        assert!(err(&ok, 1).contains("limit"));
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&ok, &link).unwrap();
+        assert!(err(&link, 100).contains("symlink"));
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; mkfifo has no other precondition.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        assert!(err(&fifo, 100).contains("FIFO"), "a FIFO nobody writes to is refused at once");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(err(Path::new("/dev/zero"), 100).contains("device"));
+        assert!(err(d.path(), 100).contains("directory"));
+        // /proc files claim to be regular files of size 0 (environ holds lab's secrets,
+        // pagemap reads without end): never the agent's.
+        for p in ["/proc/self/environ", "/proc/self/pagemap", "/sys/kernel/mm/transparent_hugepage/enabled"] {
+            if Path::new(p).exists() {
+                assert!(err(Path::new(p), 1 << 20).contains("kernel"), "{p}");
+            }
+        }
+    }
 
     fn mode_of(p: &Path) -> u32 {
         fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777

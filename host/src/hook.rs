@@ -102,7 +102,8 @@ pub fn apply(action: &Action, path: &Path, payload: &[u8]) -> Result<Outcome, St
             if let Some(p) = pointers.iter().find(|p| v.pointer(p).is_none_or(Value::is_null)) {
                 return Err(format!("stdin has nothing at `{p}`"));
             }
-            let Some(spool) = fsutil::read_optional(path).map_err(|e| format!("reading {}: {e}", path.display()))?
+            let Some(spool) =
+                fsutil::read_untrusted(path, MAX_PAYLOAD).map_err(|e| format!("reading {}: {e}", path.display()))?
             else {
                 return Ok(Outcome::Kept);
             };

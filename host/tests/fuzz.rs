@@ -373,30 +373,46 @@ fn spool_marker_and_dialog_mapper_survive_anything() {
 // ---- the host's transcript line reader -------------------------------------------
 
 #[test]
-fn the_line_reader_returns_whole_lines_only() {
-    let d = tempfile::tempdir().unwrap();
-    let path = d.path().join("t.jsonl");
+fn the_line_reader_returns_whole_lines_and_skips_only_overlong_ones() {
+    use lab::runs::tailer::{LineBuf, Piece};
     let content = prop::collection::vec(prop_oneof![4 => any::<u8>(), 1 => Just(b'\n')], 0..3000);
     fuzz(
-        "read_complete_lines",
+        "LineBuf",
         300,
         Duration::from_secs(5),
-        (content, any::<prop::sample::Index>(), 1usize..4096),
-        |(bytes, at, max)| {
-            std::fs::write(&path, &bytes).unwrap();
-            let offset = at.index(bytes.len() + 1);
-            let got = lab::runs::tailer::read_complete_lines(&path, offset as u64, max).unwrap();
-            let rest = &bytes[offset..];
-            prop_assert!(rest.starts_with(&got), "not a prefix of what follows the offset");
-            prop_assert!(got.is_empty() || got.ends_with(b"\n"), "a partial line was returned");
-            let first_line = rest.iter().position(|b| *b == b'\n').map(|i| i + 1);
-            match first_line {
-                None => prop_assert!(got.is_empty()),
-                Some(first) => {
-                    prop_assert!(!got.is_empty(), "a complete line was not returned");
-                    prop_assert!(got.len() <= max.max(first), "{} bytes for max {max}", got.len());
+        (content, prop::collection::vec(1usize..700, 1..20), 1usize..200),
+        |(bytes, cuts, max_line)| {
+            // What the lines are, read in one go: kept when at most max_line long.
+            let mut want = Vec::new();
+            let mut rest = &bytes[..];
+            while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+                if nl <= max_line {
+                    want.extend_from_slice(&rest[..=nl]);
                 }
+                rest = &rest[nl + 1..];
             }
+            // The same bytes pushed in arbitrary pieces.
+            let mut lines = LineBuf::new(max_line);
+            let (mut got, mut consumed, mut at) = (Vec::new(), 0, 0);
+            let mut cuts = cuts.into_iter().cycle();
+            while at < bytes.len() {
+                let end = (at + cuts.next().unwrap()).min(bytes.len());
+                for piece in lines.push(&bytes[at..end]) {
+                    match piece {
+                        Piece::Lines(l) => {
+                            prop_assert!(l.ends_with(b"\n"), "a partial line was given out");
+                            consumed += l.len();
+                            got.extend_from_slice(&l);
+                        }
+                        Piece::Skipped { len, .. } => consumed += len,
+                    }
+                }
+                prop_assert!(lines.held() <= max_line, "held {} over {max_line}", lines.held());
+                at = end;
+            }
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(consumed + lines.held(), bytes.len(), "every byte is given out, skipped or held");
+            prop_assert!(lines.held() == 0 || rest.len() == lines.held(), "only the incomplete last line is held");
             Ok(())
         },
     );

@@ -209,8 +209,9 @@ impl MessageStore {
     }
 }
 
-fn read_at(path: &PathBuf, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
+fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut f = crate::fsutil::open_untrusted(path)?
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "the transcript is gone"))?;
     f.seek(SeekFrom::Start(offset))?;
     let mut buf = vec![0; len];
     f.read_exact(&mut buf)?;

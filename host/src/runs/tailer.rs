@@ -18,8 +18,90 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// Most transcript bytes handed to the provider in one call.
+/// Most transcript bytes read in one go (a chunk handed to the provider is this plus,
+/// at most, the rest of one line).
 const MAX_CHUNK: usize = 1 << 20;
+/// Longest transcript line lab reads: a longer one is skipped with one warning (its
+/// bytes are looked at once, never held).
+pub const MAX_LINE: usize = 8 << 20;
+
+/// One piece of what the transcript gave, in file order (see [`LineBuf::push`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Whole lines, each ending in a newline: for the provider.
+    Lines(Vec<u8>),
+    /// Bytes of a line over [`MAX_LINE`], dropped unread; `start` says whether this is
+    /// the first piece of that line (the one to warn about), `end` whether the line's
+    /// newline is in it.
+    Skipped { len: usize, start: bool, end: bool },
+}
+
+/// Complete lines out of the transcript's appended bytes, each byte looked at once: an
+/// incomplete last line is kept here (at most `max_line` bytes) instead of being read
+/// again, and a line that outgrows it is skipped to its newline.
+#[derive(Debug)]
+pub struct LineBuf {
+    partial: Vec<u8>,
+    skipping: bool,
+    max_line: usize,
+}
+
+impl LineBuf {
+    pub fn new(max_line: usize) -> LineBuf {
+        LineBuf { partial: Vec::new(), skipping: false, max_line }
+    }
+
+    /// Bytes taken in but not given out yet (an incomplete line).
+    pub fn held(&self) -> usize {
+        self.partial.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.partial = Vec::new();
+        self.skipping = false;
+    }
+
+    /// Take in the bytes that follow everything taken before; what they complete.
+    pub fn push(&mut self, data: &[u8]) -> Vec<Piece> {
+        fn flush(out: &mut Vec<Piece>, lines: &mut Vec<u8>) {
+            if !lines.is_empty() {
+                out.push(Piece::Lines(std::mem::take(lines)));
+            }
+        }
+        let mut out = Vec::new();
+        let mut lines = Vec::new();
+        let mut rest = data;
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            let (line, tail) = rest.split_at(nl + 1);
+            rest = tail;
+            if self.skipping {
+                flush(&mut out, &mut lines);
+                out.push(Piece::Skipped { len: line.len(), start: false, end: true });
+                self.skipping = false;
+            } else if self.partial.len() + nl > self.max_line {
+                flush(&mut out, &mut lines);
+                out.push(Piece::Skipped { len: self.partial.len() + line.len(), start: true, end: true });
+                self.partial = Vec::new();
+            } else {
+                lines.append(&mut self.partial);
+                lines.extend_from_slice(line);
+            }
+        }
+        flush(&mut out, &mut lines);
+        if !rest.is_empty() {
+            if self.skipping {
+                out.push(Piece::Skipped { len: rest.len(), start: false, end: false });
+            } else if self.partial.len() + rest.len() > self.max_line {
+                out.push(Piece::Skipped { len: self.partial.len() + rest.len(), start: true, end: false });
+                self.partial = Vec::new();
+                self.skipping = true;
+            } else {
+                self.partial.extend_from_slice(rest);
+            }
+        }
+        out
+    }
+}
 
 /// The backstop poll (file notifications are the fast path): first one
 /// [`POLL_MIN`] after a change or a wake, then twice as long after each look that
@@ -86,7 +168,10 @@ pub struct Tail {
     hooker: bool,
     fallback_deep_link: Option<String>,
 
+    /// Where the transcript's next unconsumed byte is (`lines` holds what follows it
+    /// up to the read position: an incomplete line).
     offset: u64,
+    lines: LineBuf,
     lines_seen: u64,
     transcript_sig: Option<FileSig>,
     /// The transcript as last seen by a `stat` (read or not: a partial last line).
@@ -162,6 +247,7 @@ impl Tail {
             hooker: false,
             fallback_deep_link: None,
             offset: 0,
+            lines: LineBuf::new(MAX_LINE),
             lines_seen: 0,
             transcript_sig: None,
             transcript_seen: None,
@@ -232,31 +318,53 @@ impl Tail {
             if Some(sig) == self.transcript_sig {
                 return;
             }
-            if sig.len < self.offset || self.transcript_sig.is_some_and(|s| s.ino != sig.ino) {
+            let read_pos = self.offset + self.lines.held() as u64;
+            if sig.len < read_pos || self.transcript_sig.is_some_and(|s| s.ino != sig.ino) {
                 tracing::warn!(run = %self.run, "transcript was truncated or replaced; re-reading it from the start");
                 self.reset_transcript();
+                continue;
             }
-            let chunk = match read_complete_lines(&path, self.offset, MAX_CHUNK) {
-                Ok(c) => c,
+            let data = match read_at_most(&path, read_pos, MAX_CHUNK) {
+                Ok(d) => d,
                 Err(e) => {
                     tracing::warn!(run = %self.run, error = %e, "cannot read the transcript");
                     return;
                 }
             };
-            if chunk.is_empty() {
-                // Only a partial line so far (or nothing new): wait for its newline.
-                self.transcript_sig = if sig.len == self.offset { Some(sig) } else { None };
-                self.transcript_modified = Some(modified);
+            self.transcript_modified = Some(modified);
+            if data.is_empty() {
+                // Everything there is was read (an incomplete last line is held).
+                self.transcript_sig = (sig.len == read_pos).then_some(sig);
                 return;
             }
-            let at = self.offset;
-            self.offset += chunk.len() as u64;
-            let first_line = self.lines_seen;
-            self.lines_seen += chunk.iter().filter(|b| **b == b'\n').count() as u64;
-            let out = self.parse(&chunk, first_line).await;
-            self.apply(out, at, chunk.len());
-            self.transcript_modified = Some(modified);
-            if self.offset == sig.len {
+            let caught_up = read_pos + data.len() as u64 == sig.len;
+            for piece in self.lines.push(&data) {
+                match piece {
+                    Piece::Lines(chunk) => {
+                        let at = self.offset;
+                        self.offset += chunk.len() as u64;
+                        let first_line = self.lines_seen;
+                        self.lines_seen += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+                        let out = self.parse(&chunk, first_line).await;
+                        self.apply(out, at, chunk.len());
+                    }
+                    Piece::Skipped { len, start, end } => {
+                        if start {
+                            tracing::warn!(
+                                run = %self.run,
+                                line = self.lines_seen,
+                                max = MAX_LINE,
+                                "skipping a transcript line over the length limit"
+                            );
+                        }
+                        self.offset += len as u64;
+                        if end {
+                            self.lines_seen += 1;
+                        }
+                    }
+                }
+            }
+            if caught_up {
                 self.transcript_sig = Some(sig);
             }
         }
@@ -264,6 +372,7 @@ impl Tail {
 
     fn reset_transcript(&mut self) {
         self.offset = 0;
+        self.lines.clear();
         self.lines_seen = 0;
         self.transcript_sig = None;
         self.messages.clear();
@@ -335,7 +444,7 @@ impl Tail {
         let previous = self.spool.take();
         let bytes = match now {
             None => None,
-            Some(_) => fsutil::read_optional(&self.files.spool).ok().flatten(),
+            Some(_) => self.read_hook_file(&self.files.spool, "spool"),
         };
         let (Some(bytes), Some((sig, written))) = (bytes, now) else {
             if let Some(d) = previous.and_then(|p| p.dialog) {
@@ -377,7 +486,7 @@ impl Tail {
             return;
         }
         self.session_sig = now.map(|(s, _)| s);
-        let Some(bytes) = fsutil::read_optional(&self.files.session).ok().flatten() else { return };
+        let Some(bytes) = self.read_hook_file(&self.files.session, "session info") else { return };
         let Some(provider) = &self.provider else { return };
         match provider.session_info(bytes).await {
             Ok(facts) => {
@@ -409,7 +518,7 @@ impl Tail {
         self.marker_sig = now.map(|(s, _)| s);
         self.marker = None;
         let Some((_, written)) = now else { return };
-        let Some(bytes) = fsutil::read_optional(&self.files.marker).ok().flatten() else { return };
+        let Some(bytes) = self.read_hook_file(&self.files.marker, "blocked marker") else { return };
         let Some(provider) = &self.provider else { return };
         match provider.blocked_state(bytes).await {
             Ok(blocked) => self.marker = Some(MarkerFact { blocked, written }),
@@ -417,6 +526,19 @@ impl Tail {
                 tracing::warn!(run = %self.run, error = %e, "ignoring a malformed blocked marker")
             }
             Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the blocked marker"),
+        }
+    }
+
+    /// One of the files the agent's hooks write (spool, marker, session info), read as
+    /// untrusted ([`fsutil::read_untrusted`]: no symlink, FIFO or device, at most what
+    /// `lab hook` ever writes); `None` when it is missing or refused (said in the log).
+    fn read_hook_file(&self, path: &Path, what: &str) -> Option<Vec<u8>> {
+        match fsutil::read_untrusted(path, crate::hook::MAX_PAYLOAD) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(run = %self.run, file = %path.display(), error = %e, "ignoring the {what} file");
+                None
+            }
         }
     }
 
@@ -624,39 +746,14 @@ fn log_skipped_line(run: &RunId, line: u64, e: &CallError) {
     tracing::warn!(run = %run, line, error = %e, "skipped a transcript line the provider could not parse");
 }
 
-/// Read from `offset` up to the last newline, at most about `max` bytes (but always
-/// at least one whole line if one is complete).
-pub fn read_complete_lines(path: &Path, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
-    let Some(mut f) = fsutil::open_optional(path)? else { return Ok(Vec::new()) };
+/// Read at most `max` bytes of the transcript from `offset` (opened as an untrusted
+/// file: no symlink, FIFO or device). A missing file reads as nothing.
+pub fn read_at_most(path: &Path, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
+    let Some(mut f) = fsutil::open_untrusted(path)? else { return Ok(Vec::new()) };
     f.seek(SeekFrom::Start(offset))?;
     let mut buf = Vec::new();
-    let mut block = vec![0u8; 64 * 1024];
-    loop {
-        let n = f.read(&mut block)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&block[..n]);
-        if buf.len() >= max && buf.contains(&b'\n') {
-            break;
-        }
-    }
-    match buf.iter().rposition(|b| *b == b'\n') {
-        Some(last) => {
-            buf.truncate(last + 1);
-            // Stay near `max` so one component call stays bounded.
-            if buf.len() > max {
-                let cut = buf[..max]
-                    .iter()
-                    .rposition(|b| *b == b'\n')
-                    .or_else(|| buf.iter().position(|b| *b == b'\n'))
-                    .expect("buf holds a newline");
-                buf.truncate(cut + 1);
-            }
-            Ok(buf)
-        }
-        None => Ok(Vec::new()),
-    }
+    f.take(max as u64).read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 /// A message's RFC 3339 timestamp; `None` when it has none or it does not parse.
@@ -777,26 +874,43 @@ mod tests {
     }
 
     #[test]
-    fn reads_only_complete_lines_from_an_offset() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("t.jsonl");
-        let mut f = std::fs::File::create(&p).unwrap();
-        f.write_all(b"one\ntwo\nthr").unwrap();
-        assert_eq!(read_complete_lines(&p, 0, 1 << 20).unwrap(), b"one\ntwo\n");
-        assert_eq!(read_complete_lines(&p, 8, 1 << 20).unwrap(), b"");
-        f.write_all(b"ee\n").unwrap();
-        assert_eq!(read_complete_lines(&p, 8, 1 << 20).unwrap(), b"three\n");
-        assert_eq!(read_complete_lines(&d.path().join("missing"), 0, 10).unwrap(), b"");
+    fn whole_lines_come_out_an_incomplete_one_is_held_and_an_overlong_one_skipped() {
+        let mut l = LineBuf::new(8);
+        assert_eq!(l.push(b"one\ntwo\nthr"), [Piece::Lines(b"one\ntwo\n".to_vec())]);
+        assert_eq!(l.held(), 3);
+        assert_eq!(l.push(b"ee\n"), [Piece::Lines(b"three\n".to_vec())]);
+        assert_eq!(l.held(), 0);
+        // A line of 9 bytes: skipped whole, the lines around it kept.
+        assert_eq!(
+            l.push(b"a\n123456789\nb\n"),
+            [
+                Piece::Lines(b"a\n".to_vec()),
+                Piece::Skipped { len: 10, start: true, end: true },
+                Piece::Lines(b"b\n".to_vec())
+            ]
+        );
+        // One that outgrows the limit before its newline: dropped as it comes, never held.
+        assert_eq!(l.push(b"12345"), []);
+        assert_eq!(l.push(b"6789"), [Piece::Skipped { len: 9, start: true, end: false }]);
+        assert_eq!(l.held(), 0);
+        assert_eq!(l.push(b"more"), [Piece::Skipped { len: 4, start: false, end: false }]);
+        assert_eq!(
+            l.push(b"x\nok\n"),
+            [Piece::Skipped { len: 2, start: false, end: true }, Piece::Lines(b"ok\n".to_vec())]
+        );
+        // Exactly the limit is fine.
+        assert_eq!(l.push(b"12345678\n"), [Piece::Lines(b"12345678\n".to_vec())]);
     }
 
     #[test]
-    fn chunks_are_bounded_but_hold_at_least_one_line() {
+    fn the_transcript_is_read_from_an_offset_at_most_a_chunk_at_a_time() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("t.jsonl");
-        std::fs::write(&p, b"aaaa\nbbbb\ncccc\n").unwrap();
-        assert_eq!(read_complete_lines(&p, 0, 6).unwrap(), b"aaaa\n");
-        assert_eq!(read_complete_lines(&p, 0, 2).unwrap(), b"aaaa\n");
-        assert_eq!(read_complete_lines(&p, 0, 11).unwrap(), b"aaaa\nbbbb\n");
+        std::fs::write(&p, b"aaaa\nbbbb\n").unwrap();
+        assert_eq!(read_at_most(&p, 0, 6).unwrap(), b"aaaa\nb");
+        assert_eq!(read_at_most(&p, 5, 100).unwrap(), b"bbbb\n");
+        assert_eq!(read_at_most(&d.path().join("missing"), 0, 10).unwrap(), b"");
+        assert!(read_at_most(Path::new("/dev/zero"), 0, 10).is_err(), "a device is no transcript");
     }
 
     // ---- the reading rules against a fake provider ------------------------------

@@ -84,3 +84,69 @@ sleep 600
         assert!(!env.lines().any(|l| l.starts_with("TMUX=") || l.starts_with("TMUX_PANE=")), "{env}");
     }
 }
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Row 5: the hook files lab reads (spool, marker) swapped for a FIFO or a symlink to
+/// lab's own environment are refused without blocking: the server keeps answering at
+/// once and shows nothing of them.
+#[test]
+fn hook_files_swapped_for_a_fifo_or_a_symlink_are_refused_without_blocking() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let secret = "lab-serve-secret-9876543210";
+    let lab = Lab::start_with(&w, |c| {
+        c.env("LAB_TEST_SECRET", secret);
+    });
+    let id = run_id(&lab.create_run(&w, "claude-code", "go"));
+    lab.wait_state(&id, "question");
+    let (spool, marker) = (w.runtime().join(format!("{id}.spool.json")), w.runtime().join(format!("{id}.marker.json")));
+    std::fs::remove_file(&spool).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", &spool).unwrap();
+    let _ = std::fs::remove_file(&marker);
+    mkfifo(&marker);
+    let until = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < until {
+        let started = std::time::Instant::now();
+        let v = lab.view(&id);
+        let (_, run) = lab.get(&format!("/runs/{id}"));
+        assert!(started.elapsed() < Duration::from_secs(1), "the server was slow to answer: {:?}", started.elapsed());
+        assert!(!v.to_string().contains(secret) && !run.to_string().contains(secret));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, _) = lab.get("/runs");
+    assert_eq!(status, 200);
+    let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
+    assert!(log.contains("symlink") && log.contains("FIFO"), "the refusals are in the log");
+}
+
+/// Row 5: a transcript line over the length limit is skipped with one warning, and the
+/// lines around it are shown.
+#[test]
+fn an_overlong_transcript_line_is_skipped_with_one_warning() {
+    let w = shell_agent_world(&format!(
+        r#"#!/bin/sh
+t="$2"; mkdir -p "$(dirname "$t")"
+printf '%s\n' '{{"role":"user","text":"before"}}' >> "$t"
+printf '{{"role":"assistant","text":"' >> "$t"
+i=0; while [ $i -lt 9 ]; do head -c {mib} /dev/zero | tr '\0' 'x' >> "$t"; sleep 0.2; i=$((i+1)); done
+printf '"}}\n' >> "$t"
+printf '%s\n' '{{"role":"assistant","text":"after"}}' >> "$t"
+sleep 600
+"#,
+        mib = 1 << 20
+    ));
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "plainlog", "go"));
+    let v = wait_for(Duration::from_secs(30), "the line after the long one", || {
+        Some(lab.view(&id)).filter(|v| v.to_string().contains("\"after\""))
+    });
+    let texts: Vec<&str> = v["messages"].as_array().unwrap().iter().filter_map(|m| m["text"].as_str()).collect();
+    assert_eq!(texts, ["before", "after"], "{v}");
+    let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
+    assert_eq!(log.matches("skipping a transcript line over the length limit").count(), 1, "one warning");
+}
