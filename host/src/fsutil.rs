@@ -195,6 +195,57 @@ fn checked(f: File) -> std::io::Result<File> {
     Ok(f)
 }
 
+/// Open `path`, which must lie inside the directory `root`, walking down from `root` one
+/// component at a time (`openat`) without following a symlink anywhere below `root`
+/// and without `..`: what it opens is inside `root` whatever is renamed meanwhile. The
+/// file itself as [`open_untrusted`] opens it. `None` if it does not exist.
+pub fn open_beneath(root: &Path, path: &Path) -> std::io::Result<Option<File>> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::path::Component;
+    let rel =
+        path.strip_prefix(root).map_err(|_| std::io::Error::other(format!("it is not inside {}", root.display())))?;
+    let names: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(std::io::Error::other("it has `.` or `..` in it")),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((file, dirs)) = names.split_last() else { return Err(std::io::Error::other("it names no file")) };
+    let mut dir = File::open(root)?;
+    let at = |dir: &File, name: &std::ffi::OsStr, flags: i32| -> std::io::Result<File> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(name.as_bytes()).map_err(|_| std::io::Error::other("a NUL in the path"))?;
+        // SAFETY: a valid descriptor and C string; the result is checked before use.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(refusal(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    };
+    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    for d in dirs {
+        dir = match at(&dir, d, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) {
+            Ok(f) => f,
+            Err(e) if missing(&e) => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is a symlink or no directory (never followed)",
+                    d.to_string_lossy()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+    }
+    match at(&dir, file, libc::O_RDONLY | UNTRUSTED_FLAGS) {
+        Ok(f) => checked(f).map(Some),
+        Err(e) if missing(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether an open file lives on procfs or sysfs (`fstatfs`), whose "regular files"
 /// are views of the kernel's and of lab's own state.
 fn on_kernel_fs(f: &File) -> bool {
@@ -257,6 +308,18 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
         assert!(err(Path::new("/dev/zero"), 100).contains("device"));
         assert!(err(d.path(), 100).contains("directory"));
+        // Beneath a root: no symlink anywhere below it, no `..`, nothing outside.
+        std::fs::create_dir_all(d.path().join("plans/deep")).unwrap();
+        fs::write(d.path().join("plans/deep/p.md"), b"plan").unwrap();
+        let beneath = |p: &str| open_beneath(d.path(), &d.path().join(p));
+        assert!(beneath("plans/deep/p.md").unwrap().is_some());
+        assert!(beneath("plans/deep/none.md").unwrap().is_none());
+        assert!(beneath("nowhere/p.md").unwrap().is_none());
+        std::os::unix::fs::symlink(d.path().join("plans/deep"), d.path().join("plans/via")).unwrap();
+        assert!(beneath("plans/via/p.md").unwrap_err().to_string().contains("symlink"));
+        assert!(beneath("plans/../plans/deep/p.md").unwrap_err().to_string().contains(".."));
+        assert!(open_beneath(d.path(), Path::new("/etc/passwd")).unwrap_err().to_string().contains("not inside"));
+        assert!(beneath("fifo").unwrap_err().to_string().contains("FIFO"));
         // /proc files claim to be regular files of size 0 (environ holds lab's secrets,
         // pagemap reads without end): never the agent's.
         for p in ["/proc/self/environ", "/proc/self/pagemap", "/sys/kernel/mm/transparent_hugepage/enabled"] {

@@ -409,6 +409,11 @@ impl Runs {
             }
         };
         let mut tail = tail;
+        // The agent's home as its launch gets it: lab.toml's `env` for the provider,
+        // else lab serve's own.
+        let agent_home =
+            self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
+        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), Path::new(&rec.workdir)));
         if rec.status != Status::Active {
             tail.ended = true;
         } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {

@@ -6,7 +6,9 @@
 //! answer path waits on its write time ([`super::keystrokes::DrawnWait`]). This module
 //! holds the pure rules about a spooled prompt's identity.
 
+use crate::fsutil;
 use crate::model::Dialog;
+use std::path::{Path, PathBuf};
 
 /// The answer-guard token of a spooled prompt. A prompt whose id is its transcript
 /// call's own keeps it. Any other (a permission request carries no call id, so the
@@ -26,25 +28,37 @@ pub fn identify(mut dialog: Dialog, written_ns: i128) -> Dialog {
 pub const PLAN_FILE_MAX: u64 = 256 * 1024;
 
 /// A plan dialog that names its plan file instead of carrying the text (WIT
-/// `plan-body.plan-file`) gets the file's text: an absolute path to a regular file of at
-/// most [`PLAN_FILE_MAX`] bytes of UTF-8. Anything else leaves the dialog as it is (the
-/// card then shows no plan text) and says why.
-pub fn fill_plan_from_file(dialog: &mut Dialog) -> Result<(), String> {
+/// `plan-body.plan-file`) gets the file's text, read only from inside one of `roots`
+/// (the run's agent home and workdir: where an agent keeps its plans) and opened once
+/// as an untrusted file ([`fsutil::open_beneath`]: no symlink below the root, no `..`,
+/// no FIFO, device or kernel file), at most [`PLAN_FILE_MAX`] bytes of UTF-8. The path
+/// comes from a hook payload the agent's side wrote: anything else (`/proc/self/environ`,
+/// a FIFO, a symlink to a secret) leaves the dialog as it is (the card then shows no plan
+/// text) and says why.
+pub fn fill_plan_from_file(dialog: &mut Dialog, roots: &[PathBuf]) -> Result<(), String> {
     let crate::model::DialogBody::Plan { plan, plan_file: Some(file), .. } = &mut dialog.body else { return Ok(()) };
     if plan.is_some() {
         return Ok(());
     }
-    let path = std::path::Path::new(file.as_str());
+    let path = Path::new(file.as_str());
     if !path.is_absolute() {
         return Err(format!("the plan file {file:?} is not an absolute path"));
     }
-    let meta = std::fs::metadata(path).map_err(|e| format!("the plan file {file}: {e}"))?;
-    if !meta.is_file() || meta.len() > PLAN_FILE_MAX {
-        return Err(format!("the plan file {file} is not a regular file of at most {PLAN_FILE_MAX} bytes"));
-    }
-    let text = std::fs::read(path).map_err(|e| format!("the plan file {file}: {e}"))?;
+    let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+        return Err(format!("the plan file {file} is outside the agent's home and workdir; it is not read"));
+    };
+    let f = fsutil::open_beneath(root, path)
+        .map_err(|e| format!("the plan file {file} is not read: {e}"))?
+        .ok_or_else(|| format!("the plan file {file} does not exist"))?;
+    let text = fsutil::read_capped(f, PLAN_FILE_MAX as usize).map_err(|e| format!("the plan file {file}: {e}"))?;
     *plan = Some(String::from_utf8(text).map_err(|_| format!("the plan file {file} is not UTF-8"))?);
     Ok(())
+}
+
+/// The folders a run's plan files may be read from: its agent's home and its workdir,
+/// each as the real path (symlinks above them are the operator's, resolved here once).
+pub fn plan_roots(agent_home: Option<&Path>, workdir: &Path) -> Vec<PathBuf> {
+    agent_home.into_iter().chain([workdir]).filter(|p| p.is_absolute()).filter_map(|p| p.canonicalize().ok()).collect()
 }
 
 /// The ids a cleared spool's prompt is known by (its own and its call's), so the
@@ -104,27 +118,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("plan.md");
         std::fs::write(&f, "# Plan\n1. go").unwrap();
+        let roots = plan_roots(None, dir.path());
+        let fill = |p: &mut Dialog| fill_plan_from_file(p, &roots);
+        let f = roots[0].join("plan.md");
         let mut p = plan(None, Some(f.to_str().unwrap()));
-        fill_plan_from_file(&mut p).unwrap();
+        fill(&mut p).unwrap();
         assert_eq!(plan_text(&p), Some("# Plan\n1. go"));
         // The payload's own text wins; no file, nothing to do.
         let mut p = plan(Some("inline"), Some(f.to_str().unwrap()));
-        fill_plan_from_file(&mut p).unwrap();
+        fill(&mut p).unwrap();
         assert_eq!(plan_text(&p), Some("inline"));
         // Refused, and the dialog stays without text: relative, missing, a folder, too big, not UTF-8.
-        let big = dir.path().join("big.md");
+        let big = roots[0].join("big.md");
         std::fs::write(&big, vec![b'x'; PLAN_FILE_MAX as usize + 1]).unwrap();
-        let bin = dir.path().join("bin.md");
+        let bin = roots[0].join("bin.md");
+        std::os::unix::fs::symlink("/etc/hostname", roots[0].join("link.md")).unwrap();
+        let link = roots[0].join("link.md");
         std::fs::write(&bin, [0xff, 0xfe]).unwrap();
         for bad in [
             "plan.md",
             "/nonexistent/plan.md",
-            dir.path().to_str().unwrap(),
+            "/proc/self/environ",
+            "/etc/hostname",
+            "/dev/zero",
+            roots[0].to_str().unwrap(),
             big.to_str().unwrap(),
             bin.to_str().unwrap(),
+            link.to_str().unwrap(),
         ] {
             let mut p = plan(None, Some(bad));
-            assert!(fill_plan_from_file(&mut p).is_err(), "{bad}");
+            assert!(fill(&mut p).is_err(), "{bad}");
             assert_eq!(plan_text(&p), None, "{bad}");
         }
     }

@@ -167,6 +167,8 @@ pub struct Tail {
     files: RunFiles,
     hooker: bool,
     fallback_deep_link: Option<String>,
+    /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
+    plan_roots: Vec<PathBuf>,
 
     /// Where the transcript's next unconsumed byte is (`lines` holds what follows it
     /// up to the read position: an incomplete line).
@@ -232,6 +234,11 @@ impl Tail {
         Tail { hooker: provider.dialog_hooker(), provider: Some(provider), transcript, fallback_deep_link, ..inert }
     }
 
+    /// The folders a plan file named by a spooled prompt may be read from.
+    pub fn set_plan_roots(&mut self, roots: Vec<PathBuf>) {
+        self.plan_roots = roots;
+    }
+
     /// The transcript is not known at spawn: the session-info channel will name it.
     pub fn await_session_info(&mut self) {
         self.awaiting_session = self.transcript.is_none();
@@ -246,6 +253,7 @@ impl Tail {
             files,
             hooker: false,
             fallback_deep_link: None,
+            plan_roots: Vec::new(),
             offset: 0,
             lines: LineBuf::new(MAX_LINE),
             lines_seen: 0,
@@ -461,7 +469,7 @@ impl Tail {
         match provider.pending_dialog(bytes, open).await {
             Ok(dialog) => {
                 let dialog = dialog.map(|mut d| {
-                    if let Err(why) = spool::fill_plan_from_file(&mut d) {
+                    if let Err(why) = spool::fill_plan_from_file(&mut d, &self.plan_roots) {
                         tracing::warn!(run = %self.run, %why, "showing the plan without its text");
                     }
                     spool::identify(d, sig.mtime_ns)

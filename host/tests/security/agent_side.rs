@@ -85,6 +85,66 @@ sleep 600
     }
 }
 
+/// Row 4: a plan file named by a spool payload is read only from inside the agent's
+/// home or workdir, never through a symlink, never a FIFO or a kernel file; the server
+/// keeps answering at once whatever it is.
+#[test]
+fn a_plan_file_outside_the_agent_s_folders_or_not_a_plain_file_is_never_read() {
+    let w = World::new();
+    let plan = "# The real plan";
+    w.use_fake_claude(&serde_json::json!({"steps": [{"plan": {"plan": plan, "file_only": true}}, {"idle": {}}]}));
+    let secret = "lab-serve-secret-0123456789";
+    let lab = Lab::start_with(&w, |c| {
+        c.env("LAB_TEST_SECRET", secret);
+    });
+    let id = run_id(&lab.create_run(&w, "claude-code", "plan it"));
+    let v = lab.wait_view(&id, "the plan dialog", |v| v["pending_dialog"]["kind"] == "plan");
+    assert_eq!(v["pending_dialog"]["plan"], plan, "the agent's own plan file is read");
+    let spool = w.runtime().join(format!("{id}.spool.json"));
+    let payload: Value = serde_json::from_slice(&std::fs::read(&spool).unwrap()).unwrap();
+
+    let outside = w.dir.path().join("outside.md");
+    std::fs::write(&outside, format!("{secret} outside")).unwrap();
+    let link = w.agent_home.join(".claude/plans/link.md");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let fifo = w.agent_home.join(".claude/plans/fifo.md");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let big = w.workdir.join("big.md");
+    std::fs::write(&big, "x".repeat(300 * 1024)).unwrap();
+    for (n, bad) in [
+        "/proc/self/environ",
+        outside.to_str().unwrap(),
+        link.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+        big.to_str().unwrap(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut p = payload.clone();
+        p["tool_input"]["planFilePath"] = Value::from(bad);
+        p["tool_use_id"] = Value::from(format!("toolu_bad_{n}"));
+        let tmp = w.runtime().join(format!(".{id}.spool.json.tmp.test.{n}"));
+        std::fs::write(&tmp, serde_json::to_vec(&p).unwrap()).unwrap();
+        std::fs::rename(&tmp, &spool).unwrap();
+        let v = wait_for(Duration::from_secs(10), "the new plan dialog", || {
+            let started = std::time::Instant::now();
+            let v = lab.view(&id);
+            assert!(started.elapsed() < Duration::from_secs(1), "the server was slow to answer ({bad})");
+            Some(v).filter(|v| {
+                v["pending_dialog"]["tool_id"].as_str().is_some_and(|t| t.starts_with(&format!("toolu_bad_{n}")))
+            })
+        });
+        assert!(v["pending_dialog"]["plan"].is_null(), "{bad}: {}", v["pending_dialog"]);
+        let (_, run) = lab.get(&format!("/runs/{id}"));
+        for body in [v.to_string(), run.to_string()] {
+            assert!(!body.contains(secret) && !body.contains("xxxxxxxx"), "{bad} leaked into a view");
+        }
+    }
+}
+
 fn mkfifo(p: &std::path::Path) {
     let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
     // SAFETY: a valid C string; mkfifo has no other precondition.
