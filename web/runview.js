@@ -361,6 +361,7 @@ export class RunView {
       }
       if (this.notice) card.setStatus(this.notice.text, "notice");
       this.dialogArea.replaceChildren(card.el);
+      if (this.notice && this.notice.terminal) this.openCardTerminal();
       if (hadFocus && prevToolId !== d.tool_id && !card.busy) card.focusFirst();
       else if (refocus && prevToolId === d.tool_id) {
         const sel = `[data-testid="${refocus.testid}"]${refocus.index !== undefined ? `[data-index="${refocus.index}"]` : ""}`;
@@ -388,9 +389,16 @@ export class RunView {
     const p = this.ownProgress();
     if (p) {
       if (p.state === "waiting") return "Answering… waiting for the prompt to be drawn";
-      if (p.state === "playing") return `Answering… key ${p.played} of ${p.keys.length}`;
+      // Every key sent: lab now checks that the prompt went away.
+      if (p.state === "playing" && p.played < p.keys.length) return `Answering… key ${p.played} of ${p.keys.length}`;
     }
     return "Answer sent — waiting for the agent…";
+  }
+
+  /** Open the card's "answer in the terminal" part (its attach command). */
+  openCardTerminal() {
+    const details = this.card && this.card.el.querySelector("details.card-terminal");
+    if (details) details.open = true;
   }
 
   /** Follow the answer this page sent: its progress on the card, or why it failed. */
@@ -398,14 +406,20 @@ export class RunView {
     const p = this.ownProgress();
     if (!p) return;
     const qc = this.card && this.card.toolId === p.tool_id && this.card.qc;
-    if (p.state === "failed") {
+    if (p.state === "failed" || p.state === "lost") {
       this.answering = null;
+      const code = p.error && p.error.error;
       const message = (p.error && p.error.message) || "the answer could not be played";
-      const what = "The answer was not played: " + message;
-      this.notice = { text: what, key: this.computeCardKey() };
+      const what = p.state === "lost"
+        ? "The answer did not take: " + message
+        : code === "not_on_screen"
+          ? "Nothing was typed: " + message
+          : "The answer was not played: " + message;
+      this.notice = { text: what, key: this.computeCardKey(), terminal: p.state === "lost" || code === "not_on_screen" };
       if (qc) {
         qc.setBusy(false);
         qc.setStatus(what, "error");
+        if (this.notice.terminal) this.openCardTerminal();
       }
       return;
     }

@@ -54,6 +54,8 @@ impl From<RunError> for ApiError {
             | RunError::ComposerLocked { .. }
             | RunError::DialogChanged { .. }
             | RunError::NoDialog
+            | RunError::NotOnScreen(_)
+            | RunError::AnswerLost(_)
             | RunError::RunEnded => StatusCode::CONFLICT,
             RunError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             RunError::NotAnswerable | RunError::LaunchFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -191,6 +191,33 @@ pub struct Dialog {
 }
 
 impl Dialog {
+    /// Whether `pane` shows this prompt's own words, for a provider that cannot tell
+    /// (WIT 0.1.0 has no `is-drawn`): the first question and its first option, or the
+    /// permission's summary, or the first option, or the title, each found in the pane
+    /// with runs of whitespace made one. Agent-neutral: only what the dialog says.
+    pub fn words_shown_in(&self, pane: &str) -> bool {
+        fn squash(s: &str) -> String {
+            s.split_whitespace().collect::<Vec<_>>().join(" ")
+        }
+        let p = squash(pane);
+        let shown = |s: &str| {
+            let s = squash(s.lines().next().unwrap_or_default());
+            !s.is_empty() && p.contains(&s)
+        };
+        match &self.body {
+            DialogBody::Question(qs) => {
+                qs.first().is_some_and(|q| shown(&q.question) && q.options.first().is_none_or(|o| shown(&o.label)))
+            }
+            DialogBody::Permission { summary, options, .. } => {
+                shown(summary) && options.first().is_none_or(|o| shown(&o.label))
+            }
+            DialogBody::Plan { options, .. } => options.first().is_some_and(|o| shown(&o.label)),
+            DialogBody::Generic { title, options, .. } => {
+                shown(title) && options.first().is_none_or(|o| shown(&o.label))
+            }
+        }
+    }
+
     /// "question", "plan", "permission" or "generic".
     pub fn kind(&self) -> &'static str {
         match &self.body {

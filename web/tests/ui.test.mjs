@@ -967,6 +967,28 @@ describe("permission, plan and generic prompts", () => {
     assert.deepEqual(bodies[1], { tool_id: PERMISSION.tool_id, answers: [{ option: 1 }] });
   });
 
+  for (const [state, error, lead] of [
+    ["failed", { error: "not_on_screen", message: "the prompt was not on the agent's screen (drawn and still for 0 ms) within 5000 ms of the answer, so nothing was typed: look at the terminal" }, /^Nothing was typed: the prompt was not on the agent's screen/],
+    ["lost", { error: "answer_lost", message: "the keys were typed 2 times but the prompt is still on the agent's screen, unchanged, 3 s later: answer it in the terminal" }, /^The answer did not take: the keys were typed 2 times/],
+  ]) {
+    scenario(`an answer ${state} with ${error.error} (rendering test): the card says so, shows the attach command, and can be answered again`, idleScript, async ({ world, page, id }) => {
+      const started_at = "2026-11-30T18:00:00.000Z";
+      const done = { tool_id: PERMISSION.tool_id, state, keys: ["1"], played: state === "lost" ? 1 : 0, started_at, finished_at: "2026-11-30T18:00:06.000Z", error };
+      await holdEventStream(page, { ...dialogView(id, PERMISSION), answer: done });
+      const bodies = await interceptAnswers(page, { status: 202, json: { keys: ["1"], answer: { ...done, state: "waiting", played: 0, error: undefined, finished_at: undefined } } });
+      await page.goto(new URL(`#/runs/${id}`, world.url).href);
+      const card = page.locator(`${sel.card}[data-kind=permission][data-tool-id=${PERMISSION.tool_id}]`);
+      await card.waitFor();
+      assert.equal(await card.locator("details.card-terminal").evaluate((d) => d.open), false, "closed before");
+      await card.locator("[data-testid=dialog-option]").first().click();
+      await waitText(card.getByTestId("dialog-status"), lead, "the reason on the card");
+      assert.equal(await card.locator("details.card-terminal").evaluate((d) => d.open), true, "the terminal part is open");
+      assert.match(await card.getByTestId("attach-command").textContent(), /^tmux .*attach -t /);
+      assert.equal(await card.locator("[data-testid=dialog-option]").first().isDisabled(), false, "the options work again");
+      assert.equal(bodies.length, 1);
+    });
+  }
+
   scenario("permission card (rendering test): the feedback option asks for text first, then sends {feedback}; keyboard only", idleScript, async ({ world, page, id }) => {
     await holdEventStream(page, dialogView(id, { ...PERMISSION, source: "screen" }));
     const bodies = await interceptAnswers(page);

@@ -439,11 +439,12 @@ impl ProviderHandle {
         })
     }
 
-    /// Whether `pane` shows `dialog` ready for keys. 0.1.0 components cannot tell:
-    /// always no (the host then waits out the plan's `drawn_within`).
+    /// Whether `pane` shows `dialog` ready for keys. 0.1.0 components cannot tell: for
+    /// them the host looks for the dialog's own words on the pane
+    /// ([`m::Dialog::words_shown_in`]), so keys still go only onto a prompt on screen.
     pub fn is_drawn(&self, dialog: m::Dialog, pane: String) -> Call<bool> {
         self.call("is-drawn", move |s, g| match g {
-            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(false))),
+            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(dialog.words_shown_in(&pane)))),
             Guests::V2 { hooker, .. } => {
                 hooker.as_ref().and_then(|h| ok(h.call_is_drawn(s, &v2::dialog_out(&dialog), &pane)))
             }

@@ -25,10 +25,14 @@ pub const PACKAGE: &str = "lab:provider@0.1.0";
 pub const PAUSE: Duration = Duration::from_millis(250);
 
 /// 0.1.0 had no "is drawn" signal; the host waited this long after the spool was
-/// written before the first key. A 0.1.0 plan has this as its drawn budget and the
-/// adapter's `is-drawn` always says no, so keys start this long after the spool, as
-/// they did.
+/// written before the first key. A 0.1.0 plan has this as its drawn budget, and the
+/// adapter's `is-drawn` looks for the dialog's own words on the pane
+/// (`Dialog::words_shown_in`): keys go only onto the prompt on screen, once it has held
+/// still for [`STILL`].
 pub const SETTLE: Duration = Duration::from_millis(1500);
+/// How long a 0.1.0 prompt must show unchanged before the first key (its agent was
+/// never asked to take keys the moment it draws).
+pub const STILL: Duration = Duration::from_millis(300);
 
 /// The hook bindings a 0.1.0 component gets (its three hook-context commands).
 pub fn hook_wiring() -> Vec<m::HookBinding> {
@@ -220,7 +224,7 @@ pub fn answer(a: &m::Answer) -> Option<h::Answer> {
 pub fn answer_plan(ops: Vec<h::KeyOp>) -> m::AnswerPlan {
     m::AnswerPlan {
         drawn_within: SETTLE,
-        settle: Duration::ZERO,
+        settle: STILL,
         pause: PAUSE,
         steps: ops
             .into_iter()

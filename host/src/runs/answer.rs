@@ -64,7 +64,7 @@ impl Runs {
         }
         let keys = run.keys.clone().lock_owned().await;
         // The guard on a fresh read, and the provider's plan for this prompt.
-        let (dialog, plan, captured) = {
+        let (dialog, plan) = {
             let mut tail = run.tail.lock().await;
             if tail.ended {
                 return Err(RunError::NoDialog);
@@ -80,10 +80,9 @@ impl Runs {
             // the view no longer offers it.
             tail.mark_answered(tool_id);
             let d = tail.derive().await;
-            let captured = tail.live_dialog_captured();
             drop(tail);
             run.publish(d);
-            (dialog, plan, captured)
+            (dialog, plan)
         };
         let described = plan.steps.iter().map(keystrokes::describe).collect();
         let start = AnswerProgress {
@@ -91,6 +90,7 @@ impl Runs {
             state: AnswerState::Waiting,
             keys: described,
             played: 0,
+            replays: 0,
             error: None,
             started_at: now_rfc3339(),
             finished_at: None,
@@ -98,7 +98,7 @@ impl Runs {
         run.start_answer(start.clone());
         let (runs, run2, tool_id) = (self.clone(), run.clone(), tool_id.to_string());
         tokio::spawn(async move {
-            let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan, captured).await;
+            let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan).await;
             if let Err(e) = &result {
                 // Not played: the prompt is offered again if it is still there.
                 let mut tail = run2.tail.lock().await;
@@ -112,6 +112,10 @@ impl Runs {
                 p.finished_at = Some(now_rfc3339());
                 match result {
                     Ok(()) => p.state = AnswerState::Played,
+                    Err(e @ RunError::AnswerLost(_)) => {
+                        p.state = AnswerState::Lost;
+                        p.error = Some(AnswerFailure { error: e.code(), message: e.to_string() });
+                    }
                     Err(e) => {
                         p.state = AnswerState::Failed;
                         p.error = Some(AnswerFailure { error: e.code(), message: e.to_string() });
@@ -125,7 +129,9 @@ impl Runs {
     }
 
     /// An accepted answer's playback (under the run's key lock, which the caller holds):
-    /// wait until the prompt is drawn, check the guard again, then send the keys.
+    /// wait until the prompt is drawn and still, check the guard again, send the keys,
+    /// then check that the prompt went away — playing again, at most
+    /// [`keystrokes::MAX_REPLAYS`] times, only when no key took at all.
     async fn play_answer(
         &self,
         run: &Arc<Run>,
@@ -133,52 +139,107 @@ impl Runs {
         tool_id: &str,
         dialog: crate::model::Dialog,
         plan: crate::model::AnswerPlan,
-        captured: Option<SystemTime>,
     ) -> Result<(), RunError> {
-        // 1. Wait until the prompt is drawn (the provider reads the pane), at most the
-        //    plan's budget counted from when the prompt was captured.
-        let captured_ago = captured.and_then(|t| SystemTime::now().duration_since(t).ok()).unwrap_or_default();
-        let wait = keystrokes::DrawnWait::new(std::time::Instant::now(), captured_ago, plan.drawn_within);
         let target = run.record().tmux_target;
-        // At least one look, however old the prompt: a late answer is when the operator
-        // may have moved things in the terminal.
+        let mut replays = 0;
         loop {
-            let tmux = self.tmux.clone();
-            let t = target.clone();
-            let pane =
-                tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default();
-            let drawn = provider.is_drawn(dialog.clone(), pane).await.unwrap_or(false);
-            if wait.done(std::time::Instant::now(), drawn) {
-                if drawn && !plan.settle.is_zero() {
-                    // Drawn, but the agent takes keys a moment later (the provider says).
-                    tokio::time::sleep(plan.settle).await;
-                }
-                break;
-            }
-            tokio::time::sleep(keystrokes::DRAWN_POLL).await;
-        }
-        // 2. The guard again (the prompt may have gone while it was drawn), then play.
-        {
-            let mut tail = run.tail.lock().await;
-            if tail.ended {
+            // 1. Only onto the prompt on screen, drawn and still (the provider reads the
+            //    pane), within the plan's budget counted from now.
+            let before = self.wait_until_drawn(provider, &dialog, &plan, &target).await?;
+            // 2. The guard again (the prompt may have gone while it was drawn), then play.
+            if !self.still_live(run, tool_id).await? {
                 return Err(RunError::NoDialog);
             }
-            tail.refresh().await;
-            // This answer's own mark aside: is the prompt still the live one?
-            tail.unmark_answered(tool_id);
-            let still = self.guarded(&tail, tool_id);
-            tail.mark_answered(tool_id);
-            still?;
+            run.update_answer(tool_id, |p| {
+                p.state = AnswerState::Playing;
+                p.played = 0;
+            });
+            let tmux = self.tmux.clone();
+            let (run2, id, plan2, t) = (run.clone(), tool_id.to_string(), plan.clone(), target.clone());
+            tokio::task::spawn_blocking(move || {
+                keystrokes::play(&tmux, &t, &plan2, |sent| run2.update_answer(&id, |p| p.played = sent))
+            })
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))?
+            .map_err(|e| RunError::Internal(format!("playing the answer failed: {e}")))?;
+            // 3. Did it take? The prompt must go away.
+            let mut check = keystrokes::GoneCheck::new(std::time::Instant::now(), &before);
+            let outcome = loop {
+                tokio::time::sleep(keystrokes::DRAWN_POLL).await;
+                let live = self.still_live(run, tool_id).await.unwrap_or(false);
+                let pane = self.capture(&target).await;
+                let drawn = live && provider.is_drawn(dialog.clone(), pane.clone()).await.unwrap_or(false);
+                match check.look(std::time::Instant::now(), live, drawn, &pane) {
+                    keystrokes::AfterKeys::Wait => continue,
+                    other => break other,
+                }
+            };
+            match outcome {
+                keystrokes::AfterKeys::Gone | keystrokes::AfterKeys::Wait => return Ok(()),
+                keystrokes::AfterKeys::Lost { unchanged: true } if replays < keystrokes::MAX_REPLAYS => {
+                    replays += 1;
+                    tracing::warn!(run = %run.id, tool_id, "no key of the answer took (the prompt is unchanged); playing it again");
+                    run.update_answer(tool_id, |p| p.replays = replays);
+                }
+                keystrokes::AfterKeys::Lost { unchanged } => {
+                    let secs = keystrokes::GONE_WITHIN.as_secs();
+                    return Err(RunError::AnswerLost(if unchanged {
+                        format!("the keys were typed {} times but the prompt is still on the agent's screen, unchanged, {secs} s later: answer it in the terminal", replays + 1)
+                    } else {
+                        format!("the keys were typed but the prompt is still on the agent's screen {secs} s later (it changed, so some took): look at the terminal")
+                    }));
+                }
+            }
         }
-        run.update_answer(tool_id, |p| p.state = AnswerState::Playing);
-        let tmux = self.tmux.clone();
-        let (run2, id) = (run.clone(), tool_id.to_string());
-        tokio::task::spawn_blocking(move || {
-            keystrokes::play(&tmux, &target, &plan, |sent| run2.update_answer(&id, |p| p.played = sent))
-        })
-        .await
-        .map_err(|e| RunError::Internal(e.to_string()))?
-        .map_err(|e| RunError::Internal(format!("playing the answer failed: {e}")))
+    }
+
+    /// The pane's visible text ("" when it cannot be read: nothing is drawn there).
+    async fn capture(&self, target: &str) -> String {
+        let (tmux, t) = (self.tmux.clone(), target.to_string());
+        tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default()
+    }
+
+    /// Wait until the provider sees `dialog` drawn on the pane and the pane has held
+    /// still for the plan's settle time ([`keystrokes::DrawnWait`]); the pane then, or
+    /// `not_on_screen` once the plan's budget (counted from now) is spent.
+    async fn wait_until_drawn(
+        &self,
+        provider: &ProviderHandle,
+        dialog: &crate::model::Dialog,
+        plan: &crate::model::AnswerPlan,
+        target: &str,
+    ) -> Result<String, RunError> {
+        let mut wait = keystrokes::DrawnWait::new(std::time::Instant::now(), plan.drawn_within, plan.settle);
+        loop {
+            let pane = self.capture(target).await;
+            // A provider that fails to tell is taken as "not drawn": fail closed.
+            let drawn = provider.is_drawn(dialog.clone(), pane.clone()).await.unwrap_or(false);
+            match wait.look(std::time::Instant::now(), drawn, &pane) {
+                keystrokes::BeforeKeys::Play => return Ok(pane),
+                keystrokes::BeforeKeys::NotOnScreen => {
+                    return Err(RunError::NotOnScreen(format!(
+                        "the prompt was not on the agent's screen (drawn and still for {} ms) within {} ms of the answer, so nothing was typed: look at the terminal",
+                        plan.settle.as_millis(),
+                        (plan.drawn_within + plan.settle).as_millis()
+                    )))
+                }
+                keystrokes::BeforeKeys::Wait => tokio::time::sleep(keystrokes::DRAWN_POLL).await,
+            }
+        }
+    }
+
+    /// Whether the prompt `tool_id` is still the run's live one, on a fresh read (this
+    /// answer's own mark aside); `run_ended` once the run is over.
+    async fn still_live(&self, run: &Arc<Run>, tool_id: &str) -> Result<bool, RunError> {
+        let mut tail = run.tail.lock().await;
+        if tail.ended {
+            return Err(RunError::RunEnded);
+        }
+        tail.refresh().await;
+        tail.unmark_answered(tool_id);
+        let still = self.guarded(&tail, tool_id);
+        tail.mark_answered(tool_id);
+        Ok(still.is_ok())
     }
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one

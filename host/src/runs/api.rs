@@ -24,6 +24,12 @@ pub enum RunError {
     NoDialog,
     #[error("this dialog cannot be answered from lab: answer it in the terminal")]
     NotAnswerable,
+    /// The prompt was not on the agent's screen (drawn and still) in time: nothing was typed.
+    #[error("{0}")]
+    NotOnScreen(String),
+    /// The keys were typed but the prompt is still there: they did not take.
+    #[error("{0}")]
+    AnswerLost(String),
     #[error("the run has ended")]
     RunEnded,
     #[error("{0}")]
@@ -54,6 +60,8 @@ impl RunError {
             RunError::DialogChanged { .. } => "dialog_changed",
             RunError::NoDialog => "no_dialog",
             RunError::NotAnswerable => "not_answerable",
+            RunError::NotOnScreen(_) => "not_on_screen",
+            RunError::AnswerLost(_) => "answer_lost",
             RunError::RunEnded => "run_ended",
             RunError::LaunchFailed(_) => "launch_failed",
             RunError::Internal(_) => "internal",
@@ -139,8 +147,12 @@ pub struct AnswerProgress {
     pub state: AnswerState,
     /// The keys of the provider's plan, as the POST returned them.
     pub keys: Vec<String>,
-    /// How many of them have been sent to the pane.
+    /// How many of them have been sent to the pane (in the current try).
     pub played: usize,
+    /// How often the keys were played again because the prompt stayed unchanged (no key
+    /// took); omitted when never.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replays: u32,
     /// Why the answer was not played (or not to the end): `{"error", "message"}` as the
     /// POST would have answered it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,9 +169,13 @@ pub enum AnswerState {
     Waiting,
     /// Sending the keys, `played` of them so far.
     Playing,
-    /// Every key was sent.
+    /// Every key was sent and the prompt went away.
     Played,
-    /// Not played (or not to the end): see `error`.
+    /// Every key was sent (again, if nothing took the first time), but the prompt is
+    /// still there: see `error` (`answer_lost`). Answer it in the terminal.
+    Lost,
+    /// Not played (or not to the end): see `error` — `not_on_screen` when the prompt was
+    /// not on the agent's screen, so nothing was typed.
     Failed,
 }
 
@@ -167,6 +183,10 @@ pub enum AnswerState {
 pub struct AnswerFailure {
     pub error: &'static str,
     pub message: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl AnswerProgress {

@@ -58,28 +58,116 @@ pub fn validate(plan: &AnswerPlan) -> Result<(), String> {
     Ok(())
 }
 
-/// Waiting for a prompt to be drawn before the first key: done when the provider's
-/// check says so, or once the deadline (`drawn_within` after the prompt was captured)
-/// has passed — then the keys are played anyway.
-#[derive(Debug, Clone, Copy)]
+/// How long after an answer's last key the prompt has to go away (from the screen, or
+/// as the agent's side reports it) before the answer counts as lost.
+pub const GONE_WITHIN: Duration = Duration::from_secs(3);
+/// How often a lost answer (the prompt still there, unchanged) is played again.
+pub const MAX_REPLAYS: u32 = 1;
+
+/// A pane's text, as compared between looks.
+fn fingerprint(pane: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pane.hash(&mut h);
+    h.finish()
+}
+
+/// What one look at the pane decides before the first key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeforeKeys {
+    /// Look again in a moment.
+    Wait,
+    /// The prompt is drawn and has held still for the plan's settle time: play.
+    Play,
+    /// The budget is spent and the prompt was never drawn and still: type nothing.
+    NotOnScreen,
+}
+
+/// Waiting for a prompt to be drawn before the first key: keys are played only onto a
+/// prompt the provider's `is-drawn` sees, and only once the pane has shown it unchanged
+/// for the plan's `settle` (an agent may draw its prompt before it takes keys). The
+/// budget is counted from the answer (`drawn_within` + `settle`), never from the
+/// prompt's age: an old prompt gets the same look as a new one, and one that is not on
+/// screen is never typed into.
+#[derive(Debug, Clone)]
 pub struct DrawnWait {
     deadline: Instant,
+    settle: Duration,
+    /// Since when the pane has shown the prompt, drawn, exactly as now.
+    steady: Option<(u64, Instant)>,
 }
 
 impl DrawnWait {
-    /// `captured`: how long ago the prompt was captured (the spool's age).
-    pub fn new(now: Instant, captured: Duration, drawn_within: Duration) -> Self {
-        DrawnWait { deadline: now + drawn_within.saturating_sub(captured) }
+    pub fn new(now: Instant, drawn_within: Duration, settle: Duration) -> Self {
+        DrawnWait { deadline: now + drawn_within + settle, settle, steady: None }
     }
 
-    /// Whether to stop waiting, given one check of the pane.
-    pub fn done(&self, now: Instant, drawn: bool) -> bool {
-        drawn || now >= self.deadline
+    /// Take in one look: whether the provider says the prompt is drawn on `pane`.
+    pub fn look(&mut self, now: Instant, drawn: bool, pane: &str) -> BeforeKeys {
+        if drawn {
+            let f = fingerprint(pane);
+            let since = match self.steady {
+                Some((g, since)) if g == f => since,
+                _ => {
+                    self.steady = Some((f, now));
+                    now
+                }
+            };
+            if now.saturating_duration_since(since) >= self.settle {
+                return BeforeKeys::Play;
+            }
+        } else {
+            self.steady = None;
+        }
+        if now >= self.deadline {
+            BeforeKeys::NotOnScreen
+        } else {
+            BeforeKeys::Wait
+        }
+    }
+}
+
+/// What one look after the last key decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterKeys {
+    Wait,
+    /// The prompt went away: the answer took.
+    Gone,
+    /// The prompt is still there [`GONE_WITHIN`] after the keys. `unchanged`: the pane
+    /// is exactly as before the first key, so no key took (playing again is safe);
+    /// otherwise some did, and nothing more is typed.
+    Lost {
+        unchanged: bool,
+    },
+}
+
+/// Checking that an answer's keys took: the prompt must go away (the provider's
+/// `is-drawn` no longer sees it, or the agent's side ended it) within [`GONE_WITHIN`].
+#[derive(Debug, Clone)]
+pub struct GoneCheck {
+    deadline: Instant,
+    before: u64,
+    changed: bool,
+}
+
+impl GoneCheck {
+    /// `before`: the pane as the last look before the first key saw it.
+    pub fn new(now: Instant, before: &str) -> Self {
+        GoneCheck { deadline: now + GONE_WITHIN, before: fingerprint(before), changed: false }
     }
 
-    /// Whether the deadline has passed already (no check needed).
-    pub fn expired(&self, now: Instant) -> bool {
-        now >= self.deadline
+    /// Take in one look: whether the prompt is still the run's live one (the answer
+    /// guard on a fresh read), whether it is drawn, and the pane.
+    pub fn look(&mut self, now: Instant, live: bool, drawn: bool, pane: &str) -> AfterKeys {
+        if !live || !drawn {
+            return AfterKeys::Gone;
+        }
+        self.changed |= fingerprint(pane) != self.before;
+        if now >= self.deadline {
+            AfterKeys::Lost { unchanged: !self.changed }
+        } else {
+            AfterKeys::Wait
+        }
     }
 }
 
@@ -134,18 +222,52 @@ mod tests {
     }
 
     #[test]
-    fn the_drawn_wait_ends_on_the_signal_or_the_deadline_counted_from_capture() {
+    fn keys_are_played_only_onto_a_prompt_drawn_and_still_within_the_budget() {
+        let ms = Duration::from_millis;
         let t0 = Instant::now();
-        let w = DrawnWait::new(t0, Duration::ZERO, Duration::from_millis(1500));
-        assert!(!w.done(t0, false));
-        assert!(w.done(t0, true), "drawn: play at once");
-        assert!(!w.done(t0 + Duration::from_millis(1499), false));
-        assert!(w.done(t0 + Duration::from_millis(1500), false), "not drawn in time: play anyway");
-        // A prompt captured 1 s ago has 0.5 s left; one older than the budget none.
-        let w = DrawnWait::new(t0, Duration::from_secs(1), Duration::from_millis(1500));
-        assert!(!w.expired(t0 + Duration::from_millis(499)));
-        assert!(w.expired(t0 + Duration::from_millis(500)));
-        assert!(DrawnWait::new(t0, Duration::from_secs(9), Duration::from_millis(1500)).expired(t0));
-        assert!(DrawnWait::new(t0, Duration::ZERO, Duration::ZERO).expired(t0));
+        // No settle: the first look that sees it drawn plays.
+        let mut w = DrawnWait::new(t0, ms(1500), Duration::ZERO);
+        assert_eq!(w.look(t0, false, "loading"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(100), true, "prompt"), BeforeKeys::Play);
+        // Never drawn: refused at the deadline, however old the prompt (the budget is
+        // the answer's), never played.
+        let mut w = DrawnWait::new(t0, ms(1500), Duration::ZERO);
+        assert_eq!(w.look(t0 + ms(1499), false, "elsewhere"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(1500), false, "elsewhere"), BeforeKeys::NotOnScreen);
+        let mut w = DrawnWait::new(t0, Duration::ZERO, Duration::ZERO);
+        assert_eq!(w.look(t0, false, ""), BeforeKeys::NotOnScreen);
+        // A settle time: drawn and unchanged that long; a change (or not drawn) restarts it.
+        let mut w = DrawnWait::new(t0, ms(1000), ms(300));
+        assert_eq!(w.look(t0, true, "picker"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(200), true, "picker, redrawn"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(450), true, "picker, redrawn"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(500), false, "gone"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(600), true, "picker"), BeforeKeys::Wait);
+        assert_eq!(w.look(t0 + ms(900), true, "picker"), BeforeKeys::Play);
+        // One that never holds still is not played either.
+        let mut w = DrawnWait::new(t0, ms(1000), ms(300));
+        for i in 0..13u64 {
+            assert_eq!(w.look(t0 + ms(i * 100), true, &format!("spinner {i}")), BeforeKeys::Wait);
+        }
+        assert_eq!(w.look(t0 + ms(1300), true, "spinner 13"), BeforeKeys::NotOnScreen);
+    }
+
+    #[test]
+    fn an_answer_counts_only_once_its_prompt_went_away() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut c = GoneCheck::new(t0, "picker");
+        assert_eq!(c.look(t0 + ms(50), true, true, "picker"), AfterKeys::Wait);
+        assert_eq!(c.look(t0 + ms(100), true, false, "reply"), AfterKeys::Gone, "off the screen");
+        let mut c = GoneCheck::new(t0, "picker");
+        assert_eq!(c.look(t0 + ms(100), false, true, "picker"), AfterKeys::Gone, "ended by the agent's side");
+        // Still there, unchanged: no key took.
+        let mut c = GoneCheck::new(t0, "picker");
+        assert_eq!(c.look(t0 + ms(100), true, true, "picker"), AfterKeys::Wait);
+        assert_eq!(c.look(t0 + GONE_WITHIN, true, true, "picker"), AfterKeys::Lost { unchanged: true });
+        // Still there but changed on the way: some key took.
+        let mut c = GoneCheck::new(t0, "picker");
+        assert_eq!(c.look(t0 + ms(100), true, true, "picker, cursor on 2"), AfterKeys::Wait);
+        assert_eq!(c.look(t0 + GONE_WITHIN, true, true, "picker"), AfterKeys::Lost { unchanged: false });
     }
 }

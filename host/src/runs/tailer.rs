@@ -207,8 +207,6 @@ pub struct Tail {
     session_sig: Option<FileSig>,
     /// A prompt read off the screen and still shown there.
     screen: Option<Dialog>,
-    /// When that prompt was first read.
-    screen_seen: Option<SystemTime>,
     /// How many messages the transcript had then: a screen prompt is over once the run
     /// moves on.
     screen_at_messages: usize,
@@ -276,7 +274,6 @@ impl Tail {
             awaiting_session: false,
             session_sig: None,
             screen: None,
-            screen_seen: None,
             screen_at_messages: 0,
             marker_sig: None,
             marker: None,
@@ -653,19 +650,9 @@ impl Tail {
         spooled.or(self.screen())
     }
 
-    /// When the live prompt was captured (the spool's write time), for the drawn-wait.
-    pub fn live_dialog_captured(&self) -> Option<SystemTime> {
-        match (&self.spool, self.screen()) {
-            (Some(s), _) if s.dialog.is_some() => Some(s.written),
-            (_, Some(_)) => self.screen_seen,
-            _ => None,
-        }
-    }
-
     /// What the screen shows now, as the provider read it (None: no prompt there).
     pub fn set_screen(&mut self, dialog: Option<Dialog>) {
         if dialog.as_ref().map(|d| &d.id) != self.screen.as_ref().map(|d| &d.id) {
-            self.screen_seen = dialog.as_ref().map(|_| SystemTime::now());
             self.screen_at_messages = self.message_count();
         }
         self.screen = dialog;

@@ -85,6 +85,71 @@ sleep 600
     }
 }
 
+fn answer(lab: &Lab, id: &str, tool_id: &str, option: u64) -> (u16, Value) {
+    lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &serde_json::json!({"tool_id": tool_id, "answers": [{"option": option}]}),
+    )
+}
+
+fn keys_read(log: &std::path::Path) -> usize {
+    World::log_events(log).iter().filter(|e| e["event"] == "key").count()
+}
+
+/// The answer's progress once it has finished (played, lost or failed).
+fn finished_answer(lab: &Lab, id: &str) -> Value {
+    wait_for(Duration::from_secs(30), "the answer to finish", || {
+        let (_, run) = lab.get(&format!("/runs/{id}"));
+        Some(run["answer"].clone()).filter(|a| a["finished_at"].is_string())
+    })
+}
+
+/// Row 2: keys go only onto a prompt the provider sees on screen. Here the operator
+/// opened another window in the run's session, so the pane shows a shell, not the
+/// question: the answer ends `not_on_screen` and no key reaches anything. Once the
+/// question is back on screen, the same prompt is answered.
+#[test]
+fn an_answer_to_a_prompt_not_on_screen_types_nothing() {
+    let w = World::new();
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "go"));
+    let v = lab.wait_state(&id, "question");
+    let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+    let session = format!("=lab-{id}:");
+    let sink = w.dir.path().join("sink");
+    let out =
+        w.tmux(&["new-window", "-P", "-F", "#{window_id}", "-t", &session, &format!("cat -v > {}", sink.display())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let window = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    wait_for(Duration::from_secs(5), "the other window", || sink.exists().then_some(()));
+    let keys_before = keys_read(&log);
+
+    let (status, body) = answer(&lab, &id, &tool_id, 0);
+    assert_eq!(status, 202, "{body}");
+    let a = finished_answer(&lab, &id);
+    assert_eq!((a["state"].as_str(), a["error"]["error"].as_str()), (Some("failed"), Some("not_on_screen")), "{a}");
+    assert!(a["error"]["message"].as_str().unwrap().contains("nothing was typed"), "{a}");
+    assert_eq!(a["played"], 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(std::fs::read(&sink).unwrap(), b"", "keys reached the other window");
+    assert_eq!(keys_read(&log), keys_before, "keys reached the agent");
+    let v = lab.view(&id);
+    assert_eq!(
+        (v["state"].as_str(), v["pending_dialog"]["tool_id"].as_str()),
+        (Some("question"), Some(tool_id.as_str()))
+    );
+    assert_eq!(v["pending_dialog"]["answerable"], true, "offered again");
+
+    // Back on screen: answered.
+    assert!(w.tmux(&["kill-window", "-t", &window]).status.success());
+    let (status, body) = answer(&lab, &id, &tool_id, 1);
+    assert_eq!(status, 202, "{body}");
+    let a = finished_answer(&lab, &id);
+    assert_eq!(a["state"], "played", "{a}");
+    lab.wait_view(&id, "the reply", |v| v.to_string().contains("Thanks, noted."));
+}
+
 /// Row 4: a plan file named by a spool payload is read only from inside the agent's
 /// home or workdir, never through a symlink, never a FIFO or a kernel file; the server
 /// keeps answering at once whatever it is.
