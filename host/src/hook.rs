@@ -21,7 +21,7 @@
 //!
 //! Experimental (docs/adr/0003): `lab hook <write verb> --post <url>` sends stdin to lab
 //! over HTTP(S) instead of writing a file, for an agent on another host ([`post`]). It
-//! is the one form that exits non-zero (1, never 2) when the payload was not delivered.
+//! exits 0 too when the payload was not delivered (said on stderr).
 
 pub mod post;
 
@@ -153,25 +153,45 @@ pub fn parse_args(args: &[String]) -> Option<(Action, &str)> {
 }
 
 /// Entry point for `lab hook`; returns exit code 0 (the `--post` form: see [`post`]).
+/// Entry point: 0 whatever happens. Agents fail closed on a hook error (a non-zero
+/// exit, or a hook killed by a signal, can block the tool call the hook was for), so
+/// nothing here may end any other way: a write over the file-size limit returns an
+/// error instead of raising `SIGXFSZ`, a closed or broken stderr is not an error
+/// ([`say`]), and a panic is caught and said.
 pub fn main(args: &[String]) -> i32 {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    std::panic::set_hook(Box::new(|info| say(&format!("internal error ({info}); nothing written"))));
+    std::panic::catch_unwind(|| run(args)).unwrap_or(0)
+}
+
+/// One line on stderr, if stderr can take it (never a panic, never a non-zero exit).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "lab hook: {line}");
+}
+
+fn run(args: &[String]) -> i32 {
     if args.iter().any(|a| a == "--post") {
         return post::main(args);
     }
     let usage = "usage: lab hook dialog-spool <spool> | dialog-clear <spool> --match <json-pointer>… \
                  | blocked-marker <marker> | session-info <file>";
     let Some((action, path)) = parse_args(args) else {
-        eprintln!("lab hook: {usage}");
+        say(usage);
         return 0;
     };
     let payload = match read_stdin() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("lab hook: {e}");
+            say(&e);
             return 0;
         }
     };
     if let Err(e) = apply(&action, Path::new(path), &payload) {
-        eprintln!("lab hook: {e}; nothing written");
+        say(&format!("{e}; nothing written"));
     }
     0
 }

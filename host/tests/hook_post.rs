@@ -174,3 +174,97 @@ fn the_file_form_is_unchanged_exit_0_whatever_happens() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stderr(&out).contains("nothing written"));
 }
+
+/// Agents fail closed on a hook error (Claude Code since 2.1.288: a non-zero exit or a
+/// signal may block the tool): `lab hook` exits 0 with nothing on stdout in every case.
+#[test]
+fn every_lab_hook_exits_0_with_no_output_whatever_goes_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("r-1.spool.json");
+    let spool_s = spool.to_str().unwrap().to_string();
+    let fifo = dir.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let closed_port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gone_url = format!("http://127.0.0.1:{closed_port}/hooks/r-1");
+    let big = format!(r#"{{"pad":"{}"}}"#, "x".repeat(2 << 20));
+    // (what, shell prefix, args, stdin, what stderr says)
+    let cases: Vec<(&str, &str, Vec<String>, String, &str)> = vec![
+        (
+            "lab's home gone",
+            "",
+            vec!["dialog-spool".into(), "/nonexistent-lab-home/runtime/r-1.spool.json".into()],
+            PAYLOAD.into(),
+            "nothing written",
+        ),
+        (
+            "lab's socket gone",
+            "",
+            vec!["dialog-spool".into(), "--post".into(), gone_url],
+            PAYLOAD.into(),
+            "could not reach",
+        ),
+        (
+            "a full disk (file-size limit 0)",
+            "ulimit -f 0; ",
+            vec!["dialog-spool".into(), spool_s.clone()],
+            PAYLOAD.into(),
+            "nothing written",
+        ),
+        ("a malformed payload", "", vec!["blocked-marker".into(), spool_s.clone()], "{not json".into(), "not JSON"),
+        (
+            "a payload that is no object",
+            "",
+            vec!["session-info".into(), spool_s.clone()],
+            "[1, 2]".into(),
+            "not a JSON object",
+        ),
+        ("an oversized payload", "", vec!["dialog-spool".into(), spool_s.clone()], big, "limit"),
+        ("no payload at all", "", vec!["dialog-spool".into(), spool_s.clone()], String::new(), "not JSON"),
+        (
+            "a spool swapped for a FIFO",
+            "",
+            vec!["dialog-clear".into(), fifo.to_str().unwrap().into(), "--match".into(), "/tool_use_id".into()],
+            PAYLOAD.into(),
+            "FIFO",
+        ),
+        ("an unknown verb", "", vec!["launch-missiles".into(), spool_s.clone()], PAYLOAD.into(), "usage"),
+    ];
+    for (what, prefix, args, stdin, says) in cases {
+        let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+        // `timeout`: a hook that hangs fails the test instead of stalling it.
+        let script = format!("{prefix}exec timeout 10 '{LAB}' hook {}", quoted.join(" "));
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .env_remove("LAB_HOOK_TOKEN")
+            .env("LAB_HOOK_TOKEN", TOKEN)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = input.write_all(stdin.as_bytes());
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{what}: {out:?}");
+        assert!(out.stdout.is_empty(), "{what}: something on stdout");
+        assert!(stderr(&out).contains(says), "{what}: {}", stderr(&out));
+        assert!(!stderr(&out).contains(TOKEN), "{what}");
+    }
+    // A broken stderr (the agent closed its end) is no reason to fail either.
+    let mut child = Command::new(LAB)
+        .args(["hook", "dialog-spool", "/nonexistent-lab-home/x.json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let _ = child.stdin.take().unwrap().write_all(PAYLOAD.as_bytes());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "with a broken stderr");
+}

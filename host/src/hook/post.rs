@@ -144,7 +144,7 @@ pub fn main(args: &[String]) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("lab hook: {e}; nothing delivered");
+            super::say(&format!("{e}; nothing delivered"));
             0
         }
     }
