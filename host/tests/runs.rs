@@ -880,3 +880,31 @@ fn a_plan_named_only_by_its_file_is_shown_with_its_text() {
     let input = &v["messages"].as_array().unwrap().iter().find(|m| m["kind"] == "tool_use").unwrap()["input"];
     assert!(input.get("plan").is_none() && input["planFilePath"].is_string(), "{input}");
 }
+
+/// A release whose ExitPlanMode hook payload is empty (2.1.332: `tool_input: {}`): the
+/// card shows the plan from the transcript's call, under the same token, and a plan
+/// answered at once is approved (the provider's plan prompt settles first).
+#[test]
+fn a_plan_whose_hook_payload_is_empty_is_shown_from_the_transcript_and_approved() {
+    let w = World::new();
+    let plan = "# From the transcript\n\n1. Take the call's own input.";
+    let script = json!({"steps": [{"plan": {"plan": plan, "empty_hook_input": true}}, {"say": "Approved, going on."}, {"idle": {}}]});
+    let log = w.use_fake_claude(&script);
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "plan it"));
+    let v = lab.wait_view(&id, "the plan with its text", |v| v["pending_dialog"]["plan"] == plan);
+    let spooled = std::fs::read_to_string(w.runtime().join(format!("{id}.spool.json"))).unwrap();
+    assert!(spooled.contains(r#""tool_input":{}"#), "{spooled}");
+    let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 0}]}));
+    assert_eq!(status, 202, "{body}");
+    lab.wait_view(&id, "the reply after the approval", |v| v.to_string().contains("Approved, going on."));
+    wait_for(Duration::from_secs(10), "the answer recorded as played", || {
+        let (_, run) = lab.get(&format!("/runs/{id}"));
+        (run["answer"]["state"] == "played").then_some(())
+    });
+    let ev = World::log_events(&log);
+    let ready = ev.iter().position(|e| e["event"] == "ready" && e["widget"] == "plan").expect("the picker was drawn");
+    assert!(ev[ready..].iter().any(|e| e["event"] == "key"), "the key came after the picker");
+}

@@ -61,6 +61,12 @@ pub fn plan_roots(agent_home: Option<&Path>, workdir: &Path) -> Vec<PathBuf> {
     agent_home.into_iter().chain([workdir]).filter(|p| p.is_absolute()).filter_map(|p| p.canonicalize().ok()).collect()
 }
 
+/// Whether `dialog` is a plan with neither its text nor a plan file: a later parse of
+/// the same spool, with more of the transcript, may find it.
+pub fn lacks_plan_text(dialog: &Dialog) -> bool {
+    matches!(&dialog.body, crate::model::DialogBody::Plan { plan: None, plan_file: None, .. })
+}
+
 /// The ids a cleared spool's prompt is known by (its own and its call's), so the
 /// transcript fallback does not show it again.
 pub fn ids(dialog: &Dialog) -> impl Iterator<Item = String> {

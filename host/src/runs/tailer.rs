@@ -438,9 +438,11 @@ impl Tail {
 
     async fn refresh_spool(&mut self) {
         let now = sig_of(&self.files.spool);
-        // A prompt whose transcript call was not known yet is parsed again once new
-        // calls arrive (the provider may find its call among them).
-        let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(|d| d.call_id.is_none()))
+        // A prompt whose transcript call was not known yet, or a plan that came without
+        // its text, is parsed again once new calls arrive (the provider may find its
+        // call, or the plan in it, among them).
+        let incomplete = |d: &Dialog| d.call_id.is_none() || spool::lacks_plan_text(d);
+        let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(incomplete))
             && self.calls_total > self.spool_calls_seen;
         if now.map(|(s, _)| s) == self.spool_sig && !recheck {
             return;

@@ -35,7 +35,7 @@ pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dia
         Some(other) => return Err(format!("dialog spool: `hook_event_name` is {other}, not a string")),
     };
     match event {
-        "PreToolUse" => pre_tool_use(&v),
+        "PreToolUse" => pre_tool_use(&v, open_calls),
         "PermissionRequest" => permission_dialog(&v, open_calls).map(Some).map_err(|e| format!("dialog spool: {e}")),
         other => Err(format!(
             "dialog spool: `hook_event_name` is \"{other}\", expected \"PreToolUse\" or \"PermissionRequest\""
@@ -43,7 +43,7 @@ pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dia
     }
 }
 
-fn pre_tool_use(v: &Value) -> Result<Option<Dialog>, String> {
+fn pre_tool_use(v: &Value, open_calls: &[ToolUse]) -> Result<Option<Dialog>, String> {
     let tool_use_id = json::require_str(v, "tool_use_id").map_err(|e| format!("dialog spool: {e}"))?;
     if tool_use_id.is_empty() {
         return Err("dialog spool: `tool_use_id` is empty".into());
@@ -53,7 +53,14 @@ fn pre_tool_use(v: &Value) -> Result<Option<Dialog>, String> {
         Some(input) if !input.is_null() => input,
         _ => return Err("dialog spool: missing field `tool_input`".into()),
     };
-    Ok(map_dialog(crate::transcript::tool_use(tool_use_id, tool_name, tool_input.to_string())))
+    // 2.1.332 hands ExitPlanMode's hook an empty input (no plan, no plan file): the
+    // model's own input is the transcript's call of the same id, when it is there.
+    let empty = tool_input.as_object().is_some_and(|o| o.is_empty());
+    let input_json = match open_calls.iter().find(|c| c.id == tool_use_id && c.name == tool_name) {
+        Some(call) if empty => call.input_json.clone(),
+        _ => tool_input.to_string(),
+    };
+    Ok(map_dialog(crate::transcript::tool_use(tool_use_id, tool_name, input_json)))
 }
 
 /// Parse the blocked marker.
@@ -137,6 +144,30 @@ mod tests {
         assert_eq!(d.id, "toolu_01Pn5GhT2kX9wQ3rV8mJc6Ls");
         let lab_provider_sdk::DialogBody::Plan(p) = d.body else { panic!() };
         assert!(p.plan.unwrap().starts_with("# Add order history\n\n1. Add an `orders` table"));
+    }
+
+    /// 2.1.332: ExitPlanMode's hook input is `{}` (notes on 2.1.332, §1); the plan text
+    /// comes from the transcript's call of the same id once it is there.
+    #[test]
+    fn an_empty_2_1_332_plan_payload_takes_the_plan_from_the_transcript_s_call() {
+        let spool = include_bytes!("../testdata/spool-exit-plan-mode-2.1.332.json");
+        let plan_of = |d: Dialog| match d.body {
+            lab_provider_sdk::DialogBody::Plan(p) => p.plan,
+            other => panic!("{other:?}"),
+        };
+        let alone = pending_dialog(spool, &[]).unwrap().unwrap();
+        assert_eq!((alone.id.as_str(), alone.call_id.as_deref()), ("toolu_plan_0001", Some("toolu_plan_0001")));
+        assert_eq!(plan_of(alone), None, "nothing to show yet");
+        let call = crate::transcript::tool_use("toolu_plan_0001", "ExitPlanMode", r##"{"plan":"# Plan\n1. go"}"##);
+        let other = crate::transcript::tool_use("toolu_other", "ExitPlanMode", r##"{"plan":"# Not this one"}"##);
+        let d = pending_dialog(spool, &[other.clone(), call]).unwrap().unwrap();
+        assert_eq!(d.id, "toolu_plan_0001", "the same token once the call is found");
+        assert_eq!(plan_of(d).as_deref(), Some("# Plan\n1. go"));
+        assert_eq!(
+            plan_of(pending_dialog(spool, &[other]).unwrap().unwrap()),
+            None,
+            "another call's plan is never taken"
+        );
     }
 
     #[test]

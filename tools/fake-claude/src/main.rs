@@ -256,6 +256,8 @@ struct Agent {
     last_assistant_text: String,
     /// The API message id a `say` with stop_reason tool_use shares with the next tool_use.
     next_tool_msg_id: Option<String>,
+    /// What the next tool call's PreToolUse hook gets as `tool_input`, when not its input.
+    next_hook_input: Option<Value>,
     config_dir: String,
     first_prompt: bool,
 }
@@ -567,7 +569,7 @@ impl Agent {
 
         let mut p = self.with_effort(self.hook_base("PreToolUse"));
         p.insert("tool_name".into(), json!(name));
-        p.insert("tool_input".into(), input.clone());
+        p.insert("tool_input".into(), self.next_hook_input.take().unwrap_or_else(|| input.clone()));
         p.insert("tool_use_id".into(), json!(id));
         let runs = self.run_hooks("PreToolUse", name, p, Some(&id));
         let outcome = match runs.iter().find(|r| r.exit_code == Some(2)) {
@@ -697,6 +699,9 @@ impl Agent {
         } else {
             json!({"plan": plan})
         };
+        if step.empty_hook_input() {
+            self.next_hook_input = Some(json!({}));
+        }
         self.tool_use("ExitPlanMode", input, "", |a, id| {
             // As on 2.1.198, the plan text itself is not on this screen.
             let title = vec![" Exit plan mode?".to_string(), "  Claude wants to exit plan mode".to_string()];
@@ -931,6 +936,7 @@ fn main() {
         ended_with_text: false,
         last_assistant_text: String::new(),
         next_tool_msg_id: None,
+        next_hook_input: None,
         config_dir: config_dir.clone(),
         first_prompt: true,
     };

@@ -81,6 +81,10 @@ pub enum PlanStep {
         /// input names the file (`planFilePath`) without the text.
         #[serde(default)]
         file_only: bool,
+        /// As on 2.1.332: the PreToolUse hook's `tool_input` is `{}` (the transcript's
+        /// tool_use keeps the plan).
+        #[serde(default)]
+        empty_hook_input: bool,
     },
 }
 
@@ -99,6 +103,9 @@ impl PlanStep {
     }
     pub fn file_only(&self) -> bool {
         matches!(self, PlanStep::Full { file_only: true, .. })
+    }
+    pub fn empty_hook_input(&self) -> bool {
+        matches!(self, PlanStep::Full { empty_hook_input: true, .. })
     }
 }
 
