@@ -887,6 +887,10 @@ fn exit_plan_mode_is_shown_with_its_plan_and_approved_from_lab() {
     let d = e.wait_dialog(&mut run);
     assert_eq!(d["kind"], "plan", "{d}");
     assert_eq!(d["tool_name"], "ExitPlanMode");
+    // 2.1.332's hook payload carries no plan: the card gets it from the transcript's
+    // call, which may be written a moment after the hook.
+    let v = e.wait_view(&run, STEP_TIMEOUT, "the plan's text", |v| v["pending_dialog"]["plan"].is_string());
+    let d = v["pending_dialog"].clone();
     assert_eq!(d["plan"], plan);
     assert_eq!(d["answerable"], true, "{d}");
     assert_eq!(d["options"][0]["label"], "Yes", "the prompt's own options: {d}");
@@ -901,7 +905,8 @@ fn exit_plan_mode_is_shown_with_its_plan_and_approved_from_lab() {
     let (status, body) = e.answer(&run, &id, json!([{"option": 0}]));
     assert_eq!(status, 202, "{body}");
     let (result, is_error) = wait_tool_result(&e, &id);
-    assert!(result.starts_with("User has approved your plan"), "{result}");
+    // 2.1.198: "User has approved your plan…"; 2.1.332: "User has approved exiting plan mode…".
+    assert!(result.starts_with("User has approved"), "{result}");
     assert!(!is_error);
     run.events.wait(STEP_TIMEOUT, "the plan dialog to leave the SSE view", |v| v["state"] != "question");
     e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared");

@@ -3,8 +3,9 @@
 //! 2.1.198 TUI, 250 ms apart, and produced the answer it claims.
 //!
 //! The host waits until [`crate::screen::is_drawn`] says the prompt is on screen (at
-//! most [`DRAWN_WITHIN_MS`]), then plays the steps with [`PAUSE_MS`] after each
-//! (back-to-back keys raced the committing Enter ahead of the navigation).
+//! most [`DRAWN_WITHIN_MS`]; a plan prompt also unchanged for [`PLAN_SETTLE_MS`]), then
+//! plays the steps with [`PAUSE_MS`] after each (back-to-back keys raced the committing
+//! Enter ahead of the navigation).
 //!
 //! ## One question, single-select (N options)
 //!
@@ -104,6 +105,12 @@ pub const PAUSE_MS: u32 = 250;
 /// How long the host waits for the prompt to be drawn before the first key (ms).
 pub const DRAWN_WITHIN_MS: u32 = 5000;
 
+/// How long a plan prompt must be drawn and unchanged before the first key (ms).
+/// 2.1.332 draws its plan picker before it takes keys: a key sent 8 ms after the picker
+/// first showed was lost, one sent 0.3 s after landed (notes on 2.1.332, §3); 2.1.198
+/// needed none. Half a second leaves a margin for a loaded machine.
+pub const PLAN_SETTLE_MS: u32 = 500;
+
 /// Whether a multi-select question is answerable (live-verified on 2.1.198; a switch
 /// to turn it off if a release breaks it).
 pub const MULTI_SELECT_ANSWERABLE: bool = true;
@@ -133,7 +140,11 @@ pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, St
             _ => return Err("this prompt takes one option".into()),
         },
     };
-    Ok(AnswerPlan::keys(steps, PAUSE_MS, DRAWN_WITHIN_MS))
+    let plan = AnswerPlan::keys(steps, PAUSE_MS, DRAWN_WITHIN_MS);
+    Ok(match &dialog.body {
+        DialogBody::Plan(_) => plan.settled(PLAN_SETTLE_MS),
+        _ => plan,
+    })
 }
 
 fn one(answers: &[Answer]) -> Result<&Answer, String> {
@@ -564,6 +575,17 @@ mod tests {
         assert!(answer_keys(&d, &[Answer::Feedback((1, " ".into()))]).unwrap_err().contains("empty"));
         assert!(answer_keys(&d, &[]).unwrap_err().contains("exactly 1"));
         assert!(answer_keys(&d, &[Answer::Options(vec![0])]).is_err());
+    }
+
+    /// 2.1.332 drops a key sent the moment its plan picker shows: a plan prompt must be
+    /// drawn and still for PLAN_SETTLE_MS first; every other prompt is answered at once.
+    #[test]
+    fn a_plan_prompt_settles_before_its_first_key_and_no_other_does() {
+        let p = plan_answer(&plan_dialog(), &[Answer::Option(0)]).unwrap();
+        assert_eq!(p.settle_ms, PLAN_SETTLE_MS);
+        const { assert!(PLAN_SETTLE_MS >= 300, "0.3 s after the picker showed is the earliest a key landed") };
+        let q = dialog(vec![question(3, false)]);
+        assert_eq!(plan_answer(&q, &[Answer::Option(1)]).unwrap().settle_ms, 0);
     }
 
     /// The plan-file prompt: richA (cursor moved to row 2, then `1`: approved, auto
