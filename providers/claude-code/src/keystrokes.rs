@@ -135,6 +135,14 @@ pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, St
         DialogBody::Question(qs) => question_keys(qs, answers)?,
         DialogBody::Plan(p) => plan_keys(p, one(answers)?)?,
         DialogBody::Permission(p) => permission_keys(p, one(answers)?)?,
+        // 2.1.332's trust list (drawn only with the cursor on "No, exit", its first row;
+        // Down wraps): Yes is Down, Enter; No is Enter.
+        DialogBody::Generic(g) if crate::screen::is_trust_list(dialog) => match one(answers)? {
+            Answer::Option(0) => vec![KeyOp::key("Down"), KeyOp::key("Enter")],
+            Answer::Option(1) => vec![KeyOp::key("Enter")],
+            Answer::Option(i) => return Err(out_of_range(*i, g.options.len())),
+            _ => return Err("this prompt takes one option".into()),
+        },
         DialogBody::Generic(g) => match one(answers)? {
             Answer::Option(i) => digit(*i, g.options.len())?,
             _ => return Err("this prompt takes one option".into()),

@@ -48,6 +48,15 @@ const TRUST_YES: &str = "Yes, I trust this folder";
 const TRUST_NO: &str = "No, exit";
 const TRUST_HEAD: &str = "Accessing workspace:";
 const TRUST_FOOTER: &str = "Enter to confirm";
+/// The id prefix of the trust screen as 2.1.332 draws it: "No, exit" first and
+/// selected, then "Yes, I trust this folder", no numbers (digits do nothing; Down and
+/// Up wrap between the two rows).
+pub const TRUST_LIST_ID: &str = "trust-list-";
+
+/// Whether a trust dialog was read from 2.1.332's unnumbered list (see [`TRUST_LIST_ID`]).
+pub fn is_trust_list(dialog: &Dialog) -> bool {
+    dialog.tool_name == TRUST_SCREEN && dialog.id.starts_with(TRUST_LIST_ID)
+}
 
 /// Characters of a summary or question matched at most (a long one may be cut or
 /// wrapped oddly on screen; its start is enough to tell prompts apart).
@@ -101,6 +110,11 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
         DialogBody::Permission(perm) => {
             shows(&p, "Do you want") && shows(&p, "1. Yes") && call_shown(&p, &perm.tool, &perm.summary)
         }
+        // 2.1.332's list: drawn for keys only with the cursor where it opens, on "No,
+        // exit" (the recipe counts from there; Down and Up wrap).
+        DialogBody::Generic(_) if is_trust_list(dialog) => {
+            shows(&p, &format!("❯ {TRUST_NO}")) && shows(&p, TRUST_YES) && shows(&p, TRUST_FOOTER)
+        }
         DialogBody::Generic(g) => {
             dialog.tool_name == TRUST_SCREEN
                 && g.options.first().is_some_and(|o| shows(&p, &o.label))
@@ -128,12 +142,23 @@ fn call_shown(p: &str, tool: &str, summary: &str) -> bool {
 pub fn read_screen(pane: &str) -> Option<Dialog> {
     let lines: Vec<&str> = pane.lines().map(str::trim_end).collect();
     let head = lines.iter().position(|l| l.trim() == TRUST_HEAD)?;
-    let yes = lines.iter().skip(head).position(|l| l.contains(&format!("1. {TRUST_YES}")))? + head;
-    if !lines.get(yes + 1).is_some_and(|l| l.contains(&format!("2. {TRUST_NO}"))) {
-        return None;
-    }
-    let end = lines.iter().skip(yes).position(|l| l.trim_start().starts_with(TRUST_FOOTER)).map(|i| i + yes)?;
-    let folder = lines[head + 1..yes].iter().map(|l| l.trim()).find(|l| l.starts_with('/')).unwrap_or_default();
+    // The options: "1. Yes…" then "2. No…" (2.1.198), or "No, exit" then "Yes, I
+    // trust this folder" with no numbers (2.1.332).
+    let row = |l: &str| l.trim().trim_start_matches('❯').trim().to_string();
+    let numbered = lines.iter().skip(head).position(|l| l.contains(&format!("1. {TRUST_YES}"))).map(|i| i + head);
+    let (first, list) = match numbered {
+        Some(yes) if lines.get(yes + 1).is_some_and(|l| l.contains(&format!("2. {TRUST_NO}"))) => (yes, false),
+        Some(_) => return None,
+        None => {
+            let no = lines.iter().skip(head).position(|l| row(l) == TRUST_NO)? + head;
+            if lines.get(no + 1).is_none_or(|l| row(l) != TRUST_YES) {
+                return None;
+            }
+            (no, true)
+        }
+    };
+    let end = lines.iter().skip(first).position(|l| l.trim_start().starts_with(TRUST_FOOTER)).map(|i| i + first)?;
+    let folder = lines[head + 1..first].iter().map(|l| l.trim()).find(|l| l.starts_with('/')).unwrap_or_default();
     // The screen's text from the heading to the footer, without the frame's indent
     // and with runs of blank lines collapsed.
     let mut text = String::new();
@@ -161,7 +186,8 @@ pub fn read_screen(pane: &str) -> Option<Dialog> {
         ],
     };
     let id = format!(
-        "trust-{:016x}",
+        "{}{:016x}",
+        if list { TRUST_LIST_ID } else { "trust-" },
         folder.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| { (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3) })
     );
     Some(Dialog::new(id, TRUST_SCREEN, DialogBody::Generic(body)))
@@ -271,6 +297,31 @@ mod tests {
         let ask = spooled_as("final", "PreToolUse:dialog-spool", "AskUserQuestion", 0);
         assert!(is_drawn(&ask, &pane("final-ask")));
         assert!(!is_drawn(&ask, &pane("final-bash-one")));
+    }
+
+    /// 2.1.332 (panes captured from the real binary): "No, exit" first and selected, no
+    /// numbers. Read as the same two options; drawn only with the cursor on "No, exit";
+    /// Yes is Down, Enter (verified live: the folder was trusted and the run went on).
+    #[test]
+    fn the_2_1_332_trust_list_is_read_drawn_and_answered() {
+        let d = read_screen(&pane("trust-2.1.332-open")).expect("the 2.1.332 trust screen is recognised");
+        assert!(d.id.starts_with(TRUST_LIST_ID) && is_trust_list(&d) && d.answerable, "{d:?}");
+        let DialogBody::Generic(g) = &d.body else { panic!("{d:?}") };
+        assert_eq!(g.title, "Trust /tmp/lab-trust332/work?");
+        assert!(g.text.contains("No, exit\nYes, I trust this folder\n\nEnter to confirm"), "{}", g.text);
+        let labels: Vec<_> = g.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["Yes, I trust this folder", "No, exit"]);
+        assert!(is_drawn(&d, &pane("trust-2.1.332-open")));
+        assert!(!is_drawn(&d, &pane("trust-2.1.332-on-yes")), "the cursor moved: the recipe would be wrong");
+        assert!(!is_drawn(&d, &pane("trust-2.1.332-after")));
+        assert_eq!(read_screen(&pane("trust-2.1.332-on-yes")).unwrap().id, d.id, "one dialog while shown");
+        assert!(read_screen(&pane("trust-2.1.332-after")).is_none());
+        let keys = |i| crate::keystrokes::plan_answer(&d, &[lab_provider_sdk::Answer::Option(i)]).map(|p| p.steps);
+        assert_eq!(keys(0).unwrap(), [lab_provider_sdk::KeyOp::key("Down"), lab_provider_sdk::KeyOp::key("Enter")]);
+        assert_eq!(keys(1).unwrap(), [lab_provider_sdk::KeyOp::key("Enter")]);
+        assert!(keys(2).is_err());
+        // The 2.1.198 screen is still the numbered one.
+        assert!(!is_trust_list(&read_screen(&pane("trust-screen")).unwrap()));
     }
 
     #[test]
