@@ -29,8 +29,10 @@ export async function loadProviders() {
   store.providers = res.data;
   if (!res.data.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
   for (const p of res.data) {
-    const label = `${p.display_name || p.name}${p.version ? ` ${p.version}` : ""}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
-    providerSelect.append(h("option", { value: p.name }, label));
+    // The agent's name: the provider's own version is not the agent's (it goes in the tooltip).
+    const label = `${p.display_name || p.name}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
+    const title = `provider ${p.name}${p.version ? ` ${p.version}` : ""}`;
+    providerSelect.append(h("option", { value: p.name, title }, label));
   }
   // The provider used last, else the first one lab lists.
   const remembered = localStorage.getItem("lab.provider");

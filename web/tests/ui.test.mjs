@@ -460,6 +460,10 @@ describe("lab web UI in a real browser", () => {
     await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
     // No provider name is hard-coded: the form starts on the first one lab lists.
     assert.equal(await page.getByTestId("new-run-provider").inputValue(), providers[0].name);
+    // Each option names the agent (display name), never the provider's own version as if it were the agent's.
+    const first = page.locator("#nr-provider option").first();
+    assert.equal((await first.textContent()).trim(), providers[0].display_name || providers[0].name);
+    assert.equal(await first.getAttribute("title"), `provider ${providers[0].name} ${providers[0].version}`);
     // No agent's name in the UI's code.
     for (const m of fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"))) {
       assert.doesNotMatch(fs.readFileSync(path.join(WEB_DIR, m), "utf8"), /claude/i, `web/${m} names an agent`);

@@ -248,7 +248,7 @@ fn step_reply(step: Step, c: &Conversation) -> Reply {
         }
         Step::Plan => (
             json!({"plan": plan(c)}),
-            "Thanks! Here is the plan — approve it in the run's terminal (the plan card links to it).".into(),
+            "Thanks! Here is the plan — approve it on its card (or in the run's terminal).".into(),
         ),
     };
     Reply::ToolUse(ToolUseReply { name: step.tool().into(), input, text: Some(text), id: None })
