@@ -108,7 +108,10 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
         }
         DialogBody::Plan(_) => shows(&p, "Exit plan mode?") && shows(&p, "1. Yes"),
         DialogBody::Permission(perm) => {
-            shows(&p, "Do you want") && shows(&p, "1. Yes") && call_shown(&p, &perm.tool, &perm.summary)
+            shows(&p, "Do you want")
+                && shows(&p, "1. Yes")
+                && call_shown(&p, &perm.tool, &perm.summary)
+                && rows_as_numbered(&p, &perm.options)
         }
         // 2.1.332's list: drawn for keys only with the cursor where it opens, on "No,
         // exit" (the recipe counts from there; Down and Up wrap).
@@ -121,6 +124,18 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
                 && shows(&p, TRUST_FOOTER)
         }
     }
+}
+
+/// Whether the squashed pane numbers the prompt's rows as the dialog does: row `i + 1`
+/// starts with the first word of option `i` ("Yes" / "Yes," / "No"), and there is no
+/// row after the last. The keys are digits: a release that adds a row (2.1.332 adds "3.
+/// Yes, and switch to auto mode" before "4. No") would turn lab's "No" into a "Yes", so
+/// such a prompt is not answered from lab at all (nothing is typed).
+fn rows_as_numbered(p: &str, options: &[lab_provider_sdk::DialogOption]) -> bool {
+    let first_word = |label: &str| label.split_whitespace().next().unwrap_or_default().to_string();
+    let row_shown = |n: usize, word: &str| shows(p, &format!("{n}. {word}"));
+    options.iter().enumerate().all(|(i, o)| row_shown(i + 1, &first_word(&o.label)))
+        && !["Yes", "No"].iter().any(|w| row_shown(options.len() + 1, w))
 }
 
 /// Whether the squashed pane shows the call a permission dialog is about.
@@ -322,6 +337,33 @@ mod tests {
         assert!(keys(2).is_err());
         // The 2.1.198 screen is still the numbered one.
         assert!(!is_trust_list(&read_screen(&pane("trust-screen")).unwrap()));
+    }
+
+    /// 2.1.332 adds "3. Yes, and switch to auto mode" before "4. No" (pane captured from
+    /// the real binary through lab's e2e): lab's "No" (digit 3) would approve the call
+    /// there, so the prompt never counts as drawn and nothing is typed.
+    #[test]
+    fn a_permission_prompt_with_rows_lab_does_not_number_the_same_is_never_drawn() {
+        let payload = serde_json::json!({
+            "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+            "tool_input": {"command": "touch e2e-refused-marker && echo touched", "description": "Create a marker file"},
+            "permission_suggestions": [
+                {"type": "addDirectories", "directories": ["/tmp/lab-tRBJc8o/w"], "destination": "session"},
+                {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+            ]
+        });
+        let d = crate::permission::permission_dialog(&payload, &[]).unwrap();
+        let DialogBody::Permission(p) = &d.body else { panic!("{d:?}") };
+        let labels: Vec<_> = p.options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert_eq!(labels[2], "No");
+        let pane332 = pane("perm-bash-2.1.332");
+        assert!(!is_drawn(&d, &pane332), "row 3 is a Yes on 2.1.332");
+        // The same prompt as 2.1.198 numbers it is drawn.
+        let pane198 = pane332
+            .replace("   3. Yes, and switch to auto mode · auto mode handles these prompts for you\n", "")
+            .replace("4. No", "3. No");
+        assert!(is_drawn(&d, &pane198));
     }
 
     #[test]
