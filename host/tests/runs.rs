@@ -469,23 +469,9 @@ fn a_hooker_component_built_against_0_1_0_runs_a_run_and_answers() {
     lab.wait_state(&id, "idle");
 }
 
-/// A world with `component` installed as the plainlog provider and `agent` (a shell
-/// script called as `<agent> --transcript <path> -- <prompt>`) as its program.
-fn plainlog_world(component: &str, agent_script: &str) -> World {
-    let w = World::new();
-    let providers = w.home.join("providers");
-    std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(component, providers.join("plainlog.wasm")).unwrap();
-    let agent = w.dir.path().join("plainlog-agent");
-    std::fs::write(&agent, agent_script).unwrap();
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
-    w
-}
-
 fn transcript_only_run(component: &str) {
     // A tiny plainlog agent: writes a question as a tool call and waits.
-    let w = plainlog_world(
+    let w = World::with_plainlog(
         component,
         r#"#!/bin/sh
 t="$2"; mkdir -p "$(dirname "$t")"
@@ -831,7 +817,7 @@ fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
 /// moves on.
 #[test]
 fn an_unrecognised_screen_before_the_first_line_becomes_a_generic_card() {
-    let w = plainlog_world(
+    let w = World::with_plainlog(
         lab::components::fixtures::PLAINLOG,
         r#"#!/bin/sh
 t="$2"; mkdir -p "$(dirname "$t")"

@@ -73,6 +73,21 @@ impl World {
         World { dir, home, agent_home, workdir }
     }
 
+    /// A world with `component` installed as the plainlog provider and `agent_script` (a
+    /// shell script called as `<agent> --transcript <path> -- <prompt>`) as its program.
+    pub fn with_plainlog(component: &str, agent_script: &str) -> World {
+        use std::os::unix::fs::PermissionsExt;
+        let w = World::new();
+        let providers = w.home.join("providers");
+        std::fs::create_dir_all(&providers).unwrap();
+        std::fs::copy(component, providers.join("plainlog.wasm")).unwrap();
+        let agent = w.dir.path().join("plainlog-agent");
+        std::fs::write(&agent, agent_script).unwrap();
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
+        w
+    }
+
     pub fn runtime(&self) -> PathBuf {
         self.home.join("runtime")
     }

@@ -5,25 +5,15 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 fn run_id(run: &Value) -> String {
     run["id"].as_str().unwrap().to_string()
 }
 
-/// A world whose plainlog provider runs `script` (called as `<agent> --transcript <path>
-/// -- <prompt>`).
+/// A world whose plainlog provider runs `script`.
 fn shell_agent_world(script: &str) -> World {
-    let w = World::new();
-    let providers = w.home.join("providers");
-    std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(lab::components::fixtures::PLAINLOG, providers.join("plainlog.wasm")).unwrap();
-    let agent = w.dir.path().join("shell-agent");
-    std::fs::write(&agent, script).unwrap();
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    w.write_config(&format!("[providers.plainlog]\nprogram = {:?}\n", agent.display().to_string()));
-    w
+    World::with_plainlog(lab::components::fixtures::PLAINLOG, script)
 }
 
 /// Row 9: the agent's environment leads no tmux command to lab's server, so a `tmux
@@ -173,9 +163,7 @@ fn a_plan_file_outside_the_agent_s_folders_or_not_a_plain_file_is_never_read() {
     let link = w.agent_home.join(".claude/plans/link.md");
     std::os::unix::fs::symlink(&outside, &link).unwrap();
     let fifo = w.agent_home.join(".claude/plans/fifo.md");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string; mkfifo has no other precondition.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo);
     let big = w.workdir.join("big.md");
     std::fs::write(&big, "x".repeat(300 * 1024)).unwrap();
     for (n, bad) in [
