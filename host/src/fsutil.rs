@@ -147,15 +147,6 @@ pub fn read_optional(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Open a file for reading; `None` if it does not exist.
-pub fn open_optional(path: &Path) -> std::io::Result<Option<File>> {
-    match File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// Open a file the agent's side names or writes, for reading: never through a symlink
 /// (`O_NOFOLLOW`), never blocking on a FIFO or a device (`O_NONBLOCK`), and only if
 /// `fstat` on what was opened (not the path: no race) says it is a regular file that

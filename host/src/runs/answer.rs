@@ -112,12 +112,9 @@ impl Runs {
                 p.finished_at = Some(now_rfc3339());
                 match result {
                     Ok(()) => p.state = AnswerState::Played,
-                    Err(e @ RunError::AnswerLost(_)) => {
-                        p.state = AnswerState::Lost;
-                        p.error = Some(AnswerFailure { error: e.code(), message: e.to_string() });
-                    }
                     Err(e) => {
-                        p.state = AnswerState::Failed;
+                        let lost = matches!(e, RunError::AnswerLost(_));
+                        p.state = if lost { AnswerState::Lost } else { AnswerState::Failed };
                         p.error = Some(AnswerFailure { error: e.code(), message: e.to_string() });
                     }
                 }

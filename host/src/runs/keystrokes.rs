@@ -3,6 +3,7 @@
 //! take to be drawn); this module checks it and plays it. Waiting for the prompt to be
 //! drawn is [`DrawnWait`], a pure decision fed one pane check at a time.
 
+use super::screen::PaneWatch;
 use crate::model::{AnswerPlan, KeyOp};
 use crate::tmux::{Tmux, TmuxError};
 use std::time::{Duration, Instant};
@@ -64,14 +65,6 @@ pub const GONE_WITHIN: Duration = Duration::from_secs(3);
 /// How often a lost answer (the prompt still there, unchanged) is played again.
 pub const MAX_REPLAYS: u32 = 1;
 
-/// A pane's text, as compared between looks.
-fn fingerprint(pane: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    pane.hash(&mut h);
-    h.finish()
-}
-
 /// What one look at the pane decides before the first key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BeforeKeys {
@@ -93,31 +86,23 @@ pub enum BeforeKeys {
 pub struct DrawnWait {
     deadline: Instant,
     settle: Duration,
-    /// Since when the pane has shown the prompt, drawn, exactly as now.
-    steady: Option<(u64, Instant)>,
+    /// How long the pane has shown the prompt, drawn, exactly as now.
+    steady: PaneWatch,
 }
 
 impl DrawnWait {
     pub fn new(now: Instant, drawn_within: Duration, settle: Duration) -> Self {
-        DrawnWait { deadline: now + drawn_within + settle, settle, steady: None }
+        DrawnWait { deadline: now + drawn_within + settle, settle, steady: PaneWatch::default() }
     }
 
     /// Take in one look: whether the provider says the prompt is drawn on `pane`.
     pub fn look(&mut self, now: Instant, drawn: bool, pane: &str) -> BeforeKeys {
         if drawn {
-            let f = fingerprint(pane);
-            let since = match self.steady {
-                Some((g, since)) if g == f => since,
-                _ => {
-                    self.steady = Some((f, now));
-                    now
-                }
-            };
-            if now.saturating_duration_since(since) >= self.settle {
+            if self.steady.observe(pane, now) >= self.settle {
                 return BeforeKeys::Play;
             }
         } else {
-            self.steady = None;
+            self.steady.reset();
         }
         if now >= self.deadline {
             BeforeKeys::NotOnScreen
@@ -146,14 +131,14 @@ pub enum AfterKeys {
 #[derive(Debug, Clone)]
 pub struct GoneCheck {
     deadline: Instant,
-    before: u64,
+    before: String,
     changed: bool,
 }
 
 impl GoneCheck {
     /// `before`: the pane as the last look before the first key saw it.
     pub fn new(now: Instant, before: &str) -> Self {
-        GoneCheck { deadline: now + GONE_WITHIN, before: fingerprint(before), changed: false }
+        GoneCheck { deadline: now + GONE_WITHIN, before: before.to_string(), changed: false }
     }
 
     /// Take in one look: whether the prompt is still the run's live one (the answer
@@ -162,7 +147,7 @@ impl GoneCheck {
         if !live || !drawn {
             return AfterKeys::Gone;
         }
-        self.changed |= fingerprint(pane) != self.before;
+        self.changed |= pane != self.before;
         if now >= self.deadline {
             AfterKeys::Lost { unchanged: !self.changed }
         } else {

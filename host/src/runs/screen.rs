@@ -36,7 +36,7 @@ pub fn should_look(d: &Derived, spooled: bool, prompt_pending: bool) -> bool {
 }
 
 /// The pane's text over time: how long it has been unchanged.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct PaneWatch {
     last: Option<(String, Instant)>,
 }
