@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn run_id(run: &Value) -> String {
@@ -76,16 +75,6 @@ fn a_spooled_question_is_shown_and_answered_with_paced_keys() {
     assert!(kinds.contains(&"tool_use") && kinds.contains(&"tool_result"), "{kinds:?}");
     let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
-}
-
-/// fake-claude asking its question in a run of `w`'s lab: (its log, the lab, the run's
-/// id, the question's tool_id).
-fn run_at_question(w: &World) -> (PathBuf, Lab, String, String) {
-    let log = w.use_fake_claude(&ask_then_idle());
-    let lab = w.serve();
-    let id = run_id(&lab.create_run(w, "claude-code", "hello"));
-    let tool_id = pending_tool_id(&lab.wait_state(&id, "question"));
-    (log, lab, id, tool_id)
 }
 
 fn pending_tool_id(v: &Value) -> String {

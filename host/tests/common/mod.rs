@@ -366,6 +366,17 @@ pub fn ask_then_idle() -> Value {
     ]})
 }
 
+/// fake-claude asking its question ([`ask_then_idle`]) in a run of `w`'s lab: (its log,
+/// the lab, the run's id, the question's tool_id).
+pub fn run_at_question(w: &World) -> (PathBuf, Lab, String, String) {
+    let log = w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let id = lab.create_run(w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
+    let v = lab.wait_state(&id, "question");
+    let tool_id = v["pending_dialog"]["tool_id"].as_str().expect("a pending dialog").to_string();
+    (log, lab, id, tool_id)
+}
+
 /// A counting semaphore over the test binary: at most `limit` holders at a time (the
 /// end-to-end suites bound how many real agents start at once on a small machine).
 pub struct Slot;

@@ -101,11 +101,7 @@ fn finished_answer(lab: &Lab, id: &str) -> Value {
 #[test]
 fn an_answer_to_a_prompt_not_on_screen_types_nothing() {
     let w = World::new();
-    let log = w.use_fake_claude(&ask_then_idle());
-    let lab = w.serve();
-    let id = run_id(&lab.create_run(&w, "claude-code", "go"));
-    let v = lab.wait_state(&id, "question");
-    let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+    let (log, lab, id, tool_id) = run_at_question(&w);
     let session = format!("=lab-{id}:");
     let sink = w.dir.path().join("sink");
     let out =
