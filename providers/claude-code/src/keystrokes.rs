@@ -74,14 +74,20 @@
 //!
 //! ## Permission ("Do you want to proceed? 1. Yes 2. Yes, and … 3. No")
 //!
-//! - `{"option": i}` → the digit `i + 1` (wherever the cursor is; verified for
-//!   Bash, Write, Edit and WebFetch, also with the cursor moved).
-//! - `{"feedback": [i, text]}` → the digit `i + 1` (No), literal `text`, `Enter`: the
-//!   call is rejected ("Interrupted · What should Claude do instead?") and the text is
-//!   the operator's next message. (Bash, Edit and Write also offer "Tab to amend" on
-//!   the No row — `Down × 2`, `Tab`, text, `Enter` puts the text into the tool_result
-//!   and the turn goes on; verified live, but it needs the cursor on option 1 and,
-//!   from another row, would amend a *Yes* — so lab does not use it.)
+//! - `{"option": i}` for a Yes row → the digit `i + 1` (wherever the cursor is;
+//!   verified for Bash, Write, Edit and WebFetch, also with the cursor moved).
+//! - `{"option": last}` (No) → `Escape`; `{"feedback": [last, text]}` → `Escape`,
+//!   literal `text`, `Enter`: the call is rejected ("Interrupted · What should Claude do
+//!   instead?") and the text is the operator's next message. Escape is the No row on
+//!   every release seen (WebFetch's row says so: "No, and tell Claude what to do
+//!   differently (esc)"), while the No row's *number* is not: 2.1.332 adds "3. Yes, and
+//!   switch to auto mode" before "4. No", where lab's old digit 3 approved the call.
+//!   Verified live on 2.1.198 and 2.1.332. [`crate::screen::is_drawn`] holds the keys
+//!   back unless rows 1… are lab's Yes rows at their numbers and the last row is a No.
+//!   (Bash, Edit and Write also offer "Tab to amend" on the No row — `Down × 2`, `Tab`,
+//!   text, `Enter` puts the text into the tool_result and the turn goes on; verified
+//!   live, but it needs the cursor on option 1 and, from another row, would amend a
+//!   *Yes* — so lab does not use it.)
 //!
 //! ## Generic (the workspace-trust screen: "1. Yes, I trust this folder 2. No, exit")
 //!
@@ -202,9 +208,18 @@ fn feedback_keys(i: u32, n: usize, text: &str) -> Result<Vec<KeyOp>, String> {
 }
 
 fn permission_keys(p: &PermissionBody, a: &Answer) -> Result<Vec<KeyOp>, String> {
+    let n = p.options.len();
+    let is_no = |i: u32| i as usize + 1 == n;
     match a {
-        Answer::Option(i) => digit(*i, p.options.len()),
-        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => feedback_keys(*i, p.options.len(), text),
+        // The No row is left with Escape: its number changes between releases (2.1.332
+        // adds a row before it), Escape does not, and Escape never approves anything.
+        Answer::Option(i) if is_no(*i) => Ok(vec![KeyOp::key("Escape")]),
+        Answer::Option(i) => digit(*i, n),
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) && is_no(*i) => {
+            check_free_text(text)?;
+            Ok(vec![KeyOp::key("Escape"), KeyOp::Literal(text.to_string()), KeyOp::key("Enter")])
+        }
+        Answer::Feedback((i, text)) if p.feedback_option == Some(*i) => feedback_keys(*i, n, text),
         Answer::Feedback((i, _)) => Err(format!("option {i} of this permission prompt takes no feedback")),
         _ => Err("a permission prompt takes one option (or feedback for the option that takes it)".into()),
     }

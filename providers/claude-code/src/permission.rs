@@ -24,8 +24,8 @@
 //!   | WebFetch | `Yes` · `Yes, and don't ask again for <domain>` · `No, and tell Claude what to do differently (esc)` |
 //!
 //!   The second row of a Bash prompt follows the first `permission_suggestions` entry:
-//!   `addDirectories` `["/tmp"]` → `Yes, and always allow access to tmp/ from this
-//!   project`; `addRules` `[{toolName: Bash, ruleContent: "make build *"}]` → `Yes,
+//!   `addDirectories` `["/tmp/w"]` → `Yes, and always allow access to /tmp/w from this
+//!   project` (2.1.332's wording; 2.1.198 draws the folder's name, `w/`); `addRules` `[{toolName: Bash, ruleContent: "make build *"}]` → `Yes,
 //!   and don’t ask again for: make build *` (Claude Code's curly apostrophe). With no
 //!   suggestion the row is left out (not observed). Other tools get the same
 //!   derivation, unverified.
@@ -190,13 +190,8 @@ fn no() -> DialogOption {
 fn second_row(s: &Value) -> Option<DialogOption> {
     match s.get("type").and_then(Value::as_str)? {
         "addDirectories" => {
-            let dirs: Vec<String> = s
-                .get("directories")?
-                .as_array()?
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|d| format!("{}/", d.trim_end_matches('/').rsplit('/').next().unwrap_or(d)))
-                .collect();
+            let dirs: Vec<String> =
+                s.get("directories")?.as_array()?.iter().filter_map(Value::as_str).map(str::to_string).collect();
             (!dirs.is_empty()).then(|| {
                 DialogOption::new(
                     format!("Yes, and always allow access to {} from this project", dirs.join(", ")),
@@ -300,7 +295,10 @@ mod tests {
         let p = perm(&d);
         assert_eq!(p.tool, "Bash");
         assert_eq!(p.summary, "touch one.txt && echo one\nCreate file one");
-        assert_eq!(labels(&d), ["Yes", "Yes, and always allow access to work/ from this project", "No"]);
+        assert_eq!(
+            labels(&d),
+            ["Yes", "Yes, and always allow access to /work/lab-live/runs/bash/work from this project", "No"]
+        );
         assert_eq!(p.feedback_option, Some(2));
         // addRules and a directory outside the project (bash2).
         let d = permission_dialog(&live("bash2", "Bash"), &[]).unwrap();
@@ -310,7 +308,7 @@ mod tests {
             json!([{"type":"addDirectories","directories":["/tmp"],"destination":"session"}]);
         assert_eq!(
             labels(&permission_dialog(&tmp, &[]).unwrap())[1],
-            "Yes, and always allow access to tmp/ from this project"
+            "Yes, and always allow access to /tmp from this project"
         );
     }
 

@@ -126,16 +126,31 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
     }
 }
 
-/// Whether the squashed pane numbers the prompt's rows as the dialog does: row `i + 1`
-/// starts with the first word of option `i` ("Yes" / "Yes," / "No"), and there is no
-/// row after the last. The keys are digits: a release that adds a row (2.1.332 adds "3.
-/// Yes, and switch to auto mode" before "4. No") would turn lab's "No" into a "Yes", so
-/// such a prompt is not answered from lab at all (nothing is typed).
+/// Words of a row's label compared with the screen: enough to tell "Yes, and always
+/// allow…" from "Yes, and switch to auto mode…", few enough that the part a release
+/// words differently (2.1.198 draws a folder as `work/`, 2.1.332 as its full path) is
+/// left out.
+const ROW_WORDS: usize = 3;
+
+/// Whether the squashed pane numbers the prompt's rows as the answer plan needs them:
+/// every row before lab's last ("Yes", "Yes, and always allow…", "Yes, allow all
+/// edits…") at its own number (row `i + 1` starts with the first [`ROW_WORDS`] words of
+/// option `i`: those rows are picked by digit), and lab's last row — "No", answered
+/// with Escape, whatever its number — the last numbered row on screen. Rows the agent
+/// adds between them are not offered (2.1.332's "3. Yes, and switch to auto mode"
+/// before "4. No"). A prompt numbered any other way is not answered from lab at all
+/// (nothing is typed): a digit must never land on a row lab did not mean.
 fn rows_as_numbered(p: &str, options: &[lab_provider_sdk::DialogOption]) -> bool {
-    let first_word = |label: &str| label.split_whitespace().next().unwrap_or_default().to_string();
-    let row_shown = |n: usize, word: &str| shows(p, &format!("{n}. {word}"));
-    options.iter().enumerate().all(|(i, o)| row_shown(i + 1, &first_word(&o.label)))
-        && !["Yes", "No"].iter().any(|w| row_shown(options.len() + 1, w))
+    let Some((last, picked)) = options.split_last() else { return false };
+    let stem = |label: &str| label.split_whitespace().take(ROW_WORDS).collect::<Vec<_>>().join(" ");
+    let row_shown = |n: usize, words: &str| shows(p, &format!("{n}. {words}"));
+    if !picked.iter().enumerate().all(|(i, o)| row_shown(i + 1, &stem(&o.label))) {
+        return false;
+    }
+    // The last numbered row: the first n past lab's picked rows with no row after it.
+    let numbered = |n: usize| ["Yes", "No"].iter().any(|w| row_shown(n, w));
+    let Some(end) = (picked.len() + 1..=9).find(|&n| numbered(n) && !numbered(n + 1)) else { return false };
+    last.label.starts_with("No") && row_shown(end, &stem(&last.label))
 }
 
 /// Whether the squashed pane shows the call a permission dialog is about.
@@ -340,10 +355,13 @@ mod tests {
     }
 
     /// 2.1.332 adds "3. Yes, and switch to auto mode" before "4. No" (pane captured from
-    /// the real binary through lab's e2e): lab's "No" (digit 3) would approve the call
-    /// there, so the prompt never counts as drawn and nothing is typed.
+    /// the real binary through lab's e2e). lab's rows keep their meaning there: Yes and
+    /// Yes-always by digit at rows 1 and 2, No by Escape (its number moved from 3 to 4;
+    /// the digit 3 would have approved the call). A prompt whose rows lab would pick
+    /// wrongly is never drawn, so nothing is typed.
     #[test]
-    fn a_permission_prompt_with_rows_lab_does_not_number_the_same_is_never_drawn() {
+    fn a_permission_prompt_is_drawn_only_where_lab_s_rows_mean_what_they_say() {
+        use lab_provider_sdk::{Answer, KeyOp};
         let payload = serde_json::json!({
             "hook_event_name": "PermissionRequest", "tool_name": "Bash",
             "tool_input": {"command": "touch e2e-refused-marker && echo touched", "description": "Create a marker file"},
@@ -355,15 +373,33 @@ mod tests {
         let d = crate::permission::permission_dialog(&payload, &[]).unwrap();
         let DialogBody::Permission(p) = &d.body else { panic!("{d:?}") };
         let labels: Vec<_> = p.options.iter().map(|o| o.label.as_str()).collect();
-        assert_eq!(labels.len(), 3, "{labels:?}");
-        assert_eq!(labels[2], "No");
+        assert_eq!(labels, ["Yes", "Yes, and always allow access to /tmp/lab-tRBJc8o/w from this project", "No"]);
+        let keys = |a: Answer| crate::keystrokes::plan_answer(&d, &[a]).unwrap().steps;
+        assert_eq!(keys(Answer::Option(0)), [KeyOp::key("1")]);
+        assert_eq!(keys(Answer::Option(1)), [KeyOp::key("2")]);
+        assert_eq!(keys(Answer::Option(2)), [KeyOp::key("Escape")], "No is never a digit");
+        assert_eq!(
+            keys(Answer::Feedback((2, "use mkdir".into()))),
+            [KeyOp::key("Escape"), KeyOp::Literal("use mkdir".into()), KeyOp::key("Enter")]
+        );
+
         let pane332 = pane("perm-bash-2.1.332");
-        assert!(!is_drawn(&d, &pane332), "row 3 is a Yes on 2.1.332");
-        // The same prompt as 2.1.198 numbers it is drawn.
+        assert!(is_drawn(&d, &pane332), "2.1.332: rows 1 and 2 are lab's, No is the last row");
+        // The same prompt as 2.1.198 numbers it (the folder as its name) is drawn too.
         let pane198 = pane332
             .replace("   3. Yes, and switch to auto mode · auto mode handles these prompts for you\n", "")
-            .replace("4. No", "3. No");
+            .replace("4. No", "3. No")
+            .replace("/tmp/lab-tRBJc8o/w from", "w/ from");
         assert!(is_drawn(&d, &pane198));
+        // A release that put the new row second would make digit 2 switch modes: not drawn.
+        let swapped = pane332
+            .replace("2. Yes, and always allow access", "2. Yes, and switch to auto mode")
+            .replace("3. Yes, and switch to auto mode", "3. Yes, and always allow access");
+        assert!(!is_drawn(&d, &swapped));
+        // No last row that is a No (a Yes after it, or none at all): not drawn.
+        assert!(!is_drawn(&d, &pane332.replace("4. No", "4. No\n   5. Yes, and more")));
+        assert!(!is_drawn(&d, &pane332.replace("4. No", "4. Nope").replace("4. Nope", "")));
+        assert!(!is_drawn(&d, &pane332.replace("1. Yes\n", "1. Allow\n")));
     }
 
     #[test]
