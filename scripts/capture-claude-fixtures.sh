@@ -3,6 +3,8 @@
 #
 #   scripts/capture-claude-fixtures.sh                 # every scenario
 #   scripts/capture-claude-fixtures.sh ask-single-esc  # just some
+#   LAB_CLAUDE_VERSION=2.1.332 scripts/capture-claude-fixtures.sh stop-failure-auth
+#                                                      # another release: into testdata/real-2.1.332/
 #
 # Each scenario runs the REAL `claude` (scripts/install-claude.sh) in its own tmux session
 # on a private tmux socket, against the messages-standin binary on 127.0.0.1 (loopback
@@ -16,7 +18,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PIN="$(sed -n 's/^VERSION="${LAB_CLAUDE_VERSION:-\([^}]*\)}"$/\1/p' "$ROOT/scripts/install-claude.sh")"
 OUT="$ROOT/providers/claude-code/testdata/real"
+if [ -n "${LAB_CLAUDE_VERSION:-}" ] && [ "$LAB_CLAUDE_VERSION" != "$PIN" ]; then
+  OUT="$OUT-$LAB_CLAUDE_VERSION"
+fi
 BASE=/tmp/lab-capture
 SOCK="$BASE/tmux.sock"
 KEY="sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test"
@@ -71,7 +77,9 @@ J
   "PreToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": "$h PreToolUse"}]}],
   "PostToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": "$h PostToolUse"}]}],
   "Notification": [{"hooks": [{"type": "command", "command": "$h Notification"}]}],
-  "Stop": [{"hooks": [{"type": "command", "command": "$h Stop"}]}]
+  "Stop": [{"hooks": [{"type": "command", "command": "$h Stop"}]}],
+  "StopFailure": [{"hooks": [{"type": "command", "command": "$h StopFailure"}]}],
+  "SessionEnd": [{"hooks": [{"type": "command", "command": "$h SessionEnd"}]}]
 }}
 J
   : > "$d/hooks.jsonl"; : > "$d/keys.jsonl"
@@ -86,7 +94,7 @@ J
     env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$d/home" TERM=xterm-256color LANG=C.UTF-8 \
     ANTHROPIC_BASE_URL="http://127.0.0.1:$(cat "$d/port")" ANTHROPIC_API_KEY="$KEY" \
     DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
-    "$CLAUDE" --session-id "$(cat "$d/sid")" --settings "$d/settings.json" "$@" "$prompt"
+    ${EXTRA_ENV:-} "$CLAUDE" --session-id "$(cat "$d/sid")" --settings "$d/settings.json" "$@" "$prompt"
 }
 
 transcript() { local d="$BASE/$1"; printf '%s' "$d/home/.claude/projects/$(printf '%s' "$d/work" | sed 's/[^A-Za-z0-9]/-/g')/$(cat "$d/sid").jsonl"; }
@@ -133,10 +141,16 @@ finish() {
   local n=$1 d="$BASE/$1" o="$OUT/$1"
   sleep 1
   rm -rf "$o"; mkdir -p "$o"
-  cp "$(transcript "$n")" "$o/transcript.jsonl"
+  # Newer releases copy each request's system prompt into the transcript
+  # (`api-request-blob`): left out, it is Claude Code's text, not lab's concern.
+  jq -c 'select(.type != "api-request-blob")' "$(transcript "$n")" > "$o/transcript.jsonl"
   for f in transcript-while-pending.jsonl screen-while-pending.txt hooks.jsonl keys.jsonl; do
     [ -s "$d/$f" ] && cp "$d/$f" "$o/$f"
   done
+  if [ -s "$o/transcript-while-pending.jsonl" ]; then
+    jq -c 'select(.type != "api-request-blob")' "$d/transcript-while-pending.jsonl" > "$o/transcript-while-pending.jsonl"
+    cmp -s "$o/transcript.jsonl" "$o/transcript-while-pending.jsonl" && rm "$o/transcript-while-pending.jsonl"
+  fi
   sed -i 's/[[:space:]]*$//' "$o/screen-while-pending.txt" 2>/dev/null || true
   curl -s "http://127.0.0.1:$(cat "$d/port")/_standin/requests" | jq -c '.[] | {index, at_unix_ms, elapsed_ms, method, path, query, kind, model, stream,
       tools: (if .body.tools then [.body.tools[].name] else null end),
@@ -262,9 +276,41 @@ scenario_bash-readonly-no-prompt() {
   finish "$1"
 }
 
+# error_script STATUS TYPE MESSAGE [TIMES]: every main request (and its retries, up to
+# TIMES) fails with that API error.
+error_script() {
+  local turns="" i
+  for i in $(seq "${4:-1}"); do
+    turns="$turns${turns:+,}{\"reply\": {\"error\": {\"status\": $1, \"type\": \"$2\", \"message\": \"$3\"}}}"
+  done
+  printf '{"turns": [%s], "side_reply": "Fail"}' "$turns"
+}
+# A turn the API refuses: which hook fires (Stop or StopFailure), what the transcript and
+# the screen say, and that the agent is back at its prompt.
+stop_failure() {
+  local n=$1; shift
+  start "$n" "$(error_script "$@")" "Say hello."
+  local i
+  for i in $(seq 2400); do
+    grep -Eq '"hook":"(Stop|StopFailure)"' "$BASE/$n/hooks.jsonl" && break
+    sleep 0.05
+  done
+  sleep 3; snapshot "$n"
+  # Whether the agent then says it waits at its prompt (idle_prompt, ~60 s on 2.1.198).
+  [ -n "${WAIT_IDLE:-}" ] && { wait_hook "$n" Notification idle_prompt 90 || true; }
+  finish "$n"
+}
+scenario_stop-failure-auth() { stop_failure "$1" 401 authentication_error "invalid x-api-key"; }
+scenario_stop-failure-billing() {
+  stop_failure "$1" 400 invalid_request_error "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."
+}
+scenario_stop-failure-overloaded() { EXTRA_ENV="CLAUDE_CODE_MAX_RETRIES=1" stop_failure "$1" 529 overloaded_error "Overloaded" 4; }
+scenario_stop-failure-rate-limit() { WAIT_IDLE=1 EXTRA_ENV="CLAUDE_CODE_MAX_RETRIES=1" stop_failure "$1" 429 rate_limit_error "Number of request tokens has exceeded your per-minute rate limit" 4; }
+
 ALL=(ask-single-answered ask-single-esc ask-single-other-text ask-two-questions ask-multi-select
      exit-plan-mode-approved exit-plan-mode-rejected bash-permission-prompt bash-readonly-no-prompt
-     ask-single-afk-timeout)
+     ask-single-afk-timeout stop-failure-auth stop-failure-billing stop-failure-overloaded
+     stop-failure-rate-limit)
 [ $# -gt 0 ] && ALL=("$@")
 for s in "${ALL[@]}"; do
   declare -F "scenario_$s" >/dev/null || die "unknown scenario $s (known: ${ALL[*]})"

@@ -19,7 +19,8 @@
 //! | `assistant` block `tool_use` `{id, name, input}` | assistant, `tool_use{id, name, input_json, summary}`: `input` as JSON text, and a one-line summary (`Bash: ls -la`) |
 //! | `system` with a string `content` | system, `text`, the content |
 //! | `[Request interrupted by user…]` user text | system, `text`, the marker text |
-//! | `assistant` with `isApiErrorMessage: true` | system, `text`, the error text |
+//! | `assistant` with `isApiErrorMessage: true` that ends the turn | system, `other("turn_error", …)`: the error's class in words and its text ("Rate limited: API Error: Request rejected (429) · …"); the host shows the run as stopped on an error until the next message |
+//! | `assistant` with `isApiErrorMessage: true`, the turn going on | system, `text`, the error text |
 //!
 //! ## Lines and blocks skipped on purpose (no message, no turn signal, no diagnostic)
 //!
@@ -307,12 +308,56 @@ fn assistant(obj: &Map<String, Value>, line: &mut Line) -> Result<(), String> {
         line.signal(TurnSignal::Working);
     } else {
         match stop_reason {
-            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => line.signal(TurnSignal::Idle),
+            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => {
+                line.signal(TurnSignal::Idle);
+                if text_role == Role::System {
+                    turn_error(obj, line);
+                }
+            }
             Some("tool_use") => line.signal(TurnSignal::Working),
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The kind of the message that says the agent's turn ended on an error (lab's host
+/// shows the run as stopped on it: docs/providers.md, "Messages").
+pub const TURN_ERROR: &str = "turn_error";
+
+/// An API error that ended the turn (what `StopFailure` reports; 2.1.332 writes the
+/// class as `error`: `rate_limit`, `server_error`, `billing_error`, …): its text
+/// messages become one `turn_error` message, the class in words first.
+fn turn_error(obj: &Map<String, Value>, line: &mut Line) {
+    let class = obj.get("error").and_then(Value::as_str).unwrap_or_default();
+    let words = match class {
+        "rate_limit" => Some("Rate limited"),
+        "server_error" => Some("API server error"),
+        "billing_error" => Some("Billing"),
+        "authentication_failed" => Some("Authentication failed"),
+        "invalid_request" => Some("Invalid request"),
+        "max_output_tokens" => Some("Output limit reached"),
+        _ => None,
+    };
+    let texts: Vec<String> = line
+        .out
+        .messages
+        .iter()
+        .filter_map(|m| match (&m.role, &m.content) {
+            (Role::System, Content::Text(t)) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    if texts.is_empty() {
+        return;
+    }
+    line.out.messages.retain(|m| !(m.role == Role::System && matches!(m.content, Content::Text(_))));
+    let text = texts.join("\n");
+    let text = match words {
+        Some(w) if !text.starts_with(w) => format!("{w}: {text}"),
+        _ => text,
+    };
+    line.push(Role::System, Content::Other((TURN_ERROR.to_string(), text)));
 }
 
 fn assistant_text(text: &str, role: Role, line: &mut Line) {
@@ -660,12 +705,50 @@ pub(crate) mod tests {
 
     #[test]
     fn api_error_messages_are_system_text() {
+        // An API error that ends the turn: one turn_error message (2.1.198 writes no class).
         let out = parse(concat!(
             r#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 Overloaded"}],"stop_reason":"stop_sequence"}}"#,
             "\n",
         ));
+        assert_eq!(out.messages.len(), 1);
         assert_eq!(out.messages[0].role, Role::System);
+        assert_eq!(out.messages[0].content, Content::Other((TURN_ERROR.into(), "API Error: 529 Overloaded".into())));
         assert_eq!(out.turn, Some(TurnSignal::Idle));
+        // One that does not end it (streamed, no stop_reason yet) stays plain system text.
+        let out = parse(concat!(
+            r#"{"type":"assistant","isApiErrorMessage":true,"message":{"content":[{"type":"text","text":"API Error: retrying"}],"stop_reason":null}}"#,
+            "\n",
+        ));
+        assert_eq!(out.messages[0].content, Content::Text("API Error: retrying".into()));
+        assert_eq!(out.turn, None);
+    }
+
+    /// What the real 2.1.332 wrote when the API refused a turn (testdata/real-2.1.332,
+    /// `scripts/capture-claude-fixtures.sh stop-failure-*`; a StopFailure hook fired each
+    /// time, ~40 ms after the line): the turn ends idle on one turn_error message.
+    #[test]
+    fn turns_the_api_refused_end_idle_on_a_turn_error() {
+        for (scenario, want) in [
+            ("stop-failure-billing", "Billing: Credit balance is too low"),
+            ("stop-failure-rate-limit", "Rate limited: API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"),
+            ("stop-failure-overloaded", "API server error: API Error: 529 Overloaded. This is a server-side issue"),
+        ] {
+            let path = format!("{}/testdata/real-2.1.332/{scenario}/transcript.jsonl", env!("CARGO_MANIFEST_DIR"));
+            let out = parse_transcript(&std::fs::read(&path).unwrap());
+            assert!(out.diagnostics.is_empty(), "{scenario}: {:?}", out.diagnostics);
+            assert_eq!(out.turn, Some(TurnSignal::Idle), "{scenario}");
+            let last = out.messages.last().unwrap();
+            assert_eq!(last.role, Role::System, "{scenario}");
+            match &last.content {
+                Content::Other((kind, text)) => {
+                    assert_eq!(kind, TURN_ERROR, "{scenario}");
+                    assert!(text.starts_with(want), "{scenario}: {text}");
+                }
+                other => panic!("{scenario}: {other:?}"),
+            }
+            let texts = out.messages.iter().filter(|m| matches!(&m.content, Content::Text(t) if t == "Say hello.")).count();
+            assert_eq!(texts, 1, "{scenario}: the prompt, once");
+        }
     }
 
     #[test]
