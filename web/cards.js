@@ -5,6 +5,7 @@
 import { enc } from "./api.js";
 import { attachBox, attachCommand, h, safeLink, uid } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { isStoppedOnError } from "./waiting.js";
 
 function dialogHint(view, runId, run) {
   const d = view.pending_dialog;
@@ -518,6 +519,21 @@ export function readOnlyCard(view, runId, run, agent = "The agent") {
       sourceNote(d),
       ...blocks,
       dialogHint(view, runId, run),
+      status);
+    return { el, status };
+  }
+
+  // The last turn ended on an error: what the API said, and that sending again retries.
+  if (!d && isStoppedOnError(view)) {
+    const b = view.blocked || {};
+    const el = h("section", {
+      class: "dialog-card kind-error", role: "region", "aria-labelledby": titleId,
+      "data-testid": "dialog-card", "data-kind": "error",
+    },
+      h("div", { class: "card-title", id: titleId }, h("span", { class: "card-icon", "aria-hidden": "true" }, "!"),
+        `${agent} stopped on an error`),
+      h("p", { class: "blocked" }, h("span", { "data-testid": "blocked-message" }, String(b.message || ""))),
+      h("p", { class: "dialog-hint" }, "Send a message below to try again."),
       status);
     return { el, status };
   }

@@ -6,6 +6,7 @@ import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
 import { noteView, setTitle } from "./notify.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
+import { isStoppedOnError } from "./waiting.js";
 import { agentName, store } from "./store.js";
 
 const ANSWER_STALE_MS = 20000;
@@ -498,7 +499,7 @@ export class RunView {
     const lock = v.composer_lock;
     if (lock && lock.code === "agent_waiting") return waiting;
     if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
-    if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt")) {
+    if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt") && !isStoppedOnError(v)) {
       return waiting;
     }
     return null;

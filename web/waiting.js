@@ -45,13 +45,24 @@ export function faviconHref(count) {
 
 /**
  * What the run waits for: the pending dialog's kind (question, plan, permission,
- * generic; an unknown kind is "generic"), else "needs_input" for a blocked run, else
- * "generic".
+ * generic; an unknown kind is "generic"), else "error" for a run stopped on an error,
+ * "needs_input" for another blocked run, else "generic".
  */
 export function waitKind(view) {
   const d = view && view.pending_dialog;
   if (d) return KNOWN_KINDS.includes(d.kind) ? d.kind : "generic";
+  if (isStoppedOnError(view)) return "error";
   return view && view.state === "needs_input" ? "needs_input" : "generic";
+}
+
+/**
+ * Whether the run's last turn ended on an error (the model API refused it: a rate
+ * limit, an overload, billing): blocked on kind "error", the agent back at its prompt
+ * for the operator to send again.
+ */
+export function isStoppedOnError(view) {
+  const b = view && view.blocked;
+  return !!(view && view.state === "needs_input" && b && (b.kind === "error" || b.notification_type === "error"));
 }
 
 function clip(text) {
@@ -78,6 +89,7 @@ const HEADLINE = {
   plan: () => "a plan waits for approval",
   permission: (agent) => `${agent} asks for permission`,
   needs_input: (agent) => `${agent} needs input`,
+  error: (agent) => `${agent} stopped on an error`,
   generic: (agent) => `${agent} needs input`,
 };
 

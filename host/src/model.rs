@@ -285,6 +285,16 @@ pub struct AnswerPlan {
     pub steps: Vec<KeyOp>,
 }
 
+/// The kind of an `Content::Other` message that says the agent's turn ended on an
+/// error (the model API refused it: a rate limit, an overload, billing). A provider
+/// convention within WIT 0.2.0 (docs/providers.md, "Messages"): while it is the run's
+/// last message, the run shows as blocked on [`BLOCKED_ERROR`] with its text.
+pub const TURN_ERROR_KIND: &str = "turn_error";
+
+/// The blocked kind of a run whose last turn ended on an error ([`TURN_ERROR_KIND`]):
+/// the agent waits at its prompt for the operator to send again.
+pub const BLOCKED_ERROR: &str = "error";
+
 /// Why the agent is blocked (the marker). JSON keeps the documented field names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Blocked {

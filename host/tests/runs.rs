@@ -883,3 +883,41 @@ fn a_plan_whose_hook_payload_is_empty_is_shown_from_the_transcript_and_approved(
     let ready = ev.iter().position(|e| e["event"] == "ready" && e["widget"] == "plan").expect("the picker was drawn");
     assert!(ev[ready..].iter().any(|e| e["event"] == "key"), "the key came after the picker");
 }
+
+/// A turn the model API refused (2.1.332 records a rate limit as an `isApiErrorMessage`
+/// line with the class in `error`, then fires StopFailure, no Stop): the run is not left
+/// `working` but blocked on an `error` with what the API said, the composer open; the
+/// block holds across a restart (it is read from the transcript) and a message sent
+/// again clears it.
+#[test]
+fn a_turn_the_api_refused_blocks_the_run_on_the_error_until_a_message_is_sent_again() {
+    let w = World::new();
+    let log = w.use_fake_claude(&json!({"steps": [
+        {"api_error": {"error": "rate_limit", "text": "API Error: Request rejected (429) · per-minute rate limit"}},
+        {"idle": {}},
+        {"say": "Hello again."},
+        {"idle": {}},
+    ]}));
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    let v = lab.wait_state(&id, "needs_input");
+    assert_eq!(v["blocked"]["notification_type"], "error", "{v}");
+    assert_eq!(v["blocked"]["message"], "Rate limited: API Error: Request rejected (429) · per-minute rate limit");
+    assert!(v["pending_dialog"].is_null());
+    let last = v["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["role"].as_str(), last["kind"].as_str()), (Some("system"), Some("turn_error")), "{last}");
+    assert!(v["composer_lock"].is_null(), "the agent waits for exactly this, a message: {v}");
+    assert!(World::log_events(&log).iter().any(|e| e["event"] == "api_error"));
+
+    lab.stop();
+    let lab = w.serve();
+    let v = lab.wait_state(&id, "needs_input");
+    assert_eq!(v["blocked"]["notification_type"], "error", "after a restart: {v}");
+
+    let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "try again"}));
+    assert_eq!(status, 202, "{body}");
+    let v = lab.wait_view(&id, "the reply to the resend", |v| {
+        v["state"] == "idle" && v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Hello again.")
+    });
+    assert!(v["blocked"].is_null(), "{v}");
+}

@@ -693,6 +693,28 @@ describe("lab web UI in a real browser", () => {
     await screenshot(page, "11-generic-card");
   });
 
+  scenario("a turn the model API refused: a 'stopped on an error' card with what the API said, the composer open, a resend clears it", {
+    script: { steps: [
+      { api_error: { error: "rate_limit", text: "API Error: Request rejected (429) · per-minute rate limit" } },
+      { idle: {} }, { say: "Hello again." }, { idle: {} }] },
+  }, async ({ world, page, id }) => {
+    const v = await world.waitView(id, (v) => v.state === "needs_input", "state needs_input");
+    assert.equal(v.blocked.notification_type, "error");
+    const agent = await world.agentName();
+    const card = page.locator(`${sel.card}[data-kind=error]`);
+    await card.waitFor();
+    await waitText(card.locator(".card-title"), new RegExp(`^!${reEsc(agent)} stopped on an error$`), "the card title");
+    assert.equal(await card.getByTestId("blocked-message").textContent(), "Rate limited: API Error: Request rejected (429) · per-minute rate limit");
+    await page.locator("[data-testid=message][data-kind=turn_error]").waitFor();
+    await waitBadge(page, "needs_input");
+    assert.equal(await page.locator(sel.lock).isHidden(), true, "the composer is open: the agent waits for a message");
+    await screenshot(page, "11b-stopped-on-an-error");
+    await page.locator(sel.input).fill("try again");
+    await page.getByTestId("composer-send").click();
+    await world.waitView(id, (v) => v.state === "idle" && v.messages.some((m) => m.text === "Hello again."), "the reply to the resend");
+    await card.waitFor({ state: "detached" });
+  });
+
   scenario("a dialog of a kind the page does not know is shown as the generic card", {
     script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false,
   }, async ({ world, page, id }) => {

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  WaitWatch, faviconHref, firstPlainLine, isWaiting, notificationFor, titleWithCount, waitKind, waitingCount,
+  WaitWatch, faviconHref, firstPlainLine, isStoppedOnError, isWaiting, notificationFor, titleWithCount, waitKind, waitingCount,
 } from "../waiting.js";
 
 const q = (toolId, question = "Which database?") => ({
@@ -37,6 +37,13 @@ test("waitKind: known dialog kinds, unknown ones as generic, a block as needs_in
   assert.equal(waitKind({ state: "question", pending_dialog: { kind: "elicitation" } }), "generic");
   assert.equal(waitKind(blockedView()), "needs_input");
   assert.equal(waitKind({ state: "question", pending_dialog: null }), "generic");
+  const stopped = { state: "needs_input", pending_dialog: null, blocked: { notification_type: "error", message: "Rate limited: 429" } };
+  assert.equal(waitKind(stopped), "error");
+  assert.equal(isStoppedOnError(stopped), true);
+  assert.equal(isStoppedOnError({ ...stopped, state: "idle" }), false);
+  assert.equal(isStoppedOnError(blockedView()), false);
+  const n = notificationFor("r1", { id: "r1", workdir: "/tmp/x/webshop" }, stopped);
+  assert.deepEqual([n.title, n.body], ["webshop: the agent stopped on an error", "Rate limited: 429"]);
 });
 
 test("notificationFor: the question, the plan's first line, the blocked message; link and tag", () => {

@@ -185,6 +185,9 @@ pub struct Tail {
     turn: Option<TurnSignal>,
     /// When an idle turn signal was last taken in.
     idle_since: Option<SystemTime>,
+    /// The text of the run's last message when that message says the turn ended on an
+    /// error ([`crate::model::TURN_ERROR_KIND`]).
+    turn_error: Option<String>,
     /// The newest message timestamp the transcript has shown (see [`late_flush`]).
     newest: Option<SystemTime>,
     pub session_id: Option<String>,
@@ -261,6 +264,7 @@ impl Tail {
             messages: Arc::new(MessageStore::new()),
             turn: None,
             idle_since: None,
+            turn_error: None,
             newest: None,
             session_id: None,
             resolved: HashSet::new(),
@@ -383,6 +387,7 @@ impl Tail {
         self.messages.clear();
         self.turn = None;
         self.idle_since = None;
+        self.turn_error = None;
         self.newest = None;
         self.resolved.clear();
         self.tool_calls.clear();
@@ -415,6 +420,10 @@ impl Tail {
                 }
                 _ => {}
             }
+            self.turn_error = match &m.content {
+                Content::Other { kind, text } if kind == crate::model::TURN_ERROR_KIND => Some(text.clone()),
+                _ => None,
+            };
             let seq = first + msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
         }
@@ -599,6 +608,7 @@ impl Tail {
             message_count,
             turn: self.turn,
             idle_since: self.idle_since,
+            turn_error: self.turn_error.clone(),
             resolved: Some(&self.resolved),
             hook_cleared: Some(&self.hook_cleared),
             answered: Some(&self.answered),

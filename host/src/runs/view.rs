@@ -19,11 +19,17 @@
 //!    [`SPOOL_GRACE`] without a spool (hooks missing or broken), so a transcript line
 //!    that lands before the spool never shows the dialog twice.
 //! 4. The blocked marker is live while the transcript has not changed since it was
-//!    written (mtime comparison: the transcript "advanced past the block").
+//!    written (mtime comparison: the transcript "advanced past the block"). A turn
+//!    that ended on an error (the run's last message is the provider's
+//!    [`crate::model::TURN_ERROR_KIND`] message, the turn idle) blocks the run on kind
+//!    [`BLOCKED_ERROR`] with that message, ahead of any marker, until the next message:
+//!    the agent waits for the operator to send again.
 //! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
 //!    yet → `starting`; last turn signal idle → `idle`; otherwise `working`.
 
-use crate::model::{Blocked, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal};
+use crate::model::{
+    Blocked, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal, BLOCKED_ERROR,
+};
 use serde::{Serialize, Serializer};
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
@@ -204,6 +210,8 @@ pub struct Facts<'a> {
     pub turn: Option<TurnSignal>,
     /// When the tailer last took in an idle turn signal.
     pub idle_since: Option<SystemTime>,
+    /// The text of the last message, when it says the turn ended on an error.
+    pub turn_error: Option<String>,
     /// Tool call ids with a tool_result in the transcript.
     pub resolved: Option<&'a HashSet<String>>,
     /// Ids whose spool a clear hook removed.
@@ -295,8 +303,14 @@ pub fn derive(f: &Facts<'_>) -> Derived {
         }
     }
 
-    let blocked =
-        f.marker.as_ref().filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written)).map(|m| m.blocked.clone());
+    let turn_error = f
+        .turn_error
+        .as_ref()
+        .filter(|_| f.turn == Some(TurnSignal::Idle))
+        .map(|text| Blocked { kind: BLOCKED_ERROR.into(), message: text.clone() });
+    let blocked = turn_error.or_else(|| {
+        f.marker.as_ref().filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written)).map(|m| m.blocked.clone())
+    });
 
     let state = if pending.is_some() {
         RunState::Question
@@ -504,6 +518,39 @@ mod tests {
         let d = derive(&f);
         assert_eq!(d.state, RunState::Working);
         assert!(d.blocked.is_none());
+    }
+
+    #[test]
+    fn a_turn_that_ended_on_an_error_blocks_the_run_until_the_next_message() {
+        let idle_marker =
+            MarkerFact { blocked: Blocked { kind: "idle_prompt".into(), message: "waiting".into() }, written: t(100) };
+        let mut f = Facts {
+            message_count: 2,
+            turn: Some(TurnSignal::Idle),
+            turn_error: Some("Rate limited: API Error (429)".into()),
+            marker: Some(idle_marker),
+            transcript_modified: Some(t(90)),
+            ..Default::default()
+        };
+        let d = derive(&f);
+        assert_eq!(d.state, RunState::NeedsInput);
+        assert_eq!(
+            d.blocked,
+            Some(Blocked { kind: BLOCKED_ERROR.into(), message: "Rate limited: API Error (429)".into() })
+        );
+        assert!(d.turn_idle, "the agent ended its turn: a message may be sent");
+        // Only while the turn is over (a resend makes it working, and its prompt is the
+        // last message then anyway).
+        f.turn = Some(TurnSignal::Working);
+        assert_eq!(derive(&f).blocked.unwrap().kind, "idle_prompt");
+        f.turn_error = None;
+        f.marker = None;
+        assert_eq!(derive(&f).state, RunState::Working);
+        // A dialog still wins.
+        f.turn = Some(TurnSignal::Idle);
+        f.turn_error = Some("x".into());
+        f.spool = Some(spool("t1"));
+        assert_eq!(derive(&f).state, RunState::Question);
     }
 
     #[test]

@@ -373,6 +373,26 @@ impl Agent {
         self.last_assistant_text = text.to_string();
     }
 
+    /// The API refused the turn (2.1.332's record of it): the error line, StopFailure.
+    fn api_error(&mut self, step: &crate::script::ApiErrorStep) {
+        let mut e = self.assistant_entry(json!([{"type": "text", "text": step.text}]), Some("stop_sequence"), None);
+        if let Some(Value::Object(m)) = e.get_mut("message") {
+            m.insert("model".into(), json!("<synthetic>"));
+        }
+        e.insert("isApiErrorMessage".into(), json!(true));
+        e.insert("error".into(), json!(step.error));
+        self.tx.write(&Value::Object(e));
+        self.log.event(json!({"event": "api_error", "error": step.error, "text": step.text}));
+        self.screen.push(&format!("● {}", step.text));
+        let mut p = self.with_effort(self.hook_base("StopFailure"));
+        p.insert("error".into(), json!(step.error));
+        p.insert("last_assistant_message".into(), json!(step.text));
+        self.run_hooks("StopFailure", "", p, None);
+        self.turn_open = false;
+        self.ended_with_text = false;
+        self.last_assistant_text = step.text.clone();
+    }
+
     fn user_message(&mut self, text: &str, source: &str) {
         self.prompt_id = uuid_v4();
         self.tx.entries_in_turn = 0;
@@ -824,6 +844,10 @@ impl Agent {
                 }
                 Step::Idle(s) => {
                     self.idle(s);
+                }
+                Step::ApiError(s) => {
+                    self.api_error(s);
+                    self.screen.draw(&[]);
                 }
                 Step::SleepMs(ms) => std::thread::sleep(Duration::from_millis(*ms)),
                 Step::Exit(code) => self.exit(*code),

@@ -35,6 +35,7 @@ pub enum Step {
     Notify(NotifyStep),
     Bash(BashStep),
     Idle(IdleStep),
+    ApiError(ApiErrorStep),
     SleepMs(u64),
     Exit(i32),
 }
@@ -66,6 +67,22 @@ pub struct QOption {
     pub label: String,
     #[serde(default)]
     pub description: String,
+}
+
+/// `{"api_error": {"error": "rate_limit", "text": "API Error: …"}}`: the model API
+/// refused the turn, as 2.1.332 records it — an assistant line with
+/// `isApiErrorMessage: true`, the class in `error` and `stop_reason: stop_sequence`, then
+/// the `StopFailure` hooks (no Stop hook); the turn is over.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiErrorStep {
+    #[serde(default = "unknown_error")]
+    pub error: String,
+    pub text: String,
+}
+
+fn unknown_error() -> String {
+    "unknown".into()
 }
 
 /// `{"plan": "markdown"}` or `{"plan": {"plan": "markdown", "notify_after_ms": 500}}`.
