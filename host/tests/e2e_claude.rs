@@ -1144,6 +1144,46 @@ fn the_composer_is_locked_while_a_dialog_is_pending_then_reaches_the_model() {
     assert!(v["messages"].as_array().unwrap().iter().any(|m| m["role"] == "user" && m["text"] == text), "{v}");
 }
 
+/// Scenario 10b: The model API refuses the turn (400 "credit balance is too low", which
+/// Claude Code does not retry; 2.1.332 fires StopFailure, no Stop): the run is not left
+/// `working` but `needs_input`, blocked on an `error` with what the API said and the
+/// composer open; the operator's resend reaches the model and the run goes on.
+#[test]
+fn a_turn_the_api_refuses_blocks_the_run_on_the_error_and_a_resend_goes_on() {
+    let script = Script::new()
+        .turn(
+            Matcher::Any,
+            Reply::Error {
+                status: 400,
+                error_type: "invalid_request_error".into(),
+                message: "Your credit balance is too low to access the Anthropic API.".into(),
+            },
+        )
+        .turn(Matcher::Contains("Topped up".into()), Reply::text("Hello after the resend."))
+        .side_reply("Say hello");
+    let Some(e) = setup("api_refused", script) else { return };
+    let run = e.create("Say hello.", Some("default"));
+    let v = e.wait_view(&run, LAUNCH_TIMEOUT, "needs_input on the API's error", |v| v["state"] == "needs_input");
+    assert_eq!(v["blocked"]["notification_type"], "error", "{v}");
+    let said = v["blocked"]["message"].as_str().unwrap();
+    assert!(said.to_lowercase().contains("credit balance"), "{said}");
+    assert!(v["composer_lock"].is_null(), "{v}");
+    let last = v["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"], "turn_error", "{last}");
+
+    let (status, body) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "Topped up, try again."}));
+    assert_eq!(status, 202, "{body}");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "the reply to the resend", |v| {
+        v["state"] == "idle"
+            && v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "assistant" && m["text"] == "Hello after the resend.")
+    });
+    assert!(v["blocked"].is_null(), "{v}");
+}
+
 /// Scenario 11: The operator moved the cursor in the TUI (Down, Down, Up, Up, Up — Up wraps on
 /// 2.1.198) before answering through lab: the right option still lands.
 #[test]

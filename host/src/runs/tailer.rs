@@ -185,9 +185,10 @@ pub struct Tail {
     turn: Option<TurnSignal>,
     /// When an idle turn signal was last taken in.
     idle_since: Option<SystemTime>,
-    /// The text of the run's last message when that message says the turn ended on an
-    /// error ([`crate::model::TURN_ERROR_KIND`]).
-    turn_error: Option<String>,
+    /// The text (and time) of the run's last message when that message says the turn
+    /// ended on an error ([`crate::model::TURN_ERROR_KIND`]); older messages taken in
+    /// after it do not count as later.
+    turn_error: Option<(String, Option<SystemTime>)>,
     /// The newest message timestamp the transcript has shown (see [`late_flush`]).
     newest: Option<SystemTime>,
     pub session_id: Option<String>,
@@ -420,10 +421,19 @@ impl Tail {
                 }
                 _ => {}
             }
-            self.turn_error = match &m.content {
-                Content::Other { kind, text } if kind == crate::model::TURN_ERROR_KIND => Some(text.clone()),
-                _ => None,
-            };
+            let at = stamps[msgs.len()];
+            match &m.content {
+                Content::Other { kind, text } if kind == crate::model::TURN_ERROR_KIND => {
+                    self.turn_error = Some((text.clone(), at));
+                }
+                // A message clears it unless it is older (a prompt line written after its
+                // turn ended, see [`late_flush`]).
+                _ => {
+                    if self.turn_error.as_ref().is_none_or(|(_, err)| !older(at, *err)) {
+                        self.turn_error = None;
+                    }
+                }
+            }
             let seq = first + msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
         }
@@ -608,7 +618,7 @@ impl Tail {
             message_count,
             turn: self.turn,
             idle_since: self.idle_since,
-            turn_error: self.turn_error.clone(),
+            turn_error: self.turn_error.as_ref().map(|(text, _)| text.clone()),
             resolved: Some(&self.resolved),
             hook_cleared: Some(&self.hook_cleared),
             answered: Some(&self.answered),
@@ -771,6 +781,11 @@ fn parse_timestamp(ts: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(ts).ok()
 }
 
+/// Whether `a` is known to be older than `b` (both times known).
+fn older(a: Option<SystemTime>, b: Option<SystemTime>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a < b)
+}
+
 /// Whether a chunk is a late flush: every message in it carries a timestamp, and all of
 /// them are older than the newest message the transcript has already shown. Agents do
 /// not always write lines in the order things happened (a turn's prompt line written
@@ -926,8 +941,9 @@ mod tests {
     use crate::model::{Blocked, DialogBody, Message, Role, SessionFacts, ToolResult};
     use serde_json::{json, Value};
 
-    /// A provider for a made-up agent: transcript lines `{"text"}`, `{"use": id, "name",
-    /// "input"}`, `{"result": id}`, `{"turn": "idle"}`; spools `{"tool", "input"}` are
+    /// A provider for a made-up agent: transcript lines `{"text"}`, `{"error"}` (a turn
+    /// that ended on an error), `{"use": id, "name", "input"}`, `{"result": id}`,
+    /// `{"turn": "idle"}`, each with an optional `"at"` (RFC 3339); spools `{"tool", "input"}` are
     /// permission prompts without a call id (the fake finds the call among the open ones
     /// by name and input, as a real provider would); session files `{"transcript"}`.
     struct Fake;
@@ -944,8 +960,13 @@ mod tests {
             let mut out = ParseOutput::default();
             for line in chunk.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
                 let v: Value = serde_json::from_slice(line).unwrap();
+                let at = v["at"].as_str().unwrap_or_default();
                 if let Some(t) = v["text"].as_str() {
-                    out.messages.push(Message::text(Role::Assistant, t, ""));
+                    out.messages.push(Message::text(Role::Assistant, t, at));
+                } else if let Some(t) = v["error"].as_str() {
+                    let content = Content::Other { kind: crate::model::TURN_ERROR_KIND.into(), text: t.into() };
+                    out.messages.push(Message { role: Role::System, content, timestamp: at.into() });
+                    out.turn = Some(TurnSignal::Idle);
                 } else if let Some(id) = v["use"].as_str() {
                     let name = v["name"].as_str().unwrap().to_string();
                     let call =
@@ -1059,6 +1080,30 @@ mod tests {
         let v = tail.refresh().await;
         assert!(v.pending_dialog.is_none());
         assert_eq!(v.state, view::RunState::Idle);
+    }
+
+    #[tokio::test]
+    async fn a_turn_error_blocks_until_a_newer_message_and_an_older_one_written_late_does_not_count() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        let mut tail = fake_tail(d.path(), Some(t.clone()));
+        append(&t, &[json!({"error": "Billing: Credit balance is too low", "at": "2026-12-01T10:00:02Z"})]);
+        let v = tail.refresh().await;
+        assert_eq!(v.state, view::RunState::NeedsInput);
+        assert_eq!(
+            v.blocked.as_ref().map(|b| (b.kind.as_str(), b.message.as_str())),
+            Some(("error", "Billing: Credit balance is too low"))
+        );
+        // 2.1.198 writes the turn's prompt line after the error line: older, so still blocked.
+        append(&t, &[json!({"text": "Say hello.", "at": "2026-12-01T10:00:01Z"})]);
+        assert_eq!(tail.refresh().await.state, view::RunState::NeedsInput, "a late prompt line");
+        // The operator's resend (newer) clears it.
+        append(&t, &[json!({"text": "Topped up, try again.", "at": "2026-12-01T10:01:00Z"})]);
+        let v = tail.refresh().await;
+        assert!(v.blocked.is_none());
+        assert_eq!(v.state, view::RunState::Idle, "no new turn signal yet");
+        assert!(older(parse_timestamp("2026-12-01T10:00:01Z"), parse_timestamp("2026-12-01T10:00:02Z")));
+        assert!(!older(None, parse_timestamp("2026-12-01T10:00:02Z")), "an unknown time is not older");
     }
 
     #[tokio::test]
