@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the pinned Claude Code CLI from npm into a cache folder outside the repo.
 #
-#   scripts/install-claude.sh            # installs @anthropic-ai/claude-code@2.1.198
+#   scripts/install-claude.sh            # installs @anthropic-ai/claude-code@2.1.332
 #
 # Environment:
-#   LAB_CLAUDE_VERSION   version to install (default 2.1.198)
+#   LAB_CLAUDE_VERSION   version to install (default 2.1.332)
 #   LAB_CACHE_DIR        cache root (default $HOME/.cache/lab); the install goes to
 #                        $LAB_CACHE_DIR/claude-code/<version>
 #
@@ -14,7 +14,7 @@
 # Needs only node + npm. Exits non-zero with a message on any failure.
 set -euo pipefail
 
-VERSION="${LAB_CLAUDE_VERSION:-2.1.198}"
+VERSION="${LAB_CLAUDE_VERSION:-2.1.332}"
 CACHE_ROOT="${LAB_CACHE_DIR:-${HOME:?HOME is not set}/.cache/lab}"
 PREFIX="${CACHE_ROOT}/claude-code/${VERSION}"
 PKG="@anthropic-ai/claude-code"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the pinned OpenAI Codex CLI from npm into a cache folder outside the repo.
 #
-#   scripts/install-codex.sh            # installs @openai/codex@0.169.0
+#   scripts/install-codex.sh            # installs @openai/codex@0.171.0
 #
 # Environment:
-#   LAB_CODEX_VERSION    version to install (default 0.169.0)
+#   LAB_CODEX_VERSION    version to install (default 0.171.0)
 #   LAB_CACHE_DIR        cache root (default $HOME/.cache/lab); the install goes to
 #                        $LAB_CACHE_DIR/codex/<version>
 #
@@ -15,7 +15,7 @@
 # Needs only node + npm. Exits non-zero with a message on any failure.
 set -euo pipefail
 
-VERSION="${LAB_CODEX_VERSION:-0.169.0}"
+VERSION="${LAB_CODEX_VERSION:-0.171.0}"
 CACHE_ROOT="${LAB_CACHE_DIR:-${HOME:?HOME is not set}/.cache/lab}"
 PREFIX="${CACHE_ROOT}/codex/${VERSION}"
 PKG="@openai/codex"

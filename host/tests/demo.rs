@@ -249,7 +249,10 @@ fn the_demo_walks_through_every_card_with_the_real_agent_and_stays_on_this_machi
 
     // 3. The plan, built from both answers; approved in the terminal (lab shows it
     //    with a deep link: plans are not answerable from lab).
-    let plan = demo.wait_dialog(&id, STEP_TIMEOUT, "the plan", |d| d["kind"] == "plan");
+    // 2.1.332's hook names no plan: the card gains its text from the transcript's call a
+    // moment later (the same dialog).
+    let plan =
+        demo.wait_dialog(&id, STEP_TIMEOUT, "the plan with its text", |d| d["kind"] == "plan" && d["plan"].is_string());
     assert_eq!(plan["tool_name"], "ExitPlanMode");
     let text = plan["plan"].as_str().unwrap();
     assert!(text.contains("in Python") && text.contains("Tests, Docs"), "{text}");
@@ -272,8 +275,22 @@ fn the_demo_walks_through_every_card_with_the_real_agent_and_stays_on_this_machi
         assert!(!lower.ends_with("_proxy") && k != "ANTHROPIC_AUTH_TOKEN", "the agent got {k}={v}");
     }
 
-    let tui = demo.tmux(&["send-keys", "-t", &target, "Enter"]);
-    assert!(tui.status.success());
+    // The operator approves in the terminal. 2.1.332 draws the picker a moment before it
+    // takes keys (an Enter at once is lost): as a person would, press again while the
+    // prompt is still there.
+    let screen = || String::from_utf8_lossy(&demo.tmux(&["capture-pane", "-p", "-t", &target]).stdout).into_owned();
+    for attempt in 0..5 {
+        let tui = demo.tmux(&["send-keys", "-t", &target, "Enter"]);
+        assert!(tui.status.success());
+        let gone = (0..20).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            !screen().contains("Exit plan mode")
+        });
+        if gone {
+            break;
+        }
+        assert!(attempt < 4, "the plan prompt stayed after 5 Enters:\n{}", screen());
+    }
 
     // 4. The closing text quotes the answers; the run is idle.
     let view = demo.wait_view(&id, STEP_TIMEOUT, "the closing text", |v| {

@@ -1,4 +1,5 @@
-//! End-to-end: lab driving the REAL Codex CLI (0.169.0) through its HTTP API.
+//! End-to-end: lab driving the REAL Codex CLI (pinned 0.171.0; 0.169.0 too, see
+//! docs/compat-matrix.md) through its HTTP API.
 //!
 //! Each test starts its own world: a `lab serve` on a loopback port with its own home,
 //! an agent HOME, a `CODEX_HOME` whose `config.toml` is the offline configuration of

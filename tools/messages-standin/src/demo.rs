@@ -175,9 +175,15 @@ pub fn answer_in(result: &str, question: &str) -> Option<String> {
 
 /// Which tools the request offers the model.
 fn offers(body: &Value, tool: &str) -> bool {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|ts| ts.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool)))
+    let listed = |name: &str| {
+        body.get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|ts| ts.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+    };
+    // Claude Code 2.1.332 defers ExitPlanMode (and other tools) behind ToolSearch: not in
+    // `tools` until the model loads it, yet a call to it is accepted directly (the
+    // end-to-end plan scenarios do the same).
+    listed(tool) || (tool == "ExitPlanMode" && listed("ToolSearch"))
 }
 
 /// What the demo answers to a main-agent request.
@@ -452,6 +458,10 @@ mod tests {
         // The step's tool is not offered.
         let no_tool = json!({"tools": [{"name": "Bash"}], "messages": [prompt("hi")]});
         assert!(text(&reply(&no_tool)).contains("did not offer the AskUserQuestion tool"));
+        // ExitPlanMode deferred behind ToolSearch (2.1.332) counts as offered.
+        assert!(offers(&json!({"tools": [{"name": "ToolSearch"}]}), "ExitPlanMode"));
+        assert!(!offers(&json!({"tools": [{"name": "ToolSearch"}]}), "AskUserQuestion"));
+        assert!(!offers(&json!({"tools": [{"name": "Bash"}]}), "ExitPlanMode"));
         // No messages at all.
         assert!(matches!(reply(&json!({"tools": tools()})), Reply::ToolUse(_)));
         assert!(matches!(reply(&json!({"tools": [], "messages": "junk"})), Reply::Text(_)));
