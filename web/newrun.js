@@ -29,8 +29,10 @@ export async function loadProviders() {
   store.providers = res.data;
   if (!res.data.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
   for (const p of res.data) {
-    // The agent's name: the provider's own version is not the agent's (it goes in the tooltip).
-    const label = `${p.display_name || p.name}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
+    // The agent's name and, where lab could ask it, the agent's own version; the
+    // provider's version is not the agent's (it goes in the tooltip).
+    const agent = `${p.display_name || p.name}${p.agent_version ? ` ${p.agent_version}` : ""}`;
+    const label = `${agent}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
     const title = `provider ${p.name}${p.version ? ` ${p.version}` : ""}`;
     providerSelect.append(h("option", { value: p.name, title }, label));
   }

@@ -254,15 +254,16 @@ async fn info(served: Option<axum::Extension<Arc<ServeInfo>>>) -> impl IntoRespo
 }
 
 async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
-    let list: Vec<_> = runs
-        .providers()
-        .loaded
+    let loaded = &runs.providers().loaded;
+    let list: Vec<_> = loaded
         .iter()
         .map(|(f, _)| {
+            let agent_version = runs.agent_version(&f.info.name, &f.info.default_program);
             json!({
                 "name": f.info.name,
                 "display_name": f.info.display_name,
                 "version": f.info.version,
+                "agent_version": agent_version,
                 "description": f.info.description,
                 "permission_modes": f.info.permission_modes,
                 "dialog_hooker": f.dialog_hooker,

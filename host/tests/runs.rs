@@ -921,3 +921,25 @@ fn a_turn_the_api_refused_blocks_the_run_on_the_error_until_a_message_is_sent_ag
     });
     assert!(v["blocked"].is_null(), "{v}");
 }
+
+/// GET /providers names each agent's own version where the agent says one: lab asks
+/// `<program> --version` in the background (fake-claude answers as Claude Code does);
+/// an agent lab cannot find has none, and nothing waits for the answer.
+#[test]
+fn get_providers_names_the_agent_s_own_version() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let providers = wait_for(Duration::from_secs(20), "the agent's version in GET /providers", || {
+        let (status, body) = lab.get("/providers");
+        assert_eq!(status, 200);
+        let claude = body.as_array().unwrap().iter().find(|p| p["name"] == "claude-code").cloned().unwrap();
+        claude["agent_version"].is_string().then_some(body)
+    });
+    let claude = providers.as_array().unwrap().iter().find(|p| p["name"] == "claude-code").unwrap();
+    assert_eq!(claude["agent_version"], "2.1.198", "{claude}");
+    assert_ne!(claude["agent_version"], claude["version"], "the provider's version is another thing");
+    for p in providers.as_array().unwrap() {
+        assert!(p["agent_version"].is_string() || p["agent_version"].is_null(), "{p}");
+    }
+}

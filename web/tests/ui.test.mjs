@@ -455,14 +455,20 @@ describe("lab web UI in a real browser", () => {
     // Not a demo: no demo banner.
     assert.equal((await world.api("GET", "/info")).body.demo, false);
     assert.equal(await page.getByTestId("demo-banner").isVisible(), false, "no demo banner outside a demo");
-    const providers = (await world.api("GET", "/providers")).body;
-    assert.ok(Array.isArray(providers) && providers.some((p) => p.name === "claude-code"), JSON.stringify(providers));
+    // The agent's own version is asked in the background (fake-claude says 2.1.198, as
+    // Claude Code words it); once lab knows it, a fresh page shows it.
+    const providers = await waitFor(async () => {
+      const b = (await world.api("GET", "/providers")).body;
+      return Array.isArray(b) && b.find((p) => p.name === "claude-code")?.agent_version ? b : null;
+    }, { what: "the agent's version in GET /providers" });
+    assert.equal(providers.find((p) => p.name === "claude-code").agent_version, "2.1.198");
+    await page.reload();
     await waitFor(async () => (await page.locator("#nr-provider option:not([value=''])").count()) === providers.length, { what: "provider options" });
     // No provider name is hard-coded: the form starts on the first one lab lists.
     assert.equal(await page.getByTestId("new-run-provider").inputValue(), providers[0].name);
     // Each option names the agent (display name), never the provider's own version as if it were the agent's.
     const first = page.locator("#nr-provider option").first();
-    assert.equal((await first.textContent()).trim(), providers[0].display_name || providers[0].name);
+    assert.equal((await first.textContent()).trim(), [providers[0].display_name || providers[0].name, providers[0].agent_version].filter(Boolean).join(" "));
     assert.equal(await first.getAttribute("title"), `provider ${providers[0].name} ${providers[0].version}`);
     // No agent's name in the UI's code.
     for (const m of fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"))) {

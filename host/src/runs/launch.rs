@@ -100,14 +100,7 @@ impl Runs {
                 rec.provider
             )
         })?;
-        let mut env: BTreeMap<String, String> = std::env::vars().collect();
-        env.extend(pconf.env.clone());
-        // lab's own log settings are not the agent's business, nor is any tmux server
-        // (`lab agent-exec` drops these again, for the pane's own).
-        env.remove("LAB_LOG");
-        for k in crate::agent_exec::NEVER_PASSED {
-            env.remove(*k);
-        }
+        let mut env = agent_env(&pconf);
 
         let (hooks, settings_path) = if provider.dialog_hooker() {
             let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
@@ -269,4 +262,17 @@ pub(super) fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
         }
         std::thread::sleep(input::Readiness::POLL);
     }
+}
+
+/// The environment a provider's agent starts with: lab serve's, plus the provider's
+/// `env` from lab.toml, without lab's own log settings or any tmux server's (`lab
+/// agent-exec` drops these again, for the pane's own).
+pub(super) fn agent_env(pconf: &crate::config::ProviderConfig) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    env.extend(pconf.env.clone());
+    env.remove("LAB_LOG");
+    for k in crate::agent_exec::NEVER_PASSED {
+        env.remove(*k);
+    }
+    env
 }

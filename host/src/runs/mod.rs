@@ -5,6 +5,7 @@
 //! (state derivation), [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`];
 //! the reading is [`tailer`].
 
+pub mod agent_version;
 mod answer;
 pub mod answer_guard;
 mod api;
@@ -236,6 +237,8 @@ pub struct Runs {
     changes: broadcast::Sender<Change>,
     /// Wakes the liveness loop: tmux reported a closed session ([`liveness`]).
     liveness: Notify,
+    /// Each agent program's own version, asked once per program file.
+    agent_versions: Arc<agent_version::VersionCache>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -275,6 +278,7 @@ impl Runs {
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
             liveness: Notify::new(),
+            agent_versions: Arc::default(),
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
@@ -289,6 +293,10 @@ impl Runs {
             }
         }
         runs.gc_orphans();
+        // Each agent's own version, asked now in the background for GET /providers.
+        for (f, _) in &runs.providers.loaded {
+            runs.agent_version(&f.info.name, &f.info.default_program);
+        }
         liveness::spawn(runs.clone());
         runs.clone().spawn_evictions();
         Ok(runs)
@@ -368,6 +376,17 @@ impl Runs {
 
     pub fn providers(&self) -> &ProviderSet {
         &self.providers
+    }
+
+    /// The version of the agent program a run of `provider` would start (lab.toml's
+    /// `program`, else `default_program` on PATH), if it said one (`--version`, asked in
+    /// the background: `None` until it answered).
+    pub fn agent_version(&self, provider: &str, default_program: &str) -> Option<String> {
+        let pconf = self.config.provider(provider);
+        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
+        let path = pconf.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+        let program = find_program(&wanted, path.as_deref())?;
+        self.agent_versions.lookup(&program, path)
     }
 
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {

@@ -883,7 +883,16 @@ fn fail(msg: &str) -> ! {
     std::process::exit(2)
 }
 
+/// What `fake-claude --version` prints: the release whose behaviour it mimics, worded
+/// as Claude Code words it.
+pub const VERSION_LINE: &str = "2.1.198 (Claude Code)";
+
 fn main() {
+    // `--version` first, as Claude Code answers it: no script needed, nothing written.
+    if std::env::args().skip(1).take_while(|a| a != "--").any(|a| a == "--version" || a == "-v") {
+        println!("{VERSION_LINE}");
+        return;
+    }
     let args = parse_args(std::env::args().skip(1));
     let script_path = match std::env::var("FAKE_CLAUDE_SCRIPT") {
         Ok(p) if !p.is_empty() => p,
