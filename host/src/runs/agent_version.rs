@@ -1,9 +1,9 @@
-//! The agent's own version, for the operator ("Claude Code 2.1.332" in the new-run
+//! The agent's own version, for the operator ("<agent name> 2.1.4" in the new-run
 //! form): `<program> --version`, asked once per program file and kept until the file
 //! changes (an upgrade in place is seen without a restart of lab).
 //!
 //! Agent-neutral: most agent CLIs answer `--version` with a line holding their version
-//! (`2.1.332 (Claude Code)`, `codex-cli 0.171.0`); the first version-shaped word of
+//! (`2.1.4 (Some Agent)`, `some-cli 0.17.0`); the first version-shaped word of
 //! its output is taken. A program that is missing, fails, prints nothing like a version
 //! or takes longer than [`PROBE_TIMEOUT`] has no known version (`None`), and nothing
 //! else changes: runs launch as before.
@@ -157,8 +157,8 @@ mod tests {
 
     #[test]
     fn the_first_version_shaped_word_is_the_version() {
-        assert_eq!(parse_version("2.1.332 (Claude Code)\n").as_deref(), Some("2.1.332"));
-        assert_eq!(parse_version("codex-cli 0.171.0").as_deref(), Some("0.171.0"));
+        assert_eq!(parse_version("4.2.17 (Some Agent)\n").as_deref(), Some("4.2.17"));
+        assert_eq!(parse_version("agent-cli 0.171.0").as_deref(), Some("0.171.0"));
         assert_eq!(parse_version("tool v1.2.3-beta.1 (build 99)").as_deref(), Some("1.2.3-beta.1"));
         assert_eq!(parse_version("agent version 10.4, built 2026").as_deref(), Some("10.4"));
         assert_eq!(parse_version("1.2.3+abc.def").as_deref(), Some("1.2.3+abc.def"));
