@@ -47,7 +47,7 @@ export async function loadProviders() {
 
 /**
  * The permission-mode select: the selected provider's `permission_modes`, the first
- * (its default) selected; a provider without modes gets no select.
+ * selected; a provider without modes gets no select. The chosen mode is always sent.
  */
 function showModes() {
   const p = store.providers.find((x) => x.name === providerSelect.value);
@@ -81,8 +81,10 @@ export function initNewRunForm() {
     if (!provider) return showFormError("Choose a provider.");
     if (!wd.startsWith("/")) { f.workdir.focus(); return showFormError("The working directory must be an absolute path."); }
     const body = { provider, workdir: wd, prompt: f.prompt.value };
-    // The first mode is the provider's default: sent only when another one is chosen.
-    if (!modeSelect.disabled && modeSelect.selectedIndex > 0) body.permission_mode = modeSelect.value;
+    // The mode the form shows is the mode the run gets: sent always, the first one too.
+    // Left out, the agent's own default applies, and that moves between releases (one
+    // release asks each time, a newer one decides by itself: "auto").
+    if (!modeSelect.disabled && modeSelect.value) body.permission_mode = modeSelect.value;
     const submit = newRunForm.querySelector("button[type=submit]");
     submit.disabled = true;
     submit.textContent = "Starting…";

@@ -864,7 +864,8 @@ describe("lab web UI in a real browser", () => {
     const run = (await world.api("GET", `/runs/${id}`)).body;
     assert.equal(run.provider, "claude-code");
     assert.equal(run.workdir, world.workdir);
-    assert.equal(run.permission_mode ?? null, null, "default permission mode is not sent");
+    // The mode the form showed (the provider's first) is the run's, sent explicitly.
+    assert.equal(run.permission_mode, (await world.provider()).permission_modes[0], "the shown mode is sent");
     await page.locator(`[data-testid=run-view][data-run-id="${id}"]`).waitFor();
     await page.locator(sel.msg("user", "text")).filter({ hasText: prompt }).waitFor();
     await page.locator(sel.msg("assistant", "text")).filter({ hasText: "Ready when you are." }).waitFor();

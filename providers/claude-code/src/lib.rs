@@ -19,9 +19,9 @@
 //! Decisions the observed behaviour left open (docs/providers/claude-code/compat.md):
 //!
 //! - **Permission mode**: `--permission-mode` is passed only when the run asks for one;
-//!   otherwise Claude Code's own settings decide, as for a hand-started `claude`. The
-//!   UI's default is the first of [`PERMISSION_MODES`], `default`, which it sends as
-//!   no mode at all.
+//!   otherwise Claude Code's own settings decide, as for a hand-started `claude` (on
+//!   2.1.332 that is `auto`: Claude Code decides the prompts itself). The UI starts on
+//!   the first of [`PERMISSION_MODES`], `default`, and sends the mode it shows.
 //! - **Meta lines**: user lines Claude Code writes for itself (`isMeta`, compaction
 //!   summaries, local-command and bash-mode wrappers) and sub-agent (`isSidechain`) lines
 //!   are skipped silently; see [`transcript`].

@@ -1,4 +1,5 @@
-//! End-to-end: the REAL Codex CLI (0.169.0) in tmux against the Responses API stand-in.
+//! End-to-end: the REAL Codex CLI (the pin, scripts/install-codex.sh; written against
+//! 0.169.0, green on 0.171.0) in tmux against the Responses API stand-in.
 //!
 //! Each test builds its own world in a temp dir: the stand-in on 127.0.0.1 (request log
 //! `requests.jsonl`), an empty `HOME`, a `CODEX_HOME` whose `config.toml` is the offline
@@ -71,7 +72,17 @@ use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const PINNED_VERSION: &str = "0.169.0";
+/// The pinned release (scripts/install-codex.sh's default): what runs unless
+/// LAB_CODEX_VERSION asks for another.
+fn pinned_version() -> String {
+    let script =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/install-codex.sh")).unwrap();
+    script
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION=\"${LAB_CODEX_VERSION:-")?.strip_suffix("}\""))
+        .expect("VERSION= in scripts/install-codex.sh")
+        .to_string()
+}
 /// Launch to first answer takes ~1 s when idle; generous for a loaded 2-core machine.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -403,7 +414,12 @@ fn has_output_for(lines: &[Value], call_id: &str) -> bool {
 fn plain_text_reply_reaches_the_rollout_and_the_screen() {
     let Some(bin) = codex_bin() else { return };
     let out = Command::new(&bin).arg("--version").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("codex-cli {PINNED_VERSION}"));
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let version =
+        said.strip_prefix("codex-cli ").unwrap_or_else(|| panic!("`codex --version` said {said:?}")).to_string();
+    if std::env::var_os("LAB_CODEX_VERSION").is_none() {
+        assert_eq!(version, pinned_version(), "the pin (scripts/install-codex.sh) is what runs");
+    }
 
     let script = Script::new()
         .turn(Matcher::Contains("hello".into()), Reply::text("Hello from the stand-in."))
@@ -434,7 +450,7 @@ fn plain_text_reply_reaches_the_rollout_and_the_screen() {
     });
     let meta = &lines[0];
     assert_eq!(meta["type"], "session_meta");
-    assert_eq!(meta["payload"]["cli_version"], PINNED_VERSION);
+    assert_eq!(meta["payload"]["cli_version"], version.as_str());
     assert_eq!(meta["payload"]["id"], session_id.as_str());
     assert_eq!(meta["payload"]["cwd"], w.work.to_str().unwrap());
     assert!(lines.iter().all(|l| l["timestamp"].is_string() && l["payload"].is_object()), "line shape");
