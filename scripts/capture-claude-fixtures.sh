@@ -141,20 +141,25 @@ finish() {
   local n=$1 d="$BASE/$1" o="$OUT/$1"
   sleep 1
   rm -rf "$o"; mkdir -p "$o"
-  # Newer releases copy each request's system prompt into the transcript
-  # (`api-request-blob`): left out, it is Claude Code's text, not lab's concern.
-  jq -c 'select(.type != "api-request-blob")' "$(transcript "$n")" > "$o/transcript.jsonl"
+  # Newer releases copy each request's system prompt, tool list and reminders into the
+  # transcript (`api-request-blob`, `api-request-shape`, attachment texts): left out,
+  # they are Claude Code's text, not lab's concern (the lines' shapes stay).
+  local strip='select(.type != "api-request-blob" and .type != "api-request-shape")
+    | if .type == "attachment" then (del(.rendered)
+        | if .attachment.type == "plan_mode" then . else .attachment |= {type} end) else . end'
+  jq -c "$strip" "$(transcript "$n")" > "$o/transcript.jsonl"
   for f in transcript-while-pending.jsonl screen-while-pending.txt hooks.jsonl keys.jsonl; do
     [ -s "$d/$f" ] && cp "$d/$f" "$o/$f"
   done
   if [ -s "$o/transcript-while-pending.jsonl" ]; then
-    jq -c 'select(.type != "api-request-blob")' "$d/transcript-while-pending.jsonl" > "$o/transcript-while-pending.jsonl"
+    jq -c "$strip" "$d/transcript-while-pending.jsonl" > "$o/transcript-while-pending.jsonl"
     cmp -s "$o/transcript.jsonl" "$o/transcript-while-pending.jsonl" && rm "$o/transcript-while-pending.jsonl"
   fi
   sed -i 's/[[:space:]]*$//' "$o/screen-while-pending.txt" 2>/dev/null || true
   curl -s "http://127.0.0.1:$(cat "$d/port")/_standin/requests" | jq -c '.[] | {index, at_unix_ms, elapsed_ms, method, path, query, kind, model, stream,
       tools: (if .body.tools then [.body.tools[].name] else null end),
-      last_user_message: (if .body.messages then ([.body.messages[] | select(.role=="user")] | last) else null end),
+      last_user_message: (if .body.messages then ([.body.messages[] | select(.role=="user")] | last
+        | if .content | type == "array" then .content |= map(select((.text // "") | startswith("<system-reminder>") | not)) else . end) else null end),
       trailing_roles: (if .body.messages then [.body.messages[-3:][] | .role] else null end),
       reply}' > "$o/standin-requests.jsonl"
   chmod 644 "$o"/*
