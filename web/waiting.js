@@ -62,7 +62,7 @@ export function waitKind(view) {
  */
 export function isStoppedOnError(view) {
   const b = view && view.blocked;
-  return !!(view && view.state === "needs_input" && b && (b.kind === "error" || b.notification_type === "error"));
+  return !!(view && view.state === "needs_input" && b && b.notification_type === "error");
 }
 
 function clip(text) {
