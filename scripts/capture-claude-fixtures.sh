@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Re-captures the real-Claude-Code fixtures under providers/claude-code/testdata/real/.
+# Re-captures the real-Claude-Code fixtures under providers/claude-code/testdata/real*/.
 #
-#   scripts/capture-claude-fixtures.sh                 # every scenario
+#   scripts/capture-claude-fixtures.sh                 # every scenario, on the pin
 #   scripts/capture-claude-fixtures.sh ask-single-esc  # just some
-#   LAB_CLAUDE_VERSION=2.1.332 scripts/capture-claude-fixtures.sh stop-failure-auth
-#                                                      # another release: into testdata/real-2.1.332/
+#   LAB_CLAUDE_VERSION=2.1.198 scripts/capture-claude-fixtures.sh stop-failure-auth
+#                                                      # another release
+# Captures of 2.1.198 go into testdata/real/, of any other release into
+# testdata/real-<version>/.
 #
 # Each scenario runs the REAL `claude` (scripts/install-claude.sh) in its own tmux session
 # on a private tmux socket, against the messages-standin binary on 127.0.0.1 (loopback
@@ -19,10 +21,12 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PIN="$(sed -n 's/^VERSION="${LAB_CLAUDE_VERSION:-\([^}]*\)}"$/\1/p' "$ROOT/scripts/install-claude.sh")"
+# testdata/real/ holds the 2.1.198 captures (the provider's key recipes were measured on
+# them); every other release goes into testdata/real-<version>/.
+REAL_HOLDS=2.1.198
+VERSION="${LAB_CLAUDE_VERSION:-$PIN}"
 OUT="$ROOT/providers/claude-code/testdata/real"
-if [ -n "${LAB_CLAUDE_VERSION:-}" ] && [ "$LAB_CLAUDE_VERSION" != "$PIN" ]; then
-  OUT="$OUT-$LAB_CLAUDE_VERSION"
-fi
+[ "$VERSION" = "$REAL_HOLDS" ] || OUT="$OUT-$VERSION"
 BASE=/tmp/lab-capture
 SOCK="$BASE/tmux.sock"
 KEY="sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test"
@@ -199,6 +203,15 @@ PLAN='{"turns": [
  {"reply": {"tool_use": {"name": "ExitPlanMode", "input": {"plan": "# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n"}}}},
  {"match": "tool_result_for_previous", "reply": {"text": "Plan approved; starting."}}
 ], "side_reply": "Plan a hello function"}'
+# The plan as a model writes it on 2.1.332: into the plan file Claude Code names in the
+# request (the stand-in fills the path in), ExitPlanMode loaded through ToolSearch, then
+# called with no input. On a release without ToolSearch that step is an error result.
+PLANFILE='{"turns": [
+ {"reply": {"tool_use": {"name": "Write", "text": "I will write the plan.", "input": {"file_path": "{{path_with:/.claude/plans/}}", "content": "# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n"}}}},
+ {"match": "tool_result_for_previous", "reply": {"tool_use": {"name": "ToolSearch", "input": {"query": "select:ExitPlanMode", "max_results": 1}}}},
+ {"match": "tool_result_for_previous", "reply": {"tool_use": {"name": "ExitPlanMode", "input": {}}}},
+ {"match": "tool_result_for_previous", "reply": {"text": "Plan approved; starting."}}
+], "side_reply": "Plan a hello function"}'
 bash_script() { printf '{"turns": [
  {"reply": {"tool_use": {"name": "Bash", "text": "Let me run a command.", "input": {"command": "%s", "description": "Run a command"}}}},
  {"match": "tool_result_for_previous", "reply": {"text": "The command ran."}}
@@ -267,6 +280,14 @@ scenario_exit-plan-mode-rejected() {
   wait_screen "$1" "rejected Claude's plan"
   finish "$1"
 }
+scenario_exit-plan-mode-plan-file() {   # row 2: "Yes, manually approve edits"
+  start "$1" "$PLANFILE" "Plan a hello function." --permission-mode plan
+  wait_hook "$1" PreToolUse "" 60; wait_screen "$1" 'Would you like to proceed'
+  wait_hook "$1" Notification permission_prompt 20; sleep 1; snapshot "$1"
+  keys "$1" 2
+  wait_hook "$1" Stop "" 60
+  finish "$1"
+}
 scenario_bash-permission-prompt() {
   start "$1" "$(bash_script 'touch standin-was-here.txt && echo touched')" "Create a marker file."
   wait_screen "$1" 'Do you want to proceed'
@@ -313,7 +334,7 @@ scenario_stop-failure-overloaded() { EXTRA_ENV="CLAUDE_CODE_MAX_RETRIES=1" stop_
 scenario_stop-failure-rate-limit() { WAIT_IDLE=1 EXTRA_ENV="CLAUDE_CODE_MAX_RETRIES=1" stop_failure "$1" 429 rate_limit_error "Number of request tokens has exceeded your per-minute rate limit" 4; }
 
 ALL=(ask-single-answered ask-single-esc ask-single-other-text ask-two-questions ask-multi-select
-     exit-plan-mode-approved exit-plan-mode-rejected bash-permission-prompt bash-readonly-no-prompt
+     exit-plan-mode-approved exit-plan-mode-rejected exit-plan-mode-plan-file bash-permission-prompt bash-readonly-no-prompt
      ask-single-afk-timeout stop-failure-auth stop-failure-billing stop-failure-overloaded
      stop-failure-rate-limit)
 [ $# -gt 0 ] && ALL=("$@")

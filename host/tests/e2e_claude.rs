@@ -957,6 +957,47 @@ fn exit_plan_mode_rejected_from_lab_with_feedback_reaches_the_model() {
     assert_eq!(stop["payload"]["permission_mode"], "plan", "still planning: {stop}");
 }
 
+/// Scenario 7d: the plan as a model writes it on 2.1.332: into the plan file Claude Code
+/// names in its request (the stand-in fills the path in), then ExitPlanMode (deferred
+/// behind ToolSearch there; on a release without ToolSearch that step is an error
+/// result) called with no input. The card shows the file's text and the plan-file
+/// prompt's rows, and "Yes, manually approve edits" from lab leaves plan mode.
+#[test]
+fn a_plan_written_to_its_plan_file_is_shown_with_its_text_and_approved_from_lab() {
+    let plan = "# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n";
+    let write = json!({"file_path": "{{path_with:/.claude/plans/}}", "content": plan});
+    let script = Script::new()
+        .turn(Matcher::Any, Reply::tool_use_with_text("Write", write, "I will write the plan."))
+        .turn(
+            Matcher::ToolResultForPrevious,
+            Reply::tool_use("ToolSearch", json!({"query": "select:ExitPlanMode", "max_results": 1})),
+        )
+        .turn(Matcher::ToolResultForPrevious, Reply::tool_use("ExitPlanMode", json!({})))
+        .after_tool_result("Plan approved; starting.")
+        .side_reply("Plan a hello function");
+    let Some(e) = setup("plan_file", script) else { return };
+    let mut run = e.create("Plan a hello function.", Some("plan"));
+    let d = e.wait_dialog(&mut run);
+    assert_eq!((d["kind"].as_str(), d["tool_name"].as_str()), (Some("plan"), Some("ExitPlanMode")), "{d}");
+    let file = e.standin.emitted_tool_uses()[0].input["file_path"].as_str().unwrap().to_string();
+    assert!(file.starts_with('/') && file.contains("/.claude/plans/"), "the plan file Claude Code named: {file}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), plan, "the model wrote its plan there");
+    assert_eq!(d["plan"], plan, "the card has the file's text: {d}");
+    let labels: Vec<&str> = d["options"].as_array().unwrap().iter().filter_map(|o| o["label"].as_str()).collect();
+    assert_eq!(labels.get(1), Some(&"Yes, manually approve edits"), "the plan-file prompt's rows: {d}");
+    assert_eq!(d["answerable"], true, "{d}");
+    let id = tool_id(&d);
+    let (status, body) = e.answer(&run, &id, json!([{"option": 1}]));
+    assert_eq!(status, 202, "{body}");
+    let (result, is_error) = wait_tool_result(&e, &id);
+    assert!(result.starts_with("User has approved"), "{result}");
+    assert!(!is_error);
+    e.wait_gone(&e.runtime_file(&run, "spool"), "the spool to be cleared");
+    e.wait_view(&run, STEP_TIMEOUT, "idle after approval", |v| v["state"] == "idle");
+    let stop = e.wait_hook("Stop", STEP_TIMEOUT, |p| p["permission_mode"].is_string());
+    assert_eq!(stop["payload"]["permission_mode"], "default", "edits are approved one by one: {stop}");
+}
+
 /// Scenario 7c: a run in a folder Claude Code has never seen: its workspace-trust screen
 /// (shown before any hook runs) is read off the screen as a dialog, answered from lab,
 /// and the run goes on to its first question.

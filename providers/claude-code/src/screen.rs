@@ -354,6 +354,34 @@ mod tests {
         assert!(!is_trust_list(&read_screen(&pane("trust-screen")).unwrap()));
     }
 
+    /// 2.1.332 when the model writes its plan into the plan file it is told of and then
+    /// calls ExitPlanMode with no input (`testdata/real-2.1.332/exit-plan-mode-plan-file`,
+    /// the real binary): the hook payload carries the file's text and path as on
+    /// 2.1.198, so the card has the plan and the plan-file prompt's rows; the prompt is
+    /// drawn on the captured screen; lab's keys for "Yes, manually approve edits" are the
+    /// ones played there (after which Claude Code left plan mode for "default").
+    #[test]
+    fn a_2_1_332_plan_written_to_its_file_is_shown_with_its_text_and_answered() {
+        let dir = format!("{}/testdata/real-2.1.332/exit-plan-mode-plan-file", env!("CARGO_MANIFEST_DIR"));
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+        let hooks: Vec<Value> = read("hooks.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let pre = hooks.iter().find(|v| v["hook"] == "PreToolUse").unwrap();
+        let d = spool::pending_dialog(pre["payload"].to_string().as_bytes(), &[]).unwrap().unwrap();
+        let DialogBody::Plan(p) = &d.body else { panic!("{d:?}") };
+        assert_eq!(p.plan.as_deref(), Some("# Plan\n\n1. Add a `hello` function.\n2. Write a test for it.\n"));
+        assert!(dialog_mapper::is_plan_file_prompt(p), "{p:?}");
+        assert_eq!(p.plan_file, None, "the text came with the payload");
+        assert!(is_drawn(&d, &read("screen-while-pending.txt")));
+        let played: Vec<String> = read("keys.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_string())
+            .collect();
+        let plan = crate::keystrokes::plan_answer(&d, &[lab_provider_sdk::Answer::Option(1)]).unwrap();
+        assert_eq!(plan.steps, played.iter().map(|k| lab_provider_sdk::KeyOp::key(k)).collect::<Vec<_>>());
+        let stop = hooks.iter().find(|v| v["hook"] == "Stop").unwrap();
+        assert_eq!(stop["payload"]["permission_mode"], "default");
+    }
+
     /// 2.1.332 adds "3. Yes, and switch to auto mode" before "4. No" (pane captured from
     /// the real binary through lab's e2e). lab's rows keep their meaning there: Yes and
     /// Yes-always by digit at rows 1 and 2, No by Escape (its number moved from 3 to 4;

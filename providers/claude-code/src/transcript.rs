@@ -780,8 +780,9 @@ pub(crate) mod tests {
         assert_eq!(parse_transcript(bytes), parse_transcript(bytes));
     }
 
-    /// The `.jsonl` files under `testdata/real/` (captures from the real `claude`
-    /// binary), recursively, sorted. Empty if nothing was captured.
+    /// The `.jsonl` files under `testdata/real/` and every `testdata/real-<version>/`
+    /// (captures from the real `claude` binary), recursively, sorted. Empty if nothing
+    /// was captured.
     pub(crate) fn real_files(prefix: &str) -> Vec<std::path::PathBuf> {
         fn walk(dir: &std::path::Path, prefix: &str, out: &mut Vec<std::path::PathBuf>) {
             let Ok(entries) = std::fs::read_dir(dir) else {
@@ -797,7 +798,13 @@ pub(crate) mod tests {
             }
         }
         let mut out = Vec::new();
-        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/real"), prefix, &mut out);
+        let testdata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        for dir in std::fs::read_dir(&testdata).unwrap().filter_map(Result::ok).map(|e| e.path()) {
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name == "real" || name.starts_with("real-") {
+                walk(&dir, prefix, &mut out);
+            }
+        }
         out.sort();
         out
     }

@@ -320,6 +320,59 @@ pub fn tool_results_in(body: &Value, tool_use_id: &str) -> Vec<(String, bool)> {
     out
 }
 
+/// The placeholder a tool_use input string may hold: `{{path_with:NEEDLE}}` becomes the
+/// first absolute path in the request (any string in its body) that contains `NEEDLE` —
+/// for a path the agent makes up at run time and tells the model, such as the plan file
+/// an agent asks to be written (`{{path_with:/.claude/plans/}}`). Unfound, the
+/// placeholder stays as it is (the agent then refuses the call, which a test sees).
+pub const PATH_WITH: &str = "{{path_with:";
+
+/// `input` with every [`PATH_WITH`] placeholder filled from `body`.
+pub fn fill_placeholders(input: &Value, body: &Value) -> Value {
+    match input {
+        Value::String(s) => Value::String(fill_string(s, body)),
+        Value::Array(a) => Value::Array(a.iter().map(|v| fill_placeholders(v, body)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill_placeholders(v, body))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn fill_string(s: &str, body: &Value) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find(PATH_WITH) {
+        let after = &rest[at + PATH_WITH.len()..];
+        let Some(end) = after.find("}}") else { break };
+        let needle = &after[..end];
+        out.push_str(&rest[..at]);
+        match path_with(body, needle) {
+            Some(p) => out.push_str(&p),
+            None => out.push_str(&rest[at..at + PATH_WITH.len() + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The first absolute path containing `needle` in any string of `body`.
+fn path_with(body: &Value, needle: &str) -> Option<String> {
+    match body {
+        Value::String(s) => {
+            let stop = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | ')' | '<' | '>');
+            s.match_indices(needle).find_map(|(at, _)| {
+                let start = s[..at].rfind(stop).map_or(0, |i| i + s[i..].chars().next().map_or(1, char::len_utf8));
+                let end = s[at..].find(stop).map_or(s.len(), |i| at + i);
+                let path = s[start..end].trim_end_matches(['.', ',', ';', ':']);
+                (path.starts_with('/') && path.len() > needle.len()).then(|| path.to_string())
+            })
+        }
+        Value::Array(a) => a.iter().find_map(|v| path_with(v, needle)),
+        Value::Object(o) => o.values().find_map(|v| path_with(v, needle)),
+        _ => None,
+    }
+}
+
 fn last_user_has_result_for(body: &Value, id: &str) -> bool {
     last_user_blocks(body).iter().any(|b| {
         b.get("type").and_then(Value::as_str) == Some("tool_result")
@@ -772,7 +825,14 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                             st.consumed[i] = true;
                             let t = &st.script.turns[i];
                             delay = t.delay_ms.map(Duration::from_millis);
-                            (t.reply.clone(), RequestKind::Main { turn: Some(i) }, Some(i))
+                            let reply = match &t.reply {
+                                Reply::ToolUse(tu) => Reply::ToolUse(ToolUseReply {
+                                    input: fill_placeholders(&tu.input, &body),
+                                    ..tu.clone()
+                                }),
+                                other => other.clone(),
+                            };
+                            (reply, RequestKind::Main { turn: Some(i) }, Some(i))
                         }
                         None => {
                             let reply = match st.script.builtin {

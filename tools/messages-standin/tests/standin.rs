@@ -634,3 +634,27 @@ fn binary_serves_the_demo() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// A path the agent makes up at run time and tells the model (Claude Code's plan file)
+/// fills a `{{path_with:…}}` placeholder in a scripted tool call's input.
+#[test]
+fn a_path_placeholder_is_filled_from_the_request() {
+    use messages_standin::fill_placeholders;
+    let body = json!({"messages": [{"role": "user", "content": [{"type": "text",
+        "text": "No plan file exists yet. You should create your plan at /h/.claude/plans/a-b-c.md using the Write tool.\nOr (/x/.claude/plans/d.md)."}]}]});
+    let input = json!({"file_path": "{{path_with:/.claude/plans/}}", "content": "# Plan", "n": 3,
+        "more": ["see {{path_with:/.claude/plans/}}.", "{{path_with:nowhere/}}", "{{path_with:unclosed"]});
+    assert_eq!(
+        fill_placeholders(&input, &body),
+        json!({"file_path": "/h/.claude/plans/a-b-c.md", "content": "# Plan", "n": 3,
+            "more": ["see /h/.claude/plans/a-b-c.md.", "{{path_with:nowhere/}}", "{{path_with:unclosed"]})
+    );
+    // Sentence punctuation and brackets end a path; a relative match is no path.
+    let body = json!({"system": "at (/x/.claude/plans/d.md), or .claude/plans/e.md"});
+    assert_eq!(fill_placeholders(&json!("{{path_with:/.claude/plans/}}"), &body), json!("/x/.claude/plans/d.md"));
+    let body = json!({"system": "only .claude/plans/e.md"});
+    assert_eq!(
+        fill_placeholders(&json!("{{path_with:/.claude/plans/}}"), &body),
+        json!("{{path_with:/.claude/plans/}}")
+    );
+}
