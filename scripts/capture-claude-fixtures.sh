@@ -10,7 +10,9 @@
 #
 # Each scenario runs the REAL `claude` (scripts/install-claude.sh) in its own tmux session
 # on a private tmux socket, against the messages-standin binary on 127.0.0.1 (loopback
-# only), with an isolated HOME seeded per docs/providers/claude-code/observed-2.1.198.md, and hooks
+# only), with an isolated HOME seeded per docs/providers/claude-code/observed-2.1.198.md (and
+# `firstStartVersion`, as a fresh install has it), the classic renderer pinned as lab
+# pins it (`"tui": "default"`), and hooks
 # (PreToolUse/PostToolUse on AskUserQuestion|ExitPlanMode, Notification, Stop) that append
 # each payload to hooks.jsonl. It then drives the picker with tmux send-keys (250 ms apart)
 # and copies: transcript.jsonl (final), transcript-while-pending.jsonl (snapshot while the
@@ -71,13 +73,13 @@ start() {
   rm -rf "$d"; mkdir -p "$d/home" "$d/work"
   printf '%s\n' "$script" > "$d/script.json"
   cat > "$d/home/.claude.json" <<J
-{"hasCompletedOnboarding": true, "theme": "dark",
+{"hasCompletedOnboarding": true, "theme": "dark", "firstStartVersion": "$VERSION",
  "customApiKeyResponses": {"approved": ["${KEY: -20}"], "rejected": []},
  "projects": {"$d/work": {"hasTrustDialogAccepted": true}}}
 J
   local h="HOOK_LOG=$d/hooks.jsonl $BASE/hook.sh"
   cat > "$d/settings.json" <<J
-{"hooks": {
+{"tui": "default", "hooks": {
   "PreToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": "$h PreToolUse"}]}],
   "PostToolUse": [{"matcher": "AskUserQuestion|ExitPlanMode", "hooks": [{"type": "command", "command": "$h PostToolUse"}]}],
   "Notification": [{"hooks": [{"type": "command", "command": "$h Notification"}]}],

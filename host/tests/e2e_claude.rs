@@ -136,9 +136,12 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
     let slot = Slot::take(max_jobs());
     let w = World::new();
 
-    // .claude.json: exactly what docs/providers/claude-code/observed-2.1.198.md §2 says works.
+    // .claude.json: exactly what docs/providers/claude-code/observed-2.1.198.md §2 says
+    // works, and `firstStartVersion` as a fresh install writes it (2.1.332 then starts in
+    // its fullscreen renderer unless the run's settings pin the classic one).
     let seed = json!({
         "hasCompletedOnboarding": true,
+        "firstStartVersion": claude_version(&claude),
         "theme": "dark",
         "customApiKeyResponses": {"approved": [&KEY[KEY.len() - 20..]], "rejected": []},
         "projects": {w.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
@@ -655,6 +658,10 @@ fn single_question_is_spooled_shown_and_answered_by_option_index() {
     assert_eq!(labels(&d, 0), ["PostgreSQL", "SQLite", "Redis"]);
     let id = tool_id(&d);
     assert!(e.runtime_file(&run, "settings").exists());
+    // The classic renderer, pinned by the run's settings: a fresh install of 2.1.332
+    // would draw in the alternate screen.
+    let alt = e.w.tmux(&["display-message", "-p", "-t", &run.target, "#{alternate_on}"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&alt).trim(), "0", "the run draws in the main screen");
     // The operator answers the moment lab shows the dialog (~10 ms after the hook,
     // before Claude Code has drawn its picker): lab must not race the picker.
 

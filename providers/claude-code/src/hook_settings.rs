@@ -56,8 +56,18 @@ pub fn hook_wiring() -> Vec<HookBinding> {
     ]
 }
 
+/// The renderer every run is pinned to: settings key `tui`, `"default"` = the classic
+/// main-screen renderer lab's screen reading and key recipes were measured on. 2.1.332
+/// starts a fresh install (`firstStartVersion` in `.claude.json`, fewer than three
+/// fullscreen upsells seen) in the alt-screen `"fullscreen"` renderer unless `tui` says
+/// otherwise, and its upsell trial may write `tui: "fullscreen"` into the user's
+/// settings; `--settings` outranks both (verified: tmux `#{alternate_on}` 1 without the
+/// pin, 0 with it). Only `CLAUDE_CODE_NO_FLICKER=1` in the agent's environment (the
+/// operator's explicit choice) still wins. 2.1.198 knows the key too.
+pub const CLASSIC_RENDERER: (&str, &str) = ("tui", "default");
+
 /// The settings document (compact JSON text): each command under its binding's event
-/// and matcher, in the order given.
+/// and matcher, in the order given, and the classic renderer ([`CLASSIC_RENDERER`]).
 pub fn hook_settings(_run_id: &str, hooks: &[HookCommand]) -> Result<Option<String>, String> {
     let mut events: Map<String, Value> = Map::new();
     for h in hooks {
@@ -78,7 +88,8 @@ pub fn hook_settings(_run_id: &str, hooks: &[HookCommand]) -> Result<Option<Stri
             _ => unreachable!("events only hold arrays"),
         }
     }
-    Ok(Some(json!({ "hooks": events }).to_string()))
+    let (key, renderer) = CLASSIC_RENDERER;
+    Ok(Some(json!({ key: renderer, "hooks": events }).to_string()))
 }
 
 #[cfg(test)]
@@ -129,6 +140,8 @@ mod tests {
         let v: Value = serde_json::from_str(&text).unwrap();
         let hooks = v["hooks"].as_object().unwrap();
         assert_eq!(hooks.len(), 4);
+        assert_eq!(v["tui"], "default", "the classic renderer: {v}");
+        assert_eq!(v.as_object().unwrap().len(), 2, "nothing else is set: {v}");
         let group = |ev: &str, i: usize| &v["hooks"][ev][i];
         assert_eq!(group("PreToolUse", 0)["matcher"], DIALOG_MATCHER);
         assert_eq!(group("PreToolUse", 0)["hooks"][0]["command"], cmds[0].command.as_str());
@@ -166,6 +179,6 @@ mod tests {
         let mut c = commands();
         c[4].command = " ".into();
         assert!(hook_settings("r", &c).unwrap_err().contains("Notification"));
-        assert_eq!(hook_settings("r", &[]).unwrap().as_deref(), Some(r#"{"hooks":{}}"#));
+        assert_eq!(hook_settings("r", &[]).unwrap().as_deref(), Some(r#"{"hooks":{},"tui":"default"}"#));
     }
 }
