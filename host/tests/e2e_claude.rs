@@ -1039,6 +1039,31 @@ fn a_never_seen_folder_shows_the_trust_dialog_and_the_run_goes_on() {
     assert_eq!(v["pending_dialog"]["questions"][0]["question"], QUESTION);
 }
 
+/// Scenario 7e: a never-seen folder whose own `.claude/settings.json` pre-approves a
+/// tool: its trust card says so before the operator trusts it, and trusting it from lab
+/// lets the run go on.
+#[test]
+fn a_never_seen_folder_with_its_own_allow_rules_says_so_on_its_trust_card() {
+    let Some(e) = setup("trust_settings", ask_script()) else { return };
+    let fresh = e.w.dir.path().join("cloned-project");
+    std::fs::create_dir_all(fresh.join(".claude")).unwrap();
+    let settings = json!({"permissions": {"allow": ["Bash(ls:*)", "Bash(make test:*)"]}});
+    std::fs::write(fresh.join(".claude/settings.json"), settings.to_string()).unwrap();
+    let mut run = e.create_in(&fresh, "Please pick a database for me.", None);
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the trust dialog on SSE", |v| v["pending_dialog"]["source"] == "screen");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["kind"], &d["answerable"]), (&json!("generic"), &json!(true)), "{d}");
+    let text = d["generic"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Bash(ls:*)") && text.contains("Bash(make test:*)"), "the card names the rules: {d}");
+    assert_eq!(d["options"][0]["label"], "Yes, I trust this folder", "{d}");
+    let (status, body) = e.answer(&run, d["tool_id"].as_str().unwrap(), json!([{"option": 0}]));
+    assert_eq!(status, 202, "{body}");
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the run's first question", |v| v["pending_dialog"]["source"] == "spool");
+    assert_eq!(v["pending_dialog"]["questions"][0]["question"], QUESTION);
+}
+
 /// Scenario 8: Two questions: both shown with a deep link, and answered from lab (one
 /// answer per question: the tab-and-review recipe).
 #[test]

@@ -382,6 +382,31 @@ mod tests {
         assert_eq!(stop["payload"]["permission_mode"], "default");
     }
 
+    /// 2.1.332's trust screen for a folder whose own `.claude/settings.json` pre-approves
+    /// tools, adds directories and declares hooks (pane captured from the real binary):
+    /// the warnings are between the text and the list. The card carries them, so the
+    /// operator reads what trusting turns on; drawn and answered as the plain list.
+    #[test]
+    fn a_2_1_332_trust_screen_with_the_folder_s_own_settings_carries_their_warnings() {
+        let pane = pane("trust-2.1.332-warnings");
+        let d = read_screen(&pane).expect("the trust screen with warnings is recognised");
+        assert!(is_trust_list(&d) && d.answerable, "{d:?}");
+        let DialogBody::Generic(g) = &d.body else { panic!("{d:?}") };
+        assert_eq!(g.title, "Trust /tmp/lab-capture/probe-trust-warn/work?", "the folder, not the added /tmp");
+        for warning in [
+            "⚠ This folder pre-approves 2 tool permissions in .claude/settings.json:\nBash(ls:*) and Bash(make test:*)",
+            "⚠ This folder adds 1 directory to the workspace in .claude/settings.json:\n/tmp\n",
+            "These will apply without asking. Only proceed if you trust this configuration.",
+            "⚠ This folder configures hooks that can run commands without asking, declared in .claude/settings.json",
+            "Trusting this folder loads .claude/settings.json (runs commands).",
+        ] {
+            assert!(g.text.contains(warning), "{warning:?} in {}", g.text);
+        }
+        assert!(is_drawn(&d, &pane));
+        let keys = crate::keystrokes::plan_answer(&d, &[lab_provider_sdk::Answer::Option(0)]).unwrap().steps;
+        assert_eq!(keys, [lab_provider_sdk::KeyOp::key("Down"), lab_provider_sdk::KeyOp::key("Enter")]);
+    }
+
     /// 2.1.332 adds "3. Yes, and switch to auto mode" before "4. No" (pane captured from
     /// the real binary through lab's e2e). lab's rows keep their meaning there: Yes and
     /// Yes-always by digit at rows 1 and 2, No by Escape (its number moved from 3 to 4;
