@@ -110,11 +110,16 @@ export function initNewRunForm() {
   });
 }
 
-/** Demo mode (GET /info): the banner, and the start form set up for the demo's runs. */
+/** GET /info: the no-token warning; demo mode's banner and the start form set up for its runs. */
 export async function loadInfo() {
   const res = await api("GET", "info");
-  if (!res.ok || !res.data || res.data.demo !== true) return;
-  document.body.classList.add("demo");
+  if (!res.ok || !res.data) return;
+  if (res.data.token_required === false) {
+    document.body.classList.add("bannered");
+    document.getElementById("no-token-banner").hidden = false;
+  }
+  if (res.data.demo !== true) return;
+  document.body.classList.add("demo", "bannered");
   document.getElementById("demo-banner").hidden = false;
   const f = newRunForm.elements;
   if (res.data.demo_workdir) f.workdir.value = res.data.demo_workdir;

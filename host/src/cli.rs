@@ -39,9 +39,14 @@ enum Command {
         /// Also accept requests from this origin (`https://name[:port]`). Repeatable.
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
-        /// Require lab's token on loopback too (always required on any other address).
-        #[arg(long)]
+        /// Require lab's token (the default; kept for scripts that pass it).
+        #[arg(long, conflicts_with = "no_token")]
         require_token: bool,
+        /// Serve loopback without the token: anyone on this machine (another user, a
+        /// container on the host network, a port forward) can then start agents as you.
+        /// Refused on any other address.
+        #[arg(long)]
+        no_token: bool,
         /// Mark this lab as a demo (GET /info, the UI's banner); set by the demo launcher.
         #[arg(long)]
         demo: bool,
@@ -103,12 +108,18 @@ pub fn main() -> i32 {
         init_tracing("error");
     }
     let result = match cli.command {
-        Command::Serve { addr, home, allowed_hosts, allowed_origins, require_token, demo, demo_workdir } => serve(
-            addr,
-            home,
-            EdgeFlags { allowed_hosts, allowed_origins, require_token },
-            crate::http::ServeInfo { demo, demo_workdir },
-        ),
+        Command::Serve { addr, home, allowed_hosts, allowed_origins, require_token, no_token, demo, demo_workdir } => {
+            serve(
+                addr,
+                home,
+                EdgeFlags {
+                    allowed_hosts,
+                    allowed_origins,
+                    token: (require_token || no_token).then_some(require_token),
+                },
+                crate::http::ServeInfo { demo, demo_workdir, token_required: true },
+            )
+        }
         Command::Token { home, rotate } => token(home, rotate),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
@@ -145,7 +156,22 @@ fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
 struct EdgeFlags {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
-    require_token: bool,
+    /// `--require-token` (`Some(true)`), `--no-token` (`Some(false)`), or neither.
+    token: Option<bool>,
+}
+
+/// Whether a `lab serve` on `local` requires its token: always off loopback; on
+/// loopback unless `--no-token` or `[serve] require_token = false` says otherwise (a
+/// flag wins over lab.toml). Off loopback, turning it off is an error.
+pub fn token_required(local: std::net::SocketAddr, flag: Option<bool>, config: Option<bool>) -> anyhow::Result<bool> {
+    let wanted = flag.or(config).unwrap_or(true);
+    if !wanted && !local.ip().is_loopback() {
+        anyhow::bail!(
+            "lab serves {} without its token only on loopback: {local} is reachable from other machines              (drop --no-token / require_token = false, or listen on 127.0.0.1)",
+            if flag == Some(false) { "--no-token" } else { "require_token = false" }
+        );
+    }
+    Ok(wanted)
 }
 
 /// The edge for a listener on `local`: flags and `[serve]` together, checked.
@@ -160,7 +186,7 @@ fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::R
     if let Some(bad) = allowed_origins.iter().find(|o| !guard::valid_origin_entry(o)) {
         anyhow::bail!("allowed origin {bad:?} is not an origin (`https://name[:port]`)");
     }
-    let required = flags.require_token || cfg.require_token || !local.ip().is_loopback();
+    let required = token_required(local, flags.token, cfg.require_token)?;
     let access = crate::http::auth::Access::new(&home.root, required)
         .map_err(|e| anyhow::anyhow!("cannot set up lab's token: {e}"))?;
     Ok(crate::http::Edge {
@@ -174,9 +200,12 @@ fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::R
 fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Result<String> {
     let mut out = format!("lab: serving on http://{local}\n");
     if !edge.access.required {
+        out += "lab: WARNING: no token (--no-token): anyone who can reach this port on this machine — another \
+                user, a container on the host network, a port forward, a local SSRF — can start agents as you \
+                (docs/security.md)\n";
         if !edge.policy.allowed_hosts.is_empty() {
-            out += "lab: WARNING: --allowed-host without --require-token: a reverse proxy in front of lab makes it \
-                    reachable without a token (docs/security.md)\n";
+            out += "lab: WARNING: --allowed-host without the token: a reverse proxy in front of lab makes it \
+                    reachable from anywhere without one\n";
         }
         return Ok(out);
     }
@@ -203,7 +232,12 @@ fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Resu
     Ok(out)
 }
 
-fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags, info: crate::http::ServeInfo) -> anyhow::Result<()> {
+fn serve(
+    addr: String,
+    home: Option<PathBuf>,
+    flags: EdgeFlags,
+    mut info: crate::http::ServeInfo,
+) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     // Private modes set explicitly (not through the umask, which the agents inherit).
     home.prepare()?;
@@ -217,6 +251,7 @@ fn serve(addr: String, home: Option<PathBuf>, flags: EdgeFlags, info: crate::htt
             tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
         let edge = edge(&home, local, flags)?;
+        info.token_required = edge.access.required;
         let notify = crate::notify::Settings::load(&home, local)?;
         let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
         if let Some(settings) = notify {
@@ -280,4 +315,28 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
         println!("skipped {}: {}", f.source, f.error);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::token_required;
+
+    #[test]
+    fn the_token_is_required_unless_turned_off_on_loopback() {
+        let lo: std::net::SocketAddr = "127.0.0.1:7777".parse().unwrap();
+        let lo6: std::net::SocketAddr = "[::1]:7777".parse().unwrap();
+        let lan: std::net::SocketAddr = "0.0.0.0:7777".parse().unwrap();
+        // The default, everywhere.
+        assert!(token_required(lo, None, None).unwrap());
+        assert!(token_required(lan, None, None).unwrap());
+        // Off on loopback by the flag or lab.toml; the flag wins.
+        assert!(!token_required(lo, Some(false), None).unwrap());
+        assert!(!token_required(lo6, None, Some(false)).unwrap());
+        assert!(token_required(lo, Some(true), Some(false)).unwrap());
+        assert!(!token_required(lo, Some(false), Some(true)).unwrap());
+        // Never off elsewhere.
+        let e = token_required(lan, Some(false), None).unwrap_err().to_string();
+        assert!(e.contains("--no-token") && e.contains("only on loopback"), "{e}");
+        assert!(token_required(lan, None, Some(false)).unwrap_err().to_string().contains("require_token = false"));
+    }
 }

@@ -8,7 +8,8 @@
 //! [serve]                               # added to lab serve's flags of the same names
 //! allowed_hosts = ["lab.example.com"]   # --allowed-host
 //! allowed_origins = ["https://lab.example.com"]  # --allowed-origin
-//! require_token = true                  # --require-token (always on off loopback)
+//! require_token = false                 # --no-token: no token on loopback (on by default;
+//!                                       #   always on off loopback)
 //!
 //! [notify]                              # a webhook for operators away from the browser
 //! url = "https://ntfy.sh/my-topic"      # http or https; JSON POST per notification
@@ -68,8 +69,9 @@ pub struct ServeConfig {
     pub allowed_hosts: Vec<String>,
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// `None`: the default (the token is required). `Some(false)`: not on loopback.
     #[serde(default)]
-    pub require_token: bool,
+    pub require_token: Option<bool>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -128,9 +130,9 @@ mod tests {
         .unwrap();
         assert_eq!(c.serve.allowed_hosts, ["lab.example"]);
         assert_eq!(c.serve.allowed_origins, ["https://lab.example"]);
-        assert!(c.serve.require_token);
+        assert_eq!(c.serve.require_token, Some(true));
         let empty: Config = toml::from_str("").unwrap();
-        assert!(!empty.serve.require_token && empty.serve.allowed_hosts.is_empty());
+        assert!(empty.serve.require_token.is_none() && empty.serve.allowed_hosts.is_empty());
         assert!(toml::from_str::<Config>("[serve]\nallowed_host = [\"x\"]\n").is_err());
     }
 

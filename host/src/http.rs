@@ -241,15 +241,19 @@ pub struct ServeInfo {
     pub demo: bool,
     /// Where demo runs should be started (`--demo-workdir`).
     pub demo_workdir: Option<std::path::PathBuf>,
+    /// Whether every request needs lab's token (false only with `--no-token` on
+    /// loopback: the UI then says so in a banner).
+    pub token_required: bool,
 }
 
-/// `GET /info` → `{"version", "demo", "demo_workdir"}`.
+/// `GET /info` → `{"version", "demo", "demo_workdir", "token_required"}`.
 async fn info(served: Option<axum::Extension<Arc<ServeInfo>>>) -> impl IntoResponse {
     let served = served.map(|e| e.0.as_ref().clone()).unwrap_or_default();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "demo": served.demo,
         "demo_workdir": served.demo_workdir,
+        "token_required": served.token_required,
     }))
 }
 

@@ -81,7 +81,19 @@ impl Demo {
             }
             url = line.trim().strip_prefix("lab: serving on ").map(str::to_string);
         }
-        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        // The demo needs lab's token too: its login link is printed next; a script reads
+        // the token from lab's home.
+        let mut link = String::new();
+        stdout.read_line(&mut link).unwrap();
+        assert!(link.starts_with("lab: login link") && link.contains("/login?code="), "{link:?}");
+        let token = std::fs::read_to_string(state.path().join("s/lab/token")).expect("the demo's token");
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {}", token.trim()).parse().unwrap());
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .default_headers(headers)
+            .build()
+            .unwrap();
         Demo {
             child,
             _stdout: stdout,

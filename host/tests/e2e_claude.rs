@@ -233,7 +233,7 @@ impl E2e {
     fn create_in(&self, workdir: &Path, prompt: &str, permission_mode: Option<&str>) -> Run {
         let run = self.lab().create_run_in(workdir, "claude-code", prompt, permission_mode);
         let id = run["id"].as_str().unwrap().to_string();
-        let events = EventLog::open(&self.lab().url, &id);
+        let events = EventLog::open(self.lab(), &id);
         Run {
             id,
             target: run["tmux_target"].as_str().unwrap().to_string(),
@@ -833,7 +833,7 @@ fn a_lab_restart_mid_dialog_keeps_it_shown_and_answerable() {
     let (before, after) = (before["messages"].as_array().unwrap(), v["messages"].as_array().unwrap());
     assert!(after.len() >= before.len(), "messages were lost across the restart: {after:?}");
     assert_eq!(&after[..before.len()], &before[..], "seq numbers are stable across the restart");
-    let mut events = EventLog::open(&e.lab().url, &run.id);
+    let mut events = EventLog::open(e.lab(), &run.id);
     let (status, body) = e.answer(&run, &id, json!([{"option": 2}]));
     assert_eq!(status, 202, "{body}");
     let (result, _) = wait_tool_result(&e, &id);
@@ -860,8 +860,8 @@ fn stale_concurrent_and_repeated_answers_play_keys_once() {
         .into_iter()
         .map(|option| {
             let (url, rid, tid, barrier) = (url.clone(), run.id.clone(), id.clone(), barrier.clone());
+            let client = e.lab().client_from(reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)));
             std::thread::spawn(move || {
-                let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
                 barrier.wait();
                 let r = client
                     .post(format!("{url}/runs/{rid}/dialog/answer"))

@@ -141,7 +141,7 @@ impl E2e {
     fn create_with(&self, prompt: &str, permission_mode: Option<&str>) -> Run {
         let run = self.lab().create_run_in(&self.w.workdir, "codex", prompt, permission_mode);
         let id = run["id"].as_str().unwrap().to_string();
-        let events = EventLog::open(&self.lab().url, &id);
+        let events = EventLog::open(self.lab(), &id);
         Run { id, target: run["tmux_target"].as_str().unwrap().to_string(), events }
     }
 

@@ -134,8 +134,9 @@ fn stale_repeated_and_concurrent_answers_play_keys_once() {
             let url = url.clone();
             let id = id.clone();
             let tool_id = tool_id.clone();
+            let client = lab.client_from(reqwest::blocking::Client::builder());
             std::thread::spawn(move || {
-                let r = reqwest::blocking::Client::new()
+                let r = client
                     .post(format!("{url}/runs/{id}/dialog/answer"))
                     .json(&json!({"tool_id": tool_id, "answers": [{"option": i}]}))
                     .send()

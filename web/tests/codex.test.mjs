@@ -98,13 +98,16 @@ test("codex: an approval is a permission card; a click on 'Yes' runs the command
   };
   fs.writeFileSync(path.join(home, "lab.toml"), `[providers.codex]\nprogram = ${toml(CODEX)}\nenv = { ${Object.entries(env).map(([k, v]) => `${k} = ${toml(v)}`).join(", ")} }\n`);
   const labEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(OPENAI_|CODEX)|proxy|PROXY|^TMUX/.test(k)));
-  const lab = startAndRead(LAB, ["serve", "--addr", "127.0.0.1:0", "--home", home], { env: { ...labEnv, HOME: dir } }, /^lab: serving on (http:\/\/\S+)$/);
+  // lab's login link (`lab: login link (…): http://…/login?code=…`) follows its first line.
+  const lab = startAndRead(LAB, ["serve", "--addr", "127.0.0.1:0", "--home", home], { env: { ...labEnv, HOME: dir } }, /^lab: login link .*: ((http:\/\/[^/\s]+)\/login\?code=\S+)$/);
   cleanup.push(async () => { lab.proc.kill("SIGTERM"); await new Promise((r) => setTimeout(r, 300)); });
-  const [, url] = await lab.line;
-  const base = url.endsWith("/") ? url : `${url}/`;
+  const [, loginLink, url] = await lab.line;
+  const base = `${url}/`;
+  // A script's way in: lab's token from its home.
+  const auth = { authorization: `Bearer ${fs.readFileSync(path.join(home, "token"), "utf8").trim()}` };
 
   const res = await fetch(new URL("runs", base), {
-    method: "POST", headers: { "content-type": "application/json" },
+    method: "POST", headers: { "content-type": "application/json", ...auth },
     body: JSON.stringify({ provider: "codex", workdir, prompt: "please TOUCHME" }),
   });
   assert.equal(res.status, 201, await res.clone().text());
@@ -115,6 +118,7 @@ test("codex: an approval is a permission card; a click on 'Yes' runs the command
   cleanup.push(async () => { await browser.close(); });
   const page = await browser.newPage();
   page.setDefaultTimeout(WAIT);
+  await page.goto(loginLink);
   await page.goto(`${base}#/runs/${run.id}`);
   const card = page.locator('[data-testid=dialog-card][data-kind=permission][data-answerable=true]');
   await card.waitFor();
@@ -124,7 +128,7 @@ test("codex: an approval is a permission card; a click on 'Yes' runs the command
   await waitFor(async () => fs.existsSync(path.join(workdir, "from-ui.txt")), "the command to run");
   await card.waitFor({ state: "detached" });
   const view = await waitFor(async () => {
-    const v = await (await fetch(new URL(`runs/${run.id}/messages`, base))).json();
+    const v = await (await fetch(new URL(`runs/${run.id}/messages`, base), { headers: auth })).json();
     return v.state === "idle" && v.messages.some((m) => m.text === "Done from the UI.") && v;
   }, "the run to go idle with the agent's reply");
   assert.equal(view.pending_dialog, null);

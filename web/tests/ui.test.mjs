@@ -101,11 +101,13 @@ export async function waitFor(fn, { timeout = WAIT, interval = 100, what = "cond
   throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${shown})`);
 }
 
-/** Call the lab API; returns {status, body}. */
-export async function api(baseUrl, method, p, body) {
+/** Call the lab API (with lab's token when given, as a script does); returns {status, body}. */
+export async function api(baseUrl, method, p, body, token = null) {
+  const headers = body === undefined ? {} : { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
   const res = await fetch(new URL(p, baseUrl), {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -156,10 +158,12 @@ async function startWorld(t, script, serveArgs = []) {
   const exitedP = new Promise((r) => proc.once("exit", (code, signal) => { exited = { code, signal }; r(); }));
 
   const world = {
-    dir, home, agentHome, workdir, logPath, stderrPath, url: null, failed: false,
+    dir, home, agentHome, workdir, logPath, stderrPath, url: null, token: null, loginLink: null, failed: false,
     tmuxSocket: path.join(home, "tmux.sock"),
     tmux(...args) { return spawnSync("tmux", ["-S", this.tmuxSocket, ...args], { encoding: "utf8" }); },
-    api(method, p, body) { return api(this.url, method, p, body); },
+    api(method, p, body) { return api(this.url, method, p, body, this.token); },
+    /** Headers a script sends: lab's token. */
+    authHeaders() { return this.token ? { authorization: `Bearer ${this.token}` } : {}; },
     /** fake-claude's event log, parsed. */
     events() {
       let text = "";
@@ -212,19 +216,31 @@ async function startWorld(t, script, serveArgs = []) {
     if (!KEEP && !world.failed) removeWorldDir(dir);
   });
 
-  // The first stdout line is `lab: serving on http://127.0.0.1:PORT`.
-  const line = await Promise.race([
-    new Promise((resolve) => readline.createInterface({ input: proc.stdout }).once("line", resolve)),
+  // The first stdout line is `lab: serving on http://127.0.0.1:PORT`; the login link
+  // (`lab: login link (…): http://…/login?code=…`) comes in the same write.
+  const lines = [];
+  let lineArrived = () => {};
+  readline.createInterface({ input: proc.stdout }).on("line", (l) => { lines.push(l); lineArrived(); });
+  const nextLine = (i, ms) => Promise.race([
+    new Promise((resolve) => { const check = () => { if (lines.length > i) resolve(lines[i]); else lineArrived = check; }; check(); }),
     exitedP.then(() => null),
-    new Promise((r) => setTimeout(() => r(null), WAIT)),
+    new Promise((r) => setTimeout(() => r(null), ms)),
   ]);
-  proc.stdout.resume();
+  const line = await nextLine(0, WAIT);
   const m = line && line.match(/^lab: serving on (http:\/\/\S+)$/);
   if (!m) {
     world.failed = true;
     throw new Error(`lab serve did not start (first line ${JSON.stringify(line)}, exit ${JSON.stringify(exited)})\n${world.diagnostics()}`);
   }
   world.url = m[1].endsWith("/") ? m[1] : `${m[1]}/`;
+  const second = await nextLine(1, 2000);
+  const link = second && second.match(/^lab: login link .*: (http:\/\/\S+\/login\?code=\S+)$/);
+  if (link) {
+    world.loginLink = link[1];
+    // What a script does: read the token from lab's home.
+    world.token = fs.readFileSync(path.join(home, "token"), "utf8").trim();
+  }
+  world.banner = lines;
   return world;
 }
 
@@ -250,7 +266,7 @@ function removeWorldDir(dir) {
 }
 
 /** A page that records uncaught errors and console errors (page.labErrors). */
-async function openPage(t, url, { context: contextOptions = {}, init = null } = {}) {
+async function openPage(t, url, { context: contextOptions = {}, init = null, login = null, token = null } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light", ...contextOptions });
   t.after(() => context.close().catch(() => {}));
   if (init) await context.addInitScript(init.fn, init.arg);
@@ -262,6 +278,15 @@ async function openPage(t, url, { context: contextOptions = {}, init = null } = 
     // Chromium logs HTTP error statuses the UI handles (409 etc.) as "Failed to load resource".
     if (m.type() === "error" && !/Failed to load resource/.test(m.text())) page.labErrors.push(`console: ${m.text()}`);
   });
+  // A fresh browser logs in as the operator does: the one-time link lab printed.
+  // (page.labToken: for requests a test makes on the page's behalf, e.g. route.fetch.)
+  page.labToken = token;
+  if (login) {
+    await page.goto(login);
+    assert.equal(new URL(page.url()).pathname, "/", `the login link lands on the UI: ${page.url()}`);
+    // A test that opens the UI itself (after routing some requests) gets a fresh load.
+    if (!url) await page.goto("about:blank");
+  }
   if (url) await page.goto(url);
   return page;
 }
@@ -292,7 +317,7 @@ after(async () => {
  * fake-claude's log in the error, the temp dir kept. At the end of a passing scenario:
  * no uncaught page errors and no duplicate messages in the chat.
  */
-function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [], context, init }, body) {
+function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = [], context, init, login = true }, body) {
   test(name, { timeout: TEST_TIMEOUT, todo }, async (t) => {
     if (skipReason) { t.skip(skipReason); return; }
     const world = await startWorld(t, script, serveArgs);
@@ -300,7 +325,7 @@ function scenario(name, { script, prompt = "go", open = true, todo, serveArgs = 
     try {
       let run = null;
       if (prompt !== null) run = await world.createRun(prompt);
-      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null, { context, init });
+      page = await openPage(t, open ? new URL(run ? `#/runs/${run.id}` : "", world.url).href : null, { context, init, login: login ? world.loginLink : null, token: world.token });
       await body({ t, world, page, run, id: run && run.id });
       const seqs = await page.locator("[data-testid=chat] [data-seq]").evaluateAll((els) => els.map((e) => e.dataset.seq));
       assert.equal(new Set(seqs).size, seqs.length, `duplicate messages in the chat: ${seqs}`);
@@ -439,12 +464,46 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await page.getByTestId("load-older").isVisible(), false, "nothing older is offered");
   });
 
+  scenario("the token: a fresh browser gets the login form; the link lab printed logs it in, once", { script: { steps: [{ idle: {} }] }, prompt: null, open: false, login: false }, async ({ world, page }) => {
+    assert.ok(world.loginLink && world.token, `lab serve with no flags printed a login link: ${JSON.stringify(world.banner)}`);
+    // No token, no session: the UI is not served; the API answers 401.
+    const res = await page.goto(world.url);
+    assert.equal(res.status(), 401);
+    await page.getByRole("heading", { name: "lab" }).waitFor();
+    assert.equal(await page.getByTestId("run-list").count(), 0, "no UI without the token");
+    assert.equal((await fetch(new URL("runs", world.url))).status, 401, "a script without the token");
+    assert.equal((await fetch(new URL("runs", world.url), { headers: world.authHeaders() })).status, 200, "a script with it");
+    // The link: one click, and the browser is in.
+    await page.goto(world.loginLink);
+    assert.equal(new URL(page.url()).pathname, "/");
+    await page.getByTestId("run-list").waitFor();
+    await page.getByText("No runs yet. Start one above.").waitFor();
+    assert.equal(await page.getByTestId("no-token-banner").isHidden(), true);
+    // It works once: another browser cannot reuse it.
+    const other = await page.context().browser().newContext();
+    try {
+      const again = await (await other.newPage()).goto(world.loginLink);
+      assert.equal(again.status(), 401);
+    } finally {
+      await other.close();
+    }
+  });
+
+  scenario("--no-token: the UI says anyone on this machine can start agents", { script: { steps: [{ idle: {} }] }, prompt: null, serveArgs: ["--no-token"] }, async ({ world, page }) => {
+    assert.equal(world.loginLink, null, "no login link without a token");
+    await page.getByTestId("run-list").waitFor();
+    const banner = page.getByTestId("no-token-banner");
+    await banner.waitFor();
+    assert.match(await banner.textContent(), /anyone who can reach this port/);
+    assert.equal(await page.getByTestId("demo-banner").isHidden(), true);
+  });
+
   scenario("home page: assets, run list, new-run form with providers", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ world, page }) => {
     // Every ES module under web/ (app.js imports the rest) is served as JavaScript.
     const modules = fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"));
     assert.ok(modules.length > 5 && modules.includes("app.js"), `modules: ${modules}`);
     for (const [p, type] of [["/", "text/html"], ["/style.css", "text/css"], ...modules.map((m) => [`/${m}`, "text/javascript"])]) {
-      const res = await fetch(new URL(p, world.url));
+      const res = await fetch(new URL(p, world.url), { headers: world.authHeaders() });
       assert.equal(res.status, 200, `${p} status`);
       assert.ok((res.headers.get("content-type") || "").includes(type), `${p} content-type ${res.headers.get("content-type")}`);
     }
@@ -925,7 +984,9 @@ const PERMISSION = dialogJson("permission", {
  */
 async function patchProviders(page, patch) {
   await page.route(/\/providers$/, async (route) => {
-    const res = await route.fetch();
+    // route.fetch sends the page's headers, not its cookie: lab's token as a script would.
+    const auth = page.labToken ? { authorization: `Bearer ${page.labToken}` } : {};
+    const res = await route.fetch({ headers: { ...route.request().headers(), ...auth } });
     const list = (await res.json()).map((p) => (p.name === "claude-code" ? { ...p, ...patch } : p));
     await route.fulfill({ response: res, json: list });
   });

@@ -133,6 +133,11 @@ impl Drop for World {
 pub struct Lab {
     pub child: Child,
     pub url: String,
+    /// lab's token, read from its home as every local client does (`None` when it
+    /// serves with `--no-token`); [`Lab::get`] and the others send it.
+    pub token: Option<String>,
+    /// The rest of what `lab serve` printed at start (the login link, warnings).
+    pub banner: Vec<String>,
     client: reqwest::blocking::Client,
 }
 
@@ -142,6 +147,9 @@ impl Lab {
     pub fn event_stream(&self, path: &str, headers: &[(&str, &str)], timeout: Duration) -> reqwest::blocking::Response {
         let mut req =
             reqwest::blocking::Client::builder().timeout(timeout).build().unwrap().get(format!("{}{path}", self.url));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -166,15 +174,51 @@ impl Lab {
             .stderr(Stdio::inherit());
         configure(&mut cmd);
         let mut child = cmd.spawn().expect("start lab serve");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        out.read_line(&mut line).unwrap();
         let url = line
             .trim()
             .strip_prefix("lab: serving on ")
             .unwrap_or_else(|| panic!("unexpected first line from lab serve: {line:?}"))
             .to_string();
-        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        Lab { child, url, client }
+        // The banner is one write: the rest of it is there already; what follows is read
+        // (and dropped) in the background so lab serve never blocks on a full pipe.
+        let mut banner = Vec::new();
+        while out.buffer().contains(&b'\n') {
+            let mut l = String::new();
+            out.read_line(&mut l).unwrap();
+            banner.push(l.trim_end().to_string());
+        }
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let token = banner
+            .iter()
+            .any(|l| l.contains("/login?code="))
+            .then(|| std::fs::read_to_string(w.home.join("token")).expect("lab's token file").trim().to_string());
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = &token {
+            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+        }
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .default_headers(headers)
+            .build()
+            .unwrap();
+        Lab { child, url, token, banner, client }
+    }
+
+    /// A client of its own (`builder` as the test needs it) that sends lab's token.
+    pub fn client_from(&self, builder: reqwest::blocking::ClientBuilder) -> reqwest::blocking::Client {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = &self.token {
+            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+        }
+        builder.default_headers(headers).build().unwrap()
+    }
+
+    /// The one-time login link `lab serve` printed, if it needs its token.
+    pub fn login_link(&self) -> Option<String> {
+        self.banner.iter().find_map(|l| l.split_whitespace().find(|w| w.contains("/login?code=")).map(str::to_string))
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
@@ -273,12 +317,10 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    pub fn open(url: &str, id: &str) -> EventLog {
-        let resp = reqwest::blocking::Client::builder()
-            .timeout(None)
-            .build()
-            .unwrap()
-            .get(format!("{url}/runs/{id}/events"))
+    pub fn open(lab: &Lab, id: &str) -> EventLog {
+        let resp = lab
+            .client_from(reqwest::blocking::Client::builder().timeout(None))
+            .get(format!("{}/runs/{id}/events", lab.url))
             .send()
             .expect("GET /runs/{id}/events");
         assert_eq!(resp.status().as_u16(), 200);

@@ -35,14 +35,31 @@ impl Resp {
     }
 }
 
+thread_local! {
+    /// The token of the lab this test (its thread) talks to, sent by [`raw`] unless the
+    /// request names its own `Authorization` or the test cleared it.
+    static BEARER: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`raw`] sends `token` from now on in this test (`None`: no token).
+fn use_token(token: Option<String>) {
+    BEARER.with(|b| *b.borrow_mut() = token);
+}
+
 /// One request on its own connection: `headers` are sent as given (no Host unless
-/// listed); a body gets a Content-Length. Event streams are read up to their first event.
+/// listed), with the test's token ([`use_token`]); a body gets a Content-Length. Event
+/// streams are read up to their first event.
 fn raw(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     for (k, v) in headers {
         req += &format!("{k}: {v}\r\n");
+    }
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+        if let Some(t) = BEARER.with(|b| b.borrow().clone()) {
+            req += &format!("Authorization: Bearer {t}\r\n");
+        }
     }
     let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
     if !has_length && (!body.is_empty() || method == "POST") {
@@ -111,6 +128,7 @@ fn idle_run() -> (World, Lab, u16, String) {
     let w = World::new();
     w.use_fake_claude(&idle_agent());
     let lab = w.serve();
+    use_token(lab.token.clone());
     let port = port_of(&lab.url);
     let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
     lab.wait_state(&id, "idle");
@@ -223,13 +241,8 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         let mut served = 0;
         for (method, path, _) in routes.iter().filter(|(m, _, _)| *m == "GET" || *m == "HEAD") {
             let r = send(port, method, path, headers, &Value::Null);
-            let expected = if path == "/no-such-thing" {
-                404
-            } else if path == "/login" {
-                303
-            } else {
-                200
-            };
+            // (`/login` is the login form: a lab that takes no token redirects it to the UI.)
+            let expected = if path == "/no-such-thing" { 404 } else { 200 };
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
@@ -237,8 +250,9 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
+    // (`POST /login` with a wrong token: its handler's own refusal.)
     let expect =
-        [("/login", 200), ("/runs", 201), ("/messages", 202), ("/dialog/answer", 409), ("/stop", 200), ("/runs", 405)];
+        [("/login", 401), ("/runs", 201), ("/messages", 202), ("/dialog/answer", 409), ("/stop", 200), ("/runs", 405)];
     let posts: Vec<_> = routes.iter().filter(|(m, _, _)| *m == "POST" || *m == "OPTIONS").collect();
     assert_eq!(posts.len(), expect.len());
     for ((method, path, body), (suffix, status)) in posts.into_iter().zip(expect) {
@@ -365,8 +379,9 @@ fn bad_requests_get_json_4xx_and_huge_sequence_numbers_do_not_crash() {
     // byte over, so lab has read everything it was sent when it answers).
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let token = lab.token.clone().expect("the token is required on loopback");
     let head = format!(
-        "POST {msgs} HTTP/1.1\r\nHost: {own}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        "POST {msgs} HTTP/1.1\r\nHost: {own}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     );
     let big = "a".repeat(1024 * 1024 + 1);
     let mut req = head.into_bytes();
@@ -619,4 +634,66 @@ fn require_token_on_loopback_and_operator_allowed_hosts_and_origins() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("allowed origin \"ui.example\""));
+}
+
+/// `lab serve` with no flags on 127.0.0.1 needs its token (any local user, a container
+/// on the host network or a port forward could otherwise start agents as the operator):
+/// 401 without it, 200 with it, a login link printed. `--no-token` (or `[serve]
+/// require_token = false`) turns it off on loopback only, with a warning at start and
+/// `token_required: false` in `GET /info` (the UI's banner); off loopback it refuses to
+/// start.
+#[test]
+fn the_token_is_required_on_loopback_unless_turned_off() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    assert!(lab.line("lab: login link").is_some_and(|l| l.contains(&format!("http://{host}/login?code="))));
+    assert!(lab.line("lab: WARNING").is_none(), "{:?}", lab.lines.lock().unwrap());
+    for path in ["/runs", "/info", "/providers", "/"] {
+        let r = send(lab.port, "GET", path, &[("Host", host.as_str())], &Value::Null);
+        assert_eq!(r.status, 401, "GET {path} without the token: {}", r.text());
+    }
+    let r = send(lab.port, "POST", "/runs", &[("Host", host.as_str())], &json!({"provider": "claude-code"}));
+    assert_eq!((r.status, r.error().as_str()), (401, "unauthorized"), "{}", r.text());
+    let bearer = format!("Bearer {}", lab_token(&w, false));
+    let r =
+        send(lab.port, "GET", "/runs", &[("Host", host.as_str()), ("Authorization", bearer.as_str())], &Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r =
+        send(lab.port, "GET", "/info", &[("Host", host.as_str()), ("Authorization", bearer.as_str())], &Value::Null);
+    assert_eq!(r.json()["token_required"], true, "{}", r.text());
+    drop(lab);
+
+    // --no-token: open on loopback, said at start and in /info.
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0", "--no-token"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    assert!(lab.line("lab: WARNING: no token").is_some(), "{:?}", lab.lines.lock().unwrap());
+    assert!(lab.line("lab: login link").is_none());
+    let r = send(lab.port, "GET", "/info", &[("Host", host.as_str())], &Value::Null);
+    assert_eq!((r.status, &r.json()["token_required"]), (200, &json!(false)), "{}", r.text());
+    drop(lab);
+
+    // The same from lab.toml; a flag still turns it on.
+    let script = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{script}\n[serve]\nrequire_token = false\n"));
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    assert_eq!(send(lab.port, "GET", "/runs", &[("Host", host.as_str())], &Value::Null).status, 200);
+    drop(lab);
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0", "--require-token"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    assert_eq!(send(lab.port, "GET", "/runs", &[("Host", host.as_str())], &Value::Null).status, 401);
+    drop(lab);
+
+    // Never off where other machines can reach lab; both flags at once are a usage error.
+    for args in
+        [&["--addr", "0.0.0.0:0", "--no-token"][..], &["--addr", "127.0.0.1:0", "--no-token", "--require-token"]]
+    {
+        let out = Command::new(LAB).arg("serve").args(args).arg("--home").arg(&w.home).stdin(Stdio::null()).output();
+        let out = out.unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("only on loopback") || err.contains("cannot be used with"), "{args:?}: {err}");
+    }
 }

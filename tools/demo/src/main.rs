@@ -8,7 +8,7 @@
 //! cannot go on without the stand-in) and the stand-in go with this process.
 //!
 //! Prints `lab-demo: stand-in on http://127.0.0.1:PORT` first; lab then prints
-//! `lab: serving on http://…`.
+//! `lab: serving on http://…` and its one-time login link.
 
 use lab_demo::{agent_env, claude_config, lab_toml, serve_env, Args, Layout, DEMO_KEY, USAGE};
 use messages_standin::{Script, Standin};
@@ -92,7 +92,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         claude.display()
     );
     println!(
-        "lab-demo: open the URL below, start a run in {} (permission mode: plan), type anything.",
+        "lab-demo: open the login link below, start a run in {} (permission mode: plan), type anything.",
         layout.workdir.display()
     );
     let _ = std::io::stdout().flush();
