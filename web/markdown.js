@@ -201,7 +201,8 @@ function renderBlocks(lines, tight, depth = 0) {
         i++;
       }
       const cell = (tag, text, k) => {
-        const a = aligns[k] ? ` style="text-align:${aligns[k]}"` : "";
+        // A class, not a style attribute: the page's Content-Security-Policy allows no inline styles.
+        const a = aligns[k] ? ` class="md-align-${aligns[k]}"` : "";
         return `<${tag}${a}>${renderInline(text ?? "")}</${tag}>`;
       };
       const thead = `<thead><tr>${head.map((c, k) => cell("th", c, k)).join("")}</tr></thead>`;

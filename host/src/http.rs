@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod guard;
+pub mod headers;
 
 use crate::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
@@ -111,8 +112,9 @@ pub struct Edge {
     pub access: Arc<auth::Access>,
 }
 
-/// The whole service. Layers, outermost first: [`json_errors`] (every error is lab's
-/// JSON, every 500 is logged), [`guard`], [`auth`], the body limit, then the routes.
+/// The whole service. Layers, outermost first: [`headers`] (CSP, no framing, no
+/// sniffing, on every answer), [`json_errors`] (every error is lab's JSON, every 500 is
+/// logged), [`guard`], [`auth`], the body limit, then the routes.
 /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
     let login = Router::new()
@@ -125,6 +127,7 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
         .layer(from_fn_with_state(edge.access, auth::require))
         .layer(from_fn_with_state(Arc::new(edge.policy), guard_requests))
         .layer(from_fn(json_errors))
+        .layer(from_fn(headers::harden))
 }
 
 fn api(runs: Arc<Runs>) -> Router {

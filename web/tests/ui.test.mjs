@@ -464,7 +464,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await page.getByTestId("load-older").isVisible(), false, "nothing older is offered");
   });
 
-  scenario("the token: a fresh browser gets the login form; the link lab printed logs it in, once", { script: { steps: [{ idle: {} }] }, prompt: null, open: false, login: false }, async ({ world, page }) => {
+  scenario("the token: a fresh browser gets the login form (the token logs it in); the link lab printed logs a browser in, once", { script: { steps: [{ idle: {} }] }, prompt: null, open: false, login: false }, async ({ t, world, page }) => {
     assert.ok(world.loginLink && world.token, `lab serve with no flags printed a login link: ${JSON.stringify(world.banner)}`);
     // No token, no session: the UI is not served; the API answers 401.
     const res = await page.goto(world.url);
@@ -473,20 +473,21 @@ describe("lab web UI in a real browser", () => {
     assert.equal(await page.getByTestId("run-list").count(), 0, "no UI without the token");
     assert.equal((await fetch(new URL("runs", world.url))).status, 401, "a script without the token");
     assert.equal((await fetch(new URL("runs", world.url), { headers: world.authHeaders() })).status, 200, "a script with it");
-    // The link: one click, and the browser is in.
-    await page.goto(world.loginLink);
-    assert.equal(new URL(page.url()).pathname, "/");
+    // The form (its inline script runs under the page's Content-Security-Policy): the
+    // output of `lab token` logs a phone in.
+    await page.locator("#token").fill(world.token);
+    await page.getByRole("button", { name: "Log in" }).click();
     await page.getByTestId("run-list").waitFor();
     await page.getByText("No runs yet. Start one above.").waitFor();
     assert.equal(await page.getByTestId("no-token-banner").isHidden(), true);
-    // It works once: another browser cannot reuse it.
-    const other = await page.context().browser().newContext();
-    try {
-      const again = await (await other.newPage()).goto(world.loginLink);
-      assert.equal(again.status(), 401);
-    } finally {
-      await other.close();
-    }
+    // The link: one click, and a fresh browser is in; it works once.
+    const fresh = async () => { const c = await page.context().browser().newContext(); t.after(() => c.close().catch(() => {})); return c.newPage(); };
+    const other = await fresh();
+    await other.goto(world.loginLink);
+    assert.equal(new URL(other.url()).pathname, "/");
+    await other.getByTestId("run-list").waitFor();
+    const again = await (await fresh()).goto(world.loginLink);
+    assert.equal(again.status(), 401, "a used login link");
   });
 
   scenario("--no-token: the UI says anyone on this machine can start agents", { script: { steps: [{ idle: {} }] }, prompt: null, serveArgs: ["--no-token"] }, async ({ world, page }) => {

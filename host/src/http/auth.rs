@@ -103,7 +103,7 @@ pub async fn require(State(access): State<Arc<Access>>, req: Request, next: Next
         tracing::info!(remote = %who, %method, route = %route, "refused: no token");
     }
     if route == "/" && method == axum::http::Method::GET {
-        return (StatusCode::UNAUTHORIZED, Html(LOGIN_PAGE)).into_response();
+        return (StatusCode::UNAUTHORIZED, login_page()).into_response();
     }
     unauthorized("this lab needs its token: Authorization: Bearer <token>, or log in at /login").into_response()
 }
@@ -127,7 +127,7 @@ pub async fn login_with_code(State(access): State<Arc<Access>>, req: Request) ->
         return see_other("/");
     }
     let Some(code) = q.code.filter(|c| !c.is_empty()) else {
-        return Html(LOGIN_PAGE).into_response();
+        return login_page();
     };
     if !access.codes.redeem(&code, Instant::now()) {
         tracing::warn!(remote = %remote(req.extensions()), route = "/login", "refused: unknown, used or expired login code");
@@ -181,17 +181,10 @@ fn see_other(location: &'static str) -> Response {
 }
 
 /// The token form shown instead of the UI to a browser without a session.
-const LOGIN_PAGE: &str = r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>lab: log in</title></head>
-<body style="font-family: system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem">
-<h1>lab</h1>
-<form id="login">
-<p><label for="token">This lab needs its token (<code>lab token</code> prints it):</label></p>
-<p><input id="token" type="password" autocomplete="current-password" autofocus required style="width: 100%">
-<p><button>Log in</button> <span id="error" role="alert"></span></p>
-</form>
-<script>
+/// The login form's style and script: inline, allowed by their hashes in the page's
+/// own Content-Security-Policy ([`super::headers::login_policy`]).
+const LOGIN_STYLE: &str = "body { font-family: system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem } input { width: 100% }";
+const LOGIN_SCRIPT: &str = r#"
 document.getElementById("login").addEventListener("submit", async (e) => {
   e.preventDefault();
   const token = document.getElementById("token").value.trim();
@@ -199,6 +192,29 @@ document.getElementById("login").addEventListener("submit", async (e) => {
   if (res.ok) location.href = "./";
   else document.getElementById("error").textContent = "That is not lab's token.";
 });
-</script>
-</body></html>
 "#;
+
+/// The login form, with its Content-Security-Policy.
+fn login_page() -> Response {
+    let html = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>lab: log in</title><style>{LOGIN_STYLE}</style></head>
+<body>
+<h1>lab</h1>
+<form id="login">
+<p><label for="token">This lab needs its token (<code>lab token</code> prints it):</label></p>
+<p><input id="token" type="password" autocomplete="current-password" autofocus required>
+<p><button>Log in</button> <span id="error" role="alert"></span></p>
+</form>
+<script>{LOGIN_SCRIPT}</script>
+</body></html>
+"#
+    );
+    let mut resp = Html(html).into_response();
+    let policy = super::headers::login_policy(LOGIN_SCRIPT, LOGIN_STYLE);
+    if let Ok(v) = HeaderValue::from_str(&policy) {
+        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    resp
+}

@@ -697,3 +697,43 @@ fn the_token_is_required_on_loopback_unless_turned_off() {
         assert!(err.contains("only on loopback") || err.contains("cannot be used with"), "{args:?}: {err}");
     }
 }
+
+/// Every answer — the UI, its files, the API, the login form, refusals and errors —
+/// carries the browser hardening headers: no framing, no sniffing, no referrer, and a
+/// Content-Security-Policy without inline code (the login form's own script and style
+/// are allowed by their hashes only).
+#[test]
+fn every_answer_forbids_framing_sniffing_and_inline_code() {
+    let (_w, lab, port, id) = idle_run();
+    let own = format!("127.0.0.1:{port}");
+    type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, u16);
+    let cases: Vec<Case> = vec![
+        ("GET", "/".into(), vec![("Host", own.as_str())], 200),
+        ("GET", "/app.js".into(), vec![("Host", own.as_str())], 200),
+        ("GET", "/runs".into(), vec![("Host", own.as_str())], 200),
+        ("GET", format!("/runs/{id}/messages"), vec![("Host", own.as_str())], 200),
+        ("GET", "/login".into(), vec![("Host", own.as_str())], 200),
+        ("GET", "/nope".into(), vec![("Host", own.as_str())], 404),
+        ("GET", "/runs".into(), vec![("Host", "evil.example")], 421),
+        ("GET", "/".into(), vec![("Host", own.as_str()), ("Authorization", "Bearer wrong")], 401),
+        ("POST", "/runs".into(), vec![("Host", own.as_str()), ("Content-Type", "text/plain")], 415),
+    ];
+    for (method, path, headers, status) in &cases {
+        let r = raw(port, method, path, headers, b"");
+        assert_eq!(r.status, *status, "{method} {path}: {}", r.text());
+        let h = |name: &str| r.header(name).unwrap_or_else(|| panic!("{method} {path}: no {name}"));
+        assert_eq!(h("x-frame-options"), "DENY", "{method} {path}");
+        assert_eq!(h("x-content-type-options"), "nosniff", "{method} {path}");
+        assert_eq!(h("referrer-policy"), "no-referrer", "{method} {path}");
+        let csp = h("content-security-policy");
+        assert!(
+            csp.contains("frame-ancestors 'none'") && csp.contains("object-src 'none'")
+                || csp.contains("default-src 'none'"),
+            "{method} {path}: {csp}"
+        );
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{method} {path}: {csp}");
+        let login = *path == "/login" || *status == 401;
+        assert_eq!(csp.contains("'sha256-"), login, "{method} {path}: only the login form has inline code: {csp}");
+    }
+    drop(lab);
+}
