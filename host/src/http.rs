@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod guard;
 pub mod headers;
+pub mod refusals;
 
 use crate::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
@@ -190,15 +191,7 @@ async fn guard_requests(State(policy): State<Arc<guard::Policy>>, req: Request, 
     match guard::check(&policy, &facts) {
         Ok(()) => next.run(req).await,
         Err(refusal) => {
-            tracing::warn!(
-                remote = %remote_addr(&req),
-                method = %req.method(),
-                route = %req.uri().path(),
-                host = ?hosts,
-                origin = ?origins,
-                code = refusal.code(),
-                "request refused"
-            );
+            refusals::log(true, &remote_addr(&req), req.method().as_str(), req.uri().path(), refusal.code());
             let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
             ApiError { status, code: refusal.code(), message: refusal.message() }.into_response()
         }

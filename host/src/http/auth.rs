@@ -98,9 +98,9 @@ pub async fn require(State(access): State<Arc<Access>>, req: Request, next: Next
     }
     let (method, route, who) = (req.method().clone(), req.uri().path().to_string(), remote(req.extensions()));
     if offers_credentials(req.headers()) {
-        tracing::warn!(remote = %who, %method, route = %route, "refused: wrong token or session");
+        super::refusals::log(true, &who, method.as_str(), &route, "wrong token or session");
     } else {
-        tracing::info!(remote = %who, %method, route = %route, "refused: no token");
+        super::refusals::log(false, &who, method.as_str(), &route, "no token");
     }
     if route == "/" && method == axum::http::Method::GET {
         return (StatusCode::UNAUTHORIZED, login_page()).into_response();
@@ -130,7 +130,7 @@ pub async fn login_with_code(State(access): State<Arc<Access>>, req: Request) ->
         return login_page();
     };
     if !access.codes.redeem(&code, Instant::now()) {
-        tracing::warn!(remote = %remote(req.extensions()), route = "/login", "refused: unknown, used or expired login code");
+        super::refusals::log(true, &remote(req.extensions()), "GET", "/login", "unknown, used or expired login code");
         return unauthorized("this login code is unknown, used or expired: run `lab token` and log in with the token")
             .into_response();
     }
@@ -163,7 +163,7 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
     }
     let good = access.token().is_some_and(|t| token::ct_eq(body.token.trim().as_bytes(), t.as_bytes()));
     if !good {
-        tracing::warn!(remote = %who, route = "/login", "refused: wrong token");
+        super::refusals::log(true, &who, "POST", "/login", "wrong token");
         return unauthorized("that is not lab's token (`lab token` prints it)").into_response();
     }
     match access.session_cookie(&headers) {

@@ -737,3 +737,39 @@ fn every_answer_forbids_framing_sniffing_and_inline_code() {
     }
     drop(lab);
 }
+
+/// A web page can send refused requests as fast as it likes (`fetch(…, {mode:
+/// "no-cors"})`), each with a path of ~60 KB (longer ones are 414): lab's log grows by a few lines per
+/// window, each path cut to 200 bytes, and the next window's first refusal says how many
+/// were held back.
+#[test]
+fn a_flood_of_refused_requests_cannot_fill_the_log() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let own = format!("127.0.0.1:{port}");
+    let before = lab_log(&w).len();
+    let long = format!("/runs/{}", "A".repeat(60 * 1024));
+    let flood = 300;
+    for i in 0..flood {
+        // No token (401) and a foreign Host (421), alternately.
+        let host = if i % 2 == 0 { own.as_str() } else { "evil.example" };
+        let r = raw(port, "GET", &long, &[("Host", host)], b"");
+        assert!(r.status == 401 || r.status == 421, "{}", r.status);
+    }
+    let grown = lab_log(&w).len() - before;
+    assert!(grown < 20 * 1024, "{flood} refusals of 60 KB paths grew lab.log by {grown} bytes");
+    let log = lab_log(&w);
+    let lines: Vec<&str> = log[before..].lines().filter(|l| l.contains("refused:")).collect();
+    assert!(!lines.is_empty() && lines.len() <= 20, "{} refusal lines", lines.len());
+    assert!(lines.iter().all(|l| l.contains("… (61446 bytes)") && l.len() < 600), "{lines:?}");
+    // The next window: the first refusal logged counts the ones held back.
+    std::thread::sleep(Duration::from_millis(10_200));
+    assert_eq!(raw(port, "GET", "/runs", &[("Host", own.as_str())], b"").status, 401);
+    let log = lab_log(&w);
+    let last = log.lines().rev().find(|l| l.contains("refused:")).unwrap();
+    let held: u64 = last.split("held_back=").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap();
+    assert_eq!(held as usize + lines.len(), flood, "{last}");
+    drop(lab);
+}
