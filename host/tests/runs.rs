@@ -944,3 +944,30 @@ fn get_providers_names_the_agent_s_own_version() {
         assert!(p["agent_version"].is_string() || p["agent_version"].is_null(), "{p}");
     }
 }
+
+/// lab serve started from an environment holding a variable whose value is not UTF-8
+/// (a stray byte in a user's shell): `POST /runs` starts the run (it used to panic in
+/// `std::env::vars()` and answer nothing), the variable is left out of the agent's
+/// environment with a warning, and the others reach it.
+#[test]
+fn a_non_utf8_variable_in_lab_s_environment_does_not_stop_runs() {
+    use std::os::unix::ffi::OsStrExt;
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"say": "Ready."}, {"idle": {}}]}));
+    let lab = Lab::start_with(&w, |c| {
+        c.env("LAB_TEST_NOT_UTF8", std::ffi::OsStr::from_bytes(b"caf\xe9")).env("LAB_TEST_PLAIN", "plain");
+    });
+    let run = lab.create_run(&w, "claude-code", "hello");
+    let id = run_id(&run);
+    lab.wait_state(&id, "idle");
+    // The agent's own environment (the pane's process, exec'd by `lab agent-exec`).
+    let pid = String::from_utf8(w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]).stdout).unwrap();
+    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).unwrap();
+    let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+    assert!(vars.contains(&&b"LAB_TEST_PLAIN=plain"[..]), "the others reach the agent");
+    assert!(!vars.iter().any(|v| v.starts_with(b"LAB_TEST_NOT_UTF8=")), "the non-UTF-8 one does not");
+    let (status, _) = lab.get("/runs");
+    assert_eq!(status, 200, "lab still serves");
+    let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
+    assert!(log.contains("LAB_TEST_NOT_UTF8") && log.contains("not UTF-8"), "{log}");
+}

@@ -266,9 +266,22 @@ pub(super) fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
 
 /// The environment a provider's agent starts with: lab serve's, plus the provider's
 /// `env` from lab.toml, without lab's own log settings or any tmux server's (`lab
-/// agent-exec` drops these again, for the pane's own).
+/// agent-exec` drops these again, for the pane's own). A variable of lab serve's whose
+/// name or value is not UTF-8 cannot go into the launch file (JSON): it is left out,
+/// with a warning that names it (`std::env::vars` would panic on it).
 pub(super) fn agent_env(pconf: &crate::config::ProviderConfig) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut env = BTreeMap::new();
+    for (k, v) in std::env::vars_os() {
+        match (k.into_string(), v.into_string()) {
+            (Ok(k), Ok(v)) => {
+                env.insert(k, v);
+            }
+            (k, _) => {
+                let name = k.unwrap_or_else(|k| k.to_string_lossy().into_owned());
+                tracing::warn!(variable = %name, "not passed to the agent: lab serve's environment has it as bytes that are not UTF-8");
+            }
+        }
+    }
     env.extend(pconf.env.clone());
     env.remove("LAB_LOG");
     for k in crate::agent_exec::NEVER_PASSED {
