@@ -247,8 +247,7 @@ fn serve(
     let lab_exe = std::env::current_exe()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let (listener, twin) = bind_with_twin(&addr).await?;
         let local = listener.local_addr()?;
         let edge = edge(&home, local, flags)?;
         info.token_required = edge.access.required;
@@ -271,15 +270,68 @@ fn serve(
         let app = crate::http::router(runs.clone(), edge)
             .layer(axum::Extension(std::sync::Arc::new(info)))
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                runs.begin_shutdown();
-            })
-            .await?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            runs.begin_shutdown();
+            let _ = stop_tx.send(true);
+        });
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let main = axum::serve(listener, app.clone()).with_graceful_shutdown(stopped(stop_rx.clone()));
+        match twin {
+            Some(twin) => {
+                tracing::info!("also serving on http://{}", twin.local_addr()?);
+                let twin = axum::serve(twin, app).with_graceful_shutdown(stopped(stop_rx));
+                let (a, b) = tokio::join!(main, twin);
+                a?;
+                b?;
+            }
+            None => main.await?,
+        }
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");
         Ok(())
     })
+}
+
+/// Listen on `addr`; for `127.0.0.1:PORT`, hold `[::1]:PORT` too. Browsers try `[::1]`
+/// first for `localhost:PORT`: were it free, another local user could listen there and
+/// receive the operator's browser (and its login link). Taken by another process: lab
+/// refuses to start, saying so. No IPv6 on this machine: lab serves 127.0.0.1 alone.
+/// With port 0 the pair is drawn again (a few times) when the v6 twin of the port the
+/// kernel gave is taken.
+async fn bind_with_twin(addr: &str) -> anyhow::Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>)> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+    let listen = |a: String| async move {
+        tokio::net::TcpListener::bind(&a).await.map_err(|e| anyhow::anyhow!("cannot listen on {a}: {e}"))
+    };
+    for _ in 0..8 {
+        let v4 = listen(addr.to_string()).await?;
+        let local = v4.local_addr()?;
+        if local.ip() != std::net::IpAddr::V4(Ipv4Addr::LOCALHOST) {
+            return Ok((v4, None));
+        }
+        let v6 = SocketAddr::new(Ipv6Addr::LOCALHOST.into(), local.port());
+        match tokio::net::TcpListener::bind(v6).await {
+            Ok(twin) => return Ok((v4, Some(twin))),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                if addr.ends_with(":0") {
+                    continue;
+                }
+                anyhow::bail!(
+                    "another process already listens on {v6}, where browsers go first for localhost:{}: it would \
+                     receive your browser (and its login link). Stop it, or choose another port with --addr",
+                    local.port()
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no IPv6 loopback here: serving 127.0.0.1 only");
+                return Ok((v4, None));
+            }
+        }
+    }
+    anyhow::bail!("cannot find a free port on both 127.0.0.1 and [::1]")
 }
 
 async fn shutdown_signal() {

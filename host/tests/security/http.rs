@@ -773,3 +773,35 @@ fn a_flood_of_refused_requests_cannot_fill_the_log() {
     assert_eq!(held as usize + lines.len(), flood, "{last}");
     drop(lab);
 }
+
+/// Browsers try `[::1]` first for `localhost:PORT`: lab holds `[::1]:PORT` beside
+/// `127.0.0.1:PORT` (the same lab answers there), and when another process already has
+/// it, lab refuses to start and says so (that process would get the operator's browser).
+#[test]
+fn lab_holds_the_ipv6_loopback_twin_of_its_port_or_refuses_to_start() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = w.serve();
+    let port = port_of(&lab.url);
+    let mut s = TcpStream::connect(("::1", port)).expect("lab listens on [::1] too");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /runs HTTP/1.1\r\nHost: [::1]:{port}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 401"), "lab answers on [::1], with its token rules: {answer}");
+    drop(lab);
+
+    // Someone else holds [::1]:P first.
+    let squatter = std::net::TcpListener::bind(("::1", 0)).unwrap();
+    let taken = squatter.local_addr().unwrap().port();
+    let out = Command::new(LAB)
+        .args(["serve", "--addr", &format!("127.0.0.1:{taken}"), "--home"])
+        .arg(&w.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "lab must not serve beside a squatter on [::1]:{taken}");
+    assert!(err.contains(&format!("[::1]:{taken}")) && err.contains("browsers go first"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("serving on"));
+}
