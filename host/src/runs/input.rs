@@ -49,6 +49,8 @@ pub enum TextError {
     TooLong { len: usize, max: usize },
     /// A control character at `position` (counting characters from 1).
     Control { ch: char, position: usize },
+    /// A bidirectional-text control at `position` (an "Other" answer only).
+    Bidi { ch: char, position: usize },
 }
 
 impl TextError {
@@ -63,8 +65,19 @@ impl TextError {
                 "{field} contains the control character {} at character {position}; control characters cannot be sent to the agent (only line feeds and TABs are allowed in messages and prompts)",
                 char_name(*ch)
             ),
+            TextError::Bidi { ch, position } => format!(
+                "{field} contains the bidirectional-text control U+{:04X} at character {position}; it would make the answer read differently on the card than in the agent (\"Trojan Source\"), so it is not sent",
+                *ch as u32
+            ),
         }
     }
+}
+
+/// Bidirectional-text controls (the Trojan Source list, CVE-2021-42574): embeddings
+/// and overrides, isolates, and the implicit marks. Line breaks of another kind are
+/// controls already.
+pub fn is_bidi_control(ch: char) -> bool {
+    matches!(ch as u32, 0x202a..=0x202e | 0x2066..=0x2069 | 0x200e | 0x200f | 0x061c)
 }
 
 /// `U+001B (ESC)`, `U+0085 (C1 control)`.
@@ -144,14 +157,19 @@ pub fn chat_text(text: &str) -> Result<String, TextError> {
     Ok(text)
 }
 
-/// An "Other" answer: one line of text, no control characters, at most [`OTHER_MAX`]
-/// bytes. (Emptiness is the provider's call: its message names the question.)
+/// An "Other" answer: one line of text, no control characters and no bidirectional-text
+/// controls (the card shows the answer as the agent will read it), at most
+/// [`OTHER_MAX`] bytes. (Emptiness is the provider's call: its message names the
+/// question.)
 pub fn other_text(text: &str) -> Result<(), TextError> {
     if text.len() > OTHER_MAX {
         return Err(TextError::TooLong { len: text.len(), max: OTHER_MAX });
     }
     if let Some((ch, position)) = first_control(text, &[]) {
         return Err(TextError::Control { ch, position });
+    }
+    if let Some((i, ch)) = text.chars().enumerate().find(|(_, c)| is_bidi_control(*c)) {
+        return Err(TextError::Bidi { ch, position: i + 1 });
     }
     Ok(())
 }
@@ -352,6 +370,13 @@ mod tests {
         assert_eq!(other_text("a\nb"), Err(TextError::Control { ch: '\n', position: 2 }));
         assert_eq!(other_text("\t"), Err(TextError::Control { ch: '\t', position: 1 }));
         assert_eq!(other_text("x\u{1b}"), Err(TextError::Control { ch: '\u{1b}', position: 2 }));
+        // Bidirectional controls (Trojan Source): refused, named; right-to-left text itself is text.
+        assert_eq!(other_text("ok \u{202e}gnp.exe"), Err(TextError::Bidi { ch: '\u{202e}', position: 4 }));
+        for c in ['\u{202a}', '\u{202d}', '\u{2066}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}'] {
+            assert!(matches!(other_text(&format!("a{c}b")), Err(TextError::Bidi { position: 2, .. })), "{c:?}");
+        }
+        assert!(other_text("שלום, مرحبا 👨‍👩‍👧").is_ok(), "scripts and emoji (ZWJ) are text");
+        assert!(TextError::Bidi { ch: '\u{202e}', position: 4 }.describe("answer").contains("U+202E at character 4"));
         assert!(other_text(&"x".repeat(OTHER_MAX)).is_ok());
         assert_eq!(
             other_text(&"x".repeat(OTHER_MAX + 1)),

@@ -201,6 +201,22 @@ fn control_characters_are_refused_in_messages_and_answers_and_nothing_is_typed()
         assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{ch:?}: {body}");
         assert!(body["message"].as_str().unwrap().contains(name), "{ch:?}: {body}");
     }
+    // Bidirectional-text controls ("Trojan Source"): the card would show another answer
+    // than the one the agent reads; refused in answers and feedback, named.
+    for bidi in ["\u{202e}", "\u{2066}", "\u{200f}"] {
+        let (status, body) = answer(&format!("ok {bidi}gnp.exe"));
+        assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{bidi:?}: {body}");
+        let m = body["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("U+{:04X}", bidi.chars().next().unwrap() as u32)) && m.contains("character 4"),
+            "{m}"
+        );
+        let (status, _) = lab.post(
+            &format!("/runs/{id}/dialog/answer"),
+            &json!({"tool_id": tool_id, "answers": [{"feedback": {"option": 0, "text": format!("x{bidi}y")}}]}),
+        );
+        assert_eq!(status, 400, "{bidi:?} in feedback");
+    }
     let (status, body) = answer(&"x".repeat(4097));
     assert_eq!((status, body["error"].as_str()), (413, Some("payload_too_large")), "{body}");
     // Nothing was played, and the dialog is still answerable.
