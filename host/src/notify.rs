@@ -218,7 +218,10 @@ pub struct DialogRef {
 pub struct Payload {
     pub run_id: RunId,
     pub provider: String,
-    pub workdir: String,
+    /// The workdir's last folder only: the payload goes to a third party (an ntfy
+    /// server), and the full path says more than which project it is (user names, a
+    /// client's name in a folder above).
+    pub project: String,
     pub state: RunState,
     pub title: String,
     pub summary: String,
@@ -286,7 +289,7 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
     Payload {
         run_id: change.run_id.clone(),
         provider: change.provider.clone(),
-        workdir: change.workdir.clone(),
+        project: project(&change.workdir).to_string(),
         state: after.state,
         title,
         summary: one_line(&summary, SUMMARY_MAX_CHARS),
@@ -613,7 +616,8 @@ mod tests {
         assert_eq!(json["state"], "question");
         assert_eq!(json["dialog"]["kind"], "question");
         assert_eq!(json["run_id"], run.to_string());
-        assert_eq!(json["workdir"], "/src/shop/");
+        assert_eq!(json["project"], "shop");
+        assert!(json.get("workdir").is_none(), "the full path stays on this machine: {json}");
         assert_eq!(json["at"], "2026-01-01T00:00:00.000Z");
 
         let mut plan = question("toolu_2", "");

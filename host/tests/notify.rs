@@ -164,7 +164,10 @@ fn a_dialog_reaches_the_webhook_within_a_second() {
     assert_eq!(r.path, "/hook/topic");
     assert_eq!(r.body["run_id"], id.as_str());
     assert_eq!(r.body["provider"], "claude-code");
-    assert_eq!(r.body["workdir"], w.workdir.display().to_string());
+    // The workdir's last folder only: the full path never leaves the machine.
+    assert_eq!(r.body["project"], w.workdir.file_name().unwrap().to_str().unwrap());
+    assert!(r.body.get("workdir").is_none(), "{}", r.body);
+    assert!(!r.body.to_string().contains(&w.workdir.display().to_string()), "{}", r.body);
     assert_eq!(r.body["state"], "question");
     assert_eq!(r.body["summary"], "Which database should we use?");
     assert_eq!(r.body["link"], link.as_str());
