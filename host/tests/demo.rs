@@ -87,13 +87,8 @@ impl Demo {
         stdout.read_line(&mut link).unwrap();
         assert!(link.starts_with("lab: login link") && link.contains("/login?code="), "{link:?}");
         let token = std::fs::read_to_string(state.path().join("s/lab/token")).expect("the demo's token");
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {}", token.trim()).parse().unwrap());
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .default_headers(headers)
-            .build()
-            .unwrap();
+        let http =
+            bearer_client(Some(token.trim()), reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)));
         Demo {
             child,
             _stdout: stdout,

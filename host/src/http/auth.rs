@@ -211,9 +211,12 @@ fn login_page() -> Response {
 </body></html>
 "#
     );
+    // The hashes are of constants: computed once.
+    static POLICY: std::sync::LazyLock<Option<HeaderValue>> = std::sync::LazyLock::new(|| {
+        HeaderValue::from_str(&super::headers::login_policy(LOGIN_SCRIPT, LOGIN_STYLE)).ok()
+    });
     let mut resp = Html(html).into_response();
-    let policy = super::headers::login_policy(LOGIN_SCRIPT, LOGIN_STYLE);
-    if let Ok(v) = HeaderValue::from_str(&policy) {
+    if let Some(v) = POLICY.clone() {
         resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
     }
     resp

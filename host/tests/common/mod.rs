@@ -129,6 +129,15 @@ impl Drop for World {
     }
 }
 
+/// A client from `builder` that sends `token` (if any) as `Authorization: Bearer`.
+pub fn bearer_client(token: Option<&str>, builder: reqwest::blocking::ClientBuilder) -> reqwest::blocking::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = token {
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+    }
+    builder.default_headers(headers).build().unwrap()
+}
+
 /// A running `lab serve`.
 pub struct Lab {
     pub child: Child,
@@ -195,25 +204,14 @@ impl Lab {
             .iter()
             .any(|l| l.contains("/login?code="))
             .then(|| std::fs::read_to_string(w.home.join("token")).expect("lab's token file").trim().to_string());
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(t) = &token {
-            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
-        }
-        let client = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .default_headers(headers)
-            .build()
-            .unwrap();
+        let client =
+            bearer_client(token.as_deref(), reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)));
         Lab { child, url, token, banner, client }
     }
 
     /// A client of its own (`builder` as the test needs it) that sends lab's token.
     pub fn client_from(&self, builder: reqwest::blocking::ClientBuilder) -> reqwest::blocking::Client {
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(t) = &self.token {
-            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
-        }
-        builder.default_headers(headers).build().unwrap()
+        bearer_client(self.token.as_deref(), builder)
     }
 
     /// The one-time login link `lab serve` printed, if it needs its token.
