@@ -20,7 +20,9 @@
 //! runs, idle; (4) "No" with feedback: the text is the next message; (5) "Yes, and don't
 //! ask again": codex saves a rule; (6) an untrusted git folder's trust screen, read off
 //! the pane, answered "Trust and continue" from lab; (7) a message from lab after idle;
-//! (8) permission mode `never` reaches codex; (9) a 200 KiB first prompt typed in by lab.
+//! (8) permission mode `never` reaches codex; (9) a 200 KiB first prompt typed in by lab;
+//! (10) a repository's own hooks wait on codex's "Hooks need review" card and never run
+//! unasked.
 //!
 //! The binary: `LAB_CODEX_BIN` (`scripts/install-codex.sh | tail -1`). Unset or not
 //! executable: with `CI=true` every test fails; otherwise each prints a loud SKIPPED. At
@@ -438,6 +440,58 @@ fn an_untrusted_git_folder_shows_the_trust_screen_and_trust_from_lab_goes_on() {
     });
     let config = std::fs::read_to_string(e.codex_home().join("config.toml")).unwrap();
     assert!(config.contains(&format!("[projects.\"{}\"]", e.w.workdir.display())), "{config}");
+    e.assert_network();
+}
+
+/// (10) A trusted repository whose own `.codex/config.toml` adds a hook (as a freshly
+/// cloned one can): codex runs none of it on lab's say-so. Its "Hooks need review"
+/// screen is a card that waits for the operator, nothing reaches the model before it,
+/// and "Continue without trusting" from lab goes on with the repository's hook never
+/// run, while lab's own hooks (trusted for this run on the command line) still work.
+/// Before, lab passed `--dangerously-bypass-hook-trust` and the hook ran unasked.
+#[test]
+fn a_repositorys_own_hook_waits_for_the_operator_and_never_runs_unasked() {
+    let script = Script::new().turn(Matcher::Contains("hello".into()), Reply::text("Hello without their hooks."));
+    let Some(e) = setup("repo_hooks", script) else { return };
+    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(&e.w.workdir).status().unwrap();
+    assert!(git.success());
+    let planted = e.w.dir.path().join("planted-by-the-repository");
+    std::fs::create_dir_all(e.w.workdir.join(".codex")).unwrap();
+    let hook = format!("touch {}", planted.display());
+    let config = format!(
+        "[hooks]\nUserPromptSubmit = [{{ hooks = [{{ type = \"command\", command = {} }}] }}]\nSessionStart = [{{ hooks = [{{ type = \"command\", command = {} }}] }}]\n",
+        toml_str(&hook),
+        toml_str(&hook)
+    );
+    std::fs::write(e.w.workdir.join(".codex/config.toml"), config).unwrap();
+    let mut run = e.create("hello there");
+    let (_, v) =
+        run.events.wait(LAUNCH_TIMEOUT, "the hooks-review card on SSE", |v| v["pending_dialog"]["kind"] == "generic");
+    let d = v["pending_dialog"].clone();
+    assert_eq!(
+        (&d["source"], &d["tool_name"], &d["answerable"]),
+        (&json!("screen"), &json!("hooks_review"), &json!(true)),
+        "{d}"
+    );
+    assert_eq!(d["generic"]["title"], "Hooks need review", "{d}");
+    let text = d["generic"]["text"].as_str().unwrap();
+    assert!(text.starts_with("2 hooks are new or changed."), "only the repository's two, not lab's: {text}");
+    let labels: Vec<&str> = d["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Review hooks", "Trust all and continue", "Continue without trusting (hooks won't run)"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(e.standin.requests().is_empty(), "the run waits for the operator: nothing was sent");
+    assert!(!planted.exists(), "the repository's hook ran before the operator answered");
+    let body = e.answer(&run, &d, 2);
+    assert_eq!(body["keys"], json!(["3"]), "{body}");
+    let v = e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the reply", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Hello without their hooks.")
+    });
+    assert!(v["pending_dialog"].is_null(), "{v}");
+    assert!(!planted.exists(), "the repository's hook ran");
+    // lab's SessionStart hook ran (trusted on the command line): the rollout was found.
+    assert!(texts(&v, "user").iter().any(|t| t.contains("hello there")), "{v}");
+    let config = std::fs::read_to_string(e.codex_home().join("config.toml")).unwrap();
+    assert!(!config.contains("hooks.state"), "nothing trusted in the user's config: {config}");
     e.assert_network();
 }
 

@@ -14,6 +14,8 @@
 //! submitted at once can lose its Enter; verified by hand and by tests/e2e_codex.rs).
 //!
 //! The folder-trust screen ([`crate::screen`]): `Enter` trusts, `Escape` goes back.
+//! "Hooks need review": `1` (review), `2` `Enter` (trust all: `2` alone only moves
+//! the cursor), `3` (go on without them).
 //!
 //! Timing: a key sent the moment the prompt is drawn can be dropped (~1 in 10 under
 //! load); 0.5 s after it is drawn none was lost, so the plan asks the host to settle
@@ -35,6 +37,7 @@ pub const NO_OPTION: u32 = 2;
 
 const KEYS: [&str; 3] = ["y", "p", "Escape"];
 const TRUST_KEYS: [&str; 2] = ["Enter", "Escape"];
+const HOOKS_KEYS: [&[&str]; 3] = [&["1"], &["2", "Enter"], &["3"]];
 
 pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, String> {
     if !dialog.answerable {
@@ -43,9 +46,12 @@ pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, St
     let [answer] = answers else {
         return Err(format!("one answer expected, got {}", answers.len()));
     };
-    let keys: &[&str] = match &dialog.body {
-        DialogBody::Permission(_) => &KEYS,
-        DialogBody::Generic(_) if dialog.tool_name == crate::screen::TRUST_SCREEN => &TRUST_KEYS,
+    let keys: Vec<&[&str]> = match &dialog.body {
+        DialogBody::Permission(_) => KEYS.iter().map(std::slice::from_ref).collect(),
+        DialogBody::Generic(_) if dialog.tool_name == crate::screen::TRUST_SCREEN => {
+            TRUST_KEYS.iter().map(std::slice::from_ref).collect()
+        }
+        DialogBody::Generic(_) if dialog.tool_name == crate::screen::HOOKS_SCREEN => HOOKS_KEYS.to_vec(),
         _ => return Err(format!("codex has no {} prompt lab can answer", dialog.kind())),
     };
     let n = dialog.options().len().min(keys.len());
@@ -57,7 +63,11 @@ pub fn plan_answer(dialog: &Dialog, answers: &[Answer]) -> Result<AnswerPlan, St
         }
     };
     let plan = match answer {
-        Answer::Option(i) => AnswerPlan::keys(vec![KeyOp::key(keys[in_range(*i)?])], 0, DRAWN_WITHIN_MS),
+        Answer::Option(i) => {
+            let steps: Vec<KeyOp> = keys[in_range(*i)?].iter().map(|k| KeyOp::key(k)).collect();
+            let pause = if steps.len() > 1 { FEEDBACK_PAUSE_MS } else { 0 };
+            AnswerPlan::keys(steps, pause, DRAWN_WITHIN_MS)
+        }
         Answer::Feedback((i, text)) if matches!(dialog.body, DialogBody::Permission(_)) => {
             if *i != NO_OPTION {
                 return Err(format!("only option {NO_OPTION} (No) takes text"));
@@ -97,6 +107,9 @@ pub fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
             pane.contains(PROMPT_HEADING) && pane.contains(PROMPT_FOOTER) && pane.contains(&format!("$ {start}"))
         }
         DialogBody::Generic(_) if dialog.tool_name == crate::screen::TRUST_SCREEN => crate::screen::trust_drawn(pane),
+        DialogBody::Generic(_) if dialog.tool_name == crate::screen::HOOKS_SCREEN => {
+            crate::screen::hooks_review_drawn(pane)
+        }
         _ => false,
     }
 }
@@ -156,6 +169,22 @@ mod tests {
         assert!(plan_answer(&d, &[Answer::Option(2)]).is_err());
         assert!(plan_answer(&d, &[Answer::Feedback((1, "x".into()))]).is_err());
         assert!(is_drawn(&d, include_str!("../testdata/pane_trust_folder.txt")));
+        assert!(!is_drawn(&d, include_str!("../testdata/pane_after.txt")));
+    }
+
+    #[test]
+    fn hooks_review_is_1_2_enter_or_3() {
+        let pane = include_str!("../testdata/pane_hooks_review.txt");
+        let d = screen::read_screen(pane).unwrap();
+        assert_eq!(names(&plan_answer(&d, &[Answer::Option(0)]).unwrap()), ["1"]);
+        let trust = plan_answer(&d, &[Answer::Option(1)]).unwrap();
+        assert_eq!(names(&trust), ["2", "Enter"]);
+        assert_eq!((trust.pause_ms, trust.settle_ms), (500, 500));
+        assert_eq!(names(&plan_answer(&d, &[Answer::Option(2)]).unwrap()), ["3"]);
+        assert!(plan_answer(&d, &[Answer::Option(3)]).is_err());
+        assert!(plan_answer(&d, &[Answer::Feedback((2, "x".into()))]).is_err());
+        assert!(is_drawn(&d, pane));
+        assert!(!is_drawn(&d, include_str!("../testdata/pane_trust_folder.txt")));
         assert!(!is_drawn(&d, include_str!("../testdata/pane_after.txt")));
     }
 

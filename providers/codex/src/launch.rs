@@ -1,8 +1,9 @@
 //! Launching Codex CLI 0.169.0 (docs/providers/codex/compat.md, "Launch").
 //!
 //! ```text
-//! codex --no-daemon --dangerously-bypass-hook-trust
+//! codex --no-daemon
 //!       [-c 'hooks.<Event>=[{hooks=[{type="command",command="<cmd>",timeout=30}]}]' …]
+//!       [-c 'hooks.state={"/<session-flags>/config.toml:<event>:0:<i>"={trusted_hash="sha256:…"}, …}']
 //!       [<permission-mode flags>] [[--] <prompt>]
 //! ```
 //!
@@ -11,8 +12,13 @@
 //! - Hooks go on the command line (`-c`), one `hooks.<Event>` array per event with the
 //!   host-built commands in the order given; nothing is written to the user's
 //!   `CODEX_HOME`. Hooks from `-c` must be trusted or the TUI stops on "Hooks need
-//!   review"; lab passes `--dangerously-bypass-hook-trust` (see the crate docs for why
-//!   not a per-run `CODEX_HOME` overlay).
+//!   review"; lab trusts **its own hooks only**, for this run only, by passing their
+//!   trust records on the command line too ([`trust_override`]): codex merges
+//!   `hooks.state` from the user's config and the session flags, never from a project's
+//!   config. Any other hook codex has not seen reviewed (a cloned repository's
+//!   `.codex/config.toml`, an unreviewed one of the user's) keeps codex's "Hooks need
+//!   review" screen, which lab shows as a card ([`crate::screen`]). No
+//!   `--dangerously-bypass-hook-trust`: it runs every untrusted hook.
 //! - Model provider, base URL, API keys, sandbox and approval defaults: the user's
 //!   `$CODEX_HOME/config.toml` and the run's environment (lab.toml `[providers.codex]
 //!   env`). Nothing about them is hard-coded here. No environment is added.
@@ -40,10 +46,15 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
     if req.program.is_empty() {
         return Err("no program to run (expected the path of `codex`)".into());
     }
-    let mut argv = vec![req.program.clone(), "--no-daemon".into(), "--dangerously-bypass-hook-trust".into()];
-    for (event, commands) in hooks_by_event(&req)? {
+    let mut argv = vec![req.program.clone(), "--no-daemon".into()];
+    let hooks = hooks_by_event(&req)?;
+    for (event, commands) in &hooks {
         argv.push("-c".into());
-        argv.push(hook_override(&event, &commands));
+        argv.push(hook_override(event, commands));
+    }
+    if !hooks.is_empty() {
+        argv.push("-c".into());
+        argv.push(trust_override(&hooks));
     }
     argv.extend(mode_flags(req.permission_mode.as_deref())?.iter().map(|s| s.to_string()));
     if !req.prompt.is_empty() {
@@ -81,6 +92,57 @@ pub fn hook_override(event: &str, commands: &[String]) -> String {
         .map(|c| format!("{{type=\"command\",command={},timeout={HOOK_TIMEOUT_SECS}}}", toml_str(c)))
         .collect();
     format!("hooks.{event}=[{{hooks=[{}]}}]", hooks.join(","))
+}
+
+/// The source codex gives hooks from `-c` (its session-flags layer) in their keys.
+pub const SESSION_FLAGS_SOURCE: &str = "/<session-flags>/config.toml";
+
+/// `hooks.state={"<key>"={trusted_hash="sha256:…"}, …}`: the trust record of each of
+/// lab's handlers, keyed as codex keys them (`<source>:<event_label>:<group>:<handler>`;
+/// lab passes one group per event). Codex compares the hash with the one it computes
+/// from the handler it loaded; a changed command is untrusted again.
+pub fn trust_override(hooks: &[(String, Vec<String>)]) -> String {
+    let mut entries = Vec::new();
+    for (event, commands) in hooks {
+        let label = event_label(event);
+        for (i, command) in commands.iter().enumerate() {
+            let key = format!("{SESSION_FLAGS_SOURCE}:{label}:0:{i}");
+            entries.push(format!("{}={{trusted_hash={}}}", toml_str(&key), toml_str(&trust_hash(&label, command))));
+        }
+    }
+    format!("hooks.state={{{}}}", entries.join(","))
+}
+
+/// Codex's name for an event in keys and hashes: `PermissionRequest` → `permission_request`.
+pub fn event_label(event: &str) -> String {
+    let mut out = String::with_capacity(event.len() + 4);
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Codex's `trusted_hash` of one command handler as lab declares it (no matcher, no
+/// status message, synchronous, [`HOOK_TIMEOUT_SECS`]): SHA-256 of the handler's
+/// normalised identity as compact JSON with sorted keys (pinned against `hooks/list`
+/// of 0.169.0 and 0.171.0: testdata/hooks-list-0.171.0.json).
+pub fn trust_hash(event_label: &str, command: &str) -> String {
+    use sha2::Digest;
+    let identity = format!(
+        r#"{{"event_name":{},"hooks":[{{"async":false,"command":{},"timeout":{HOOK_TIMEOUT_SECS},"type":"command"}}]}}"#,
+        serde_json::Value::from(event_label),
+        serde_json::Value::from(command),
+    );
+    let digest = sha2::Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// A TOML basic string.
@@ -143,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn argv_has_no_daemon_hook_bypass_hooks_and_the_prompt_last() {
+    fn argv_has_no_daemon_hooks_their_trust_and_the_prompt_last() {
         let spec = launch(req(
             "hello",
             None,
@@ -159,14 +221,21 @@ mod tests {
             [
                 "/bin/codex",
                 "--no-daemon",
-                "--dangerously-bypass-hook-trust",
                 "-c",
                 r#"hooks.SessionStart=[{hooks=[{type="command",command="/lab hook s",timeout=30},{type="command",command="/lab hook \"x\"\\y",timeout=30}]}]"#,
                 "-c",
                 r#"hooks.PermissionRequest=[{hooks=[{type="command",command="/lab hook 'p q'",timeout=30}]}]"#,
+                "-c",
+                &format!(
+                    r#"hooks.state={{"/<session-flags>/config.toml:session_start:0:0"={{trusted_hash="{}"}},"/<session-flags>/config.toml:session_start:0:1"={{trusted_hash="{}"}},"/<session-flags>/config.toml:permission_request:0:0"={{trusted_hash="{}"}}}}"#,
+                    trust_hash("session_start", "/lab hook s"),
+                    trust_hash("session_start", "/lab hook \"x\"\\y"),
+                    trust_hash("permission_request", "/lab hook 'p q'"),
+                ),
                 "hello",
             ]
         );
+        assert!(!spec.argv.iter().any(|a| a.contains("bypass")), "no hook-trust bypass: {:?}", spec.argv);
         assert_eq!(spec.transcript, TranscriptLocation::FromSessionInfo);
         assert_eq!(spec.session_id, None);
         assert!(spec.env.is_empty());
@@ -174,7 +243,7 @@ mod tests {
 
     #[test]
     fn modes_map_to_codex_flags() {
-        let argv = |m| launch(req("p", Some(m), vec![])).unwrap().argv[3..].to_vec();
+        let argv = |m| launch(req("p", Some(m), vec![])).unwrap().argv[2..].to_vec();
         assert_eq!(argv("default"), ["p"]);
         assert_eq!(argv(" "), ["p"]);
         assert_eq!(argv("read-only"), ["-s", "read-only", "-a", "on-request", "p"]);
@@ -189,11 +258,33 @@ mod tests {
 
     #[test]
     fn prompt_edge_cases() {
-        assert_eq!(launch(req("-x", None, vec![])).unwrap().argv[3..], ["--", "-x"]);
-        assert_eq!(launch(req("", None, vec![])).unwrap().argv.len(), 3, "empty: the host types it");
+        assert_eq!(launch(req("-x", None, vec![])).unwrap().argv[2..], ["--", "-x"]);
+        assert_eq!(launch(req("", None, vec![])).unwrap().argv.len(), 2, "empty: the host types it");
         assert!(launch(req("  ", None, vec![])).is_err());
         assert!(launch(req("p", None, vec![hook("Bad Event", "c")])).is_err());
         assert!(launch(req("p", None, vec![hook("Stop", " ")])).is_err());
+    }
+
+    /// The hashes codex 0.171.0 computed for these handlers (`codex app-server`
+    /// `hooks/list`, recorded in testdata; 0.169.0 gives the same): lab's trust records
+    /// match them, so codex runs lab's hooks with no review screen.
+    #[test]
+    fn trust_hashes_are_the_ones_codex_computes() {
+        let list: serde_json::Value =
+            serde_json::from_str(include_str!("../testdata/hooks-list-0.171.0.json")).unwrap();
+        let hooks = list["result"]["data"][0]["hooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 4);
+        for h in hooks {
+            assert_eq!(h["timeoutSec"], HOOK_TIMEOUT_SECS);
+            let key = h["key"].as_str().unwrap();
+            let label = key.strip_prefix(SESSION_FLAGS_SOURCE).unwrap().split(':').nth(1).unwrap();
+            let event = h["eventName"].as_str().unwrap();
+            let event = format!("{}{}", event[..1].to_ascii_uppercase(), &event[1..]);
+            assert_eq!(event_label(&event), label, "{key}");
+            assert_eq!(trust_hash(label, h["command"].as_str().unwrap()), h["currentHash"].as_str().unwrap(), "{key}");
+        }
+        assert_eq!(event_label("PostToolUse"), "post_tool_use");
+        assert_eq!(event_label("Stop"), "stop");
     }
 
     #[test]

@@ -7,22 +7,22 @@
 //!
 //! | module | what | docs/providers/codex/compat.md |
 //! |---|---|---|
-//! | [`launch`] | argv (`--no-daemon`, hook trust, `-c hooks.<Event>`, mode flags, prompt last) | Launch, Hooks |
+//! | [`launch`] | argv (`--no-daemon`, `-c hooks.<Event>`, their `hooks.state` trust, mode flags, prompt last) | Launch, Hooks |
 //! | [`rollout`] | rollout JSONL → messages, turn signals, session id, diagnostics | Rollout |
 //! | [`hooks`] | the hook bindings; SessionStart → session facts; PermissionRequest → permission dialog | Hooks |
 //! | [`answer`] | keys for the approval prompt (`y` / `p` / Esc, No + feedback, after a 0.5 s settle) and the trust screen; is-drawn | Approval prompt |
-//! | [`screen`] | the folder-trust screen → a generic dialog | Trust screen |
+//! | [`screen`] | the folder-trust and hooks-review screens → generic dialogs | Trust screen |
 //!
 //! Decisions (docs/providers/codex/compat.md, "What the provider relies on"):
 //!
-//! - **Hook trust**: `--dangerously-bypass-hook-trust`, not a per-run `CODEX_HOME`
-//!   overlay. Pre-seeding trust needs a `trusted_hash` that only `codex app-server`
-//!   (`hooks/list`) computes, and an overlay would move the rollouts, rules and login
-//!   away from the user's `CODEX_HOME`. The flag's cost: hooks the user has not
-//!   reviewed (their own config's, a project's) run too in lab's runs.
+//! - **Hook trust**: lab's own hooks only, for the run only: their `trusted_hash`
+//!   records go on the command line next to them ([`launch::trust_override`]); nothing
+//!   is written to the user's `CODEX_HOME`. Any other untrusted hook (a repository's,
+//!   the user's unreviewed ones) keeps codex's "Hooks need review" screen. Not
+//!   `--dangerously-bypass-hook-trust`, which runs them all unasked.
 //! - **Screens**: codex asks whether to trust a git repository its config does not
-//!   list; that screen is a generic dialog ([`screen`]). With the bypass flag the
-//!   "Hooks need review" screen does not show.
+//!   list, and whether to trust hooks it has not seen reviewed; both are generic
+//!   dialogs ([`screen`]).
 //! - **Permission modes**: [`PERMISSION_MODES`], mapped to `-s`/`-a` flags in
 //!   [`launch`]; `default` passes none (the user's config decides).
 //! - **Dialog mapper**: codex's approvals are not tool calls in the rollout (there is
