@@ -3,6 +3,7 @@
 //! request, routes and fallback alike.
 
 pub mod auth;
+pub mod cors;
 pub mod guard;
 pub mod headers;
 pub mod refusals;
@@ -115,9 +116,11 @@ pub struct Edge {
 
 /// The whole service. Layers, outermost first: [`headers`] (CSP, no framing, no
 /// sniffing, on every answer), [`json_errors`] (every error is lab's JSON, every 500 is
-/// logged), [`guard`], [`auth`], the body limit, then the routes.
+/// logged), [`cors`] (the allowed origins' header), [`guard`] (which answers their
+/// preflights), [`auth`], the body limit, then the routes.
 /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
+    let policy = Arc::new(edge.policy);
     let login = Router::new()
         .route("/login", get(auth::login_with_code).post(auth::login_with_token))
         .with_state(edge.access.clone());
@@ -126,7 +129,8 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
         .layer(from_fn_with_state(edge.access, auth::require))
-        .layer(from_fn_with_state(Arc::new(edge.policy), guard_requests))
+        .layer(from_fn_with_state(policy.clone(), guard_requests))
+        .layer(from_fn_with_state(policy, cors::layer))
         .layer(from_fn(json_errors))
         .layer(from_fn(headers::harden))
 }
@@ -189,6 +193,7 @@ async fn guard_requests(State(policy): State<Arc<guard::Policy>>, req: Request, 
         content_length: h.get(header::CONTENT_LENGTH).map(text),
     };
     match guard::check(&policy, &facts) {
+        Ok(()) if cors::is_preflight(&policy, &req) => cors::preflight_response(),
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             refusals::log(true, &remote_addr(&req), req.method().as_str(), req.uri().path(), refusal.code());

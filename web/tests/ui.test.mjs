@@ -1511,3 +1511,72 @@ describe("phone-sized UI (390×844, touch)", () => {
     await phoneShot(page, "phone-permission-card");
   });
 });
+
+// ------------------------------------------------------------------ another origin
+
+/** A page server on a free loopback port: `/` is a blank HTML page. Closed on t. */
+async function startPageServer(t) {
+  const http = await import("node:http");
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end("<!doctype html><title>other UI</title><p>another origin");
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise((r) => server.close(r)));
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
+describe("a UI served from another origin", () => {
+  // `--allowed-origin` names a UI served elsewhere. Before, its browser's CORS
+  // preflight got 405 and no request with the token was ever sent; now the allowed
+  // origin reads lab's answers (a list, a created run, lab's JSON error) with its bearer
+  // token, and any other origin still reads nothing.
+  test("calls lab's API with fetch and its token; another origin cannot", { timeout: TEST_TIMEOUT }, async (t) => {
+    if (skipReason) { t.skip(skipReason); return; }
+    const allowed = await startPageServer(t);
+    const other = await startPageServer(t);
+    const world = await startWorld(t, { steps: [{ say: "Hello from the other UI's run." }, { idle: {} }] }, ["--allowed-origin", allowed]);
+    try {
+      const call = (page) => page.evaluate(async ({ lab, token, workdir }) => {
+        const auth = { authorization: `Bearer ${token}` };
+        const out = {};
+        try {
+          const list = await fetch(`${lab}runs`, { headers: auth });
+          out.list = { status: list.status, body: await list.json() };
+          const made = await fetch(`${lab}runs`, {
+            method: "POST",
+            headers: { ...auth, "content-type": "application/json" },
+            body: JSON.stringify({ provider: "claude-code", workdir, prompt: "go" }),
+          });
+          out.made = { status: made.status, body: await made.json() };
+          const bad = await fetch(`${lab}runs/nope`, { headers: auth });
+          out.bad = { status: bad.status, body: await bad.json() };
+        } catch (e) {
+          out.error = String(e);
+        }
+        return out;
+      }, { lab: world.url, token: world.token, workdir: world.workdir });
+
+      const page = await openPage(t, `${allowed}/`);
+      const got = await call(page);
+      assert.equal(got.error, undefined, `the allowed origin's fetch failed: ${JSON.stringify(got)}`);
+      assert.equal(got.list.status, 200);
+      assert.deepEqual(got.list.body, []);
+      assert.equal(got.made.status, 201, JSON.stringify(got.made));
+      assert.ok(got.made.body.id, JSON.stringify(got.made));
+      assert.equal(got.bad.status, 404);
+      assert.equal(got.bad.body.error, "run_not_found", JSON.stringify(got.bad));
+      await world.waitView(got.made.body.id, (v) => v.messages.some((m) => m.role === "assistant"), "the run made from the other UI answers");
+
+      const foreign = await openPage(t, `${other}/`);
+      const refused = await call(foreign);
+      assert.match(refused.error || "", /Failed to fetch/, `another origin read an answer: ${JSON.stringify(refused)}`);
+      const runs = await world.api("GET", "/runs");
+      assert.equal(runs.body.length, 1, "the foreign page started no run");
+    } catch (e) {
+      world.failed = true;
+      e.message = `${e.message}\n${world.diagnostics()}`;
+      throw e;
+    }
+  });
+});

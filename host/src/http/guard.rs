@@ -167,7 +167,8 @@ pub fn origin_allowed(policy: &Policy, host: &str, origin: &str) -> bool {
     configured_origin(policy, origin) || own_origin(host, origin)
 }
 
-fn configured_origin(policy: &Policy, origin: &str) -> bool {
+/// Is `origin` one the operator allowed (`--allowed-origin`)?
+pub fn configured_origin(policy: &Policy, origin: &str) -> bool {
     let Some(o) = parse_origin(origin) else { return false };
     policy.allowed_origins.iter().filter_map(|a| parse_origin(a)).any(|a| a == o)
 }

@@ -611,6 +611,48 @@ fn require_token_on_loopback_and_operator_allowed_hosts_and_origins() {
     ] {
         assert_eq!(send(port, "GET", "/runs", &headers, &Value::Null).status, status, "{headers:?}");
     }
+
+    // A browser on the allowed origin can use it: its preflight (no token, as browsers
+    // send it) is answered, and every answer names the origin, errors too. Before,
+    // the preflight got 405 and the browser never sent the request.
+    use_token(None);
+    let preflight = |origin: &str| {
+        raw(
+            port,
+            "OPTIONS",
+            "/runs",
+            &[
+                ("Host", host.as_str()),
+                ("Origin", origin),
+                ("Sec-Fetch-Site", "cross-site"),
+                ("Access-Control-Request-Method", "POST"),
+                ("Access-Control-Request-Headers", "authorization,content-type"),
+            ],
+            b"",
+        )
+    };
+    let r = preflight("https://ui.example");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("access-control-allow-origin"), Some("https://ui.example"));
+    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST, HEAD"));
+    assert_eq!(r.header("access-control-allow-headers"), Some("authorization, content-type, last-event-id"));
+    assert_eq!(r.header("access-control-max-age"), Some("600"));
+    assert_eq!(r.header("access-control-allow-credentials"), None, "the cookie never travels cross-origin");
+    let r = preflight("https://other.example");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let from_ui = [("Host", host.as_str()), ("Origin", "https://ui.example"), ("Sec-Fetch-Site", "cross-site")];
+    let r = raw(port, "GET", "/runs", &from_ui, b"");
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (401, Some("https://ui.example")), "{}", r.text());
+    let with_token: Vec<(&str, &str)> = from_ui.iter().copied().chain([("Authorization", bearer.as_str())]).collect();
+    let r = raw(port, "GET", "/runs", &with_token, b"");
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, Some("https://ui.example")), "{}", r.text());
+    assert!(r.headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("vary") && v.contains("Origin")), "{:?}", r.headers);
+    let own = [("Host", host.as_str()), ("Authorization", bearer.as_str())];
+    let r = raw(port, "GET", "/runs", &own, b"");
+    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, None), "lab's own pages need no CORS");
+    let r = raw(port, "OPTIONS", "/runs", &own, b"");
+    assert_eq!(r.status, 405, "a plain OPTIONS is routed: {}", r.text());
     drop(lab);
 
     // The same from lab.toml's [serve] table.
