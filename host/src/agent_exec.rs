@@ -4,13 +4,16 @@
 //! environment (lab serve's, plus the provider's `env` from lab.toml — API keys among
 //! them) — never on tmux's command line, where `ps` would show it, tmux's
 //! command-length limit would cut it and tmux would expand formats (`#(…)`) in it.
-//! This reads the file, deletes it, changes into the workdir (and checks that it got
+//! This reads the file (only if it is lab's: a regular 0600 file of lab's user in a
+//! 0700 directory of lab's user, never through a symlink; otherwise it runs nothing),
+//! deletes it, changes into the workdir (and checks that it got
 //! there), and execs the agent with exactly that environment plus `PWD` (the workdir)
 //! and the pane's own `TERM`, `COLORTERM`. Never `TMUX` or `TMUX_PANE`, neither the
 //! pane's (lab's server) nor lab serve's own: with them, a `tmux kill-server` (or any
 //! tmux command) in whatever the agent runs would reach lab's server and every run on
 //! it. Like `lab hook`, it loads nothing else.
 
+use crate::fsutil::{self, Kind, OwnerFacts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -47,6 +50,41 @@ impl LaunchFile {
     }
 }
 
+/// The largest launch file read (the first prompt is in it).
+pub const LAUNCH_FILE_CAP: usize = 16 * 1024 * 1024;
+
+/// Why a launch file (or its directory) is not one only `lab serve` could have written:
+/// a symlink or special file, another user's, or open to group or others (lab writes
+/// it 0600 in its 0700 `runtime/`). `None`: trusted.
+pub fn launch_file_untrusted(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<String> {
+    fsutil::untrusted(facts, kind, euid).or_else(|| {
+        (facts.mode() & 0o077 != 0).then(|| format!("group or others may use it (mode {:04o})", facts.mode() & 0o7777))
+    })
+}
+
+/// Read the launch file, if it is lab's ([`launch_file_untrusted`], for it and its
+/// directory): opened without following a symlink or blocking on a FIFO, checked on
+/// what was opened.
+pub fn read_launch_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let euid = fsutil::euid();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("its directory: {e}"))?;
+    if let Some(why) = launch_file_untrusted(&meta, Kind::Dir, euid) {
+        return Err(format!("its directory {} is not lab's: {why}", dir.display()));
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { "it is a symlink".into() } else { e.to_string() })?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if let Some(why) = launch_file_untrusted(&meta, Kind::File, euid) {
+        return Err(format!("it is not lab's: {why}"));
+    }
+    fsutil::read_capped(f, LAUNCH_FILE_CAP).map_err(|e| e.to_string())
+}
+
 /// Change into `dir` and check that the working directory now is that directory (the
 /// same file: device and inode), so the agent never starts anywhere else.
 pub fn enter_workdir(dir: &str) -> Result<(), String> {
@@ -67,7 +105,7 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let launch = std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| LaunchFile::parse(&b));
+    let launch = read_launch_file(Path::new(file)).and_then(|b| LaunchFile::parse(&b));
     let _ = std::fs::remove_file(file);
     let launch = match launch {
         Ok(l) => l,
@@ -114,5 +152,27 @@ mod tests {
         ] {
             assert!(LaunchFile::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    struct F(u32, u32);
+    impl OwnerFacts for F {
+        fn uid(&self) -> u32 {
+            self.0
+        }
+        fn mode(&self) -> u32 {
+            self.1
+        }
+    }
+
+    #[test]
+    fn only_lab_s_private_launch_file_is_trusted() {
+        let (me, reg, dir) = (1000, libc::S_IFREG, libc::S_IFDIR);
+        assert_eq!(launch_file_untrusted(&F(me, reg | 0o600), Kind::File, me), None);
+        assert_eq!(launch_file_untrusted(&F(me, dir | 0o700), Kind::Dir, me), None);
+        assert!(launch_file_untrusted(&F(me, reg | 0o644), Kind::File, me).unwrap().contains("mode 0644"));
+        assert!(launch_file_untrusted(&F(me, dir | 0o1777), Kind::Dir, me).unwrap().contains("writable"));
+        assert!(launch_file_untrusted(&F(me, dir | 0o750), Kind::Dir, me).unwrap().contains("mode 0750"));
+        assert!(launch_file_untrusted(&F(1001, reg | 0o600), Kind::File, me).unwrap().contains("uid 1001"));
+        assert!(launch_file_untrusted(&F(me, libc::S_IFIFO | 0o600), Kind::File, me).is_some());
     }
 }

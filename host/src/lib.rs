@@ -21,6 +21,7 @@ pub mod hook;
 pub mod http;
 pub mod model;
 pub mod notify;
+pub mod ownership;
 pub mod paths;
 pub mod runs;
 pub mod scaffold;

@@ -106,14 +106,26 @@ impl Home {
     /// of lab's own files in the home (the registry, the log, the token: 0600). Compile-cache
     /// entries are not fixed here: one that was ever writable by others is not
     /// trusted, it is recompiled (see the component cache).
+    ///
+    /// First, nobody else may be able to plant files in it ([`crate::ownership`]): the
+    /// way to the home, the home, lab's directories and files in it, `lab.toml`. A
+    /// violation is an error naming the path and what is wrong, and lab does not start.
     pub fn prepare(&self) -> anyhow::Result<()> {
+        use crate::fsutil::Kind;
+        use crate::ownership;
         use anyhow::Context as _;
+        ownership::check_home(&self.root).map_err(anyhow::Error::msg)?;
+        for dir in &self.private_dirs()[1..] {
+            ownership::check_own(dir, Kind::Dir).map_err(anyhow::Error::msg)?;
+        }
         for dir in self.private_dirs() {
             fsutil::private_dir(&dir).with_context(|| format!("making {} private (0700)", dir.display()))?;
         }
         for file in [self.registry(), self.log_file(), self.root.join("token")] {
+            ownership::check_own(&file, Kind::File).map_err(anyhow::Error::msg)?;
             fsutil::set_mode(&file, 0o600).with_context(|| format!("making {} private (0600)", file.display()))?;
         }
+        ownership::check_operator(&self.config_file(), Kind::File).map_err(anyhow::Error::msg)?;
         Ok(())
     }
     pub fn tmux_socket(&self) -> PathBuf {

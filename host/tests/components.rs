@@ -147,6 +147,34 @@ fn a_dropped_in_component_replaces_the_bundled_one_of_the_same_name() {
     assert_eq!(set.loaded.len(), lab::components::BUNDLED.len());
 }
 
+/// A component another user could have written (the file or `providers/` writable by
+/// group or others) is never loaded: the bundled provider stays, and the failure says
+/// why. Before, any readable `.wasm` there was loaded.
+#[test]
+fn a_component_others_could_write_is_not_loaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("providers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("my-claude.wasm");
+    std::fs::copy(fixtures::CLAUDE_CODE, &file).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let set = ProviderSet::load_all(&host(None), &dir);
+    assert_eq!(set.get("claude-code").unwrap().0.source, Source::Bundled("claude-code"));
+    assert_eq!(set.failed.len(), 1, "{:?}", set.failed.iter().map(|f| &f.error).collect::<Vec<_>>());
+    assert!(set.failed[0].error.contains("writable by group or others (mode 0666)"), "{}", set.failed[0].error);
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let set = ProviderSet::load_all(&host(None), &dir);
+    assert_eq!(set.get("claude-code").unwrap().0.source, Source::Bundled("claude-code"));
+    assert!(set.failed[0].error.contains("providers: it is writable by group or others"), "{}", set.failed[0].error);
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = ProviderSet::load_all(&host(None), &dir);
+    assert_eq!(set.get("claude-code").unwrap().0.source, Source::File(file), "the operator's own loads");
+}
+
 #[test]
 fn the_compile_cache_hits_and_misses_on_change() {
     let cache = tempfile::tempdir().unwrap();

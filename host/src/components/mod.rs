@@ -330,6 +330,14 @@ impl ProviderSet {
                 Err(e) => failed.push(LoadFailure { source: Source::Bundled(name), error: format!("{e:#}") }),
             }
         }
+        // Components another user could have written or replaced are never loaded.
+        if let Err(error) = crate::ownership::check_operator(providers_dir, crate::fsutil::Kind::Dir) {
+            failed.push(LoadFailure { source: Source::File(providers_dir.to_path_buf()), error });
+            for f in &failed {
+                tracing::warn!(component = %f.source, error = %f.error, "skipped a provider component");
+            }
+            return ProviderSet { loaded, failed };
+        }
         let mut files: Vec<PathBuf> = match std::fs::read_dir(providers_dir) {
             Ok(rd) => rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -339,6 +347,10 @@ impl ProviderSet {
         };
         files.sort();
         for path in files {
+            if let Err(error) = crate::ownership::check_operator(&path, crate::fsutil::Kind::File) {
+                failed.push(LoadFailure { source: Source::File(path.clone()), error });
+                continue;
+            }
             match host.load_file(&path) {
                 Ok((facts, handle)) => {
                     if let Some(i) = loaded.iter().position(|(f, _)| f.info.name == facts.info.name) {

@@ -416,3 +416,100 @@ fn a_runaway_hook_payload_writes_nothing() {
     assert!(!writer.join().unwrap(), "the hook read everything instead of stopping at its limit");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written, no temp file");
 }
+
+/// A home another local user could plant files in is refused at start, saying which
+/// path and why: under a directory others may write that is not sticky, with
+/// `runtime/` (or another of lab's directories) a symlink, or with a `lab.toml` others
+/// may write (it names the agent's program). Before, lab started on each of them.
+#[test]
+fn a_home_others_could_plant_files_in_is_refused_at_start() {
+    let d = tempfile::tempdir().unwrap();
+    let shared = d.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, err) = serve_expecting_exit(&shared.join("h"));
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains(&format!("{} cannot hold lab's home", shared.display())) && err.contains("not sticky"),
+        "{err}"
+    );
+    assert!(!shared.join("h").exists(), "nothing was created there");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+
+    let w = World::new();
+    w.use_fake_claude(&idle_script());
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.home.join("runtime")).unwrap();
+    let (code, err) = serve_expecting_exit(&w.home);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("runtime: it is a symlink"), "{err}");
+    std::fs::remove_file(w.home.join("runtime")).unwrap();
+
+    let config = w.home.join("lab.toml");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (code, err) = serve_expecting_exit(&w.home);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("lab.toml: it is writable by group or others (mode 0666)"), "{err}");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    // Fixed, the same home serves.
+    let lab = w.serve();
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    lab.wait_state(&id, "idle");
+}
+
+/// `lab agent-exec` runs only a launch file `lab serve` could have written: a 0600
+/// regular file of lab's user in a 0700 directory of lab's user. A symlink, a file
+/// others may read or write, one in a directory others may use (or, run as root,
+/// another user's) runs nothing. Before, it ran whatever file was at the path.
+#[test]
+fn agent_exec_runs_only_lab_s_own_launch_file() {
+    let d = tempfile::tempdir().unwrap();
+    let runtime = d.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let marker = d.path().join("ran");
+    let launch = serde_json::to_vec(&json!({
+        "argv": ["/bin/sh", "-c", format!("touch {}", marker.display())],
+        "workdir": d.path(),
+        "env": {"PATH": "/usr/bin:/bin"},
+    }))
+    .unwrap();
+    let exec = |file: &Path| {
+        let out =
+            Command::new(LAB).args(["agent-exec", "--launch-file"]).arg(file).stdin(Stdio::null()).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let write = |name: &str, mode: u32| {
+        let p = runtime.join(name);
+        std::fs::write(&p, &launch).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    };
+    let refused = |file: &Path, why: &str| {
+        let (code, err) = exec(file);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(why), "{why}: {err}");
+        assert!(!marker.exists(), "{} ran", file.display());
+    };
+    refused(&write("open.launch.json", 0o644), "mode 0644");
+    let target = write("target.launch.json", 0o600);
+    let link = runtime.join("link.launch.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    refused(&link, "symlink");
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = write("theirs.launch.json", 0o600);
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        refused(&theirs, "owned by uid 65534");
+    }
+    let file = write("ok.launch.json", 0o600);
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o770)).unwrap();
+    refused(&file, "mode 0770");
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let file = write("ok.launch.json", 0o600);
+    let (code, err) = exec(&file);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(marker.exists(), "lab's own launch file runs");
+    assert!(!file.exists(), "and is deleted");
+}

@@ -1,0 +1,197 @@
+//! Who could have written a path lab trusts: lab's home and everything in it (the
+//! runtime files, the registry, the token, `lab.toml`, `providers/*.wasm`) must be out
+//! of every other local user's reach, or one of them could plant a configuration that
+//! points an agent at their program, a provider component, or a launch file.
+//!
+//! The rules (OpenSSH's `StrictModes`, applied to lab's home):
+//!
+//! - every directory on the home's real path is owned by lab's user or root, and one
+//!   that group or others may write is sticky (`/tmp`): nobody else can rename the home
+//!   or what leads to it;
+//! - a symlink on the way there is lab's user's or root's;
+//! - the home itself is lab's user's directory;
+//! - lab's own directories and files in it are real directories and files of lab's
+//!   user, never symlinks;
+//! - the operator's files (`lab.toml`, `providers/` and its components) are lab's
+//!   user's or root's and writable by nobody else.
+//!
+//! The decisions are pure ([`chain_dir`], [`own_entry`], [`operator_file`]) over the
+//! facts of `lstat`/`stat` ([`crate::fsutil::OwnerFacts`]); the walks do the I/O.
+
+use crate::fsutil::{self, Kind, OwnerFacts};
+use std::path::{Path, PathBuf};
+
+const ROOT: u32 = 0;
+
+/// A directory on the real path to the home (not the home itself).
+pub fn chain_dir(facts: &impl OwnerFacts, euid: u32) -> Option<String> {
+    if facts.mode() & libc::S_IFMT != libc::S_IFDIR {
+        return Some("it is not a directory".into());
+    }
+    if facts.uid() != euid && facts.uid() != ROOT {
+        return Some(format!("it is owned by uid {}, neither lab's uid {euid} nor root", facts.uid()));
+    }
+    if facts.mode() & 0o022 != 0 && facts.mode() & libc::S_ISVTX == 0 {
+        return Some(format!(
+            "group or others may write it and it is not sticky (mode {:04o}): they could replace what is in it",
+            facts.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// One of lab's own directories or files in its home (or the home itself): the right
+/// kind, never a symlink, lab's user's. Its mode lab sets itself.
+pub fn own_entry(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<String> {
+    match fsutil::untrusted(facts, kind, euid) {
+        Some(why) if why.starts_with("it is writable") => None,
+        other => other,
+    }
+}
+
+/// An operator's file lab loads (`lab.toml`, a component, `providers/`): lab's user's
+/// or root's, writable by nobody else.
+pub fn operator_file(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<String> {
+    let owner = if facts.uid() == ROOT { euid } else { facts.uid() };
+    fsutil::untrusted(&Facts { uid: owner, mode: facts.mode() }, kind, euid)
+}
+
+struct Facts {
+    uid: u32,
+    mode: u32,
+}
+
+impl OwnerFacts for Facts {
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn mode(&self) -> u32 {
+        self.mode
+    }
+}
+
+/// Check the way to lab's home `home` (absolute; it may not exist yet) and the home
+/// itself when it exists. The error names the path and what is wrong with it.
+pub fn check_home(home: &Path) -> Result<(), String> {
+    let euid = fsutil::euid();
+    let bad = |p: &Path, why: String| format!("{} cannot hold lab's home: {why}", p.display());
+    // Symlinks on the given path: only lab's user's or root's.
+    let mut prefix = PathBuf::new();
+    for comp in home.components() {
+        prefix.push(comp);
+        match std::fs::symlink_metadata(&prefix) {
+            Ok(m) if m.file_type().is_symlink() && OwnerFacts::uid(&m) != euid && OwnerFacts::uid(&m) != ROOT => {
+                return Err(bad(&prefix, format!("it is a symlink owned by uid {}", OwnerFacts::uid(&m))));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) => return Err(bad(&prefix, e.to_string())),
+        }
+    }
+    // The real path: the home if it exists, else its nearest existing ancestor.
+    let existing = home.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
+    let real = std::fs::canonicalize(existing).map_err(|e| bad(existing, e.to_string()))?;
+    let home_exists = existing == home;
+    for dir in real.ancestors() {
+        let m = std::fs::metadata(dir).map_err(|e| bad(dir, e.to_string()))?;
+        let why = if home_exists && dir == real { own_entry(&m, Kind::Dir, euid) } else { chain_dir(&m, euid) };
+        if let Some(why) = why {
+            return Err(bad(dir, why));
+        }
+    }
+    Ok(())
+}
+
+/// Check one of lab's own entries in its home, if it exists (`lstat`: a symlink is
+/// refused, not followed).
+pub fn check_own(path: &Path, kind: Kind) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => match own_entry(&m, kind, fsutil::euid()) {
+            Some(why) => Err(format!("{}: {why}; lab keeps its state only in its own files", path.display())),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Check an operator's file or directory lab is about to load, if it exists (a
+/// symlink is followed: what counts is the file it reaches).
+pub fn check_operator(path: &Path, kind: Kind) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(m) => match operator_file(&m, kind, fsutil::euid()) {
+            Some(why) => Err(format!(
+                "{}: {why}; another user could change what lab loads (fix it with chmod go-w, or chown)",
+                path.display()
+            )),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(uid: u32, mode: u32) -> Facts {
+        Facts { uid, mode }
+    }
+    const DIR: u32 = libc::S_IFDIR;
+    const REG: u32 = libc::S_IFREG;
+    const LNK: u32 = libc::S_IFLNK;
+
+    #[test]
+    fn the_chain_to_the_home_is_root_s_or_lab_s_and_sticky_where_shared() {
+        let me = 1000;
+        assert_eq!(chain_dir(&f(0, DIR | 0o755), me), None, "/home");
+        assert_eq!(chain_dir(&f(me, DIR | 0o700), me), None, "~");
+        assert_eq!(chain_dir(&f(0, DIR | 0o1777), me), None, "/tmp: sticky");
+        assert!(chain_dir(&f(0, DIR | 0o777), me).unwrap().contains("not sticky"));
+        assert!(chain_dir(&f(me, DIR | 0o775), me).unwrap().contains("mode 0775"));
+        assert!(chain_dir(&f(1001, DIR | 0o755), me).unwrap().contains("uid 1001"));
+        assert!(chain_dir(&f(me, REG | 0o600), me).is_some());
+    }
+
+    #[test]
+    fn lab_s_own_entries_are_its_own_real_files() {
+        let me = 1000;
+        assert_eq!(own_entry(&f(me, DIR | 0o700), Kind::Dir, me), None);
+        assert_eq!(own_entry(&f(me, DIR | 0o777), Kind::Dir, me), None, "lab fixes the mode itself");
+        assert!(own_entry(&f(me, LNK | 0o777), Kind::Dir, me).unwrap().contains("symlink"));
+        assert!(own_entry(&f(0, DIR | 0o700), Kind::Dir, me).unwrap().contains("uid 0"));
+        assert!(own_entry(&f(1001, REG | 0o600), Kind::File, me).unwrap().contains("uid 1001"));
+    }
+
+    #[test]
+    fn operator_files_are_writable_by_their_owner_only() {
+        let me = 1000;
+        assert_eq!(operator_file(&f(me, REG | 0o644), Kind::File, me), None);
+        assert_eq!(operator_file(&f(0, REG | 0o644), Kind::File, me), None, "installed by root");
+        assert!(operator_file(&f(me, REG | 0o666), Kind::File, me).unwrap().contains("writable"));
+        assert!(operator_file(&f(0, REG | 0o664), Kind::File, me).unwrap().contains("writable"));
+        assert!(operator_file(&f(1001, REG | 0o644), Kind::File, me).unwrap().contains("uid 1001"));
+        assert_eq!(operator_file(&f(0, REG | 0o600), Kind::File, 0), None, "root's own");
+    }
+
+    #[test]
+    fn the_walk_refuses_a_shared_non_sticky_parent_and_a_foreign_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(check_home(&d.path().join("h")), Ok(()), "not there yet: its parents are checked");
+        std::fs::create_dir(d.path().join("h")).unwrap();
+        assert_eq!(check_home(&d.path().join("h")), Ok(()));
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = check_home(&shared.join("h")).unwrap_err();
+        assert!(err.contains("shared cannot hold lab's home") && err.contains("not sticky"), "{err}");
+        // Through a symlink of lab's own user: what counts is where it leads.
+        std::os::unix::fs::symlink(d.path().join("h"), d.path().join("link")).unwrap();
+        assert_eq!(check_home(&d.path().join("link")), Ok(()));
+        std::os::unix::fs::symlink(&shared, d.path().join("to-shared")).unwrap();
+        assert!(check_home(&d.path().join("to-shared/h")).unwrap_err().contains("not sticky"));
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+}
