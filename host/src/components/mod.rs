@@ -79,7 +79,8 @@ include!(concat!(env!("OUT_DIR"), "/components.rs"));
 pub struct Limits {
     /// Wall-clock budget of one call into a component.
     pub call_deadline: Duration,
-    /// Largest linear memory a component may grow to.
+    /// Most linear memory one component instance (its store: every core module and
+    /// memory in it) may hold.
     pub memory_bytes: usize,
 }
 
@@ -114,28 +115,80 @@ impl StoreState {
     fn new(memory_bytes: usize) -> Self {
         // Nothing inherited: no env, args, preopens, stdio or network.
         let wasi = WasiCtx::builder().allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false).build();
-        StoreState { wasi, table: ResourceTable::new(), limiter: MemoryLimiter { cap: memory_bytes, hit: false } }
+        StoreState { wasi, table: ResourceTable::new(), limiter: MemoryLimiter::new(memory_bytes) }
     }
 }
 
-/// Refuses memory growth past the cap with an error (which traps the call), and
-/// remembers that it did so the call's error can say why.
+/// Holds a store (one component instance with every core module and memory in it) to
+/// its memory cap: the sum of all its linear memories, not each one, and a bounded
+/// number of instances, memories and tables. Growth past the cap is an error (which
+/// traps the call), remembered so the call's error can say why.
 pub(crate) struct MemoryLimiter {
     cap: usize,
     hit: bool,
+    /// Bytes of linear memory the store holds (every memory's size, summed).
+    used: usize,
+    /// The last growth allowed, taken back if the engine then failed to grow.
+    pending: usize,
+    /// Table elements the store holds (all tables).
+    table_elements: usize,
+}
+
+/// Table elements one store may hold, all tables together.
+pub(crate) const TABLE_ELEMENTS_CAP: usize = 1 << 20;
+/// Core instances, linear memories and tables one store may create (a wit-bindgen
+/// component has a handful of each).
+pub(crate) const INSTANCES_CAP: usize = 100;
+pub(crate) const MEMORIES_CAP: usize = 16;
+pub(crate) const TABLES_CAP: usize = 100;
+
+impl MemoryLimiter {
+    pub(crate) fn new(cap: usize) -> Self {
+        MemoryLimiter { cap, hit: false, used: 0, pending: 0, table_elements: 0 }
+    }
 }
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.cap {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let grow = desired.saturating_sub(current);
+        let total = self.used.saturating_add(grow);
+        if total > self.cap {
             self.hit = true;
-            wasmtime::bail!("memory cap of {} MiB reached (asked for {} MiB)", self.cap >> 20, desired >> 20);
+            wasmtime::bail!(
+                "memory cap of {} MiB reached (the component's memories would hold {} MiB)",
+                self.cap >> 20,
+                total >> 20
+            );
         }
+        self.used = total;
+        self.pending = grow;
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.used -= std::mem::take(&mut self.pending);
+        Ok(())
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.table_elements.saturating_add(desired.saturating_sub(current));
+        if total > TABLE_ELEMENTS_CAP {
+            return Ok(false);
+        }
+        self.table_elements = total;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        INSTANCES_CAP
+    }
+
+    fn tables(&self) -> usize {
+        TABLES_CAP
+    }
+
+    fn memories(&self) -> usize {
+        MEMORIES_CAP
     }
 }
 
@@ -381,5 +434,54 @@ impl ProviderSet {
 
     pub fn get(&self, name: &str) -> Option<&(ComponentFacts, ProviderHandle)> {
         self.loaded.iter().find(|(f, _)| f.info.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A core module with two linear memories (0 pages each) and `a`/`b`:
+    /// `(func (param i32) (result i32) (memory.grow $a|$b (local.get 0)))`.
+    const TWO_MEMORIES: &[u8] = &[
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+        0x01, 0x06, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f, // type: (i32) -> i32
+        0x03, 0x03, 0x02, 0x00, 0x00, // two functions of type 0
+        0x05, 0x05, 0x02, 0x00, 0x00, 0x00, 0x00, // two memories, min 0, no max
+        0x07, 0x09, 0x02, 0x01, b'a', 0x00, 0x00, 0x01, b'b', 0x00, 0x01, // exports a, b
+        0x0a, 0x0f, 0x02, // code: two bodies
+        0x06, 0x00, 0x20, 0x00, 0x40, 0x00, 0x0b, // local.get 0, memory.grow 0
+        0x06, 0x00, 0x20, 0x00, 0x40, 0x01, 0x0b, // local.get 0, memory.grow 1
+    ];
+    const PAGE: i32 = 64 << 10;
+
+    /// The cap holds for the store, all its memories together: two memories of 3 MiB
+    /// each under a 5 MiB cap cannot both grow (each alone is under the cap).
+    #[test]
+    fn the_memory_cap_is_per_store_not_per_memory() {
+        let engine = Engine::default();
+        let module = wasmtime::Module::new(&engine, TWO_MEMORIES).unwrap();
+        let mut store = wasmtime::Store::new(&engine, MemoryLimiter::new(5 << 20));
+        store.limiter(|l| l);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let a = instance.get_typed_func::<i32, i32>(&mut store, "a").unwrap();
+        let b = instance.get_typed_func::<i32, i32>(&mut store, "b").unwrap();
+        let three_mib = (3 << 20) / PAGE;
+        assert_eq!(a.call(&mut store, three_mib).unwrap(), 0, "the first memory grows");
+        let err = b.call(&mut store, three_mib).unwrap_err();
+        assert!(format!("{err:?}").contains("memory cap of 5 MiB reached"), "{err:?}");
+        assert!(store.data().hit);
+        assert_eq!(store.data().used, 3 << 20);
+        assert_eq!(b.call(&mut store, (1 << 20) / PAGE).unwrap(), 0, "what is left of the cap can still be used");
+        assert_eq!(store.data().used, 4 << 20);
+    }
+
+    #[test]
+    fn table_elements_and_counts_are_capped_per_store() {
+        use wasmtime::ResourceLimiter as _;
+        let mut l = MemoryLimiter::new(1 << 20);
+        assert!(l.table_growing(0, TABLE_ELEMENTS_CAP / 2, None).unwrap());
+        assert!(!l.table_growing(0, TABLE_ELEMENTS_CAP / 2 + 1, None).unwrap(), "a second table past the total");
+        assert_eq!((l.instances(), l.memories(), l.tables()), (INSTANCES_CAP, MEMORIES_CAP, TABLES_CAP));
     }
 }
