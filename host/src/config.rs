@@ -4,6 +4,9 @@
 //! [providers.my-agent]
 //! program = "/opt/claude/bin/claude"   # else looked up on PATH
 //! env = { ANTHROPIC_BASE_URL = "http://127.0.0.1:9999" }
+//! pass_env = ["MODEL_API_KEY", "AWS_*"] # optional: of lab serve's own environment only
+//!                                       #   these and the basics (PATH, HOME, locale,
+//!                                       #   proxies…); without it, all of it
 //!
 //! [serve]                               # added to lab serve's flags of the same names
 //! allowed_hosts = ["lab.example.com"]   # --allowed-host
@@ -80,13 +83,28 @@ pub struct ProviderConfig {
     pub program: Option<PathBuf>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `None`: the agent gets all of lab serve's own environment. Else only the basics
+    /// and these (names, or prefixes ending in `*`): see [`crate::runs::agent_env`].
+    #[serde(default)]
+    pub pass_env: Option<Vec<String>>,
 }
 
 impl Config {
     /// Read the config; a missing file is the empty config, a malformed one an error.
     pub fn load(path: &Path) -> anyhow::Result<Config> {
         match std::fs::read_to_string(path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
+            Ok(text) => {
+                let c: Config = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                for (name, p) in &c.providers {
+                    if let Some(bad) = p.pass_env.iter().flatten().find(|e| !crate::runs::agent_env::valid_pattern(e)) {
+                        anyhow::bail!(
+                            "{}: [providers.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
+                            path.display()
+                        );
+                    }
+                }
+                Ok(c)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
         }

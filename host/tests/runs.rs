@@ -954,6 +954,8 @@ fn a_non_utf8_variable_in_lab_s_environment_does_not_stop_runs() {
     use std::os::unix::ffi::OsStrExt;
     let w = World::new();
     w.use_fake_claude(&json!({"steps": [{"say": "Ready."}, {"idle": {}}]}));
+    let config = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{config}pass_env = [\"LAB_TEST_*\"]\n"));
     let lab = Lab::start_with(&w, |c| {
         c.env("LAB_TEST_NOT_UTF8", std::ffi::OsStr::from_bytes(b"caf\xe9")).env("LAB_TEST_PLAIN", "plain");
     });
@@ -970,4 +972,40 @@ fn a_non_utf8_variable_in_lab_s_environment_does_not_stop_runs() {
     assert_eq!(status, 200, "lab still serves");
     let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
     assert!(log.contains("LAB_TEST_NOT_UTF8") && log.contains("not UTF-8"), "{log}");
+}
+
+/// lab, not the provider, decides what of lab serve's environment an agent gets: the
+/// basics (PATH, HOME, …) and what lab.toml's `pass_env` names; an API key in lab
+/// serve's environment reaches the agent only when named there, and the log says which
+/// credential-like variables were left out. Before, the agent got all of it.
+#[test]
+fn only_the_basics_and_what_lab_toml_passes_reach_the_agent() {
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"say": "Ready."}, {"idle": {}}]}));
+    let config = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{config}pass_env = [\"LAB_TEST_PASSED\", \"LAB_TEST_GROUP_*\"]\n"));
+    let lab = Lab::start_with(&w, |c| {
+        c.env("LAB_TEST_PASSED", "yes")
+            .env("LAB_TEST_GROUP_A", "a")
+            .env("LAB_TEST_API_KEY", "sk-lab-serve-secret")
+            .env("LAB_TEST_OTHER", "x")
+            .env("LANG", "C.UTF-8");
+    });
+    let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
+    lab.wait_state(&id, "idle");
+    let pid = String::from_utf8(w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]).stdout).unwrap();
+    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).unwrap();
+    let vars: Vec<String> =
+        environ.split(|b| *b == 0).filter(|v| !v.is_empty()).map(|v| String::from_utf8_lossy(v).into_owned()).collect();
+    for want in ["LAB_TEST_PASSED=yes", "LAB_TEST_GROUP_A=a", "LANG=C.UTF-8"] {
+        assert!(vars.iter().any(|v| v == want), "{want} reaches the agent: {vars:?}");
+    }
+    assert!(vars.iter().any(|v| v.starts_with("PATH=")) && vars.iter().any(|v| v.starts_with("HOME=")));
+    assert!(vars.iter().any(|v| v.starts_with("FAKE_CLAUDE_SCRIPT=")), "lab.toml's env");
+    for not in ["LAB_TEST_API_KEY=", "LAB_TEST_OTHER="] {
+        assert!(!vars.iter().any(|v| v.starts_with(not)), "{not} must not reach the agent: {vars:?}");
+    }
+    let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
+    assert!(log.contains("LAB_TEST_API_KEY") && log.contains("pass_env"), "the hint names the key: {log}");
+    assert!(!log.contains("sk-lab-serve-secret"), "never its value");
 }

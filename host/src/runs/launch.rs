@@ -100,7 +100,7 @@ impl Runs {
                 rec.provider
             )
         })?;
-        let mut env = agent_env(&pconf);
+        let mut env = agent_env(&rec.provider, &pconf);
 
         let (hooks, settings_path) = if provider.dialog_hooker() {
             let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
@@ -149,6 +149,9 @@ impl Runs {
         if spec.argv.is_empty() {
             return Err("the provider returned an empty argv".into());
         }
+        // lab runs the program the operator chose (lab.toml's, else the provider's
+        // default found on PATH), never another one a component names.
+        check_program(&spec.argv[0], &program.to_string_lossy())?;
         if let Some(i) = input::oversized_argument(&spec.argv) {
             return Err(format!(
                 "argument {i} of the agent's command line is {} bytes long; Linux takes at most {} bytes per argument",
@@ -161,12 +164,7 @@ impl Runs {
                 return Err(format!("the provider returned a relative transcript path {t:?}"));
             }
         }
-        for (k, v) in spec.env {
-            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
-                return Err(format!("the provider returned an invalid environment variable {k:?}"));
-            }
-            env.insert(k, v);
-        }
+        super::agent_env::add_component_vars(&mut env, spec.env)?;
         rec.session_id = spec.session_id;
         rec.transcript_path = match spec.transcript {
             Transcript::Path(p) => Some(p),
@@ -264,28 +262,41 @@ pub(super) fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
     }
 }
 
-/// The environment a provider's agent starts with: lab serve's, plus the provider's
-/// `env` from lab.toml, without lab's own log settings or any tmux server's (`lab
-/// agent-exec` drops these again, for the pane's own). A variable of lab serve's whose
-/// name or value is not UTF-8 cannot go into the launch file (JSON): it is left out,
-/// with a warning that names it (`std::env::vars` would panic on it).
-pub(super) fn agent_env(pconf: &crate::config::ProviderConfig) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for (k, v) in std::env::vars_os() {
-        match (k.into_string(), v.into_string()) {
-            (Ok(k), Ok(v)) => {
-                env.insert(k, v);
-            }
-            (k, _) => {
-                let name = k.unwrap_or_else(|k| k.to_string_lossy().into_owned());
-                tracing::warn!(variable = %name, "not passed to the agent: lab serve's environment has it as bytes that are not UTF-8");
-            }
-        }
+/// The environment a provider's agent starts with ([`super::agent_env`]), with a
+/// warning for what is left out that the operator may have meant to pass.
+pub(super) fn agent_env(provider: &str, pconf: &crate::config::ProviderConfig) -> BTreeMap<String, String> {
+    let d = super::agent_env::decide(std::env::vars_os(), pconf.pass_env.as_deref(), &pconf.env);
+    for name in &d.not_utf8 {
+        tracing::warn!(variable = %name, "not passed to the agent: lab serve's environment has it as bytes that are not UTF-8");
     }
-    env.extend(pconf.env.clone());
-    env.remove("LAB_LOG");
-    for k in crate::agent_exec::NEVER_PASSED {
-        env.remove(*k);
+    let credentials = super::agent_env::credential_like(&d.not_passed);
+    if !credentials.is_empty() {
+        tracing::info!(
+            provider,
+            variables = %credentials.join(", "),
+            "not passed to the agent from lab serve's environment: name them in lab.toml [providers.{provider}] pass_env to pass them"
+        );
     }
-    env
+    d.env
+}
+
+/// The agent's command line starts with the program lab chose (lab.toml's, else the
+/// provider's default found on PATH), never with another one the component names.
+pub(super) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
+    if argv0 == program {
+        return Ok(());
+    }
+    Err(format!(
+        "the provider's command line starts with {argv0:?}, not with the program lab chose ({program:?}); lab runs only that one"
+    ))
+}
+
+#[cfg(test)]
+mod program_tests {
+    #[test]
+    fn the_command_line_starts_with_lab_s_program() {
+        assert_eq!(super::check_program("/opt/agent", "/opt/agent"), Ok(()));
+        let err = super::check_program("/bin/sh", "/opt/agent").unwrap_err();
+        assert!(err.contains("\"/bin/sh\"") && err.contains("/opt/agent"), "{err}");
+    }
 }

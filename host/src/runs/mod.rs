@@ -5,6 +5,7 @@
 //! (state derivation), [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`];
 //! the reading is [`tailer`].
 
+pub mod agent_env;
 pub mod agent_version;
 mod answer;
 pub mod answer_guard;
