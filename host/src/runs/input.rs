@@ -51,6 +51,8 @@ pub enum TextError {
     Control { ch: char, position: usize },
     /// A bidirectional-text control at `position` (an "Other" answer only).
     Bidi { ch: char, position: usize },
+    /// An invisible format character at `position` (an "Other" answer only).
+    Invisible { ch: char, position: usize },
 }
 
 impl TextError {
@@ -69,6 +71,10 @@ impl TextError {
                 "{field} contains the bidirectional-text control U+{:04X} at character {position}; it would make the answer read differently on the card than in the agent (\"Trojan Source\"), so it is not sent",
                 *ch as u32
             ),
+            TextError::Invisible { ch, position } => format!(
+                "{field} contains the invisible character U+{:04X} at character {position}; the agent would read text the card does not show, so it is not sent",
+                *ch as u32
+            ),
         }
     }
 }
@@ -78,6 +84,15 @@ impl TextError {
 /// controls already.
 pub fn is_bidi_control(ch: char) -> bool {
     matches!(ch as u32, 0x202a..=0x202e | 0x2066..=0x2069 | 0x200e | 0x200f | 0x061c)
+}
+
+/// Invisible format characters that carry no meaning in an answer but can hide text
+/// from whoever reads the card: zero-width space, the word joiner and invisible math
+/// operators, the byte-order mark, the Mongolian vowel separator, and the tag
+/// characters (U+E0000–U+E007F, used to smuggle invisible instructions to models).
+/// Zero-width (non-)joiners stay: emoji and several scripts need them.
+pub fn is_invisible_format(ch: char) -> bool {
+    matches!(ch as u32, 0x200b | 0x2060..=0x2064 | 0xfeff | 0x180e | 0xe0000..=0xe007f)
 }
 
 /// `U+001B (ESC)`, `U+0085 (C1 control)`.
@@ -168,8 +183,13 @@ pub fn other_text(text: &str) -> Result<(), TextError> {
     if let Some((ch, position)) = first_control(text, &[]) {
         return Err(TextError::Control { ch, position });
     }
-    if let Some((i, ch)) = text.chars().enumerate().find(|(_, c)| is_bidi_control(*c)) {
-        return Err(TextError::Bidi { ch, position: i + 1 });
+    for (i, ch) in text.chars().enumerate() {
+        if is_bidi_control(ch) {
+            return Err(TextError::Bidi { ch, position: i + 1 });
+        }
+        if is_invisible_format(ch) {
+            return Err(TextError::Invisible { ch, position: i + 1 });
+        }
     }
     Ok(())
 }
@@ -376,6 +396,14 @@ mod tests {
             assert!(matches!(other_text(&format!("a{c}b")), Err(TextError::Bidi { position: 2, .. })), "{c:?}");
         }
         assert!(other_text("שלום, مرحبا 👨‍👩‍👧").is_ok(), "scripts and emoji (ZWJ) are text");
+        // Invisible text (zero-width space, BOM, tag characters smuggling an instruction).
+        for c in ['\u{200b}', '\u{2060}', '\u{2064}', '\u{feff}', '\u{180e}', '\u{e0001}', '\u{e0041}', '\u{e007f}'] {
+            assert!(matches!(other_text(&format!("a{c}b")), Err(TextError::Invisible { position: 2, .. })), "{c:?}");
+        }
+        assert!(TextError::Invisible { ch: '\u{e0041}', position: 2 }
+            .describe("answer")
+            .contains("U+E0041 at character 2"));
+        assert!(other_text("می\u{200c}خواهم").is_ok(), "ZWNJ is text (Persian)");
         assert!(TextError::Bidi { ch: '\u{202e}', position: 4 }.describe("answer").contains("U+202E at character 4"));
         assert!(other_text(&"x".repeat(OTHER_MAX)).is_ok());
         assert_eq!(

@@ -203,7 +203,9 @@ fn control_characters_are_refused_in_messages_and_answers_and_nothing_is_typed()
     }
     // Bidirectional-text controls ("Trojan Source"): the card would show another answer
     // than the one the agent reads; refused in answers and feedback, named.
-    for bidi in ["\u{202e}", "\u{2066}", "\u{200f}"] {
+    // Invisible characters too (zero-width space, BOM, tag characters that smuggle an
+    // instruction the card does not show).
+    for bidi in ["\u{202e}", "\u{2066}", "\u{200f}", "\u{200b}", "\u{feff}", "\u{e0049}"] {
         let (status, body) = answer(&format!("ok {bidi}gnp.exe"));
         assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{bidi:?}: {body}");
         let m = body["message"].as_str().unwrap();
