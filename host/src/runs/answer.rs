@@ -6,6 +6,14 @@ use super::launch::type_text;
 use super::*;
 use crate::components::ProviderHandle;
 
+/// Which answer the guard is for: a new one, or one being played (whose own mark on
+/// its prompt does not count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Guard {
+    New,
+    Playing,
+}
+
 impl Runs {
     /// `POST /runs/{id}/messages`: paste the text into the agent, then Enter — under
     /// the run's key lock and only if a fresh read finds the composer unlocked
@@ -70,7 +78,7 @@ impl Runs {
                 return Err(RunError::NoDialog);
             }
             tail.refresh().await;
-            let dialog = self.guarded(&tail, tool_id)?;
+            let dialog = self.guarded(&tail, tool_id, Guard::New)?;
             let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
                 Some(msg) => RunError::BadRequest(msg.to_string()),
                 None => RunError::Internal(e.to_string()),
@@ -233,16 +241,22 @@ impl Runs {
             return Err(RunError::RunEnded);
         }
         tail.refresh().await;
-        tail.unmark_answered(tool_id);
-        let still = self.guarded(&tail, tool_id);
-        tail.mark_answered(tool_id);
-        Ok(still.is_ok())
+        Ok(self.guarded(&tail, tool_id, Guard::Playing).is_ok())
     }
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one
     /// `tool_id` names and lab can answer it.
-    pub(super) fn guarded(&self, tail: &tailer::Tail, tool_id: &str) -> Result<crate::model::Dialog, RunError> {
-        answer_guard::check(tail.live_dialog(), tail.resolved(), tail.answered(), tool_id)?;
+    pub(super) fn guarded(
+        &self,
+        tail: &tailer::Tail,
+        tool_id: &str,
+        guard: Guard,
+    ) -> Result<crate::model::Dialog, RunError> {
+        let check = match guard {
+            Guard::New => answer_guard::check,
+            Guard::Playing => answer_guard::check_playing,
+        };
+        check(tail.live_dialog(), tail.resolved(), tail.answered(), tool_id)?;
         let dialog = tail.live_dialog().cloned().ok_or(RunError::NoDialog)?;
         if !dialog.answerable {
             return Err(RunError::NotAnswerable);

@@ -22,7 +22,30 @@ pub fn check(
     answered: &HashSet<String>,
     tool_id: &str,
 ) -> Result<(), GuardError> {
-    let live = live.filter(|d| !d.call_id.as_ref().is_some_and(|c| resolved.contains(c)) && !answered.contains(&d.id));
+    check_except(live, resolved, answered, tool_id, None)
+}
+
+/// The guard again for an answer being played: [`check`], where this answer's own
+/// mark on `tool_id` does not count as "already answered" (another's would: there is
+/// only one mark per prompt, set when the guard first accepted).
+pub fn check_playing(
+    live: Option<&Dialog>,
+    resolved: &HashSet<String>,
+    answered: &HashSet<String>,
+    tool_id: &str,
+) -> Result<(), GuardError> {
+    check_except(live, resolved, answered, tool_id, Some(tool_id))
+}
+
+fn check_except(
+    live: Option<&Dialog>,
+    resolved: &HashSet<String>,
+    answered: &HashSet<String>,
+    tool_id: &str,
+    own: Option<&str>,
+) -> Result<(), GuardError> {
+    let marked = |id: &String| answered.contains(id) && own != Some(id.as_str());
+    let live = live.filter(|d| !d.call_id.as_ref().is_some_and(|c| resolved.contains(c)) && !marked(&d.id));
     match live {
         None => Err(GuardError::NoDialog),
         Some(d) if d.id != tool_id => Err(GuardError::DialogChanged { pending: d.id.clone() }),
@@ -86,5 +109,29 @@ mod tests {
     fn an_answer_already_played_is_not_played_twice() {
         let none = set(&[]);
         assert_eq!(check(Some(&spool("a")), &none, &set(&["a"]), "a"), Err(GuardError::NoDialog));
+    }
+
+    #[test]
+    fn while_playing_only_the_answer_s_own_mark_is_set_aside() {
+        let none = set(&[]);
+        let a_answered = set(&["a"]);
+        assert_eq!(check(Some(&spool("a")), &none, &a_answered, "a"), Err(GuardError::NoDialog), "a second answer");
+        assert_eq!(check_playing(Some(&spool("a")), &none, &a_answered, "a"), Ok(()), "the one being played");
+        assert_eq!(
+            check_playing(Some(&spool("a")), &set(&["a"]), &a_answered, "a"),
+            Err(GuardError::NoDialog),
+            "resolved"
+        );
+        assert_eq!(
+            check_playing(Some(&spool("b")), &none, &a_answered, "a"),
+            Err(GuardError::DialogChanged { pending: "b".into() })
+        );
+        assert_eq!(check_playing(None, &none, &a_answered, "a"), Err(GuardError::NoDialog));
+        let b_answered = set(&["b"]);
+        assert_eq!(
+            check_playing(Some(&spool("b")), &none, &b_answered, "a"),
+            Err(GuardError::NoDialog),
+            "another's mark counts"
+        );
     }
 }

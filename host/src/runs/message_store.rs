@@ -5,9 +5,10 @@
 //! (the WIT promises a re-read of the same bytes gives the same messages), so memory is
 //! bounded per run, whatever its history, and grows only with what is being looked at.
 
-use super::tailer::parse_chunk;
 use super::view::SeqMessage;
-use crate::components::Provider;
+use crate::components::{CallError, Provider};
+use crate::model::ParseOutput;
+use crate::paths::RunId;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -216,6 +217,56 @@ fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<V
     let mut buf = vec![0; len];
     f.read_exact(&mut buf)?;
     Ok(buf)
+}
+
+/// Parse a chunk of complete lines; if the provider fails on the whole chunk, retry
+/// line by line so only the line that breaks it is lost. `log`: the run and the
+/// chunk's first line number, to log what was skipped (None when reading again what
+/// was read and logged before, to show an older page).
+pub(super) async fn parse_chunk(provider: &dyn Provider, chunk: &[u8], log: Option<(&RunId, u64)>) -> ParseOutput {
+    let diagnostics = |out: &ParseOutput, first_line: u64| {
+        if let Some((run, base)) = log {
+            for d in &out.diagnostics {
+                tracing::warn!(run = %run, line = base + first_line + d.line as u64 + 1, message = %d.message, "skipped a transcript line");
+            }
+        }
+    };
+    match provider.parse_transcript(chunk.to_vec()).await {
+        Ok(out) => {
+            diagnostics(&out, 0);
+            out
+        }
+        Err(e) => {
+            if let Some((run, _)) = log {
+                tracing::warn!(run = %run, error = %e, "parsing a transcript chunk failed; retrying line by line");
+            }
+            let mut all = ParseOutput::default();
+            for (i, line) in chunk.split_inclusive(|b| *b == b'\n').enumerate() {
+                match provider.parse_transcript(line.to_vec()).await {
+                    Ok(out) => {
+                        diagnostics(&out, i as u64);
+                        all.messages.extend(out.messages);
+                        if out.turn.is_some() {
+                            all.turn = out.turn;
+                        }
+                        if out.session_id.is_some() {
+                            all.session_id = out.session_id;
+                        }
+                    }
+                    Err(e) => {
+                        if let Some((run, base)) = log {
+                            log_skipped_line(run, base + i as u64 + 1, &e);
+                        }
+                    }
+                }
+            }
+            all
+        }
+    }
+}
+
+fn log_skipped_line(run: &RunId, line: u64, e: &CallError) {
+    tracing::warn!(run = %run, line, error = %e, "skipped a transcript line the provider could not parse");
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod answer;
 pub mod answer_guard;
 mod api;
 mod follow;
+pub mod hook_file;
 pub mod hook_settings;
 pub mod input;
 pub mod keystrokes;
@@ -21,6 +22,7 @@ pub mod registry;
 pub mod screen;
 pub mod spool;
 pub mod tailer;
+pub mod transcript;
 pub mod view;
 
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};

@@ -1,107 +1,20 @@
-//! The tailer: follows one run's transcript incrementally (only appended bytes are
-//! read; a partial last line waits for its newline), plus its spool, marker and
-//! session file, and keeps the facts the view is derived from. The files are read
-//! here; the decisions are in [`super::view`], [`super::answer_guard`] and
-//! [`super::spool`].
+//! The tailer: follows one run's channels — its transcript (through the
+//! [`super::transcript`] reader, parsed by the provider), spool, marker and session
+//! file — and keeps the facts the view is derived from. The decisions are in
+//! [`super::view`], [`super::answer_guard`] and [`super::spool`].
 
-use super::message_store::MessageStore;
+use super::hook_file::{HookFile, Look};
+use super::message_store::{parse_chunk, MessageStore};
 use super::spool;
+use super::transcript::{Step, TranscriptReader};
 use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
-use crate::components::{CallError, Provider};
-use crate::fsutil;
+use crate::components::Provider;
 use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
 use crate::paths::{RunFiles, RunId};
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// Most transcript bytes read in one go (a chunk handed to the provider is this plus,
-/// at most, the rest of one line).
-const MAX_CHUNK: usize = 1 << 20;
-/// Longest transcript line lab reads: a longer one is skipped with one warning (its
-/// bytes are looked at once, never held).
-pub const MAX_LINE: usize = 8 << 20;
-
-/// One piece of what the transcript gave, in file order (see [`LineBuf::push`]).
-#[derive(Debug, PartialEq, Eq)]
-pub enum Piece {
-    /// Whole lines, each ending in a newline: for the provider.
-    Lines(Vec<u8>),
-    /// Bytes of a line over [`MAX_LINE`], dropped unread; `start` says whether this is
-    /// the first piece of that line (the one to warn about), `end` whether the line's
-    /// newline is in it.
-    Skipped { len: usize, start: bool, end: bool },
-}
-
-/// Complete lines out of the transcript's appended bytes, each byte looked at once: an
-/// incomplete last line is kept here (at most `max_line` bytes) instead of being read
-/// again, and a line that outgrows it is skipped to its newline.
-#[derive(Debug)]
-pub struct LineBuf {
-    partial: Vec<u8>,
-    skipping: bool,
-    max_line: usize,
-}
-
-impl LineBuf {
-    pub fn new(max_line: usize) -> LineBuf {
-        LineBuf { partial: Vec::new(), skipping: false, max_line }
-    }
-
-    /// Bytes taken in but not given out yet (an incomplete line).
-    pub fn held(&self) -> usize {
-        self.partial.len()
-    }
-
-    pub fn clear(&mut self) {
-        self.partial = Vec::new();
-        self.skipping = false;
-    }
-
-    /// Take in the bytes that follow everything taken before; what they complete.
-    pub fn push(&mut self, data: &[u8]) -> Vec<Piece> {
-        fn flush(out: &mut Vec<Piece>, lines: &mut Vec<u8>) {
-            if !lines.is_empty() {
-                out.push(Piece::Lines(std::mem::take(lines)));
-            }
-        }
-        let mut out = Vec::new();
-        let mut lines = Vec::new();
-        let mut rest = data;
-        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
-            let (line, tail) = rest.split_at(nl + 1);
-            rest = tail;
-            if self.skipping {
-                flush(&mut out, &mut lines);
-                out.push(Piece::Skipped { len: line.len(), start: false, end: true });
-                self.skipping = false;
-            } else if self.partial.len() + nl > self.max_line {
-                flush(&mut out, &mut lines);
-                out.push(Piece::Skipped { len: self.partial.len() + line.len(), start: true, end: true });
-                self.partial = Vec::new();
-            } else {
-                lines.append(&mut self.partial);
-                lines.extend_from_slice(line);
-            }
-        }
-        flush(&mut out, &mut lines);
-        if !rest.is_empty() {
-            if self.skipping {
-                out.push(Piece::Skipped { len: rest.len(), start: false, end: false });
-            } else if self.partial.len() + rest.len() > self.max_line {
-                out.push(Piece::Skipped { len: self.partial.len() + rest.len(), start: true, end: false });
-                self.partial = Vec::new();
-                self.skipping = true;
-            } else {
-                self.partial.extend_from_slice(rest);
-            }
-        }
-        out
-    }
-}
 
 /// The backstop poll (file notifications are the fast path): first one
 /// [`POLL_MIN`] after a change or a wake, then twice as long after each look that
@@ -146,39 +59,20 @@ pub fn poll_delay(delay: Duration, watched: bool, deadline: Option<Duration>) ->
     deadline.map_or(delay, |d| delay.min(d))
 }
 
-/// Identity of a file version: a change in any part means "re-read it".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileSig {
-    ino: u64,
-    len: u64,
-    mtime_ns: i128,
-}
-
-fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
-    let m = std::fs::metadata(path).ok()?;
-    let mtime_ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
-    Some((FileSig { ino: m.ino(), len: m.len(), mtime_ns }, m.modified().ok()?))
-}
-
 pub struct Tail {
     run: RunId,
     provider: Option<Arc<dyn Provider>>,
-    transcript: Option<PathBuf>,
-    files: RunFiles,
+    /// Where the transcript has been read to.
+    transcript: TranscriptReader,
+    /// The hook channels: the pending prompt, the blocked marker, the session info.
+    spool_file: HookFile,
+    marker_file: HookFile,
+    session_file: HookFile,
     hooker: bool,
     fallback_deep_link: Option<String>,
     /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
     plan_roots: Vec<PathBuf>,
 
-    /// Where the transcript's next unconsumed byte is (`lines` holds what follows it
-    /// up to the read position: an incomplete line).
-    offset: u64,
-    lines: LineBuf,
-    lines_seen: u64,
-    transcript_sig: Option<FileSig>,
-    /// The transcript as last seen by a `stat` (read or not: a partial last line).
-    transcript_seen: Option<FileSig>,
-    transcript_modified: Option<SystemTime>,
     /// The run's messages, shared with readers that must not wait for the tailer (SSE,
     /// GET): an index of the transcript and the newest messages.
     messages: Arc<MessageStore>,
@@ -202,19 +96,16 @@ pub struct Tail {
     /// When each tool call was first seen (for the spool grace period).
     first_seen: HashMap<String, std::time::Instant>,
 
-    spool_sig: Option<FileSig>,
     spool: Option<SpoolFact>,
     /// How many tool calls the transcript had given when the spool was last parsed.
     spool_calls_seen: usize,
     /// The transcript is named by the session-info channel, not known yet.
     awaiting_session: bool,
-    session_sig: Option<FileSig>,
     /// A prompt read off the screen and still shown there.
     screen: Option<Dialog>,
     /// How many messages the transcript had then: a screen prompt is over once the run
     /// moves on.
     screen_at_messages: usize,
-    marker_sig: Option<FileSig>,
     marker: Option<MarkerFact>,
     hook_cleared: HashSet<String>,
     answered: HashSet<String>,
@@ -233,7 +124,13 @@ impl Tail {
         if let Some(t) = &transcript {
             inert.messages.set_source(provider.clone(), t.clone());
         }
-        Tail { hooker: provider.dialog_hooker(), provider: Some(provider), transcript, fallback_deep_link, ..inert }
+        Tail {
+            hooker: provider.dialog_hooker(),
+            provider: Some(provider),
+            transcript: TranscriptReader::new(transcript),
+            fallback_deep_link,
+            ..inert
+        }
     }
 
     /// The folders a plan file named by a spooled prompt may be read from.
@@ -243,7 +140,7 @@ impl Tail {
 
     /// The transcript is not known at spawn: the session-info channel will name it.
     pub fn await_session_info(&mut self) {
-        self.awaiting_session = self.transcript.is_none();
+        self.awaiting_session = self.transcript.path().is_none();
     }
 
     /// A run whose provider is not loaded: nothing can be read, only shown as is.
@@ -251,17 +148,13 @@ impl Tail {
         Tail {
             run,
             provider: None,
-            transcript: None,
-            files,
+            transcript: TranscriptReader::new(None),
+            spool_file: HookFile::new(files.spool, "spool"),
+            marker_file: HookFile::new(files.marker, "blocked marker"),
+            session_file: HookFile::new(files.session, "session info"),
             hooker: false,
             fallback_deep_link: None,
             plan_roots: Vec::new(),
-            offset: 0,
-            lines: LineBuf::new(MAX_LINE),
-            lines_seen: 0,
-            transcript_sig: None,
-            transcript_seen: None,
-            transcript_modified: None,
             messages: Arc::new(MessageStore::new()),
             turn: None,
             idle_since: None,
@@ -273,14 +166,11 @@ impl Tail {
             calls_total: 0,
             mapped: HashMap::new(),
             first_seen: HashMap::new(),
-            spool_sig: None,
             spool: None,
             spool_calls_seen: 0,
             awaiting_session: false,
-            session_sig: None,
             screen: None,
             screen_at_messages: 0,
-            marker_sig: None,
             marker: None,
             hook_cleared: HashSet::new(),
             answered: HashSet::new(),
@@ -293,7 +183,7 @@ impl Tail {
     }
 
     pub fn transcript_path(&self) -> Option<&Path> {
-        self.transcript.as_deref()
+        self.transcript.path()
     }
 
     /// Read whatever changed on disk. Never fails: problems are logged and the
@@ -321,70 +211,22 @@ impl Tail {
     }
 
     async fn refresh_transcript(&mut self) {
-        let Some(path) = self.transcript.clone() else { return };
         loop {
-            let Some((sig, modified)) = sig_of(&path) else { return };
-            self.transcript_seen = Some(sig);
-            if Some(sig) == self.transcript_sig {
-                return;
-            }
-            let read_pos = self.offset + self.lines.held() as u64;
-            if sig.len < read_pos || self.transcript_sig.is_some_and(|s| s.ino != sig.ino) {
-                tracing::warn!(run = %self.run, "transcript was truncated or replaced; re-reading it from the start");
-                self.reset_transcript();
-                continue;
-            }
-            let data = match read_at_most(&path, read_pos, MAX_CHUNK) {
-                Ok(d) => d,
-                Err(e) => {
-                    tracing::warn!(run = %self.run, error = %e, "cannot read the transcript");
-                    return;
-                }
-            };
-            self.transcript_modified = Some(modified);
-            if data.is_empty() {
-                // Everything there is was read (an incomplete last line is held).
-                self.transcript_sig = (sig.len == read_pos).then_some(sig);
-                return;
-            }
-            let caught_up = read_pos + data.len() as u64 == sig.len;
-            for piece in self.lines.push(&data) {
-                match piece {
-                    Piece::Lines(chunk) => {
-                        let at = self.offset;
-                        self.offset += chunk.len() as u64;
-                        let first_line = self.lines_seen;
-                        self.lines_seen += chunk.iter().filter(|b| **b == b'\n').count() as u64;
-                        let out = self.parse(&chunk, first_line).await;
-                        self.apply(out, at, chunk.len());
-                    }
-                    Piece::Skipped { len, start, end } => {
-                        if start {
-                            tracing::warn!(
-                                run = %self.run,
-                                line = self.lines_seen,
-                                max = MAX_LINE,
-                                "skipping a transcript line over the length limit"
-                            );
-                        }
-                        self.offset += len as u64;
-                        if end {
-                            self.lines_seen += 1;
-                        }
+            match self.transcript.step(&self.run) {
+                Step::Done => return,
+                Step::Restarted => self.forget_transcript(),
+                Step::Read(chunks) => {
+                    for c in chunks {
+                        let out = self.parse(&c.bytes, c.first_line).await;
+                        self.apply(out, c.at, c.bytes.len());
                     }
                 }
-            }
-            if caught_up {
-                self.transcript_sig = Some(sig);
             }
         }
     }
 
-    fn reset_transcript(&mut self) {
-        self.offset = 0;
-        self.lines.clear();
-        self.lines_seen = 0;
-        self.transcript_sig = None;
+    /// Forget what the transcript gave (it is read again from its start).
+    fn forget_transcript(&mut self) {
         self.messages.clear();
         self.turn = None;
         self.idle_since = None;
@@ -456,23 +298,18 @@ impl Tail {
     }
 
     async fn refresh_spool(&mut self) {
-        let now = sig_of(&self.files.spool);
         // A prompt whose transcript call was not known yet, or a plan that came without
         // its text, is parsed again once new calls arrive (the provider may find its
         // call, or the plan in it, among them).
         let incomplete = |d: &Dialog| d.call_id.is_none() || spool::lacks_plan_text(d);
         let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(incomplete))
             && self.calls_total > self.spool_calls_seen;
-        if now.map(|(s, _)| s) == self.spool_sig && !recheck {
+        let look = self.spool_file.look(&self.run, recheck);
+        if look == Look::Same {
             return;
         }
-        self.spool_sig = now.map(|(s, _)| s);
         let previous = self.spool.take();
-        let bytes = match now {
-            None => None,
-            Some(_) => self.read_hook_file(&self.files.spool, "spool"),
-        };
-        let (Some(bytes), Some((sig, written))) = (bytes, now) else {
+        let Look::Written { bytes, written, mtime_ns } = look else {
             if let Some(d) = previous.and_then(|p| p.dialog) {
                 // Gone: a clear hook (or lab's GC) removed it.
                 self.hook_cleared.extend(spool::ids(&d));
@@ -490,7 +327,7 @@ impl Tail {
                     if let Err(why) = spool::fill_plan_from_file(&mut d, &self.plan_roots) {
                         tracing::warn!(run = %self.run, %why, "showing the plan without its text");
                     }
-                    spool::identify(d, sig.mtime_ns)
+                    spool::identify(d, mtime_ns)
                 });
                 let before = previous.and_then(|p| p.dialog);
                 if let Some(prev) = before.filter(|p| dialog.as_ref().is_none_or(|d| d.id != p.id)) {
@@ -507,12 +344,7 @@ impl Tail {
 
     /// Read what the session-info hook wrote: the transcript's path, once known.
     async fn refresh_session(&mut self) {
-        let now = sig_of(&self.files.session);
-        if now.map(|(s, _)| s) == self.session_sig {
-            return;
-        }
-        self.session_sig = now.map(|(s, _)| s);
-        let Some(bytes) = self.read_hook_file(&self.files.session, "session info") else { return };
+        let Look::Written { bytes, .. } = self.session_file.look(&self.run, false) else { return };
         let Some(provider) = &self.provider else { return };
         match provider.session_info(bytes).await {
             Ok(facts) => {
@@ -523,7 +355,7 @@ impl Tail {
                     Some(p) if p.is_absolute() => {
                         tracing::info!(run = %self.run, transcript = %p.display(), "the agent named its transcript");
                         self.messages.set_source(provider.clone(), p.clone());
-                        self.transcript = Some(p);
+                        self.transcript.set_path(p);
                         self.awaiting_session = false;
                     }
                     Some(p) => {
@@ -537,14 +369,12 @@ impl Tail {
     }
 
     async fn refresh_marker(&mut self) {
-        let now = sig_of(&self.files.marker);
-        if now.map(|(s, _)| s) == self.marker_sig {
+        let look = self.marker_file.look(&self.run, false);
+        if look == Look::Same {
             return;
         }
-        self.marker_sig = now.map(|(s, _)| s);
         self.marker = None;
-        let Some((_, written)) = now else { return };
-        let Some(bytes) = self.read_hook_file(&self.files.marker, "blocked marker") else { return };
+        let Look::Written { bytes, written, .. } = look else { return };
         let Some(provider) = &self.provider else { return };
         match provider.blocked_state(bytes).await {
             Ok(blocked) => self.marker = Some(MarkerFact { blocked, written }),
@@ -555,30 +385,13 @@ impl Tail {
         }
     }
 
-    /// One of the files the agent's hooks write (spool, marker, session info), read as
-    /// untrusted ([`fsutil::read_untrusted`]: no symlink, FIFO or device, at most what
-    /// `lab hook` ever writes); `None` when it is missing or refused (said in the log).
-    fn read_hook_file(&self, path: &Path, what: &str) -> Option<Vec<u8>> {
-        match fsutil::read_untrusted(path, crate::hook::MAX_PAYLOAD) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                tracing::warn!(run = %self.run, file = %path.display(), error = %e, "ignoring the {what} file");
-                None
-            }
-        }
-    }
-
     /// Delete a spool whose dialog is resolved in the transcript (the backstop GC).
     fn gc_spool(&mut self) {
         // Only delete the version we judged; a new dialog's spool may have replaced it.
-        if sig_of(&self.files.spool).map(|(s, _)| s) == self.spool_sig {
-            if let Err(e) = fsutil::remove_if_exists(&self.files.spool) {
-                tracing::warn!(run = %self.run, error = %e, "could not delete a stale spool");
-            }
+        if self.spool_file.remove_if_unchanged(&self.run) {
             if let Some(d) = self.spool.take().and_then(|s| s.dialog) {
                 tracing::info!(run = %self.run, dialog = %d.id, "removed a spool whose prompt is over");
             }
-            self.spool_sig = None;
         }
     }
 
@@ -628,7 +441,7 @@ impl Tail {
             spool: self.spool.clone(),
             screen: self.screen().cloned(),
             marker: self.marker.clone(),
-            transcript_modified: self.transcript_modified,
+            transcript_modified: self.transcript.modified(),
             fallback_deep_link: self.fallback_deep_link.clone(),
         })
     }
@@ -636,14 +449,12 @@ impl Tail {
     /// Whether any of the files the run is read from changed since the last refresh
     /// saw them: `stat`s only, nothing is read (the backstop poll's look).
     pub fn changed_on_disk(&self) -> bool {
-        let sig = |p: &Path| sig_of(p).map(|(s, _)| s);
         if self.ended {
             return false;
         }
-        let transcript = self.transcript.as_deref().is_some_and(|t| sig(t) != self.transcript_seen);
-        transcript
-            || (self.awaiting_session && sig(&self.files.session) != self.session_sig)
-            || (self.hooker && (sig(&self.files.spool) != self.spool_sig || sig(&self.files.marker) != self.marker_sig))
+        self.transcript.changed_on_disk()
+            || (self.awaiting_session && self.session_file.changed_on_disk())
+            || (self.hooker && (self.spool_file.changed_on_disk() || self.marker_file.changed_on_disk()))
     }
 
     /// How long until an unresolved tool call's spool grace ends ([`view::SPOOL_GRACE`]):
@@ -713,66 +524,6 @@ impl Tail {
     }
 }
 
-/// Parse a chunk of complete lines; if the provider fails on the whole chunk, retry
-/// line by line so only the line that breaks it is lost. `log`: the run and the
-/// chunk's first line number, to log what was skipped (None when reading again what
-/// was read and logged before: [`super::message_store`]).
-pub(super) async fn parse_chunk(provider: &dyn Provider, chunk: &[u8], log: Option<(&RunId, u64)>) -> ParseOutput {
-    let diagnostics = |out: &ParseOutput, first_line: u64| {
-        if let Some((run, base)) = log {
-            for d in &out.diagnostics {
-                tracing::warn!(run = %run, line = base + first_line + d.line as u64 + 1, message = %d.message, "skipped a transcript line");
-            }
-        }
-    };
-    match provider.parse_transcript(chunk.to_vec()).await {
-        Ok(out) => {
-            diagnostics(&out, 0);
-            out
-        }
-        Err(e) => {
-            if let Some((run, _)) = log {
-                tracing::warn!(run = %run, error = %e, "parsing a transcript chunk failed; retrying line by line");
-            }
-            let mut all = ParseOutput::default();
-            for (i, line) in chunk.split_inclusive(|b| *b == b'\n').enumerate() {
-                match provider.parse_transcript(line.to_vec()).await {
-                    Ok(out) => {
-                        diagnostics(&out, i as u64);
-                        all.messages.extend(out.messages);
-                        if out.turn.is_some() {
-                            all.turn = out.turn;
-                        }
-                        if out.session_id.is_some() {
-                            all.session_id = out.session_id;
-                        }
-                    }
-                    Err(e) => {
-                        if let Some((run, base)) = log {
-                            log_skipped_line(run, base + i as u64 + 1, &e);
-                        }
-                    }
-                }
-            }
-            all
-        }
-    }
-}
-
-fn log_skipped_line(run: &RunId, line: u64, e: &CallError) {
-    tracing::warn!(run = %run, line, error = %e, "skipped a transcript line the provider could not parse");
-}
-
-/// Read at most `max` bytes of the transcript from `offset` (opened as an untrusted
-/// file: no symlink, FIFO or device). A missing file reads as nothing.
-pub fn read_at_most(path: &Path, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
-    let Some(mut f) = fsutil::open_untrusted(path)? else { return Ok(Vec::new()) };
-    f.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::new();
-    f.take(max as u64).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
 /// A message's RFC 3339 timestamp; `None` when it has none or it does not parse.
 fn parse_timestamp(ts: &str) -> Option<SystemTime> {
     if ts.is_empty() {
@@ -839,7 +590,11 @@ mod tests {
     fn hooker_tail(dir: &Path) -> Tail {
         let id = RunId::parse("r-1").unwrap();
         let files = RunFiles::new(dir, &id);
-        Tail { transcript: Some(dir.join("t.jsonl")), hooker: true, ..Tail::new_inert(id, files) }
+        Tail {
+            transcript: TranscriptReader::new(Some(dir.join("t.jsonl"))),
+            hooker: true,
+            ..Tail::new_inert(id, files)
+        }
     }
 
     #[test]
@@ -851,20 +606,20 @@ mod tests {
         std::fs::write(&transcript, b"{\"partial\":").unwrap();
         assert!(tail.changed_on_disk(), "a new transcript");
         // What a refresh remembers, even of a partial line it did not read.
-        tail.transcript_seen = sig_of(&transcript).map(|(s, _)| s);
+        tail.transcript.look();
         assert!(!tail.changed_on_disk());
         std::fs::OpenOptions::new().append(true).open(&transcript).unwrap().write_all(b"1}\n").unwrap();
         assert!(tail.changed_on_disk(), "appended");
-        tail.transcript_seen = sig_of(&transcript).map(|(s, _)| s);
+        tail.transcript.look();
 
-        std::fs::write(&tail.files.spool, b"{}").unwrap();
+        std::fs::write(tail.spool_file.path(), b"{}").unwrap();
         assert!(tail.changed_on_disk(), "a spool appeared");
-        tail.spool_sig = sig_of(&tail.files.spool).map(|(s, _)| s);
-        std::fs::write(&tail.files.marker, b"{}").unwrap();
+        tail.spool_file.seen();
+        std::fs::write(tail.marker_file.path(), b"{}").unwrap();
         assert!(tail.changed_on_disk(), "a marker appeared");
-        tail.marker_sig = sig_of(&tail.files.marker).map(|(s, _)| s);
+        tail.marker_file.seen();
         assert!(!tail.changed_on_disk());
-        std::fs::remove_file(&tail.files.spool).unwrap();
+        std::fs::remove_file(tail.spool_file.path()).unwrap();
         assert!(tail.changed_on_disk(), "the spool is gone");
 
         tail.ended = true;
@@ -893,46 +648,6 @@ mod tests {
         tail.resolved.clear();
         tail.hooker = false;
         assert_eq!(tail.grace_remaining(), None, "no spool to wait for");
-    }
-
-    #[test]
-    fn whole_lines_come_out_an_incomplete_one_is_held_and_an_overlong_one_skipped() {
-        let mut l = LineBuf::new(8);
-        assert_eq!(l.push(b"one\ntwo\nthr"), [Piece::Lines(b"one\ntwo\n".to_vec())]);
-        assert_eq!(l.held(), 3);
-        assert_eq!(l.push(b"ee\n"), [Piece::Lines(b"three\n".to_vec())]);
-        assert_eq!(l.held(), 0);
-        // A line of 9 bytes: skipped whole, the lines around it kept.
-        assert_eq!(
-            l.push(b"a\n123456789\nb\n"),
-            [
-                Piece::Lines(b"a\n".to_vec()),
-                Piece::Skipped { len: 10, start: true, end: true },
-                Piece::Lines(b"b\n".to_vec())
-            ]
-        );
-        // One that outgrows the limit before its newline: dropped as it comes, never held.
-        assert_eq!(l.push(b"12345"), []);
-        assert_eq!(l.push(b"6789"), [Piece::Skipped { len: 9, start: true, end: false }]);
-        assert_eq!(l.held(), 0);
-        assert_eq!(l.push(b"more"), [Piece::Skipped { len: 4, start: false, end: false }]);
-        assert_eq!(
-            l.push(b"x\nok\n"),
-            [Piece::Skipped { len: 2, start: false, end: true }, Piece::Lines(b"ok\n".to_vec())]
-        );
-        // Exactly the limit is fine.
-        assert_eq!(l.push(b"12345678\n"), [Piece::Lines(b"12345678\n".to_vec())]);
-    }
-
-    #[test]
-    fn the_transcript_is_read_from_an_offset_at_most_a_chunk_at_a_time() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("t.jsonl");
-        std::fs::write(&p, b"aaaa\nbbbb\n").unwrap();
-        assert_eq!(read_at_most(&p, 0, 6).unwrap(), b"aaaa\nb");
-        assert_eq!(read_at_most(&p, 5, 100).unwrap(), b"bbbb\n");
-        assert_eq!(read_at_most(&d.path().join("missing"), 0, 10).unwrap(), b"");
-        assert!(read_at_most(Path::new("/dev/zero"), 0, 10).is_err(), "a device is no transcript");
     }
 
     // ---- the reading rules against a fake provider ------------------------------
@@ -1045,7 +760,7 @@ mod tests {
         let mut tail = fake_tail(d.path(), Some(t.clone()));
         append(&t, &[json!({"text": "Let me clean up."})]);
         // The prompt is spooled before its call reaches the transcript.
-        std::fs::write(&tail.files.spool, json!({"tool": "Shell", "input": {"cmd": "rm -rf build"}}).to_string())
+        std::fs::write(tail.spool_file.path(), json!({"tool": "Shell", "input": {"cmd": "rm -rf build"}}).to_string())
             .unwrap();
         let v = tail.refresh().await;
         let shown = v.pending_dialog.expect("the prompt").dialog;
@@ -1062,7 +777,7 @@ mod tests {
         append(&t, &[json!({"result": "c1"})]);
         let v = tail.refresh().await;
         assert!(v.pending_dialog.is_none());
-        assert!(!tail.files.spool.exists(), "the stale spool is removed");
+        assert!(!tail.spool_file.path().exists(), "the stale spool is removed");
         assert_eq!(tail.message_count(), 3);
     }
 
@@ -1074,7 +789,7 @@ mod tests {
         append(&t, &[json!({"text": "hi"}), json!({"turn": "idle"})]);
         tail.refresh().await;
         std::thread::sleep(Duration::from_millis(20));
-        std::fs::write(&tail.files.spool, json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
+        std::fs::write(tail.spool_file.path(), json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
         assert!(tail.refresh().await.pending_dialog.is_some(), "an idle before the spool does not end it");
         append(&t, &[json!({"text": "ok then"}), json!({"turn": "idle"})]);
         let v = tail.refresh().await;
@@ -1115,11 +830,11 @@ mod tests {
         assert!(tail.transcript_path().is_none());
         let t = d.path().join("rollout.jsonl");
         append(&t, &[json!({"text": "from the rollout"})]);
-        std::fs::write(&tail.files.session, json!({"transcript": "relative/path.jsonl"}).to_string()).unwrap();
+        std::fs::write(tail.session_file.path(), json!({"transcript": "relative/path.jsonl"}).to_string()).unwrap();
         tail.refresh().await;
         assert!(tail.transcript_path().is_none(), "a relative path is refused");
         assert!(!tail.changed_on_disk());
-        std::fs::write(&tail.files.session, json!({"transcript": t.display().to_string()}).to_string()).unwrap();
+        std::fs::write(tail.session_file.path(), json!({"transcript": t.display().to_string()}).to_string()).unwrap();
         assert!(tail.changed_on_disk(), "the session file is watched while the transcript is unknown");
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
