@@ -21,18 +21,12 @@ impl Runs {
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         let _keys = run.keys.lock().await;
-        {
-            let mut tail = run.tail.lock().await;
-            if tail.ended {
-                return Err(RunError::RunEnded);
-            }
-            let d = tail.refresh().await;
-            let lock = run.composer_lock(&d);
-            drop(tail);
-            run.publish(d);
-            if let Some(lock) = lock {
-                return Err(lock.into());
-            }
+        let (ended, d) = run.update(Read::Channels, async |tail: &mut Tail| tail.ended).await;
+        if ended {
+            return Err(RunError::RunEnded);
+        }
+        if let Some(lock) = run.composer_lock(&d) {
+            return Err(lock.into());
         }
         let tmux = self.tmux.clone();
         let target = run.record().tmux_target;
@@ -72,26 +66,24 @@ impl Runs {
         }
         let keys = run.keys.clone().lock_owned().await;
         // The guard on a fresh read, and the provider's plan for this prompt.
-        let (dialog, plan) = {
-            let mut tail = run.tail.lock().await;
-            if tail.ended {
-                return Err(RunError::NoDialog);
-            }
-            tail.refresh().await;
-            let dialog = self.guarded(&tail, tool_id, Guard::New)?;
-            let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
-                Some(msg) => RunError::BadRequest(msg.to_string()),
-                None => RunError::Internal(e.to_string()),
-            })?;
-            keystrokes::validate(&plan).map_err(RunError::Internal)?;
-            // Answered from now on: a second answer to it is refused (`no_dialog`), and
-            // the view no longer offers it.
-            tail.mark_answered(tool_id);
-            let d = tail.derive().await;
-            drop(tail);
-            run.publish(d);
-            (dialog, plan)
-        };
+        let (accepted, _) = run
+            .update(Read::Channels, async |tail: &mut Tail| {
+                if tail.ended {
+                    return Err(RunError::NoDialog);
+                }
+                let dialog = self.guarded(tail, tool_id, Guard::New)?;
+                let plan = provider.plan_answer(dialog.clone(), answers).await.map_err(|e| match e.refusal() {
+                    Some(msg) => RunError::BadRequest(msg.to_string()),
+                    None => RunError::Internal(e.to_string()),
+                })?;
+                keystrokes::validate(&plan).map_err(RunError::Internal)?;
+                // Answered from now on: a second answer to it is refused (`no_dialog`),
+                // and the view no longer offers it.
+                tail.mark_answered(tool_id);
+                Ok((dialog, plan))
+            })
+            .await;
+        let (dialog, plan) = accepted?;
         let described = plan.steps.iter().map(keystrokes::describe).collect();
         let start = AnswerProgress {
             tool_id: tool_id.to_string(),
@@ -109,11 +101,7 @@ impl Runs {
             let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan).await;
             if let Err(e) = &result {
                 // Not played: the prompt is offered again if it is still there.
-                let mut tail = run2.tail.lock().await;
-                tail.unmark_answered(&tool_id);
-                let d = tail.derive().await;
-                drop(tail);
-                run2.publish(d);
+                run2.update(Read::AsIs, async |tail: &mut Tail| tail.unmark_answered(&tool_id)).await;
                 tracing::warn!(run = %run2.id, tool_id, error = %e, "an answer was not played");
             }
             run2.update_answer(&tool_id, |p| {
@@ -236,12 +224,15 @@ impl Runs {
     /// Whether the prompt `tool_id` is still the run's live one, on a fresh read (this
     /// answer's own mark aside); `run_ended` once the run is over.
     async fn still_live(&self, run: &Arc<Run>, tool_id: &str) -> Result<bool, RunError> {
-        let mut tail = run.tail.lock().await;
-        if tail.ended {
-            return Err(RunError::RunEnded);
-        }
-        tail.refresh().await;
-        Ok(self.guarded(&tail, tool_id, Guard::Playing).is_ok())
+        let (still, _) = run
+            .update(Read::Channels, async |tail: &mut Tail| {
+                if tail.ended {
+                    return Err(RunError::RunEnded);
+                }
+                Ok(self.guarded(tail, tool_id, Guard::Playing).is_ok())
+            })
+            .await;
+        still
     }
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one

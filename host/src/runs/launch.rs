@@ -224,10 +224,7 @@ impl Runs {
             }
             run.prompt_pending.store(false, Ordering::SeqCst);
             drop(keys);
-            let mut tail = run.tail.lock().await;
-            let d = tail.derive().await;
-            drop(tail);
-            run.publish(d);
+            run.update(Read::AsIs, async |_: &mut Tail| ()).await;
             run.wake();
         });
     }

@@ -103,6 +103,45 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run as found or created, before its first view: `starting` (or `ended`).
+    fn new(
+        rec: RunRecord,
+        tail: Tail,
+        provider: Option<ProviderHandle>,
+        changes: broadcast::Sender<Change>,
+        prompt_pending: bool,
+    ) -> Arc<Run> {
+        let messages = tail.messages();
+        let initial = Snapshot {
+            derived: Derived {
+                state: if rec.status == Status::Active { RunState::Starting } else { RunState::Ended },
+                pending_dialog: None,
+                blocked: None,
+                spool_is_stale: false,
+                turn_idle: false,
+            },
+            message_count: 0,
+            composer_lock: None,
+            answer: None,
+        };
+        let (view, _) = watch::channel(initial);
+        Arc::new(Run {
+            id: rec.id.clone(),
+            record: Mutex::new(rec),
+            tail: tokio::sync::Mutex::new(tail),
+            keys: Arc::new(tokio::sync::Mutex::new(())),
+            prompt_pending: AtomicBool::new(prompt_pending),
+            messages,
+            looked_at: Mutex::new(std::time::Instant::now()),
+            view,
+            wake: Notify::new(),
+            provider,
+            changes,
+            found_at_start: AtomicBool::new(false),
+            unread: AtomicBool::new(false),
+        })
+    }
+
     pub fn record(&self) -> RunRecord {
         self.record.lock().unwrap().clone()
     }
@@ -170,6 +209,24 @@ impl Run {
         input::composer_lock(derived, open_call.as_deref(), self.prompt_pending.load(Ordering::SeqCst))
     }
 
+    /// The one way to change a run's live state (the tail: its channels' facts, the
+    /// answered marks, the screen, ended): under the tail's lock, read the channels
+    /// first if `read` says so, let `change` act on the tail, then derive the view once
+    /// and publish it (a view equal to the one published is not sent again, and
+    /// reported as a [`Change`] only when the derived state moved). Returns what
+    /// `change` returned and the view.
+    pub(super) async fn update<T>(&self, read: Read, change: impl AsyncFnOnce(&mut Tail) -> T) -> (T, Derived) {
+        let mut tail = self.tail.lock().await;
+        if read == Read::Channels {
+            tail.read().await;
+        }
+        let out = change(&mut tail).await;
+        let derived = tail.derive().await;
+        drop(tail);
+        self.publish(derived.clone());
+        (out, derived)
+    }
+
     fn publish(&self, derived: Derived) {
         let message_count = self.messages.len() as usize;
         let composer_lock = self.composer_lock(&derived);
@@ -220,6 +277,15 @@ impl Run {
             _ => false,
         });
     }
+}
+
+/// Whether [`Run::update`] reads the run's channels before its change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Read {
+    /// Read what changed on disk first (a fresh read: the guard, the composer lock).
+    Channels,
+    /// Act on the facts as they are.
+    AsIs,
 }
 
 pub struct Runs {
@@ -311,15 +377,15 @@ impl Runs {
         if !run.unread.load(Ordering::SeqCst) {
             return;
         }
-        let mut tail = run.tail.lock().await;
-        if run.unread.swap(false, Ordering::SeqCst) {
-            let d = tail.refresh().await;
-            drop(tail);
-            // An ended chat never changes: its index is all it keeps; pages are read
-            // from the transcript when asked for.
-            run.messages.evict();
-            run.publish(d);
-        }
+        run.update(Read::AsIs, async |tail: &mut Tail| {
+            if run.unread.swap(false, Ordering::SeqCst) {
+                tail.read().await;
+                // An ended chat never changes: its index is all it keeps; pages are read
+                // from the transcript when asked for.
+                run.messages.evict();
+            }
+        })
+        .await;
     }
 
     /// Every [`EVICT_AFTER`]: the runs nobody has looked at for that long (no event
@@ -442,35 +508,7 @@ impl Runs {
             // The agent names its transcript through its session-info hook (if at all).
             tail.await_session_info();
         }
-        let messages = tail.messages();
-        let initial = Snapshot {
-            derived: Derived {
-                state: if rec.status == Status::Active { RunState::Starting } else { RunState::Ended },
-                pending_dialog: None,
-                blocked: None,
-                spool_is_stale: false,
-                turn_idle: false,
-            },
-            message_count: 0,
-            composer_lock: None,
-            answer: None,
-        };
-        let (view, _) = watch::channel(initial);
-        let run = Arc::new(Run {
-            id: rec.id.clone(),
-            record: Mutex::new(rec),
-            tail: tokio::sync::Mutex::new(tail),
-            keys: Arc::new(tokio::sync::Mutex::new(())),
-            prompt_pending: AtomicBool::new(prompt_pending),
-            messages,
-            looked_at: Mutex::new(std::time::Instant::now()),
-            view,
-            wake: Notify::new(),
-            provider,
-            changes: self.changes.clone(),
-            found_at_start: AtomicBool::new(false),
-            unread: AtomicBool::new(false),
-        });
+        let run = Run::new(rec, tail, provider, self.changes.clone(), prompt_pending);
         if let Some(t) = transcript {
             self.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
@@ -481,37 +519,40 @@ impl Runs {
     /// End a run: last read of its transcript, delete its spool, marker and settings
     /// file, record the end. Idempotent.
     pub async fn end(&self, run: &Arc<Run>, why: &str) {
-        let mut tail = run.tail.lock().await;
-        if tail.ended {
-            return;
-        }
-        tail.refresh().await;
-        tail.ended = true;
-        let derived = tail.derive().await;
-        // Keep the tail locked until the files are gone and the end is recorded: once
+        // Under the tail's lock until the files are gone and the end is recorded: once
         // `ended` is set, the tailer publishes `ended` as soon as it gets the lock (and
         // removing the first file wakes it), so a client must not see `ended` while the
         // spool, marker or settings file still exists or `ended_at` is still unset.
-        for f in self.home.run_files(&run.id).all() {
-            if let Err(e) = fsutil::remove_if_exists(f) {
-                tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
-            }
+        let (ended_now, _) = run
+            .update(Read::AsIs, async |tail: &mut Tail| {
+                if tail.ended {
+                    return false;
+                }
+                tail.read().await;
+                tail.ended = true;
+                for f in self.home.run_files(&run.id).all() {
+                    if let Err(e) = fsutil::remove_if_exists(f) {
+                        tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
+                    }
+                }
+                // Temp files of hooks killed mid-write: nothing of the run survives its end.
+                self.remove_runtime_files(|name, _| crate::paths::is_temp_of(name, &run.id));
+                let rec = {
+                    let mut rec = run.record.lock().unwrap();
+                    rec.status = Status::Ended;
+                    rec.ended_at = Some(now_rfc3339());
+                    rec.clone()
+                };
+                if let Err(e) = self.registry.put(&rec) {
+                    tracing::error!(run = %run.id, error = %e, "could not record the end of the run");
+                }
+                true
+            })
+            .await;
+        if ended_now {
+            tracing::info!(run = %run.id, why, "run ended");
+            run.wake();
         }
-        // Temp files of hooks killed mid-write: nothing of the run survives its end.
-        self.remove_runtime_files(|name, _| crate::paths::is_temp_of(name, &run.id));
-        let rec = {
-            let mut rec = run.record.lock().unwrap();
-            rec.status = Status::Ended;
-            rec.ended_at = Some(now_rfc3339());
-            rec.clone()
-        };
-        if let Err(e) = self.registry.put(&rec) {
-            tracing::error!(run = %run.id, error = %e, "could not record the end of the run");
-        }
-        drop(tail);
-        tracing::info!(run = %run.id, why, "run ended");
-        run.publish(derived);
-        run.wake();
     }
 
     /// `POST /runs/{id}/stop`.
@@ -525,5 +566,73 @@ impl Runs {
             .map_err(|e| RunError::Internal(e.to_string()))?;
         self.end(run, "stopped by the operator").await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    fn run() -> (Arc<Run>, broadcast::Receiver<Change>) {
+        let id = RunId::parse("r-1").unwrap();
+        let dir = std::env::temp_dir();
+        let rec = RunRecord {
+            id: id.clone(),
+            provider: "p".into(),
+            workdir: "/w".into(),
+            prompt: "go".into(),
+            permission_mode: None,
+            status: Status::Active,
+            created_at: now_rfc3339(),
+            ended_at: None,
+            tmux_target: "=lab-r-1:".into(),
+            tmux_socket: "/s".into(),
+            session_id: None,
+            transcript_path: None,
+            dialog_hooker: false,
+            error: None,
+        };
+        let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
+        let (changes, rx) = broadcast::channel(16);
+        (Run::new(rec, tail, None, changes, false), rx)
+    }
+
+    /// A change is derived and published once; an update that changes nothing
+    /// publishes nothing and reports no change.
+    #[tokio::test]
+    async fn an_update_publishes_once_per_change_and_never_for_none() {
+        let (run, mut changes) = run();
+        let mut view = run.subscribe();
+        let (out, derived) = run.update(Read::AsIs, async |_: &mut Tail| 7).await;
+        assert_eq!((out, derived.state), (7, RunState::Starting), "an inert run with no messages yet");
+        assert!(!view.has_changed().unwrap(), "the same view as the first: not sent again");
+        assert!(changes.try_recv().is_err(), "nor reported");
+
+        let (_, ended) = run.update(Read::Channels, async |tail: &mut Tail| tail.ended = true).await;
+        assert_eq!(ended.state, RunState::Ended);
+        assert!(view.has_changed().unwrap());
+        assert_eq!(run.snapshot().derived.state, RunState::Ended);
+        let c = changes.try_recv().unwrap();
+        assert_eq!((c.before.map(|b| b.state), c.after.state), (Some(RunState::Starting), RunState::Ended));
+        assert!(changes.try_recv().is_err(), "one change, one report");
+        view.borrow_and_update();
+        run.update(Read::Channels, async |_: &mut Tail| ()).await;
+        assert!(!view.has_changed().unwrap(), "ended stays ended: nothing more sent");
+    }
+
+    /// What `change` returns comes back, an error included, and the view is still the
+    /// one derived after it.
+    #[tokio::test]
+    async fn an_update_returns_what_the_change_returned() {
+        let (run, _) = run();
+        let (r, _): (Result<(), &str>, _) = run.update(Read::AsIs, async |_: &mut Tail| Err("refused")).await;
+        assert_eq!(r, Err("refused"));
+        let (marked, _) = run
+            .update(Read::AsIs, async |tail: &mut Tail| {
+                tail.mark_answered("d1");
+                tail.answered().contains("d1")
+            })
+            .await;
+        assert!(marked);
     }
 }

@@ -189,6 +189,13 @@ impl Tail {
     /// Read whatever changed on disk. Never fails: problems are logged and the
     /// offending bytes skipped, so one bad line cannot stop a run's chat.
     pub async fn refresh(&mut self) -> Derived {
+        self.read().await;
+        self.derive().await
+    }
+
+    /// Read whatever changed on disk (as [`Tail::refresh`], without deriving the view),
+    /// and delete a spool whose prompt is over.
+    pub async fn read(&mut self) {
         if !self.ended {
             if self.awaiting_session {
                 self.refresh_session().await;
@@ -202,12 +209,11 @@ impl Tail {
             // An ended run read for the first time (after a restart).
             self.refresh_transcript().await;
         }
-        let derived = self.derive().await;
-        if derived.spool_is_stale && !self.ended {
+        // The view's rule for a stale spool ([`view::derive`]), without deriving it.
+        let stale = self.spool.as_ref().is_some_and(|s| !view::spool_is_live(s, Some(&self.resolved), self.idle_since));
+        if stale && !self.ended {
             self.gc_spool();
-            return self.derive().await;
         }
-        derived
     }
 
     async fn refresh_transcript(&mut self) {
