@@ -59,6 +59,41 @@ pub fn poll_delay(delay: Duration, watched: bool, deadline: Option<Duration>) ->
     deadline.map_or(delay, |d| delay.min(d))
 }
 
+/// What the transcript's messages said, as the tailer took them in: the turn, the
+/// tool calls still open, and what the dialog mapper made of them.
+#[derive(Default)]
+struct TranscriptFacts {
+    turn: Option<TurnSignal>,
+    /// When an idle turn signal was last taken in.
+    idle_since: Option<SystemTime>,
+    /// The text (and time) of the run's last message when that message says the turn
+    /// ended on an error ([`crate::model::TURN_ERROR_KIND`]); older messages taken in
+    /// after it do not count as later.
+    turn_error: Option<(String, Option<SystemTime>)>,
+    /// The newest message timestamp the transcript has shown (see [`late_flush`]).
+    newest: Option<SystemTime>,
+    resolved: HashSet<String>,
+    /// Tool calls seen in the transcript with no result yet, oldest first (resolved
+    /// ones are dropped: memory stays bounded on a long history).
+    tool_calls: Vec<ToolUse>,
+    /// How many tool calls the transcript has given in all.
+    calls_total: usize,
+    /// The dialog mapper's answer per open tool call (kept when the transcript is read
+    /// again: the same call maps the same).
+    mapped: HashMap<String, Option<Dialog>>,
+    /// When each tool call was first seen (for the spool grace period; kept too).
+    first_seen: HashMap<String, std::time::Instant>,
+}
+
+impl TranscriptFacts {
+    /// The transcript is read again from its start: what its messages said is void
+    /// (the mapper's answers and first sightings stay).
+    fn forget(&mut self) {
+        let TranscriptFacts { mapped, first_seen, .. } = std::mem::take(self);
+        *self = TranscriptFacts { mapped, first_seen, ..TranscriptFacts::default() };
+    }
+}
+
 pub struct Tail {
     run: RunId,
     provider: Option<Arc<dyn Provider>>,
@@ -76,25 +111,9 @@ pub struct Tail {
     /// The run's messages, shared with readers that must not wait for the tailer (SSE,
     /// GET): an index of the transcript and the newest messages.
     messages: Arc<MessageStore>,
-    turn: Option<TurnSignal>,
-    /// When an idle turn signal was last taken in.
-    idle_since: Option<SystemTime>,
-    /// The text (and time) of the run's last message when that message says the turn
-    /// ended on an error ([`crate::model::TURN_ERROR_KIND`]); older messages taken in
-    /// after it do not count as later.
-    turn_error: Option<(String, Option<SystemTime>)>,
-    /// The newest message timestamp the transcript has shown (see [`late_flush`]).
-    newest: Option<SystemTime>,
+    /// What the transcript's messages said.
+    facts: TranscriptFacts,
     pub session_id: Option<String>,
-    resolved: HashSet<String>,
-    /// Tool calls seen in the transcript with no result yet, oldest first (resolved
-    /// ones are dropped: memory stays bounded on a long history).
-    tool_calls: Vec<ToolUse>,
-    /// How many tool calls the transcript has given in all.
-    calls_total: usize,
-    mapped: HashMap<String, Option<Dialog>>,
-    /// When each tool call was first seen (for the spool grace period).
-    first_seen: HashMap<String, std::time::Instant>,
 
     spool: Option<SpoolFact>,
     /// How many tool calls the transcript had given when the spool was last parsed.
@@ -156,16 +175,8 @@ impl Tail {
             fallback_deep_link: None,
             plan_roots: Vec::new(),
             messages: Arc::new(MessageStore::new()),
-            turn: None,
-            idle_since: None,
-            turn_error: None,
-            newest: None,
+            facts: TranscriptFacts::default(),
             session_id: None,
-            resolved: HashSet::new(),
-            tool_calls: Vec::new(),
-            calls_total: 0,
-            mapped: HashMap::new(),
-            first_seen: HashMap::new(),
             spool: None,
             spool_calls_seen: 0,
             awaiting_session: false,
@@ -210,7 +221,10 @@ impl Tail {
             self.refresh_transcript().await;
         }
         // The view's rule for a stale spool ([`view::derive`]), without deriving it.
-        let stale = self.spool.as_ref().is_some_and(|s| !view::spool_is_live(s, Some(&self.resolved), self.idle_since));
+        let stale = self
+            .spool
+            .as_ref()
+            .is_some_and(|s| !view::spool_is_live(s, Some(&self.facts.resolved), self.facts.idle_since));
         if stale && !self.ended {
             self.gc_spool();
         }
@@ -234,13 +248,7 @@ impl Tail {
     /// Forget what the transcript gave (it is read again from its start).
     fn forget_transcript(&mut self) {
         self.messages.clear();
-        self.turn = None;
-        self.idle_since = None;
-        self.turn_error = None;
-        self.newest = None;
-        self.resolved.clear();
-        self.tool_calls.clear();
-        self.calls_total = 0;
+        self.facts.forget();
     }
 
     async fn parse(&self, chunk: &[u8], first_line: u64) -> ParseOutput {
@@ -251,34 +259,34 @@ impl Tail {
     /// Take in what transcript bytes `at..at+len` gave.
     fn apply(&mut self, out: ParseOutput, at: u64, len: usize) {
         let stamps: Vec<Option<SystemTime>> = out.messages.iter().map(|m| parse_timestamp(&m.timestamp)).collect();
-        let late = late_flush(&stamps, self.newest);
+        let late = late_flush(&stamps, self.facts.newest);
         if let Some(newest) = stamps.iter().flatten().max() {
-            self.newest = Some(self.newest.map_or(*newest, |n| n.max(*newest)));
+            self.facts.newest = Some(self.facts.newest.map_or(*newest, |n| n.max(*newest)));
         }
         let first = self.messages.len();
         let mut msgs = Vec::with_capacity(out.messages.len());
         for m in out.messages {
             match &m.content {
                 Content::ToolResult(r) => {
-                    self.resolved.insert(r.id.clone());
+                    self.facts.resolved.insert(r.id.clone());
                 }
                 Content::ToolUse(u) => {
-                    self.first_seen.entry(u.id.clone()).or_insert_with(std::time::Instant::now);
-                    self.tool_calls.push(u.clone());
-                    self.calls_total += 1;
+                    self.facts.first_seen.entry(u.id.clone()).or_insert_with(std::time::Instant::now);
+                    self.facts.tool_calls.push(u.clone());
+                    self.facts.calls_total += 1;
                 }
                 _ => {}
             }
             let at = stamps[msgs.len()];
             match &m.content {
                 Content::Other { kind, text } if kind == crate::model::TURN_ERROR_KIND => {
-                    self.turn_error = Some((text.clone(), at));
+                    self.facts.turn_error = Some((text.clone(), at));
                 }
                 // A message clears it unless it is older (a prompt line written after its
                 // turn ended, see [`late_flush`]).
                 _ => {
-                    if self.turn_error.as_ref().is_none_or(|(_, err)| !older(at, *err)) {
-                        self.turn_error = None;
+                    if self.facts.turn_error.as_ref().is_none_or(|(_, err)| !older(at, *err)) {
+                        self.facts.turn_error = None;
                     }
                 }
             }
@@ -287,15 +295,15 @@ impl Tail {
         }
         self.messages.append(at, len, msgs);
         // Resolved calls are done with: only open ones are ever looked at again.
-        let resolved = &self.resolved;
-        self.tool_calls.retain(|c| !resolved.contains(&c.id));
-        self.mapped.retain(|id, _| !resolved.contains(id));
-        self.first_seen.retain(|id, _| !resolved.contains(id));
-        self.messages.set_open_call(self.tool_calls.last().map(|c| c.name.clone()));
+        let resolved = &self.facts.resolved;
+        self.facts.tool_calls.retain(|c| !resolved.contains(&c.id));
+        self.facts.mapped.retain(|id, _| !resolved.contains(id));
+        self.facts.first_seen.retain(|id, _| !resolved.contains(id));
+        self.messages.set_open_call(self.facts.tool_calls.last().map(|c| c.name.clone()));
         if out.turn.is_some() && !late {
-            self.turn = out.turn;
+            self.facts.turn = out.turn;
             if out.turn == Some(TurnSignal::Idle) {
-                self.idle_since = Some(SystemTime::now());
+                self.facts.idle_since = Some(SystemTime::now());
             }
         }
         if out.session_id.is_some() {
@@ -309,7 +317,7 @@ impl Tail {
         // call, or the plan in it, among them).
         let incomplete = |d: &Dialog| d.call_id.is_none() || spool::lacks_plan_text(d);
         let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(incomplete))
-            && self.calls_total > self.spool_calls_seen;
+            && self.facts.calls_total > self.spool_calls_seen;
         let look = self.spool_file.look(&self.run, recheck);
         if look == Look::Same {
             return;
@@ -323,9 +331,9 @@ impl Tail {
             return;
         };
         let Some(provider) = &self.provider else { return };
-        self.spool_calls_seen = self.calls_total;
+        self.spool_calls_seen = self.facts.calls_total;
         let mut open: Vec<ToolUse> =
-            self.tool_calls.iter().filter(|c| !self.resolved.contains(&c.id)).cloned().collect();
+            self.facts.tool_calls.iter().filter(|c| !self.facts.resolved.contains(&c.id)).cloned().collect();
         open.drain(..open.len().saturating_sub(16));
         match provider.pending_dialog(bytes, open).await {
             Ok(dialog) => {
@@ -404,21 +412,28 @@ impl Tail {
     /// The newest unresolved tool call that the provider maps to a dialog (the
     /// dormant transcript fallback). Mapper results are cached per tool call id.
     async fn transcript_dialog(&mut self) -> Option<(Dialog, std::time::Duration)> {
-        let unresolved: Vec<ToolUse> =
-            self.tool_calls.iter().rev().filter(|c| !self.resolved.contains(&c.id)).take(8).cloned().collect();
+        let unresolved: Vec<ToolUse> = self
+            .facts
+            .tool_calls
+            .iter()
+            .rev()
+            .filter(|c| !self.facts.resolved.contains(&c.id))
+            .take(8)
+            .cloned()
+            .collect();
         for call in unresolved {
-            if !self.mapped.contains_key(&call.id) {
+            if !self.facts.mapped.contains_key(&call.id) {
                 let id = call.id.clone();
                 let Some(provider) = &self.provider else { return None };
                 match provider.map_dialog(call.clone()).await {
                     Ok(d) => {
-                        self.mapped.insert(id, d);
+                        self.facts.mapped.insert(id, d);
                     }
                     Err(e) => tracing::warn!(run = %self.run, error = %e, "the dialog mapper failed"),
                 }
             }
-            if let Some(Some(d)) = self.mapped.get(&call.id) {
-                let age = self.first_seen.get(&call.id).map(|t| t.elapsed()).unwrap_or_default();
+            if let Some(Some(d)) = self.facts.mapped.get(&call.id) {
+                let age = self.facts.first_seen.get(&call.id).map(|t| t.elapsed()).unwrap_or_default();
                 return Some((d.clone(), age));
             }
         }
@@ -435,10 +450,10 @@ impl Tail {
         view::derive(&Facts {
             ended: self.ended,
             message_count,
-            turn: self.turn,
-            idle_since: self.idle_since,
-            turn_error: self.turn_error.as_ref().map(|(text, _)| text.clone()),
-            resolved: Some(&self.resolved),
+            turn: self.facts.turn,
+            idle_since: self.facts.idle_since,
+            turn_error: self.facts.turn_error.as_ref().map(|(text, _)| text.clone()),
+            resolved: Some(&self.facts.resolved),
             hook_cleared: Some(&self.hook_cleared),
             answered: Some(&self.answered),
             transcript_dialog,
@@ -470,10 +485,11 @@ impl Tail {
         if !self.hooker || self.ended {
             return None;
         }
-        self.tool_calls
+        self.facts
+            .tool_calls
             .iter()
-            .filter(|c| !self.resolved.contains(&c.id) && !matches!(self.mapped.get(&c.id), Some(None)))
-            .filter_map(|c| self.first_seen.get(&c.id))
+            .filter(|c| !self.facts.resolved.contains(&c.id) && !matches!(self.facts.mapped.get(&c.id), Some(None)))
+            .filter_map(|c| self.facts.first_seen.get(&c.id))
             .filter_map(|seen| view::SPOOL_GRACE.checked_sub(seen.elapsed()))
             .min()
     }
@@ -484,7 +500,7 @@ impl Tail {
         let spooled = self
             .spool
             .as_ref()
-            .filter(|s| view::spool_is_live(s, Some(&self.resolved), self.idle_since))
+            .filter(|s| view::spool_is_live(s, Some(&self.facts.resolved), self.facts.idle_since))
             .and_then(|s| s.dialog.as_ref());
         spooled.or(self.screen())
     }
@@ -514,7 +530,7 @@ impl Tail {
     }
 
     pub fn resolved(&self) -> &HashSet<String> {
-        &self.resolved
+        &self.facts.resolved
     }
 
     pub fn answered(&self) -> &HashSet<String> {
@@ -639,19 +655,19 @@ mod tests {
         assert_eq!(tail.grace_remaining(), None);
         let call =
             |id: &str| ToolUse { id: id.into(), name: "Ask".into(), input_json: "{}".into(), summary: "Ask".into() };
-        tail.tool_calls.push(call("old"));
-        tail.first_seen.insert("old".into(), std::time::Instant::now() - view::SPOOL_GRACE * 2);
+        tail.facts.tool_calls.push(call("old"));
+        tail.facts.first_seen.insert("old".into(), std::time::Instant::now() - view::SPOOL_GRACE * 2);
         assert_eq!(tail.grace_remaining(), None, "its grace is over");
-        tail.tool_calls.push(call("new"));
-        tail.first_seen.insert("new".into(), std::time::Instant::now());
+        tail.facts.tool_calls.push(call("new"));
+        tail.facts.first_seen.insert("new".into(), std::time::Instant::now());
         let left = tail.grace_remaining().expect("a deadline");
         assert!(left <= view::SPOOL_GRACE && left > view::SPOOL_GRACE / 2, "{left:?}");
-        tail.mapped.insert("new".into(), None);
+        tail.facts.mapped.insert("new".into(), None);
         assert_eq!(tail.grace_remaining(), None, "not a dialog");
-        tail.mapped.remove("new");
-        tail.resolved.insert("new".into());
+        tail.facts.mapped.remove("new");
+        tail.facts.resolved.insert("new".into());
         assert_eq!(tail.grace_remaining(), None, "resolved");
-        tail.resolved.clear();
+        tail.facts.resolved.clear();
         tail.hooker = false;
         assert_eq!(tail.grace_remaining(), None, "no spool to wait for");
     }
@@ -865,7 +881,7 @@ mod tests {
         let store = tail.messages();
         assert_eq!(store.len(), 1000);
         assert_eq!(store.resident(), RESIDENT_MESSAGES, "only the newest are held");
-        assert!(tail.tool_calls.is_empty() && tail.mapped.is_empty(), "resolved calls are dropped");
+        assert!(tail.facts.tool_calls.is_empty() && tail.facts.mapped.is_empty(), "resolved calls are dropped");
         assert_eq!(store.open_call(), None);
         let texts = |v: &[SeqMessage]| v.iter().map(|m| (m.seq, m.text.clone())).collect::<Vec<_>>();
         let want = |r: std::ops::Range<u64>| r.map(|s| (s, format!("m{s}"))).collect::<Vec<_>>();
