@@ -154,25 +154,19 @@ mod tests {
         }
     }
 
-    struct F(u32, u32);
-    impl OwnerFacts for F {
-        fn uid(&self) -> u32 {
-            self.0
-        }
-        fn mode(&self) -> u32 {
-            self.1
-        }
+    fn st(uid: u32, mode: u32) -> fsutil::Stat {
+        fsutil::Stat { uid, mode }
     }
 
     #[test]
     fn only_lab_s_private_launch_file_is_trusted() {
         let (me, reg, dir) = (1000, libc::S_IFREG, libc::S_IFDIR);
-        assert_eq!(launch_file_untrusted(&F(me, reg | 0o600), Kind::File, me), None);
-        assert_eq!(launch_file_untrusted(&F(me, dir | 0o700), Kind::Dir, me), None);
-        assert!(launch_file_untrusted(&F(me, reg | 0o644), Kind::File, me).unwrap().contains("mode 0644"));
-        assert!(launch_file_untrusted(&F(me, dir | 0o1777), Kind::Dir, me).unwrap().contains("writable"));
-        assert!(launch_file_untrusted(&F(me, dir | 0o750), Kind::Dir, me).unwrap().contains("mode 0750"));
-        assert!(launch_file_untrusted(&F(1001, reg | 0o600), Kind::File, me).unwrap().contains("uid 1001"));
-        assert!(launch_file_untrusted(&F(me, libc::S_IFIFO | 0o600), Kind::File, me).is_some());
+        assert_eq!(launch_file_untrusted(&st(me, reg | 0o600), Kind::File, me), None);
+        assert_eq!(launch_file_untrusted(&st(me, dir | 0o700), Kind::Dir, me), None);
+        assert!(launch_file_untrusted(&st(me, reg | 0o644), Kind::File, me).unwrap().contains("mode 0644"));
+        assert!(launch_file_untrusted(&st(me, dir | 0o1777), Kind::Dir, me).unwrap().contains("writable"));
+        assert!(launch_file_untrusted(&st(me, dir | 0o750), Kind::Dir, me).unwrap().contains("mode 0750"));
+        assert!(launch_file_untrusted(&st(1001, reg | 0o600), Kind::File, me).unwrap().contains("uid 1001"));
+        assert!(launch_file_untrusted(&st(me, libc::S_IFIFO | 0o600), Kind::File, me).is_some());
     }
 }

@@ -81,6 +81,23 @@ pub trait OwnerFacts {
     fn mode(&self) -> u32;
 }
 
+/// Facts given as they are (a uid and an `st_mode`): what a rule is asked about when
+/// it is not a file's own `stat` (tests, an owner taken as another).
+#[derive(Debug, Clone, Copy)]
+pub struct Stat {
+    pub uid: u32,
+    pub mode: u32,
+}
+
+impl OwnerFacts for Stat {
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn mode(&self) -> u32 {
+        self.mode
+    }
+}
+
 impl OwnerFacts for fs::Metadata {
     fn uid(&self) -> u32 {
         MetadataExt::uid(self)
@@ -391,22 +408,9 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"keep");
     }
 
-    struct Facts {
-        uid: u32,
-        mode: u32,
-    }
-    impl OwnerFacts for Facts {
-        fn uid(&self) -> u32 {
-            self.uid
-        }
-        fn mode(&self) -> u32 {
-            self.mode
-        }
-    }
-
     #[test]
     fn only_own_private_regular_files_are_trusted() {
-        let f = |uid, mode| Facts { uid, mode };
+        let f = |uid, mode| Stat { uid, mode };
         let file = libc::S_IFREG;
         let dir = libc::S_IFDIR;
         assert_eq!(untrusted(&f(1000, file | 0o600), Kind::File, 1000), None);

@@ -18,7 +18,7 @@
 //! The decisions are pure ([`chain_dir`], [`own_entry`], [`operator_file`]) over the
 //! facts of `lstat`/`stat` ([`crate::fsutil::OwnerFacts`]); the walks do the I/O.
 
-use crate::fsutil::{self, Kind, OwnerFacts};
+use crate::fsutil::{self, Kind, OwnerFacts, Stat};
 use std::path::{Path, PathBuf};
 
 const ROOT: u32 = 0;
@@ -53,21 +53,7 @@ pub fn own_entry(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<Strin
 /// or root's, writable by nobody else.
 pub fn operator_file(facts: &impl OwnerFacts, kind: Kind, euid: u32) -> Option<String> {
     let owner = if facts.uid() == ROOT { euid } else { facts.uid() };
-    fsutil::untrusted(&Facts { uid: owner, mode: facts.mode() }, kind, euid)
-}
-
-struct Facts {
-    uid: u32,
-    mode: u32,
-}
-
-impl OwnerFacts for Facts {
-    fn uid(&self) -> u32 {
-        self.uid
-    }
-    fn mode(&self) -> u32 {
-        self.mode
-    }
+    fsutil::untrusted(&Stat { uid: owner, mode: facts.mode() }, kind, euid)
 }
 
 /// Check the way to lab's home `home` (absolute; it may not exist yet) and the home
@@ -135,8 +121,8 @@ pub fn check_operator(path: &Path, kind: Kind) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn f(uid: u32, mode: u32) -> Facts {
-        Facts { uid, mode }
+    fn f(uid: u32, mode: u32) -> Stat {
+        Stat { uid, mode }
     }
     const DIR: u32 = libc::S_IFDIR;
     const REG: u32 = libc::S_IFREG;

@@ -945,6 +945,13 @@ fn get_providers_names_the_agent_s_own_version() {
     }
 }
 
+/// The agent's own environment (the pane's process, exec'd by `lab agent-exec`), as
+/// `/proc/<pid>/environ` holds it.
+fn agent_environ(w: &World) -> Vec<u8> {
+    let pid = String::from_utf8(w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]).stdout).unwrap();
+    std::fs::read(format!("/proc/{}/environ", pid.trim())).unwrap()
+}
+
 /// lab serve started from an environment holding a variable whose value is not UTF-8
 /// (a stray byte in a user's shell): `POST /runs` starts the run (it used to panic in
 /// `std::env::vars()` and answer nothing), the variable is left out of the agent's
@@ -962,9 +969,7 @@ fn a_non_utf8_variable_in_lab_s_environment_does_not_stop_runs() {
     let run = lab.create_run(&w, "claude-code", "hello");
     let id = run_id(&run);
     lab.wait_state(&id, "idle");
-    // The agent's own environment (the pane's process, exec'd by `lab agent-exec`).
-    let pid = String::from_utf8(w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]).stdout).unwrap();
-    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).unwrap();
+    let environ = agent_environ(&w);
     let vars: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
     assert!(vars.contains(&&b"LAB_TEST_PLAIN=plain"[..]), "the others reach the agent");
     assert!(!vars.iter().any(|v| v.starts_with(b"LAB_TEST_NOT_UTF8=")), "the non-UTF-8 one does not");
@@ -993,8 +998,7 @@ fn only_the_basics_and_what_lab_toml_passes_reach_the_agent() {
     });
     let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
     lab.wait_state(&id, "idle");
-    let pid = String::from_utf8(w.tmux(&["list-panes", "-a", "-F", "#{pane_pid}"]).stdout).unwrap();
-    let environ = std::fs::read(format!("/proc/{}/environ", pid.trim())).unwrap();
+    let environ = agent_environ(&w);
     let vars: Vec<String> =
         environ.split(|b| *b == 0).filter(|v| !v.is_empty()).map(|v| String::from_utf8_lossy(v).into_owned()).collect();
     for want in ["LAB_TEST_PASSED=yes", "LAB_TEST_GROUP_A=a", "LANG=C.UTF-8"] {
