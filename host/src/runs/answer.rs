@@ -21,11 +21,12 @@ impl Runs {
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         let _keys = run.keys.lock().await;
-        let (ended, d) = run.update(Read::Channels, async |tail: &mut Tail| tail.ended).await;
+        let ((ended, prompt_pending), d) =
+            run.update(Read::Channels, async |tail: &mut Tail| (tail.ended, tail.prompt_pending)).await;
         if ended {
             return Err(RunError::RunEnded);
         }
-        if let Some(lock) = run.composer_lock(&d) {
+        if let Some(lock) = run.composer_lock(&d, prompt_pending) {
             return Err(lock.into());
         }
         let tmux = self.tmux.clone();

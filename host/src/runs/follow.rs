@@ -23,8 +23,7 @@ impl Runs {
                     let ended = tail.ended;
                     self.record_session_facts(&run, tail.session_id.clone(), tail.transcript_path());
                     watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
-                    look = !ended
-                        && screen::should_look(&derived, tail.has_spool(), run.prompt_pending.load(Ordering::SeqCst));
+                    look = !ended && screen::should_look(&derived, tail.has_spool(), tail.prompt_pending);
                     if look {
                         let current = tail.screen().cloned();
                         let shown = self
@@ -41,8 +40,9 @@ impl Runs {
                     if !look {
                         pane.reset();
                     }
+                    let prompt_pending = tail.prompt_pending;
                     drop(tail);
-                    run.publish(derived);
+                    run.publish(derived, prompt_pending);
                     if ended {
                         break;
                     }

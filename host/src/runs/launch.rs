@@ -55,13 +55,16 @@ impl Runs {
                     tracing::error!(run = %id, error = %e, "could not record the failed run");
                 }
                 let run = self.attach(rec, false);
-                run.publish(Derived {
-                    state: RunState::Ended,
-                    pending_dialog: None,
-                    blocked: None,
-                    spool_is_stale: false,
-                    turn_idle: false,
-                });
+                run.publish(
+                    Derived {
+                        state: RunState::Ended,
+                        pending_dialog: None,
+                        blocked: None,
+                        spool_is_stale: false,
+                        turn_idle: false,
+                    },
+                    false,
+                );
                 tracing::warn!(run = %id, error = %msg, "launch failed");
                 return Err(RunError::LaunchFailed(msg));
             }
@@ -222,9 +225,9 @@ impl Runs {
                     }
                 }
             }
-            run.prompt_pending.store(false, Ordering::SeqCst);
+            // Before the key lock goes: a message waiting for it finds the composer open.
+            run.update(Read::AsIs, async |tail: &mut Tail| tail.prompt_pending = false).await;
             drop(keys);
-            run.update(Read::AsIs, async |_: &mut Tail| ()).await;
             run.wake();
         });
     }

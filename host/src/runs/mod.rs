@@ -11,6 +11,7 @@ mod answer;
 pub mod answer_guard;
 mod api;
 mod follow;
+pub mod hook_channels;
 pub mod hook_file;
 pub mod hook_settings;
 pub mod input;
@@ -83,9 +84,6 @@ pub struct Run {
     /// Serialises everything that types into the pane (answers, messages). Owned
     /// guards: an answer's playback holds it after its POST has returned.
     keys: Arc<tokio::sync::Mutex<()>>,
-    /// lab has yet to type the run's first prompt (one too large for the agent's
-    /// command line): messages wait until it has.
-    prompt_pending: AtomicBool,
     /// An ended run found at start-up whose transcript has not been read yet: it is
     /// read when someone first looks at its chat ([`Runs::ensure_loaded`]), so start-up
     /// and memory do not grow with the history of ended runs.
@@ -109,7 +107,6 @@ impl Run {
         tail: Tail,
         provider: Option<ProviderHandle>,
         changes: broadcast::Sender<Change>,
-        prompt_pending: bool,
     ) -> Arc<Run> {
         let messages = tail.messages();
         let initial = Snapshot {
@@ -130,7 +127,6 @@ impl Run {
             record: Mutex::new(rec),
             tail: tokio::sync::Mutex::new(tail),
             keys: Arc::new(tokio::sync::Mutex::new(())),
-            prompt_pending: AtomicBool::new(prompt_pending),
             messages,
             looked_at: Mutex::new(std::time::Instant::now()),
             view,
@@ -203,10 +199,11 @@ impl Run {
         }
     }
 
-    /// Why a message cannot be typed now, from `derived` and the open tool call.
-    fn composer_lock(&self, derived: &Derived) -> Option<ComposerLock> {
+    /// Why a message cannot be typed now, from `derived`, the open tool call and
+    /// whether the first prompt is still to be typed.
+    fn composer_lock(&self, derived: &Derived, prompt_pending: bool) -> Option<ComposerLock> {
         let open_call = self.messages.open_call();
-        input::composer_lock(derived, open_call.as_deref(), self.prompt_pending.load(Ordering::SeqCst))
+        input::composer_lock(derived, open_call.as_deref(), prompt_pending)
     }
 
     /// The one way to change a run's live state (the tail: its channels' facts, the
@@ -222,14 +219,15 @@ impl Run {
         }
         let out = change(&mut tail).await;
         let derived = tail.derive().await;
+        let prompt_pending = tail.prompt_pending;
         drop(tail);
-        self.publish(derived.clone());
+        self.publish(derived.clone(), prompt_pending);
         (out, derived)
     }
 
-    fn publish(&self, derived: Derived) {
+    fn publish(&self, derived: Derived, prompt_pending: bool) {
         let message_count = self.messages.len() as usize;
-        let composer_lock = self.composer_lock(&derived);
+        let composer_lock = self.composer_lock(&derived, prompt_pending);
         self.view.send_if_modified(|cur| {
             // The answer's progress is kept where it is ([`Run::update_answer`]).
             let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone() };
@@ -508,7 +506,8 @@ impl Runs {
             // The agent names its transcript through its session-info hook (if at all).
             tail.await_session_info();
         }
-        let run = Run::new(rec, tail, provider, self.changes.clone(), prompt_pending);
+        tail.prompt_pending = prompt_pending;
+        let run = Run::new(rec, tail, provider, self.changes.clone());
         if let Some(t) = transcript {
             self.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
@@ -594,7 +593,7 @@ mod update_tests {
         };
         let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
         let (changes, rx) = broadcast::channel(16);
-        (Run::new(rec, tail, None, changes, false), rx)
+        (Run::new(rec, tail, None, changes), rx)
     }
 
     /// A change is derived and published once; an update that changes nothing

@@ -3,11 +3,11 @@
 //! file — and keeps the facts the view is derived from. The decisions are in
 //! [`super::view`], [`super::answer_guard`] and [`super::spool`].
 
-use super::hook_file::{HookFile, Look};
+use super::hook_channels::{MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel};
+use super::hook_file::HookFile;
 use super::message_store::{parse_chunk, MessageStore};
-use super::spool;
 use super::transcript::{Step, TranscriptReader};
-use super::view::{self, Derived, Facts, MarkerFact, SeqMessage, SpoolFact};
+use super::view::{self, Derived, Facts, SeqMessage};
 use crate::components::Provider;
 use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
 use crate::paths::{RunFiles, RunId};
@@ -94,41 +94,38 @@ impl TranscriptFacts {
     }
 }
 
+/// One run's live state: what its channels said (each through its reader), the
+/// answered marks, whether lab has yet to type its first prompt, and whether it ended.
+/// Changed only through [`super::Run::update`], which derives and publishes the view.
 pub struct Tail {
-    run: RunId,
-    provider: Option<Arc<dyn Provider>>,
-    /// Where the transcript has been read to.
+    src: Source,
+    /// The transcript's reader: where it has been read to.
     transcript: TranscriptReader,
-    /// The hook channels: the pending prompt, the blocked marker, the session info.
-    spool_file: HookFile,
-    marker_file: HookFile,
-    session_file: HookFile,
-    hooker: bool,
-    fallback_deep_link: Option<String>,
-    /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
-    plan_roots: Vec<PathBuf>,
-
     /// The run's messages, shared with readers that must not wait for the tailer (SSE,
     /// GET): an index of the transcript and the newest messages.
     messages: Arc<MessageStore>,
     /// What the transcript's messages said.
     facts: TranscriptFacts,
+    /// The hook channels: the pending prompt, the blocked marker, the session info.
+    spool: SpoolChannel,
+    marker: MarkerChannel,
+    session: SessionChannel,
+    /// A prompt read off the screen.
+    screen: ScreenFact,
     pub session_id: Option<String>,
-
-    spool: Option<SpoolFact>,
-    /// How many tool calls the transcript had given when the spool was last parsed.
-    spool_calls_seen: usize,
-    /// The transcript is named by the session-info channel, not known yet.
-    awaiting_session: bool,
-    /// A prompt read off the screen and still shown there.
-    screen: Option<Dialog>,
-    /// How many messages the transcript had then: a screen prompt is over once the run
-    /// moves on.
-    screen_at_messages: usize,
-    marker: Option<MarkerFact>,
-    hook_cleared: HashSet<String>,
     answered: HashSet<String>,
+    /// lab has yet to type the run's first prompt (one too large for the agent's
+    /// command line): messages wait until it has.
+    pub prompt_pending: bool,
     pub ended: bool,
+}
+
+/// A prompt read off the screen and still shown there, and how many messages the
+/// transcript had then: a screen prompt is over once the run moves on.
+#[derive(Default)]
+struct ScreenFact {
+    dialog: Option<Dialog>,
+    at_messages: usize,
 }
 
 impl Tail {
@@ -143,48 +140,35 @@ impl Tail {
         if let Some(t) = &transcript {
             inert.messages.set_source(provider.clone(), t.clone());
         }
-        Tail {
-            hooker: provider.dialog_hooker(),
-            provider: Some(provider),
-            transcript: TranscriptReader::new(transcript),
-            fallback_deep_link,
-            ..inert
-        }
+        let src =
+            Source { hooker: provider.dialog_hooker(), provider: Some(provider), fallback_deep_link, ..inert.src };
+        Tail { src, transcript: TranscriptReader::new(transcript), ..inert }
     }
 
     /// The folders a plan file named by a spooled prompt may be read from.
     pub fn set_plan_roots(&mut self, roots: Vec<PathBuf>) {
-        self.plan_roots = roots;
+        self.src.plan_roots = roots;
     }
 
     /// The transcript is not known at spawn: the session-info channel will name it.
     pub fn await_session_info(&mut self) {
-        self.awaiting_session = self.transcript.path().is_none();
+        self.session.awaiting = self.transcript.path().is_none();
     }
 
     /// A run whose provider is not loaded: nothing can be read, only shown as is.
     pub fn new_inert(run: RunId, files: RunFiles) -> Tail {
         Tail {
-            run,
-            provider: None,
+            src: Source { run, provider: None, hooker: false, fallback_deep_link: None, plan_roots: Vec::new() },
             transcript: TranscriptReader::new(None),
-            spool_file: HookFile::new(files.spool, "spool"),
-            marker_file: HookFile::new(files.marker, "blocked marker"),
-            session_file: HookFile::new(files.session, "session info"),
-            hooker: false,
-            fallback_deep_link: None,
-            plan_roots: Vec::new(),
             messages: Arc::new(MessageStore::new()),
             facts: TranscriptFacts::default(),
+            spool: SpoolChannel::new(HookFile::new(files.spool, "spool")),
+            marker: MarkerChannel::new(HookFile::new(files.marker, "blocked marker")),
+            session: SessionChannel::new(HookFile::new(files.session, "session info")),
+            screen: ScreenFact::default(),
             session_id: None,
-            spool: None,
-            spool_calls_seen: 0,
-            awaiting_session: false,
-            screen: None,
-            screen_at_messages: 0,
-            marker: None,
-            hook_cleared: HashSet::new(),
             answered: HashSet::new(),
+            prompt_pending: false,
             ended: false,
         }
     }
@@ -208,13 +192,16 @@ impl Tail {
     /// and delete a spool whose prompt is over.
     pub async fn read(&mut self) {
         if !self.ended {
-            if self.awaiting_session {
-                self.refresh_session().await;
+            if self.session.awaiting {
+                let news = self.session.refresh(&self.src).await;
+                self.take_session_news(news);
             }
             self.refresh_transcript().await;
-            if self.hooker {
-                self.refresh_spool().await;
-                self.refresh_marker().await;
+            if self.src.hooker {
+                let facts = &self.facts;
+                let open = || facts.tool_calls.iter().filter(|c| !facts.resolved.contains(&c.id)).cloned().collect();
+                self.spool.refresh(&self.src, facts.calls_total, open).await;
+                self.marker.refresh(&self.src).await;
             }
         } else if self.messages.is_empty() {
             // An ended run read for the first time (after a restart).
@@ -223,16 +210,28 @@ impl Tail {
         // The view's rule for a stale spool ([`view::derive`]), without deriving it.
         let stale = self
             .spool
+            .fact
             .as_ref()
             .is_some_and(|s| !view::spool_is_live(s, Some(&self.facts.resolved), self.facts.idle_since));
         if stale && !self.ended {
-            self.gc_spool();
+            self.spool.remove_stale(&self.src.run);
+        }
+    }
+
+    /// What the session info said: its session id, and the transcript to follow.
+    fn take_session_news(&mut self, news: SessionNews) {
+        if let Some(sid) = news.session_id {
+            self.session_id = Some(sid);
+        }
+        if let (Some(p), Some(provider)) = (news.transcript, &self.src.provider) {
+            self.messages.set_source(provider.clone(), p.clone());
+            self.transcript.set_path(p);
         }
     }
 
     async fn refresh_transcript(&mut self) {
         loop {
-            match self.transcript.step(&self.run) {
+            match self.transcript.step(&self.src.run) {
                 Step::Done => return,
                 Step::Restarted => self.forget_transcript(),
                 Step::Read(chunks) => {
@@ -252,8 +251,8 @@ impl Tail {
     }
 
     async fn parse(&self, chunk: &[u8], first_line: u64) -> ParseOutput {
-        let Some(provider) = &self.provider else { return ParseOutput::default() };
-        parse_chunk(provider.as_ref(), chunk, Some((&self.run, first_line))).await
+        let Some(provider) = &self.src.provider else { return ParseOutput::default() };
+        parse_chunk(provider.as_ref(), chunk, Some((&self.src.run, first_line))).await
     }
 
     /// Take in what transcript bytes `at..at+len` gave.
@@ -311,104 +310,6 @@ impl Tail {
         }
     }
 
-    async fn refresh_spool(&mut self) {
-        // A prompt whose transcript call was not known yet, or a plan that came without
-        // its text, is parsed again once new calls arrive (the provider may find its
-        // call, or the plan in it, among them).
-        let incomplete = |d: &Dialog| d.call_id.is_none() || spool::lacks_plan_text(d);
-        let recheck = self.spool.as_ref().is_some_and(|s| s.dialog.as_ref().is_some_and(incomplete))
-            && self.facts.calls_total > self.spool_calls_seen;
-        let look = self.spool_file.look(&self.run, recheck);
-        if look == Look::Same {
-            return;
-        }
-        let previous = self.spool.take();
-        let Look::Written { bytes, written, mtime_ns } = look else {
-            if let Some(d) = previous.and_then(|p| p.dialog) {
-                // Gone: a clear hook (or lab's GC) removed it.
-                self.hook_cleared.extend(spool::ids(&d));
-            }
-            return;
-        };
-        let Some(provider) = &self.provider else { return };
-        self.spool_calls_seen = self.facts.calls_total;
-        let mut open: Vec<ToolUse> =
-            self.facts.tool_calls.iter().filter(|c| !self.facts.resolved.contains(&c.id)).cloned().collect();
-        open.drain(..open.len().saturating_sub(16));
-        match provider.pending_dialog(bytes, open).await {
-            Ok(dialog) => {
-                let dialog = dialog.map(|mut d| {
-                    if let Err(why) = spool::fill_plan_from_file(&mut d, &self.plan_roots) {
-                        tracing::warn!(run = %self.run, %why, "showing the plan without its text");
-                    }
-                    spool::identify(d, mtime_ns)
-                });
-                let before = previous.and_then(|p| p.dialog);
-                if let Some(prev) = before.filter(|p| dialog.as_ref().is_none_or(|d| d.id != p.id)) {
-                    self.hook_cleared.extend(spool::ids(&prev));
-                }
-                self.spool = Some(SpoolFact { dialog, written });
-            }
-            Err(e) if e.refusal().is_some() => {
-                tracing::warn!(run = %self.run, error = %e, "ignoring a malformed spool")
-            }
-            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the spool"),
-        }
-    }
-
-    /// Read what the session-info hook wrote: the transcript's path, once known.
-    async fn refresh_session(&mut self) {
-        let Look::Written { bytes, .. } = self.session_file.look(&self.run, false) else { return };
-        let Some(provider) = &self.provider else { return };
-        match provider.session_info(bytes).await {
-            Ok(facts) => {
-                if let Some(sid) = facts.session_id {
-                    self.session_id = Some(sid);
-                }
-                match facts.transcript_path.map(PathBuf::from) {
-                    Some(p) if p.is_absolute() => {
-                        tracing::info!(run = %self.run, transcript = %p.display(), "the agent named its transcript");
-                        self.messages.set_source(provider.clone(), p.clone());
-                        self.transcript.set_path(p);
-                        self.awaiting_session = false;
-                    }
-                    Some(p) => {
-                        tracing::warn!(run = %self.run, path = %p.display(), "ignoring a relative transcript path")
-                    }
-                    None => {}
-                }
-            }
-            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the session info"),
-        }
-    }
-
-    async fn refresh_marker(&mut self) {
-        let look = self.marker_file.look(&self.run, false);
-        if look == Look::Same {
-            return;
-        }
-        self.marker = None;
-        let Look::Written { bytes, written, .. } = look else { return };
-        let Some(provider) = &self.provider else { return };
-        match provider.blocked_state(bytes).await {
-            Ok(blocked) => self.marker = Some(MarkerFact { blocked, written }),
-            Err(e) if e.refusal().is_some() => {
-                tracing::warn!(run = %self.run, error = %e, "ignoring a malformed blocked marker")
-            }
-            Err(e) => tracing::warn!(run = %self.run, error = %e, "could not read the blocked marker"),
-        }
-    }
-
-    /// Delete a spool whose dialog is resolved in the transcript (the backstop GC).
-    fn gc_spool(&mut self) {
-        // Only delete the version we judged; a new dialog's spool may have replaced it.
-        if self.spool_file.remove_if_unchanged(&self.run) {
-            if let Some(d) = self.spool.take().and_then(|s| s.dialog) {
-                tracing::info!(run = %self.run, dialog = %d.id, "removed a spool whose prompt is over");
-            }
-        }
-    }
-
     /// The newest unresolved tool call that the provider maps to a dialog (the
     /// dormant transcript fallback). Mapper results are cached per tool call id.
     async fn transcript_dialog(&mut self) -> Option<(Dialog, std::time::Duration)> {
@@ -424,12 +325,12 @@ impl Tail {
         for call in unresolved {
             if !self.facts.mapped.contains_key(&call.id) {
                 let id = call.id.clone();
-                let Some(provider) = &self.provider else { return None };
+                let Some(provider) = &self.src.provider else { return None };
                 match provider.map_dialog(call.clone()).await {
                     Ok(d) => {
                         self.facts.mapped.insert(id, d);
                     }
-                    Err(e) => tracing::warn!(run = %self.run, error = %e, "the dialog mapper failed"),
+                    Err(e) => tracing::warn!(run = %self.src.run, error = %e, "the dialog mapper failed"),
                 }
             }
             if let Some(Some(d)) = self.facts.mapped.get(&call.id) {
@@ -454,16 +355,16 @@ impl Tail {
             idle_since: self.facts.idle_since,
             turn_error: self.facts.turn_error.as_ref().map(|(text, _)| text.clone()),
             resolved: Some(&self.facts.resolved),
-            hook_cleared: Some(&self.hook_cleared),
+            hook_cleared: Some(&self.spool.cleared),
             answered: Some(&self.answered),
             transcript_dialog,
             transcript_dialog_age,
-            hooker: self.hooker,
-            spool: self.spool.clone(),
+            hooker: self.src.hooker,
+            spool: self.spool.fact.clone(),
             screen: self.screen().cloned(),
-            marker: self.marker.clone(),
+            marker: self.marker.fact.clone(),
             transcript_modified: self.transcript.modified(),
-            fallback_deep_link: self.fallback_deep_link.clone(),
+            fallback_deep_link: self.src.fallback_deep_link.clone(),
         })
     }
 
@@ -474,15 +375,15 @@ impl Tail {
             return false;
         }
         self.transcript.changed_on_disk()
-            || (self.awaiting_session && self.session_file.changed_on_disk())
-            || (self.hooker && (self.spool_file.changed_on_disk() || self.marker_file.changed_on_disk()))
+            || (self.session.awaiting && self.session.file.changed_on_disk())
+            || (self.src.hooker && (self.spool.file.changed_on_disk() || self.marker.file.changed_on_disk()))
     }
 
     /// How long until an unresolved tool call's spool grace ends ([`view::SPOOL_GRACE`]):
     /// then the view may change with no file changing (the transcript fallback shows
     /// the dialog). None when no such call is waiting.
     pub fn grace_remaining(&self) -> Option<Duration> {
-        if !self.hooker || self.ended {
+        if !self.src.hooker || self.ended {
             return None;
         }
         self.facts
@@ -499,6 +400,7 @@ impl Tail {
     pub fn live_dialog(&self) -> Option<&Dialog> {
         let spooled = self
             .spool
+            .fact
             .as_ref()
             .filter(|s| view::spool_is_live(s, Some(&self.facts.resolved), self.facts.idle_since))
             .and_then(|s| s.dialog.as_ref());
@@ -507,16 +409,16 @@ impl Tail {
 
     /// What the screen shows now, as the provider read it (None: no prompt there).
     pub fn set_screen(&mut self, dialog: Option<Dialog>) {
-        if dialog.as_ref().map(|d| &d.id) != self.screen.as_ref().map(|d| &d.id) {
-            self.screen_at_messages = self.message_count();
+        if dialog.as_ref().map(|d| &d.id) != self.screen.dialog.as_ref().map(|d| &d.id) {
+            self.screen.at_messages = self.message_count();
         }
-        self.screen = dialog;
+        self.screen.dialog = dialog;
     }
 
     /// The prompt read off the screen, while the run has not moved on since (no new
     /// transcript message: once there is one, the prompt was answered).
     pub fn screen(&self) -> Option<&Dialog> {
-        self.screen.as_ref().filter(|_| self.message_count() == self.screen_at_messages)
+        self.screen.dialog.as_ref().filter(|_| self.message_count() == self.screen.at_messages)
     }
 
     /// How many messages the transcript has given so far.
@@ -526,7 +428,7 @@ impl Tail {
 
     /// Whether a spool (of any kind) is present.
     pub fn has_spool(&self) -> bool {
-        self.spool.is_some()
+        self.spool.fact.is_some()
     }
 
     pub fn resolved(&self) -> &HashSet<String> {
@@ -612,11 +514,10 @@ mod tests {
     fn hooker_tail(dir: &Path) -> Tail {
         let id = RunId::parse("r-1").unwrap();
         let files = RunFiles::new(dir, &id);
-        Tail {
-            transcript: TranscriptReader::new(Some(dir.join("t.jsonl"))),
-            hooker: true,
-            ..Tail::new_inert(id, files)
-        }
+        let mut tail =
+            Tail { transcript: TranscriptReader::new(Some(dir.join("t.jsonl"))), ..Tail::new_inert(id, files) };
+        tail.src.hooker = true;
+        tail
     }
 
     #[test]
@@ -634,14 +535,14 @@ mod tests {
         assert!(tail.changed_on_disk(), "appended");
         tail.transcript.look();
 
-        std::fs::write(tail.spool_file.path(), b"{}").unwrap();
+        std::fs::write(tail.spool.file.path(), b"{}").unwrap();
         assert!(tail.changed_on_disk(), "a spool appeared");
-        tail.spool_file.seen();
-        std::fs::write(tail.marker_file.path(), b"{}").unwrap();
+        tail.spool.file.seen();
+        std::fs::write(tail.marker.file.path(), b"{}").unwrap();
         assert!(tail.changed_on_disk(), "a marker appeared");
-        tail.marker_file.seen();
+        tail.marker.file.seen();
         assert!(!tail.changed_on_disk());
-        std::fs::remove_file(tail.spool_file.path()).unwrap();
+        std::fs::remove_file(tail.spool.file.path()).unwrap();
         assert!(tail.changed_on_disk(), "the spool is gone");
 
         tail.ended = true;
@@ -668,7 +569,7 @@ mod tests {
         tail.facts.resolved.insert("new".into());
         assert_eq!(tail.grace_remaining(), None, "resolved");
         tail.facts.resolved.clear();
-        tail.hooker = false;
+        tail.src.hooker = false;
         assert_eq!(tail.grace_remaining(), None, "no spool to wait for");
     }
 
@@ -782,7 +683,7 @@ mod tests {
         let mut tail = fake_tail(d.path(), Some(t.clone()));
         append(&t, &[json!({"text": "Let me clean up."})]);
         // The prompt is spooled before its call reaches the transcript.
-        std::fs::write(tail.spool_file.path(), json!({"tool": "Shell", "input": {"cmd": "rm -rf build"}}).to_string())
+        std::fs::write(tail.spool.file.path(), json!({"tool": "Shell", "input": {"cmd": "rm -rf build"}}).to_string())
             .unwrap();
         let v = tail.refresh().await;
         let shown = v.pending_dialog.expect("the prompt").dialog;
@@ -799,7 +700,7 @@ mod tests {
         append(&t, &[json!({"result": "c1"})]);
         let v = tail.refresh().await;
         assert!(v.pending_dialog.is_none());
-        assert!(!tail.spool_file.path().exists(), "the stale spool is removed");
+        assert!(!tail.spool.file.path().exists(), "the stale spool is removed");
         assert_eq!(tail.message_count(), 3);
     }
 
@@ -811,7 +712,7 @@ mod tests {
         append(&t, &[json!({"text": "hi"}), json!({"turn": "idle"})]);
         tail.refresh().await;
         std::thread::sleep(Duration::from_millis(20));
-        std::fs::write(tail.spool_file.path(), json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
+        std::fs::write(tail.spool.file.path(), json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
         assert!(tail.refresh().await.pending_dialog.is_some(), "an idle before the spool does not end it");
         append(&t, &[json!({"text": "ok then"}), json!({"turn": "idle"})]);
         let v = tail.refresh().await;
@@ -852,11 +753,11 @@ mod tests {
         assert!(tail.transcript_path().is_none());
         let t = d.path().join("rollout.jsonl");
         append(&t, &[json!({"text": "from the rollout"})]);
-        std::fs::write(tail.session_file.path(), json!({"transcript": "relative/path.jsonl"}).to_string()).unwrap();
+        std::fs::write(tail.session.file.path(), json!({"transcript": "relative/path.jsonl"}).to_string()).unwrap();
         tail.refresh().await;
         assert!(tail.transcript_path().is_none(), "a relative path is refused");
         assert!(!tail.changed_on_disk());
-        std::fs::write(tail.session_file.path(), json!({"transcript": t.display().to_string()}).to_string()).unwrap();
+        std::fs::write(tail.session.file.path(), json!({"transcript": t.display().to_string()}).to_string()).unwrap();
         assert!(tail.changed_on_disk(), "the session file is watched while the transcript is unknown");
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
