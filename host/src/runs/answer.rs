@@ -22,7 +22,7 @@ impl Runs {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         let _keys = run.keys.lock().await;
         let ((ended, prompt_pending), d) =
-            run.update(Read::Channels, async |tail: &mut Tail| (tail.ended, tail.prompt_pending)).await;
+            run.update(&self.registry, Read::Channels, async |tail: &mut Tail| (tail.ended, tail.prompt_pending)).await;
         if ended {
             return Err(RunError::RunEnded);
         }
@@ -68,7 +68,7 @@ impl Runs {
         let keys = run.keys.clone().lock_owned().await;
         // The guard on a fresh read, and the provider's plan for this prompt.
         let (accepted, _) = run
-            .update(Read::Channels, async |tail: &mut Tail| {
+            .update(&self.registry, Read::Channels, async |tail: &mut Tail| {
                 if tail.ended {
                     return Err(RunError::NoDialog);
                 }
@@ -102,7 +102,7 @@ impl Runs {
             let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan).await;
             if let Err(e) = &result {
                 // Not played: the prompt is offered again if it is still there.
-                run2.update(Read::AsIs, async |tail: &mut Tail| tail.unmark_answered(&tool_id)).await;
+                run2.update(&runs.registry, Read::AsIs, async |tail: &mut Tail| tail.unmark_answered(&tool_id)).await;
                 tracing::warn!(run = %run2.id, tool_id, error = %e, "an answer was not played");
             }
             run2.update_answer(&tool_id, |p| {
@@ -226,7 +226,7 @@ impl Runs {
     /// answer's own mark aside); `run_ended` once the run is over.
     async fn still_live(&self, run: &Arc<Run>, tool_id: &str) -> Result<bool, RunError> {
         let (still, _) = run
-            .update(Read::Channels, async |tail: &mut Tail| {
+            .update(&self.registry, Read::Channels, async |tail: &mut Tail| {
                 if tail.ended {
                     return Err(RunError::RunEnded);
                 }

@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// What the tailer's refresh saw of the run, for what it does next.
+struct Seen {
+    ended: bool,
+    transcript: Option<PathBuf>,
+    spooled: bool,
+    prompt_pending: bool,
+    on_screen: bool,
+}
+
 impl Runs {
     /// Follow a run until it ends: a full refresh on every wake (file notifications,
     /// answers, messages, its end) and whenever the backstop poll's look (a `stat` of
@@ -18,32 +27,38 @@ impl Runs {
             let started = std::time::Instant::now();
             loop {
                 if refresh {
-                    let mut tail = run.tail.lock().await;
-                    let mut derived = tail.refresh().await;
-                    let ended = tail.ended;
-                    self.record_session_facts(&run, tail.session_id.clone(), tail.transcript_path());
-                    watched = tail.transcript_path().is_none_or(|t| self.watch_transcript_dir(t));
-                    look = !ended && screen::should_look(&derived, tail.has_spool(), tail.prompt_pending);
+                    let (seen, derived) = run
+                        .update(&self.registry, Read::Channels, async |tail: &mut Tail| Seen {
+                            ended: tail.ended,
+                            transcript: tail.transcript_path().map(Path::to_path_buf),
+                            spooled: tail.has_spool(),
+                            prompt_pending: tail.prompt_pending,
+                            on_screen: tail.screen().is_some(),
+                        })
+                        .await;
+                    if let Some(t) = &seen.transcript {
+                        self.follow_transcript(&run, t);
+                    }
+                    watched = seen.transcript.as_deref().is_none_or(|t| self.watch_transcript_dir(t));
+                    look = !seen.ended && screen::should_look(&derived, seen.spooled, seen.prompt_pending);
                     if look {
-                        let current = tail.screen().cloned();
-                        let shown = self
-                            .read_screen(&run, &mut pane, tail.message_count() == 0, started.elapsed(), current)
-                            .await;
-                        if shown.as_ref().map(|d| &d.id) != tail.screen().map(|d| &d.id) {
-                            tail.set_screen(shown);
-                            derived = tail.derive().await;
-                        }
-                    } else if tail.screen().is_some() && derived.state != RunState::Question {
-                        tail.set_screen(None);
-                        derived = tail.derive().await;
+                        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
+                            let current = tail.screen().cloned();
+                            let shown = self
+                                .read_screen(&run, &mut pane, tail.message_count() == 0, started.elapsed(), current)
+                                .await;
+                            if shown.as_ref().map(|d| &d.id) != tail.screen().map(|d| &d.id) {
+                                tail.set_screen(shown);
+                            }
+                        })
+                        .await;
+                    } else if seen.on_screen && derived.state != RunState::Question {
+                        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| tail.set_screen(None)).await;
                     }
                     if !look {
                         pane.reset();
                     }
-                    let prompt_pending = tail.prompt_pending;
-                    drop(tail);
-                    run.publish(derived, prompt_pending);
-                    if ended {
+                    if seen.ended {
                         break;
                     }
                 }
@@ -68,27 +83,12 @@ impl Runs {
         });
     }
 
-    /// Keep what the agent said about its session in the run's record: its session id,
-    /// and a transcript path it named late (session-info), which is then watched too.
-    pub(super) fn record_session_facts(&self, run: &Arc<Run>, session_id: Option<String>, transcript: Option<&Path>) {
-        let changed = {
-            let mut rec = run.record.lock().unwrap();
-            let mut changed = false;
-            if rec.session_id.is_none() && session_id.is_some() {
-                rec.session_id = session_id;
-                changed = true;
-            }
-            if let Some(t) = transcript.filter(|_| rec.transcript_path.is_none()) {
-                rec.transcript_path = Some(t.to_string_lossy().into_owned());
-                self.transcripts.lock().unwrap().insert(t.to_path_buf(), run.id.clone());
-                changed = true;
-            }
-            changed.then(|| rec.clone())
-        };
-        if let Some(rec) = changed {
-            if let Err(e) = self.registry.put(&rec) {
-                tracing::warn!(run = %run.id, error = %e, "could not record the transcript path");
-            }
+    /// Notifications of the run's transcript reach its tailer (a path named late, by
+    /// the session info, too).
+    fn follow_transcript(&self, run: &Arc<Run>, transcript: &Path) {
+        let mut map = self.transcripts.lock().unwrap();
+        if !map.contains_key(transcript) {
+            map.insert(transcript.to_path_buf(), run.id.clone());
         }
     }
 

@@ -226,7 +226,7 @@ impl Runs {
                 }
             }
             // Before the key lock goes: a message waiting for it finds the composer open.
-            run.update(Read::AsIs, async |tail: &mut Tail| tail.prompt_pending = false).await;
+            run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| tail.prompt_pending = false).await;
             drop(keys);
             run.wake();
         });

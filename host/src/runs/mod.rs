@@ -207,22 +207,45 @@ impl Run {
     }
 
     /// The one way to change a run's live state (the tail: its channels' facts, the
-    /// answered marks, the screen, ended): under the tail's lock, read the channels
-    /// first if `read` says so, let `change` act on the tail, then derive the view once
-    /// and publish it (a view equal to the one published is not sent again, and
-    /// reported as a [`Change`] only when the derived state moved). Returns what
-    /// `change` returned and the view.
-    pub(super) async fn update<T>(&self, read: Read, change: impl AsyncFnOnce(&mut Tail) -> T) -> (T, Derived) {
+    /// answered marks, the screen, prompt-pending, ended): under the tail's lock, read
+    /// the channels first if `read` says so, let `change` act on the tail, then derive
+    /// the view once, save the record in `records` if it changed, and publish the view
+    /// (a view equal to the one published is not sent again, and reported as a
+    /// [`Change`] only when the derived state moved). Returns what `change` returned
+    /// and the view.
+    pub(super) async fn update<T>(
+        &self,
+        records: &Registry,
+        read: Read,
+        change: impl AsyncFnOnce(&mut Tail) -> T,
+    ) -> (T, Derived) {
         let mut tail = self.tail.lock().await;
         if read == Read::Channels {
             tail.read().await;
         }
         let out = change(&mut tail).await;
         let derived = tail.derive().await;
+        self.save_record(records, &tail);
         let prompt_pending = tail.prompt_pending;
         drop(tail);
         self.publish(derived.clone(), prompt_pending);
         (out, derived)
+    }
+
+    /// Save the run's record if the live state taught it something
+    /// ([`RunRecord::take_live_facts`]); under the tail's lock, so the record says
+    /// `ended` before the view does.
+    fn save_record(&self, records: &Registry, tail: &Tail) {
+        let changed = {
+            let mut rec = self.record.lock().unwrap();
+            rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339)
+                .then(|| rec.clone())
+        };
+        if let Some(rec) = changed {
+            if let Err(e) = records.put(&rec) {
+                tracing::error!(run = %self.id, error = %e, "could not save the run's record");
+            }
+        }
     }
 
     fn publish(&self, derived: Derived, prompt_pending: bool) {
@@ -375,7 +398,7 @@ impl Runs {
         if !run.unread.load(Ordering::SeqCst) {
             return;
         }
-        run.update(Read::AsIs, async |tail: &mut Tail| {
+        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
             if run.unread.swap(false, Ordering::SeqCst) {
                 tail.read().await;
                 // An ended chat never changes: its index is all it keeps; pages are read
@@ -523,7 +546,7 @@ impl Runs {
         // removing the first file wakes it), so a client must not see `ended` while the
         // spool, marker or settings file still exists or `ended_at` is still unset.
         let (ended_now, _) = run
-            .update(Read::AsIs, async |tail: &mut Tail| {
+            .update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
                 if tail.ended {
                     return false;
                 }
@@ -536,15 +559,7 @@ impl Runs {
                 }
                 // Temp files of hooks killed mid-write: nothing of the run survives its end.
                 self.remove_runtime_files(|name, _| crate::paths::is_temp_of(name, &run.id));
-                let rec = {
-                    let mut rec = run.record.lock().unwrap();
-                    rec.status = Status::Ended;
-                    rec.ended_at = Some(now_rfc3339());
-                    rec.clone()
-                };
-                if let Err(e) = self.registry.put(&rec) {
-                    tracing::error!(run = %run.id, error = %e, "could not record the end of the run");
-                }
+                // The update records the end (status, `ended_at`) before it publishes it.
                 true
             })
             .await;
@@ -572,9 +587,18 @@ impl Runs {
 mod update_tests {
     use super::*;
 
-    fn run() -> (Arc<Run>, broadcast::Receiver<Change>) {
+    /// A run's live state and the registry its record is saved in.
+    struct World {
+        run: Arc<Run>,
+        changes: broadcast::Receiver<Change>,
+        records: Registry,
+        _dir: tempfile::TempDir,
+    }
+
+    fn world() -> World {
         let id = RunId::parse("r-1").unwrap();
-        let dir = std::env::temp_dir();
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_path_buf();
         let rec = RunRecord {
             id: id.clone(),
             provider: "p".into(),
@@ -592,22 +616,24 @@ mod update_tests {
             error: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
+        let records = Registry::open(&dir.join("runs.redb")).unwrap();
+        records.put(&rec).unwrap();
         let (changes, rx) = broadcast::channel(16);
-        (Run::new(rec, tail, None, changes), rx)
+        World { run: Run::new(rec, tail, None, changes), changes: rx, records, _dir: d }
     }
 
     /// A change is derived and published once; an update that changes nothing
     /// publishes nothing and reports no change.
     #[tokio::test]
     async fn an_update_publishes_once_per_change_and_never_for_none() {
-        let (run, mut changes) = run();
+        let World { run, mut changes, records: r, _dir } = world();
         let mut view = run.subscribe();
-        let (out, derived) = run.update(Read::AsIs, async |_: &mut Tail| 7).await;
+        let (out, derived) = run.update(&r, Read::AsIs, async |_: &mut Tail| 7).await;
         assert_eq!((out, derived.state), (7, RunState::Starting), "an inert run with no messages yet");
         assert!(!view.has_changed().unwrap(), "the same view as the first: not sent again");
         assert!(changes.try_recv().is_err(), "nor reported");
 
-        let (_, ended) = run.update(Read::Channels, async |tail: &mut Tail| tail.ended = true).await;
+        let (_, ended) = run.update(&r, Read::Channels, async |tail: &mut Tail| tail.ended = true).await;
         assert_eq!(ended.state, RunState::Ended);
         assert!(view.has_changed().unwrap());
         assert_eq!(run.snapshot().derived.state, RunState::Ended);
@@ -615,7 +641,7 @@ mod update_tests {
         assert_eq!((c.before.map(|b| b.state), c.after.state), (Some(RunState::Starting), RunState::Ended));
         assert!(changes.try_recv().is_err(), "one change, one report");
         view.borrow_and_update();
-        run.update(Read::Channels, async |_: &mut Tail| ()).await;
+        run.update(&r, Read::Channels, async |_: &mut Tail| ()).await;
         assert!(!view.has_changed().unwrap(), "ended stays ended: nothing more sent");
     }
 
@@ -623,15 +649,33 @@ mod update_tests {
     /// one derived after it.
     #[tokio::test]
     async fn an_update_returns_what_the_change_returned() {
-        let (run, _) = run();
-        let (r, _): (Result<(), &str>, _) = run.update(Read::AsIs, async |_: &mut Tail| Err("refused")).await;
-        assert_eq!(r, Err("refused"));
+        let World { run, records: r, _dir, .. } = world();
+        let (out, _): (Result<(), &str>, _) = run.update(&r, Read::AsIs, async |_: &mut Tail| Err("refused")).await;
+        assert_eq!(out, Err("refused"));
         let (marked, _) = run
-            .update(Read::AsIs, async |tail: &mut Tail| {
+            .update(&r, Read::AsIs, async |tail: &mut Tail| {
                 tail.mark_answered("d1");
                 tail.answered().contains("d1")
             })
             .await;
         assert!(marked);
+    }
+
+    /// The record is saved when the live state taught it something (here: the end),
+    /// and only then: a copy changed behind the run's back stays as it is until then.
+    #[tokio::test]
+    async fn an_update_saves_the_record_only_when_it_changed() {
+        let World { run, records: r, _dir, .. } = world();
+        let mut behind = r.get(&run.id).unwrap().unwrap();
+        behind.prompt = "changed behind the run's back".into();
+        r.put(&behind).unwrap();
+        run.update(&r, Read::Channels, async |tail: &mut Tail| tail.mark_answered("d1")).await;
+        assert_eq!(r.get(&run.id).unwrap().unwrap(), behind, "nothing the record keeps changed: not written");
+        run.update(&r, Read::AsIs, async |tail: &mut Tail| tail.ended = true).await;
+        let saved = r.get(&run.id).unwrap().unwrap();
+        assert_eq!((saved.status, saved.prompt.as_str()), (Status::Ended, "go"), "the run's own record, ended");
+        assert!(saved.ended_at.is_some());
+        assert_eq!(run.record(), saved);
+        assert_eq!(run.snapshot().derived.state, RunState::Ended, "and the view says so");
     }
 }

@@ -47,6 +47,35 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+impl RunRecord {
+    /// Take in what a run's live state learnt that its record keeps: the agent's
+    /// session id and a transcript path it named late (each kept once known), and its
+    /// end (an active run becomes ended at `now`). Whether anything changed.
+    pub fn take_live_facts(
+        &mut self,
+        session_id: Option<&str>,
+        transcript: Option<&Path>,
+        ended: bool,
+        now: impl FnOnce() -> String,
+    ) -> bool {
+        let mut changed = false;
+        if let (None, Some(sid)) = (&self.session_id, session_id) {
+            self.session_id = Some(sid.to_string());
+            changed = true;
+        }
+        if let (None, Some(t)) = (&self.transcript_path, transcript) {
+            self.transcript_path = Some(t.to_string_lossy().into_owned());
+            changed = true;
+        }
+        if ended && self.status == Status::Active {
+            self.status = Status::Ended;
+            self.ended_at = Some(now());
+            changed = true;
+        }
+        changed
+    }
+}
+
 impl<'de> Deserialize<'de> for RunId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -285,6 +314,25 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The record keeps the first session id and transcript path it is told, and ends
+    /// once; nothing new is no change (so nothing is written).
+    #[test]
+    fn a_record_takes_what_the_live_state_learnt_once() {
+        let mut r = rec("r-1", "t0");
+        let t = Path::new("/h/t.jsonl");
+        assert!(!r.take_live_facts(None, None, false, || unreachable!()), "nothing learnt");
+        assert!(r.take_live_facts(Some("s1"), None, false, || unreachable!()));
+        assert!(!r.take_live_facts(Some("s2"), None, false, || unreachable!()), "the first id stays");
+        assert!(r.take_live_facts(Some("s2"), Some(t), false, || unreachable!()));
+        assert!(!r.take_live_facts(Some("s1"), Some(Path::new("/other")), false, || unreachable!()));
+        assert_eq!((r.session_id.as_deref(), r.transcript_path.as_deref()), (Some("s1"), Some("/h/t.jsonl")));
+        assert!(r.take_live_facts(Some("s1"), Some(t), true, || "t9".into()));
+        assert_eq!((r.status, r.ended_at.as_deref()), (Status::Ended, Some("t9")));
+        assert!(!r.take_live_facts(Some("s1"), Some(t), true, || unreachable!()), "ended once");
+        let mut failed = RunRecord { status: Status::Failed, ..rec("r-2", "t0") };
+        assert!(!failed.take_live_facts(None, None, true, || unreachable!()), "a failed run stays failed");
+    }
 
     fn rec(id: &str, at: &str) -> RunRecord {
         RunRecord {
