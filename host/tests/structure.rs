@@ -1,6 +1,6 @@
 //! The shape of `host/src` (issue 29): no file over 600 production lines, no import
-//! cycle among its modules, and no struct holding a run's live state with more than 12
-//! fields. Production lines: what comes before a file's `#[cfg(test)]` module, without
+//! cycle among its modules, no struct holding a run's live state with more than 12
+//! fields, and no `use super::*` outside tests. Production lines: what comes before a file's `#[cfg(test)]` module, without
 //! blank lines and comments.
 //!
 
@@ -248,4 +248,21 @@ fn no_struct_holding_a_run_s_live_state_has_more_than_12_fields() {
     for (name, n) in &found {
         assert!(*n <= MAX_FIELDS, "{name} has {n} fields (at most {MAX_FIELDS})");
     }
+}
+
+/// A module says what it takes from its parent: no `use super::*` outside test modules
+/// (a type's methods spread over files through a glob import hid what each file used).
+#[test]
+fn no_production_code_imports_its_parent_by_glob() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let globbing: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            production(&text).lines().any(|l| l.trim() == "use super::*;")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(globbing.is_empty(), "`use super::*` in production code: {globbing:#?}");
 }

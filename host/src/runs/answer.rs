@@ -1,10 +1,16 @@
 //! Answering: typing the operator's messages and playing the provider's answer plans,
 //! both under the run's key lock and behind a fresh check (the composer lock, the
-//! answer guard).
+//! answer guard). It owns the playback of an answer (in its own task, holding the key
+//! lock to the last key); the answered marks are the live state's, set and cleared
+//! through [`Run::update`], and the progress is the run's view's.
 
+use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
 use super::launch::type_text;
-use super::*;
+use super::tailer::Tail;
+use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
+use crate::model::Answer;
+use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
 /// its prompt does not count).
@@ -238,12 +244,7 @@ impl Runs {
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one
     /// `tool_id` names and lab can answer it.
-    pub(super) fn guarded(
-        &self,
-        tail: &tailer::Tail,
-        tool_id: &str,
-        guard: Guard,
-    ) -> Result<crate::model::Dialog, RunError> {
+    pub(super) fn guarded(&self, tail: &Tail, tool_id: &str, guard: Guard) -> Result<crate::model::Dialog, RunError> {
         let check = match guard {
             Guard::New => answer_guard::check,
             Guard::Playing => answer_guard::check_playing,

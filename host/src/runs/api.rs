@@ -1,7 +1,11 @@
 //! The runs' API types: the request and response bodies of the HTTP routes about runs,
 //! and the errors they map to (validation lives in [`super::input`]).
 
-use super::*;
+use super::answer_guard::GuardError;
+use super::input::{ComposerLock, TextError};
+use super::view::{PendingDialog, RunState, SeqMessage};
+use crate::paths::RunId;
+use serde::Serialize;
 
 /// Errors the HTTP API turns into `{"error", "message"}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,8 +1,17 @@
 //! Watching runs: the tailer task per run (file notifications first, a backstop poll
-//! that backs off), what the agent says about its session, looking at the screen while
-//! a run has nothing else to show, and clearing what crashed runs left in runtime/.
+//! that backs off), looking at the screen while a run has nothing else to show, and
+//! clearing what crashed runs left in runtime/. It owns no state of its own: the
+//! task's pace and pane watch live in the task; what it learns goes through
+//! [`Run::update`].
 
-use super::*;
+use super::registry::Status;
+use super::tailer::{self, Tail};
+use super::view::RunState;
+use super::{liveness, screen, Read, Run, Runs};
+use crate::fsutil;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 /// What the tailer's refresh saw of the run, for what it does next.
 struct Seen {

@@ -1,8 +1,22 @@
 //! Launching a run: the provider's launch spec, the hook commands and settings file,
 //! the private launch file `lab agent-exec` reads, the tmux session, and typing a first
-//! prompt too large for the command line once the agent is ready.
+//! prompt too large for the command line once the agent is ready. It owns nothing past
+//! the launch: the new run's record goes to the registry and its live state to
+//! [`Run`].
 
-use super::*;
+use super::api::{CreateRun, RunBody, RunError};
+use super::registry::{RunRecord, Status};
+use super::tailer::Tail;
+use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
+use crate::components::ProviderHandle;
+use crate::config::find_program;
+use crate::fsutil;
+use crate::model::{LaunchRequest, Transcript};
+use crate::paths::RunId;
+use crate::tmux::{Tmux, TmuxError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 impl Runs {
     /// Launch a run.
@@ -54,17 +68,9 @@ impl Runs {
                 if let Err(e) = self.registry.put(&rec) {
                     tracing::error!(run = %id, error = %e, "could not record the failed run");
                 }
+                // Its first view says so (a record not active: the tail has ended).
                 let run = self.attach(rec, false);
-                run.publish(
-                    Derived {
-                        state: RunState::Ended,
-                        pending_dialog: None,
-                        blocked: None,
-                        spool_is_stale: false,
-                        turn_idle: false,
-                    },
-                    false,
-                );
+                run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
                 tracing::warn!(run = %id, error = %msg, "launch failed");
                 return Err(RunError::LaunchFailed(msg));
             }

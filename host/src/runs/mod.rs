@@ -1,9 +1,13 @@
-//! Runs: a run's handle and published view, and the registry of runs. Along its seams:
-//! `api` (bodies and errors), `launch` (starting agents), `follow` (the tailer task,
-//! file notifications, screen looks, leftovers), `answer` (messages and answer plans),
-//! [`liveness`] (learning of ended sessions). The decisions are pure modules: [`view`]
-//! (state derivation), [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`];
-//! the reading is [`tailer`].
+//! Runs. This module owns [`Run`] (one run: its record, its live state — the
+//! [`tailer::Tail`], changed only through [`Run::update`] — its key lock and its
+//! published view) and [`Runs`] (every run, the registry, the providers, the file
+//! watcher), with what `Runs` does to one run as a whole: start-up, lookup, the end.
+//! `Runs`' other methods live beside what they do: `launch` (starting agents),
+//! `follow` (the tailer task, file notifications, screen looks, leftovers), `answer`
+//! (messages and answer plans); `api` has the bodies and errors, [`liveness`] learns
+//! of ended sessions. The decisions are pure modules: [`view`] (state derivation),
+//! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
+//! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
 pub mod agent_env;
 pub mod agent_version;
@@ -31,14 +35,11 @@ pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, Ru
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
 use crate::fsutil;
-use crate::model::{Answer, LaunchRequest, Transcript};
 use crate::paths::{Home, RunId};
-use crate::tmux::{Tmux, TmuxError};
-use answer_guard::GuardError;
-use input::{ComposerLock, TextError};
+use crate::tmux::Tmux;
+use input::ComposerLock;
 use message_store::{MessageStore, Page};
 use registry::{Registry, RunRecord, Status};
-use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 use tailer::Tail;
 use tokio::sync::{broadcast, watch, Notify};
-use view::{Derived, PendingDialog, RunState, SeqMessage};
+use view::{Derived, RunState};
 
 /// What changed for subscribers: the derived view and how many messages exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
