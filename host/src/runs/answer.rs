@@ -27,12 +27,13 @@ impl Runs {
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         let _keys = run.keys.lock().await;
-        let ((ended, prompt_pending), d) =
-            run.update(&self.registry, Read::Channels, async |tail: &mut Tail| (tail.ended, tail.prompt_pending)).await;
+        let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
             return Err(RunError::RunEnded);
         }
-        if let Some(lock) = run.composer_lock(&d, prompt_pending) {
+        // The lock the view shows after that read (or a newer one's: views are published
+        // in order).
+        if let Some(lock) = run.snapshot().composer_lock {
             return Err(lock.into());
         }
         let tmux = self.tmux.clone();

@@ -44,9 +44,6 @@ struct Inner {
     resident_bytes: usize,
     /// Bumped when the transcript is read again from the start (truncated, replaced).
     generation: u64,
-    /// The name of the newest tool call with no result yet (see
-    /// [`super::input::composer_lock`]).
-    open_call: Option<String>,
 }
 
 #[derive(Default)]
@@ -99,15 +96,6 @@ impl MessageStore {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The newest tool call with no result yet, by name.
-    pub fn open_call(&self) -> Option<String> {
-        self.inner.read().unwrap().open_call.clone()
-    }
-
-    pub fn set_open_call(&self, name: Option<String>) {
-        self.inner.write().unwrap().open_call = name;
     }
 
     /// Forget everything: the transcript is read again from the start.

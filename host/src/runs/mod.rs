@@ -200,13 +200,6 @@ impl Run {
         }
     }
 
-    /// Why a message cannot be typed now, from `derived`, the open tool call and
-    /// whether the first prompt is still to be typed.
-    fn composer_lock(&self, derived: &Derived, prompt_pending: bool) -> Option<ComposerLock> {
-        let open_call = self.messages.open_call();
-        input::composer_lock(derived, open_call.as_deref(), prompt_pending)
-    }
-
     /// The one way to change a run's live state (the tail: its channels' facts, the
     /// answered marks, the screen, prompt-pending, ended): under the tail's lock, read
     /// the channels first if `read` says so, let `change` act on the tail, then derive
@@ -227,9 +220,9 @@ impl Run {
         let out = change(&mut tail).await;
         let derived = tail.derive().await;
         self.save_record(records, &tail);
-        let prompt_pending = tail.prompt_pending;
+        // Still under the lock: views are published in the order they were derived.
+        self.publish(&tail, derived.clone());
         drop(tail);
-        self.publish(derived.clone(), prompt_pending);
         (out, derived)
     }
 
@@ -249,9 +242,11 @@ impl Run {
         }
     }
 
-    fn publish(&self, derived: Derived, prompt_pending: bool) {
-        let message_count = self.messages.len() as usize;
-        let composer_lock = self.composer_lock(&derived, prompt_pending);
+    /// Publish the view derived from `tail`, with the composer lock that follows from it
+    /// ([`input::composer_lock`]: the open tool call, the first prompt still to type).
+    fn publish(&self, tail: &Tail, derived: Derived) {
+        let message_count = tail.message_count();
+        let composer_lock = input::composer_lock(&derived, tail.open_call(), tail.prompt_pending);
         self.view.send_if_modified(|cur| {
             // The answer's progress is kept where it is ([`Run::update_answer`]).
             let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone() };

@@ -298,7 +298,6 @@ impl Tail {
         self.facts.tool_calls.retain(|c| !resolved.contains(&c.id));
         self.facts.mapped.retain(|id, _| !resolved.contains(id));
         self.facts.first_seen.retain(|id, _| !resolved.contains(id));
-        self.messages.set_open_call(self.facts.tool_calls.last().map(|c| c.name.clone()));
         if out.turn.is_some() && !late {
             self.facts.turn = out.turn;
             if out.turn == Some(TurnSignal::Idle) {
@@ -419,6 +418,11 @@ impl Tail {
     /// transcript message: once there is one, the prompt was answered).
     pub fn screen(&self) -> Option<&Dialog> {
         self.screen.dialog.as_ref().filter(|_| self.message_count() == self.screen.at_messages)
+    }
+
+    /// The newest tool call with no result yet, by name (see [`super::input::composer_lock`]).
+    pub fn open_call(&self) -> Option<&str> {
+        self.facts.tool_calls.last().map(|c| c.name.as_str())
     }
 
     /// How many messages the transcript has given so far.
@@ -783,7 +787,7 @@ mod tests {
         assert_eq!(store.len(), 1000);
         assert_eq!(store.resident(), RESIDENT_MESSAGES, "only the newest are held");
         assert!(tail.facts.tool_calls.is_empty() && tail.facts.mapped.is_empty(), "resolved calls are dropped");
-        assert_eq!(store.open_call(), None);
+        assert_eq!(tail.open_call(), None);
         let texts = |v: &[SeqMessage]| v.iter().map(|m| (m.seq, m.text.clone())).collect::<Vec<_>>();
         let want = |r: std::ops::Range<u64>| r.map(|s| (s, format!("m{s}"))).collect::<Vec<_>>();
         // An old page (read again from disk), the newest page (held), and one across both.
@@ -804,7 +808,7 @@ mod tests {
         assert_eq!(store.resident(), 2);
         assert_eq!(texts(&store.read(990..998).await), want(990..998));
         assert_eq!(texts(&store.read(1000..1001).await), want(1000..1001));
-        assert_eq!(store.open_call().as_deref(), Some("Edit"), "the newest open call, for the composer lock");
+        assert_eq!(tail.open_call(), Some("Edit"), "the newest open call, for the composer lock");
         // A transcript replaced under the index: what cannot be read again is left out.
         std::fs::write(&t, b"").unwrap();
         assert!(store.read(0..10).await.is_empty());
