@@ -26,5 +26,6 @@ pub mod paths;
 pub mod runs;
 pub mod scaffold;
 pub mod shell;
+pub mod terminal;
 pub mod tmux;
 pub mod token;

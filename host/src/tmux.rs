@@ -7,6 +7,7 @@
 //! [`Tmux::with_closed_signal`] path, handed over in the server's global environment
 //! so that no path is ever parsed by tmux or a shell). lab watches that file.
 
+use crate::terminal::{Terminal, TerminalError};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -256,6 +257,40 @@ impl Tmux {
     /// The visible text of session `target`'s pane.
     pub fn capture(&self, target: &str) -> Result<String, TmuxError> {
         self.run("capture-pane", &["capture-pane", "-p", "-t", &pane_target(target)])
+    }
+}
+
+impl From<TmuxError> for TerminalError {
+    fn from(e: TmuxError) -> Self {
+        TerminalError { action: format!("tmux {}", e.action), message: e.message }
+    }
+}
+
+/// The local terminal: a tmux session per run on lab's own server socket.
+impl Terminal for Tmux {
+    fn capture(&self, target: &str) -> Result<String, TerminalError> {
+        Ok(Tmux::capture(self, target)?)
+    }
+
+    fn key(&self, target: &str, key: &str) -> Result<(), TerminalError> {
+        Ok(self.send_key(target, key)?)
+    }
+
+    fn literal(&self, target: &str, text: &str) -> Result<(), TerminalError> {
+        Ok(self.send_literal(target, text)?)
+    }
+
+    fn paste(&self, target: &str, buffer: &str, text: &str) -> Result<(), TerminalError> {
+        Ok(Tmux::paste(self, target, buffer, text)?)
+    }
+
+    fn alive(&self, target: &str) -> bool {
+        self.has_session(target)
+    }
+
+    fn attach_command(&self, target: &str) -> Vec<String> {
+        let socket = self.socket.to_string_lossy().into_owned();
+        ["tmux", "-S", &socket, "attach", "-t", target].map(String::from).to_vec()
     }
 }
 

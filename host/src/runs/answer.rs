@@ -5,7 +5,7 @@
 //! through [`Run::update`], and the progress is the run's view's.
 
 use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
-use super::launch::type_text;
+use super::playback::{self, type_text};
 use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
@@ -158,7 +158,7 @@ impl Runs {
             let tmux = self.tmux.clone();
             let (run2, id, plan2, t) = (run.clone(), tool_id.to_string(), plan.clone(), target.clone());
             tokio::task::spawn_blocking(move || {
-                keystrokes::play(&tmux, &t, &plan2, |sent| run2.update_answer(&id, |p| p.played = sent))
+                playback::play(&tmux, &t, &plan2, |sent| run2.update_answer(&id, |p| p.played = sent))
             })
             .await
             .map_err(|e| RunError::Internal(e.to_string()))?

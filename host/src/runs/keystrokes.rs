@@ -1,11 +1,11 @@
-//! Keystrokes: playing a provider's [`AnswerPlan`] into the agent's pane. The plan says
-//! everything agent-specific (the keys, the pause after each, how long the prompt may
-//! take to be drawn); this module checks it and plays it. Waiting for the prompt to be
+//! Keystrokes: the rules of a provider's [`AnswerPlan`]. The plan says everything
+//! agent-specific (the keys, the pause after each, how long the prompt may take to be
+//! drawn); this module checks it and decides when it may be played and whether it
+//! took. It is pure: [`super::playback`] types it. Waiting for the prompt to be
 //! drawn is [`DrawnWait`], a pure decision fed one pane check at a time.
 
 use super::screen::PaneWatch;
 use crate::model::{AnswerPlan, KeyOp};
-use crate::tmux::{Tmux, TmuxError};
 use std::time::{Duration, Instant};
 
 /// Longest pause between two ops a plan may ask for.
@@ -154,22 +154,6 @@ impl GoneCheck {
             AfterKeys::Wait
         }
     }
-}
-
-/// Play the plan's steps into `target`, with its pause after each op but the last
-/// (blocking).
-pub fn play(tmux: &Tmux, target: &str, plan: &AnswerPlan, mut sent: impl FnMut(usize)) -> Result<(), TmuxError> {
-    for (i, op) in plan.steps.iter().enumerate() {
-        match op {
-            KeyOp::Key(k) => tmux.send_key(target, k)?,
-            KeyOp::Literal(t) => tmux.send_literal(target, t)?,
-        }
-        sent(i + 1);
-        if i + 1 < plan.steps.len() {
-            std::thread::sleep(plan.pause);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! [`Run`].
 
 use super::api::{CreateRun, RunBody, RunError};
+use super::playback::{type_text, wait_until_ready};
 use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
 use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
@@ -13,7 +14,6 @@ use crate::config::find_program;
 use crate::fsutil;
 use crate::model::{LaunchRequest, Transcript};
 use crate::paths::RunId;
-use crate::tmux::{Tmux, TmuxError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -236,35 +236,6 @@ impl Runs {
             drop(keys);
             run.wake();
         });
-    }
-}
-
-/// Paste `text` into the pane as one bracketed paste, then press Enter once the agent
-/// has taken it in (blocking).
-pub(super) fn type_text(tmux: &Tmux, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
-    tmux.paste(target, buffer, text)?;
-    std::thread::sleep(input::enter_delay(text.len(), input::PASTE_SETTLE));
-    tmux.send_key(target, "Enter")
-}
-
-/// Wait until the agent in `target` is ready to be typed into ([`input::Readiness`]),
-/// at most [`input::Readiness::TIMEOUT`] (blocking). False if its session is gone.
-pub(super) fn wait_until_ready(tmux: &Tmux, target: &str) -> bool {
-    let start = std::time::Instant::now();
-    let mut readiness = input::Readiness::default();
-    loop {
-        if !tmux.has_session(target) {
-            return false;
-        }
-        let screen = tmux.capture(target).unwrap_or_default();
-        if readiness.observe(&screen, std::time::Instant::now()) {
-            return true;
-        }
-        if start.elapsed() >= input::Readiness::TIMEOUT {
-            tracing::warn!(target, "the agent's pane never went quiet; typing the first prompt anyway");
-            return true;
-        }
-        std::thread::sleep(input::Readiness::POLL);
     }
 }
 

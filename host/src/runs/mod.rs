@@ -23,6 +23,7 @@ pub mod keystrokes;
 mod launch;
 pub mod liveness;
 pub mod message_store;
+pub mod playback;
 pub mod registry;
 pub mod screen;
 pub mod spool;

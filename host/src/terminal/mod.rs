@@ -1,0 +1,36 @@
+//! The terminal seam: what the host needs of the terminal a run's agent is in — look
+//! at its screen, type into it, know whether it is still there, and tell an operator
+//! how to attach — and no more. [`crate::tmux::Tmux`] is the local implementation;
+//! [`memory::MemoryTerminal`] is one in memory, for tests of what is typed when. A
+//! runner on another host, or an agent reached over a protocol, is another
+//! implementation: a new file, not a cut through the host.
+//!
+//! Calls block (a local terminal is a process to run): async callers use
+//! `spawn_blocking`.
+
+pub mod memory;
+
+/// A terminal operation that failed: which one, and what the terminal said.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{action}: {message}")]
+pub struct TerminalError {
+    pub action: String,
+    pub message: String,
+}
+
+/// The terminal sessions runs live in, each named by lab (`target`).
+pub trait Terminal: Send + Sync + 'static {
+    /// The visible text of `target`'s screen.
+    fn capture(&self, target: &str) -> Result<String, TerminalError>;
+    /// Press one named key ("Up", "Enter", "C-c", …).
+    fn key(&self, target: &str, key: &str) -> Result<(), TerminalError>;
+    /// Type a short text literally (never read as key names).
+    fn literal(&self, target: &str, text: &str) -> Result<(), TerminalError>;
+    /// Paste a text of any size as one bracketed paste (through `buffer`, a name the
+    /// terminal may use to hold it on the way).
+    fn paste(&self, target: &str, buffer: &str, text: &str) -> Result<(), TerminalError>;
+    /// Whether `target`'s session still exists.
+    fn alive(&self, target: &str) -> bool;
+    /// The command an operator runs to attach to `target` (argv).
+    fn attach_command(&self, target: &str) -> Vec<String>;
+}
