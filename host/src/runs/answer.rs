@@ -10,6 +10,7 @@ use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
 use crate::model::Answer;
+use crate::terminal::Terminal;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -129,10 +130,10 @@ impl Runs {
         Ok(start)
     }
 
-    /// An accepted answer's playback (under the run's key lock, which the caller holds):
-    /// wait until the prompt is drawn and still, check the guard again, send the keys,
-    /// then check that the prompt went away — playing again, at most
-    /// [`keystrokes::MAX_REPLAYS`] times, only when no key took at all.
+    /// An accepted answer's playback (under the run's key lock, which the caller holds),
+    /// through the terminal seam ([`playback::play_answer`]: the drawn wait, the
+    /// guard again, the keys, the check that they took), reported as the answer's
+    /// progress.
     async fn play_answer(
         &self,
         run: &Arc<Run>,
@@ -142,90 +143,42 @@ impl Runs {
         plan: crate::model::AnswerPlan,
     ) -> Result<(), RunError> {
         let target = run.record().tmux_target;
-        let mut replays = 0;
-        loop {
-            // 1. Only onto the prompt on screen, drawn and still (the provider reads the
-            //    pane), within the plan's budget counted from now.
-            let before = self.wait_until_drawn(provider, &dialog, &plan, &target).await?;
-            // 2. The guard again (the prompt may have gone while it was drawn), then play.
-            if !self.still_live(run, tool_id).await? {
-                return Err(RunError::NoDialog);
+        let term: Arc<dyn Terminal> = Arc::new(self.tmux.clone());
+        // A provider that fails to tell is taken as "not drawn": fail closed.
+        let drawn = |pane: String| {
+            let (provider, dialog) = (provider.clone(), dialog.clone());
+            async move { provider.is_drawn(dialog, pane).await.unwrap_or(false) }
+        };
+        let live = || self.still_live(run, tool_id);
+        let (run2, id) = (run.clone(), tool_id.to_string());
+        let report = move |p: playback::Progress| match p {
+            playback::Progress::Playing => run2.update_answer(&id, |a| {
+                a.state = AnswerState::Playing;
+                a.played = 0;
+            }),
+            playback::Progress::Sent(n) => run2.update_answer(&id, |a| a.played = n),
+            playback::Progress::Replay(n) => {
+                tracing::warn!(run = %run2.id, tool_id = %id, "no key of the answer took (the prompt is unchanged); playing it again");
+                run2.update_answer(&id, |a| a.replays = n)
             }
-            run.update_answer(tool_id, |p| {
-                p.state = AnswerState::Playing;
-                p.played = 0;
-            });
-            let tmux = self.tmux.clone();
-            let (run2, id, plan2, t) = (run.clone(), tool_id.to_string(), plan.clone(), target.clone());
-            tokio::task::spawn_blocking(move || {
-                playback::play(&tmux, &t, &plan2, |sent| run2.update_answer(&id, |p| p.played = sent))
-            })
-            .await
-            .map_err(|e| RunError::Internal(e.to_string()))?
-            .map_err(|e| RunError::Internal(format!("playing the answer failed: {e}")))?;
-            // 3. Did it take? The prompt must go away.
-            let mut check = keystrokes::GoneCheck::new(std::time::Instant::now(), &before);
-            let outcome = loop {
-                tokio::time::sleep(keystrokes::DRAWN_POLL).await;
-                let live = self.still_live(run, tool_id).await.unwrap_or(false);
-                let pane = self.capture(&target).await;
-                let drawn = live && provider.is_drawn(dialog.clone(), pane.clone()).await.unwrap_or(false);
-                match check.look(std::time::Instant::now(), live, drawn, &pane) {
-                    keystrokes::AfterKeys::Wait => continue,
-                    other => break other,
-                }
-            };
-            match outcome {
-                keystrokes::AfterKeys::Gone | keystrokes::AfterKeys::Wait => return Ok(()),
-                keystrokes::AfterKeys::Lost { unchanged: true } if replays < keystrokes::MAX_REPLAYS => {
-                    replays += 1;
-                    tracing::warn!(run = %run.id, tool_id, "no key of the answer took (the prompt is unchanged); playing it again");
-                    run.update_answer(tool_id, |p| p.replays = replays);
-                }
-                keystrokes::AfterKeys::Lost { unchanged } => {
-                    let secs = keystrokes::GONE_WITHIN.as_secs();
-                    return Err(RunError::AnswerLost(if unchanged {
-                        format!("the keys were typed {} times but the prompt is still on the agent's screen, unchanged, {secs} s later: answer it in the terminal", replays + 1)
-                    } else {
-                        format!("the keys were typed but the prompt is still on the agent's screen {secs} s later (it changed, so some took): look at the terminal")
-                    }));
-                }
-            }
-        }
-    }
-
-    /// The pane's visible text ("" when it cannot be read: nothing is drawn there).
-    async fn capture(&self, target: &str) -> String {
-        let (tmux, t) = (self.tmux.clone(), target.to_string());
-        tokio::task::spawn_blocking(move || tmux.capture(&t).unwrap_or_default()).await.unwrap_or_default()
-    }
-
-    /// Wait until the provider sees `dialog` drawn on the pane and the pane has held
-    /// still for the plan's settle time ([`keystrokes::DrawnWait`]); the pane then, or
-    /// `not_on_screen` once the plan's budget (counted from now) is spent.
-    async fn wait_until_drawn(
-        &self,
-        provider: &ProviderHandle,
-        dialog: &crate::model::Dialog,
-        plan: &crate::model::AnswerPlan,
-        target: &str,
-    ) -> Result<String, RunError> {
-        let mut wait = keystrokes::DrawnWait::new(std::time::Instant::now(), plan.drawn_within, plan.settle);
-        loop {
-            let pane = self.capture(target).await;
-            // A provider that fails to tell is taken as "not drawn": fail closed.
-            let drawn = provider.is_drawn(dialog.clone(), pane.clone()).await.unwrap_or(false);
-            match wait.look(std::time::Instant::now(), drawn, &pane) {
-                keystrokes::BeforeKeys::Play => return Ok(pane),
-                keystrokes::BeforeKeys::NotOnScreen => {
-                    return Err(RunError::NotOnScreen(format!(
-                        "the prompt was not on the agent's screen (drawn and still for {} ms) within {} ms of the answer, so nothing was typed: look at the terminal",
-                        plan.settle.as_millis(),
-                        (plan.drawn_within + plan.settle).as_millis()
-                    )))
-                }
-                keystrokes::BeforeKeys::Wait => tokio::time::sleep(keystrokes::DRAWN_POLL).await,
-            }
+        };
+        let secs = keystrokes::GONE_WITHIN.as_secs();
+        match playback::play_answer(term, &target, &plan, drawn, live, report).await? {
+            playback::Played::Took => Ok(()),
+            playback::Played::NoLongerLive => Err(RunError::NoDialog),
+            playback::Played::NotOnScreen => Err(RunError::NotOnScreen(format!(
+                "the prompt was not on the agent's screen (drawn and still for {} ms) within {} ms of the answer, so nothing was typed: look at the terminal",
+                plan.settle.as_millis(),
+                (plan.drawn_within + plan.settle).as_millis()
+            ))),
+            playback::Played::Failed(e) => Err(RunError::Internal(format!("playing the answer failed: {e}"))),
+            playback::Played::Lost { unchanged: true, replays } => Err(RunError::AnswerLost(format!(
+                "the keys were typed {} times but the prompt is still on the agent's screen, unchanged, {secs} s later: answer it in the terminal",
+                replays + 1
+            ))),
+            playback::Played::Lost { unchanged: false, .. } => Err(RunError::AnswerLost(format!(
+                "the keys were typed but the prompt is still on the agent's screen {secs} s later (it changed, so some took): look at the terminal"
+            ))),
         }
     }
 

@@ -5,9 +5,12 @@
 //! decides the drawn wait, [`super::input`] the paste's timing); this module types.
 //! Every function blocks: async callers use `spawn_blocking`.
 
-use super::input;
+use super::{input, keystrokes};
 use crate::model::{AnswerPlan, KeyOp};
 use crate::terminal::{Terminal, TerminalError};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Play the plan's steps into `target`, with its pause after each op but the last;
 /// `sent` hears how many ops have gone so far. Stops at the first op that fails.
@@ -59,11 +62,107 @@ pub fn wait_until_ready(term: &dyn Terminal, target: &str) -> bool {
     }
 }
 
+/// What an answer's playback reports as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The prompt is drawn and still, and still live: the keys start.
+    Playing,
+    /// This many of the plan's ops have been sent.
+    Sent(usize),
+    /// No key took: the plan is played again (the how-manieth time).
+    Replay(u32),
+}
+
+/// How an answer's playback ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Played {
+    /// The prompt went away after the keys: the answer took.
+    Took,
+    /// The prompt was not drawn and still within the plan's budget: nothing typed.
+    NotOnScreen,
+    /// The prompt stopped being the run's live one before the keys: nothing typed.
+    NoLongerLive,
+    /// The prompt is still there [`keystrokes::GONE_WITHIN`] after the keys (played
+    /// `replays` + 1 times); `unchanged`: no key took at all.
+    Lost { unchanged: bool, replays: u32 },
+    /// The terminal refused an op.
+    Failed(TerminalError),
+}
+
+/// Play an answer onto its prompt: wait until `drawn` sees the prompt on the screen and
+/// the screen has held still for the plan's settle time ([`keystrokes::DrawnWait`]),
+/// ask `live` whether it is still the run's prompt, type the plan, then check that the
+/// prompt went away ([`keystrokes::GoneCheck`]) — playing again, at most
+/// [`keystrokes::MAX_REPLAYS`] times, only when no key took at all. `live`'s error
+/// (the run ended) ends the playback with it.
+pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output = Result<bool, E>>>(
+    term: Arc<dyn Terminal>,
+    target: &str,
+    plan: &AnswerPlan,
+    drawn: impl Fn(String) -> DrawnF,
+    live: impl Fn() -> LiveF,
+    report: impl Fn(Progress) + Clone + Send + 'static,
+) -> Result<Played, E> {
+    let mut replays = 0;
+    loop {
+        // 1. Only onto the prompt on screen, drawn and still, within the plan's budget
+        //    counted from now.
+        let mut wait = keystrokes::DrawnWait::new(Instant::now(), plan.drawn_within, plan.settle);
+        let before = loop {
+            let pane = capture(&term, target).await;
+            let is_drawn = drawn(pane.clone()).await;
+            match wait.look(Instant::now(), is_drawn, &pane) {
+                keystrokes::BeforeKeys::Play => break pane,
+                keystrokes::BeforeKeys::NotOnScreen => return Ok(Played::NotOnScreen),
+                keystrokes::BeforeKeys::Wait => tokio::time::sleep(keystrokes::DRAWN_POLL).await,
+            }
+        };
+        // 2. The guard again (the prompt may have gone while it was drawn), then play.
+        if !live().await? {
+            return Ok(Played::NoLongerLive);
+        }
+        report(Progress::Playing);
+        let (t, target2, plan2, r) = (term.clone(), target.to_string(), plan.clone(), report.clone());
+        let typed = tokio::task::spawn_blocking(move || play(t.as_ref(), &target2, &plan2, |n| r(Progress::Sent(n))))
+            .await
+            .unwrap_or_else(|e| Err(TerminalError { action: "play".into(), message: e.to_string() }));
+        if let Err(e) = typed {
+            return Ok(Played::Failed(e));
+        }
+        // 3. Did it take? The prompt must go away.
+        let mut check = keystrokes::GoneCheck::new(Instant::now(), &before);
+        let outcome = loop {
+            tokio::time::sleep(keystrokes::DRAWN_POLL).await;
+            let still = live().await.unwrap_or(false);
+            let pane = capture(&term, target).await;
+            let is_drawn = still && drawn(pane.clone()).await;
+            match check.look(Instant::now(), still, is_drawn, &pane) {
+                keystrokes::AfterKeys::Wait => continue,
+                other => break other,
+            }
+        };
+        match outcome {
+            keystrokes::AfterKeys::Gone | keystrokes::AfterKeys::Wait => return Ok(Played::Took),
+            keystrokes::AfterKeys::Lost { unchanged: true } if replays < keystrokes::MAX_REPLAYS => {
+                replays += 1;
+                report(Progress::Replay(replays));
+            }
+            keystrokes::AfterKeys::Lost { unchanged } => return Ok(Played::Lost { unchanged, replays }),
+        }
+    }
+}
+
+/// The screen's visible text ("" when it cannot be read: nothing is drawn there).
+pub async fn capture(term: &Arc<dyn Terminal>, target: &str) -> String {
+    let (t, target) = (term.clone(), target.to_string());
+    tokio::task::spawn_blocking(move || t.capture(&target).unwrap_or_default()).await.unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::terminal::memory::{Input, MemoryTerminal};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     fn plan(steps: Vec<KeyOp>, pause: Duration) -> AnswerPlan {
         AnswerPlan { drawn_within: Duration::from_secs(1), settle: Duration::ZERO, pause, steps }
@@ -134,5 +233,108 @@ mod tests {
         let start = Instant::now();
         assert!(wait_until_ready(&t, "r"));
         assert!(start.elapsed() < input::Readiness::TIMEOUT, "a still screen is ready before the timeout");
+    }
+
+    // ---- an answer's playback: its timing rules against the in-memory terminal ----
+
+    use std::sync::Mutex;
+
+    fn answer_plan(drawn_within: Duration, settle: Duration) -> AnswerPlan {
+        AnswerPlan { drawn_within, settle, pause: Duration::from_millis(5), steps: vec![KeyOp::Key("1".into())] }
+    }
+
+    /// The progress reported, in order.
+    fn recorder() -> (Arc<Mutex<Vec<Progress>>>, impl Fn(Progress) + Clone + Send + 'static) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        (seen, move |p| s.lock().unwrap().push(p))
+    }
+
+    fn drawn(pane: String) -> std::future::Ready<bool> {
+        std::future::ready(pane.contains("? Allow"))
+    }
+
+    fn live() -> std::future::Ready<Result<bool, &'static str>> {
+        std::future::ready(Ok(true))
+    }
+
+    /// No key before the prompt is drawn and has held still for the plan's settle time;
+    /// then the keys, and the prompt going away is an answer that took.
+    #[tokio::test]
+    async fn keys_wait_for_the_prompt_drawn_and_still_and_the_prompt_going_away_is_an_answer_that_took() {
+        let t = Arc::new(MemoryTerminal::new());
+        t.draw("r", "thinking…");
+        t.react("r", |i, screen| {
+            if *i == Input::Key("1".into()) {
+                *screen = "ok, running it".into();
+            }
+        });
+        let settle = Duration::from_millis(200);
+        let t2 = t.clone();
+        let drawn_at = Arc::new(Mutex::new(None));
+        let d2 = drawn_at.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            t2.draw("r", "? Allow Shell(ls)  1. Yes  2. No");
+            *d2.lock().unwrap() = Some(Instant::now());
+        });
+        let (seen, report) = recorder();
+        let term: Arc<dyn Terminal> = t.clone();
+        let out = play_answer(term, "r", &answer_plan(Duration::from_secs(2), settle), drawn, live, report).await;
+        assert_eq!(out, Ok(Played::Took));
+        let typed = t.typed("r");
+        assert_eq!(typed.len(), 1, "played once: {typed:?}");
+        let drawn_at = drawn_at.lock().unwrap().expect("drawn");
+        assert!(typed[0].0 - drawn_at >= settle, "the first key waited for the settle time after the prompt was drawn");
+        assert_eq!(*seen.lock().unwrap(), [Progress::Playing, Progress::Sent(1)]);
+    }
+
+    /// A prompt never drawn within the plan's budget (counted from the answer) gets no
+    /// key; nor does one that stopped being the run's prompt; the guard's error ends it.
+    #[tokio::test]
+    async fn nothing_is_typed_onto_a_prompt_not_drawn_in_time_or_no_longer_live() {
+        let t = Arc::new(MemoryTerminal::new());
+        t.draw("r", "thinking…");
+        let term: Arc<dyn Terminal> = t.clone();
+        let (within, settle) = (Duration::from_millis(200), Duration::from_millis(50));
+        let start = Instant::now();
+        let (_, report) = recorder();
+        let out = play_answer(term.clone(), "r", &answer_plan(within, settle), drawn, live, report.clone()).await;
+        assert_eq!(out, Ok(Played::NotOnScreen));
+        assert!(start.elapsed() >= within + settle, "the whole budget was given: {:?}", start.elapsed());
+
+        t.draw("r", "? Allow Shell(ls)");
+        let gone = || std::future::ready(Ok::<bool, &str>(false));
+        let plan = answer_plan(Duration::from_secs(1), Duration::ZERO);
+        let out = play_answer(term.clone(), "r", &plan, drawn, gone, report.clone()).await;
+        assert_eq!(out, Ok(Played::NoLongerLive));
+        let ended = || std::future::ready(Err::<bool, &str>("run_ended"));
+        assert_eq!(play_answer(term, "r", &plan, drawn, ended, report).await, Err("run_ended"));
+        assert!(t.typed("r").is_empty(), "no key in any of them");
+    }
+
+    /// Keys that do not take at all (the screen unchanged) are played once more, and
+    /// then the answer is lost; keys of which some took are never played again.
+    #[tokio::test]
+    async fn keys_that_do_not_take_are_played_once_more_then_the_answer_is_lost() {
+        let t = Arc::new(MemoryTerminal::new());
+        t.draw("r", "? Allow Shell(ls)");
+        let term: Arc<dyn Terminal> = t.clone();
+        let (seen, report) = recorder();
+        let plan = answer_plan(Duration::from_secs(1), Duration::ZERO);
+        let out = play_answer(term.clone(), "r", &plan, drawn, live, report).await;
+        assert_eq!(out, Ok(Played::Lost { unchanged: true, replays: keystrokes::MAX_REPLAYS }));
+        assert_eq!(t.typed("r").len() as u32, keystrokes::MAX_REPLAYS + 1);
+        assert!(seen.lock().unwrap().contains(&Progress::Replay(1)));
+
+        // A screen that changed (some key took) is not played again.
+        let t = Arc::new(MemoryTerminal::new());
+        t.draw("r", "? Allow Shell(ls)");
+        t.react("r", |_, screen| screen.push_str(" 1"));
+        let term: Arc<dyn Terminal> = t.clone();
+        let (_, report) = recorder();
+        let out = play_answer(term, "r", &plan, drawn, live, report).await;
+        assert_eq!(out, Ok(Played::Lost { unchanged: false, replays: 0 }));
+        assert_eq!(t.typed("r").len(), 1);
     }
 }
