@@ -398,9 +398,9 @@ async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiR
         crate::shell::quote(&rec.tmux_socket),
         crate::shell::quote(&rec.tmux_target)
     );
-    let tmux = runs.tmux().clone();
+    let term = runs.terminal();
     let target = rec.tmux_target.clone();
-    let screen = tokio::task::spawn_blocking(move || tmux.capture(&target)).await.ok().and_then(Result::ok);
+    let screen = tokio::task::spawn_blocking(move || term.capture(&target)).await.ok().and_then(Result::ok);
     Ok(Json(json!({"attach": attach, "screen": screen.unwrap_or_default(), "state": run.snapshot().derived.state}))
         .into_response())
 }

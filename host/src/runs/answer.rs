@@ -10,7 +10,6 @@ use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
 use crate::model::Answer;
-use crate::terminal::Terminal;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -37,10 +36,10 @@ impl Runs {
         if let Some(lock) = run.snapshot().composer_lock {
             return Err(lock.into());
         }
-        let tmux = self.tmux.clone();
+        let term = self.terminal.clone();
         let target = run.record().tmux_target;
         let buffer = format!("lab-{}", run.id);
-        tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &text))
+        tokio::task::spawn_blocking(move || type_text(term.as_ref(), &target, &buffer, &text))
             .await
             .map_err(|e| RunError::Internal(e.to_string()))?
             .map_err(|e| RunError::Internal(format!("typing into the agent failed: {e}")))?;
@@ -143,7 +142,7 @@ impl Runs {
         plan: crate::model::AnswerPlan,
     ) -> Result<(), RunError> {
         let target = run.record().tmux_target;
-        let term: Arc<dyn Terminal> = Arc::new(self.tmux.clone());
+        let term = self.terminal.clone();
         // A provider that fails to tell is taken as "not drawn": fail closed.
         let drawn = |pane: String| {
             let (provider, dialog) = (provider.clone(), dialog.clone());

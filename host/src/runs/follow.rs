@@ -110,9 +110,9 @@ impl Runs {
         running_for: std::time::Duration,
         current: Option<crate::model::Dialog>,
     ) -> Option<crate::model::Dialog> {
-        let tmux = self.tmux.clone();
+        let term = self.terminal.clone();
         let target = run.record().tmux_target;
-        let Some(text) = tokio::task::spawn_blocking(move || tmux.capture(&target).ok()).await.ok().flatten() else {
+        let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {
             return current;
         };
         let quiet_for = pane.observe(&text, std::time::Instant::now());

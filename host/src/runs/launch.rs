@@ -202,17 +202,17 @@ impl Runs {
     /// and quiet, [`input::Readiness`]), then unlock the composer.
     pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
         tokio::spawn(async move {
-            let tmux = self.tmux.clone();
+            let term = self.terminal.clone();
             let target = run.record().tmux_target;
             let alive = {
-                let (tmux, target) = (tmux.clone(), target.clone());
-                tokio::task::spawn_blocking(move || wait_until_ready(&tmux, &target)).await.unwrap_or(false)
+                let (term, target) = (term.clone(), target.clone());
+                tokio::task::spawn_blocking(move || wait_until_ready(term.as_ref(), &target)).await.unwrap_or(false)
             };
             let keys = run.keys.lock().await;
             let ended = run.tail.lock().await.ended;
             if alive && !ended {
                 let buffer = format!("lab-{}", run.id);
-                let result = tokio::task::spawn_blocking(move || type_text(&tmux, &target, &buffer, &prompt))
+                let result = tokio::task::spawn_blocking(move || type_text(term.as_ref(), &target, &buffer, &prompt))
                     .await
                     .map_err(|e| e.to_string())
                     .and_then(|r| r.map_err(|e| e.to_string()));

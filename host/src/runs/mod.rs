@@ -37,6 +37,7 @@ use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
 use crate::fsutil;
 use crate::paths::{Home, RunId};
+use crate::terminal::Terminal;
 use crate::tmux::Tmux;
 use input::ComposerLock;
 use message_store::{MessageStore, Page};
@@ -311,7 +312,11 @@ pub struct Runs {
     config: Config,
     providers: ProviderSet,
     registry: Registry,
+    /// lab's tmux server: where runs' sessions are started, listed and ended.
     tmux: Tmux,
+    /// The same sessions as the terminal seam: everything that looks at a run's
+    /// screen or types into it goes through this.
+    terminal: Arc<dyn Terminal>,
     lab_exe: PathBuf,
     runs: RwLock<BTreeMap<RunId, Arc<Run>>>,
     /// Transcript file → run, for file notifications.
@@ -356,6 +361,7 @@ impl Runs {
             config,
             providers,
             registry,
+            terminal: Arc::new(tmux.clone()),
             tmux,
             lab_exe,
             runs: RwLock::new(BTreeMap::new()),
@@ -459,6 +465,11 @@ impl Runs {
 
     pub fn tmux(&self) -> &Tmux {
         &self.tmux
+    }
+
+    /// The runs' terminal ([`crate::terminal`]).
+    pub fn terminal(&self) -> Arc<dyn Terminal> {
+        self.terminal.clone()
     }
 
     pub fn providers(&self) -> &ProviderSet {
