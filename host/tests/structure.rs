@@ -40,6 +40,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// `path: what` for each file of `host/src` whose text `finds` something in.
+fn offenders(finds: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    files
+        .iter()
+        .filter_map(|f| finds(&std::fs::read_to_string(f).unwrap()).map(|what| format!("{}: {what}", f.display())))
+        .collect()
+}
+
 /// The file's text before its `#[cfg(test)]` module.
 fn production(text: &str) -> &str {
     match text.find("\n#[cfg(test)]\nmod ") {
@@ -174,15 +184,10 @@ fn fields_of(code: &str, name: &str) -> Option<usize> {
 
 #[test]
 fn no_file_in_host_src_is_over_600_production_lines() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let over: Vec<String> = files
-        .iter()
-        .filter_map(|f| {
-            let n = production_lines(&std::fs::read_to_string(f).unwrap());
-            (n > MAX_PRODUCTION_LINES).then(|| format!("{}: {n}", f.display()))
-        })
-        .collect();
+    let over = offenders(|text| {
+        let n = production_lines(text);
+        (n > MAX_PRODUCTION_LINES).then(|| n.to_string())
+    });
     assert!(over.is_empty(), "over {MAX_PRODUCTION_LINES} production lines: {over:#?}");
 }
 
@@ -254,15 +259,7 @@ fn no_struct_holding_a_run_s_live_state_has_more_than_12_fields() {
 /// (a type's methods spread over files through a glob import hid what each file used).
 #[test]
 fn no_production_code_imports_its_parent_by_glob() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let globbing: Vec<String> = files
-        .iter()
-        .filter(|f| {
-            let text = std::fs::read_to_string(f).unwrap();
-            production(&text).lines().any(|l| l.trim() == "use super::*;")
-        })
-        .map(|f| f.display().to_string())
-        .collect();
+    let globbing =
+        offenders(|text| production(text).lines().any(|l| l.trim() == "use super::*;").then(|| "glob".to_string()));
     assert!(globbing.is_empty(), "`use super::*` in production code: {globbing:#?}");
 }
