@@ -5,6 +5,7 @@
 import { enc } from "./api.js";
 import { attachBox, attachCommand, h, safeLink, uid } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { firstLine } from "./messages.js";
 import { isStoppedOnError } from "./waiting.js";
 
 function dialogHint(view, runId, run) {
@@ -293,6 +294,12 @@ export function answerableCard(d) {
   return null;
 }
 
+/** Lab's kind of a block (`blocked.kind`) in words; a kind this page does not know, as sent. */
+export function blockedKindText(kind) {
+  const words = { needs_input: "needs input", idle: "waiting for a message", error: "error" };
+  return kind ? words[kind] || String(kind) : "";
+}
+
 /** A small note when lab read the prompt off the agent's screen. */
 function sourceNote(d) {
   if (!d || d.source !== "screen") return null;
@@ -541,8 +548,9 @@ export function readOnlyCard(view, runId, run, agent = "The agent") {
   // A dialog of a kind this page does not know (its kind and message, if any), or
   // question/needs_input with no structured dialog (what the agent said).
   const b = view.blocked || {};
-  const type = d ? { testid: "dialog-kind", text: String(d.kind || "") } : { testid: "blocked-type", text: b.notification_type };
-  const message = d ? { testid: "dialog-message", text: d.message || d.title || b.message } : { testid: "blocked-message", text: b.message };
+  const type = d ? { testid: "dialog-kind", text: String(d.kind || "") } : { testid: "blocked-type", text: blockedKindText(b.kind) };
+  const g = (d && d.generic) || {};
+  const message = d ? { testid: "dialog-message", text: g.title || firstLine(g.text) || b.message } : { testid: "blocked-message", text: b.message };
   const el = h("section", {
     class: "dialog-card kind-generic", role: "region", "aria-labelledby": titleId,
     "data-testid": "dialog-card", "data-kind": "generic", "data-tool-id": d ? d.tool_id : null,

@@ -6,7 +6,6 @@ import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
 import { noteView, setTitle } from "./notify.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
-import { isStoppedOnError } from "./waiting.js";
 import { agentName, store } from "./store.js";
 
 const ANSWER_STALE_MS = 20000;
@@ -479,30 +478,26 @@ export class RunView {
 
   // --- composer
 
+  /**
+   * Why the composer is locked, in words, or null when it is open. The server decides
+   * (its `composer_lock`, exactly what sending would be refused with); the page only
+   * words it: a pending dialog's card says which answer it wants, a prompt the agent
+   * shows in its terminal says where to answer it, any other reason is the server's.
+   */
   lockReasonText() {
-    const v = this.view;
-    const state = v.state || (this.run && this.run.state);
-    if (state === "ended") return "The run has ended";
+    const lock = this.view.composer_lock;
+    if (!lock) return null;
+    if (lock.code === "run_ended") return "The run has ended";
     const waiting = `${this.agent} is waiting in the terminal`;
-    const d = this.pendingDialog();
-    if (d) {
-      const card = answerableCard(d);
-      if (card) {
-        if (card === "questions") return "Answer the questions above first";
-        return card === "question" ? "Answer the question above first" : "Answer the prompt above first";
-      }
+    if (lock.code === "dialog_pending") {
+      const card = answerableCard(this.pendingDialog());
+      if (card === "questions") return "Answer the questions above first";
+      if (card) return card === "question" ? "Answer the question above first" : "Answer the prompt above first";
       return waiting;
     }
-    if (state === "question") return waiting;
-    // The server's reason (the agent runs a tool or waits for permission, lab is still
-    // typing the first prompt, …): exactly what sending would be refused with.
-    const lock = v.composer_lock;
-    if (lock && lock.code === "agent_waiting") return waiting;
-    if (lock && lock.message) return lock.message.charAt(0).toUpperCase() + lock.message.slice(1);
-    if (state === "needs_input" && !(v.blocked && v.blocked.notification_type === "idle_prompt") && !isStoppedOnError(v)) {
-      return waiting;
-    }
-    return null;
+    if (lock.code === "agent_waiting") return waiting;
+    const text = String(lock.message || lock.code || "");
+    return text.charAt(0).toUpperCase() + text.slice(1);
   }
 
   updateComposer() {

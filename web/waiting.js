@@ -62,7 +62,7 @@ export function waitKind(view) {
  */
 export function isStoppedOnError(view) {
   const b = view && view.blocked;
-  return !!(view && view.state === "needs_input" && b && b.notification_type === "error");
+  return !!(view && view.state === "needs_input" && b && b.kind === "error");
 }
 
 function clip(text) {
@@ -118,7 +118,7 @@ export function notificationFor(runId, run, view, agent = "the agent") {
     const summary = firstLine(p.summary);
     body = tool && summary ? `${tool}: ${summary}` : tool || summary;
   } else if (d.generic && (d.generic.title || d.generic.text)) body = d.generic.title || firstLine(d.generic.text);
-  else body = d.message || d.title || firstQuestion || "";
+  else body = firstQuestion;
   if (!clip(body)) body = blocked.message || "";
   if (!clip(body)) body = "Open the run to see what it waits for.";
   return {

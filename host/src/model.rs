@@ -288,19 +288,45 @@ pub struct AnswerPlan {
 /// The kind of an `Content::Other` message that says the agent's turn ended on an
 /// error (the model API refused it: a rate limit, an overload, billing). A provider
 /// convention within WIT 0.2.0 (docs/providers.md, "Messages"): while it is the run's
-/// last message, the run shows as blocked on [`BLOCKED_ERROR`] with its text.
+/// last message, the run shows as blocked on [`BlockedKind::Error`] with its text.
 pub const TURN_ERROR_KIND: &str = "turn_error";
 
-/// The blocked kind of a run whose last turn ended on an error ([`TURN_ERROR_KIND`]):
-/// the agent waits at its prompt for the operator to send again.
+/// The agent's own word for a block lab derived from a [`TURN_ERROR_KIND`] message
+/// (what the deprecated `blocked.notification_type` says for it).
 pub const BLOCKED_ERROR: &str = "error";
 
-/// Why the agent is blocked (the marker). JSON keeps the documented field names.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Why the agent is blocked, as its provider reads the marker: `kind` is the agent's
+/// own word for it (lower_snake, "unknown" when the agent gave none).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
-    #[serde(rename = "notification_type")]
     pub kind: String,
     pub message: String,
+}
+
+/// What a blocked run waits on, in lab's own words (the API's `blocked.kind`): the
+/// same for every agent. May grow (additions only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedKind {
+    /// The agent waits on something in its terminal in the middle of a turn (a
+    /// permission prompt lab cannot read, a question): answer it there.
+    NeedsInput,
+    /// The agent ended its turn and says it waits for the operator's next message.
+    Idle,
+    /// The agent's turn ended on an error (the model API refused it); sending a message
+    /// again retries.
+    Error,
+}
+
+/// A run's block as the API shows it: `{"kind", "message", "notification_type"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedView {
+    pub kind: BlockedKind,
+    pub message: String,
+    /// The agent's own word for the block (its provider's `blocked.kind`). Deprecated
+    /// on the wire: sent one release more, as `notification_type`, then dropped.
+    #[serde(rename = "notification_type")]
+    pub agent_kind: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -276,7 +276,8 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
             let text = after
                 .blocked
                 .as_ref()
-                .map(|b| if b.message.trim().is_empty() { b.kind.clone() } else { b.message.clone() })
+                .map(|b| b.message.trim().to_string())
+                .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "The agent waits for input in its terminal.".into());
             (format!("{proj}: the agent needs input"), text)
         }
@@ -477,7 +478,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Blocked, Dialog, DialogBody, DialogOption, Question};
+    use crate::model::{BlockedKind, BlockedView, Dialog, DialogBody, DialogOption, Question};
     use crate::runs::view::{DialogSource, PendingDialog};
 
     fn addr() -> SocketAddr {
@@ -581,7 +582,8 @@ mod tests {
         assert!(t.observe(&ev, &change(&run, Some(question("t2", "And?")), derived(RunState::NeedsInput))));
         // A change within the same state is not a transition.
         let mut blocked = derived(RunState::NeedsInput);
-        blocked.blocked = Some(Blocked { kind: "x".into(), message: "m".into() });
+        blocked.blocked =
+            Some(BlockedView { kind: BlockedKind::NeedsInput, message: "m".into(), agent_kind: "x".into() });
         assert!(!t.observe(&ev, &change(&run, Some(derived(RunState::NeedsInput)), blocked)));
         // Unconfigured states never fire.
         assert!(!t.observe(&ev, &change(&run, Some(derived(RunState::Working)), derived(RunState::Ended))));
@@ -650,7 +652,11 @@ mod tests {
         );
 
         let mut blocked = derived(RunState::NeedsInput);
-        blocked.blocked = Some(Blocked { kind: "permission".into(), message: "Allow rm?".into() });
+        blocked.blocked = Some(BlockedView {
+            kind: BlockedKind::NeedsInput,
+            message: "Allow rm?".into(),
+            agent_kind: "permission".into(),
+        });
         let p = payload(&change(&run, None, blocked), "http://b", String::new());
         assert_eq!((p.summary.as_str(), p.dialog.is_none()), ("Allow rm?", true));
         let p = payload(&change(&run, None, derived(RunState::Ended)), "http://b", String::new());

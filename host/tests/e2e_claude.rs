@@ -1252,7 +1252,7 @@ fn a_turn_the_api_refuses_blocks_the_run_on_the_error_and_a_resend_goes_on() {
     let Some(e) = setup("api_refused", script) else { return };
     let run = e.create("Say hello.", Some("default"));
     let v = e.wait_view(&run, LAUNCH_TIMEOUT, "needs_input on the API's error", |v| v["state"] == "needs_input");
-    assert_eq!(v["blocked"]["notification_type"], "error", "{v}");
+    assert_eq!(v["blocked"]["kind"], "error", "{v}");
     let said = v["blocked"]["message"].as_str().unwrap();
     assert!(said.to_lowercase().contains("credit balance"), "{said}");
     assert!(v["composer_lock"].is_null(), "{v}");

@@ -351,19 +351,30 @@ fn a_permission_notification_is_needs_input_until_the_transcript_advances() {
         // An agent that reports the prompt only through its Notification.
         {"bash": {"command": "ls -la", "output": "total 0", "notify_after_ms": 200, "permission_request": false}},
         {"say": "Done listing."},
-        {"idle": {}},
+        // The agent's "waiting for your input" once its turn ended.
+        {"idle": {"notify_after_ms": 400}},
     ]});
     w.use_fake_claude(&script);
     let lab = w.serve();
     let run = lab.create_run(&w, "claude-code", "list files");
     let id = run_id(&run);
     let v = lab.wait_state(&id, "needs_input");
+    // Lab's own kind (raised mid-turn), the agent's word beside it for one release.
+    assert_eq!(v["blocked"]["kind"], "needs_input", "{v}");
     assert_eq!(v["blocked"]["notification_type"], "permission_prompt");
     assert!(v["pending_dialog"].is_null());
     // The operator approves in the TUI.
     w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Enter"]);
-    let v = lab.wait_state(&id, "idle");
-    assert!(v["blocked"].is_null());
+    let v = lab.wait_view(&id, "idle", |v| v["messages"].to_string().contains("Done listing."));
+    assert!(v["blocked"].is_null() || v["blocked"]["kind"] == "idle", "{v}");
+    // The block raised once the turn ended is lab's `idle`: the agent waits for a
+    // message, and the composer is open.
+    let v = lab.wait_view(&id, "the idle block", |v| v["blocked"]["kind"] == "idle");
+    assert_eq!(
+        (v["state"].as_str(), v["blocked"]["notification_type"].as_str()),
+        (Some("needs_input"), Some("idle_prompt"))
+    );
+    assert!(v["composer_lock"].is_null(), "{v}");
 }
 
 #[test]
@@ -902,6 +913,7 @@ fn a_turn_the_api_refused_blocks_the_run_on_the_error_until_a_message_is_sent_ag
     let lab = w.serve();
     let id = run_id(&lab.create_run(&w, "claude-code", "hello"));
     let v = lab.wait_state(&id, "needs_input");
+    assert_eq!(v["blocked"]["kind"], "error", "{v}");
     assert_eq!(v["blocked"]["notification_type"], "error", "{v}");
     assert_eq!(v["blocked"]["message"], "Rate limited: API Error: Request rejected (429) · per-minute rate limit");
     assert!(v["pending_dialog"].is_null());
@@ -913,7 +925,7 @@ fn a_turn_the_api_refused_blocks_the_run_on_the_error_until_a_message_is_sent_ag
     lab.stop();
     let lab = w.serve();
     let v = lab.wait_state(&id, "needs_input");
-    assert_eq!(v["blocked"]["notification_type"], "error", "after a restart: {v}");
+    assert_eq!(v["blocked"]["kind"], "error", "after a restart: {v}");
 
     let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "try again"}));
     assert_eq!(status, 202, "{body}");

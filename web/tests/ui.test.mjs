@@ -26,6 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
+import { fieldRecord } from "./field_probe.mjs";
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REPO_DIR = path.resolve(WEB_DIR, "..");
@@ -269,6 +270,7 @@ function removeWorldDir(dir) {
 async function openPage(t, url, { context: contextOptions = {}, init = null, login = null, token = null } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light", ...contextOptions });
   t.after(() => context.close().catch(() => {}));
+  await fields.watch(context);
   if (init) await context.addInitScript(init.fn, init.arg);
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT);
@@ -295,6 +297,8 @@ async function openPage(t, url, { context: contextOptions = {}, init = null, log
 
 let browser = null;
 let skipReason = null;
+/** The field names the pages read and the ones lab sent them (field_probe.mjs). */
+const fields = fieldRecord();
 
 before(async () => {
   skipReason = await missingPrerequisites();
@@ -743,12 +747,13 @@ describe("lab web UI in a real browser", () => {
   }, async ({ world, page, id }) => {
     const v = await world.waitView(id, (v) => v.state === "needs_input", "state needs_input");
     assert.equal(v.pending_dialog, null);
-    assert.equal(v.blocked.notification_type, "permission_prompt");
+    assert.equal(v.blocked.kind, "needs_input");
+    assert.equal(v.blocked.notification_type, "permission_prompt", "the agent's own word, deprecated, one release more");
     const agent = await world.agentName();
     const card = page.locator(`${sel.card}[data-kind=generic]`);
     await card.waitFor();
     await waitText(card.locator(".card-title"), new RegExp(`^!${reEsc(agent)} needs input — open the terminal$`), "the card title");
-    assert.equal(await card.getByTestId("blocked-type").textContent(), "permission_prompt");
+    assert.equal(await card.getByTestId("blocked-type").textContent(), "needs input");
     // What the agent's Notification hook said is what the operator reads.
     const notified = await world.waitEvent((e) => e.event === "notification", "the notification");
     assert.equal(v.blocked.message, notified.message);
@@ -765,7 +770,7 @@ describe("lab web UI in a real browser", () => {
       { idle: {} }, { say: "Hello again." }, { idle: {} }] },
   }, async ({ world, page, id }) => {
     const v = await world.waitView(id, (v) => v.state === "needs_input", "state needs_input");
-    assert.equal(v.blocked.notification_type, "error");
+    assert.equal(v.blocked.kind, "error");
     const agent = await world.agentName();
     const card = page.locator(`${sel.card}[data-kind=error]`);
     await card.waitFor();
@@ -784,7 +789,12 @@ describe("lab web UI in a real browser", () => {
   scenario("a dialog of a kind the page does not know is shown as the generic card", {
     script: { steps: [{ say: "Ready." }, { idle: {} }] }, open: false,
   }, async ({ world, page, id }) => {
-    const dialog = { kind: "elicitation", tool_id: "toolu_x1", answerable: false, message: "Pick a server" };
+    // The API's flat dialog shape, with a kind this page does not know (kinds may grow).
+    const dialog = {
+      kind: "elicitation", tool_id: "toolu_x1", call_id: "toolu_x1", tool_name: "Elicit", answerable: false,
+      questions: [], plan: null, options: [], feedback_option: null, permission: null,
+      generic: { title: "Pick a server", text: "" }, deep_link: null, source: "spool",
+    };
     await holdEventStream(page, { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: null, messages: [] });
     await page.goto(new URL(`#/runs/${id}`, world.url).href);
     const card = page.locator(`${sel.card}[data-kind=generic][data-tool-id=toolu_x1]`);
@@ -989,7 +999,7 @@ async function patchProviders(page, patch) {
     const auth = page.labToken ? { authorization: `Bearer ${page.labToken}` } : {};
     const res = await route.fetch({ headers: { ...route.request().headers(), ...auth } });
     const list = (await res.json()).map((p) => (p.name === "claude-code" ? { ...p, ...patch } : p));
-    await route.fulfill({ response: res, json: list });
+    await route.fulfill({ response: res, json: list, headers: { ...res.headers(), "x-lab-test-fake": "1" } });
   });
 }
 
@@ -1579,4 +1589,16 @@ describe("a UI served from another origin", () => {
       throw e;
     }
   });
+});
+
+// Last, once every scenario above has run: what the pages read against what lab sent.
+test("the UI reads only fields the API sends (every page above, against lab's real answers)", async (t) => {
+  if (skipReason) { t.skip(skipReason); return; }
+  await fields.settle();
+  assert.ok(fields.read.size > 20 && fields.sent.size > 20, `too little recorded: read ${fields.read.size}, sent ${fields.sent.size}`);
+  const dir = outputDir();
+  if (dir) {
+    fs.writeFileSync(path.join(dir, "ui-fields.json"), JSON.stringify({ read: [...fields.read].sort(), sent: [...fields.sent].sort() }, null, 1));
+  }
+  assert.deepEqual(fields.unsent(), [], "fields the UI reads that lab never sent in any scenario (a renamed or dropped API field, or a read of a field the API does not have)");
 });

@@ -10,7 +10,7 @@ const q = (toolId, question = "Which database?") => ({
 });
 const idle = { state: "idle", pending_dialog: null, blocked: null };
 const blockedView = (message = "Claude needs your permission to use Bash") => ({
-  state: "needs_input", pending_dialog: null, blocked: { notification_type: "permission_prompt", message },
+  state: "needs_input", pending_dialog: null, blocked: { kind: "needs_input", message },
 });
 
 test("waiting states, count and title", () => {
@@ -37,7 +37,7 @@ test("waitKind: known dialog kinds, unknown ones as generic, a block as needs_in
   assert.equal(waitKind({ state: "question", pending_dialog: { kind: "elicitation" } }), "generic");
   assert.equal(waitKind(blockedView()), "needs_input");
   assert.equal(waitKind({ state: "question", pending_dialog: null }), "generic");
-  const stopped = { state: "needs_input", pending_dialog: null, blocked: { notification_type: "error", message: "Rate limited: 429" } };
+  const stopped = { state: "needs_input", pending_dialog: null, blocked: { kind: "error", message: "Rate limited: 429" } };
   assert.equal(waitKind(stopped), "error");
   assert.equal(isStoppedOnError(stopped), true);
   assert.equal(isStoppedOnError({ ...stopped, state: "idle" }), false);

@@ -278,10 +278,10 @@ pub fn composer_lock(d: &Derived, open_call: Option<&str>, prompt_pending: bool)
     }
     if !d.turn_idle {
         if let Some(b) = &d.blocked {
-            let what = if b.message.trim().is_empty() { b.kind.as_str() } else { b.message.as_str() };
+            let what = if b.message.trim().is_empty() { String::new() } else { format!(" ({})", b.message.trim()) };
             return Some(ComposerLock::new(
                 "agent_waiting",
-                format!("the agent is waiting for an answer in its terminal ({what}): answer it there first"),
+                format!("the agent is waiting for an answer in its terminal{what}: answer it there first"),
             ));
         }
         if let Some(name) = open_call {
@@ -344,7 +344,7 @@ impl Readiness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Blocked, Dialog, DialogBody, Role};
+    use crate::model::{BlockedKind, BlockedView, Dialog, DialogBody, Role};
     use crate::runs::view::{DialogSource, PendingDialog};
 
     #[test]
@@ -508,7 +508,11 @@ mod tests {
     #[test]
     fn the_lock_reasons_in_order() {
         let tool = vec![msg(0, Role::User, "text", None), msg(1, Role::Assistant, "tool_use", Some("t1"))];
-        let blocked = Blocked { kind: "permission_prompt".into(), message: "needs your permission".into() };
+        let blocked = BlockedView {
+            kind: BlockedKind::NeedsInput,
+            message: "needs your permission".into(),
+            agent_kind: "permission_prompt".into(),
+        };
         let mut d = derived(RunState::NeedsInput);
         d.blocked = Some(blocked.clone());
         let lock = lock_for(&d, &tool, false).unwrap();
@@ -533,7 +537,8 @@ mod tests {
         // A block raised after the turn ended: the agent waits for a message.
         let mut idle = derived(RunState::NeedsInput);
         idle.turn_idle = true;
-        idle.blocked = Some(Blocked { kind: "idle_prompt".into(), message: "waiting".into() });
+        idle.blocked =
+            Some(BlockedView { kind: BlockedKind::Idle, message: "waiting".into(), agent_kind: "idle_prompt".into() });
         assert_eq!(code(lock_for(&idle, &tool, false)), None);
         assert_eq!(code(lock_for(&derived(RunState::Idle), &[], false)), None);
         assert_eq!(code(lock_for(&derived(RunState::Starting), &[], false)), None);

@@ -733,8 +733,8 @@ mod tests {
         let v = tail.refresh().await;
         assert_eq!(v.state, view::RunState::NeedsInput);
         assert_eq!(
-            v.blocked.as_ref().map(|b| (b.kind.as_str(), b.message.as_str())),
-            Some(("error", "Billing: Credit balance is too low"))
+            v.blocked.as_ref().map(|b| (b.kind, b.message.as_str())),
+            Some((crate::model::BlockedKind::Error, "Billing: Credit balance is too low"))
         );
         // 2.1.198 writes the turn's prompt line after the error line: older, so still blocked.
         append(&t, &[json!({"text": "Say hello.", "at": "2026-12-01T10:00:01Z"})]);

@@ -22,13 +22,18 @@
 //!    written (mtime comparison: the transcript "advanced past the block"). A turn
 //!    that ended on an error (the run's last message is the provider's
 //!    [`crate::model::TURN_ERROR_KIND`] message, the turn idle) blocks the run on kind
-//!    [`BLOCKED_ERROR`] with that message, ahead of any marker, until the next message:
-//!    the agent waits for the operator to send again.
+//!    [`BlockedKind::Error`] with that message, ahead of any marker, until the next
+//!    message: the agent waits for the operator to send again. The block's kind is
+//!    lab's, not the agent's ([`blocked_kind`]): `error` for a turn error, `idle` for a
+//!    marker raised once the agent ended its turn (it waits for a message),
+//!    `needs_input` for one raised in the middle of a turn (it waits on something in
+//!    its terminal). The agent's own word goes alongside.
 //! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
 //!    yet → `starting`; last turn signal idle → `idle`; otherwise `working`.
 
 use crate::model::{
-    Blocked, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal, BLOCKED_ERROR,
+    Blocked, BlockedKind, BlockedView, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal,
+    BLOCKED_ERROR,
 };
 use serde::{Serialize, Serializer};
 use std::collections::HashSet;
@@ -89,9 +94,9 @@ struct DialogJson<'a> {
     plan: Option<&'a str>,
     options: &'a [DialogOption],
     feedback_option: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// null unless the kind is `permission` (every field is always sent).
     permission: Option<PermissionJson<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// null unless the kind is `generic`.
     generic: Option<GenericJson<'a>>,
     deep_link: Option<&'a str>,
     source: DialogSource,
@@ -239,7 +244,7 @@ pub struct Facts<'a> {
 pub struct Derived {
     pub state: RunState,
     pub pending_dialog: Option<PendingDialog>,
-    pub blocked: Option<Blocked>,
+    pub blocked: Option<BlockedView>,
     /// The spool is present but over: delete it (GC).
     pub spool_is_stale: bool,
     /// The agent's last turn signal was idle: it ended its turn (whatever overlay the
@@ -303,13 +308,17 @@ pub fn derive(f: &Facts<'_>) -> Derived {
         }
     }
 
-    let turn_error = f
-        .turn_error
-        .as_ref()
-        .filter(|_| f.turn == Some(TurnSignal::Idle))
-        .map(|text| Blocked { kind: BLOCKED_ERROR.into(), message: text.clone() });
+    let turn_idle = f.turn == Some(TurnSignal::Idle);
+    let turn_error = f.turn_error.as_ref().filter(|_| turn_idle).map(|text| BlockedView {
+        kind: BlockedKind::Error,
+        message: text.clone(),
+        agent_kind: BLOCKED_ERROR.into(),
+    });
     let blocked = turn_error.or_else(|| {
-        f.marker.as_ref().filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written)).map(|m| m.blocked.clone())
+        f.marker
+            .as_ref()
+            .filter(|m| f.transcript_modified.is_none_or(|t| t <= m.written))
+            .map(|m| blocked_view(&m.blocked, turn_idle))
     });
 
     let state = if pending.is_some() {
@@ -323,7 +332,22 @@ pub fn derive(f: &Facts<'_>) -> Derived {
     } else {
         RunState::Working
     };
-    Derived { state, pending_dialog: pending, blocked, spool_is_stale, turn_idle: f.turn == Some(TurnSignal::Idle) }
+    Derived { state, pending_dialog: pending, blocked, spool_is_stale, turn_idle }
+}
+
+/// Lab's kind for a block the agent's marker reported (rule 4a): raised after the agent
+/// ended its turn, it waits for the operator's message; raised mid-turn, on something
+/// in its terminal. Agent-neutral: the agent's own word is not looked at.
+pub fn blocked_kind(turn_idle: bool) -> BlockedKind {
+    if turn_idle {
+        BlockedKind::Idle
+    } else {
+        BlockedKind::NeedsInput
+    }
+}
+
+fn blocked_view(b: &Blocked, turn_idle: bool) -> BlockedView {
+    BlockedView { kind: blocked_kind(turn_idle), message: b.message.clone(), agent_kind: b.kind.clone() }
 }
 
 #[cfg(test)]
@@ -513,7 +537,14 @@ mod tests {
         };
         let d = derive(&f);
         assert_eq!(d.state, RunState::NeedsInput);
-        assert_eq!(d.blocked.unwrap().kind, "permission_prompt");
+        let b = d.blocked.unwrap();
+        // Raised mid-turn: lab's kind, and the agent's own word beside it.
+        assert_eq!((b.kind, b.agent_kind.as_str()), (BlockedKind::NeedsInput, "permission_prompt"));
+        assert_eq!(b.message, "needs permission");
+        // The same marker once the agent ended its turn: it waits for a message.
+        f.turn = Some(TurnSignal::Idle);
+        assert_eq!(derive(&f).blocked.unwrap().kind, BlockedKind::Idle);
+        f.turn = Some(TurnSignal::Working);
         f.transcript_modified = Some(t(101));
         let d = derive(&f);
         assert_eq!(d.state, RunState::Working);
@@ -536,13 +567,17 @@ mod tests {
         assert_eq!(d.state, RunState::NeedsInput);
         assert_eq!(
             d.blocked,
-            Some(Blocked { kind: BLOCKED_ERROR.into(), message: "Rate limited: API Error (429)".into() })
+            Some(BlockedView {
+                kind: BlockedKind::Error,
+                message: "Rate limited: API Error (429)".into(),
+                agent_kind: BLOCKED_ERROR.into()
+            })
         );
         assert!(d.turn_idle, "the agent ended its turn: a message may be sent");
         // Only while the turn is over (a resend makes it working, and its prompt is the
         // last message then anyway).
         f.turn = Some(TurnSignal::Working);
-        assert_eq!(derive(&f).blocked.unwrap().kind, "idle_prompt");
+        assert_eq!(derive(&f).blocked.unwrap().agent_kind, "idle_prompt");
         f.turn_error = None;
         f.marker = None;
         assert_eq!(derive(&f).state, RunState::Working);
