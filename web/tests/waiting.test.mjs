@@ -57,7 +57,7 @@ test("notificationFor: the question, the plan's first line, the blocked message;
   assert.equal(b.title, "r 2/x: the agent needs input");
   assert.equal(b.body, "needs permission to run ls");
   assert.equal(b.url, "#/runs/r%202%2Fx");
-  const unknown = notificationFor("r1", run, { state: "question", pending_dialog: { kind: "elicitation", message: "Pick a server" } });
+  const unknown = notificationFor("r1", run, { state: "question", pending_dialog: { kind: "elicitation", generic: { title: "Pick a server", text: "" } } });
   assert.equal(unknown.title, "webshop: the agent needs input");
   assert.equal(unknown.body, "Pick a server");
   // Permission: "<tool>: <the summary's first line>"; generic: its title; the agent by name.
