@@ -36,14 +36,15 @@ pub mod demo;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
-use std::collections::HashMap;
-use std::io::{self, BufReader};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub use standin_http::is_loopback;
+use standin_http::{
+    json_response, now_unix_ms, value_for_schema, Handler, HttpRequest, Response, ResponseBody, Server, Watched,
+};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------
 // Script
@@ -482,32 +483,31 @@ struct State {
     consumed: Vec<bool>,
     requests: Vec<RecordedRequest>,
     emitted: Vec<EmittedToolUse>,
-    conns: HashMap<u64, TcpStream>,
 }
 
 struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
+    state: Watched<State>,
     started: Instant,
-    stopping: AtomicBool,
-    next_conn: AtomicU64,
     id_counter: AtomicU64,
+}
+
+impl Handler for Shared {
+    fn handle(&self, req: &HttpRequest) -> (Response, Option<Duration>) {
+        handle(req, self)
+    }
+    fn malformed(&self, error: &io::Error) -> Response {
+        json_response(400, &api_error("invalid_request_error", &error.to_string()))
+    }
+    fn extra_headers(&self) -> Vec<(&'static str, String)> {
+        vec![("request-id", self.fresh_id("req"))]
+    }
 }
 
 /// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
 /// its connections.
 pub struct Standin {
-    addr: SocketAddr,
+    server: Server,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
-}
-
-/// Whether `ip` is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
-    }
 }
 
 impl Standin {
@@ -518,55 +518,30 @@ impl Standin {
 
     /// Starts on `addr`, which must resolve to loopback addresses only.
     pub fn start_on(addr: impl ToSocketAddrs, script: Script) -> io::Result<Standin> {
-        let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
-        if addrs.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "address resolves to nothing"));
-        }
-        if let Some(bad) = addrs.iter().find(|a| !is_loopback(a.ip())) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("refusing non-loopback address {bad}: the stand-in serves on 127.0.0.0/8 or ::1 only"),
-            ));
-        }
-        let listener = TcpListener::bind(&addrs[..])?;
-        let local = listener.local_addr()?;
         let n = script.turns.len();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                script,
-                consumed: vec![false; n],
-                requests: Vec::new(),
-                emitted: Vec::new(),
-                conns: HashMap::new(),
-            }),
-            changed: Condvar::new(),
+            state: Watched::new(State { script, consumed: vec![false; n], requests: Vec::new(), emitted: Vec::new() }),
             started: Instant::now(),
-            stopping: AtomicBool::new(false),
-            next_conn: AtomicU64::new(0),
             id_counter: AtomicU64::new(0),
         });
-        let sh = shared.clone();
-        let accept = thread::Builder::new().name("standin-accept".into()).spawn(move || accept_loop(listener, sh))?;
-        Ok(Standin { addr: local, shared, accept: Some(accept) })
+        let server = Server::start(addr, "standin", shared.clone())?;
+        Ok(Standin { server, shared })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
     pub fn port(&self) -> u16 {
-        self.addr.port()
+        self.addr().port()
     }
     /// `http://127.0.0.1:PORT` — the value for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        match self.addr {
-            SocketAddr::V4(a) => format!("http://{}:{}", a.ip(), a.port()),
-            SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
-        }
+        self.server.origin()
     }
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.state.lock().unwrap().requests.clone()
+        self.shared.state.lock().requests.clone()
     }
     /// Only the main-agent `/v1/messages` requests.
     pub fn main_requests(&self) -> Vec<RecordedRequest> {
@@ -574,86 +549,37 @@ impl Standin {
     }
     /// Every tool_use the stand-in has emitted, in order.
     pub fn emitted_tool_uses(&self) -> Vec<EmittedToolUse> {
-        self.shared.state.lock().unwrap().emitted.clone()
+        self.shared.state.lock().emitted.clone()
     }
     /// Indices of script turns not consumed yet.
     pub fn remaining_turns(&self) -> Vec<usize> {
-        let st = self.shared.state.lock().unwrap();
+        let st = self.shared.state.lock();
         st.consumed.iter().enumerate().filter(|(_, c)| !**c).map(|(i, _)| i).collect()
     }
     /// `(content_text, is_error)` of each distinct `tool_result` for `tool_use_id` the agent
     /// has sent back. Each request repeats the whole conversation, so identical results
     /// seen in several requests are reported once; normally the answer has 0 or 1 entry.
     pub fn tool_results_for(&self, tool_use_id: &str) -> Vec<(String, bool)> {
-        let st = self.shared.state.lock().unwrap();
-        collect_tool_results(&st.requests, tool_use_id)
+        collect_tool_results(&self.shared.state.lock().requests, tool_use_id)
     }
 
     /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
     /// whether it held.
     pub fn wait_until(&self, timeout: Duration, mut pred: impl FnMut(&[RecordedRequest]) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
-            if pred(&st.requests) {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
-        }
+        self.shared.state.wait_for(timeout, |st| pred(&st.requests).then_some(())).is_some()
     }
     /// Waits for the `n`-th (0-based) emitted tool_use.
     pub fn wait_for_tool_use(&self, n: usize, timeout: Duration) -> Option<EmittedToolUse> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
-            if let Some(t) = st.emitted.get(n) {
-                return Some(t.clone());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
-        }
+        self.shared.state.wait_for(timeout, |st| st.emitted.get(n).cloned())
     }
     /// Waits until a tool_result for `tool_use_id` has arrived; returns the first one.
     pub fn wait_for_tool_result(&self, tool_use_id: &str, timeout: Duration) -> Option<(String, bool)> {
-        let mut found = None;
-        self.wait_until(timeout, |reqs| {
-            found = collect_tool_results(reqs, tool_use_id).into_iter().next();
-            found.is_some()
-        });
-        found
+        self.shared.state.wait_for(timeout, |st| collect_tool_results(&st.requests, tool_use_id).into_iter().next())
     }
 
     /// Stops accepting, closes open connections and joins the accept thread.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        if self.shared.stopping.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // Wake the accept loop.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-        let conns: Vec<TcpStream> = self.shared.state.lock().unwrap().conns.drain().map(|(_, s)| s).collect();
-        for c in conns {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 
@@ -669,77 +595,12 @@ fn collect_tool_results(reqs: &[RecordedRequest], tool_use_id: &str) -> Vec<(Str
     out
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for conn in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = conn else { continue };
-        // Defence in depth: only loopback peers are served.
-        match stream.peer_addr() {
-            Ok(peer) if is_loopback(peer.ip()) => {}
-            _ => {
-                let _ = stream.shutdown(Shutdown::Both);
-                continue;
-            }
-        }
-        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
-        if let Ok(clone) = stream.try_clone() {
-            shared.state.lock().unwrap().conns.insert(id, clone);
-        }
-        let sh = shared.clone();
-        let _ = thread::Builder::new().name(format!("standin-conn-{id}")).spawn(move || {
-            let _ = serve_connection(stream, &sh);
-            sh.state.lock().unwrap().conns.remove(&id);
-        });
-    }
-}
-
-fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    loop {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let req = match read_request(&mut reader, &mut writer) {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                let resp = json_response(400, &api_error("invalid_request_error", &e.to_string()));
-                let _ = write_response(&mut writer, &resp, &[("request-id", "req_standin")], true, false);
-                return Ok(());
-            }
-            Err(e) => return Err(e),
-        };
-        let close = req.wants_close();
-        let (resp, delay) = handle(&req, shared);
-        if let Some(d) = delay {
-            thread::sleep(d);
-        }
-        let request_id = shared.fresh_id("req");
-        write_response(&mut writer, &resp, &[("request-id", &request_id)], close, req.method == "HEAD")?;
-        if close {
-            let _ = writer.shutdown(Shutdown::Both);
-            return Ok(());
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Messages API
 // ---------------------------------------------------------------------------------------
 
 fn api_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
-}
-
-fn json_response(status: u16, v: &Value) -> Response {
-    Response { status, content_type: "application/json", body: ResponseBody::Full(v.to_string().into_bytes()) }
-}
-
-fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 impl Shared {
@@ -778,7 +639,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body.get("model").and_then(Value::as_str).map(str::to_string);
 
-    let mut st = shared.state.lock().unwrap();
+    let mut st = shared.state.lock();
     let index = st.requests.len();
     let mut rec = RecordedRequest {
         index,
@@ -871,7 +732,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     };
     st.requests.push(rec);
     drop(st);
-    shared.changed.notify_all();
+    shared.state.notify();
     (resp, delay)
 }
 
@@ -885,25 +746,6 @@ fn side_reply_text(body: &Value, text: &str) -> String {
             value_for_schema(&schema, text).to_string()
         }
         _ => text.to_string(),
-    }
-}
-
-fn value_for_schema(schema: &Value, text: &str) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            let mut out = serde_json::Map::new();
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, v) in props {
-                    out.insert(k.clone(), value_for_schema(v, text));
-                }
-            }
-            Value::Object(out)
-        }
-        Some("boolean") => Value::Bool(false),
-        Some("integer") | Some("number") => json!(0),
-        Some("array") => json!([]),
-        Some("null") => Value::Null,
-        _ => Value::String(text.to_string()),
     }
 }
 

@@ -41,16 +41,17 @@ pub use trap::ProxyTrap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use standin_http::{read_request, write_response, HttpRequest, Response, ResponseBody};
-use std::collections::HashMap;
+pub use standin_http::is_loopback;
+use standin_http::{
+    json_response, now_unix_ms, value_for_schema, Handler, HttpRequest, Response, ResponseBody, Server, Watched,
+};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::io::{self, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The model name the stand-in reports when a request names none.
 pub const DEFAULT_MODEL: &str = "stand-in-model";
@@ -464,17 +465,22 @@ struct State {
     consumed: Vec<bool>,
     requests: Vec<RecordedRequest>,
     emitted: Vec<EmittedCall>,
-    conns: HashMap<u64, TcpStream>,
     log: Option<File>,
 }
 
 struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
+    state: Watched<State>,
     started: Instant,
-    stopping: AtomicBool,
-    next_conn: AtomicU64,
     id_counter: AtomicU64,
+}
+
+impl Handler for Shared {
+    fn handle(&self, req: &HttpRequest) -> (Response, Option<Duration>) {
+        handle(req, self)
+    }
+    fn malformed(&self, error: &io::Error) -> Response {
+        json_response(400, &api_error("invalid_request_error", &error.to_string()))
+    }
 }
 
 impl Shared {
@@ -528,17 +534,8 @@ enabled = false
 /// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
 /// its connections.
 pub struct Standin {
-    addr: SocketAddr,
+    server: Server,
     shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
-}
-
-/// Whether `ip` is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
-    }
 }
 
 impl Standin {
@@ -555,16 +552,6 @@ impl Standin {
     /// Starts on `addr`, which must resolve to loopback addresses only; `log` (created or
     /// appended to) receives one JSON [`RecordedRequest`] per line.
     pub fn start_on(addr: impl ToSocketAddrs, script: Script, log: Option<PathBuf>) -> io::Result<Standin> {
-        let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
-        if addrs.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "address resolves to nothing"));
-        }
-        if let Some(bad) = addrs.iter().find(|a| !is_loopback(a.ip())) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("refusing non-loopback address {bad}: the stand-in serves on 127.0.0.0/8 or ::1 only"),
-            ));
-        }
         let log =
             match log {
                 Some(p) => {
@@ -574,42 +561,31 @@ impl Standin {
                 }
                 None => None,
             };
-        let listener = TcpListener::bind(&addrs[..])?;
-        let local = listener.local_addr()?;
         let n = script.turns.len();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
+            state: Watched::new(State {
                 script,
                 consumed: vec![false; n],
                 requests: Vec::new(),
                 emitted: Vec::new(),
-                conns: HashMap::new(),
                 log,
             }),
-            changed: Condvar::new(),
             started: Instant::now(),
-            stopping: AtomicBool::new(false),
-            next_conn: AtomicU64::new(0),
             id_counter: AtomicU64::new(0),
         });
-        let sh = shared.clone();
-        let accept =
-            thread::Builder::new().name("responses-standin-accept".into()).spawn(move || accept_loop(listener, sh))?;
-        Ok(Standin { addr: local, shared, accept: Some(accept) })
+        let server = Server::start(addr, "responses-standin", shared.clone())?;
+        Ok(Standin { server, shared })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
     pub fn port(&self) -> u16 {
-        self.addr.port()
+        self.addr().port()
     }
     /// `http://127.0.0.1:PORT` (no path).
     pub fn origin(&self) -> String {
-        match self.addr {
-            SocketAddr::V4(a) => format!("http://{}:{}", a.ip(), a.port()),
-            SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
-        }
+        self.server.origin()
     }
     /// `http://127.0.0.1:PORT/v1` — the value for a codex model provider's `base_url`.
     pub fn url(&self) -> String {
@@ -618,7 +594,7 @@ impl Standin {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.state.lock().unwrap().requests.clone()
+        self.shared.state.lock().requests.clone()
     }
     /// Only the turn requests (`/v1/responses` with tools).
     pub fn turn_requests(&self) -> Vec<RecordedRequest> {
@@ -626,84 +602,36 @@ impl Standin {
     }
     /// Every function call the stand-in has emitted, in order.
     pub fn emitted_calls(&self) -> Vec<EmittedCall> {
-        self.shared.state.lock().unwrap().emitted.clone()
+        self.shared.state.lock().emitted.clone()
     }
     /// Indices of script turns not consumed yet.
     pub fn remaining_turns(&self) -> Vec<usize> {
-        let st = self.shared.state.lock().unwrap();
+        let st = self.shared.state.lock();
         st.consumed.iter().enumerate().filter(|(_, c)| !**c).map(|(i, _)| i).collect()
     }
     /// The distinct outputs codex has sent back for `call_id` (each request repeats the
     /// conversation, so one output seen in several requests is reported once).
     pub fn outputs_for(&self, call_id: &str) -> Vec<String> {
-        collect_outputs(&self.shared.state.lock().unwrap().requests, call_id)
+        collect_outputs(&self.shared.state.lock().requests, call_id)
     }
 
     /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
     /// whether it held.
     pub fn wait_until(&self, timeout: Duration, mut pred: impl FnMut(&[RecordedRequest]) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
-            if pred(&st.requests) {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
-        }
+        self.shared.state.wait_for(timeout, |st| pred(&st.requests).then_some(())).is_some()
     }
     /// Waits for the `n`-th (0-based) emitted function call.
     pub fn wait_for_call(&self, n: usize, timeout: Duration) -> Option<EmittedCall> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.state.lock().unwrap();
-        loop {
-            if let Some(c) = st.emitted.get(n) {
-                return Some(c.clone());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            st = self.shared.changed.wait_timeout(st, deadline - now).unwrap().0;
-        }
+        self.shared.state.wait_for(timeout, |st| st.emitted.get(n).cloned())
     }
     /// Waits until a `function_call_output` for `call_id` has arrived; returns the first.
     pub fn wait_for_output(&self, call_id: &str, timeout: Duration) -> Option<String> {
-        let mut found = None;
-        self.wait_until(timeout, |reqs| {
-            found = collect_outputs(reqs, call_id).into_iter().next();
-            found.is_some()
-        });
-        found
+        self.shared.state.wait_for(timeout, |st| collect_outputs(&st.requests, call_id).into_iter().next())
     }
 
     /// Stops accepting, closes open connections and joins the accept thread.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        if self.shared.stopping.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // Wake the accept loop.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-        let conns: Vec<TcpStream> = self.shared.state.lock().unwrap().conns.drain().map(|(_, s)| s).collect();
-        for c in conns {
-            let _ = c.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 
@@ -719,76 +647,12 @@ fn collect_outputs(reqs: &[RecordedRequest], call_id: &str) -> Vec<String> {
     out
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for conn in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = conn else { continue };
-        // Defence in depth: only loopback peers are served.
-        match stream.peer_addr() {
-            Ok(peer) if is_loopback(peer.ip()) => {}
-            _ => {
-                let _ = stream.shutdown(Shutdown::Both);
-                continue;
-            }
-        }
-        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
-        if let Ok(clone) = stream.try_clone() {
-            shared.state.lock().unwrap().conns.insert(id, clone);
-        }
-        let sh = shared.clone();
-        let _ = thread::Builder::new().name(format!("responses-standin-conn-{id}")).spawn(move || {
-            let _ = serve_connection(stream, &sh);
-            sh.state.lock().unwrap().conns.remove(&id);
-        });
-    }
-}
-
-fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    loop {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let req = match read_request(&mut reader, &mut writer) {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                let resp = json_response(400, &api_error("invalid_request_error", &e.to_string()));
-                let _ = write_response(&mut writer, &resp, &[], true, false);
-                return Ok(());
-            }
-            Err(e) => return Err(e),
-        };
-        let close = req.wants_close();
-        let (resp, delay) = handle(&req, shared);
-        if let Some(d) = delay {
-            thread::sleep(d);
-        }
-        write_response(&mut writer, &resp, &[], close, req.method == "HEAD")?;
-        if close {
-            let _ = writer.shutdown(Shutdown::Both);
-            return Ok(());
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Responses API
 // ---------------------------------------------------------------------------------------
 
 fn api_error(kind: &str, message: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
-}
-
-fn json_response(status: u16, v: &Value) -> Response {
-    Response { status, content_type: "application/json", body: ResponseBody::Full(v.to_string().into_bytes()) }
-}
-
-fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
@@ -804,7 +668,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     };
     let model = body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
-    let mut st = shared.state.lock().unwrap();
+    let mut st = shared.state.lock();
     if req.method == "GET" && path == "/_standin/requests" {
         // Not recorded: this is the test harness looking in.
         let v = serde_json::to_value(&st.requests).unwrap_or(Value::Null);
@@ -884,7 +748,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     }
     st.requests.push(rec);
     drop(st);
-    shared.changed.notify_all();
+    shared.state.notify();
     (resp, delay)
 }
 
@@ -898,25 +762,6 @@ fn title_text(body: &Value, title: &str) -> String {
             value_for_schema(&schema, title).to_string()
         }
         _ => title.to_string(),
-    }
-}
-
-fn value_for_schema(schema: &Value, text: &str) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            let mut out = serde_json::Map::new();
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, v) in props {
-                    out.insert(k.clone(), value_for_schema(v, text));
-                }
-            }
-            Value::Object(out)
-        }
-        Some("boolean") => Value::Bool(false),
-        Some("integer") | Some("number") => json!(0),
-        Some("array") => json!([]),
-        Some("null") => Value::Null,
-        _ => Value::String(text.to_string()),
     }
 }
 

@@ -2,10 +2,16 @@
 //! Anthropic Messages API, responses-standin for the OpenAI Responses API): just enough
 //! for reqwest/hyper, Node's fetch and curl — keep-alive, `Expect: 100-continue`,
 //! chunked request bodies, full responses and Server-Sent Events with chunked encoding.
-//! Bounded: 64 KiB of headers, 64 MiB of body. Std only; loopback is the caller's rule.
+//! Bounded: 64 KiB of headers, 64 MiB of body. [`Server`] is the core they run
+//! on (loopback only), [`Watched`] their recorded state.
 
+mod server;
+
+use serde_json::{json, Value};
+pub use server::{is_loopback, Handler, Server, Watched};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One request, as read off the connection. Header names are lower-cased.
 pub struct HttpRequest {
@@ -192,4 +198,35 @@ pub fn write_response(
         }
     }
     w.flush()
+}
+
+/// A full `application/json` response.
+pub fn json_response(status: u16, v: &Value) -> Response {
+    Response { status, content_type: "application/json", body: ResponseBody::Full(v.to_string().into_bytes()) }
+}
+
+/// Milliseconds since the UNIX epoch.
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A JSON value that fits `schema` (the structured output a title or side request asks
+/// for): every string set to `text`, numbers 0, booleans false, arrays empty.
+pub fn value_for_schema(schema: &Value, text: &str) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut out = serde_json::Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in props {
+                    out.insert(k.clone(), value_for_schema(v, text));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("boolean") => Value::Bool(false),
+        Some("integer") | Some("number") => json!(0),
+        Some("array") => json!([]),
+        Some("null") => Value::Null,
+        _ => Value::String(text.to_string()),
+    }
 }
