@@ -62,6 +62,15 @@ enum Command {
         #[arg(long)]
         rotate: bool,
     },
+    /// Print where lab keeps its state under its home (one `name path` a line, or
+    /// `--json`): for launchers and scripts, so they never re-derive lab's layout.
+    Paths {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// One JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the loaded provider components, or check one.
     Providers {
         #[arg(long)]
@@ -121,6 +130,7 @@ pub fn main() -> i32 {
             )
         }
         Command::Token { home, rotate } => token(home, rotate),
+        Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
@@ -149,6 +159,20 @@ fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
         eprintln!("lab: new token; the old one and every login session no longer work");
     }
     println!("{token}");
+    Ok(())
+}
+
+fn paths(home: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let list = Home::new(resolve_home(home)?).layout();
+    if json {
+        let map: serde_json::Map<String, serde_json::Value> =
+            list.iter().map(|(k, p)| (k.to_string(), p.to_string_lossy().into_owned().into())).collect();
+        println!("{}", serde_json::Value::Object(map));
+    } else {
+        for (k, p) in list {
+            println!("{k} {}", p.display());
+        }
+    }
     Ok(())
 }
 

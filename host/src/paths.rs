@@ -121,7 +121,7 @@ impl Home {
         for dir in self.private_dirs() {
             fsutil::private_dir(&dir).with_context(|| format!("making {} private (0700)", dir.display()))?;
         }
-        for file in [self.registry(), self.log_file(), self.root.join("token")] {
+        for file in [self.registry(), self.log_file(), crate::token::token_path(&self.root)] {
             ownership::check_own(&file, Kind::File).map_err(anyhow::Error::msg)?;
             fsutil::set_mode(&file, 0o600).with_context(|| format!("making {} private (0600)", file.display()))?;
         }
@@ -130,6 +130,19 @@ impl Home {
     }
     pub fn tmux_socket(&self) -> PathBuf {
         self.root.join("tmux.sock")
+    }
+    /// What `lab paths` prints: each place lab keeps state, by name.
+    pub fn layout(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![
+            ("home", self.root.clone()),
+            ("config", self.config_file()),
+            ("token", crate::token::token_path(&self.root)),
+            ("registry", self.registry()),
+            ("runtime", self.runtime_dir()),
+            ("providers", self.providers_dir()),
+            ("log", self.log_file()),
+            ("tmux_socket", self.tmux_socket()),
+        ]
     }
     pub fn run_files(&self, id: &RunId) -> RunFiles {
         RunFiles::new(&self.runtime_dir(), id)
@@ -196,6 +209,18 @@ mod tests {
             assert!(RunId::parse(bad).is_none(), "{bad}");
         }
         assert!(RunId::parse(RunId::generate().as_str()).is_some());
+    }
+
+    #[test]
+    fn the_layout_lab_paths_prints_is_the_one_lab_uses() {
+        let h = Home::new(PathBuf::from("/h"));
+        let l: std::collections::HashMap<_, _> = h.layout().into_iter().collect();
+        assert_eq!(l.len(), h.layout().len(), "one path a name");
+        assert_eq!(l["config"], h.config_file());
+        assert_eq!(l["tmux_socket"], h.tmux_socket());
+        assert_eq!(l["runtime"], h.runtime_dir());
+        assert_eq!(l["token"], crate::token::token_path(&h.root));
+        assert!(l.values().all(|p| p.starts_with("/h")));
     }
 
     #[test]

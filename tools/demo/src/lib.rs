@@ -55,17 +55,34 @@ impl Layout {
         abs(xdg_state_home).or_else(|| abs(home).map(|h| h.join(".local/state"))).map(|d| d.join("lab-demo"))
     }
 
-    pub fn lab_toml(&self) -> PathBuf {
-        self.lab_home.join("lab.toml")
-    }
-
     pub fn claude_json(&self) -> PathBuf {
         self.agent_home.join(".claude.json")
     }
+}
 
-    /// The tmux socket lab serves its runs on (`<home>/tmux.sock`).
-    pub fn tmux_socket(&self) -> PathBuf {
-        self.lab_home.join("tmux.sock")
+/// Where lab keeps what the demo writes or ends, as `lab paths --home <lab home> --json`
+/// says (the demo never re-derives lab's layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabPaths {
+    /// `lab.toml`.
+    pub config: PathBuf,
+    /// The tmux socket lab serves its runs on.
+    pub tmux_socket: PathBuf,
+}
+
+impl LabPaths {
+    /// Parse `lab paths --json`'s output.
+    pub fn parse(json: &str) -> Result<LabPaths, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(json.trim()).map_err(|e| format!("`lab paths --json` printed no JSON object: {e}"))?;
+        let path = |name: &str| {
+            v.get(name)
+                .and_then(serde_json::Value::as_str)
+                .filter(|p| p.starts_with('/'))
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("`lab paths --json` gave no absolute `{name}`: {v}"))
+        };
+        Ok(LabPaths { config: path("config")?, tmux_socket: path("tmux_socket")? })
     }
 }
 
@@ -213,10 +230,21 @@ mod tests {
         assert_eq!(Layout::default_root(Some("rel"), Some("/h")), Some(PathBuf::from("/h/.local/state/lab-demo")));
         assert_eq!(Layout::default_root(None, None), None);
         let l = Layout::new("/d");
-        assert_eq!(l.lab_toml(), PathBuf::from("/d/lab/lab.toml"));
+        assert_eq!(l.lab_home, PathBuf::from("/d/lab"));
         assert_eq!(l.claude_json(), PathBuf::from("/d/agent-home/.claude.json"));
         assert_eq!(l.workdir, PathBuf::from("/d/workdir"));
-        assert_eq!(l.tmux_socket(), PathBuf::from("/d/lab/tmux.sock"));
+    }
+
+    #[test]
+    fn lab_s_paths_are_read_from_what_lab_paths_prints() {
+        let p = LabPaths::parse(
+            "{\"home\":\"/d/lab\",\"config\":\"/d/lab/lab.toml\",\"tmux_socket\":\"/d/lab/tmux.sock\"}\n",
+        )
+        .unwrap();
+        assert_eq!(p, LabPaths { config: "/d/lab/lab.toml".into(), tmux_socket: "/d/lab/tmux.sock".into() });
+        assert!(LabPaths::parse("home /d/lab").unwrap_err().contains("no JSON object"));
+        assert!(LabPaths::parse("{\"config\":\"/x\"}").unwrap_err().contains("no absolute `tmux_socket`"));
+        assert!(LabPaths::parse("{\"config\":\"rel\",\"tmux_socket\":\"/s\"}").unwrap_err().contains("`config`"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! Prints `lab-demo: stand-in on http://127.0.0.1:PORT` first; lab then prints
 //! `lab: serving on http://…` and its one-time login link.
 
-use lab_demo::{agent_env, claude_config, lab_toml, serve_env, Args, Layout, DEMO_KEY, USAGE};
+use lab_demo::{agent_env, claude_config, lab_toml, serve_env, Args, LabPaths, Layout, DEMO_KEY, USAGE};
 use messages_standin::{Script, Standin};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -75,16 +75,17 @@ fn run(args: Args) -> Result<ExitCode, String> {
     for d in [&layout.lab_home, &layout.agent_home, &layout.workdir] {
         std::fs::create_dir_all(d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
+    let paths = lab_paths(&lab, &layout.lab_home)?;
     let existing = std::fs::read(layout.claude_json()).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let config = claude_config(existing, DEMO_KEY, &layout.workdir);
     write(&layout.claude_json(), &serde_json::to_vec_pretty(&config).expect("JSON"))?;
 
     // Runs left by an earlier demo that did not get to clean up (SIGKILL) talk to a
     // stand-in that is gone: end them before lab picks them up.
-    kill_tmux_server(&layout);
+    kill_tmux_server(&paths);
     let standin = Standin::start(Script::demo()).map_err(|e| format!("cannot start the Messages API stand-in: {e}"))?;
     let env = agent_env(&standin.base_url(), &layout.agent_home);
-    write(&layout.lab_toml(), lab_toml(&claude, &env).as_bytes())?;
+    write(&paths.config, lab_toml(&claude, &env).as_bytes())?;
 
     println!("lab-demo: stand-in on {}", standin.base_url());
     println!(
@@ -151,7 +152,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     };
 
     // The demo's runs cannot go on without the stand-in: end them with it.
-    kill_tmux_server(&layout);
+    kill_tmux_server(&paths);
     standin.shutdown();
     eprintln!("lab-demo: stopped (lab serve {status}); the stand-in is gone too");
     Ok(match status.code() {
@@ -162,11 +163,27 @@ fn run(args: Args) -> Result<ExitCode, String> {
     })
 }
 
+/// Where lab keeps its state under `home`, as `lab paths` tells.
+fn lab_paths(lab: &Path, home: &Path) -> Result<LabPaths, String> {
+    let out = Command::new(lab)
+        .arg("paths")
+        .arg("--home")
+        .arg(home)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {} paths: {e}", lab.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} paths failed: {}", lab.display(), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    LabPaths::parse(&String::from_utf8_lossy(&out.stdout))
+}
+
 /// Ends the demo's tmux server (its runs), if one is running.
-fn kill_tmux_server(layout: &Layout) {
+fn kill_tmux_server(paths: &LabPaths) {
     let _ = Command::new("tmux")
         .arg("-S")
-        .arg(layout.tmux_socket())
+        .arg(&paths.tmux_socket)
         .arg("kill-server")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
