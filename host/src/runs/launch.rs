@@ -12,7 +12,7 @@ use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
 use crate::config::find_program;
 use crate::fsutil;
-use crate::model::{LaunchRequest, Transcript};
+use crate::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::paths::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,24 +155,7 @@ impl Runs {
             spec = spec_for(request(String::new())).await?;
             typed_prompt = Some(rec.prompt.clone());
         }
-        if spec.argv.is_empty() {
-            return Err("the provider returned an empty argv".into());
-        }
-        // lab runs the program the operator chose (lab.toml's, else the provider's
-        // default found on PATH), never another one a component names.
-        check_program(&spec.argv[0], &program.to_string_lossy())?;
-        if let Some(i) = input::oversized_argument(&spec.argv) {
-            return Err(format!(
-                "argument {i} of the agent's command line is {} bytes long; Linux takes at most {} bytes per argument",
-                spec.argv[i].len(),
-                input::MAX_ARG_STRLEN - 1
-            ));
-        }
-        if let Transcript::Path(t) = &spec.transcript {
-            if !Path::new(t).is_absolute() {
-                return Err(format!("the provider returned a relative transcript path {t:?}"));
-            }
-        }
+        check_spec(&spec, &program.to_string_lossy(), &hooks)?;
         super::agent_env::add_component_vars(&mut env, spec.env)?;
         rec.session_id = spec.session_id;
         rec.transcript_path = match spec.transcript {
@@ -257,6 +240,40 @@ pub(super) fn agent_env(provider: &str, pconf: &crate::config::ProviderConfig) -
     d.env
 }
 
+/// Whether lab starts what a provider's `launch` returned (`lab providers check` runs
+/// the same rules on a sample): an argv that starts with `program`, the one lab chose
+/// ([`check_program`]), with no argument longer than Linux takes; an absolute
+/// transcript path; a transcript named by session info only with a hook that feeds
+/// it; environment variables a component may set ([`super::agent_env::add_component_vars`]
+/// on what lab sets, here nothing).
+pub fn check_spec(spec: &LaunchSpec, program: &str, hooks: &[HookCommand]) -> Result<(), String> {
+    let Some(argv0) = spec.argv.first() else {
+        return Err("the provider returned an empty argv".into());
+    };
+    // lab runs the program the operator chose (lab.toml's, else the provider's
+    // default found on PATH), never another one a component names.
+    check_program(argv0, program)?;
+    if let Some(i) = input::oversized_argument(&spec.argv) {
+        return Err(format!(
+            "argument {i} of the agent's command line is {} bytes long; Linux takes at most {} bytes per argument",
+            spec.argv[i].len(),
+            input::MAX_ARG_STRLEN - 1
+        ));
+    }
+    match &spec.transcript {
+        Transcript::Path(t) if !Path::new(t).is_absolute() => {
+            return Err(format!("the provider returned a relative transcript path {t:?}"));
+        }
+        Transcript::FromSessionInfo if !hooks.iter().any(|h| h.binding.channel == Channel::SessionInfo) => {
+            return Err(
+                "the provider's transcript comes from session info, but no hook binding feeds session-info".into()
+            );
+        }
+        _ => {}
+    }
+    super::agent_env::add_component_vars(&mut BTreeMap::new(), spec.env.clone())
+}
+
 /// The agent's command line starts with the program lab chose (lab.toml's, else the
 /// provider's default found on PATH), never with another one the component names.
 pub(super) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
@@ -270,10 +287,40 @@ pub(super) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod program_tests {
+    use super::*;
+    use crate::model::HookBinding;
+
     #[test]
     fn the_command_line_starts_with_lab_s_program() {
         assert_eq!(super::check_program("/opt/agent", "/opt/agent"), Ok(()));
         let err = super::check_program("/bin/sh", "/opt/agent").unwrap_err();
         assert!(err.contains("\"/bin/sh\"") && err.contains("/opt/agent"), "{err}");
+    }
+
+    #[test]
+    fn a_launch_spec_is_checked_as_lab_starts_it() {
+        let spec = |argv: &[&str], transcript: Transcript, env: &[(&str, &str)]| LaunchSpec {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            transcript,
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            session_id: None,
+        };
+        let abs = || Transcript::Path("/t/x.jsonl".into());
+        let session = [HookCommand {
+            binding: HookBinding { event: "SessionStart".into(), matcher: None, channel: Channel::SessionInfo },
+            command: "lab hook session-info".into(),
+        }];
+        assert_eq!(check_spec(&spec(&["/a", "-p"], abs(), &[("X_MODE", "1")]), "/a", &[]), Ok(()));
+        assert_eq!(check_spec(&spec(&["/a"], Transcript::FromSessionInfo, &[]), "/a", &session), Ok(()));
+        let err = |s: LaunchSpec, hooks: &[HookCommand]| check_spec(&s, "/a", hooks).unwrap_err();
+        assert!(err(spec(&[], abs(), &[]), &[]).contains("empty argv"));
+        assert!(err(spec(&["/b"], abs(), &[]), &[]).contains("not with the program lab chose"));
+        let long = "x".repeat(input::MAX_ARG_STRLEN);
+        assert!(err(spec(&["/a", &long], abs(), &[]), &[]).contains("argument 1 of the agent's command line"));
+        assert!(err(spec(&["/a"], Transcript::Path("t.jsonl".into()), &[]), &[]).contains("relative transcript path"));
+        assert!(
+            err(spec(&["/a"], Transcript::FromSessionInfo, &[]), &[]).contains("no hook binding feeds session-info")
+        );
+        assert!(err(spec(&["/a"], abs(), &[("LD_PRELOAD", "/x.so")]), &[]).contains("may not set LD_PRELOAD"));
     }
 }

@@ -21,6 +21,7 @@ pub mod hook_settings;
 pub mod input;
 pub mod keystrokes;
 mod launch;
+pub(crate) use launch::check_spec;
 pub mod liveness;
 pub mod message_store;
 pub mod playback;
