@@ -20,48 +20,21 @@
 // unless LAB_UI_REQUIRED=1 (CI), where that is a failure.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 import { fieldRecord } from "./field_probe.mjs";
+import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, WAIT, findChromium, isExecutable, startWorld as startLabWorld, tomlStr, waitFor } from "./world.mjs";
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REPO_DIR = path.resolve(WEB_DIR, "..");
 const REQUIRED = process.env.LAB_UI_REQUIRED === "1";
-const KEEP = process.env.LAB_UI_KEEP === "1";
 
-/** Generous wait for anything that depends on the agent, tmux or the event stream. */
-const WAIT = 20000;
 /** Per-test ceiling, so a hang fails instead of stalling the run. */
 const TEST_TIMEOUT = 90000;
 
-export const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-];
-
 // ------------------------------------------------------------------ discovery
-
-function targetDir() {
-  if (process.env.CARGO_TARGET_DIR) return process.env.CARGO_TARGET_DIR;
-  if (fs.existsSync("/root/.cache/lab/target")) return "/root/.cache/lab/target";
-  return path.join(REPO_DIR, "target");
-}
-
-export function findChromium() {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(Boolean);
-  return candidates.find((p) => fs.existsSync(p)) || null;
-}
-
-export const LAB_BIN = process.env.LAB_BIN || path.join(targetDir(), "debug", "lab");
-export const FAKE_CLAUDE_BIN = process.env.FAKE_CLAUDE_BIN || path.join(targetDir(), "debug", "fake-claude");
-
-function isExecutable(p) {
-  try { fs.accessSync(p, fs.constants.X_OK); return fs.statSync(p).isFile(); } catch { return false; }
-}
 
 /** Why the suite cannot run here, or null. */
 async function missingPrerequisites() {
@@ -89,34 +62,6 @@ export async function screenshot(page, name) {
   return file;
 }
 
-/** Poll fn until it returns a truthy value (which is returned). */
-export async function waitFor(fn, { timeout = WAIT, interval = 100, what = "condition" } = {}) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { if (e && e.fatal) throw e; last = e; }
-    if (Date.now() > end) break;
-    await new Promise((r) => setTimeout(r, interval));
-  }
-  const shown = last instanceof Error ? last.message : JSON.stringify(last);
-  throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${shown})`);
-}
-
-/** Call the lab API (with lab's token when given, as a script does); returns {status, body}. */
-export async function api(baseUrl, method, p, body, token = null) {
-  const headers = body === undefined ? {} : { "content-type": "application/json" };
-  if (token) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(new URL(p, baseUrl), {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
-  return { status: res.status, body: json ?? text };
-}
-
 /** Wait until a locator's text matches re; returns the text. */
 async function waitText(locator, re, what) {
   return waitFor(async () => {
@@ -128,142 +73,37 @@ async function waitText(locator, re, what) {
 // ------------------------------------------------------------------ a world per test
 
 /**
- * A temp dir with lab's home (h), the agent's HOME (a) and a workdir (w); lab.toml
- * pointing claude-code at fake-claude with `script`; and a running `lab serve`.
- * Cleanup (SIGTERM lab, kill its tmux server, remove the dir) is registered on t.
+ * A world (world.mjs) whose claude-code runs the fake-claude agent with `script`, its
+ * event log read through world.events() / world.waitEvent().
  */
 async function startWorld(t, script, serveArgs = []) {
-  const dir = fs.mkdtempSync("/tmp/lui-");
-  const home = path.join(dir, "h");
-  const agentHome = path.join(dir, "a");
-  const workdir = path.join(dir, "webshop");
-  for (const d of [home, agentHome, workdir]) fs.mkdirSync(d);
-  const scriptPath = path.join(dir, "script.json");
-  const logPath = path.join(dir, "fake.log");
-  fs.writeFileSync(scriptPath, JSON.stringify(script, null, 2));
-  fs.writeFileSync(path.join(home, "lab.toml"), [
-    "[providers.claude-code]",
-    `program = ${JSON.stringify(FAKE_CLAUDE_BIN)}`,
-    `env = { FAKE_CLAUDE_SCRIPT = ${JSON.stringify(scriptPath)}, FAKE_CLAUDE_LOG = ${JSON.stringify(logPath)} }`,
-    "",
-  ].join("\n"));
-
-  const stderrPath = path.join(dir, "lab.stderr");
-  const errFd = fs.openSync(stderrPath, "a");
-  const proc = spawn(LAB_BIN, ["serve", "--addr", "127.0.0.1:0", "--home", home, ...serveArgs], {
-    env: { ...process.env, HOME: agentHome, LAB_LOG: "info,lab=debug" },
-    stdio: ["ignore", "pipe", errFd],
+  let scriptPath = null;
+  let logPath = null;
+  const world = await startLabWorld(t, {
+    provider: "claude-code",
+    serveArgs,
+    labToml: (w) => {
+      scriptPath = path.join(w.dir, "script.json");
+      logPath = path.join(w.dir, "fake.log");
+      fs.writeFileSync(scriptPath, JSON.stringify(script, null, 2));
+      return [
+        "[providers.claude-code]",
+        `program = ${tomlStr(FAKE_CLAUDE_BIN)}`,
+        `env = { FAKE_CLAUDE_SCRIPT = ${tomlStr(scriptPath)}, FAKE_CLAUDE_LOG = ${tomlStr(logPath)} }`,
+        "",
+      ].join("\n");
+    },
+    diagnose: (tail) => `--- fake-claude log (tail) ---\n${tail(logPath, 15)}`,
   });
-  fs.closeSync(errFd);
-  let exited = null;
-  const exitedP = new Promise((r) => proc.once("exit", (code, signal) => { exited = { code, signal }; r(); }));
-
-  const world = {
-    dir, home, agentHome, workdir, logPath, stderrPath, url: null, token: null, loginLink: null, failed: false,
-    tmuxSocket: path.join(home, "tmux.sock"),
-    tmux(...args) { return spawnSync("tmux", ["-S", this.tmuxSocket, ...args], { encoding: "utf8" }); },
-    api(method, p, body) { return api(this.url, method, p, body, this.token); },
-    /** Headers a script sends: lab's token. */
-    authHeaders() { return this.token ? { authorization: `Bearer ${this.token}` } : {}; },
-    /** fake-claude's event log, parsed. */
-    events() {
-      let text = "";
-      try { text = fs.readFileSync(logPath, "utf8"); } catch { return []; }
-      return text.split("\n").filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter(Boolean);
-    },
-    waitEvent(pred, what) { return waitFor(() => this.events().find(pred), { what: `fake-claude log: ${what}` }); },
-    async createRun(prompt, extra = {}) {
-      const r = await this.api("POST", "/runs", { provider: "claude-code", workdir, prompt, ...extra });
-      assert.equal(r.status, 201, `POST /runs: ${JSON.stringify(r.body)}`);
-      return r.body;
-    },
-    async view(id) {
-      const r = await this.api("GET", `/runs/${id}/messages`);
-      assert.equal(r.status, 200, `GET /runs/${id}/messages: ${JSON.stringify(r.body)}`);
-      return r.body;
-    },
-    waitView(id, pred, what) { return waitFor(async () => { const v = await this.view(id); return pred(v) && v; }, { what: `run view: ${what}` }); },
-    /** The claude-code provider as GET /providers lists it (display_name, wit, …). */
-    async provider() {
-      const r = await this.api("GET", "/providers");
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      const p = r.body.find((x) => x.name === "claude-code");
-      assert.ok(p, `no claude-code provider: ${JSON.stringify(r.body)}`);
-      return p;
-    },
-    /** How the UI names the agent: the provider's display name. */
-    async agentName() { const p = await this.provider(); return p.display_name || p.name; },
-    /** The tail of lab's log and the fake-claude log, for failure messages. */
-    diagnostics() {
-      const tail = (p, n) => { try { return fs.readFileSync(p, "utf8").split("\n").slice(-n).join("\n"); } catch { return "(none)"; } };
-      return `--- lab serve stderr (tail) ---\n${tail(stderrPath, 25)}\n--- fake-claude log (tail) ---\n${tail(logPath, 15)}\n--- kept: ${dir}`;
-    },
+  world.logPath = logPath;
+  /** fake-claude's event log, parsed. */
+  world.events = () => {
+    let text = "";
+    try { text = fs.readFileSync(logPath, "utf8"); } catch { return []; }
+    return text.split("\n").filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter(Boolean);
   };
-
-  /** SIGTERM lab serve; SIGKILL after graceMs. Returns {graceful, ms}. */
-  world.stopLab = async (graceMs = 5000) => {
-    const started = Date.now();
-    if (exited) return { graceful: true, ms: 0 };
-    proc.kill("SIGTERM");
-    await Promise.race([exitedP, new Promise((r) => setTimeout(r, graceMs))]);
-    const graceful = !!exited;
-    if (!exited) { proc.kill("SIGKILL"); await exitedP; }
-    return { graceful, ms: Date.now() - started };
-  };
-  t.after(async () => {
-    await world.stopLab();
-    // `lab serve` leaves runs going in tmux by design; the test's tmux server must go.
-    world.tmux("kill-server");
-    if (!KEEP && !world.failed) removeWorldDir(dir);
-  });
-
-  // The first stdout line is `lab: serving on http://127.0.0.1:PORT`; the login link
-  // (`lab: login link (…): http://…/login?code=…`) comes in the same write.
-  const lines = [];
-  let lineArrived = () => {};
-  readline.createInterface({ input: proc.stdout }).on("line", (l) => { lines.push(l); lineArrived(); });
-  const nextLine = (i, ms) => Promise.race([
-    new Promise((resolve) => { const check = () => { if (lines.length > i) resolve(lines[i]); else lineArrived = check; }; check(); }),
-    exitedP.then(() => null),
-    new Promise((r) => setTimeout(() => r(null), ms)),
-  ]);
-  const line = await nextLine(0, WAIT);
-  const m = line && line.match(/^lab: serving on (http:\/\/\S+)$/);
-  if (!m) {
-    world.failed = true;
-    throw new Error(`lab serve did not start (first line ${JSON.stringify(line)}, exit ${JSON.stringify(exited)})\n${world.diagnostics()}`);
-  }
-  world.url = m[1].endsWith("/") ? m[1] : `${m[1]}/`;
-  const second = await nextLine(1, 2000);
-  const link = second && second.match(/^lab: login link .*: (http:\/\/\S+\/login\?code=\S+)$/);
-  if (link) {
-    world.loginLink = link[1];
-    // What a script does: read the token from lab's home.
-    world.token = fs.readFileSync(path.join(home, "token"), "utf8").trim();
-  }
-  world.banner = lines;
+  world.waitEvent = (pred, what) => waitFor(() => world.events().find(pred), { what: `fake-claude log: ${what}` });
   return world;
-}
-
-/**
- * Remove a world's temp dir. The pane's processes get SIGHUP from kill-server and may
- * still write a hook file under h/runtime while the tree is removed (ENOTEMPTY, seen on
- * CI): retry for a while; if something still writes there, say what is left and finish
- * in the background. A leftover temp dir is not the behaviour under test, so it never
- * fails one.
- */
-function removeWorldDir(dir) {
-  try {
-    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
-  } catch (e) {
-    let left = [];
-    try { left = fs.readdirSync(path.join(dir, "h", "runtime")).slice(0, 10); } catch { /* gone meanwhile */ }
-    process.stderr.write(`warning: could not remove ${dir} yet (${e.code}; runtime/ holds ${JSON.stringify(left)}); retrying in the background\n`);
-    const again = setInterval(() => {
-      try { fs.rmSync(dir, { recursive: true, force: true }); clearInterval(again); } catch { /* next time */ }
-    }, 1000);
-    again.unref();
-  }
 }
 
 /** A page that records uncaught errors and console errors (page.labErrors). */
@@ -902,7 +742,7 @@ describe("lab web UI in a real browser", () => {
     await page.locator("#new-run[open]").waitFor();
     await waitFor(async () => (await page.getByTestId("new-run-workdir").inputValue()) === "/tmp/lab-demo-workdir", { what: "the demo workdir in the form" });
     // Plan mode when the provider offers it; a provider without modes gets no select.
-    const modes = (await world.provider()).permission_modes || [];
+    const modes = (await world.providerInfo()).permission_modes || [];
     if (modes.includes("plan")) {
       await waitFor(async () => (await page.getByTestId("new-run-permission-mode").inputValue()) === "plan", { what: "plan mode" });
     } else {
@@ -935,7 +775,7 @@ describe("lab web UI in a real browser", () => {
     assert.equal(run.provider, "claude-code");
     assert.equal(run.workdir, world.workdir);
     // The mode the form showed (the provider's first) is the run's, sent explicitly.
-    assert.equal(run.permission_mode, (await world.provider()).permission_modes[0], "the shown mode is sent");
+    assert.equal(run.permission_mode, (await world.providerInfo()).permission_modes[0], "the shown mode is sent");
     await page.locator(`[data-testid=run-view][data-run-id="${id}"]`).waitFor();
     await page.locator(sel.msg("user", "text")).filter({ hasText: prompt }).waitFor();
     await page.locator(sel.msg("assistant", "text")).filter({ hasText: "Ready when you are." }).waitFor();
@@ -1261,7 +1101,7 @@ describe("permission, plan and generic prompts", () => {
       { idle: {} },
     ] },
   }, async ({ t, world, page, id }) => {
-    const provider = await world.provider();
+    const provider = await world.providerInfo();
     if (provider.wit === "lab:provider@0.1.0") {
       const why = `the bundled claude-code provider is ${provider.wit}, which makes no permission dialogs (PermissionRequest): this end-to-end test needs the provider ported to lab:provider@0.2.0`;
       process.stderr.write(`\n*** SKIPPED: ${why}\n\n`);
