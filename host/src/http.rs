@@ -393,12 +393,9 @@ async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResul
 async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
     let rec = run.record();
-    let attach = format!(
-        "tmux -S {} attach -t {}",
-        crate::shell::quote(&rec.tmux_socket),
-        crate::shell::quote(&rec.tmux_target)
-    );
     let term = runs.terminal();
+    // How to attach is the terminal's to say (a terminal on another host says otherwise).
+    let attach = crate::shell::join(term.attach_command(&rec.tmux_target));
     let target = rec.tmux_target.clone();
     let screen = tokio::task::spawn_blocking(move || term.capture(&target)).await.ok().and_then(Result::ok);
     Ok(Json(json!({"attach": attach, "screen": screen.unwrap_or_default(), "state": run.snapshot().derived.state}))

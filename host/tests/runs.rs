@@ -363,6 +363,13 @@ fn a_permission_notification_is_needs_input_until_the_transcript_advances() {
     assert_eq!(v["blocked"]["kind"], "needs_input", "{v}");
     assert_eq!(v["blocked"]["notification_type"], "permission_prompt");
     assert!(v["pending_dialog"].is_null());
+    // Where to answer it: the terminal, and how to attach to it (the contract's command).
+    let (status, t) = lab.get(&format!("/runs/{id}/terminal"));
+    assert_eq!(status, 200, "{t}");
+    let (socket, target) = (run["tmux_socket"].as_str().unwrap(), run["tmux_target"].as_str().unwrap());
+    assert_eq!(t["attach"], format!("tmux -S {socket} attach -t {target}"), "{t}");
+    assert_eq!(t["state"], "needs_input", "{t}");
+    assert!(!t["screen"].as_str().unwrap_or_default().trim().is_empty(), "the pane's screen: {t}");
     // The operator approves in the TUI.
     w.tmux(&["send-keys", "-t", run["tmux_target"].as_str().unwrap(), "Enter"]);
     let v = lab.wait_view(&id, "idle", |v| v["messages"].to_string().contains("Done listing."));
