@@ -38,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 pub use standin_http::is_loopback;
 use standin_http::{
-    json_response, now_unix_ms, value_for_schema, Handler, HttpRequest, Response, ResponseBody, Server, Watched,
+    json_response, now_unix_ms, read_json, value_for_schema, Consumed, Handler, HttpRequest, Response, ResponseBody,
+    Server, Watched,
 };
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -128,15 +129,7 @@ impl Reply {
 }
 
 /// One scripted step: consumed by the first main-agent request that `when` fits.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Turn {
-    #[serde(default, rename = "match")]
-    pub when: Matcher,
-    pub reply: Reply,
-    /// Wait this long before answering (the response headers included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-}
+pub type Turn = standin_http::Turn<Matcher, Reply>;
 
 /// An ordered list of turns plus the replies used outside them.
 ///
@@ -211,12 +204,12 @@ impl Script {
     }
     /// Appends a turn.
     pub fn turn(mut self, when: Matcher, reply: Reply) -> Script {
-        self.turns.push(Turn { when, reply, delay_ms: None });
+        self.turns.push(Turn::new(when, reply, None));
         self
     }
     /// Appends a turn that answers `when` after `delay`.
     pub fn turn_delayed(mut self, when: Matcher, reply: Reply, delay: Duration) -> Script {
-        self.turns.push(Turn { when, reply, delay_ms: Some(delay.as_millis() as u64) });
+        self.turns.push(Turn::new(when, reply, Some(delay)));
         self
     }
     /// Appends `Any → text`.
@@ -245,8 +238,7 @@ impl Script {
     }
     /// Reads and parses a JSON script file.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> io::Result<Script> {
-        let text = std::fs::read_to_string(path.as_ref())?;
-        Script::from_json(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        read_json(path.as_ref())
     }
 }
 
@@ -480,7 +472,7 @@ pub struct EmittedToolUse {
 
 struct State {
     script: Script,
-    consumed: Vec<bool>,
+    consumed: Consumed,
     requests: Vec<RecordedRequest>,
     emitted: Vec<EmittedToolUse>,
 }
@@ -520,7 +512,12 @@ impl Standin {
     pub fn start_on(addr: impl ToSocketAddrs, script: Script) -> io::Result<Standin> {
         let n = script.turns.len();
         let shared = Arc::new(Shared {
-            state: Watched::new(State { script, consumed: vec![false; n], requests: Vec::new(), emitted: Vec::new() }),
+            state: Watched::new(State {
+                script,
+                consumed: Consumed::new(n),
+                requests: Vec::new(),
+                emitted: Vec::new(),
+            }),
             started: Instant::now(),
             id_counter: AtomicU64::new(0),
         });
@@ -554,7 +551,7 @@ impl Standin {
     /// Indices of script turns not consumed yet.
     pub fn remaining_turns(&self) -> Vec<usize> {
         let st = self.shared.state.lock();
-        st.consumed.iter().enumerate().filter(|(_, c)| !**c).map(|(i, _)| i).collect()
+        st.consumed.remaining()
     }
     /// `(content_text, is_error)` of each distinct `tool_result` for `tool_use_id` the agent
     /// has sent back. Each request repeats the whole conversation, so identical results
@@ -679,13 +676,12 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                 let input_tokens = approx_tokens(&req.body);
                 let (reply, kind, turn) = if is_main_request(&body) {
                     let prev = st.emitted.last().map(|t| t.id.clone());
-                    let pick = (0..st.script.turns.len())
-                        .find(|&i| !st.consumed[i] && st.script.turns[i].when.fits(&body, prev.as_deref()));
+                    let State { script, consumed, .. } = &mut *st;
+                    let pick = consumed.pick(&script.turns, |m| m.fits(&body, prev.as_deref()));
                     match pick {
                         Some(i) => {
-                            st.consumed[i] = true;
                             let t = &st.script.turns[i];
-                            delay = t.delay_ms.map(Duration::from_millis);
+                            delay = t.delay();
                             let reply = match &t.reply {
                                 Reply::ToolUse(tu) => Reply::ToolUse(ToolUseReply {
                                     input: fill_placeholders(&tu.input, &body),

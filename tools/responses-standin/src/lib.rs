@@ -43,7 +43,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 pub use standin_http::is_loopback;
 use standin_http::{
-    json_response, now_unix_ms, value_for_schema, Handler, HttpRequest, Response, ResponseBody, Server, Watched,
+    json_response, now_unix_ms, read_json, value_for_schema, Consumed, Handler, HttpRequest, Response, ResponseBody,
+    Server, Watched,
 };
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -187,15 +188,7 @@ impl Reply {
 }
 
 /// One scripted step: consumed by the first turn request that `when` fits.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Turn {
-    #[serde(default, rename = "match")]
-    pub when: Matcher,
-    pub reply: Reply,
-    /// Wait this long before answering (the response headers included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-}
+pub type Turn = standin_http::Turn<Matcher, Reply>;
 
 /// An ordered list of turns plus the replies used outside them.
 ///
@@ -245,12 +238,12 @@ impl Script {
     }
     /// Appends a turn.
     pub fn turn(mut self, when: Matcher, reply: Reply) -> Script {
-        self.turns.push(Turn { when, reply, delay_ms: None });
+        self.turns.push(Turn::new(when, reply, None));
         self
     }
     /// Appends a turn answered after `delay`.
     pub fn turn_delayed(mut self, when: Matcher, reply: Reply, delay: Duration) -> Script {
-        self.turns.push(Turn { when, reply, delay_ms: Some(delay.as_millis() as u64) });
+        self.turns.push(Turn::new(when, reply, Some(delay)));
         self
     }
     /// Appends `Any → text`.
@@ -283,8 +276,7 @@ impl Script {
     }
     /// Reads and parses a JSON script file.
     pub fn from_file(path: impl AsRef<Path>) -> io::Result<Script> {
-        let text = std::fs::read_to_string(path.as_ref())?;
-        Script::from_json(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        read_json(path.as_ref())
     }
 }
 
@@ -462,7 +454,7 @@ pub struct EmittedCall {
 
 struct State {
     script: Script,
-    consumed: Vec<bool>,
+    consumed: Consumed,
     requests: Vec<RecordedRequest>,
     emitted: Vec<EmittedCall>,
     log: Option<File>,
@@ -565,7 +557,7 @@ impl Standin {
         let shared = Arc::new(Shared {
             state: Watched::new(State {
                 script,
-                consumed: vec![false; n],
+                consumed: Consumed::new(n),
                 requests: Vec::new(),
                 emitted: Vec::new(),
                 log,
@@ -607,7 +599,7 @@ impl Standin {
     /// Indices of script turns not consumed yet.
     pub fn remaining_turns(&self) -> Vec<usize> {
         let st = self.shared.state.lock();
-        st.consumed.iter().enumerate().filter(|(_, c)| !**c).map(|(i, _)| i).collect()
+        st.consumed.remaining()
     }
     /// The distinct outputs codex has sent back for `call_id` (each request repeats the
     /// conversation, so one output seen in several requests is reported once).
@@ -710,13 +702,12 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                 (Reply::Text(title_text(&body, &st.script.title)), RequestKind::Title, None)
             } else {
                 let prev = st.emitted.last().map(|c| c.call_id.clone());
-                let pick = (0..st.script.turns.len())
-                    .find(|&i| !st.consumed[i] && st.script.turns[i].when.fits(&body, prev.as_deref()));
+                let State { script, consumed, .. } = &mut *st;
+                let pick = consumed.pick(&script.turns, |m| m.fits(&body, prev.as_deref()));
                 match pick {
                     Some(i) => {
-                        st.consumed[i] = true;
                         let t = &st.script.turns[i];
-                        delay = t.delay_ms.map(Duration::from_millis);
+                        delay = t.delay();
                         (t.reply.clone(), RequestKind::Turn { turn: Some(i) }, Some(i))
                     }
                     None => (Reply::Text(st.script.fallback_reply.clone()), RequestKind::Turn { turn: None }, None),

@@ -3,10 +3,13 @@
 //! for reqwest/hyper, Node's fetch and curl — keep-alive, `Expect: 100-continue`,
 //! chunked request bodies, full responses and Server-Sent Events with chunked encoding.
 //! Bounded: 64 KiB of headers, 64 MiB of body. [`Server`] is the core they run
-//! on (loopback only), [`Watched`] their recorded state.
+//! on (loopback only), [`Watched`] their recorded state, [`Turn`] and [`Consumed`] their
+//! scripts.
 
+mod script;
 mod server;
 
+pub use script::{read_json, Consumed, Turn};
 use serde_json::{json, Value};
 pub use server::{is_loopback, Handler, Server, Watched};
 use std::io::{self, BufRead, BufReader, Read, Write};
