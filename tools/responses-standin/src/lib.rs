@@ -43,8 +43,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 pub use standin_http::is_loopback;
 use standin_http::{
-    json_response, now_unix_ms, read_json, value_for_schema, Consumed, Handler, HttpRequest, Response, ResponseBody,
-    Server, Watched,
+    json_body, json_response, now_unix_ms, read_json, value_for_schema, Arrival, Consumed, Handler, HttpRequest,
+    Response, ResponseBody, Server, Watched,
 };
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -398,30 +398,22 @@ pub enum RequestKind {
 /// A request as received (one line of the JSONL log).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RecordedRequest {
-    /// 0-based arrival order.
-    pub index: usize,
-    pub method: String,
-    /// Path without the query string, e.g. `/v1/responses`.
-    pub path: String,
-    /// Query string without `?` (empty when none).
-    pub query: String,
-    /// Header names lower-cased.
-    pub headers: Vec<(String, String)>,
-    /// Parsed JSON body (`null` when empty or not JSON).
-    pub body: Value,
-    /// Milliseconds since the UNIX epoch at arrival.
-    pub at_unix_ms: u64,
-    /// Milliseconds since the stand-in started.
-    pub elapsed_ms: u64,
+    /// Where and when it arrived, what it carried (its fields at the top level of the JSON).
+    #[serde(flatten)]
+    pub arrival: Arrival,
     pub kind: RequestKind,
     /// What was sent back (for `/v1/responses`).
     pub reply: Option<SentReply>,
 }
 
-impl RecordedRequest {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+impl std::ops::Deref for RecordedRequest {
+    type Target = Arrival;
+    fn deref(&self) -> &Arrival {
+        &self.arrival
     }
+}
+
+impl RecordedRequest {
     pub fn is_turn(&self) -> bool {
         matches!(self.kind, RequestKind::Turn { .. })
     }
@@ -648,16 +640,9 @@ fn api_error(kind: &str, message: &str) -> Value {
 }
 
 fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
-    let (path, query) = match req.target.split_once('?') {
-        Some((p, q)) => (p.to_string(), q.to_string()),
-        None => (req.target.clone(), String::new()),
-    };
+    let path = req.target.split_once('?').map_or(req.target.as_str(), |(p, _)| p).to_string();
     let encoded = req.header("content-encoding").is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
-    let body: Value = if req.body.is_empty() || encoded {
-        Value::Null
-    } else {
-        serde_json::from_slice(&req.body).unwrap_or(Value::Null)
-    };
+    let body = json_body(req, encoded);
     let model = body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
     let mut st = shared.state.lock();
@@ -668,14 +653,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
     }
     let index = st.requests.len();
     let mut rec = RecordedRequest {
-        index,
-        method: req.method.clone(),
-        path: path.clone(),
-        query,
-        headers: req.headers.clone(),
-        body: body.clone(),
-        at_unix_ms: now_unix_ms(),
-        elapsed_ms: shared.started.elapsed().as_millis() as u64,
+        arrival: Arrival::new(index, req, body.clone(), shared.started),
         kind: RequestKind::Other,
         reply: None,
     };

@@ -6,9 +6,11 @@
 //! on (loopback only), [`Watched`] their recorded state, [`Turn`] and [`Consumed`] their
 //! scripts.
 
+mod arrival;
 mod script;
 mod server;
 
+pub use arrival::{json_body, Arrival};
 pub use script::{read_json, Consumed, Turn};
 use serde_json::{json, Value};
 pub use server::{is_loopback, Handler, Server, Watched};
