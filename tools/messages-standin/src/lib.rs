@@ -38,14 +38,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 pub use standin_http::is_loopback;
 use standin_http::{
-    json_body, json_response, now_unix_ms, read_json, value_for_schema, Arrival, Consumed, Handler, HttpRequest,
-    Response, ResponseBody, Server, Watched,
+    json_body, json_response, now_unix_ms, read_json, value_for_schema, Api, Arrival, Core, HttpRequest, Recorded,
+    Response, ResponseBody,
 };
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::net::ToSocketAddrs;
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------------------
 // Script
@@ -462,36 +460,38 @@ pub struct EmittedToolUse {
 // Server
 // ---------------------------------------------------------------------------------------
 
-struct State {
-    script: Script,
-    consumed: Consumed,
-    requests: Vec<RecordedRequest>,
-    emitted: Vec<EmittedToolUse>,
-}
+/// The Messages API as the stand-in answers it (the core's [`Api`]).
+pub struct MessagesApi;
 
-struct Shared {
-    state: Watched<State>,
-    started: Instant,
-    id_counter: AtomicU64,
-}
+type State = Recorded<MessagesApi>;
+type Shared = Core<MessagesApi>;
 
-impl Handler for Shared {
-    fn handle(&self, req: &HttpRequest) -> (Response, Option<Duration>) {
-        handle(req, self)
+impl Api for MessagesApi {
+    type Script = Script;
+    type Request = RecordedRequest;
+    type Emitted = EmittedToolUse;
+    type Extra = ();
+    fn handle(&self, req: &HttpRequest, core: &Shared) -> (Response, Option<Duration>) {
+        handle(req, core)
     }
     fn malformed(&self, error: &io::Error) -> Response {
         json_response(400, &api_error("invalid_request_error", &error.to_string()))
     }
-    fn extra_headers(&self) -> Vec<(&'static str, String)> {
-        vec![("request-id", self.fresh_id("req"))]
+    fn extra_headers(&self, core: &Shared) -> Vec<(&'static str, String)> {
+        vec![("request-id", fresh_id(core, "req"))]
     }
 }
 
-/// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
-/// its connections.
-pub struct Standin {
-    server: Server,
-    shared: Arc<Shared>,
+/// A running stand-in (the core's [`standin_http::Standin`], which it derefs to: `addr`,
+/// `port`, `requests`, `remaining_turns`, `wait_until`, …). Dropping it (or
+/// [`Standin::shutdown`]) stops the server and closes its connections.
+pub struct Standin(standin_http::Standin<MessagesApi>);
+
+impl std::ops::Deref for Standin {
+    type Target = standin_http::Standin<MessagesApi>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Standin {
@@ -502,35 +502,13 @@ impl Standin {
 
     /// Starts on `addr`, which must resolve to loopback addresses only.
     pub fn start_on(addr: impl ToSocketAddrs, script: Script) -> io::Result<Standin> {
-        let n = script.turns.len();
-        let shared = Arc::new(Shared {
-            state: Watched::new(State {
-                script,
-                consumed: Consumed::new(n),
-                requests: Vec::new(),
-                emitted: Vec::new(),
-            }),
-            started: Instant::now(),
-            id_counter: AtomicU64::new(0),
-        });
-        let server = Server::start(addr, "standin", shared.clone())?;
-        Ok(Standin { server, shared })
+        let turns = script.turns.len();
+        standin_http::Standin::start(addr, "standin", MessagesApi, script, turns, ()).map(Standin)
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-    pub fn port(&self) -> u16 {
-        self.addr().port()
-    }
     /// `http://127.0.0.1:PORT` — the value for `ANTHROPIC_BASE_URL`.
     pub fn base_url(&self) -> String {
-        self.server.origin()
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.state.lock().requests.clone()
+        self.origin()
     }
     /// Only the main-agent `/v1/messages` requests.
     pub fn main_requests(&self) -> Vec<RecordedRequest> {
@@ -538,37 +516,26 @@ impl Standin {
     }
     /// Every tool_use the stand-in has emitted, in order.
     pub fn emitted_tool_uses(&self) -> Vec<EmittedToolUse> {
-        self.shared.state.lock().emitted.clone()
-    }
-    /// Indices of script turns not consumed yet.
-    pub fn remaining_turns(&self) -> Vec<usize> {
-        let st = self.shared.state.lock();
-        st.consumed.remaining()
+        self.emitted()
     }
     /// `(content_text, is_error)` of each distinct `tool_result` for `tool_use_id` the agent
     /// has sent back. Each request repeats the whole conversation, so identical results
     /// seen in several requests are reported once; normally the answer has 0 or 1 entry.
     pub fn tool_results_for(&self, tool_use_id: &str) -> Vec<(String, bool)> {
-        collect_tool_results(&self.shared.state.lock().requests, tool_use_id)
-    }
-
-    /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
-    /// whether it held.
-    pub fn wait_until(&self, timeout: Duration, mut pred: impl FnMut(&[RecordedRequest]) -> bool) -> bool {
-        self.shared.state.wait_for(timeout, |st| pred(&st.requests).then_some(())).is_some()
+        collect_tool_results(&self.lock().requests, tool_use_id)
     }
     /// Waits for the `n`-th (0-based) emitted tool_use.
     pub fn wait_for_tool_use(&self, n: usize, timeout: Duration) -> Option<EmittedToolUse> {
-        self.shared.state.wait_for(timeout, |st| st.emitted.get(n).cloned())
+        self.wait_for_emitted(n, timeout)
     }
     /// Waits until a tool_result for `tool_use_id` has arrived; returns the first one.
     pub fn wait_for_tool_result(&self, tool_use_id: &str, timeout: Duration) -> Option<(String, bool)> {
-        self.shared.state.wait_for(timeout, |st| collect_tool_results(&st.requests, tool_use_id).into_iter().next())
+        self.wait_for(timeout, |st| collect_tool_results(&st.requests, tool_use_id).into_iter().next())
     }
 
     /// Stops accepting, closes open connections and joins the accept thread.
-    pub fn shutdown(mut self) {
-        self.server.stop();
+    pub fn shutdown(self) {
+        self.0.shutdown();
     }
 }
 
@@ -592,26 +559,24 @@ fn api_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
-impl Shared {
-    /// A fresh id like `toolu_01AbC…` (24 base62 chars after the prefix's "01").
-    fn fresh_id(&self, prefix: &str) -> String {
-        const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        let n = self.id_counter.fetch_add(1, Ordering::SeqCst);
-        let mut x = (now_unix_ms() ^ (std::process::id() as u64).rotate_left(32))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(n.wrapping_mul(0xD1B5_4A32_D192_ED03))
-            | 1;
-        let mut s = format!("{prefix}_01");
-        for _ in 0..22 {
-            // xorshift64*
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            let v = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
-            s.push(ALPHABET[(v >> 58) as usize % ALPHABET.len()] as char);
-        }
-        s
+/// A fresh id like `toolu_01AbC…` (24 base62 chars after the prefix's "01").
+fn fresh_id(shared: &Shared, prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let n = shared.next_id();
+    let mut x = (now_unix_ms() ^ (std::process::id() as u64).rotate_left(32))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(n.wrapping_mul(0xD1B5_4A32_D192_ED03))
+        | 1;
+    let mut s = format!("{prefix}_01");
+    for _ in 0..22 {
+        // xorshift64*
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let v = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        s.push(ALPHABET[(v >> 58) as usize % ALPHABET.len()] as char);
     }
+    s
 }
 
 fn approx_tokens(body: &[u8]) -> u64 {
@@ -745,12 +710,12 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, 
         let resp = json_response(*status, &api_error(error_type, message));
         return (resp, SentReply { status: *status, stop_reason: None, text: None, tool_use: None });
     }
-    let msg_id = shared.fresh_id("msg");
+    let msg_id = fresh_id(shared, "msg");
     // A text reply always has its text block; a tool_use reply only a non-empty lead-in.
     let (out_text, tool_use) = match reply {
         Reply::Text(t) => (Some(t.clone()), None),
         Reply::ToolUse(tu) => {
-            let id = tu.id.clone().unwrap_or_else(|| shared.fresh_id("toolu"));
+            let id = tu.id.clone().unwrap_or_else(|| fresh_id(shared, "toolu"));
             let lead = tu.text.clone().filter(|t| !t.is_empty());
             (
                 lead,

@@ -43,16 +43,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 pub use standin_http::is_loopback;
 use standin_http::{
-    json_body, json_response, now_unix_ms, read_json, value_for_schema, Arrival, Consumed, Handler, HttpRequest,
-    Response, ResponseBody, Server, Watched,
+    json_body, json_response, now_unix_ms, read_json, value_for_schema, Api, Arrival, Core, HttpRequest, Recorded,
+    Response, ResponseBody,
 };
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The model name the stand-in reports when a request names none.
 pub const DEFAULT_MODEL: &str = "stand-in-model";
@@ -444,34 +442,29 @@ pub struct EmittedCall {
 // Server
 // ---------------------------------------------------------------------------------------
 
-struct State {
-    script: Script,
-    consumed: Consumed,
-    requests: Vec<RecordedRequest>,
-    emitted: Vec<EmittedCall>,
-    log: Option<File>,
-}
+/// The Responses API as the stand-in answers it (the core's [`Api`]).
+pub struct ResponsesApi;
 
-struct Shared {
-    state: Watched<State>,
-    started: Instant,
-    id_counter: AtomicU64,
-}
+type State = Recorded<ResponsesApi>;
+type Shared = Core<ResponsesApi>;
 
-impl Handler for Shared {
-    fn handle(&self, req: &HttpRequest) -> (Response, Option<Duration>) {
-        handle(req, self)
+impl Api for ResponsesApi {
+    type Script = Script;
+    type Request = RecordedRequest;
+    type Emitted = EmittedCall;
+    /// The JSONL log every request is appended to, if any.
+    type Extra = Option<File>;
+    fn handle(&self, req: &HttpRequest, core: &Shared) -> (Response, Option<Duration>) {
+        handle(req, core)
     }
     fn malformed(&self, error: &io::Error) -> Response {
         json_response(400, &api_error("invalid_request_error", &error.to_string()))
     }
 }
 
-impl Shared {
-    /// `prefix_<n>` with a per-stand-in counter (ids only need to be unique per stand-in).
-    fn fresh_id(&self, prefix: &str) -> String {
-        format!("{prefix}_{}", self.id_counter.fetch_add(1, Ordering::SeqCst) + 1)
-    }
+/// `prefix_<n>` with a per-stand-in counter (ids only need to be unique per stand-in).
+fn fresh_id(shared: &Shared, prefix: &str) -> String {
+    format!("{prefix}_{}", shared.next_id())
 }
 
 /// A TOML basic string holding `s` (quotes and backslashes escaped).
@@ -515,11 +508,16 @@ enabled = false
     )
 }
 
-/// A running stand-in. Dropping it (or [`Standin::shutdown`]) stops the server and closes
-/// its connections.
-pub struct Standin {
-    server: Server,
-    shared: Arc<Shared>,
+/// A running stand-in (the core's [`standin_http::Standin`], which it derefs to: `addr`,
+/// `port`, `origin`, `requests`, `remaining_turns`, `wait_until`, …). Dropping it (or
+/// [`Standin::shutdown`]) stops the server and closes its connections.
+pub struct Standin(standin_http::Standin<ResponsesApi>);
+
+impl std::ops::Deref for Standin {
+    type Target = standin_http::Standin<ResponsesApi>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Standin {
@@ -545,40 +543,13 @@ impl Standin {
                 }
                 None => None,
             };
-        let n = script.turns.len();
-        let shared = Arc::new(Shared {
-            state: Watched::new(State {
-                script,
-                consumed: Consumed::new(n),
-                requests: Vec::new(),
-                emitted: Vec::new(),
-                log,
-            }),
-            started: Instant::now(),
-            id_counter: AtomicU64::new(0),
-        });
-        let server = Server::start(addr, "responses-standin", shared.clone())?;
-        Ok(Standin { server, shared })
+        let turns = script.turns.len();
+        standin_http::Standin::start(addr, "responses-standin", ResponsesApi, script, turns, log).map(Standin)
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-    pub fn port(&self) -> u16 {
-        self.addr().port()
-    }
-    /// `http://127.0.0.1:PORT` (no path).
-    pub fn origin(&self) -> String {
-        self.server.origin()
-    }
     /// `http://127.0.0.1:PORT/v1` — the value for a codex model provider's `base_url`.
     pub fn url(&self) -> String {
         format!("{}/v1", self.origin())
-    }
-
-    /// Every request received so far, in arrival order.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.state.lock().requests.clone()
     }
     /// Only the turn requests (`/v1/responses` with tools).
     pub fn turn_requests(&self) -> Vec<RecordedRequest> {
@@ -586,36 +557,25 @@ impl Standin {
     }
     /// Every function call the stand-in has emitted, in order.
     pub fn emitted_calls(&self) -> Vec<EmittedCall> {
-        self.shared.state.lock().emitted.clone()
-    }
-    /// Indices of script turns not consumed yet.
-    pub fn remaining_turns(&self) -> Vec<usize> {
-        let st = self.shared.state.lock();
-        st.consumed.remaining()
+        self.emitted()
     }
     /// The distinct outputs codex has sent back for `call_id` (each request repeats the
     /// conversation, so one output seen in several requests is reported once).
     pub fn outputs_for(&self, call_id: &str) -> Vec<String> {
-        collect_outputs(&self.shared.state.lock().requests, call_id)
-    }
-
-    /// Blocks until `pred` holds for the recorded requests or `timeout` passes; returns
-    /// whether it held.
-    pub fn wait_until(&self, timeout: Duration, mut pred: impl FnMut(&[RecordedRequest]) -> bool) -> bool {
-        self.shared.state.wait_for(timeout, |st| pred(&st.requests).then_some(())).is_some()
+        collect_outputs(&self.lock().requests, call_id)
     }
     /// Waits for the `n`-th (0-based) emitted function call.
     pub fn wait_for_call(&self, n: usize, timeout: Duration) -> Option<EmittedCall> {
-        self.shared.state.wait_for(timeout, |st| st.emitted.get(n).cloned())
+        self.wait_for_emitted(n, timeout)
     }
     /// Waits until a `function_call_output` for `call_id` has arrived; returns the first.
     pub fn wait_for_output(&self, call_id: &str, timeout: Duration) -> Option<String> {
-        self.shared.state.wait_for(timeout, |st| collect_outputs(&st.requests, call_id).into_iter().next())
+        self.wait_for(timeout, |st| collect_outputs(&st.requests, call_id).into_iter().next())
     }
 
     /// Stops accepting, closes open connections and joins the accept thread.
-    pub fn shutdown(mut self) {
-        self.server.stop();
+    pub fn shutdown(self) {
+        self.0.shutdown();
     }
 }
 
@@ -709,7 +669,7 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
             &api_error("not_found", &format!("{} {} is not served by the stand-in", req.method, path)),
         ),
     };
-    if let Some(f) = st.log.as_mut() {
+    if let Some(f) = st.extra.as_mut() {
         if let Ok(line) = serde_json::to_string(&rec) {
             let _ = writeln!(f, "{line}");
             let _ = f.flush();
@@ -770,7 +730,7 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
             (f.text.clone().filter(|t| !t.is_empty()), Some((f.call_id.clone(), f.name.clone(), f.arguments.clone())))
         }
     };
-    let resp_id = shared.fresh_id("resp");
+    let resp_id = fresh_id(shared, "resp");
     let created_at = now_unix_ms() / 1000;
     let response = |status: &str, output: &[Value], usage: Value| {
         json!({"id": resp_id, "object": "response", "created_at": created_at, "status": status,
@@ -780,7 +740,7 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
     sse.push(json!({"type": "response.created", "response": response("in_progress", &[], Value::Null)}));
     let mut output = Vec::new();
     if let Some(t) = &text {
-        let id = shared.fresh_id("msg");
+        let id = fresh_id(shared, "msg");
         let index = output.len();
         sse.push(json!({"type": "response.output_item.added", "output_index": index,
             "item": {"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []}}));
@@ -795,8 +755,8 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
     }
     let mut emitted = None;
     if let Some((call_id, name, arguments)) = call {
-        let id = shared.fresh_id("fc");
-        let call_id = call_id.unwrap_or_else(|| shared.fresh_id("call"));
+        let id = fresh_id(shared, "fc");
+        let call_id = call_id.unwrap_or_else(|| fresh_id(shared, "call"));
         let index = output.len();
         let item = json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
             "arguments": "", "status": "in_progress"});

@@ -9,11 +9,13 @@
 mod arrival;
 mod script;
 mod server;
+mod standin;
 
 pub use arrival::{json_body, Arrival};
 pub use script::{read_json, Consumed, Turn};
 use serde_json::{json, Value};
 pub use server::{is_loopback, Handler, Server, Watched};
+pub use standin::{Api, Core, Recorded, Standin};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{SystemTime, UNIX_EPOCH};
