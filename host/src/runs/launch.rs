@@ -307,7 +307,7 @@ mod program_tests {
         };
         let abs = || Transcript::Path("/t/x.jsonl".into());
         let session = [HookCommand {
-            binding: HookBinding { event: "SessionStart".into(), matcher: None, channel: Channel::SessionInfo },
+            binding: HookBinding { event: "session-begins".into(), matcher: None, channel: Channel::SessionInfo },
             command: "lab hook session-info".into(),
         }];
         assert_eq!(check_spec(&spec(&["/a", "-p"], abs(), &[("X_MODE", "1")]), "/a", &[]), Ok(()));
