@@ -19,6 +19,11 @@
 //! headers = { Authorization = "Bearer …" }   # optional, never logged
 //! events = ["question", "needs_input"]  # optional (this is the default); also "idle", "ended"
 //! base_url = "https://lab.example.com"  # optional: the links' base (default: where lab serves)
+//!
+//! [runs]
+//! worktree = true                       # a run in a git repository gets its own worktree
+//!                                       #   and branch lab/<run-id> (default: true)
+//! worktree_dir = "/srv/lab-worktrees"   # where they go (absolute; default <home>/worktrees)
 //! ```
 //!
 //! `[notify]` is checked by [`crate::notify::Settings::new`] when `lab serve` starts.
@@ -36,6 +41,18 @@ pub struct Config {
     pub serve: ServeConfig,
     #[serde(default)]
     pub notify: Option<NotifyConfig>,
+    #[serde(default)]
+    pub runs: RunsConfig,
+}
+
+/// `[runs]`: what a new run gets by default.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsConfig {
+    /// A worktree for a run whose workdir is in a git repository (None: yes).
+    pub worktree: Option<bool>,
+    /// Where worktrees go (None: `<home>/worktrees`).
+    pub worktree_dir: Option<PathBuf>,
 }
 
 /// `[notify]`: the webhook, as written (see [`crate::notify`]).
@@ -101,6 +118,11 @@ impl Config {
                             "{}: [providers.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
                             path.display()
                         );
+                    }
+                }
+                if let Some(d) = &c.runs.worktree_dir {
+                    if !d.is_absolute() {
+                        anyhow::bail!("{}: [runs] worktree_dir {:?} is not an absolute path", path.display(), d);
                     }
                 }
                 Ok(c)

@@ -9,6 +9,7 @@
 //! - [`tmux`], [`http`] (API + embedded web UI, behind [`http::guard`] and [`http::auth`])
 //! - [`token`]: the access token, session cookies and login codes
 //! - [`notify`]: the `[notify]` webhook (run state transitions → JSON POSTs)
+//! - [`worktree`]: a git worktree per run, its diff and its merge
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
 pub mod agent_exec;
@@ -29,3 +30,4 @@ pub mod shell;
 pub mod terminal;
 pub mod tmux;
 pub mod token;
+pub mod worktree;

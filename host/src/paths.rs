@@ -131,6 +131,10 @@ impl Home {
     pub fn tmux_socket(&self) -> PathBuf {
         self.root.join("tmux.sock")
     }
+    /// Where runs' worktrees go unless lab.toml says otherwise.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.root.join("worktrees")
+    }
     /// What `lab paths` prints: each place lab keeps state, by name.
     pub fn layout(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
@@ -142,6 +146,7 @@ impl Home {
             ("providers", self.providers_dir()),
             ("log", self.log_file()),
             ("tmux_socket", self.tmux_socket()),
+            ("worktrees", self.worktrees_dir()),
         ]
     }
     pub fn run_files(&self, id: &RunId) -> RunFiles {

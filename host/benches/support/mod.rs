@@ -276,6 +276,7 @@ pub fn ended_history(w: &World, n: usize, body: &[u8]) -> Vec<RunId> {
                 transcript_path: Some(t.display().to_string()),
                 dialog_hooker: true,
                 error: None,
+                worktree: None,
             })
             .unwrap();
         ids.push(id);

@@ -36,6 +36,12 @@ pub enum RunError {
     AnswerLost(String),
     #[error("the run has ended")]
     RunEnded,
+    /// The run has no worktree (or no longer: discarded, gone).
+    #[error("{0}")]
+    NoWorktree(String),
+    /// Only for an ended run.
+    #[error("the run is still active: stop it first")]
+    RunActive,
     #[error("{0}")]
     LaunchFailed(String),
     #[error("{0}")]
@@ -67,6 +73,8 @@ impl RunError {
             RunError::NotOnScreen(_) => "not_on_screen",
             RunError::AnswerLost(_) => "answer_lost",
             RunError::RunEnded => "run_ended",
+            RunError::NoWorktree(_) => "no_worktree",
+            RunError::RunActive => "run_active",
             RunError::LaunchFailed(_) => "launch_failed",
             RunError::Internal(_) => "internal",
         }
@@ -129,6 +137,8 @@ pub struct RunBody {
     pub error: Option<String>,
     /// The newest answer's progress (see [`AnswerProgress`]).
     pub answer: Option<AnswerProgress>,
+    /// The run's own worktree, where the agent runs (null: it runs in `workdir`).
+    pub worktree: Option<crate::worktree::Worktree>,
 }
 
 /// The request body of `POST /runs`.
@@ -140,6 +150,10 @@ pub struct CreateRun {
     pub prompt: String,
     #[serde(default)]
     pub permission_mode: Option<String>,
+    /// A worktree of its own (default: yes inside a git repository with a commit,
+    /// unless lab.toml's `[runs] worktree` says no).
+    #[serde(default)]
+    pub worktree: Option<bool>,
 }
 
 /// Where an answer is, once the answer POST has returned (`202`): shown as `answer` in

@@ -54,11 +54,19 @@ impl Runs {
             transcript_path: None,
             dialog_hooker: facts.dialog_hooker,
             error: None,
+            worktree: None,
         };
+        rec.worktree = self.make_worktree(&req, &id).await?;
 
         let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
             Ok(typed) => typed,
             Err(msg) => {
+                if let Some(wt) = &rec.worktree {
+                    // Made for this launch, never used: nothing of the operator's is in it.
+                    if let Err(e) = crate::worktree::remove(wt).await {
+                        tracing::warn!(run = %id, error = %e, "could not remove the failed run's worktree");
+                    }
+                }
                 for f in files.all() {
                     let _ = fsutil::remove_if_exists(f);
                 }
@@ -83,6 +91,23 @@ impl Runs {
         }
         self.clone().spawn_tailer(run.clone());
         Ok(run.body())
+    }
+
+    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]).
+    async fn make_worktree(&self, req: &CreateRun, id: &RunId) -> Result<Option<crate::worktree::Worktree>, RunError> {
+        use crate::worktree;
+        if req.worktree == Some(false) || (req.worktree.is_none() && self.config.runs.worktree == Some(false)) {
+            return Ok(None);
+        }
+        let repo = worktree::find_repo(Path::new(&req.workdir)).await.map_err(RunError::Internal)?;
+        if !worktree::wanted(req.worktree, self.config.runs.worktree, repo.as_ref()).map_err(RunError::BadRequest)? {
+            return Ok(None);
+        }
+        let Some(repo) = repo else { return Ok(None) };
+        let dir = self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir());
+        let wt = worktree::create(&repo, &dir, id).await.map_err(RunError::LaunchFailed)?;
+        tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, "made the run's worktree");
+        Ok(Some(wt))
     }
 
     /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`
@@ -132,10 +157,11 @@ impl Runs {
             (Vec::new(), None)
         };
         let session_id = uuid::Uuid::new_v4().to_string();
+        let agent_dir = rec.agent_dir().to_string_lossy().into_owned();
         let request = |prompt: String| LaunchRequest {
             run_id: rec.id.to_string(),
             session_id: session_id.clone(),
-            workdir: rec.workdir.clone(),
+            workdir: agent_dir.clone(),
             prompt,
             permission_mode: rec.permission_mode.clone(),
             program: program.to_string_lossy().into_owned(),
@@ -162,7 +188,7 @@ impl Runs {
             Transcript::Path(p) => Some(p),
             Transcript::FromSessionInfo | Transcript::None => None,
         };
-        let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: rec.workdir.clone(), env };
+        let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
         let launch_json = serde_json::to_vec(&launch).map_err(|e| e.to_string())?;
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)
             .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;

@@ -31,8 +31,10 @@ pub mod spool;
 pub mod tailer;
 pub mod transcript;
 pub mod view;
+mod work;
 
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
+pub use work::WorkError;
 
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::config::{find_program, Config};
@@ -177,6 +179,7 @@ impl Run {
             dialog_hooker: r.dialog_hooker,
             error: r.error.clone(),
             answer,
+            worktree: r.worktree.clone(),
         }
     }
 
@@ -332,6 +335,8 @@ pub struct Runs {
     liveness: Notify,
     /// Each agent program's own version, asked once per program file.
     agent_versions: Arc<agent_version::VersionCache>,
+    /// Merges and discards take turns (they move branches of shared repositories).
+    work_lock: tokio::sync::Mutex<()>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -373,6 +378,7 @@ impl Runs {
             changes: broadcast::channel(CHANGES_CAPACITY).0,
             liveness: Notify::new(),
             agent_versions: Arc::default(),
+            work_lock: tokio::sync::Mutex::new(()),
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
@@ -531,7 +537,7 @@ impl Runs {
         // else lab serve's own.
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
-        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), Path::new(&rec.workdir)));
+        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
         if rec.status != Status::Active {
             tail.ended = true;
         } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {
@@ -623,6 +629,7 @@ mod update_tests {
             transcript_path: None,
             dialog_hooker: false,
             error: None,
+            worktree: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -45,9 +45,20 @@ pub struct RunRecord {
     pub transcript_path: Option<String>,
     pub dialog_hooker: bool,
     pub error: Option<String>,
+    /// The run's own worktree (None: it runs in `workdir`).
+    #[serde(default)]
+    pub worktree: Option<crate::worktree::Worktree>,
 }
 
 impl RunRecord {
+    /// Where the agent runs: its worktree (at the workdir's place in it), else the workdir.
+    pub fn agent_dir(&self) -> std::path::PathBuf {
+        match &self.worktree {
+            Some(wt) => wt.agent_dir(),
+            None => std::path::PathBuf::from(&self.workdir),
+        }
+    }
+
     /// Take in what a run's live state learnt that its record keeps: the agent's
     /// session id and a transcript path it named late (each kept once known), and its
     /// end (an active run becomes ended at `now`). Whether anything changed.
@@ -350,6 +361,7 @@ mod tests {
             transcript_path: None,
             dialog_hooker: true,
             error: None,
+            worktree: None,
         }
     }
 

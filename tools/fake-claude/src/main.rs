@@ -16,7 +16,7 @@ mod util;
 
 use hooks::{HookRun, Hooks};
 use keys::{Input, Key, RawMode};
-use script::{AskStep, BashStep, IdleStep, PlanStep, Question, Script, Step};
+use script::{AskStep, BashStep, IdleStep, PlanStep, Question, Script, Step, WriteStep};
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -652,6 +652,49 @@ impl Agent {
         }
     }
 
+    /// A Write tool call that needs no permission: the file is written (or deleted) in
+    /// the working directory, the result recorded as Claude records a Write.
+    fn write_file(&mut self, step: &WriteStep) {
+        let bytes = match (&step.text, &step.bytes) {
+            (Some(t), _) => t.as_bytes().to_vec(),
+            (None, Some(b)) => b.clone(),
+            (None, None) => Vec::new(),
+        };
+        let path = format!("{}/{}", self.tx.cwd, step.path);
+        let input = if step.delete {
+            json!({"file_path": path, "delete": true})
+        } else {
+            json!({"file_path": path, "content": String::from_utf8_lossy(&bytes)})
+        };
+        let summary = step.path.clone();
+        self.tool_use("Write", input.clone(), &summary, |_, _| {
+            let done = if step.delete {
+                std::fs::remove_file(&path)
+            } else {
+                let parent = std::path::Path::new(&path).parent().map(|p| p.to_path_buf());
+                parent.map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, &bytes))
+            };
+            match done {
+                Ok(()) => ToolOutcome {
+                    content: format!("File created successfully at: {path}"),
+                    is_error: false,
+                    result: json!({"type": "create", "filePath": path}),
+                    post_input: Some(input.clone()),
+                    log: json!({"outcome": "written", "path": path}),
+                    interrupt: false,
+                },
+                Err(e) => ToolOutcome {
+                    content: format!("Error writing {path}: {e}"),
+                    is_error: true,
+                    result: json!(format!("Error: {e}")),
+                    post_input: None,
+                    log: json!({"outcome": "write_failed", "path": path}),
+                    interrupt: false,
+                },
+            }
+        });
+    }
+
     fn ask(&mut self, step: &AskStep) {
         let qs: Vec<Question> = step.questions.clone();
         let input = script::ask_tool_input(&qs);
@@ -829,7 +872,7 @@ impl Agent {
                     let next = steps[i + 1..].iter().find(|s| !matches!(s, Step::SleepMs(_)));
                     let stop_reason = match next {
                         None | Some(Step::Idle(_)) => Some("end_turn"),
-                        Some(Step::Ask(_) | Step::Plan(_) | Step::Bash(_)) => Some("tool_use"),
+                        Some(Step::Ask(_) | Step::Plan(_) | Step::Bash(_) | Step::Write(_)) => Some("tool_use"),
                         _ => None,
                     };
                     self.say(text, stop_reason);
@@ -838,6 +881,10 @@ impl Agent {
                 Step::Ask(a) => self.ask(a),
                 Step::Plan(p) => self.plan(p),
                 Step::Bash(b) => self.bash(b),
+                Step::Write(w) => {
+                    self.write_file(w);
+                    self.screen.draw(&[]);
+                }
                 Step::Notify(n) => {
                     self.notify(&n.notification_type, &n.message);
                     self.screen.draw(&[]);

@@ -34,6 +34,7 @@ pub enum Step {
     Plan(PlanStep),
     Notify(NotifyStep),
     Bash(BashStep),
+    Write(WriteStep),
     Idle(IdleStep),
     ApiError(ApiErrorStep),
     SleepMs(u64),
@@ -133,6 +134,23 @@ pub struct NotifyStep {
     pub notification_type: String,
     #[serde(default = "default_notification_message")]
     pub message: String,
+}
+
+/// A Write tool call the agent may make without asking (as in `acceptEdits` mode): the
+/// file in the working directory really is written (or deleted).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteStep {
+    /// Relative to the working directory.
+    pub path: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Raw bytes (a binary file), instead of `text`.
+    #[serde(default)]
+    pub bytes: Option<Vec<u8>>,
+    /// Delete the file instead.
+    #[serde(default)]
+    pub delete: bool,
 }
 
 #[derive(Debug, Deserialize)]

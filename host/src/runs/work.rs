@@ -1,0 +1,136 @@
+//! The run's work ([`crate::worktree`]) through the API: its diff, review comments sent
+//! to the agent as one message (composer rules apply), merge into the base, discard.
+
+use super::{Run, RunError, Runs};
+use crate::worktree::{self, diff::Diff, merge::MergeError, merge::Strategy, review, Worktree};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Why a merge was refused or failed.
+#[derive(Debug)]
+pub enum WorkError {
+    Run(RunError),
+    Merge(MergeError),
+}
+
+impl From<RunError> for WorkError {
+    fn from(e: RunError) -> Self {
+        WorkError::Run(e)
+    }
+}
+
+fn worktree_of(run: &Run) -> Result<Worktree, RunError> {
+    let wt = run.record().worktree.ok_or_else(|| {
+        RunError::NoWorktree("the run has no worktree: its workdir is not in a git repository, or it was started with \"worktree\": false".into())
+    })?;
+    if wt.discarded {
+        return Err(RunError::NoWorktree("the run's worktree was discarded".into()));
+    }
+    if !Path::new(&wt.path).is_dir() {
+        return Err(RunError::NoWorktree(format!("the run's worktree {} is gone", wt.path)));
+    }
+    Ok(wt)
+}
+
+impl Runs {
+    /// `GET /runs/{id}/diff`.
+    pub async fn diff(&self, run: &Arc<Run>) -> Result<Diff, RunError> {
+        let wt = worktree_of(run)?;
+        worktree::diff::diff(&wt).await.map_err(RunError::Internal)
+    }
+
+    /// `POST /runs/{id}/review`: each comment with its line's text, as one message.
+    pub async fn review(
+        &self,
+        run: &Arc<Run>,
+        comments: Vec<review::Comment>,
+        summary: Option<String>,
+    ) -> Result<(), RunError> {
+        let wt = worktree_of(run)?;
+        if comments.is_empty() && summary.as_deref().is_none_or(|s| s.trim().is_empty()) {
+            return Err(RunError::BadRequest("a review needs comments or a summary".into()));
+        }
+        if comments.len() > review::MAX_COMMENTS {
+            return Err(RunError::BadRequest(format!("a review takes at most {} comments", review::MAX_COMMENTS)));
+        }
+        let mut quoted = Vec::with_capacity(comments.len());
+        for (i, c) in comments.into_iter().enumerate() {
+            review::check_path(&c.path).map_err(RunError::BadRequest)?;
+            if c.text.trim().is_empty() {
+                return Err(RunError::BadRequest(format!("comment {} has no text", i + 1)));
+            }
+            let content = match c.side {
+                review::Side::New => {
+                    let f = crate::fsutil::open_beneath(Path::new(&wt.path), &Path::new(&wt.path).join(&c.path))
+                        .map_err(|e| RunError::BadRequest(format!("{}: {e}", c.path)))?
+                        .ok_or_else(|| RunError::BadRequest(format!("{} is not in the run's worktree", c.path)))?;
+                    crate::fsutil::read_capped(f, 16 * 1024 * 1024).map_err(|e| RunError::Internal(e.to_string()))?
+                }
+                review::Side::Old => {
+                    let spec = format!("{}:{}", wt.base, c.path.trim_start_matches("./"));
+                    worktree::git(Path::new(&wt.path), &["cat-file", "blob", &spec], &[])
+                        .await
+                        .map_err(|_| RunError::BadRequest(format!("{} is not in the base commit", c.path)))?
+                }
+            };
+            let line = review::line_text(&content, c.line, &c.path).map_err(RunError::BadRequest)?;
+            quoted.push((c, line));
+        }
+        let text = review::message(&quoted, summary.as_deref());
+        self.send_message(run, &text).await
+    }
+
+    /// `POST /runs/{id}/merge`: the new commit on the base branch.
+    pub async fn merge(
+        &self,
+        run: &Arc<Run>,
+        strategy: Strategy,
+        message: Option<String>,
+    ) -> Result<String, WorkError> {
+        if let Some(m) = &message {
+            let m = super::input::chat_text(m).map_err(|e| RunError::text(e, "message"))?;
+            if m.len() > 64 * 1024 {
+                return Err(RunError::TooLarge("message is longer than 64 KiB".into()).into());
+            }
+        }
+        let _turn = self.work_lock.lock().await;
+        let wt = worktree_of(run)?;
+        let commit =
+            worktree::merge::merge(&wt, &run.id, strategy, message.as_deref()).await.map_err(WorkError::Merge)?;
+        tracing::info!(run = %run.id, commit = %commit, base = ?wt.base_ref, "merged the run's branch");
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            if let Some(w) = rec.worktree.as_mut() {
+                w.merged = Some(commit.clone());
+            }
+            rec.clone()
+        };
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the merge: {e}")))?;
+        Ok(commit)
+    }
+
+    /// `POST /runs/{id}/discard`: an ended run's worktree and branch removed.
+    pub async fn discard(&self, run: &Arc<Run>) -> Result<(), RunError> {
+        if run.record().status == super::registry::Status::Active {
+            return Err(RunError::RunActive);
+        }
+        let _turn = self.work_lock.lock().await;
+        let Some(wt) = run.record().worktree else {
+            return Err(RunError::NoWorktree("the run has no worktree".into()));
+        };
+        if wt.discarded {
+            return Err(RunError::NoWorktree("the run's worktree was already discarded".into()));
+        }
+        worktree::remove(&wt).await.map_err(RunError::Internal)?;
+        tracing::info!(run = %run.id, path = %wt.path, branch = %wt.branch, "discarded the run's worktree and branch");
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            if let Some(w) = rec.worktree.as_mut() {
+                w.discarded = true;
+            }
+            rec.clone()
+        };
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the discard: {e}")))?;
+        Ok(())
+    }
+}
