@@ -147,7 +147,7 @@ pub struct Lab {
     pub token: Option<String>,
     /// The rest of what `lab serve` printed at start (the login link, warnings).
     pub banner: Vec<String>,
-    client: reqwest::blocking::Client,
+    pub client: reqwest::blocking::Client,
 }
 
 impl Lab {
