@@ -109,6 +109,9 @@ fn a_run_works_on_its_own_branch_and_its_diff_review_merge_and_discard_go_throug
     assert_eq!(started_in(&log, &sid), path.to_str().unwrap(), "the agent runs in the worktree");
     wait_composer(&log, 1);
     assert!(path.join("img.bin").exists() && !path.join("old.txt").exists());
+    // The view (so the event stream) counts the changes as the agent makes them.
+    let v = lab.wait_view(&id, "the diff summary", |v| v["diff"]["files_changed"] == 4);
+    assert_eq!(v["diff"], json!({"files_changed": 4, "additions": 3, "deletions": 2}), "{v}");
     // The repository's own checkout is untouched.
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
     assert!(repo.join("old.txt").exists() && !repo.join("new.txt").exists());
@@ -204,6 +207,7 @@ fn a_run_works_on_its_own_branch_and_its_diff_review_merge_and_discard_go_throug
     assert!(git(&repo, &["worktree", "list"]).lines().count() == 1);
     let (status, body) = lab.get(&format!("/runs/{id}/diff"));
     assert_eq!((status, body["error"].as_str()), (409, Some("no_worktree")), "{body}");
+    assert_eq!(lab.view(&id)["diff"], Value::Null);
     // The record keeps it through a restart.
     lab.stop();
     let lab = w.serve();
@@ -296,6 +300,7 @@ fn a_run_outside_a_repository_or_refusing_a_worktree_runs_in_its_workdir() {
     assert!(body["message"].as_str().unwrap().contains("not in a git repository"), "{body}");
     let plain = lab.create_run(&w, "claude-code", "hi");
     assert_eq!(plain["worktree"], Value::Null);
+    assert_eq!(lab.view(&id_of(&plain))["diff"], Value::Null);
     let (status, body) = lab.get(&format!("/runs/{}/diff", id_of(&plain)));
     assert_eq!((status, body["error"].as_str()), (409, Some("no_worktree")), "{body}");
     let (status, body) = lab.post(&format!("/runs/{}/review", id_of(&plain)), &json!({"summary": "x"}));

@@ -110,6 +110,10 @@ pub struct ViewBody {
     pub composer_lock: Option<ComposerLock>,
     /// The newest answer's progress (null before the first answer).
     pub answer: Option<AnswerProgress>,
+    /// The run's changes against its worktree's base, in counts (`{"files_changed",
+    /// "additions", "deletions"}`), kept up to date as the agent works; null for a run
+    /// without a worktree, or before the first count.
+    pub diff: Option<crate::worktree::diff::Summary>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).

@@ -89,6 +89,9 @@ impl Runs {
         if let Some(prompt) = typed_prompt {
             self.clone().spawn_first_prompt(run.clone(), prompt);
         }
+        if run.record().worktree.is_some() {
+            self.clone().spawn_diff_watch(run.clone());
+        }
         self.clone().spawn_tailer(run.clone());
         Ok(run.body())
     }

@@ -61,6 +61,8 @@ pub struct Snapshot {
     pub message_count: usize,
     pub composer_lock: Option<ComposerLock>,
     pub answer: Option<AnswerProgress>,
+    /// The run's changes in counts ([`work`]'s diff watch; null without a worktree).
+    pub diff: Option<crate::worktree::diff::Summary>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -126,6 +128,7 @@ impl Run {
             message_count: 0,
             composer_lock: None,
             answer: None,
+            diff: None,
         };
         let (view, _) = watch::channel(initial);
         Arc::new(Run {
@@ -200,6 +203,7 @@ impl Run {
             blocked: snap.derived.blocked,
             composer_lock: snap.composer_lock,
             answer: snap.answer,
+            diff: snap.diff,
             more_before,
             more_after,
             messages,
@@ -255,7 +259,7 @@ impl Run {
         let composer_lock = input::composer_lock(&derived, tail.open_call(), tail.prompt_pending);
         self.view.send_if_modified(|cur| {
             // The answer's progress is kept where it is ([`Run::update_answer`]).
-            let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone() };
+            let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone(), diff: cur.diff };
             if *cur == snap {
                 return false;
             }
@@ -290,6 +294,15 @@ impl Run {
     }
 
     /// Change the newest answer's progress, if it is still `tool_id`'s.
+    /// Publish the run's diff summary (kept where it is by [`Run::update`]).
+    pub(super) fn set_diff(&self, diff: Option<crate::worktree::diff::Summary>) {
+        self.view.send_if_modified(|cur| {
+            let changed = cur.diff != diff;
+            cur.diff = diff;
+            changed
+        });
+    }
+
     fn update_answer(&self, tool_id: &str, f: impl FnOnce(&mut AnswerProgress)) {
         self.view.send_if_modified(|cur| match cur.answer.as_mut() {
             Some(p) if p.tool_id == tool_id => {
@@ -337,6 +350,8 @@ pub struct Runs {
     agent_versions: Arc<agent_version::VersionCache>,
     /// Merges and discards take turns (they move branches of shared repositories).
     work_lock: tokio::sync::Mutex<()>,
+    /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
+    diff_counting: tokio::sync::Mutex<()>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -379,12 +394,16 @@ impl Runs {
             liveness: Notify::new(),
             agent_versions: Arc::default(),
             work_lock: tokio::sync::Mutex::new(()),
+            diff_counting: tokio::sync::Mutex::new(()),
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
             let run = runs.attach(rec, false);
             run.found_at_start.store(true, Ordering::SeqCst);
+            if run.record().worktree.is_some_and(|w| !w.discarded) {
+                runs.clone().spawn_diff_watch(run.clone());
+            }
             if active {
                 runs.clone().spawn_tailer(run);
             } else {

@@ -32,7 +32,62 @@ fn worktree_of(run: &Run) -> Result<Worktree, RunError> {
     Ok(wt)
 }
 
+/// How often at most a run's diff summary is counted again.
+const DIFF_WATCH_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Runs {
+    /// Keep the run's view's `diff` summary up to date: counted at once, then again
+    /// (at most once per [`DIFF_WATCH_PAUSE`]) whenever new messages arrived — the agent's
+    /// edits come with its tool calls — and once more after the run ended; merges and
+    /// discards count it themselves. Summaries of different runs take turns (one git at a
+    /// time for all watches), so many runs never fork many gits at once.
+    pub(super) fn spawn_diff_watch(self: Arc<Self>, run: Arc<Run>) {
+        tokio::spawn(async move {
+            let mut views = run.subscribe();
+            let mut shutdown = self.shutdown.subscribe();
+            let mut counted_at: Option<usize> = None;
+            let mut counted_ended = false;
+            loop {
+                let (count, ended) = {
+                    let s = views.borrow_and_update();
+                    (s.message_count, s.derived.state == super::view::RunState::Ended)
+                };
+                if counted_at != Some(count) || (ended && !counted_ended) {
+                    counted_at = Some(count);
+                    counted_ended = ended;
+                    if !self.count_diff(&run).await {
+                        return;
+                    }
+                }
+                if ended {
+                    return;
+                }
+                tokio::select! {
+                    r = views.changed() => if r.is_err() { return },
+                    _ = shutdown.changed() => return,
+                }
+                tokio::time::sleep(DIFF_WATCH_PAUSE).await;
+            }
+        });
+    }
+
+    /// Count the run's diff into its view; false when there is no worktree to count.
+    async fn count_diff(&self, run: &Arc<Run>) -> bool {
+        let Some(wt) = run.record().worktree.filter(|w| !w.discarded) else {
+            run.set_diff(None);
+            return false;
+        };
+        let counted = {
+            let _one_at_a_time = self.diff_counting.lock().await;
+            worktree::diff::summary(&wt).await
+        };
+        match counted {
+            Ok(s) => run.set_diff(Some(s)),
+            Err(e) => tracing::debug!(run = %run.id, error = %e, "could not count the run's diff"),
+        }
+        true
+    }
+
     /// `GET /runs/{id}/diff`.
     pub async fn diff(&self, run: &Arc<Run>) -> Result<Diff, RunError> {
         let wt = worktree_of(run)?;
@@ -106,6 +161,7 @@ impl Runs {
             rec.clone()
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the merge: {e}")))?;
+        self.count_diff(run).await;
         Ok(commit)
     }
 
@@ -131,6 +187,7 @@ impl Runs {
             rec.clone()
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the discard: {e}")))?;
+        run.set_diff(None);
         Ok(())
     }
 }
