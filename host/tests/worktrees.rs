@@ -323,3 +323,21 @@ fn a_run_outside_a_repository_or_refusing_a_worktree_runs_in_its_workdir() {
     assert_eq!(started_in(&log, &sid), wt_path.join("src").to_str().unwrap());
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 2);
 }
+
+#[test]
+fn a_review_waits_like_a_message_while_the_agent_asks_something() {
+    let w = World::new();
+    make_repo(&w);
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "hi");
+    let id = id_of(&run);
+    lab.wait_state(&id, "question");
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/review"),
+        &json!({"comments": [{"path": "README.md", "line": 1, "text": "Shorter."}]}),
+    );
+    assert_eq!((status, body["error"].as_str()), (409, Some("dialog_pending")), "{body}");
+    let (status, body) = lab.post(&format!("/runs/{id}/discard"), &json!({}));
+    assert_eq!((status, body["error"].as_str()), (409, Some("run_active")), "{body}");
+}
