@@ -161,6 +161,10 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("POST", "/runs".into(), create),
         ("POST", format!("/runs/{id}/messages"), json!({"text": "hello"})),
         ("POST", format!("/runs/{id}/dialog/answer"), json!({"tool_id": "toolu_1", "answers": [{"option": 0}]})),
+        ("GET", format!("/runs/{id}/diff"), Value::Null),
+        ("POST", format!("/runs/{id}/review"), json!({"summary": "ok"})),
+        ("POST", format!("/runs/{id}/merge"), json!({})),
+        ("POST", format!("/runs/{id}/discard"), json!({})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
@@ -242,17 +246,33 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         for (method, path, _) in routes.iter().filter(|(m, _, _)| *m == "GET" || *m == "HEAD") {
             let r = send(port, method, path, headers, &Value::Null);
             // (`/login` is the login form: a lab that takes no token redirects it to the UI.)
-            let expected = if path == "/no-such-thing" { 404 } else { 200 };
+            // (The idle run's workdir is no repository: its diff handler says so.)
+            let expected = if path == "/no-such-thing" {
+                404
+            } else if path.ends_with("/diff") {
+                409
+            } else {
+                200
+            };
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 13, "{headers:?}");
+        assert_eq!(served, 14, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
     // (`POST /login` with a wrong token: its handler's own refusal.)
-    let expect =
-        [("/login", 401), ("/runs", 201), ("/messages", 202), ("/dialog/answer", 409), ("/stop", 200), ("/runs", 405)];
+    let expect = [
+        ("/login", 401),
+        ("/runs", 201),
+        ("/messages", 202),
+        ("/dialog/answer", 409),
+        ("/review", 409),
+        ("/merge", 409),
+        ("/discard", 409),
+        ("/stop", 200),
+        ("/runs", 405),
+    ];
     let posts: Vec<_> = routes.iter().filter(|(m, _, _)| *m == "POST" || *m == "OPTIONS").collect();
     assert_eq!(posts.len(), expect.len());
     for ((method, path, body), (suffix, status)) in posts.into_iter().zip(expect) {
@@ -490,6 +510,16 @@ fn off_loopback_nothing_is_served_without_the_token() {
     assert_eq!(std::fs::metadata(w.home.join("token")).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(lab_token(&w, false), token, "`lab token` prints the token lab serve uses");
 
+    // A wrong token first: the refusals below would fill the log's window (at most
+    // refusals::PER_WINDOW per 10 s are logged).
+    let bad = send(
+        port,
+        "GET",
+        "/runs",
+        &[("Host", host.as_str()), ("Authorization", "Bearer not-the-token-0000")],
+        &Value::Null,
+    );
+    assert_eq!(bad.status, 401);
     // No token: nothing but /login is served, and nothing starts.
     let routes = routes(&w, "r-0123456789ab");
     let mut refused = 0;
@@ -503,16 +533,8 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 16, "{refused}/16 refused");
+    assert_eq!(refused, 20, "{refused}/20 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
-    let bad = send(
-        port,
-        "GET",
-        "/runs",
-        &[("Host", host.as_str()), ("Authorization", "Bearer not-the-token-0000")],
-        &Value::Null,
-    );
-    assert_eq!(bad.status, 401);
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
     });
