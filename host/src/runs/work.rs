@@ -23,12 +23,7 @@ fn worktree_of(run: &Run) -> Result<Worktree, RunError> {
     let wt = run.record().worktree.ok_or_else(|| {
         RunError::NoWorktree("the run has no worktree: its workdir is not in a git repository, or it was started with \"worktree\": false".into())
     })?;
-    if wt.discarded {
-        return Err(RunError::NoWorktree("the run's worktree was discarded".into()));
-    }
-    if !Path::new(&wt.path).is_dir() {
-        return Err(RunError::NoWorktree(format!("the run's worktree {} is gone", wt.path)));
-    }
+    worktree::diff::checked_dir(&wt).map_err(RunError::NoWorktree)?;
     Ok(wt)
 }
 

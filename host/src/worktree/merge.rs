@@ -4,7 +4,7 @@
 //! checkout, the base's checkout is refused when its own uncommitted changes touch a
 //! merged file, and the base moves by a fast-forward to the merge commit lab made.
 
-use super::{git, git_line, run_git, Worktree};
+use super::{git, git_line, git_line_env, run_git, Worktree};
 use crate::paths::RunId;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -204,10 +204,6 @@ pub async fn merge(
         git(dir, &["reset", "--quiet"], &[]).await?;
     }
     Ok(commit)
-}
-
-async fn git_line_env(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<String, String> {
-    Ok(String::from_utf8_lossy(&git(dir, args, env).await?).trim().to_string())
 }
 
 #[cfg(test)]

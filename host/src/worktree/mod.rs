@@ -167,7 +167,12 @@ pub async fn git(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<Ve
 
 /// [`git`]'s output as one trimmed line of text.
 pub async fn git_line(dir: &Path, args: &[&str]) -> Result<String, String> {
-    Ok(String::from_utf8_lossy(&git(dir, args, &[]).await?).trim().to_string())
+    git_line_env(dir, args, &[]).await
+}
+
+/// [`git_line`] with variables set for the command.
+pub async fn git_line_env(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<String, String> {
+    Ok(String::from_utf8_lossy(&git(dir, args, env).await?).trim().to_string())
 }
 
 /// The repository `workdir` is in, if any.
