@@ -2,7 +2,7 @@
 
 export const enc = encodeURIComponent;
 
-/** Call the API. Never throws: returns {ok, status, data} or {ok:false, status, error, message}. */
+/** Call the API. Never throws: returns {ok, status, data} or {ok:false, status, data, error, message}. */
 export async function api(method, path, body) {
   let res;
   try {
@@ -24,6 +24,7 @@ export async function api(method, path, body) {
   return {
     ok: false,
     status: res.status,
+    data, // an error's own fields (a merge conflict's files)
     error: (data && data.error) || `http_${res.status}`,
     message: (data && data.message) || text.trim().slice(0, 300) || `HTTP ${res.status} ${res.statusText}`,
   };

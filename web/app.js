@@ -1,6 +1,7 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
-// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`), start-up.
+// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`), start-up.
+import { DiffView } from "./diffview.js";
 import { h, stateBadge } from "./dom.js";
 import { initNewRunForm, loadInfo, loadProviders } from "./newrun.js";
 import { initNotify, setTitle } from "./notify.js";
@@ -28,6 +29,8 @@ function parseRoute() {
   const hash = location.hash.replace(/^#/, "");
   let m = hash.match(/^\/runs\/([^/]+)\/terminal\/?$/);
   if (m) return { name: "terminal", id: decodeURIComponent(m[1]) };
+  m = hash.match(/^\/runs\/([^/]+)\/diff\/?$/);
+  if (m) return { name: "diff", id: decodeURIComponent(m[1]) };
   m = hash.match(/^\/runs\/([^/]+)\/?$/);
   if (m) return { name: "run", id: decodeURIComponent(m[1]) };
   return { name: "home" };
@@ -44,6 +47,7 @@ function route() {
   document.body.dataset.route = r.name; // the phone layout shows either the run list or a run
   if (r.name === "run") store.currentView = new RunView(mainEl, r.id);
   else if (r.name === "terminal") store.currentView = new TerminalView(mainEl, r.id);
+  else if (r.name === "diff") store.currentView = new DiffView(mainEl, r.id);
   else store.currentView = new HomeView(mainEl);
   renderRunList();
 }

@@ -1,6 +1,7 @@
 // One run as a live chat: header, transcript, dialog card, composer.
 import { api, enc } from "./api.js";
 import { ChoiceCard, QuestionCard, QuestionsCard, answerableCard, readOnlyCard } from "./cards.js";
+import { summaryText } from "./diffparse.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
 import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
@@ -154,6 +155,7 @@ export class RunView {
             h("a", { href: "#/", class: "button-link narrow-only", "data-testid": "back-to-runs" }, "← Runs"),
             this.titleEl, this.badge, this.conn,
             h("span", { class: "spacer" }),
+            this.changesLink = h("a", { href: `#/runs/${enc(this.runId)}/diff`, class: "button-link changes-link", "data-testid": "changes-link", hidden: true }),
             h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "button-link", "data-testid": "terminal-link" }, "Terminal"),
             this.stopBtn),
           this.metaEl,
@@ -221,8 +223,24 @@ export class RunView {
         this.attachSlot.replaceChildren(attachBox(cmd) || "");
       }
     }
+    this.renderChangesLink(run);
     this.stopBtn.disabled = state === "ended";
     setTitle(`${this.titleEl.textContent} · lab`);
+  }
+
+  /** "Changes +12 −3": the run's worktree diff, live from the view (else the run list's). */
+  renderChangesLink(run) {
+    const wt = run && run.worktree;
+    const show = !!(wt && !wt.discarded);
+    this.changesLink.hidden = !show;
+    if (!show) return;
+    const d = this.view.diff || run.diff;
+    const sig = d ? `${d.files_changed}|${d.additions}|${d.deletions}` : "";
+    if (this.changesLink.dataset.sig === sig && this.changesLink.childNodes.length) return;
+    this.changesLink.dataset.sig = sig;
+    this.changesLink.title = d ? summaryText(d) : "The run's changes";
+    this.changesLink.replaceChildren("Changes",
+      ...(d ? [" ", h("span", { class: "plus" }, `+${d.additions}`), " ", h("span", { class: "minus" }, `−${d.deletions}`)] : []));
   }
 
   setConn(s) {
@@ -242,6 +260,7 @@ export class RunView {
       blocked: v.blocked ?? null,
       composer_lock: v.composer_lock ?? null,
       answer: v.answer ?? null,
+      diff: v.diff ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.applyAnswerProgress();

@@ -1431,6 +1431,156 @@ describe("a UI served from another origin", () => {
   });
 });
 
+describe("the agent's work: a worktree's diff, review comments, merge", () => {
+  /** Run git in dir (no user config: the world's HOME is the agent's). */
+  const git = (dir, ...args) => {
+    const r = spawnSync("git", ["-c", "user.name=lab test", "-c", "user.email=lab@test.invalid", "-c", "init.defaultBranch=main", ...args], { cwd: dir, encoding: "utf8" });
+    assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  /** The world's workdir made a repository: a Rust file and a README, one commit. */
+  const makeRepo = (world) => {
+    fs.mkdirSync(path.join(world.workdir, "src"));
+    fs.writeFileSync(path.join(world.workdir, "src", "lib.rs"), "pub fn price(cents: u32) -> u32 {\n    cents\n}\n");
+    fs.writeFileSync(path.join(world.workdir, "README.md"), "# webshop\n");
+    git(world.workdir, "init", "-q");
+    git(world.workdir, "add", "-A");
+    git(world.workdir, "commit", "-q", "-m", "start");
+    return git(world.workdir, "rev-parse", "HEAD");
+  };
+  const EDIT = "pub fn price(cents: u32) -> u32 {\n    // Prices carry tax.\n    cents * 120 / 100\n}\n";
+  const EDITS = [
+    { write: { path: "src/lib.rs", text: EDIT } },
+    { write: { path: "notes/todo.md", text: "- tax rates per country\n" } },
+    { write: { path: "logo.bin", bytes: [0, 159, 146, 150, 0, 1] } },
+    { say: "Added tax." },
+  ];
+
+  scenario("the diff view: files, patches unified and side by side, highlighted; a comment on a line reaches the agent; merge from the page", {
+    script: { steps: [...EDITS, { idle: {} }, { say: "I will look at your comment." }, { idle: {} }] }, prompt: null, open: false,
+  }, async ({ world, page }) => {
+    const base = makeRepo(world);
+    const run = await world.createRun("add tax");
+    assert.equal(run.worktree.base, base);
+    assert.equal(run.worktree.branch, `lab/${run.id}`);
+    await world.waitView(run.id, (v) => v.state === "idle" && v.diff && v.diff.files_changed === 3, "the diff summary counts 3 files");
+
+    await page.goto(new URL(`#/runs/${run.id}`, world.url).href);
+    const changes = page.getByTestId("changes-link");
+    await waitText(changes, /^Changes \+\d+ −1$/, "the run header's changes link");
+    await page.locator(`[data-testid=run-item][data-run-id="${run.id}"] [data-testid=run-item-diff]`).waitFor();
+    const clicked = Date.now();
+    await changes.click();
+    await page.getByTestId("diff-view").waitFor();
+    await page.locator("[data-testid=diff-file][data-path='src/lib.rs'] [data-testid=diff-table]").waitFor();
+    const firstPaintMs = Date.now() - clicked;
+    assert.equal(await page.getByTestId("diff-file-link").count(), 3);
+    assert.deepEqual(await page.getByTestId("diff-file-link").evaluateAll((els) => els.map((e) => e.dataset.path)).then((p) => p.sort()), ["logo.bin", "notes/todo.md", "src/lib.rs"]);
+    await waitText(page.getByTestId("diff-summary"), /^3 files changed, \+\d+ −1$/, "the summary");
+    const lib = page.locator("[data-testid=diff-file][data-path='src/lib.rs']");
+    // The patch as git made it: the deleted line, the two added ones, highlighted.
+    assert.equal(await lib.locator("tr.del .code").count(), 1);
+    assert.equal(await lib.locator("tr.add .code").count(), 2);
+    assert.match(await lib.locator("tr.add .code").nth(1).textContent(), /cents \* 120 \/ 100/);
+    assert.ok(await lib.locator(".tk-kw", { hasText: /^fn$/ }).count() >= 1, "keywords are highlighted");
+    assert.equal(await lib.locator(".tk-com").first().textContent(), "// Prices carry tax.");
+    await page.locator("[data-testid=diff-file][data-path='logo.bin']").getByText("Binary file — not shown.").waitFor();
+    await screenshot(page, "40-diff-unified");
+
+    await page.getByTestId("diff-mode-split").click();
+    await lib.locator("table.split").waitFor();
+    // Side by side: the old line faces the first new one.
+    const row = lib.locator("tr.dl.split", { has: page.locator("td.side-del") });
+    assert.equal(await row.count(), 1);
+    assert.match(await row.locator("td.side-add.code").textContent(), /Prices carry tax/);
+    await screenshot(page, "41-diff-split");
+
+    // A comment on new line 3 (side by side), kept as a draft, then sent.
+    await lib.locator("[data-testid=comment-line][data-side=new][data-line='3']").click();
+    await page.getByTestId("comment-input").fill("Use a rate constant, not 120/100.");
+    await page.getByTestId("comment-add").click();
+    await page.getByTestId("comment-draft").waitFor();
+    await waitText(page.getByTestId("review-count"), /^1 comment$/, "the review count");
+    // The drafts survive switching the layout.
+    await page.getByTestId("diff-mode-unified").click();
+    await lib.locator("table.unified [data-testid=comment-draft]").waitFor();
+    await page.getByTestId("review-summary").fill("One thing before this lands.");
+    await screenshot(page, "42-diff-comment");
+    await page.getByTestId("review-send").click();
+    await waitText(page.getByTestId("review-status"), /^1 comment sent to .+\. See the chat$/, "the review status");
+    assert.equal(await page.getByTestId("comment-draft").count(), 0);
+
+    const v = await world.waitView(run.id, (v) => v.messages.some((m) => m.role === "user" && /Use a rate constant/.test(m.text || "")), "the review in the transcript");
+    const msg = v.messages.find((m) => m.role === "user" && /Use a rate constant/.test(m.text || "")).text;
+    assert.match(msg, /One thing before this lands\./);
+    assert.match(msg, /src\/lib\.rs line 3/);
+    assert.match(msg, /> {5}cents \* 120 \/ 100/); // "> " and the line as it is
+    await page.getByTestId("review-to-chat").click();
+    await page.locator("[data-testid=message][data-role=user]", { hasText: "Use a rate constant" }).waitFor();
+    await world.waitView(run.id, (v) => v.state === "idle" && v.messages.some((m) => m.text === "I will look at your comment."), "the agent's reply");
+
+    // Merge from the page (the page asks first).
+    await page.getByTestId("changes-link").click();
+    await page.getByTestId("diff-view").waitFor();
+    page.once("dialog", (d) => d.accept());
+    await page.getByTestId("merge-button").click();
+    const merged = await waitText(page.getByTestId("work-status"), /^Merged into main as [0-9a-f]{10}\.$/, "the merge status");
+    await page.getByTestId("merged-tag").waitFor();
+    const head = git(world.workdir, "rev-parse", "HEAD");
+    assert.ok(head.startsWith(merged.match(/as ([0-9a-f]+)/)[1]), `the base branch is at the merge: ${head} vs ${merged}`);
+    assert.equal(fs.readFileSync(path.join(world.workdir, "src", "lib.rs"), "utf8"), EDIT, "the checkout has the agent's edit");
+    assert.equal(git(world.workdir, "status", "--porcelain"), "");
+    await screenshot(page, "43-diff-merged");
+    process.stderr.write(`diff view first paint (click → first file's table): ${firstPaintMs} ms\n`);
+  });
+
+  scenario("the diff view: a moved file, a patch too large to show whole; a conflicting merge lists the files and changes nothing; discard of an ended run removes its worktree", {
+    script: { steps: [...EDITS, { idle: {} }] }, prompt: null, open: false,
+  }, async ({ world, page }) => {
+    makeRepo(world);
+    const run = await world.createRun("add tax");
+    await world.waitView(run.id, (v) => v.state === "idle" && v.diff && v.diff.files_changed === 3, "the diff summary counts 3 files");
+    // The base moves on in the same line meanwhile.
+    fs.writeFileSync(path.join(world.workdir, "src", "lib.rs"), "pub fn price(cents: u32) -> u32 {\n    cents + 1\n}\n");
+    git(world.workdir, "commit", "-q", "-am", "base moves on");
+    const before = [git(world.workdir, "rev-parse", "HEAD"), git(world.workdir, "status", "--porcelain")];
+
+    // What the agent could leave too (made here, not through its transcript): a file
+    // moved, and one too large to show whole.
+    fs.mkdirSync(path.join(run.worktree.path, "docs"));
+    fs.renameSync(path.join(run.worktree.path, "README.md"), path.join(run.worktree.path, "docs", "README.md"));
+    fs.writeFileSync(path.join(run.worktree.path, "big.txt"), Array.from({ length: 6000 }, (_, i) => `line ${i} ${"x".repeat(40)}\n`).join(""));
+
+    await page.goto(new URL(`#/runs/${run.id}/diff`, world.url).href);
+    await page.locator("[data-testid=diff-file][data-path='src/lib.rs'] [data-testid=diff-table]").waitFor();
+    const moved = page.locator("[data-testid=diff-file][data-path='docs/README.md']");
+    assert.equal(await moved.getAttribute("data-status"), "renamed");
+    assert.equal(await moved.locator(".file-head .path").textContent(), "README.md → docs/README.md");
+    const big = page.locator("[data-testid=diff-file][data-path='big.txt']");
+    await big.getByTestId("patch-truncated").waitFor();
+    await big.getByTestId("unfold-file").click();
+    await big.locator("[data-testid=diff-table] tr.add").first().waitFor();
+    assert.ok(await big.locator("tr.add").count() < 6000, "the cut patch shows fewer lines than the file has");
+    assert.equal(await page.getByTestId("discard-button").isDisabled(), true, "discard waits for the run to end");
+    page.once("dialog", (d) => d.accept());
+    await page.getByTestId("merge-button").click();
+    await waitText(page.getByTestId("work-status"), /^Not merged — these files conflict with main/, "the conflict");
+    assert.deepEqual(await page.getByTestId("work-status-files").locator("li").allTextContents(), ["src/lib.rs"]);
+    assert.deepEqual([git(world.workdir, "rev-parse", "HEAD"), git(world.workdir, "status", "--porcelain")], before, "the repository is unchanged");
+    await screenshot(page, "44-diff-conflict");
+
+    const stopped = await world.api("POST", `/runs/${run.id}/stop`, {});
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    await waitFor(async () => !(await page.getByTestId("discard-button").isDisabled()), { what: "discard enabled once the run ended" });
+    page.once("dialog", (d) => d.accept());
+    await page.getByTestId("discard-button").click();
+    await waitText(page.getByTestId("work-status"), /^Discarded: the worktree and its branch are gone\.$/, "the discard status");
+    await page.getByTestId("diff-error").waitFor();
+    assert.equal(fs.existsSync(run.worktree.path), false, "the worktree is gone");
+    assert.equal(spawnSync("git", ["rev-parse", "--verify", "-q", `refs/heads/lab/${run.id}`], { cwd: world.workdir }).status, 1, "the branch is gone");
+  });
+});
+
 // Last, once every scenario above has run: what the pages read against what lab sent.
 test("the UI reads only fields the API sends (every page above, against lab's real answers)", async (t) => {
   if (skipReason) { t.skip(skipReason); return; }

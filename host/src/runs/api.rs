@@ -143,6 +143,9 @@ pub struct RunBody {
     pub answer: Option<AnswerProgress>,
     /// The run's own worktree, where the agent runs (null: it runs in `workdir`).
     pub worktree: Option<crate::worktree::Worktree>,
+    /// The worktree's diff summary as the view has it (null without a worktree, or
+    /// before it was first counted).
+    pub diff: Option<crate::worktree::diff::Summary>,
 }
 
 /// The request body of `POST /runs`.

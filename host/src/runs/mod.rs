@@ -162,9 +162,9 @@ impl Run {
     pub fn body(&self) -> RunBody {
         // The view first, then the record: never both at once (publishing takes them
         // in the other order).
-        let (state, answer) = {
+        let (state, answer, diff) = {
             let v = self.view.borrow();
-            (v.derived.state, v.answer.clone())
+            (v.derived.state, v.answer.clone(), v.diff)
         };
         // Field by field: the record's prompt (up to 256 KiB) is not part of the body.
         let r = self.record.lock().unwrap();
@@ -183,6 +183,7 @@ impl Run {
             error: r.error.clone(),
             answer,
             worktree: r.worktree.clone(),
+            diff,
         }
     }
 
