@@ -175,7 +175,7 @@ export class DiffView {
     if (wt) {
       bits.push(h("span", { class: "mono", title: "The run's branch" }, wt.branch));
       bits.push(h("span", {}, "from ", h("span", { class: "mono", title: wt.base }, `${wt.base_ref || "a detached HEAD"} @ ${String(wt.base).slice(0, 8)}`)));
-      bits.push(h("span", { class: "mono", title: "Worktree" }, wt.path));
+      bits.push(h("span", { class: "mono wt-path", title: "Worktree" }, wt.path));
       if (wt.merged) bits.push(h("span", { class: "tag ok", "data-testid": "merged-tag", title: wt.merged }, `merged ${String(wt.merged).slice(0, 8)}`));
       if (wt.discarded) bits.push(h("span", { class: "tag", "data-testid": "discarded-tag" }, "discarded"));
     }

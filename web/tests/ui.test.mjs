@@ -1457,7 +1457,7 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
   ];
 
   scenario("the diff view: files, patches unified and side by side, highlighted; a comment on a line reaches the agent; merge from the page", {
-    script: { steps: [...EDITS, { idle: {} }, { say: "I will look at your comment." }, { idle: {} }] }, prompt: null, open: false,
+    script: { steps: [...EDITS, { idle: {} }, { write: { path: "src/rate.rs", text: "pub const TAX_RATE: u32 = 20;\n" } }, { say: "I will look at your comment." }, { idle: {} }] }, prompt: null, open: false,
   }, async ({ world, page }) => {
     const base = makeRepo(world);
     const run = await world.createRun("add tax");
@@ -1509,6 +1509,11 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
     await page.getByTestId("review-send").click();
     await waitText(page.getByTestId("review-status"), /^1 comment sent to .+\. See the chat$/, "the review status");
     assert.equal(await page.getByTestId("comment-draft").count(), 0);
+    // The agent edits again while the view is open: it says so, and Refresh shows it.
+    await page.getByTestId("diff-stale").waitFor();
+    await page.getByTestId("diff-stale").getByRole("button", { name: "Refresh" }).click();
+    await page.locator("[data-testid=diff-file-link][data-path='src/rate.rs']").waitFor();
+    assert.equal(await page.getByTestId("diff-stale").isHidden(), true);
 
     const v = await world.waitView(run.id, (v) => v.messages.some((m) => m.role === "user" && /Use a rate constant/.test(m.text || "")), "the review in the transcript");
     const msg = v.messages.find((m) => m.role === "user" && /Use a rate constant/.test(m.text || "")).text;
@@ -1531,6 +1536,11 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
     assert.equal(fs.readFileSync(path.join(world.workdir, "src", "lib.rs"), "utf8"), EDIT, "the checkout has the agent's edit");
     assert.equal(git(world.workdir, "status", "--porcelain"), "");
     await screenshot(page, "43-diff-merged");
+    // On a phone: one column, nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.locator("[data-testid=diff-file][data-path='src/lib.rs'] [data-testid=diff-table]").waitFor();
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), "no sideways scrolling on a phone");
+    await screenshot(page, "45-diff-phone");
     process.stderr.write(`diff view first paint (click → first file's table): ${firstPaintMs} ms\n`);
   });
 
