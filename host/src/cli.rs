@@ -280,6 +280,8 @@ fn serve(
         if let Some(settings) = notify {
             crate::notify::spawn(settings, runs.changes())?;
         }
+        let push = crate::push::Push::open(&home)?;
+        push.spawn(runs.changes());
         tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
         if !local.ip().is_loopback() {
             tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");
@@ -293,6 +295,7 @@ fn serve(
         }
         let app = crate::http::router(runs.clone(), edge)
             .layer(axum::Extension(std::sync::Arc::new(info)))
+            .layer(axum::Extension(push))
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {

@@ -152,6 +152,9 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/runs/{id}/review", post(review))
         .route("/runs/{id}/merge", post(merge))
         .route("/runs/{id}/discard", post(discard))
+        .route("/push/key", get(push_key))
+        .route("/push/subscriptions", get(list_push_subscriptions).post(add_push_subscription))
+        .route("/push/subscriptions/{id}", axum::routing::delete(remove_push_subscription))
         .route("/", get(index))
         .route("/{file}", get(asset))
         .fallback(not_found)
@@ -487,6 +490,48 @@ async fn discard(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiRe
     let run = runs.get(&id)?;
     runs.discard(&run).await?;
     Ok(Json(run.body()).into_response())
+}
+
+type PushExt = axum::Extension<Arc<crate::push::Push>>;
+
+/// `GET /push/key`: lab's VAPID public key, for `pushManager.subscribe`.
+async fn push_key(axum::Extension(push): PushExt) -> Response {
+    Json(json!({"public_key": push.public_key()})).into_response()
+}
+
+async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
+    let list: Vec<_> = push.store().list().iter().map(|s| s.body()).collect();
+    Json(list).into_response()
+}
+
+/// `POST /push/subscriptions`: a PushSubscription's JSON → `201 {"id"}`.
+async fn add_push_subscription(
+    axum::Extension(push): PushExt,
+    body: Result<Json<crate::push::subscriptions::SubscriptionRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(req) = body?;
+    crate::push::subscriptions::check(&req).map_err(ApiError::bad_request)?;
+    let sub = push.store().add(req, crate::runs::now_rfc3339()).map_err(|e| {
+        if e.contains("remove one first") {
+            ApiError { status: StatusCode::CONFLICT, code: "too_many_subscriptions", message: e }
+        } else {
+            ApiError::internal(e)
+        }
+    })?;
+    tracing::info!(subscription = %sub.id, "push subscription added");
+    Ok((StatusCode::CREATED, Json(json!({"id": sub.id, "created_at": sub.created_at}))).into_response())
+}
+
+async fn remove_push_subscription(axum::Extension(push): PushExt, Path(id): Path<String>) -> ApiResult<Response> {
+    match push.store().remove(&id) {
+        Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Ok(false) => Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "subscription_not_found",
+            message: format!("there is no push subscription {id:?}"),
+        }),
+        Err(e) => Err(ApiError::internal(format!("cannot save the subscriptions: {e}"))),
+    }
 }
 
 /// `GET /runs/{id}/events`: one `view` event per change; each carries only the

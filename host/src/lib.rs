@@ -24,6 +24,7 @@ pub mod model;
 pub mod notify;
 pub mod ownership;
 pub mod paths;
+pub mod push;
 pub mod runs;
 pub mod scaffold;
 pub mod shell;

@@ -135,6 +135,10 @@ impl Home {
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")
     }
+    /// Web Push: the VAPID key and the subscriptions.
+    pub fn push_dir(&self) -> PathBuf {
+        self.root.join("push")
+    }
     /// What `lab paths` prints: each place lab keeps state, by name.
     pub fn layout(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
@@ -147,6 +151,7 @@ impl Home {
             ("log", self.log_file()),
             ("tmux_socket", self.tmux_socket()),
             ("worktrees", self.worktrees_dir()),
+            ("push", self.push_dir()),
         ]
     }
     pub fn run_files(&self, id: &RunId) -> RunFiles {

@@ -165,10 +165,24 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("POST", format!("/runs/{id}/review"), json!({"summary": "ok"})),
         ("POST", format!("/runs/{id}/merge"), json!({})),
         ("POST", format!("/runs/{id}/discard"), json!({})),
+        ("GET", "/push/key".into(), Value::Null),
+        ("GET", "/push/subscriptions".into(), Value::Null),
+        ("POST", "/push/subscriptions".into(), push_subscription()),
+        ("DELETE", "/push/subscriptions/ps-none".into(), json!({})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
     ]
+}
+
+/// A PushSubscription a browser could send: an endpoint on loopback (never called: no
+/// run of these tests waits) and a valid P-256 point (the curve's generator) as its key.
+fn push_subscription() -> Value {
+    use base64::Engine;
+    let hex = "046b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c2964fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5";
+    let point: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    json!({"endpoint": "http://127.0.0.1:9/push/sub", "keys": {"p256dh": e.encode(point), "auth": e.encode([1u8; 16])}})
 }
 
 fn send(port: u16, method: &str, path: &str, extra: &[(&str, &str)], body: &Value) -> Resp {
@@ -257,7 +271,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 14, "{headers:?}");
+        assert_eq!(served, 16, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -270,10 +284,12 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/review", 409),
         ("/merge", 409),
         ("/discard", 409),
+        ("/push/subscriptions", 201),
+        ("/push/subscriptions/ps-none", 404),
         ("/stop", 200),
         ("/runs", 405),
     ];
-    let posts: Vec<_> = routes.iter().filter(|(m, _, _)| *m == "POST" || *m == "OPTIONS").collect();
+    let posts: Vec<_> = routes.iter().filter(|(m, _, _)| *m == "POST" || *m == "DELETE" || *m == "OPTIONS").collect();
     assert_eq!(posts.len(), expect.len());
     for ((method, path, body), (suffix, status)) in posts.into_iter().zip(expect) {
         assert!(path.ends_with(suffix));
@@ -533,7 +549,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 20, "{refused}/20 refused");
+    assert_eq!(refused, 24, "{refused}/24 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
@@ -656,7 +672,7 @@ fn require_token_on_loopback_and_operator_allowed_hosts_and_origins() {
     let r = preflight("https://ui.example");
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("access-control-allow-origin"), Some("https://ui.example"));
-    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST, HEAD"));
+    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST, DELETE, HEAD"));
     assert_eq!(r.header("access-control-allow-headers"), Some("authorization, content-type, last-event-id"));
     assert_eq!(r.header("access-control-max-age"), Some("600"));
     assert_eq!(r.header("access-control-allow-credentials"), None, "the cookie never travels cross-origin");

@@ -1,0 +1,250 @@
+//! Web Push (docs/push.md): a run that starts waiting on the operator reaches the
+//! browsers that subscribed, tab closed or not, through their push services.
+//!
+//! - **Keys** ([`Vapid`]): lab's VAPID key pair (RFC 8292), made on first use and kept
+//!   in `<home>/push/vapid.key` (0600); `GET /push/key` gives its public half.
+//! - **Subscriptions** ([`subscriptions::Store`]): checked, persisted, removed by the
+//!   operator or when a push service answers 404/410.
+//! - **What fires**: the webhook's [`notify::Transitions`] over question, needs_input
+//!   and ended; **what is sent**: [`payload::payload`], cut to fit one push.
+//! - **How**: RFC 8291 `aes128gcm` and the VAPID header by `web-push-native` (RustCrypto
+//!   underneath, no hand-written cryptography), POSTed by one task per subscription and
+//!   push, retried with backoff ([`notify::retry_delay`]); nothing waits on a delivery.
+
+pub mod payload;
+pub mod subscriptions;
+
+use crate::notify;
+use crate::paths::Home;
+use crate::runs::view::RunState;
+use crate::runs::Change;
+use std::sync::Arc;
+use std::time::Duration;
+use subscriptions::{Store, Subscription};
+use tokio::sync::broadcast;
+use web_push_native::jwt_simple::algorithms::{ECDSAP256PublicKeyLike, ES256KeyPair};
+
+/// The states pushed: where a run waits on the operator, and its end.
+pub const EVENTS: [RunState; 3] = [RunState::Question, RunState::NeedsInput, RunState::Ended];
+/// How long a push service keeps a push for a browser that is offline (`TTL`).
+pub const TTL: Duration = Duration::from_secs(4 * 60 * 60);
+/// One attempt (connect, send, answer) at most.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The VAPID `sub` claim: a contact for the push service; lab has no operator address.
+pub const CONTACT: &str = "mailto:lab@localhost";
+
+/// lab's VAPID key pair.
+pub struct Vapid {
+    key: ES256KeyPair,
+}
+
+impl Vapid {
+    /// Load `path`, or make a key pair and keep it there (0600) when there is none.
+    pub fn load_or_create(path: &std::path::Path) -> anyhow::Result<Vapid> {
+        use base64::Engine;
+        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        if let Some(bytes) = crate::fsutil::read_optional(path)? {
+            let text = String::from_utf8_lossy(&bytes);
+            let raw = e
+                .decode(text.trim())
+                .map_err(|_| anyhow::anyhow!("{}: not a VAPID key (base64url)", path.display()))?;
+            let key = ES256KeyPair::from_bytes(&raw)
+                .map_err(|err| anyhow::anyhow!("{}: not a P-256 private key ({err})", path.display()))?;
+            crate::fsutil::set_mode(path, 0o600)?;
+            return Ok(Vapid { key });
+        }
+        let key = ES256KeyPair::generate();
+        crate::fsutil::write_atomic(path, format!("{}\n", e.encode(key.to_bytes())).as_bytes(), 0o600)?;
+        tracing::info!(path = %path.display(), "made lab's VAPID key pair for Web Push");
+        Ok(Vapid { key })
+    }
+
+    /// The public key, base64url, uncompressed P-256 (what `applicationServerKey` takes).
+    pub fn public_key(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(self.key.public_key().public_key().to_bytes_uncompressed())
+    }
+}
+
+/// The push service: keys, subscriptions, delivery.
+pub struct Push {
+    vapid: Vapid,
+    store: Store,
+    client: reqwest::Client,
+}
+
+/// How one delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered,
+    /// 404 or 410: the subscription is gone (removed here).
+    Gone,
+    /// Another 4xx: retrying will not help.
+    Refused(u16),
+    /// Every attempt failed (5xx, 429, network).
+    GaveUp(String),
+}
+
+/// What an answer's status means for a push: `Ok` delivered, `Err(true)` retry,
+/// `Err(false)` give up.
+pub fn judge(status: u16) -> Result<(), bool> {
+    match status {
+        200..=299 => Ok(()),
+        408 | 425 | 429 | 500..=599 => Err(true),
+        _ => Err(false),
+    }
+}
+
+impl Push {
+    /// Open the push service in `home` (its folder 0700, the key made if missing).
+    pub fn open(home: &Home) -> anyhow::Result<Arc<Push>> {
+        let dir = home.push_dir();
+        crate::fsutil::private_dir(&dir)?;
+        let vapid = Vapid::load_or_create(&dir.join("vapid.key"))?;
+        let store = Store::open(dir.join("subscriptions.json"))?;
+        let client = reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .connect_timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot set up the push HTTP client: {e}"))?;
+        Ok(Arc::new(Push { vapid, store, client }))
+    }
+
+    pub fn public_key(&self) -> String {
+        self.vapid.public_key()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Watch `changes` and push each transition into [`EVENTS`] to every subscription.
+    pub fn spawn(self: &Arc<Self>, mut changes: broadcast::Receiver<Change>) {
+        let push = self.clone();
+        tokio::spawn(async move {
+            let mut transitions = notify::Transitions::default();
+            loop {
+                match changes.recv().await {
+                    Ok(change) => {
+                        if transitions.observe(&EVENTS, &change) {
+                            push.send_all(&payload::payload(&change));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "push fell behind the runs: some changes were not looked at")
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+
+    /// Push `p` to every subscription, each in a task of its own.
+    pub fn send_all(self: &Arc<Self>, p: &payload::PushPayload) {
+        let body = Arc::new(payload::encode(p));
+        for sub in self.store.list() {
+            let (push, body, run) = (self.clone(), body.clone(), p.run_id.clone());
+            tokio::spawn(async move {
+                let outcome = push.deliver(&sub, &body).await;
+                let host = endpoint_host(&sub.endpoint);
+                match &outcome {
+                    Outcome::Delivered => tracing::info!(run = %run, subscription = %sub.id, host, "push delivered"),
+                    Outcome::Gone => {
+                        tracing::info!(subscription = %sub.id, host, "the push service says the subscription is gone: removed it")
+                    }
+                    Outcome::Refused(s) => {
+                        tracing::warn!(run = %run, subscription = %sub.id, host, status = s, "the push service refused a push")
+                    }
+                    Outcome::GaveUp(why) => {
+                        tracing::warn!(run = %run, subscription = %sub.id, host, last_error = %why, "gave up on a push")
+                    }
+                }
+            });
+        }
+    }
+
+    /// Encrypt `body` for `sub` and POST it, retrying with backoff.
+    pub async fn deliver(&self, sub: &Subscription, body: &[u8]) -> Outcome {
+        let mut attempt = 1;
+        loop {
+            let last = match self.post(sub, body).await {
+                Ok(status) => match judge(status) {
+                    Ok(()) => return Outcome::Delivered,
+                    Err(_) if status == 404 || status == 410 => {
+                        if let Err(e) = self.store.remove(&sub.id) {
+                            tracing::warn!(subscription = %sub.id, error = %e, "cannot save the subscriptions");
+                        }
+                        return Outcome::Gone;
+                    }
+                    Err(false) => return Outcome::Refused(status),
+                    Err(true) => format!("the push service answered {status}"),
+                },
+                Err(why) => why,
+            };
+            match notify::retry_delay(attempt) {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Outcome::GaveUp(last),
+            }
+            attempt += 1;
+        }
+    }
+
+    /// One attempt: the status the push service answered, or why there was none.
+    async fn post(&self, sub: &Subscription, body: &[u8]) -> Result<u16, String> {
+        let (public, auth) = subscriptions::decode_keys(&sub.keys)?;
+        let endpoint: axum::http::Uri = sub.endpoint.parse().map_err(|e| format!("endpoint: {e}"))?;
+        let req = web_push_native::WebPushBuilder::new(endpoint, public, auth)
+            .with_valid_duration(TTL)
+            .with_vapid(&self.vapid.key, CONTACT)
+            .build(body.to_vec())
+            .map_err(|e| format!("cannot encrypt the push: {e}"))?;
+        let mut req = reqwest::Request::try_from(req).map_err(|e| format!("cannot build the request: {e}"))?;
+        req.headers_mut().insert("urgency", reqwest::header::HeaderValue::from_static("high"));
+        let resp = self.client.execute(req).await.map_err(|e| {
+            if e.is_timeout() {
+                "timed out".to_string()
+            } else {
+                "request failed".to_string()
+            }
+        })?;
+        Ok(resp.status().as_u16())
+    }
+}
+
+/// The host of an endpoint, all the log says of it (its path is the browser's secret).
+fn endpoint_host(endpoint: &str) -> String {
+    reqwest::Url::parse(endpoint).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_else(|| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_delivered_retried_or_not() {
+        assert_eq!(judge(201), Ok(()));
+        assert_eq!(judge(503), Err(true));
+        assert_eq!(judge(429), Err(true));
+        assert_eq!(judge(400), Err(false));
+        assert_eq!(judge(410), Err(false));
+    }
+
+    #[test]
+    fn the_vapid_key_is_made_once_kept_private_and_loaded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vapid.key");
+        let a = Vapid::load_or_create(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let b = Vapid::load_or_create(&path).unwrap();
+        assert_eq!(a.public_key(), b.public_key());
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(a.public_key()).unwrap();
+        assert_eq!((raw.len(), raw[0]), (65, 4));
+        std::fs::write(&path, "garbage!").unwrap();
+        assert!(Vapid::load_or_create(&path).is_err());
+    }
+}
