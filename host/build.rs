@@ -109,6 +109,7 @@ fn embed_web_assets() {
                 "svg" => "image/svg+xml",
                 "png" => "image/png",
                 "ico" => "image/x-icon",
+                "webmanifest" => "application/manifest+json",
                 _ => continue,
             };
             if !path.is_file() || name.contains(".test.") || name.starts_with('.') {

@@ -5,6 +5,7 @@ import { DiffView } from "./diffview.js";
 import { h, stateBadge } from "./dom.js";
 import { initNewRunForm, loadInfo, loadProviders } from "./newrun.js";
 import { initNotify, setTitle } from "./notify.js";
+import { initPush } from "./push.js";
 import { renderRunList, startRunPolling } from "./runlist.js";
 import { RunView } from "./runview.js";
 import { store } from "./store.js";
@@ -55,6 +56,7 @@ function route() {
 function init() {
   initNewRunForm();
   initNotify();
+  initPush();
   loadProviders();
   loadInfo();
   window.addEventListener("hashchange", route);

@@ -134,7 +134,7 @@ test("a question is pushed: aes128gcm, VAPID that verifies, the payload decrypte
       title: payload.title,
       body: "Which database should we use?",
       url: `/#/runs/${run.id}`,
-      dialog: { tool_id: view.pending_dialog.tool_id, kind: "question", options: [{ label: "PostgreSQL" }, { label: "SQLite" }] },
+      dialog: { tool_id: view.pending_dialog.tool_id, kind: "question", options: [{ label: "PostgreSQL", option: 0 }, { label: "SQLite", option: 1 }] },
     });
     assert.match(payload.title, /webshop/);
 

@@ -22,6 +22,9 @@ pub const MAX_OPTIONS: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PushOption {
     pub label: String,
+    /// The option's index in the dialog: the answer is `{"option": <this>}` (the list
+    /// leaves out an option that asks for text, so it is not always the position here).
+    pub option: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -61,7 +64,7 @@ fn options(d: &crate::model::Dialog) -> Vec<PushOption> {
         .enumerate()
         .filter(|(i, _)| feedback != Some(*i as u32))
         .take(MAX_OPTIONS)
-        .map(|(_, o)| PushOption { label: o.label.clone() })
+        .map(|(i, o)| PushOption { label: o.label.clone(), option: i as u32 })
         .collect()
 }
 
@@ -178,11 +181,14 @@ mod tests {
     fn a_permission_offers_its_options_but_not_the_one_asking_for_text() {
         let p = payload(&change(
             RunState::Question,
-            Some(permission(vec![opt("Yes"), opt("Yes, always"), opt("No, and tell it why")], Some(2), true)),
+            Some(permission(vec![opt("Yes"), opt("No, and tell it why"), opt("Yes, always")], Some(1), true)),
         ));
         let d = p.dialog.unwrap();
         assert_eq!((d.tool_id.as_str(), d.kind), ("t-1", "permission"));
-        assert_eq!(d.options, vec![PushOption { label: "Yes".into() }, PushOption { label: "Yes, always".into() }]);
+        assert_eq!(
+            d.options,
+            vec![PushOption { label: "Yes".into(), option: 0 }, PushOption { label: "Yes, always".into(), option: 2 }]
+        );
         assert_eq!(p.url, "/#/runs/r-0123456789ab");
         assert_eq!(p.body, "Shell: rm -rf build");
         assert!(p.title.starts_with("webshop: "), "{}", p.title);
