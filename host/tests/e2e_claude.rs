@@ -1166,6 +1166,88 @@ fn a_bash_permission_prompt_is_a_dialog_approved_from_lab() {
     assert!(v["blocked"].is_null());
 }
 
+/// A push service stand-in on 127.0.0.1: answers 201 to every POST and hands the bodies
+/// over.
+fn push_standin() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/push/phone", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut r = BufReader::new(&stream);
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            if r.read_exact(&mut body).is_ok() {
+                let _ = tx.send(body);
+            }
+            let _ = (&stream).write_all(b"HTTP/1.1 201 Created\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (url, rx)
+}
+
+/// Scenario 9c: the permission prompt answered from a push: lab pushes the prompt with
+/// its options to a subscribed device (its key pair made here); the device's "Yes"
+/// button (what the service worker's action does: the push's tool_id and the option's
+/// index) runs the command.
+#[test]
+fn a_bash_permission_prompt_is_answered_yes_from_a_push_action() {
+    use base64::Engine;
+    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint;
+    let command = "touch e2e-push-marker && echo touched";
+    let Some(e) = setup("bash_push", bash_script(command)) else { return };
+    let (endpoint, pushes) = push_standin();
+    let secret = web_push_native::p256::SecretKey::random(&mut web_push_native::p256::elliptic_curve::rand_core::OsRng);
+    let auth = [9u8; 16];
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let keys =
+        json!({"p256dh": b64.encode(secret.public_key().to_encoded_point(false).as_bytes()), "auth": b64.encode(auth)});
+    let (status, body) = e.lab().post("/push/subscriptions", &json!({"endpoint": endpoint, "keys": keys}));
+    assert_eq!(status, 201, "{body}");
+
+    let mut run = e.create("Create a marker file.", Some("default"));
+    let d = wait_permission(&e, &mut run, command);
+    let push = loop {
+        let body = pushes.recv_timeout(STEP_TIMEOUT).expect("a push for the permission prompt");
+        let plain = web_push_native::decrypt(body, &secret, &web_push_native::Auth::clone_from_slice(&auth)).unwrap();
+        let p: Value = serde_json::from_slice(&plain).unwrap();
+        if p["state"] == "question" {
+            break p;
+        }
+    };
+    assert_eq!(push["run_id"], run.id.as_str());
+    assert_eq!(push["dialog"]["kind"], "permission");
+    assert_eq!(push["dialog"]["tool_id"], d["tool_id"]);
+    assert!(push["body"].as_str().unwrap().contains(command), "{push}");
+    let yes = &push["dialog"]["options"][0];
+    assert_eq!(yes["label"], "Yes", "{push}");
+    let offered: Vec<u64> =
+        push["dialog"]["options"].as_array().unwrap().iter().map(|o| o["option"].as_u64().unwrap()).collect();
+    assert!(
+        !offered.contains(&d["feedback_option"].as_u64().unwrap()),
+        "the option asking for text is not a button: {push}"
+    );
+
+    let (status, body) =
+        e.answer(&run, push["dialog"]["tool_id"].as_str().unwrap(), json!([{"option": yes["option"]}]));
+    assert_eq!(status, 202, "{body}");
+    let tool_use = e.standin.emitted_tool_uses()[0].id.clone();
+    let (result, is_error) = wait_tool_result(&e, &tool_use);
+    assert_eq!((result.trim(), is_error), ("touched", false));
+    assert!(e.w.workdir.join("e2e-push-marker").exists());
+}
+
 /// Scenario 9b: "No, and tell Claude what to do differently" from lab: the command does
 /// not run, the text reaches the model, the dialog ends with the call's result.
 #[test]
