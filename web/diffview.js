@@ -2,7 +2,7 @@
 // side by side with syntax highlighting, review comments on any line sent to the agent
 // in one message (POST /runs/{id}/review), and merge or discard of the run's worktree.
 import { api, enc } from "./api.js";
-import { basename, h, setBadge, shortId, stateBadge } from "./dom.js";
+import { basename, h, plusMinus, setBadge, shortId, stateBadge } from "./dom.js";
 import { STATUS, commentTarget, parsePatch, placeKey, sideBySide, summaryText } from "./diffparse.js";
 import { highlightLine, langOf } from "./highlight.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
@@ -56,6 +56,14 @@ function codeCell(line, sign) {
 }
 
 const SIGN = { add: "+", del: "-", ctx: " " };
+
+/** A status line: `content` (text, a node or a list of them; empty hides it), `kind` its colour. */
+function showStatus(el, base, content, kind) {
+  const nodes = Array.isArray(content) ? content : content ? [content] : [];
+  el.replaceChildren(...nodes);
+  el.className = `${base} ${kind}`;
+  el.hidden = !nodes.length;
+}
 
 export class DiffView {
   constructor(root, runId) {
@@ -211,7 +219,7 @@ export class DiffView {
           onclick: (e) => { e.preventDefault(); this.showFile(i); } },
           h("span", { class: `st st-${f.status}`, title: st.word }, st.mark),
           h("span", { class: "path" }, f.path),
-          h("span", { class: "counts" }, f.binary ? "bin" : [h("span", { class: "plus" }, `+${f.additions}`), " ", h("span", { class: "minus" }, `−${f.deletions}`)])));
+          h("span", { class: "counts" }, f.binary ? "bin" : plusMinus(f.additions, f.deletions))));
     }));
     if (!files.length) {
       this.filesEl.replaceChildren(h("p", { class: "diff-empty", "data-testid": "diff-empty" }, "No changes yet: the worktree is as its base."));
@@ -245,7 +253,7 @@ export class DiffView {
       h("header", { class: "file-head" },
         h("span", { class: `st st-${f.status}`, title: st.word }, st.mark),
         h("span", { class: "path mono" }, f.old_path ? `${f.old_path} → ${f.path}` : f.path),
-        h("span", { class: "counts" }, f.binary ? "binary" : [h("span", { class: "plus" }, `+${f.additions}`), " ", h("span", { class: "minus" }, `−${f.deletions}`)])),
+        h("span", { class: "counts" }, f.binary ? "binary" : plusMinus(f.additions, f.deletions))),
       body);
     return { el, body, file: f, drawn: false };
   }
@@ -410,11 +418,7 @@ export class DiffView {
     this.renderHeader();
   }
 
-  setReviewStatus(text, kind = "") {
-    this.reviewStatus.replaceChildren(...(Array.isArray(text) ? text : [text]));
-    this.reviewStatus.className = `review-status ${kind}`;
-    this.reviewStatus.hidden = !text;
-  }
+  setReviewStatus(text, kind = "") { showStatus(this.reviewStatus, "review-status", text, kind); }
 
   async sendReview() {
     if (this.sending || !this.drafts.comments.length) return;
@@ -445,11 +449,7 @@ export class DiffView {
 
   // --- merge and discard
 
-  setActionStatus(nodes, kind = "") {
-    this.actionStatus.replaceChildren(...(Array.isArray(nodes) ? nodes : [nodes]));
-    this.actionStatus.className = `action-status ${kind}`;
-    this.actionStatus.hidden = !nodes || (Array.isArray(nodes) && !nodes.length);
-  }
+  setActionStatus(nodes, kind = "") { showStatus(this.actionStatus, "action-status", nodes, kind); }
 
   fileListNote(text, files) {
     return [h("p", {}, text), h("ul", { class: "status-files", "data-testid": "work-status-files" }, ...(files || []).map((p) => h("li", { class: "mono" }, p)))];

@@ -91,6 +91,11 @@ export function setBadge(el, state) {
   el.replaceChildren(h("span", { class: "badge-dot", "aria-hidden": "true" }), state || "…");
 }
 
+/** "+12 −3" as two coloured spans (a diff's additions and deletions). */
+export function plusMinus(additions, deletions) {
+  return [h("span", { class: "plus" }, `+${additions}`), " ", h("span", { class: "minus" }, `−${deletions}`)];
+}
+
 export async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);

@@ -1,6 +1,6 @@
 // The run list in the sidebar, fed by polling GET /runs.
 import { api, enc } from "./api.js";
-import { ago, basename, h, parseTime, shortId, stateBadge } from "./dom.js";
+import { ago, basename, h, parseTime, plusMinus, shortId, stateBadge } from "./dom.js";
 import { summaryText } from "./diffparse.js";
 import { store } from "./store.js";
 
@@ -48,7 +48,7 @@ export function renderRunList() {
           " · ", run.provider || "?",
           run.created_at ? ` · ${ago(run.created_at)}` : "",
           run.diff && run.diff.files_changed ? [" · ", h("span", { class: "run-item-diff", "data-testid": "run-item-diff", title: summaryText(run.diff) },
-            h("span", { class: "plus" }, `+${run.diff.additions}`), " ", h("span", { class: "minus" }, `−${run.diff.deletions}`))] : null));
+            ...plusMinus(run.diff.additions, run.diff.deletions))] : null));
       li.replaceChildren(a);
       li.classList.toggle("selected", selected === run.id);
       li.classList.toggle("attention", state === "question" || state === "needs_input");

@@ -2,7 +2,7 @@
 import { api, enc } from "./api.js";
 import { ChoiceCard, QuestionCard, QuestionsCard, answerableCard, readOnlyCard } from "./cards.js";
 import { summaryText } from "./diffparse.js";
-import { ago, attachBox, attachCommand, basename, fullTime, h, setBadge, shortId, stateBadge, uid } from "./dom.js";
+import { ago, attachBox, attachCommand, basename, fullTime, h, plusMinus, setBadge, shortId, stateBadge, uid } from "./dom.js";
 import { ViewStream } from "./eventstream.js";
 import { renderMessage } from "./messages.js";
 import { noteView, setTitle } from "./notify.js";
@@ -240,7 +240,7 @@ export class RunView {
     this.changesLink.dataset.sig = sig;
     this.changesLink.title = d ? summaryText(d) : "The run's changes";
     this.changesLink.replaceChildren("Changes",
-      ...(d ? [" ", h("span", { class: "plus" }, `+${d.additions}`), " ", h("span", { class: "minus" }, `−${d.deletions}`)] : []));
+      ...(d ? [" ", ...plusMinus(d.additions, d.deletions)] : []));
   }
 
   setConn(s) {

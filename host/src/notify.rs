@@ -369,16 +369,22 @@ impl<T> Queue<T> {
     }
 }
 
-/// Start notifying: one task reads `changes` and queues notifications, one delivers
-/// them. Neither is ever waited on.
-pub fn spawn(settings: Settings, mut changes: broadcast::Receiver<Change>) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder()
-        .timeout(ATTEMPT_TIMEOUT)
-        .connect_timeout(ATTEMPT_TIMEOUT)
+/// The HTTP client of lab's outgoing notices (the webhook, Web Push): `timeout` per
+/// attempt (connect included), redirects never followed, lab's user agent.
+pub fn outbound_client(timeout: Duration, what: &str) -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| anyhow::anyhow!("cannot set up the [notify] HTTP client: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot set up the {what} HTTP client: {e}"))
+}
+
+/// Start notifying: one task reads `changes` and queues notifications, one delivers
+/// them. Neither is ever waited on.
+pub fn spawn(settings: Settings, mut changes: broadcast::Receiver<Change>) -> anyhow::Result<()> {
+    let client = outbound_client(ATTEMPT_TIMEOUT, "[notify]")?;
     let settings = Arc::new(settings);
     let queue = Arc::new(Queue::new(QUEUE_CAPACITY));
     tracing::info!(host = settings.host(), events = ?settings.events.iter().map(|e| event_name(*e)).collect::<Vec<_>>(), "notifying a webhook");

@@ -103,13 +103,7 @@ impl Push {
         crate::fsutil::private_dir(&dir)?;
         let vapid = Vapid::load_or_create(&dir.join("vapid.key"))?;
         let store = Store::open(dir.join("subscriptions.json"))?;
-        let client = reqwest::Client::builder()
-            .timeout(ATTEMPT_TIMEOUT)
-            .connect_timeout(ATTEMPT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| anyhow::anyhow!("cannot set up the push HTTP client: {e}"))?;
+        let client = notify::outbound_client(ATTEMPT_TIMEOUT, "push")?;
         Ok(Arc::new(Push { vapid, store, client }))
     }
 

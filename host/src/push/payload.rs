@@ -99,19 +99,17 @@ fn cut(text: &str, max: usize) -> String {
 /// then opens the run).
 pub fn encode(p: &PushPayload) -> Vec<u8> {
     let mut p = p.clone();
-    let size = |p: &PushPayload| serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
-    let mut body_max = 1200;
-    let mut label_max = 120;
-    let mut title_max = 200;
+    let (mut body_max, mut label_max, mut title_max) = (1200, 120, 200);
     loop {
         let json = serde_json::to_vec(&p).unwrap_or_default();
         if json.len() <= MAX_PLAINTEXT {
             return json;
         }
+        let options = p.dialog.as_mut().map(|d| &mut d.options);
         if p.body.len() > body_max {
             p.body = cut(&p.body, body_max);
-        } else if p.dialog.as_ref().is_some_and(|d| d.options.iter().any(|o| o.label.len() > label_max)) {
-            for o in p.dialog.as_mut().unwrap().options.iter_mut() {
+        } else if let Some(opts) = options.filter(|o| o.iter().any(|o| o.label.len() > label_max)) {
+            for o in opts.iter_mut() {
                 o.label = cut(&o.label, label_max);
             }
         } else if p.title.len() > title_max {
@@ -120,12 +118,11 @@ pub fn encode(p: &PushPayload) -> Vec<u8> {
             body_max = (body_max / 2).max(60);
             label_max = (label_max / 2).max(24);
             title_max = (title_max / 2).max(60);
-        } else if p.dialog.as_ref().is_some_and(|d| !d.options.is_empty()) {
-            p.dialog.as_mut().unwrap().options.clear();
+        } else if let Some(d) = p.dialog.as_mut().filter(|d| !d.options.is_empty()) {
+            d.options.clear();
         } else {
-            // Only the ids are left: they are lab's own and short.
-            debug_assert!(size(&p) <= MAX_PLAINTEXT);
-            return serde_json::to_vec(&p).unwrap_or_default();
+            // Only lab's own short ids are left.
+            return json;
         }
     }
 }
