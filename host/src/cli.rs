@@ -62,6 +62,23 @@ enum Command {
         #[arg(long)]
         rotate: bool,
     },
+    /// Pair a phone (or any browser): print a one-time login link, valid for five
+    /// minutes, as a QR code. Needs a running `lab serve`; the device then shows under
+    /// "Devices" in the UI, where it can be logged out.
+    Pair {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// What to call the device in the list (default: from its browser, e.g. "Safari on iPhone").
+        #[arg(long)]
+        name: Option<String>,
+        /// The address the phone opens lab at, e.g. `https://lab.example.org` behind a
+        /// reverse proxy or a tailnet name (default: where `lab serve` listens).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// Where `lab serve` listens (default: what it wrote to <home>/serve.json).
+        #[arg(long, value_name = "HOST:PORT")]
+        addr: Option<String>,
+    },
     /// Print where lab keeps its state under its home (one `name path` a line, or
     /// `--json`): for launchers and scripts, so they never re-derive lab's layout.
     Paths {
@@ -130,6 +147,7 @@ pub fn main() -> i32 {
             )
         }
         Command::Token { home, rotate } => token(home, rotate),
+        Command::Pair { home, name, base_url, addr } => crate::pairing::cli::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
@@ -212,7 +230,7 @@ fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::R
     }
     let required = token_required(local, flags.token, cfg.require_token)?;
     let access = crate::http::auth::Access::new(&home.root, required)
-        .map_err(|e| anyhow::anyhow!("cannot set up lab's token: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot set up lab's token and devices: {e}"))?;
     Ok(crate::http::Edge {
         policy: guard::Policy { bound: local, allowed_hosts, allowed_origins },
         access: std::sync::Arc::new(access),
@@ -242,13 +260,7 @@ fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Resu
         );
     }
     let code = edge.access.login_code()?;
-    let shown = if local.ip().is_unspecified() {
-        let lo: std::net::IpAddr =
-            if local.is_ipv4() { [127, 0, 0, 1].into() } else { std::net::Ipv6Addr::LOCALHOST.into() };
-        std::net::SocketAddr::new(lo, local.port())
-    } else {
-        local
-    };
+    let shown = std::net::SocketAddr::new(connectable(local.ip()), local.port());
     out += &format!(
         "lab: login link (works once, for {} minutes): http://{shown}/login?code={code}\n",
         crate::token::LOGIN_CODE_TTL.as_secs() / 60
@@ -287,6 +299,7 @@ fn serve(
             tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");
         }
         let banner = banner(local, &edge)?;
+        let serve_file = ServeFileGuard::write(&home, local)?;
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -317,9 +330,47 @@ fn serve(
             }
             None => main.await?,
         }
+        drop(serve_file);
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");
         Ok(())
     })
+}
+
+/// `<home>/serve.json` while serving (where `lab pair` finds this serve): written at
+/// start, removed at a clean stop if it is still this process's.
+struct ServeFileGuard(PathBuf);
+
+impl ServeFileGuard {
+    fn write(home: &Home, local: std::net::SocketAddr) -> anyhow::Result<ServeFileGuard> {
+        let addr = std::net::SocketAddr::new(connectable(local.ip()), local.port());
+        let f = crate::pairing::ServeFile { addr: addr.to_string(), pid: std::process::id() };
+        let path = home.serve_file();
+        crate::fsutil::write_atomic(&path, &serde_json::to_vec(&f)?, 0o600)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        Ok(ServeFileGuard(path))
+    }
+}
+
+impl Drop for ServeFileGuard {
+    fn drop(&mut self) {
+        let ours = crate::fsutil::read_optional(&self.0)
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<crate::pairing::ServeFile>(&b).ok())
+            .is_some_and(|f| f.pid == std::process::id());
+        if ours {
+            let _ = crate::fsutil::remove_if_exists(&self.0);
+        }
+    }
+}
+
+/// An address this machine can connect to for one lab listens on (`0.0.0.0` → loopback).
+fn connectable(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V4(a) if a.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(a) if a.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        other => other,
+    }
 }
 
 /// Listen on `addr`; for `127.0.0.1:PORT`, hold `[::1]:PORT` too. Browsers try `[::1]`

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cors;
 pub mod guard;
 pub mod headers;
+pub mod pairing;
 pub mod refusals;
 
 use crate::model::Answer;
@@ -125,6 +126,9 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
     let policy = Arc::new(edge.policy);
     let login = Router::new()
         .route("/login", get(auth::login_with_code).post(auth::login_with_token))
+        .route("/pair", post(pairing::pair))
+        .route("/devices", get(pairing::list))
+        .route("/devices/{id}", axum::routing::delete(pairing::revoke))
         .with_state(edge.access.clone());
     api(runs)
         .merge(login)

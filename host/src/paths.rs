@@ -121,7 +121,7 @@ impl Home {
         for dir in self.private_dirs() {
             fsutil::private_dir(&dir).with_context(|| format!("making {} private (0700)", dir.display()))?;
         }
-        for file in [self.registry(), self.log_file(), crate::token::token_path(&self.root)] {
+        for file in [self.registry(), self.log_file(), crate::token::token_path(&self.root), self.devices_file()] {
             ownership::check_own(&file, Kind::File).map_err(anyhow::Error::msg)?;
             fsutil::set_mode(&file, 0o600).with_context(|| format!("making {} private (0600)", file.display()))?;
         }
@@ -139,6 +139,14 @@ impl Home {
     pub fn push_dir(&self) -> PathBuf {
         self.root.join("push")
     }
+    /// The logged-in devices (browsers, paired phones).
+    pub fn devices_file(&self) -> PathBuf {
+        self.root.join("devices.json")
+    }
+    /// Where a running `lab serve` says it listens (for `lab pair`).
+    pub fn serve_file(&self) -> PathBuf {
+        crate::pairing::serve_file(&self.root)
+    }
     /// What `lab paths` prints: each place lab keeps state, by name.
     pub fn layout(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
@@ -152,6 +160,8 @@ impl Home {
             ("tmux_socket", self.tmux_socket()),
             ("worktrees", self.worktrees_dir()),
             ("push", self.push_dir()),
+            ("devices", self.devices_file()),
+            ("serve", self.serve_file()),
         ]
     }
     pub fn run_files(&self, id: &RunId) -> RunFiles {

@@ -3,12 +3,11 @@
 //! - `<home>/token` (0600): 32 random bytes from the OS, hex; created on first use,
 //!   replaced by `lab token --rotate`. `lab serve` reads it on every check, so a
 //!   rotation takes effect at once.
-//! - The session cookie (`lab_session`) is not the token: it is
-//!   `sha256("lab_session" ‖ salt ‖ token)` with a salt drawn at each start, so a
-//!   rotated token (or a restart) ends every session.
-//! - Login codes: one-time, short-lived codes printed by `lab serve` in its login link.
+//! - The session cookie (`lab_session`) is not the token: it names one logged-in
+//!   device ([`crate::devices`]), bound to the token, so a rotation ends every device.
+//! - Login codes: one-time, short-lived codes: the login link `lab serve` prints, and
+//!   pairing codes (`lab pair`, the UI's "Pair a phone").
 
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -17,6 +16,8 @@ use std::time::{Duration, Instant};
 pub const SESSION_COOKIE: &str = "lab_session";
 /// How long a login code printed at start stays valid.
 pub const LOGIN_CODE_TTL: Duration = Duration::from_secs(600);
+/// How long a pairing code (`lab pair`, "Pair a phone") stays valid.
+pub const PAIR_CODE_TTL: Duration = Duration::from_secs(300);
 
 /// `n` random bytes from the OS RNG, as lowercase hex.
 pub fn random_hex(n: usize) -> std::io::Result<String> {
@@ -78,25 +79,9 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-/// The session cookie value for `token` under this start's `salt`.
-pub fn session_value(token: &str, salt: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(SESSION_COOKIE.as_bytes());
-    h.update([0]);
-    h.update(salt.as_bytes());
-    h.update([0]);
-    h.update(token.as_bytes());
-    hex(&h.finalize())
-}
-
-/// Does the request carry `token`, as `Authorization: Bearer <token>` or as the session
-/// cookie derived from it? `authorization` and `cookies` are the raw header values.
-pub fn credentials_match<'a>(
-    authorization: impl IntoIterator<Item = &'a str>,
-    cookies: impl IntoIterator<Item = &'a str>,
-    token: &str,
-    salt: &str,
-) -> bool {
+/// Does the request carry `token` as `Authorization: Bearer <token>`? `authorization`
+/// is the raw header values. (Browsers use a device's cookie: [`crate::devices`].)
+pub fn bearer_matches<'a>(authorization: impl IntoIterator<Item = &'a str>, token: &str) -> bool {
     let bearer = authorization.into_iter().filter_map(|v| {
         let (scheme, rest) = v.trim().split_once(' ')?;
         scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
@@ -105,41 +90,57 @@ pub fn credentials_match<'a>(
     for offered in bearer {
         ok |= ct_eq(offered.as_bytes(), token.as_bytes());
     }
-    let session = session_value(token, salt);
-    for offered in cookies.into_iter().flat_map(|c| c.split(';')).filter_map(|kv| {
-        let (k, v) = kv.trim().split_once('=')?;
-        (k == SESSION_COOKIE).then_some(v)
-    }) {
-        ok |= ct_eq(offered.as_bytes(), session.as_bytes());
-    }
     ok
 }
 
-/// One-time login codes: valid once, for [`LOGIN_CODE_TTL`].
+/// The `lab_session` values in raw `Cookie` header values.
+pub fn session_cookies<'a>(cookies: impl IntoIterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
+    cookies.into_iter().flat_map(|c| c.split(';')).filter_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == SESSION_COOKIE).then_some(v)
+    })
+}
+
+/// What a login code lets in: a device of this kind and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub via: crate::devices::Via,
+    pub name: Option<String>,
+}
+
+/// Codes outstanding at most: a new one past this drops the oldest.
+const MAX_CODES: usize = 32;
+
+/// One-time login codes: each valid once, until its own expiry.
 #[derive(Default)]
 pub struct LoginCodes {
-    codes: Mutex<Vec<(String, Instant)>>,
+    codes: Mutex<Vec<(String, Instant, Grant)>>,
 }
 
 impl LoginCodes {
-    /// A fresh code, valid until `now + LOGIN_CODE_TTL`.
-    pub fn issue(&self, now: Instant) -> std::io::Result<String> {
+    /// A fresh code for `grant`, valid until `now + ttl`.
+    pub fn issue(&self, now: Instant, ttl: Duration, grant: Grant) -> std::io::Result<String> {
         let code = random_hex(16)?;
-        self.codes.lock().unwrap().push((code.clone(), now + LOGIN_CODE_TTL));
+        let mut codes = self.codes.lock().unwrap();
+        codes.retain(|(_, until, _)| *until > now);
+        if codes.len() >= MAX_CODES {
+            codes.remove(0);
+        }
+        codes.push((code.clone(), now + ttl, grant));
         Ok(code)
     }
 
-    /// Use `code`: true once if it was issued and has not expired; it is gone after.
-    pub fn redeem(&self, code: &str, now: Instant) -> bool {
+    /// Use `code`: its grant once, if it was issued and has not expired; it is gone after.
+    pub fn redeem(&self, code: &str, now: Instant) -> Option<Grant> {
         let mut codes = self.codes.lock().unwrap();
-        codes.retain(|(_, until)| *until > now);
+        codes.retain(|(_, until, _)| *until > now);
         let mut found = None;
-        for (i, (c, _)) in codes.iter().enumerate() {
+        for (i, (c, _, _)) in codes.iter().enumerate() {
             if ct_eq(c.as_bytes(), code.as_bytes()) {
                 found = Some(i);
             }
         }
-        found.map(|i| codes.remove(i)).is_some()
+        found.map(|i| codes.remove(i).2)
     }
 }
 
@@ -188,34 +189,42 @@ mod tests {
     }
 
     #[test]
-    fn bearer_or_derived_cookie_and_nothing_else() {
+    fn the_bearer_token_and_nothing_else() {
         let token = "a".repeat(64);
-        let salt = "s1";
-        let cookie = format!("other=1; {SESSION_COOKIE}={}", session_value(&token, salt));
-        let bearer = format!("Bearer {token}");
+        assert!(bearer_matches([format!("Bearer {token}").as_str()], &token));
+        assert!(bearer_matches([format!("bearer  {token}").as_str()], &token));
+        assert!(bearer_matches(["Bearer wrong", format!("Bearer {token}").as_str()], &token));
+        assert!(!bearer_matches(["Bearer wrong"], &token));
+        assert!(!bearer_matches([format!("Basic {token}").as_str()], &token));
+        assert!(!bearer_matches([token.as_str()], &token));
         let none: [&str; 0] = [];
-        assert!(credentials_match([bearer.as_str()], none, &token, salt));
-        assert!(credentials_match([format!("bearer  {token}").as_str()], none, &token, salt));
-        assert!(credentials_match(none, [cookie.as_str()], &token, salt));
-        assert!(!credentials_match(none, none, &token, salt));
-        assert!(!credentials_match(["Bearer wrong"], none, &token, salt));
-        assert!(!credentials_match([format!("Basic {token}").as_str()], none, &token, salt));
-        // The raw token is not a session cookie; another salt (a restart) or token (a rotation) ends sessions.
-        assert!(!credentials_match(none, [format!("{SESSION_COOKIE}={token}").as_str()], &token, salt));
-        assert!(!credentials_match(none, [cookie.as_str()], &token, "s2"));
-        assert!(!credentials_match(none, [cookie.as_str()], &"b".repeat(64), salt));
+        assert!(!bearer_matches(none, &token));
+        let cookies: Vec<&str> = session_cookies(["a=1; lab_session=x.y", "lab_session=z; b=2"]).collect();
+        assert_eq!(cookies, ["x.y", "z"]);
     }
 
     #[test]
     fn login_codes_work_once_and_expire() {
+        use crate::devices::Via;
         let codes = LoginCodes::default();
         let t0 = Instant::now();
-        let a = codes.issue(t0).unwrap();
-        let b = codes.issue(t0).unwrap();
+        let grant = |via| Grant { via, name: None };
+        let a = codes.issue(t0, LOGIN_CODE_TTL, grant(Via::LoginLink)).unwrap();
+        let named = Grant { via: Via::Pairing, name: Some("phone".into()) };
+        let b = codes.issue(t0, PAIR_CODE_TTL, named.clone()).unwrap();
+        let c = codes.issue(t0, LOGIN_CODE_TTL, grant(Via::LoginLink)).unwrap();
         assert_ne!(a, b);
-        assert!(!codes.redeem("nope", t0));
-        assert!(codes.redeem(&a, t0 + Duration::from_secs(1)));
-        assert!(!codes.redeem(&a, t0 + Duration::from_secs(2)), "a code works once");
-        assert!(!codes.redeem(&b, t0 + LOGIN_CODE_TTL), "an expired code does not work");
+        assert!(codes.redeem("nope", t0).is_none());
+        assert_eq!(codes.redeem(&a, t0 + Duration::from_secs(1)), Some(grant(Via::LoginLink)));
+        assert!(codes.redeem(&a, t0 + Duration::from_secs(2)).is_none(), "a code works once");
+        assert!(codes.redeem(&b, t0 + PAIR_CODE_TTL).is_none(), "an expired code does not work");
+        assert_eq!(codes.redeem(&c, t0 + PAIR_CODE_TTL), Some(grant(Via::LoginLink)), "each code its own expiry");
+        // Many outstanding: the oldest goes, so memory stays bounded.
+        let first = codes.issue(t0, LOGIN_CODE_TTL, grant(Via::Pairing)).unwrap();
+        for _ in 0..MAX_CODES {
+            codes.issue(t0, LOGIN_CODE_TTL, grant(Via::Pairing)).unwrap();
+        }
+        assert!(codes.redeem(&first, t0).is_none());
+        assert!(codes.redeem(&b, t0).is_none());
     }
 }

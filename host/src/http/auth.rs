@@ -3,7 +3,8 @@
 //! cookie; `/login` turns a one-time login code or the token into that cookie.
 
 use super::ApiError;
-use crate::token::{self, LoginCodes, SESSION_COOKIE};
+use crate::devices::{self, Devices, Via};
+use crate::token::{self, Grant, LoginCodes, SESSION_COOKIE};
 use axum::extract::{ConnectInfo, FromRequest, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -14,34 +15,48 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// The access rules of one `lab serve`.
 pub struct Access {
     /// Does every request (but `/login`) need the token?
     pub required: bool,
     token_file: PathBuf,
-    /// Drawn at start: a restart ends every session.
-    salt: String,
     codes: LoginCodes,
+    devices: Devices,
 }
 
+/// Who a request is from, as [`require`] found it (in the request's extensions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// No token is required (`--no-token`): anyone on this machine.
+    Anyone,
+    /// A script with the token itself.
+    Bearer,
+    /// A logged-in device (its id).
+    Device(String),
+}
+
+/// How long a device's cookie is kept by its browser; lab itself ends a device unused
+/// for [`crate::devices::IDLE_LIMIT`] (400 days is the most browsers keep any cookie).
+const COOKIE_MAX_AGE: u64 = 400 * 24 * 3600;
+
 impl Access {
-    pub fn new(home: &std::path::Path, required: bool) -> std::io::Result<Access> {
+    pub fn new(home: &std::path::Path, required: bool) -> anyhow::Result<Access> {
         if required {
             token::ensure_token(home)?;
         }
         Ok(Access {
             required,
             token_file: token::token_path(home),
-            salt: token::random_hex(16)?,
             codes: LoginCodes::default(),
+            devices: Devices::open(home.join("devices.json"))?,
         })
     }
 
     /// A fresh one-time login code (for the link printed at start).
     pub fn login_code(&self) -> std::io::Result<String> {
-        self.codes.issue(Instant::now())
+        self.codes.issue(Instant::now(), token::LOGIN_CODE_TTL, Grant { via: Via::LoginLink, name: None })
     }
 
     /// The current token, read from its file on each use (so `lab token --rotate`
@@ -56,28 +71,88 @@ impl Access {
         }
     }
 
-    fn authorized(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = self.token() else { return false };
+    fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
+        let token = self.token()?;
         let values = move |name| headers.get_all(name).iter().filter_map(|v: &HeaderValue| v.to_str().ok());
-        token::credentials_match(values(header::AUTHORIZATION), values(header::COOKIE), &token, &self.salt)
+        if token::bearer_matches(values(header::AUTHORIZATION), &token) {
+            return Some(Caller::Bearer);
+        }
+        let now = SystemTime::now();
+        token::session_cookies(values(header::COOKIE))
+            .find_map(|v| self.devices.check(v, &token, now))
+            .map(Caller::Device)
     }
 
-    fn session_cookie(&self, headers: &HeaderMap) -> Result<HeaderValue, ApiError> {
+    /// Log a new device in: its `Set-Cookie`.
+    fn log_in(&self, headers: &HeaderMap, who: &str, grant: Grant) -> Result<HeaderValue, ApiError> {
         let token = self.token().ok_or_else(|| ApiError::internal("lab's token file cannot be read"))?;
-        let https = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"));
+        let name = grant.name.unwrap_or_else(|| {
+            devices::name_from_user_agent(headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""))
+        });
+        let (id, value) = self
+            .devices
+            .login(&token, name.clone(), grant.via, SystemTime::now())
+            .map_err(|e| ApiError::internal(format!("cannot save the list of devices: {e}")))?;
+        tracing::info!(device = %id, name = %name, via = ?grant.via, remote = %who, "a device logged in");
         let cookie = format!(
-            "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{}",
-            token::session_value(&token, &self.salt),
-            if https { "; Secure" } else { "" }
+            "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={COOKIE_MAX_AGE}{}",
+            secure(headers)
         );
         HeaderValue::from_str(&cookie).map_err(|e| ApiError::internal(e.to_string()))
     }
 }
 
-fn remote(req_ext: &axum::http::Extensions) -> String {
+/// What the device routes ([`super::pairing`]) use.
+impl Access {
+    /// The live devices, `current` marked.
+    pub(super) fn devices(&self, current: Option<&str>) -> Vec<devices::DeviceBody> {
+        match self.token() {
+            Some(token) if self.required => self.devices.list(&token, SystemTime::now(), current),
+            _ => Vec::new(),
+        }
+    }
+
+    pub(super) fn revoke(&self, id: &str) -> std::io::Result<bool> {
+        self.devices.revoke(id)
+    }
+
+    /// A pairing code for a device to be called `name`.
+    pub(super) fn pair_code(&self, name: Option<String>) -> std::io::Result<String> {
+        self.codes.issue(Instant::now(), token::PAIR_CODE_TTL, Grant { via: Via::Pairing, name })
+    }
+}
+
+/// The cookie that makes a browser forget its device.
+pub(super) fn forget_cookie(headers: &HeaderMap) -> HeaderValue {
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{}",
+        secure(headers)
+    ))
+    .expect("a constant cookie")
+}
+
+/// Did the request come through https (a reverse proxy says so)?
+pub(super) fn https(headers: &HeaderMap) -> bool {
+    forwarded_https(headers)
+}
+
+/// `; Secure` when the request came through https (a reverse proxy says so).
+fn secure(headers: &HeaderMap) -> &'static str {
+    if forwarded_https(headers) {
+        "; Secure"
+    } else {
+        ""
+    }
+}
+
+fn forwarded_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+
+pub(super) fn remote(req_ext: &axum::http::Extensions) -> String {
     req_ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.to_string()).unwrap_or_else(|| "unknown".into())
 }
 
@@ -92,8 +167,13 @@ fn offers_credentials(headers: &HeaderMap) -> bool {
 
 /// The middleware: lets a request through when no token is required, when it is for
 /// `/login`, or when it carries the token; answers 401 otherwise (the login page for `/`).
-pub async fn require(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
-    if !access.required || req.uri().path() == "/login" || access.authorized(req.headers()) {
+pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
+    let caller = if access.required { access.caller(req.headers()) } else { Some(Caller::Anyone) };
+    if let Some(caller) = caller {
+        req.extensions_mut().insert(caller);
+        return next.run(req).await;
+    }
+    if req.uri().path() == "/login" {
         return next.run(req).await;
     }
     let (method, route, who) = (req.method().clone(), req.uri().path().to_string(), remote(req.extensions()));
@@ -129,12 +209,15 @@ pub async fn login_with_code(State(access): State<Arc<Access>>, req: Request) ->
     let Some(code) = q.code.filter(|c| !c.is_empty()) else {
         return login_page();
     };
-    if !access.codes.redeem(&code, Instant::now()) {
-        super::refusals::log(true, &remote(req.extensions()), "GET", "/login", "unknown, used or expired login code");
-        return unauthorized("this login code is unknown, used or expired: run `lab token` and log in with the token")
-            .into_response();
-    }
-    match access.session_cookie(req.headers()) {
+    let who = remote(req.extensions());
+    let Some(grant) = access.codes.redeem(&code, Instant::now()) else {
+        super::refusals::log(true, &who, "GET", "/login", "unknown, used or expired login code");
+        return unauthorized(
+            "this login code is unknown, used or expired: pair again (`lab pair`), or log in with the token (`lab token`)",
+        )
+        .into_response();
+    };
+    match access.log_in(req.headers(), &who, grant) {
         Ok(cookie) => {
             let mut resp = see_other("/");
             resp.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -166,7 +249,7 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
         super::refusals::log(true, &who, "POST", "/login", "wrong token");
         return unauthorized("that is not lab's token (`lab token` prints it)").into_response();
     }
-    match access.session_cookie(&headers) {
+    match access.log_in(&headers, &who, Grant { via: Via::Token, name: None }) {
         Ok(cookie) => {
             let mut resp = Json(json!({"logged_in": true})).into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);

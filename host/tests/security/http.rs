@@ -169,6 +169,9 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/push/subscriptions".into(), Value::Null),
         ("POST", "/push/subscriptions".into(), push_subscription()),
         ("DELETE", "/push/subscriptions/ps-none".into(), json!({})),
+        ("GET", "/devices".into(), Value::Null),
+        ("POST", "/pair".into(), json!({"name": "phone"})),
+        ("DELETE", "/devices/0123456789abcdef".into(), json!({})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
@@ -271,7 +274,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 16, "{headers:?}");
+        assert_eq!(served, 17, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -286,6 +289,8 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/discard", 409),
         ("/push/subscriptions", 201),
         ("/push/subscriptions/ps-none", 404),
+        ("/pair", 201),
+        ("/devices/0123456789abcdef", 404),
         ("/stop", 200),
         ("/runs", 405),
     ];
@@ -549,7 +554,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 24, "{refused}/24 refused");
+    assert_eq!(refused, 27, "{refused}/27 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
@@ -591,7 +596,8 @@ fn off_loopback_nothing_is_served_without_the_token() {
     );
     assert_eq!(https.status, 200);
     let https_cookie = https.header("set-cookie").unwrap();
-    assert!(https_cookie.contains("; Secure") && https_cookie.starts_with(&cookie), "{https_cookie}");
+    assert!(https_cookie.contains("; Secure") && https_cookie.starts_with("lab_session="), "{https_cookie}");
+    assert!(!https_cookie.starts_with(&cookie), "each login is its own device: {https_cookie}");
     let wrong = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"token": "guess-guess-guess"}));
     assert_eq!((wrong.status, wrong.error().as_str()), (401, "unauthorized"));
 
@@ -760,6 +766,15 @@ fn the_token_is_required_on_loopback_unless_turned_off() {
     let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
     let host = format!("127.0.0.1:{}", lab.port);
     assert_eq!(send(lab.port, "GET", "/runs", &[("Host", host.as_str())], &Value::Null).status, 200);
+    // Nothing to pair and no devices without a token; `lab pair` says why.
+    let r = send(lab.port, "POST", "/pair", &[("Host", host.as_str())], &json!({}));
+    assert_eq!((r.status, r.error().as_str()), (409, "no_token"), "{}", r.text());
+    assert_eq!(
+        send(lab.port, "GET", "/devices", &[("Host", host.as_str())], &Value::Null).json()["devices"],
+        json!([])
+    );
+    let (ok, _, err) = lab_pair(&w.home, &[]);
+    assert!(!ok && err.contains("without a token"), "{err}");
     drop(lab);
     let lab = Served::start(&w, &["--addr", "127.0.0.1:0", "--require-token"]);
     let host = format!("127.0.0.1:{}", lab.port);
@@ -884,4 +899,150 @@ fn lab_holds_the_ipv6_loopback_twin_of_its_port_or_refuses_to_start() {
     assert!(!out.status.success(), "lab must not serve beside a squatter on [::1]:{taken}");
     assert!(err.contains(&format!("[::1]:{taken}")) && err.contains("browsers go first"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("serving on"));
+}
+
+/// `lab pair` run against `home`: (exit ok, stdout, stderr).
+fn lab_pair(home: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(LAB).arg("pair").arg("--home").arg(home).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// The text of the QR code drawn in `terminal` (half blocks, light modules drawn),
+/// read by `rqrr` — an independent decoder — from the picture the blocks make.
+fn read_terminal_qr(terminal: &str) -> String {
+    let lines: Vec<Vec<char>> = terminal
+        .lines()
+        .map(|l| l.chars().collect::<Vec<char>>())
+        .filter(|l| !l.is_empty() && l.iter().all(|c| "█▀▄ ".contains(*c)))
+        .collect();
+    assert!(lines.len() > 10, "no QR code in: {terminal}");
+    let (w, h, scale) = (lines[0].len(), lines.len() * 2, 4);
+    let light = |x: usize, y: usize| -> bool {
+        let c = lines[y / 2].get(x).copied().unwrap_or(' ');
+        matches!((c, y % 2), ('█', _) | ('▀', 0) | ('▄', 1))
+    };
+    let mut img = rqrr::PreparedImage::prepare_from_greyscale(w * scale, h * scale, |x, y| {
+        if light(x / scale, y / scale) {
+            255
+        } else {
+            0
+        }
+    });
+    let grids = img.detect_grids();
+    assert_eq!(grids.len(), 1, "one QR code in the terminal drawing");
+    grids[0].decode().expect("the QR code decodes").1
+}
+
+#[test]
+fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    // No serve yet: a clear error.
+    let (ok, _, err) = lab_pair(&w.home, &[]);
+    assert!(!ok && err.contains("no `lab serve` is running"), "{err}");
+
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let port = lab.port;
+    let host = format!("127.0.0.1:{port}");
+    let serve_file: Value = serde_json::from_slice(&std::fs::read(w.home.join("serve.json")).unwrap()).unwrap();
+    assert_eq!(serve_file["addr"], host.as_str());
+
+    // `lab pair`: the link, as a QR code that decodes to it; a warning, for a phone cannot open 127.0.0.1.
+    let (ok, out, err) = lab_pair(&w.home, &["--name", "Test phone"]);
+    assert!(ok, "{err}");
+    let link = out.lines().find(|l| l.contains("/login?code=")).unwrap_or_else(|| panic!("{out}")).trim().to_string();
+    assert!(link.starts_with(&format!("http://{host}/login?code=")), "{link}");
+    assert_eq!(read_terminal_qr(&out), link, "the QR code is the link");
+    assert!(out.contains("works once, for 5 minutes"), "{out}");
+    assert!(err.contains("WARNING") && err.contains("--base-url"), "{err}");
+    // Behind a proxy: the phone's name for lab, no warning.
+    let (ok, out2, err2) = lab_pair(&w.home, &["--base-url", "https://lab.example.org"]);
+    assert!(ok && !err2.contains("WARNING"), "{err2}");
+    assert!(read_terminal_qr(&out2).starts_with("https://lab.example.org/login?code="));
+
+    // The phone opens the link: a device cookie, once.
+    let code_path = &link[link.find("/login?code=").unwrap()..];
+    let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 Version/17.5 Mobile/15E148 Safari/604.1";
+    let r = send(port, "GET", code_path, &[("Host", host.as_str()), ("User-Agent", iphone)], &Value::Null);
+    assert_eq!(r.status, 303, "{}", r.text());
+    let set_cookie = r.header("set-cookie").unwrap().to_string();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
+    let phone = set_cookie.split(';').next().unwrap().to_string();
+    let again = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+    assert_eq!(again.status, 401, "a pairing code works once");
+    let as_phone = [("Host", host.as_str()), ("Cookie", phone.as_str())];
+
+    // A laptop logs in with the token; both are listed, each knows which one it is.
+    let token = lab_token(&w, false);
+    let r = send(
+        port,
+        "POST",
+        "/login",
+        &[("Host", host.as_str()), ("User-Agent", "curl/8.5.0")],
+        &json!({"token": token}),
+    );
+    assert_eq!(r.status, 200);
+    let laptop = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
+    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str())];
+    let list = send(port, "GET", "/devices", &as_phone, &Value::Null).json();
+    let devices = list["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2, "{list}");
+    let me = devices.iter().find(|d| d["current"] == true).unwrap();
+    assert_eq!((me["name"].as_str(), me["via"].as_str()), (Some("Test phone"), Some("pairing")));
+    let phone_id = me["id"].as_str().unwrap().to_string();
+    let other = devices.iter().find(|d| d["current"] == false).unwrap();
+    assert_eq!((other["name"].as_str(), other["via"].as_str()), (Some("curl"), Some("token")));
+    assert!(!list.to_string().contains(phone.split_once('=').unwrap().1), "no cookie in the list");
+
+    // Pairing from the UI: a link on the origin the page was loaded from, with its QR code's modules.
+    let r = send(port, "POST", "/pair", &as_laptop, &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = r.json();
+    assert!(body["url"].as_str().unwrap().starts_with(&format!("http://{host}/login?code=")));
+    assert_eq!(body["ttl_seconds"], 300);
+    let size = body["qr"]["size"].as_u64().unwrap() as usize;
+    assert_eq!(body["qr"]["rows"].as_array().unwrap().len(), size);
+    let bad = send(port, "POST", "/pair", &as_laptop, &json!({"name": "a\u{202e}b"}));
+    assert_eq!((bad.status, bad.error().as_str()), (400, "bad_request"), "{}", bad.text());
+    let bad = send(port, "POST", "/pair", &as_laptop, &json!({"nmae": "x"}));
+    assert_eq!(bad.status, 400);
+
+    // The laptop logs the phone out: at once, and only the phone.
+    let r = send(port, "DELETE", &format!("/devices/{phone_id}"), &as_laptop, &json!({}));
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(r.header("set-cookie").is_none(), "the laptop keeps its own cookie");
+    assert_eq!(send(port, "GET", "/runs", &as_phone, &Value::Null).status, 401);
+    assert_eq!(send(port, "GET", "/", &as_phone, &Value::Null).status, 401, "the login form");
+    assert_eq!(send(port, "GET", "/runs", &as_laptop, &Value::Null).status, 200);
+    let gone = send(port, "DELETE", &format!("/devices/{phone_id}"), &as_laptop, &json!({}));
+    assert_eq!((gone.status, gone.error().as_str()), (404, "device_not_found"));
+
+    // A restart keeps the laptop logged in (and serve.json is this serve's again).
+    drop(lab);
+    assert!(!w.home.join("serve.json").exists(), "a clean stop removes serve.json");
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str())];
+    assert_eq!(send(lab.port, "GET", "/runs", &as_laptop, &Value::Null).status, 200, "still logged in");
+
+    // Logging itself out clears its cookie.
+    let list = send(lab.port, "GET", "/devices", &as_laptop, &Value::Null).json();
+    let id = list["devices"][0]["id"].as_str().unwrap().to_string();
+    let r = send(lab.port, "DELETE", &format!("/devices/{id}"), &as_laptop, &json!({}));
+    assert_eq!(r.status, 204);
+    assert!(r.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(send(lab.port, "GET", "/runs", &as_laptop, &Value::Null).status, 401);
+
+    // A rotated token ends every device.
+    let (ok, out, _) = lab_pair(&w.home, &[]);
+    assert!(ok);
+    let link = out.lines().find(|l| l.contains("/login?code=")).unwrap().trim().to_string();
+    let r = send(lab.port, "GET", &link[link.find("/login").unwrap()..], &[("Host", host.as_str())], &Value::Null);
+    let cookie = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
+    let with = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+    assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 200);
+    lab_token(&w, true);
+    assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 401, "rotation ends every device");
+    let log = lab_log(&w);
+    assert!(!log.contains(cookie.split_once('=').unwrap().1) && !log.contains("code="), "no secret is logged");
 }
