@@ -1,7 +1,8 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
-// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`), start-up.
+// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`, `#/devices`), start-up.
 import { DiffView } from "./diffview.js";
+import { DevicesView } from "./devices.js";
 import { h, stateBadge } from "./dom.js";
 import { initNewRunForm, loadInfo, loadProviders } from "./newrun.js";
 import { initNotify, setTitle } from "./notify.js";
@@ -32,6 +33,7 @@ function parseRoute() {
   if (m) return { name: "terminal", id: decodeURIComponent(m[1]) };
   m = hash.match(/^\/runs\/([^/]+)\/diff\/?$/);
   if (m) return { name: "diff", id: decodeURIComponent(m[1]) };
+  if (/^\/devices\/?$/.test(hash)) return { name: "devices" };
   m = hash.match(/^\/runs\/([^/]+)\/?$/);
   if (m) return { name: "run", id: decodeURIComponent(m[1]) };
   return { name: "home" };
@@ -49,6 +51,7 @@ function route() {
   if (r.name === "run") store.currentView = new RunView(mainEl, r.id);
   else if (r.name === "terminal") store.currentView = new TerminalView(mainEl, r.id);
   else if (r.name === "diff") store.currentView = new DiffView(mainEl, r.id);
+  else if (r.name === "devices") store.currentView = new DevicesView(mainEl);
   else store.currentView = new HomeView(mainEl);
   renderRunList();
 }

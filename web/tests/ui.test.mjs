@@ -334,6 +334,62 @@ describe("lab web UI in a real browser", () => {
     assert.equal(again.status(), 401, "a used login link");
   });
 
+  scenario("pairing a phone: the devices page draws the one-time link's QR code, the phone logs in with it and is logged out from the list", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ t, world, page }) => {
+    page.on("dialog", (d) => d.accept());
+    await page.getByTestId("devices-link").click();
+    await page.getByTestId("devices-view").waitFor();
+    const rows = page.locator("[data-testid=device]");
+    await rows.filter({ has: page.getByTestId("device-current") }).waitFor();
+    assert.equal(await rows.count(), 1, "only this browser is logged in");
+    await page.getByTestId("pair-name").fill("Test phone");
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname === "/pair");
+    await page.getByTestId("pair-button").click();
+    const pair = await (await answered).json();
+    const url = (await page.getByTestId("pair-url").textContent()).trim();
+    assert.equal(url, pair.url);
+    assert.ok(url.startsWith(new URL("login?code=", world.url).href), url);
+    assert.match(await page.getByTestId("pair-status").textContent(), /Works once, for [45]:\d\d more/);
+    // The canvas shows exactly lab's modules (sampled at each module's centre), quiet zone light.
+    const drawn = await page.getByTestId("pair-qr").evaluate((c, size) => {
+      const px = c.width / (size + 8);
+      const data = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      const dark = (x, y) => data[(Math.floor((y + 0.5) * px) * c.width + Math.floor((x + 0.5) * px)) * 4] < 128;
+      const rows = [];
+      for (let y = 0; y < size; y++) { let r = ""; for (let x = 0; x < size; x++) r += dark(x + 4, y + 4) ? "1" : "0"; rows.push(r); }
+      return { rows, quietDark: dark(0, 0) || dark(size + 7, size + 7) };
+    }, pair.qr.size);
+    assert.deepEqual(drawn.rows, pair.qr.rows);
+    assert.equal(drawn.quietDark, false);
+
+    // The phone opens the link: in, and listed by its name.
+    const phoneContext = await page.context().browser().newContext({
+      viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
+      userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    });
+    t.after(() => phoneContext.close().catch(() => {}));
+    const phone = await phoneContext.newPage();
+    await phone.goto(url);
+    assert.equal(new URL(phone.url()).pathname, "/");
+    await phone.getByTestId("run-list").waitFor();
+    const phoneRow = rows.filter({ hasText: "Test phone" });
+    await phoneRow.waitFor(); // the list refreshes by itself
+    assert.match(await phoneRow.textContent(), /paired/);
+    const stranger = await page.context().browser().newContext();
+    t.after(() => stranger.close().catch(() => {}));
+    assert.equal((await (await stranger.newPage()).goto(url)).status(), 401, "the link works once");
+
+    // Logged out from here: the phone is out at once, this browser stays in.
+    await phoneRow.getByTestId("device-revoke").click();
+    await phoneRow.waitFor({ state: "detached" });
+    assert.equal((await phone.reload()).status(), 401);
+    await phone.locator("#token").waitFor();
+    await page.getByTestId("run-list").waitFor();
+    assert.equal(await rows.count(), 1);
+    // Logging this device out ends its own session: the login form.
+    await rows.first().getByTestId("device-revoke").click();
+    await page.locator("#token").waitFor();
+  });
+
   scenario("--no-token: the UI says anyone on this machine can start agents", { script: { steps: [{ idle: {} }] }, prompt: null, serveArgs: ["--no-token"] }, async ({ world, page }) => {
     assert.equal(world.loginLink, null, "no login link without a token");
     await page.getByTestId("run-list").waitFor();
