@@ -79,6 +79,14 @@ enum Command {
         #[arg(long, value_name = "HOST:PORT")]
         addr: Option<String>,
     },
+    /// Print lab's VAPID public key for Web Push, or replace the key pair (`--rotate`:
+    /// every push subscription is removed, each browser subscribes again).
+    PushKey {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        #[arg(long)]
+        rotate: bool,
+    },
     /// Print where lab keeps its state under its home (one `name path` a line, or
     /// `--json`): for launchers and scripts, so they never re-derive lab's layout.
     Paths {
@@ -147,6 +155,7 @@ pub fn main() -> i32 {
             )
         }
         Command::Token { home, rotate } => token(home, rotate),
+        Command::PushKey { home, rotate } => crate::push::cli::run(home, rotate),
         Command::Pair { home, name, base_url, addr } => crate::pairing::cli::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),

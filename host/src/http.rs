@@ -157,6 +157,7 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/runs/{id}/merge", post(merge))
         .route("/runs/{id}/discard", post(discard))
         .route("/push/key", get(push_key))
+        .route("/push/key/rotate", post(rotate_push_key))
         .route("/push/subscriptions", get(list_push_subscriptions).post(add_push_subscription))
         .route("/push/subscriptions/{id}", axum::routing::delete(remove_push_subscription))
         .route("/", get(index))
@@ -501,6 +502,14 @@ type PushExt = axum::Extension<Arc<crate::push::Push>>;
 /// `GET /push/key`: lab's VAPID public key, for `pushManager.subscribe`.
 async fn push_key(axum::Extension(push): PushExt) -> Response {
     Json(json!({"public_key": push.public_key()})).into_response()
+}
+
+/// `POST /push/key/rotate` → `200 {"public_key", "removed_subscriptions"}`: a new VAPID
+/// key pair; every subscription (made with the old key) is removed.
+async fn rotate_push_key(axum::Extension(push): PushExt) -> ApiResult<Response> {
+    let (public_key, removed) =
+        push.rotate_key().map_err(|e| ApiError::internal(format!("cannot replace the VAPID key: {e}")))?;
+    Ok(Json(json!({"public_key": public_key, "removed_subscriptions": removed})).into_response())
 }
 
 async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {

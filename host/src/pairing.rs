@@ -172,21 +172,15 @@ pub mod cli {
         addr: Option<String>,
     ) -> anyhow::Result<()> {
         let home = Home::new(resolve_home(home)?);
-        let serve_file = home.serve_file();
         let addr = match addr {
             Some(a) => a,
-            None => {
-                let bytes = crate::fsutil::read_optional(&serve_file)?.ok_or_else(|| {
-                    anyhow!(
-                        "no `lab serve` is running for {} (there is no {}): start it, or say where it listens with --addr",
-                        home.root.display(),
-                        serve_file.display()
-                    )
-                })?;
-                let f: ServeFile = serde_json::from_slice(&bytes)
-                    .with_context(|| format!("{} is not what `lab serve` writes", serve_file.display()))?;
-                f.addr
-            }
+            None => serve_addr(&home)?.ok_or_else(|| {
+                anyhow!(
+                    "no `lab serve` is running for {} (there is no {}): start it, or say where it listens with --addr",
+                    home.root.display(),
+                    home.serve_file().display()
+                )
+            })?,
         };
         let token = crate::token::read_token(&crate::token::token_path(&home.root))?
             .ok_or_else(|| anyhow!("this lab has no token yet: start `lab serve` first"))?;
@@ -195,7 +189,7 @@ pub mod cli {
             body.insert("name".into(), n.into());
         }
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let answer = rt.block_on(ask(&addr, &token, serde_json::Value::Object(body)))?;
+        let answer: PairBody = rt.block_on(post(&addr, &token, "/pair", serde_json::Value::Object(body)))?;
         let url = match base_url {
             Some(b) => rebase(&answer.url, &b).map_err(anyhow::Error::msg)?,
             None => answer.url,
@@ -216,13 +210,29 @@ pub mod cli {
         Ok(())
     }
 
-    async fn ask(addr: &str, token: &str, body: serde_json::Value) -> anyhow::Result<PairBody> {
+    /// Where the running `lab serve` of `home` listens, from `<home>/serve.json`; `None`
+    /// when there is none.
+    pub fn serve_addr(home: &Home) -> anyhow::Result<Option<String>> {
+        let serve_file = home.serve_file();
+        let Some(bytes) = crate::fsutil::read_optional(&serve_file)? else { return Ok(None) };
+        let f: ServeFile = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not what `lab serve` writes", serve_file.display()))?;
+        Ok(Some(f.addr))
+    }
+
+    /// POST `body` to `path` of the `lab serve` at `addr`, with the token.
+    pub async fn post<T: serde::de::DeserializeOwned>(
+        addr: &str,
+        token: &str,
+        path: &str,
+        body: serde_json::Value,
+    ) -> anyhow::Result<T> {
         if addr.contains('/') || addr.is_empty() {
             bail!("--addr {addr:?} is not HOST:PORT");
         }
         let client = reqwest::Client::builder().timeout(TIMEOUT).no_proxy().build()?;
         let resp = client
-            .post(format!("http://{addr}/pair"))
+            .post(format!("http://{addr}{path}"))
             .bearer_auth(token)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.to_string())

@@ -53,9 +53,17 @@ impl Vapid {
             crate::fsutil::set_mode(path, 0o600)?;
             return Ok(Vapid { key });
         }
+        let vapid = Vapid::create(path)?;
+        tracing::info!(path = %path.display(), "made lab's VAPID key pair for Web Push");
+        Ok(vapid)
+    }
+
+    /// A new key pair, written to `path` (0600) in place of any older one.
+    pub fn create(path: &std::path::Path) -> anyhow::Result<Vapid> {
+        use base64::Engine;
+        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let key = ES256KeyPair::generate();
         crate::fsutil::write_atomic(path, format!("{}\n", e.encode(key.to_bytes())).as_bytes(), 0o600)?;
-        tracing::info!(path = %path.display(), "made lab's VAPID key pair for Web Push");
         Ok(Vapid { key })
     }
 
@@ -69,7 +77,9 @@ impl Vapid {
 
 /// The push service: keys, subscriptions, delivery.
 pub struct Push {
-    vapid: Vapid,
+    /// Swapped whole by [`Push::rotate_key`].
+    vapid: std::sync::RwLock<Arc<Vapid>>,
+    key_file: std::path::PathBuf,
     store: Store,
     client: reqwest::Client,
 }
@@ -101,14 +111,32 @@ impl Push {
     pub fn open(home: &Home) -> anyhow::Result<Arc<Push>> {
         let dir = home.push_dir();
         crate::fsutil::private_dir(&dir)?;
-        let vapid = Vapid::load_or_create(&dir.join("vapid.key"))?;
+        let key_file = dir.join("vapid.key");
+        let vapid = std::sync::RwLock::new(Arc::new(Vapid::load_or_create(&key_file)?));
         let store = Store::open(dir.join("subscriptions.json"))?;
         let client = notify::outbound_client(ATTEMPT_TIMEOUT, "push")?;
-        Ok(Arc::new(Push { vapid, store, client }))
+        Ok(Arc::new(Push { vapid, key_file, store, client }))
+    }
+
+    fn vapid(&self) -> Arc<Vapid> {
+        self.vapid.read().unwrap().clone()
     }
 
     pub fn public_key(&self) -> String {
-        self.vapid.public_key()
+        self.vapid().public_key()
+    }
+
+    /// A new VAPID key pair in place of the old one, at once. Every subscription was
+    /// made with the old public key (push services refuse pushes signed by another), so
+    /// all are removed: each browser subscribes again (its Push button). How many were
+    /// removed is returned with the new public key.
+    pub fn rotate_key(&self) -> anyhow::Result<(String, usize)> {
+        let mut held = self.vapid.write().unwrap();
+        let vapid = Vapid::create(&self.key_file)?;
+        *held = Arc::new(vapid);
+        let removed = self.store.clear()?;
+        tracing::info!(removed, "lab's VAPID key pair was replaced; every push subscription was removed");
+        Ok((held.public_key(), removed))
     }
 
     pub fn store(&self) -> &Store {
@@ -192,7 +220,7 @@ impl Push {
         let endpoint: axum::http::Uri = sub.endpoint.parse().map_err(|e| format!("endpoint: {e}"))?;
         let req = web_push_native::WebPushBuilder::new(endpoint, public, auth)
             .with_valid_duration(TTL)
-            .with_vapid(&self.vapid.key, CONTACT)
+            .with_vapid(&self.vapid().key, CONTACT)
             .build(body.to_vec())
             .map_err(|e| format!("cannot encrypt the push: {e}"))?;
         let mut req = reqwest::Request::try_from(req).map_err(|e| format!("cannot build the request: {e}"))?;
@@ -240,5 +268,51 @@ mod tests {
         assert_eq!((raw.len(), raw[0]), (65, 4));
         std::fs::write(&path, "garbage!").unwrap();
         assert!(Vapid::load_or_create(&path).is_err());
+    }
+}
+
+/// `lab push-key [--rotate]`.
+pub mod cli {
+    use super::{Store, Vapid};
+    use crate::paths::{resolve_home, Home};
+    use std::path::PathBuf;
+
+    pub fn run(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
+        let home = Home::new(resolve_home(home)?);
+        let dir = home.push_dir();
+        let key_file = dir.join("vapid.key");
+        if !rotate {
+            crate::fsutil::private_dir(&home.root)?;
+            crate::fsutil::private_dir(&dir)?;
+            println!("{}", Vapid::load_or_create(&key_file)?.public_key());
+            return Ok(());
+        }
+        // A running serve holds the key in memory: it replaces it (and its subscriptions) itself.
+        if let Some(addr) = crate::pairing::cli::serve_addr(&home)? {
+            let token = crate::token::read_token(&crate::token::token_path(&home.root))?
+                .ok_or_else(|| anyhow::anyhow!("this lab has no token yet"))?;
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let answer: serde_json::Value = rt
+                .block_on(crate::pairing::cli::post(&addr, &token, "/push/key/rotate", serde_json::json!({})))
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e}\n(if no `lab serve` runs for this home, delete {} and try again)",
+                        home.serve_file().display()
+                    )
+                })?;
+            eprintln!(
+                "lab: new VAPID key; {} push subscription(s) removed: press Push again on each device",
+                answer["removed_subscriptions"]
+            );
+            println!("{}", answer["public_key"].as_str().unwrap_or_default());
+            return Ok(());
+        }
+        crate::fsutil::private_dir(&home.root)?;
+        crate::fsutil::private_dir(&dir)?;
+        let vapid = Vapid::create(&key_file)?;
+        let removed = Store::open(dir.join("subscriptions.json"))?.clear()?;
+        eprintln!("lab: new VAPID key; {removed} push subscription(s) removed: press Push again on each device");
+        println!("{}", vapid.public_key());
+        Ok(())
     }
 }

@@ -160,6 +160,15 @@ impl Store {
         Ok(sub)
     }
 
+    /// Remove every subscription: how many there were.
+    pub fn clear(&self) -> std::io::Result<usize> {
+        let mut list = self.list.lock().unwrap();
+        self.save(&[])?;
+        let n = list.len();
+        list.clear();
+        Ok(n)
+    }
+
     /// Remove one by id; false when there is none.
     pub fn remove(&self, id: &str) -> std::io::Result<bool> {
         let mut list = self.list.lock().unwrap();

@@ -169,6 +169,7 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/push/subscriptions".into(), Value::Null),
         ("POST", "/push/subscriptions".into(), push_subscription()),
         ("DELETE", "/push/subscriptions/ps-none".into(), json!({})),
+        ("POST", "/push/key/rotate".into(), json!({})),
         ("GET", "/devices".into(), Value::Null),
         ("POST", "/pair".into(), json!({"name": "phone"})),
         ("DELETE", "/devices/0123456789abcdef".into(), json!({})),
@@ -289,6 +290,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/discard", 409),
         ("/push/subscriptions", 201),
         ("/push/subscriptions/ps-none", 404),
+        ("/push/key/rotate", 200),
         ("/pair", 201),
         ("/devices/0123456789abcdef", 404),
         ("/stop", 200),
@@ -554,7 +556,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 27, "{refused}/27 refused");
+    assert_eq!(refused, 28, "{refused}/28 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
@@ -1045,4 +1047,45 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 401, "rotation ends every device");
     let log = lab_log(&w);
     assert!(!log.contains(cookie.split_once('=').unwrap().1) && !log.contains("code="), "no secret is logged");
+}
+
+fn lab_push_key(w: &World, rotate: bool) -> (String, String) {
+    let mut cmd = Command::new(LAB);
+    cmd.arg("push-key").arg("--home").arg(&w.home);
+    if rotate {
+        cmd.arg("--rotate");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn the_vapid_key_rotates_through_a_running_serve_or_offline_and_subscriptions_go_with_it() {
+    let w = World::new();
+    w.use_fake_claude(&idle_agent());
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    let bearer = format!("Bearer {}", lab_token(&w, false));
+    let auth = [("Host", host.as_str()), ("Authorization", bearer.as_str())];
+    let key =
+        |port| send(port, "GET", "/push/key", &auth, &Value::Null).json()["public_key"].as_str().unwrap().to_string();
+    let first = key(lab.port);
+    assert_eq!(lab_push_key(&w, false).0, first, "`lab push-key` prints the key serve uses");
+    assert_eq!(send(lab.port, "POST", "/push/subscriptions", &auth, &push_subscription()).status, 201);
+    // Through the running serve: at once, and the subscription (made with the old key) is gone.
+    let (second, said) = lab_push_key(&w, true);
+    assert!(said.contains("1 push subscription(s) removed"), "{said}");
+    assert_ne!(second, first);
+    assert_eq!(key(lab.port), second);
+    assert_eq!(send(lab.port, "GET", "/push/subscriptions", &auth, &Value::Null).json(), json!([]));
+    // Offline: the file is replaced; the next serve uses it.
+    drop(lab);
+    let (third, _) = lab_push_key(&w, true);
+    assert_ne!(third, second);
+    let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
+    let host = format!("127.0.0.1:{}", lab.port);
+    let auth = [("Host", host.as_str()), ("Authorization", bearer.as_str())];
+    let r = send(lab.port, "GET", "/push/key", &auth, &Value::Null);
+    assert_eq!(r.json()["public_key"], third.as_str());
 }
