@@ -198,21 +198,12 @@ impl Devices {
     /// Open `<home>/devices.json`; missing is none, unreadable an error naming it
     /// (nothing is overwritten).
     pub fn open(path: PathBuf) -> anyhow::Result<Devices> {
-        let records = match crate::fsutil::read_optional(&path)? {
-            None => Vec::new(),
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: not lab's list of devices ({e}); move it away to log every device out",
-                    path.display()
-                )
-            })?,
-        };
+        let records = crate::fsutil::load_json_list(&path, "devices", "; move it away to log every device out")?;
         Ok(Devices { path, records: Mutex::new(records) })
     }
 
     fn save(&self, records: &[Record]) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(records).map_err(std::io::Error::other)?;
-        crate::fsutil::write_atomic(&self.path, &json, 0o600)
+        crate::fsutil::save_json_list(&self.path, records)
     }
 
     /// Log a device in under `token`: its cookie value (`<id>.<secret>`).

@@ -36,6 +36,22 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> 
     result
 }
 
+/// A private JSON list kept whole in `path`: missing is empty; unreadable is an error
+/// naming the file and `what` it should be, with `hint` (nothing is overwritten).
+pub fn load_json_list<T: serde::de::DeserializeOwned>(path: &Path, what: &str, hint: &str) -> anyhow::Result<Vec<T>> {
+    match read_optional(path)? {
+        None => Ok(Vec::new()),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| anyhow::anyhow!("{}: not lab's list of {what} ({e}){hint}", path.display())),
+    }
+}
+
+/// Write `list` as JSON to `path`, whole and atomically, 0600.
+pub fn save_json_list<T: serde::Serialize>(path: &Path, list: &[T]) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(list).map_err(std::io::Error::other)?;
+    write_atomic(path, &json, 0o600)
+}
+
 /// Whether `file_name` is an in-flight temp file of [`write_atomic`].
 pub fn is_temp_name(file_name: &str) -> bool {
     file_name.starts_with('.') && file_name.contains(".tmp.")

@@ -113,17 +113,12 @@ impl Store {
     /// Open the store at `path`; a missing file is an empty store, an unreadable one
     /// an error naming it (nothing is overwritten).
     pub fn open(path: PathBuf) -> anyhow::Result<Store> {
-        let list = match crate::fsutil::read_optional(&path)? {
-            None => Vec::new(),
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| anyhow::anyhow!("{}: not lab's list of push subscriptions ({e})", path.display()))?,
-        };
+        let list = crate::fsutil::load_json_list(&path, "push subscriptions", "")?;
         Ok(Store { path, list: Mutex::new(list) })
     }
 
     fn save(&self, list: &[Subscription]) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(list).map_err(std::io::Error::other)?;
-        crate::fsutil::write_atomic(&self.path, &json, 0o600)
+        crate::fsutil::save_json_list(&self.path, list)
     }
 
     pub fn list(&self) -> Vec<Subscription> {
