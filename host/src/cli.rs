@@ -453,6 +453,17 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
     for f in &set.failed {
         println!("skipped {}: {}", f.source, f.error);
     }
+    // ACP agents named in lab.toml (transport acp; a component of the same name wins).
+    let config = crate::config::Config::load(&home.config_file())?;
+    for name in config.agents.keys().filter(|n| set.get(n).is_none()) {
+        println!(
+            "{:<16} {:<10} {:<14} [agents.{name}] in {} (transport acp)",
+            name,
+            "-",
+            "yes",
+            home.config_file().display()
+        );
+    }
     Ok(())
 }
 

@@ -24,6 +24,12 @@
 //! worktree = true                       # a run in a git repository gets its own worktree
 //!                                       #   and branch lab/<run-id> (default: true)
 //! worktree_dir = "/srv/lab-worktrees"   # where they go (absolute; default <home>/worktrees)
+//!
+//! [agents.gemini]                       # an ACP agent: provider `gemini`, no rebuild
+//! acp = ["gemini", "--experimental-acp"] # its command (looked up on PATH) and arguments
+//! env = { GEMINI_API_KEY = "…" }        # optional, as for providers (pass_env too)
+//! display_name = "Gemini CLI"           # optional: what the UI calls it
+//! start_timeout_secs = 60               # optional: initialize + session/new (default 60)
 //! ```
 //!
 //! `[notify]` is checked by [`crate::notify::Settings::new`] when `lab serve` starts.
@@ -43,6 +49,41 @@ pub struct Config {
     pub notify: Option<NotifyConfig>,
     #[serde(default)]
     pub runs: RunsConfig,
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+/// `[agents.<name>]`: an agent lab speaks the Agent Client Protocol with (see
+/// [`crate::acp`]).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The command and its arguments; the command is looked up on PATH unless a path.
+    pub acp: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub pass_env: Option<Vec<String>>,
+    pub display_name: Option<String>,
+    pub start_timeout_secs: Option<u64>,
+}
+
+impl AgentConfig {
+    /// The same environment rules as a provider's.
+    pub fn as_provider(&self) -> ProviderConfig {
+        ProviderConfig { program: None, env: self.env.clone(), pass_env: self.pass_env.clone() }
+    }
+
+    pub fn start_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.start_timeout_secs.unwrap_or(60).clamp(1, 3600))
+    }
+}
+
+/// Whether `name` may name an agent (as a provider name: `a-z0-9-_`, 1–64, a letter first).
+pub fn valid_agent_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
 /// `[runs]`: what a new run gets by default.
@@ -116,6 +157,26 @@ impl Config {
                     if let Some(bad) = p.pass_env.iter().flatten().find(|e| !crate::runs::agent_env::valid_pattern(e)) {
                         anyhow::bail!(
                             "{}: [providers.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
+                            path.display()
+                        );
+                    }
+                }
+                for (name, a) in &c.agents {
+                    if !valid_agent_name(name) {
+                        anyhow::bail!(
+                            "{}: [agents.{name}]: an agent's name is 1-64 of a-z, 0-9, - and _, starting with a letter",
+                            path.display()
+                        );
+                    }
+                    if a.acp.first().is_none_or(|c| c.is_empty()) {
+                        anyhow::bail!(
+                            "{}: [agents.{name}] acp must name a command: acp = [\"cmd\", \"arg\"…]",
+                            path.display()
+                        );
+                    }
+                    if let Some(bad) = a.pass_env.iter().flatten().find(|e| !crate::runs::agent_env::valid_pattern(e)) {
+                        anyhow::bail!(
+                            "{}: [agents.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
                             path.display()
                         );
                     }
@@ -194,6 +255,25 @@ mod tests {
         assert!(toml::from_str::<Config>("").unwrap().notify.is_none());
         assert!(toml::from_str::<Config>("[notify]\nurl = \"http://x\"\nevent = [\"ended\"]\n").is_err());
         assert!(toml::from_str::<Config>("[notify]\nheaders = {}\n").is_err(), "url is required");
+    }
+
+    #[test]
+    fn parses_acp_agents_and_checks_them() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("lab.toml");
+        let load = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            Config::load(&p)
+        };
+        let c = load("[agents.gem]\nacp = [\"gemini\", \"--acp\"]\nenv = { K = \"v\" }\ndisplay_name = \"Gemini\"\n")
+            .unwrap();
+        let a = &c.agents["gem"];
+        assert_eq!(a.acp, ["gemini", "--acp"]);
+        assert_eq!((a.display_name.as_deref(), a.as_provider().env["K"].as_str()), (Some("Gemini"), "v"));
+        assert_eq!(a.start_timeout(), std::time::Duration::from_secs(60));
+        assert!(load("[agents.gem]\nacp = []\n").unwrap_err().to_string().contains("must name a command"));
+        assert!(load("[agents.Gem]\nacp = [\"x\"]\n").unwrap_err().to_string().contains("name"));
+        assert!(load("[agents.gem]\nacp = [\"x\"]\ncmd = 1\n").is_err());
     }
 
     #[test]

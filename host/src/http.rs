@@ -288,8 +288,23 @@ async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
                 "dialog_hooker": f.dialog_hooker,
                 "screen_reader": f.capabilities.screen_reader,
                 "wit": f.capabilities.version.package(),
+                "transport": "tmux",
             })
         })
+        .chain(runs.acp_agents().map(|(name, a)| {
+            json!({
+                "name": name,
+                "display_name": a.display_name.clone().unwrap_or_else(|| name.clone()),
+                "version": null,
+                "agent_version": null,
+                "description": format!("an ACP agent ({})", a.acp[0].rsplit('/').next().unwrap_or_default()),
+                "permission_modes": [],
+                "dialog_hooker": true,
+                "screen_reader": false,
+                "wit": null,
+                "transport": "acp",
+            })
+        }))
         .collect();
     Json(list)
 }

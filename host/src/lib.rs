@@ -12,6 +12,7 @@
 //! - [`worktree`]: a git worktree per run, its diff and its merge
 //! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
 
+pub mod acp;
 pub mod agent_exec;
 pub mod check;
 pub mod cli;

@@ -135,6 +135,10 @@ impl Home {
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")
     }
+    /// ACP runs' journals (their chats) and their agents' stderr logs.
+    pub fn acp_dir(&self) -> PathBuf {
+        self.root.join("acp")
+    }
     /// Web Push: the VAPID key and the subscriptions.
     pub fn push_dir(&self) -> PathBuf {
         self.root.join("push")
@@ -160,6 +164,7 @@ impl Home {
             ("tmux_socket", self.tmux_socket()),
             ("worktrees", self.worktrees_dir()),
             ("push", self.push_dir()),
+            ("acp", self.acp_dir()),
             ("devices", self.devices_file()),
             ("serve", self.serve_file()),
         ]

@@ -26,6 +26,9 @@ impl Runs {
     /// ([`input::composer_lock`]).
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
+        if let Some(session) = self.acp_session(&run.id) {
+            return self.send_acp_message(run, session, text).await;
+        }
         let _keys = run.keys.lock().await;
         let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
@@ -67,6 +70,9 @@ impl Runs {
                 }
                 Answer::Option(_) | Answer::Options(_) => {}
             }
+        }
+        if let Some(session) = self.acp_session(&run.id) {
+            return self.answer_acp(run, session, tool_id, answers).await;
         }
         let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
         if !provider.dialog_hooker() {

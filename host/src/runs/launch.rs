@@ -21,6 +21,9 @@ use std::sync::Arc;
 impl Runs {
     /// Launch a run.
     pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
+        if let Some(agent) = self.acp_agent(&req.provider).cloned() {
+            return self.create_acp(req, agent).await;
+        }
         let (facts, provider) = self
             .providers
             .get(&req.provider)
@@ -97,7 +100,11 @@ impl Runs {
     }
 
     /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]).
-    async fn make_worktree(&self, req: &CreateRun, id: &RunId) -> Result<Option<crate::worktree::Worktree>, RunError> {
+    pub(super) async fn make_worktree(
+        &self,
+        req: &CreateRun,
+        id: &RunId,
+    ) -> Result<Option<crate::worktree::Worktree>, RunError> {
         use crate::worktree;
         if req.worktree == Some(false) || (req.worktree.is_none() && self.config.runs.worktree == Some(false)) {
             return Ok(None);

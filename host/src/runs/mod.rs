@@ -9,6 +9,7 @@
 //! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
 //! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
+mod acp_runs;
 pub mod agent_env;
 pub mod agent_version;
 mod answer;
@@ -353,6 +354,8 @@ pub struct Runs {
     work_lock: tokio::sync::Mutex<()>,
     /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
     diff_counting: tokio::sync::Mutex<()>,
+    /// The ACP runs' agent sessions ([`acp_runs`]), by run.
+    acp: Mutex<HashMap<RunId, Arc<crate::acp::Session>>>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -396,7 +399,11 @@ impl Runs {
             agent_versions: Arc::default(),
             work_lock: tokio::sync::Mutex::new(()),
             diff_counting: tokio::sync::Mutex::new(()),
+            acp: Mutex::new(HashMap::new()),
         });
+        for (name, _) in runs.config.agents.iter().filter(|(n, _)| runs.providers.get(n).is_some()) {
+            tracing::warn!(agent = %name, "lab.toml's [agents.{name}] is not used: a provider component has that name");
+        }
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
@@ -406,6 +413,9 @@ impl Runs {
                 runs.clone().spawn_diff_watch(run.clone());
             }
             if active {
+                if runs.is_acp_record(&run.record()) {
+                    runs.resume_acp(run.clone());
+                }
                 runs.clone().spawn_tailer(run);
             } else {
                 // Its chat is read when first looked at.
@@ -536,10 +546,15 @@ impl Runs {
     /// Make the in-memory handle for a record. `prompt_pending`: lab has yet to type
     /// its first prompt (the composer stays locked until it has).
     fn attach(&self, rec: RunRecord, prompt_pending: bool) -> Arc<Run> {
-        let provider = self.providers.get(&rec.provider).map(|(_, h)| h.clone());
+        let acp = self.is_acp_record(&rec);
+        let provider = if acp { None } else { self.providers.get(&rec.provider).map(|(_, h)| h.clone()) };
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         let tail = match &provider {
+            // lab's own journal, read natively.
+            None if acp => {
+                Tail::new(rec.id.clone(), Arc::new(crate::acp::journal::JournalReader), transcript.clone(), files, None)
+            }
             Some(p) => Tail::new(
                 rec.id.clone(),
                 Arc::new(p.clone()),
@@ -599,6 +614,7 @@ impl Runs {
             })
             .await;
         if ended_now {
+            self.drop_acp(&run.id);
             tracing::info!(run = %run.id, why, "run ended");
             run.wake();
         }
@@ -606,6 +622,10 @@ impl Runs {
 
     /// `POST /runs/{id}/stop`.
     pub async fn stop(&self, run: &Arc<Run>) -> Result<(), RunError> {
+        if let Some(session) = self.acp_session(&run.id) {
+            self.stop_acp(run, session).await;
+            return Ok(());
+        }
         let _keys = run.keys.lock().await;
         let name = run.record().tmux_target;
         let tmux = self.tmux.clone();

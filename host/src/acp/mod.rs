@@ -1,0 +1,15 @@
+//! ACP agents: the Agent Client Protocol as a second transport beside tmux. An agent
+//! named in lab.toml (`[agents.<name>] acp = ["cmd", "args"…]`) runs as lab's child over
+//! stdio ([`session`], on [`rpc`]); what it says goes into the run's journal
+//! ([`journal`]), which the tailer reads like any transcript; a request that waits for
+//! the operator (a permission, a form) is the run's spool, mapped by [`dialog`]; its
+//! file requests are confined to the workdir ([`fs`]). The run model, the API, the
+//! answer guard and the UI are the same as for tmux runs.
+
+pub mod dialog;
+pub mod fs;
+pub mod journal;
+pub mod rpc;
+pub mod session;
+
+pub use session::{AnswerError, Session, Setup, StartError};

@@ -1,0 +1,640 @@
+//! One ACP agent process and its session: the child under lab's supervision (its own
+//! process group, stdio piped, stderr to a log), `initialize` and `session/new` (or
+//! `session/load` after a lab restart), prompts one turn at a time, the agent's
+//! `session/update`s into the run's [`Journal`], its permission requests and
+//! elicitations into the run's spool until the operator answers, and its file-system
+//! requests confined to the run's workdir ([`super::fs`]).
+
+use super::dialog::Request;
+use super::journal::{Entry, Journal};
+use super::rpc::{Connection, Incoming, RpcError, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::model::Answer;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// The ACP protocol version lab speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// How long `stop` waits for a turn to end after `session/cancel`, and then for the
+/// process to exit after SIGTERM, before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Agent text is written to the journal in one message per stretch of text: when
+/// something else comes, the turn ends, or this much has gathered.
+const FLUSH_AT: usize = 4096;
+
+/// What starting a session needs.
+pub struct Setup {
+    /// The run (for logs).
+    pub label: String,
+    pub argv: Vec<String>,
+    /// The agent's whole environment.
+    pub env: BTreeMap<String, String>,
+    /// The run's workdir: the session's cwd and the only place its files may be.
+    pub cwd: PathBuf,
+    pub journal: PathBuf,
+    pub spool: PathBuf,
+    pub stderr_log: PathBuf,
+    /// Bound on `initialize` + `session/new` (or `session/load`).
+    pub start_timeout: Duration,
+    /// Called after each change to the journal or the spool.
+    pub wake: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// Text gathering for one message.
+#[derive(Default)]
+struct Buffered {
+    thought: bool,
+    text: String,
+}
+
+pub struct Session {
+    label: String,
+    conn: Arc<Connection>,
+    session_id: Mutex<String>,
+    journal: Journal,
+    spool: PathBuf,
+    root: PathBuf,
+    /// The agent's requests waiting for the operator, oldest first (the spool shows the
+    /// first), with their JSON-RPC ids.
+    pending: Mutex<VecDeque<(Value, Request)>>,
+    next_n: AtomicU64,
+    /// One prompt turn at a time.
+    turn: tokio::sync::Mutex<()>,
+    buffer: Mutex<Buffered>,
+    /// Tool calls whose result is journalled already.
+    finished: Mutex<HashSet<String>>,
+    /// `session/load` replays the history: not journalled again.
+    loading: AtomicBool,
+    stopping: AtomicBool,
+    pgid: Option<i32>,
+    /// Why the process exited, once it has.
+    exited: watch::Receiver<Option<String>>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+    /// Whether the agent can `session/load`.
+    pub can_load: AtomicBool,
+}
+
+/// Why a session could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// Resuming was asked and the agent cannot load sessions.
+    CannotResume,
+    Failed(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::CannotResume => f.write_str("the agent cannot load a session (no loadSession capability)"),
+            StartError::Failed(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Session {
+    /// Spawn the agent and open a session: a new one, or `resume`'s (`session/load`).
+    pub async fn start(setup: Setup, resume: Option<String>) -> Result<Arc<Session>, StartError> {
+        let fail = |m: String| StartError::Failed(m);
+        let (program, args) = setup.argv.split_first().ok_or_else(|| fail("the agent's command is empty".into()))?;
+        let stderr = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&setup.stderr_log)
+                .map_err(|e| fail(format!("opening {}: {e}", setup.stderr_log.display())))?
+        };
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .current_dir(&setup.cwd)
+            .env_clear()
+            .envs(&setup.env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| fail(format!("starting the agent `{program}` failed: {e}")))?;
+        let pgid = child.id().map(|p| p as i32);
+        let stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout".into()))?;
+        let (conn, incoming) = Connection::start(stdout, stdin, setup.label.clone());
+        let (exit_tx, exited) = watch::channel(None);
+        let root = std::fs::canonicalize(&setup.cwd).map_err(|e| fail(format!("{}: {e}", setup.cwd.display())))?;
+        let session = Arc::new(Session {
+            label: setup.label.clone(),
+            conn,
+            session_id: Mutex::new(String::new()),
+            journal: Journal::new(setup.journal),
+            spool: setup.spool,
+            root,
+            pending: Mutex::new(VecDeque::new()),
+            next_n: AtomicU64::new(1),
+            turn: tokio::sync::Mutex::new(()),
+            buffer: Mutex::new(Buffered::default()),
+            finished: Mutex::new(HashSet::new()),
+            loading: AtomicBool::new(resume.is_some()),
+            stopping: AtomicBool::new(false),
+            pgid,
+            exited,
+            wake: setup.wake,
+            can_load: AtomicBool::new(false),
+        });
+        let stderr_log = setup.stderr_log.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let why = match status {
+                Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+                    (Some(c), _) => format!("the agent exited with status {c}"),
+                    (None, Some(sig)) => format!("the agent was killed by signal {sig}"),
+                    _ => "the agent exited".to_string(),
+                },
+                Err(e) => format!("waiting for the agent failed: {e}"),
+            };
+            let tail = stderr_tail(&stderr_log);
+            let why = if tail.is_empty() { why } else { format!("{why}; its last words: {tail}") };
+            let _ = exit_tx.send(Some(why));
+        });
+        tokio::spawn(session.clone().serve(incoming));
+        let opened = tokio::time::timeout(setup.start_timeout, session.open(&setup.cwd, resume)).await;
+        let result = match opened {
+            Ok(r) => r,
+            Err(_) => Err(fail(format!(
+                "the agent did not finish starting its session within {} s",
+                setup.start_timeout.as_secs_f32()
+            ))),
+        };
+        match result {
+            Ok(()) => Ok(session),
+            Err(e) => {
+                session.kill().await;
+                let e = match (e, session.exit_reason()) {
+                    (StartError::Failed(m), Some(why)) => StartError::Failed(format!("{m} ({why})")),
+                    (e, _) => e,
+                };
+                Err(e)
+            }
+        }
+    }
+
+    async fn open(&self, cwd: &std::path::Path, resume: Option<String>) -> Result<(), StartError> {
+        let fail = |e: RpcError| StartError::Failed(e.to_string());
+        let init = self
+            .conn
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": true, "writeTextFile": true},
+                        "terminal": false,
+                        "elicitation": {"form": {}}
+                    },
+                    "clientInfo": {"name": "lab", "version": env!("CARGO_PKG_VERSION")}
+                }),
+            )
+            .await
+            .map_err(fail)?;
+        let caps = &init["agentCapabilities"];
+        let can_load = caps["loadSession"].as_bool().unwrap_or(false);
+        self.can_load.store(can_load, Ordering::SeqCst);
+        let cwd = cwd.to_string_lossy();
+        match resume {
+            None => {
+                let r = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": []})).await.map_err(fail)?;
+                let sid = r["sessionId"]
+                    .as_str()
+                    .ok_or_else(|| StartError::Failed("session/new returned no sessionId".into()))?;
+                *self.session_id.lock().unwrap() = sid.to_string();
+                self.write(Entry::Session { session_id: sid.to_string() });
+            }
+            Some(sid) => {
+                if !can_load {
+                    return Err(StartError::CannotResume);
+                }
+                *self.session_id.lock().unwrap() = sid.clone();
+                self.conn
+                    .request("session/load", json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}))
+                    .await
+                    .map_err(fail)?;
+                // The replay is over once every update sent before the response was
+                // taken (and skipped): what comes after it is new.
+                if let Some(fence) = self.conn.fence() {
+                    let _ = fence.await;
+                }
+                self.loading.store(false, Ordering::SeqCst);
+                self.buffer.lock().unwrap().text.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Say something in the chat (lab's own words).
+    pub fn note(&self, text: &str) {
+        self.write(Entry::Note { text: text.to_string() });
+        (self.wake)();
+    }
+
+    pub fn session_id(&self) -> String {
+        self.session_id.lock().unwrap().clone()
+    }
+
+    /// Why the agent's process exited, once it has.
+    pub fn exit_reason(&self) -> Option<String> {
+        self.exited.borrow().clone()
+    }
+
+    /// Wait until the agent's process exits; why it did.
+    pub async fn exited(&self) -> String {
+        let mut rx = self.exited.clone();
+        loop {
+            if let Some(why) = rx.borrow_and_update().clone() {
+                return why;
+            }
+            if rx.changed().await.is_err() {
+                return "the agent exited".into();
+            }
+        }
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    fn write(&self, entry: Entry) {
+        if let Err(e) = self.journal.append(entry) {
+            tracing::error!(run = %self.label, error = %e, "could not write the run's journal");
+        }
+    }
+
+    /// Write the gathered text as one message.
+    fn flush(&self) {
+        let b = std::mem::take(&mut *self.buffer.lock().unwrap());
+        if b.text.is_empty() {
+            return;
+        }
+        self.write(if b.thought { Entry::Thought { text: b.text } } else { Entry::Agent { text: b.text } });
+    }
+
+    fn gather(&self, thought: bool, text: &str) {
+        let full = {
+            let mut b = self.buffer.lock().unwrap();
+            if b.thought != thought && !b.text.is_empty() {
+                let old = std::mem::take(&mut *b);
+                drop(b);
+                self.write(if old.thought {
+                    Entry::Thought { text: old.text }
+                } else {
+                    Entry::Agent { text: old.text }
+                });
+                b = self.buffer.lock().unwrap();
+            }
+            b.thought = thought;
+            b.text.push_str(text);
+            b.text.len() >= FLUSH_AT
+        };
+        if full {
+            self.flush();
+        }
+    }
+
+    /// Send a prompt: journalled now, sent when the turn before it has ended.
+    pub fn prompt(self: &Arc<Self>, text: String) {
+        self.write(Entry::User { text: text.clone() });
+        (self.wake)();
+        let s = self.clone();
+        tokio::spawn(async move {
+            let _turn = s.turn.lock().await;
+            if s.stopping() || s.exit_reason().is_some() {
+                return;
+            }
+            s.write(Entry::Turn { working: true, reason: None });
+            (s.wake)();
+            let sid = s.session_id();
+            let r = s
+                .conn
+                .request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}))
+                .await;
+            // The turn's updates (sent before its response) are in the journal first.
+            if let Some(fence) = s.conn.fence() {
+                let _ = fence.await;
+            }
+            s.flush();
+            match r {
+                Ok(v) => s.write(Entry::Turn { working: false, reason: v["stopReason"].as_str().map(str::to_string) }),
+                Err(RpcError::Closed(_)) if s.stopping() => {}
+                Err(e) => s.write(Entry::Error { text: e.to_string() }),
+            }
+            (s.wake)();
+        });
+    }
+
+    /// Answer the waiting request lab numbered `n` (the first one: the one shown).
+    /// `Err(msg)`: the answers do not fit it (nothing sent).
+    pub async fn answer(&self, n: u64, answers: &[Answer]) -> Result<(), AnswerError> {
+        let (id, req, result) = {
+            let mut q = self.pending.lock().unwrap();
+            match q.front() {
+                Some((_, r)) if r.n() == n => {}
+                _ => return Err(AnswerError::Gone),
+            }
+            let result = q.front().unwrap().1.result(answers).map_err(AnswerError::Bad)?;
+            let (id, req) = q.pop_front().unwrap();
+            (id, req, result)
+        };
+        self.write(Entry::Note { text: req.answered_text(answers) });
+        let sent = self.conn.respond(&id, Ok(result)).await;
+        self.show_first();
+        sent.map_err(|e| AnswerError::Send(e.to_string()))
+    }
+
+    /// Spool the first waiting request, or remove the spool when none waits.
+    fn show_first(&self) {
+        let first = self.pending.lock().unwrap().front().map(|(_, r)| r.clone());
+        let r = match first {
+            Some(req) => {
+                let bytes = serde_json::to_vec(&req).unwrap_or_default();
+                crate::fsutil::write_atomic(&self.spool, &bytes, 0o600)
+            }
+            None => crate::fsutil::remove_if_exists(&self.spool),
+        };
+        if let Err(e) = r {
+            tracing::error!(run = %self.label, error = %e, "could not write the run's spool");
+        }
+        (self.wake)();
+    }
+
+    /// Cancel what waits, end the turn, end the process (SIGTERM, then SIGKILL).
+    pub async fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        let waiting: Vec<(Value, Request)> = self.pending.lock().unwrap().drain(..).collect();
+        for (id, req) in waiting {
+            let _ = self.conn.respond(&id, Ok(req.cancelled())).await;
+        }
+        let _ = crate::fsutil::remove_if_exists(&self.spool);
+        if self.exit_reason().is_none() {
+            let _ = self.conn.notify("session/cancel", json!({"sessionId": self.session_id()})).await;
+            let _ = tokio::time::timeout(STOP_GRACE, self.turn.lock()).await;
+        }
+        self.flush();
+        self.kill().await;
+    }
+
+    /// End the process group: SIGTERM, then SIGKILL after [`STOP_GRACE`].
+    async fn kill(&self) {
+        let Some(pgid) = self.pgid else { return };
+        if self.exit_reason().is_some() {
+            return;
+        }
+        // SAFETY: signals only the process group lab made for this agent.
+        unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        let mut rx = self.exited.clone();
+        let ended = tokio::time::timeout(STOP_GRACE, rx.wait_for(|e| e.is_some())).await.is_ok();
+        if !ended {
+            // SAFETY: as above.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            let _ = tokio::time::timeout(STOP_GRACE, rx.wait_for(|e| e.is_some())).await;
+        }
+    }
+
+    /// The agent's messages, in order, until its stdout ends.
+    async fn serve(self: Arc<Self>, mut incoming: mpsc::UnboundedReceiver<Incoming>) {
+        while let Some(m) = incoming.recv().await {
+            match m {
+                Incoming::Fence(f) => {
+                    let _ = f.send(());
+                }
+                Incoming::Notification { method, params } if method == "session/update" => {
+                    self.update(&params["update"]);
+                }
+                Incoming::Notification { method, .. } => {
+                    tracing::debug!(run = %self.label, %method, "ignored a notification from the agent");
+                }
+                Incoming::Request { id, method, params } => {
+                    let result = self.request(&method, &params);
+                    if let Some(result) = result {
+                        if let Err(e) = self.conn.respond(&id, result).await {
+                            tracing::warn!(run = %self.label, error = %e, "could not answer the agent");
+                        }
+                    } else {
+                        // Waits for the operator.
+                        let n = self.next_n.fetch_add(1, Ordering::SeqCst);
+                        let req = match method.as_str() {
+                            "session/request_permission" => Request::permission(n, &params),
+                            _ => Request::elicitation(n, &params),
+                        };
+                        match req {
+                            Ok(req) => {
+                                self.flush();
+                                let first = {
+                                    let mut q = self.pending.lock().unwrap();
+                                    q.push_back((id, req));
+                                    q.len() == 1
+                                };
+                                if first {
+                                    self.show_first();
+                                }
+                            }
+                            Err(why) => {
+                                tracing::warn!(run = %self.label, %method, %why, "refused a malformed request from the agent");
+                                let _ = self.conn.respond(&id, Err((INVALID_PARAMS, why))).await;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.flush();
+        (self.wake)();
+    }
+
+    /// The agent's request: answered at once (`Some`), or `None` for the ones that
+    /// wait for the operator.
+    fn request(&self, method: &str, params: &Value) -> Option<Result<Value, (i64, String)>> {
+        match method {
+            "session/request_permission" | "elicitation/create" => {
+                if self.stopping() {
+                    return Some(Err((INTERNAL_ERROR, "the run is stopping".into())));
+                }
+                None
+            }
+            "fs/read_text_file" => Some(self.read_file(params)),
+            "fs/write_text_file" => Some(self.write_file(params)),
+            other => {
+                tracing::info!(run = %self.label, method = %other, "the agent asked for a method lab does not offer");
+                Some(Err((METHOD_NOT_FOUND, format!("lab does not offer {other}"))))
+            }
+        }
+    }
+
+    fn read_file(&self, params: &Value) -> Result<Value, (i64, String)> {
+        let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
+        let p = super::fs::confine(&self.root, path).map_err(|e| self.refuse_fs("read", path, e))?;
+        let text = super::fs::read(&p, params["line"].as_u64(), params["limit"].as_u64())
+            .map_err(|e| self.refuse_fs("read", path, e))?;
+        Ok(json!({"content": text}))
+    }
+
+    fn write_file(&self, params: &Value) -> Result<Value, (i64, String)> {
+        let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
+        let content = params["content"].as_str().ok_or((INVALID_PARAMS, "no content".to_string()))?;
+        let p = super::fs::confine(&self.root, path).map_err(|e| self.refuse_fs("write", path, e))?;
+        super::fs::write(&p, content).map_err(|e| self.refuse_fs("write", path, e))?;
+        Ok(json!(null))
+    }
+
+    fn refuse_fs(&self, what: &str, path: &str, why: String) -> (i64, String) {
+        tracing::warn!(run = %self.label, op = what, path, %why, "refused the agent's file request");
+        (INVALID_PARAMS, why)
+    }
+
+    /// One `session/update`.
+    fn update(&self, u: &Value) {
+        if self.loading.load(Ordering::SeqCst) {
+            return;
+        }
+        let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+        match kind {
+            "agent_message_chunk" | "agent_thought_chunk" => {
+                if let Some(t) = u["content"]["text"].as_str() {
+                    self.gather(kind == "agent_thought_chunk", t);
+                }
+                return;
+            }
+            "tool_call" => {
+                self.flush();
+                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+                let title = u["title"].as_str().unwrap_or_default().to_string();
+                let name = u["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or("tool").to_string();
+                let input = match &u["rawInput"] {
+                    Value::Null => "{}".to_string(),
+                    v => v.to_string(),
+                };
+                self.write(Entry::ToolCall { id: id.clone(), name, input, summary: title });
+                if let Some(done) = finished_result(u) {
+                    self.finish(id, done);
+                }
+            }
+            "tool_call_update" => {
+                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+                if let Some(done) = finished_result(u) {
+                    self.flush();
+                    self.finish(id, done);
+                }
+            }
+            "plan" => {
+                self.flush();
+                let text = u["entries"]
+                    .as_array()
+                    .map(|es| {
+                        es.iter()
+                            .map(|e| {
+                                let mark = match e["status"].as_str() {
+                                    Some("completed") => "[x]",
+                                    Some("in_progress") => "[~]",
+                                    _ => "[ ]",
+                                };
+                                format!("- {mark} {}", e["content"].as_str().unwrap_or_default())
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                self.write(Entry::Plan { text });
+            }
+            _ => return,
+        }
+        (self.wake)();
+    }
+
+    fn finish(&self, id: String, (text, is_error): (String, bool)) {
+        if self.finished.lock().unwrap().insert(id.clone()) {
+            self.write(Entry::ToolResult { id, text, is_error });
+        }
+    }
+}
+
+/// Why an answer was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerError {
+    /// The request is no longer the one waiting.
+    Gone,
+    /// The answers do not fit it.
+    Bad(String),
+    Send(String),
+}
+
+/// A tool call's result text and whether it failed, once its status says it is over.
+fn finished_result(u: &Value) -> Option<(String, bool)> {
+    let failed = match u["status"].as_str() {
+        Some("completed") => false,
+        Some("failed") => true,
+        _ => return None,
+    };
+    let mut parts = Vec::new();
+    for c in u["content"].as_array().into_iter().flatten() {
+        match c["type"].as_str() {
+            Some("content") => {
+                if let Some(t) = c["content"]["text"].as_str() {
+                    parts.push(t.to_string());
+                }
+            }
+            Some("diff") => parts.push(format!("edited {}", c["path"].as_str().unwrap_or("a file"))),
+            _ => {}
+        }
+    }
+    if parts.is_empty() {
+        match &u["rawOutput"] {
+            Value::Null => {}
+            Value::String(s) => parts.push(s.clone()),
+            v => parts.push(v.to_string()),
+        }
+    }
+    let mut text = parts.join("\n");
+    if text.len() > 64 * 1024 {
+        let mut cut = 64 * 1024;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n[cut]");
+    }
+    Some((text, failed))
+}
+
+/// The last lines of the agent's stderr (at most 5 lines, 600 bytes), for an end's reason.
+fn stderr_tail(path: &std::path::Path) -> String {
+    let Ok(bytes) = std::fs::read(path) else { return String::new() };
+    let start = bytes.len().saturating_sub(4096);
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(5)..].join(" | ");
+    tail.chars().rev().take(600).collect::<Vec<_>>().into_iter().rev().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_is_over_when_its_status_says_so() {
+        assert_eq!(finished_result(&json!({"status": "in_progress"})), None);
+        let done =
+            json!({"status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}]});
+        assert_eq!(finished_result(&done), Some(("ok".into(), false)));
+        assert_eq!(finished_result(&json!({"status": "failed", "rawOutput": "denied"})), Some(("denied".into(), true)));
+        let diff = json!({"status": "completed", "content": [{"type": "diff", "path": "/w/a.rs", "oldText": "", "newText": "x"}]});
+        assert_eq!(finished_result(&diff), Some(("edited /w/a.rs".into(), false)));
+        let big = json!({"status": "completed", "rawOutput": "é".repeat(40_000)});
+        let (t, _) = finished_result(&big).unwrap();
+        assert!(t.len() <= 64 * 1024 + 8 && t.ends_with("[cut]"));
+    }
+}

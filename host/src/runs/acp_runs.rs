@@ -1,0 +1,343 @@
+//! Runs of ACP agents ([`crate::acp`]): launching one (the agent as lab's child, a tmux
+//! session of the run's own that shows the agent's log, so attaching still shows the
+//! work and the liveness loop treats it like any run), its prompts, answers and stop,
+//! and resuming it after `lab serve` restarts (`session/load`, else the run ends with
+//! that reason). Everything else — the view, the guard, the composer lock, the API —
+//! is the same as for tmux runs: the journal is the run's transcript, the request that
+//! waits is its spool.
+
+use super::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
+use super::registry::{RunRecord, Status};
+use super::tailer::Tail;
+use super::{input, now_rfc3339, Read, Run, Runs};
+use crate::acp::{self, AnswerError, Session, Setup, StartError};
+use crate::config::{find_program, AgentConfig};
+use crate::fsutil;
+use crate::model::Answer;
+use crate::paths::RunId;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+impl Runs {
+    /// The ACP agent `name` from lab.toml, unless a loaded component has that name.
+    pub fn acp_agent(&self, name: &str) -> Option<&AgentConfig> {
+        if self.providers.get(name).is_some() {
+            return None;
+        }
+        self.config.agents.get(name)
+    }
+
+    /// The ACP agents lab.toml names (a component of the same name wins; it is logged).
+    pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AgentConfig)> {
+        self.config.agents.iter().filter(|(n, _)| self.providers.get(n).is_none())
+    }
+
+    /// Whether a run's record is an ACP run's (its transcript is a journal of lab's).
+    pub(super) fn is_acp_record(&self, rec: &RunRecord) -> bool {
+        rec.transcript_path.as_deref().is_some_and(|t| Path::new(t).starts_with(self.home.acp_dir()))
+    }
+
+    pub(super) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
+        self.acp.lock().unwrap().get(id).cloned()
+    }
+
+    fn acp_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
+        let dir = self.home.acp_dir();
+        (dir.join(format!("{id}.jsonl")), dir.join(format!("{id}.stderr.log")))
+    }
+
+    /// `POST /runs` for an ACP agent.
+    pub(super) async fn create_acp(self: &Arc<Self>, req: CreateRun, agent: AgentConfig) -> Result<RunBody, RunError> {
+        input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+        if !Path::new(&req.workdir).is_dir() {
+            return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
+        }
+        let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
+        if req.permission_mode.is_some() {
+            return Err(RunError::BadRequest("an ACP agent takes no permission_mode".into()));
+        }
+        let id = RunId::generate();
+        let (journal, stderr) = self.acp_files(&id);
+        let mut rec = RunRecord {
+            id: id.clone(),
+            provider: req.provider.clone(),
+            workdir: req.workdir.clone(),
+            prompt: prompt.clone(),
+            permission_mode: None,
+            status: Status::Active,
+            created_at: now_rfc3339(),
+            ended_at: None,
+            tmux_target: format!("lab-{id}"),
+            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
+            session_id: None,
+            transcript_path: Some(journal.to_string_lossy().into_owned()),
+            dialog_hooker: true,
+            error: None,
+            worktree: None,
+        };
+        rec.worktree = self.make_worktree(&req, &id).await?;
+        let started = match self.start_acp(&rec, &agent, None).await {
+            Ok(s) => Ok(s),
+            Err(e) => Err(e.to_string()),
+        };
+        let session = match started {
+            Ok(s) => s,
+            Err(msg) => {
+                if let Some(wt) = &rec.worktree {
+                    if let Err(e) = crate::worktree::remove(wt).await {
+                        tracing::warn!(run = %id, error = %e, "could not remove the failed run's worktree");
+                    }
+                }
+                let _ = fsutil::remove_if_exists(&journal);
+                rec.status = Status::Failed;
+                rec.ended_at = Some(now_rfc3339());
+                rec.error = Some(msg.clone());
+                rec.transcript_path = None;
+                if let Err(e) = self.registry.put(&rec) {
+                    tracing::error!(run = %id, error = %e, "could not record the failed run");
+                }
+                let run = self.attach(rec, false);
+                run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
+                tracing::warn!(run = %id, error = %msg, stderr = %stderr.display(), "ACP launch failed");
+                return Err(RunError::LaunchFailed(msg));
+            }
+        };
+        rec.session_id = Some(session.session_id());
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "ACP run launched");
+        let run = self.attach(rec, false);
+        self.adopt_acp(&run, session.clone());
+        session.prompt(prompt);
+        if run.record().worktree.is_some() {
+            self.clone().spawn_diff_watch(run.clone());
+        }
+        self.clone().spawn_tailer(run.clone());
+        Ok(run.body())
+    }
+
+    /// Start the agent for `rec` (a new session, or `resume`'s), and the run's tmux
+    /// session showing its log if there is none.
+    async fn start_acp(
+        self: &Arc<Self>,
+        rec: &RunRecord,
+        agent: &AgentConfig,
+        resume: Option<String>,
+    ) -> Result<Arc<Session>, StartError> {
+        let fail = StartError::Failed;
+        let dir = self.home.acp_dir();
+        fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
+        let pconf = agent.as_provider();
+        let env = super::launch::agent_env(&rec.provider, &pconf);
+        let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+        let wanted = PathBuf::from(&agent.acp[0]);
+        let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
+            fail(format!(
+                "program `{}` not found{}; fix [agents.{}] acp in {}",
+                wanted.display(),
+                if wanted.components().count() > 1 { "" } else { " on PATH" },
+                rec.provider,
+                self.home.config_file().display()
+            ))
+        })?;
+        let mut argv = agent.acp.clone();
+        argv[0] = program.to_string_lossy().into_owned();
+        let (journal, stderr_log) = self.acp_files(&rec.id);
+        let wake = {
+            let (runs, id) = (Arc::downgrade(self), rec.id.clone());
+            Arc::new(move || {
+                if let Some(run) = runs.upgrade().and_then(|r| r.get(id.as_str()).ok()) {
+                    run.wake();
+                }
+            })
+        };
+        let setup = Setup {
+            label: rec.id.to_string(),
+            argv,
+            env,
+            cwd: rec.agent_dir(),
+            journal,
+            spool: self.home.run_files(&rec.id).spool,
+            stderr_log: stderr_log.clone(),
+            start_timeout: agent.start_timeout(),
+            wake,
+        };
+        let session = Session::start(setup, resume).await?;
+        // The run's terminal: the agent's log, followed.
+        let tmux = self.tmux.clone();
+        let name = rec.tmux_target.clone();
+        let argv: Vec<String> = ["tail", "-n", "+1", "-F"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([stderr_log.to_string_lossy().into()])
+            .collect();
+        let made =
+            tokio::task::spawn_blocking(
+                move || {
+                    if tmux.has_session(&name) {
+                        Ok(())
+                    } else {
+                        tmux.new_session(&name, &argv)
+                    }
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        if let Err(e) = made {
+            session.stop().await;
+            return Err(fail(format!("starting the run's tmux session failed: {e}")));
+        }
+        Ok(session)
+    }
+
+    /// Keep the run's session, and end the run when the agent's process exits by itself.
+    fn adopt_acp(self: &Arc<Self>, run: &Arc<Run>, session: Arc<Session>) {
+        self.acp.lock().unwrap().insert(run.id.clone(), session.clone());
+        let (runs, run) = (self.clone(), run.clone());
+        tokio::spawn(async move {
+            let why = session.exited().await;
+            if session.stopping() {
+                return;
+            }
+            tracing::warn!(run = %run.id, %why, "the ACP agent exited");
+            runs.record_error(&run, &why);
+            runs.end_acp_terminal(&run).await;
+            runs.end(&run, "the agent exited").await;
+        });
+    }
+
+    fn record_error(&self, run: &Run, why: &str) {
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            rec.error = Some(why.to_string());
+            rec.clone()
+        };
+        if let Err(e) = self.registry.put(&rec) {
+            tracing::error!(run = %run.id, error = %e, "could not record the error");
+        }
+    }
+
+    async fn end_acp_terminal(&self, run: &Run) {
+        let tmux = self.tmux.clone();
+        let name = run.record().tmux_target;
+        let _ = tokio::task::spawn_blocking(move || {
+            if tmux.has_session(&name) {
+                let _ = tmux.kill_session(&name);
+            }
+        })
+        .await;
+    }
+
+    /// A run's end reached its ACP session (stopped, its tmux session closed, …): the
+    /// agent goes too.
+    pub(super) fn drop_acp(&self, id: &RunId) {
+        if let Some(s) = self.acp.lock().unwrap().remove(id) {
+            tokio::spawn(async move { s.stop().await });
+        }
+    }
+
+    /// After a restart: the active ACP runs get their agent back with `session/load`;
+    /// one whose agent cannot (or is no longer configured) ends, saying why.
+    pub(super) fn resume_acp(self: &Arc<Self>, run: Arc<Run>) {
+        let runs = self.clone();
+        tokio::spawn(async move {
+            let rec = run.record();
+            let why = match (runs.acp_agent(&rec.provider).cloned(), rec.session_id.clone()) {
+                (None, _) => format!("lab restarted and no ACP agent `{}` is configured any more", rec.provider),
+                (Some(_), None) => "lab restarted before the agent's session began".to_string(),
+                (Some(agent), Some(sid)) => {
+                    let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
+                    match runs.start_acp(&rec, &agent, Some(sid)).await {
+                        Ok(session) => {
+                            tracing::info!(run = %rec.id, "resumed the ACP run's session after a restart");
+                            session.note("lab restarted: the agent's session was loaded again");
+                            runs.adopt_acp(&run, session);
+                            run.wake();
+                            return;
+                        }
+                        Err(StartError::CannotResume) => {
+                            "lab restarted and the agent cannot load its session again".to_string()
+                        }
+                        Err(StartError::Failed(e)) => format!("lab restarted and resuming the agent failed: {e}"),
+                    }
+                }
+            };
+            tracing::warn!(run = %rec.id, %why, "ending an ACP run");
+            runs.record_error(&run, &why);
+            runs.end_acp_terminal(&run).await;
+            runs.end(&run, "its ACP agent could not be resumed").await;
+        });
+    }
+
+    /// `POST /runs/{id}/messages` for an ACP run: the next prompt (after the turn that
+    /// runs, if any).
+    pub(super) async fn send_acp_message(
+        &self,
+        run: &Arc<Run>,
+        session: Arc<Session>,
+        text: String,
+    ) -> Result<(), RunError> {
+        let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
+        if ended {
+            return Err(RunError::RunEnded);
+        }
+        if let Some(lock) = run.snapshot().composer_lock {
+            return Err(lock.into());
+        }
+        session.prompt(text);
+        Ok(())
+    }
+
+    /// `POST /runs/{id}/dialog/answer` for an ACP run: the same guard on a fresh read,
+    /// then the agent's request answered with the result the operator chose.
+    pub(super) async fn answer_acp(
+        &self,
+        run: &Arc<Run>,
+        session: Arc<Session>,
+        tool_id: &str,
+        answers: Vec<Answer>,
+    ) -> Result<AnswerProgress, RunError> {
+        let _keys = run.keys.lock().await;
+        let (sent, _) = run
+            .update(&self.registry, Read::Channels, async |tail: &mut Tail| {
+                if tail.ended {
+                    return Err(RunError::NoDialog);
+                }
+                let dialog = self.guarded(tail, tool_id, super::answer::Guard::New)?;
+                let n = acp::dialog::request_number(&dialog.id).ok_or(RunError::NotAnswerable)?;
+                match session.answer(n, &answers).await {
+                    Ok(()) => {
+                        tail.mark_answered(tool_id);
+                        Ok(())
+                    }
+                    Err(AnswerError::Gone) => Err(RunError::NoDialog),
+                    Err(AnswerError::Bad(m)) => Err(RunError::BadRequest(m)),
+                    Err(AnswerError::Send(m)) => Err(RunError::Internal(format!("answering the agent failed: {m}"))),
+                }
+            })
+            .await;
+        sent?;
+        run.wake();
+        let now = now_rfc3339();
+        let progress = AnswerProgress {
+            tool_id: tool_id.to_string(),
+            state: AnswerState::Played,
+            keys: Vec::new(),
+            played: 0,
+            replays: 0,
+            error: None,
+            started_at: now.clone(),
+            finished_at: Some(now),
+        };
+        run.start_answer(progress.clone());
+        Ok(progress)
+    }
+
+    /// `POST /runs/{id}/stop` for an ACP run: cancel, end the agent, close its terminal.
+    pub(super) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
+        session.stop().await;
+        self.acp.lock().unwrap().remove(&run.id);
+        self.end_acp_terminal(run).await;
+        self.end(run, "stopped by the operator").await;
+    }
+}

@@ -1,0 +1,241 @@
+//! ACP agents through lab (issue 33): a real `lab serve`, real tmux, and the scripted
+//! ACP agent `fake-acp` (tools/fake-acp) speaking JSON-RPC on stdio — every message
+//! kind, permissions and forms answered through the same API and guard, file requests
+//! confined to the workdir, malformed output, a hung and a crashing agent, stop, and a
+//! restart of lab mid-run.
+
+mod common;
+
+use common::{wait_for, workspace_bin, Lab, World};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn fake_acp() -> std::path::PathBuf {
+    workspace_bin("fake-acp", "fake-acp")
+}
+
+/// lab.toml naming fake-acp as the ACP agent `fake`, with `extra` lines.
+fn configure(w: &World, env: &str, extra: &str) {
+    w.write_config(&format!(
+        "[agents.fake]\nacp = [{:?}]\ndisplay_name = \"Fake ACP\"\nenv = {{ {env} }}\n{extra}",
+        fake_acp().display().to_string()
+    ));
+}
+
+fn texts(v: &Value) -> Vec<String> {
+    v["messages"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+fn has_text(v: &Value, needle: &str) -> bool {
+    texts(v).iter().any(|t| t.contains(needle))
+}
+
+fn answer(lab: &Lab, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
+    lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
+}
+
+fn pending(lab: &Lab, id: &str, kind: &str) -> Value {
+    lab.wait_view(id, &format!("a pending {kind}"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
+}
+
+#[test]
+fn an_acp_run_shows_every_kind_and_answers_permissions_and_forms_through_the_guard() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let (s, providers) = lab.get("/providers");
+    assert_eq!(s, 200);
+    let fake = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake").expect("the ACP agent is listed");
+    assert_eq!((&fake["transport"], &fake["display_name"]), (&json!("acp"), &json!("Fake ACP")));
+    assert!(providers.as_array().unwrap().iter().filter(|p| p["name"] != "fake").all(|p| p["transport"] == "tmux"));
+
+    let run = lab.create_run(
+        &w,
+        "fake",
+        "think:pondering;plan;say:hello there;run:echo ran > ran.txt;ask:Which database?;say:bye",
+    );
+    let id = run["id"].as_str().unwrap().to_string();
+    assert_eq!(run["provider"], "fake");
+
+    // The permission: the agent's own options; the composer is locked; a stale id refused.
+    let d = pending(&lab, &id, "permission");
+    let labels: Vec<&str> = d["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Always Allow", "Allow", "Reject"], "{d}");
+    let tool_id = d["tool_id"].as_str().unwrap().to_string();
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "hi"}));
+    assert_eq!((s, &e["error"]), (409, &json!("dialog_pending")), "{e}");
+    let (s, e) = answer(&lab, &id, "acp-999~1", json!([{"option": 1}]));
+    assert_eq!((s, &e["error"]), (409, &json!("dialog_changed")), "{e}");
+    let (s, e) = answer(&lab, &id, &tool_id, json!([{"option": 7}]));
+    assert_eq!(s, 400, "an option the dialog does not have: {e}");
+    let (s, e) = answer(&lab, &id, &tool_id, json!([{"option": 1}]));
+    assert_eq!(s, 202, "{e}");
+    let (s, e) = answer(&lab, &id, &tool_id, json!([{"option": 1}]));
+    assert_eq!((s, &e["error"]), (409, &json!("no_dialog")), "answered once: {e}");
+
+    // The form: a question with the agent's choices.
+    let q = pending(&lab, &id, "question");
+    assert_eq!(q["questions"][0]["header"], "Database", "{q}");
+    assert_eq!(q["questions"][0]["question"], "Which database?");
+    let (s, e) = answer(&lab, &id, q["tool_id"].as_str().unwrap(), json!([{"option": 1}]));
+    assert_eq!(s, 202, "{e}");
+
+    let v = lab.wait_view(&id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "bye"));
+    assert!(w.workdir.join("ran.txt").exists(), "the allowed command ran");
+    let msgs = v["messages"].as_array().unwrap();
+    for (i, m) in msgs.iter().enumerate() {
+        assert_eq!(m["seq"], i as u64, "stable, dense seqs");
+    }
+    assert_eq!((&msgs[0]["role"], &msgs[0]["kind"]), (&json!("user"), &json!("text")));
+    let kinds: Vec<&str> = msgs.iter().map(|m| m["kind"].as_str().unwrap()).collect();
+    for k in ["thinking", "plan", "tool_use", "tool_result"] {
+        assert!(kinds.contains(&k), "{k} in {kinds:?}");
+    }
+    assert!(texts(&v).contains(&"hello there".to_string()), "chunks joined into one message: {:?}", texts(&v));
+    assert!(has_text(&v, "Answered: Allow") && has_text(&v, "Answered: SQLite") && has_text(&v, "You chose SQLite."));
+    let call = msgs.iter().find(|m| m["kind"] == "tool_use").unwrap();
+    assert_eq!(call["tool_name"], "execute");
+
+    // A second prompt from the composer; rejected this time: the command does not run.
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "run:touch no.txt;say:after"}));
+    assert_eq!(s, 202, "{e}");
+    let d = pending(&lab, &id, "permission");
+    let (s, _) = answer(&lab, &id, d["tool_id"].as_str().unwrap(), json!([{"option": 2}]));
+    assert_eq!(s, 202);
+    let v = lab.wait_view(&id, "the second turn's end", |v| v["state"] == "idle" && has_text(v, "after"));
+    assert!(!w.workdir.join("no.txt").exists(), "a rejected command never ran");
+    assert!(v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["kind"] == "tool_result" && m["text"] == "the user rejected it"));
+
+    // Its terminal is a tmux session of lab's; stop ends both.
+    let (_, r) = lab.get(&format!("/runs/{id}"));
+    assert!(r["session_id"].as_str().unwrap().starts_with("fake-session-"), "{r}");
+    let target = r["tmux_target"].as_str().unwrap().to_string();
+    assert!(w.tmux(&["has-session", "-t", &target]).status.success());
+    let (s, r) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
+    assert!(!w.tmux(&["has-session", "-t", &target]).status.success(), "the run's tmux session is gone");
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "more"}));
+    assert_eq!(s, 409, "{e}");
+}
+
+#[test]
+fn file_requests_stay_in_the_workdir_and_unknown_methods_are_errors() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let wd = w.workdir.display();
+    let outside = w.dir.path().join("outside.txt");
+    std::fs::write(w.dir.path().join("secret.txt"), "s3cret").unwrap();
+    let prompt = format!(
+        "write:{wd}/sub/a.txt=hello;read:{wd}/sub/a.txt;read:{}/secret.txt;write:{}=x;read:{wd}/../secret.txt;terminal;say:done",
+        w.dir.path().display(),
+        outside.display()
+    );
+    let run = lab.create_run(&w, "fake", &prompt);
+    let id = run["id"].as_str().unwrap();
+    let v = lab.wait_view(id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "done"));
+    // Text with nothing between it is one message (ACP has no message boundaries).
+    let all = texts(&v).join("\n");
+    assert!(all.contains("wrote it") && all.contains("read: hello"), "{all}");
+    assert_eq!(std::fs::read_to_string(w.workdir.join("sub/a.txt")).unwrap(), "hello");
+    assert_eq!(all.matches("read failed").count(), 2, "{all}");
+    assert!(all.contains("secret.txt\" is outside the run's workdir"), "{all}");
+    assert!(all.contains("write failed") && all.contains("outside.txt\" is outside"), "{all}");
+    assert!(all.contains("has a `..` in it"), "{all}");
+    assert!(all.contains("terminal: lab does not offer terminal/create"), "{all}");
+    assert!(!has_text(&v, "s3cret"), "nothing outside the workdir was read");
+    assert!(!outside.exists());
+    let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
+    assert!(log.contains("refused the agent's file request"), "refusals are logged");
+}
+
+#[test]
+fn malformed_output_is_skipped_and_a_crash_ends_the_run_with_its_reason() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let run = lab.create_run(&w, "fake", "garbage;say:still here");
+    let id = run["id"].as_str().unwrap();
+    lab.wait_view(id, "the reply after the garbage", |v| v["state"] == "idle" && has_text(v, "still here"));
+    let (s, _) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "say:going;crash"}));
+    assert_eq!(s, 202);
+    lab.wait_state(id, "ended");
+    let (_, r) = lab.get(&format!("/runs/{id}"));
+    let err = r["error"].as_str().unwrap_or_default();
+    assert!(err.contains("status 3") && err.contains("crashing as asked"), "{r}");
+    assert!(!w.tmux(&["has-session", "-t", r["tmux_target"].as_str().unwrap()]).status.success());
+    let (s, _) = lab.get("/runs");
+    assert_eq!(s, 200, "lab keeps serving");
+}
+
+#[test]
+fn a_hung_agent_fails_its_launch_or_is_stopped_and_a_missing_one_is_named() {
+    let w = World::new();
+    configure(
+        &w,
+        "FAKE_ACP_HANG_INIT = \"1\"",
+        "start_timeout_secs = 2\n[agents.missing]\nacp = [\"no-such-acp-agent-xyz\"]\n",
+    );
+    let lab = w.serve();
+    let (s, e) = lab.post("/runs", &json!({"provider": "fake", "workdir": w.workdir, "prompt": "say:x"}));
+    assert!(s >= 400, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("did not finish starting its session within 2"), "{e}");
+    let (s, e) = lab.post("/runs", &json!({"provider": "missing", "workdir": w.workdir, "prompt": "say:x"}));
+    assert!(s >= 400 && e["message"].as_str().unwrap().contains("not found"), "{e}");
+    let (s, runs) = lab.get("/runs");
+    assert_eq!(s, 200);
+    assert!(
+        runs.as_array().unwrap().iter().all(|r| r["state"] == "ended"),
+        "failed launches are recorded as ended: {runs}"
+    );
+    lab.stop();
+
+    // A turn that never ends: stop still ends the run (cancel, then the process).
+    configure(&w, "", "");
+    let lab = w.serve();
+    let run = lab.create_run(&w, "fake", "say:working;hang");
+    let id = run["id"].as_str().unwrap();
+    lab.wait_view(id, "the hung turn", |v| v["state"] == "working" && has_text(v, "working"));
+    let t0 = std::time::Instant::now();
+    let (s, r) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "stop took {:?}", t0.elapsed());
+}
+
+#[test]
+fn a_restart_loads_the_session_again_or_ends_the_run_saying_why() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let run = lab.create_run(&w, "fake", "say:first answer");
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && has_text(v, "first answer"));
+    lab.stop();
+
+    let lab = w.serve();
+    let v = lab.wait_view(&id, "the resumed session", |v| has_text(v, "lab restarted"));
+    assert!(has_text(&v, "first answer"), "the chat survived the restart");
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "say:second answer"}));
+    assert_eq!(s, 202, "{e}");
+    let v = lab.wait_view(&id, "the second turn", |v| v["state"] == "idle" && has_text(v, "second answer"));
+    assert!(!has_text(&v, "replayed"), "session/load's replay is not shown twice: {:?}", texts(&v));
+    let first = v["messages"].as_array().unwrap().iter().filter(|m| m["text"] == "first answer").count();
+    assert_eq!(first, 1);
+    lab.stop();
+
+    // An agent that cannot load sessions: the run ends with that reason.
+    configure(&w, "FAKE_ACP_NO_LOAD = \"1\"", "");
+    let lab = w.serve();
+    lab.wait_state(&id, "ended");
+    let (_, r) = lab.get(&format!("/runs/{id}"));
+    assert!(r["error"].as_str().unwrap_or_default().contains("cannot load its session"), "{r}");
+    let target = r["tmux_target"].as_str().unwrap().to_string();
+    wait_for(Duration::from_secs(5), "the run's tmux session to go", || {
+        (!w.tmux(&["has-session", "-t", &target]).status.success()).then_some(())
+    });
+    assert!(has_text(&lab.view(&id), "second answer"), "the ended run's chat is still there");
+}
