@@ -30,6 +30,8 @@
 //! env = { GEMINI_API_KEY = "…" }        # optional, as for providers (pass_env too)
 //! display_name = "Gemini CLI"           # optional: what the UI calls it
 //! start_timeout_secs = 60               # optional: initialize + session/new (default 60)
+//! permission_modes = ["default", "plan"] # optional: the session modes offered (else the
+//!                                       #   ones the agent reported in its newest session)
 //! ```
 //!
 //! `[notify]` is checked by [`crate::notify::Settings::new`] when `lab serve` starts.
@@ -66,6 +68,9 @@ pub struct AgentConfig {
     pub pass_env: Option<Vec<String>>,
     pub display_name: Option<String>,
     pub start_timeout_secs: Option<u64>,
+    /// The session modes `permission_mode` takes (`session/set_mode`), the UI's default
+    /// first. Absent: the ones the agent offered in its newest session.
+    pub permission_modes: Option<Vec<String>>,
 }
 
 impl AgentConfig {

@@ -298,7 +298,7 @@ async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
                 "version": null,
                 "agent_version": null,
                 "description": format!("an ACP agent ({})", a.acp[0].rsplit('/').next().unwrap_or_default()),
-                "permission_modes": [],
+                "permission_modes": runs.acp_modes(name),
                 "dialog_hooker": true,
                 "screen_reader": false,
                 "wit": null,

@@ -123,6 +123,41 @@ fn an_acp_run_shows_every_kind_and_answers_permissions_and_forms_through_the_gua
 }
 
 #[test]
+fn permission_mode_sets_the_session_mode_the_agent_offers() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let (s, e) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": w.workdir, "prompt": "say:x", "permission_mode": "bogus"}),
+    );
+    assert!(s >= 400, "{e}");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("did not take permission_mode \"bogus\"") && m.contains("no mode"), "{e}");
+    let (_, providers) = lab.get("/providers");
+    let fake = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake").unwrap();
+    assert_eq!(fake["permission_modes"], json!(["ask", "yolo"]), "learnt from the agent, its current mode first");
+    let (s, e) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": w.workdir, "prompt": "say:x", "permission_mode": "other"}),
+    );
+    assert_eq!(s, 400, "a mode the agent does not offer: {e}");
+    let mut body = json!({"provider": "fake", "workdir": w.workdir, "prompt": "run:touch yolo.txt;say:done", "permission_mode": "yolo"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    assert_eq!(run["permission_mode"], "yolo");
+    lab.wait_view(run["id"].as_str().unwrap(), "the turn without a permission", |v| {
+        v["state"] == "idle" && has_text(v, "done")
+    });
+    assert!(w.workdir.join("yolo.txt").exists(), "the mode took: no permission was asked");
+    body["permission_mode"] = json!("ask");
+    body["prompt"] = json!("run:touch ask.txt");
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    pending(&lab, run["id"].as_str().unwrap(), "permission");
+}
+
+#[test]
 fn file_requests_stay_in_the_workdir_and_unknown_methods_are_errors() {
     let w = World::new();
     configure(&w, "", "");

@@ -40,10 +40,14 @@ pub struct Setup {
     pub journal: PathBuf,
     pub spool: PathBuf,
     pub stderr_log: PathBuf,
-    /// Bound on `initialize` + `session/new` (or `session/load`).
+    /// Bound on `initialize` + `session/new` (or `session/load`) + `session/set_mode`.
     pub start_timeout: Duration,
+    /// The session mode to set (`session/set_mode`), if any: the run's `permission_mode`.
+    pub mode: Option<String>,
     /// Called after each change to the journal or the spool.
     pub wake: Arc<dyn Fn() + Send + Sync>,
+    /// Told the session modes the agent offers, as soon as a new session says them.
+    pub on_modes: Box<dyn Fn(Vec<String>) + Send + Sync>,
 }
 
 /// Text gathering for one message.
@@ -78,6 +82,8 @@ pub struct Session {
     wake: Arc<dyn Fn() + Send + Sync>,
     /// Whether the agent can `session/load`.
     pub can_load: AtomicBool,
+    /// The modes the agent offered for the session (its current one first).
+    modes: Mutex<Vec<String>>,
 }
 
 /// Why a session could not start.
@@ -147,6 +153,7 @@ impl Session {
             exited,
             wake: setup.wake,
             can_load: AtomicBool::new(false),
+            modes: Mutex::new(Vec::new()),
         });
         let stderr_log = setup.stderr_log.clone();
         tokio::spawn(async move {
@@ -164,7 +171,9 @@ impl Session {
             let _ = exit_tx.send(Some(why));
         });
         tokio::spawn(session.clone().serve(incoming));
-        let opened = tokio::time::timeout(setup.start_timeout, session.open(&setup.cwd, resume)).await;
+        let opened =
+            tokio::time::timeout(setup.start_timeout, session.open(&setup.cwd, resume, setup.mode, &*setup.on_modes))
+                .await;
         let result = match opened {
             Ok(r) => r,
             Err(_) => Err(fail(format!(
@@ -185,7 +194,13 @@ impl Session {
         }
     }
 
-    async fn open(&self, cwd: &std::path::Path, resume: Option<String>) -> Result<(), StartError> {
+    async fn open(
+        &self,
+        cwd: &std::path::Path,
+        resume: Option<String>,
+        mode: Option<String>,
+        on_modes: &(dyn Fn(Vec<String>) + Send + Sync),
+    ) -> Result<(), StartError> {
         let fail = |e: RpcError| StartError::Failed(e.to_string());
         let init = self
             .conn
@@ -214,6 +229,11 @@ impl Session {
                     .as_str()
                     .ok_or_else(|| StartError::Failed("session/new returned no sessionId".into()))?;
                 *self.session_id.lock().unwrap() = sid.to_string();
+                let offered = offered_modes(&r["modes"]);
+                if !offered.is_empty() {
+                    on_modes(offered.clone());
+                }
+                *self.modes.lock().unwrap() = offered;
                 self.write(Entry::Session { session_id: sid.to_string() });
             }
             Some(sid) => {
@@ -234,7 +254,21 @@ impl Session {
                 self.buffer.lock().unwrap().text.clear();
             }
         }
+        if let Some(mode) = mode {
+            let sid = self.session_id();
+            self.conn.request("session/set_mode", json!({"sessionId": sid, "modeId": mode})).await.map_err(|e| {
+                let offered = self.modes();
+                let offered =
+                    if offered.is_empty() { String::new() } else { format!(" (it offers {})", offered.join(", ")) };
+                StartError::Failed(format!("the agent did not take permission_mode {mode:?}{offered}: {e}"))
+            })?;
+        }
         Ok(())
+    }
+
+    /// The session modes the agent offered (its current one first); empty if none.
+    pub fn modes(&self) -> Vec<String> {
+        self.modes.lock().unwrap().clone()
     }
 
     /// Say something in the chat (lab's own words).
@@ -572,6 +606,24 @@ pub enum AnswerError {
     Send(String),
 }
 
+/// The mode ids of `session/new`'s `modes` (`{currentModeId, availableModes: [{id}]}`),
+/// the current one first.
+fn offered_modes(modes: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = modes["availableModes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_string))
+        .collect();
+    if let Some(cur) = modes["currentModeId"].as_str() {
+        if let Some(i) = ids.iter().position(|m| m == cur) {
+            let m = ids.remove(i);
+            ids.insert(0, m);
+        }
+    }
+    ids
+}
+
 /// A tool call's result text and whether it failed, once its status says it is over.
 fn finished_result(u: &Value) -> Option<(String, bool)> {
     let failed = match u["status"].as_str() {
@@ -623,6 +675,13 @@ fn stderr_tail(path: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_offered_modes_start_with_the_current_one() {
+        let m = json!({"currentModeId": "auto", "availableModes": [{"id": "default"}, {"id": "plan"}, {"id": "auto"}]});
+        assert_eq!(offered_modes(&m), ["auto", "default", "plan"]);
+        assert!(offered_modes(&Value::Null).is_empty());
+    }
 
     #[test]
     fn a_tool_call_is_over_when_its_status_says_so() {

@@ -37,6 +37,16 @@ impl Runs {
         rec.transcript_path.as_deref().is_some_and(|t| Path::new(t).starts_with(self.home.acp_dir()))
     }
 
+    /// The modes an ACP agent takes (`permission_mode`), its default first: lab.toml's
+    /// `permission_modes`, else what the agent offered in its last new session (none
+    /// known before its first run).
+    pub fn acp_modes(&self, name: &str) -> Vec<String> {
+        match self.config.agents.get(name).and_then(|a| a.permission_modes.clone()) {
+            Some(m) => m,
+            None => self.acp_learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
+        }
+    }
+
     pub(super) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
         self.acp.lock().unwrap().get(id).cloned()
     }
@@ -53,8 +63,17 @@ impl Runs {
             return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
         }
         let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
-        if req.permission_mode.is_some() {
-            return Err(RunError::BadRequest("an ACP agent takes no permission_mode".into()));
+        if let Some(m) = &req.permission_mode {
+            if m.is_empty() || m.len() > 64 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
+            }
+            let known = self.acp_modes(&req.provider);
+            if !known.is_empty() && !known.contains(m) {
+                return Err(RunError::BadRequest(format!(
+                    "permission_mode {m:?} is not one of the agent's: {}",
+                    known.join(", ")
+                )));
+            }
         }
         let id = RunId::generate();
         let (journal, stderr) = self.acp_files(&id);
@@ -63,7 +82,7 @@ impl Runs {
             provider: req.provider.clone(),
             workdir: req.workdir.clone(),
             prompt: prompt.clone(),
-            permission_mode: None,
+            permission_mode: req.permission_mode.clone(),
             status: Status::Active,
             created_at: now_rfc3339(),
             ended_at: None,
@@ -103,6 +122,7 @@ impl Runs {
             }
         };
         rec.session_id = Some(session.session_id());
+
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "ACP run launched");
         let run = self.attach(rec, false);
@@ -159,7 +179,16 @@ impl Runs {
             spool: self.home.run_files(&rec.id).spool,
             stderr_log: stderr_log.clone(),
             start_timeout: agent.start_timeout(),
+            mode: rec.permission_mode.clone(),
             wake,
+            on_modes: {
+                let (runs, name) = (Arc::downgrade(self), rec.provider.clone());
+                Box::new(move |modes| {
+                    if let Some(runs) = runs.upgrade() {
+                        runs.acp_learned_modes.lock().unwrap().insert(name.clone(), modes);
+                    }
+                })
+            },
         };
         let session = Session::start(setup, resume).await?;
         // The run's terminal: the agent's log, followed.

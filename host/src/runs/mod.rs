@@ -356,6 +356,8 @@ pub struct Runs {
     diff_counting: tokio::sync::Mutex<()>,
     /// The ACP runs' agent sessions ([`acp_runs`]), by run.
     acp: Mutex<HashMap<RunId, Arc<crate::acp::Session>>>,
+    /// The session modes each ACP agent offered in its newest session.
+    acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -400,6 +402,7 @@ impl Runs {
             work_lock: tokio::sync::Mutex::new(()),
             diff_counting: tokio::sync::Mutex::new(()),
             acp: Mutex::new(HashMap::new()),
+            acp_learned_modes: Mutex::new(HashMap::new()),
         });
         for (name, _) in runs.config.agents.iter().filter(|(n, _)| runs.providers.get(n).is_some()) {
             tracing::warn!(agent = %name, "lab.toml's [agents.{name}] is not used: a provider component has that name");

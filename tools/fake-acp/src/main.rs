@@ -21,6 +21,8 @@ struct Agent {
     cancelled: AtomicBool,
     cwd: Mutex<String>,
     session: Mutex<String>,
+    /// The session mode: `ask` (the default) asks before `run:`; `yolo` does not.
+    mode: Mutex<String>,
 }
 
 impl Agent {
@@ -63,6 +65,7 @@ fn main() {
         cancelled: AtomicBool::new(false),
         cwd: Mutex::new(String::new()),
         session: Mutex::new(String::new()),
+        mode: Mutex::new("ask".into()),
     });
     let log = std::env::var("FAKE_ACP_LOG").ok();
     let stdin = std::io::stdin();
@@ -102,7 +105,8 @@ fn main() {
                         *agent.cwd.lock().unwrap() = msg["params"]["cwd"].as_str().unwrap_or_default().to_string();
                         let sid = format!("fake-session-{}", std::process::id());
                         *agent.session.lock().unwrap() = sid.clone();
-                        agent.send(reply(json!({"sessionId": sid})));
+                        agent.send(reply(json!({"sessionId": sid, "modes": {"currentModeId": "ask",
+                            "availableModes": [{"id": "yolo", "name": "Yolo"}, {"id": "ask", "name": "Ask"}]}})));
                     }
                     "session/load" => {
                         *agent.cwd.lock().unwrap() = msg["params"]["cwd"].as_str().unwrap_or_default().to_string();
@@ -112,6 +116,13 @@ fn main() {
                         agent.say("(replayed reply)");
                         agent.send(reply(json!(null)));
                     }
+                    "session/set_mode" => match msg["params"]["modeId"].as_str() {
+                        Some(m @ ("ask" | "yolo")) => {
+                            *agent.mode.lock().unwrap() = m.to_string();
+                            agent.send(reply(json!({})));
+                        }
+                        other => agent.send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("no mode {other:?}")}})),
+                    },
                     "session/prompt" => {
                         let text: String = msg["params"]["prompt"]
                             .as_array()
@@ -157,14 +168,18 @@ fn run_script(a: &Agent, text: &str) -> Option<&'static str> {
             "run" => {
                 let call = format!("call-{n}-{}", std::process::id());
                 a.update(json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": arg, "kind": "execute", "status": "pending", "rawInput": {"command": arg}}));
-                let r = a.ask(
-                    "session/request_permission",
-                    json!({"sessionId": *a.session.lock().unwrap(),
-                    "toolCall": {"toolCallId": call, "title": arg, "kind": "execute"},
-                    "options": [{"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
-                                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                                {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]}),
-                );
+                let r = if *a.mode.lock().unwrap() == "yolo" {
+                    json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}})
+                } else {
+                    a.ask(
+                        "session/request_permission",
+                        json!({"sessionId": *a.session.lock().unwrap(),
+                        "toolCall": {"toolCallId": call, "title": arg, "kind": "execute"},
+                        "options": [{"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+                                    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                                    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]}),
+                    )
+                };
                 let outcome = &r["result"]["outcome"];
                 if outcome["outcome"] == "cancelled" {
                     return Some("cancelled");
