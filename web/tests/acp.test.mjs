@@ -1,0 +1,63 @@
+// An ACP agent in the UI (issue 33): the scripted ACP agent `fake-acp` (tools/fake-acp,
+// FAKE_ACP_BIN) configured only in lab.toml, a real `lab serve`, real tmux, Chromium. Its
+// permission request is a permission card with the agent's own options; a click on
+// "Allow" runs the command; its form is a question card; a click answers it. The UI has
+// no ACP-specific code: this is the same card as for tmux agents.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { CHROMIUM_ARGS, LAB_BIN, findChromium, startWorld, targetDir, tomlStr, waitFor } from "./world.mjs";
+
+const FAKE_ACP = process.env.FAKE_ACP_BIN || path.join(targetDir(), "debug", "fake-acp");
+const CHROMIUM = findChromium();
+
+const missing = [
+  [fs.existsSync(FAKE_ACP), `fake-acp at ${FAKE_ACP} (cargo build -p fake-acp)`],
+  [fs.existsSync(LAB_BIN), `the lab binary at ${LAB_BIN}`],
+  [CHROMIUM, "Chromium"],
+].filter(([ok]) => !ok).map(([, what]) => what);
+
+test("acp: a permission card with the agent's options is clicked, then a form's question", { timeout: 90000 }, async (t) => {
+  if (missing.length) {
+    if (process.env.LAB_UI_REQUIRED === "1") throw new Error(`cannot run: missing ${missing.join("; ")}`);
+    process.stderr.write(`\n*** acp browser test SKIPPED: missing ${missing.join("; ")}\n\n`);
+    t.skip("fake-acp not available");
+    return;
+  }
+  const world = await startWorld(t, {
+    provider: "fake",
+    prefix: "/tmp/lab-acp-ui-",
+    labToml: () => `[agents.fake]\nacp = [${tomlStr(FAKE_ACP)}]\ndisplay_name = "Fake ACP"\n`,
+  });
+  const info = await world.providerInfo();
+  assert.equal(info.transport, "acp");
+  const run = await world.createRun("run:touch from-ui.txt;ask:Which database?;say:All done from the UI.");
+
+  const { chromium } = await import("playwright-core");
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  t.after(async () => { await browser.close(); });
+  const page = await browser.newPage();
+  await page.goto(world.loginLink);
+  await page.goto(`${world.url}#/runs/${run.id}`);
+
+  const card = page.locator("[data-testid=dialog-area] [data-testid=dialog-card][data-kind=permission][data-answerable=true]");
+  await card.waitFor();
+  assert.match(await card.textContent(), /touch from-ui\.txt/);
+  assert.match(await card.locator(".card-title").textContent(), /Fake ACP/);
+  const labels = await card.locator("[data-testid=dialog-option] .opt-label").allTextContents();
+  assert.deepEqual(labels, ["Always Allow", "Allow", "Reject"]);
+  await card.locator("[data-testid=dialog-option]", { hasText: /^Allow/ }).first().click();
+  await waitFor(async () => fs.existsSync(path.join(world.workdir, "from-ui.txt")), { what: "the command to run" });
+
+  const q = page.locator("[data-testid=dialog-area] [data-testid=dialog-card][data-kind=question][data-answerable=true]");
+  await q.waitFor();
+  assert.match(await q.textContent(), /Which database\?/);
+  await q.locator("[data-testid=dialog-option]", { hasText: "SQLite" }).click();
+  const submit = q.getByTestId("dialog-submit-answers");
+  if (await submit.count() && !(await submit.isDisabled())) await submit.click();
+  const view = await world.waitView(run.id, (v) => v.state === "idle" && v.messages.some((m) => m.text.includes("All done from the UI.")), "the run to go idle");
+  assert.equal(view.pending_dialog, null);
+  assert.ok(view.messages.some((m) => m.text === "Answered: SQLite"), JSON.stringify(view.messages.map((m) => m.text)));
+  await page.locator("[data-testid=chat] [data-testid=message]", { hasText: "All done from the UI." }).first().waitFor();
+});
