@@ -135,6 +135,7 @@ pub fn main() -> i32 {
     match args.get(1).and_then(|a| a.to_str()) {
         Some("hook") => return crate::hook::main(&rest()),
         Some("agent-exec") => return crate::agent_exec::main(&rest()),
+        Some("term-exec") => return crate::acp::terminal::term_exec_main(&rest()),
         _ => {}
     }
     let cli = Cli::parse_from(args);

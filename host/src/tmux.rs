@@ -187,6 +187,21 @@ impl Tmux {
         Ok(())
     }
 
+    /// A new detached window `window` in session `session` running `argv` (as
+    /// [`Tmux::new_session`]: nothing secret or large in it; it starts in `/`).
+    pub fn new_window(&self, session: &str, window: &str, argv: &[String]) -> Result<(), TmuxError> {
+        let target = format!("{}:", session_target(session));
+        let mut args: Vec<&str> = vec!["new-window", "-d", "-t", &target, "-n", window, "-c", "/"];
+        args.extend(argv.iter().map(String::as_str));
+        self.run("new-window", &args).map(|_| ())
+    }
+
+    /// Close window `window` of session `session` (its program gets SIGHUP).
+    pub fn kill_window(&self, session: &str, window: &str) -> Result<(), TmuxError> {
+        let target = format!("{}:{window}", session_target(session));
+        self.run("kill-window", &["kill-window", "-t", &target]).map(|_| ())
+    }
+
     pub fn has_session(&self, name: &str) -> bool {
         self.cmd()
             .args(["has-session", "-t", &session_target(name)])

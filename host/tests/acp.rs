@@ -166,7 +166,7 @@ fn file_requests_stay_in_the_workdir_and_unknown_methods_are_errors() {
     let outside = w.dir.path().join("outside.txt");
     std::fs::write(w.dir.path().join("secret.txt"), "s3cret").unwrap();
     let prompt = format!(
-        "write:{wd}/sub/a.txt=hello;read:{wd}/sub/a.txt;read:{}/secret.txt;write:{}=x;read:{wd}/../secret.txt;terminal;say:done",
+        "write:{wd}/sub/a.txt=hello;read:{wd}/sub/a.txt;read:{}/secret.txt;write:{}=x;read:{wd}/../secret.txt;termat:/tmp|ls;say:done",
         w.dir.path().display(),
         outside.display()
     );
@@ -181,11 +181,47 @@ fn file_requests_stay_in_the_workdir_and_unknown_methods_are_errors() {
     assert!(all.contains("secret.txt\" is outside the run's workdir"), "{all}");
     assert!(all.contains("write failed") && all.contains("outside.txt\" is outside"), "{all}");
     assert!(all.contains("has a `..` in it"), "{all}");
-    assert!(all.contains("terminal: lab does not offer terminal/create"), "{all}");
+    assert!(
+        all.contains("term failed: \"/tmp\" is outside the run's workdir"),
+        "a terminal outside the workdir: {all}"
+    );
     assert!(!has_text(&v, "s3cret"), "nothing outside the workdir was read");
     assert!(!outside.exists());
     let log = std::fs::read_to_string(w.home.join("logs/lab.log")).unwrap();
     assert!(log.contains("refused the agent's file request"), "refusals are logged");
+}
+
+/// A terminal the agent asks for is a window of the run's tmux session: its output and
+/// exit status reach the agent; released, the window goes; kept, the operator sees it.
+#[test]
+fn terminals_are_windows_of_the_run_s_tmux_session() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let run = lab.create_run(
+        &w,
+        "fake",
+        "term:echo hi from $FAKE_ACP_TERM in $(basename $PWD) && (exit 3);termkeep:echo kept;say:done",
+    );
+    let id = run["id"].as_str().unwrap();
+    let v = lab.wait_view(id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "done"));
+    let all = texts(&v).join("\n");
+    assert!(all.contains("term term-1 exit 3: hi from yes in w"), "output, env, cwd and exit code: {all}");
+    assert!(all.contains("term term-2 exit 0: kept"), "{all}");
+    let target = run["tmux_target"].as_str().unwrap();
+    let windows = String::from_utf8(w.tmux(&["list-windows", "-t", target, "-F", "#{window_name}"]).stdout).unwrap();
+    let names: Vec<&str> = windows.lines().collect();
+    assert!(
+        names.contains(&"term-2") && !names.contains(&"term-1"),
+        "the released window went, the kept one stays: {names:?}"
+    );
+    let pane = String::from_utf8(w.tmux(&["capture-pane", "-p", "-t", &format!("{target}:term-2")]).stdout).unwrap();
+    assert!(pane.contains("kept"), "the operator sees the command's output: {pane:?}");
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200);
+    let left: Vec<_> =
+        std::fs::read_dir(w.home.join("acp")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(left.iter().all(|f| !f.contains("term-")), "a stopped run's terminal files are gone: {left:?}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! stdio ([`session`], on [`rpc`]); what it says goes into the run's journal
 //! ([`journal`]), which the tailer reads like any transcript; a request that waits for
 //! the operator (a permission, a form) is the run's spool, mapped by [`dialog`]; its
-//! file requests are confined to the workdir ([`fs`]). The run model, the API, the
+//! file requests are confined to the workdir ([`fs`]); the terminals it asks
+//! for are windows of the run's tmux session ([`terminal`]). The run model, the API, the
 //! answer guard and the UI are the same as for tmux runs.
 
 pub mod dialog;
@@ -11,5 +12,6 @@ pub mod fs;
 pub mod journal;
 pub mod rpc;
 pub mod session;
+pub mod terminal;
 
 pub use session::{AnswerError, Session, Setup, StartError};

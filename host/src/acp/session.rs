@@ -48,6 +48,8 @@ pub struct Setup {
     pub wake: Arc<dyn Fn() + Send + Sync>,
     /// Told the session modes the agent offers, as soon as a new session says them.
     pub on_modes: Box<dyn Fn(Vec<String>) + Send + Sync>,
+    /// Where the agent's `terminal/*` requests run (None: not offered).
+    pub terminals: Option<Arc<super::terminal::Terminals>>,
 }
 
 /// Text gathering for one message.
@@ -84,6 +86,7 @@ pub struct Session {
     pub can_load: AtomicBool,
     /// The modes the agent offered for the session (its current one first).
     modes: Mutex<Vec<String>>,
+    terminals: Option<Arc<super::terminal::Terminals>>,
 }
 
 /// Why a session could not start.
@@ -154,6 +157,7 @@ impl Session {
             wake: setup.wake,
             can_load: AtomicBool::new(false),
             modes: Mutex::new(Vec::new()),
+            terminals: setup.terminals.clone(),
         });
         let stderr_log = setup.stderr_log.clone();
         tokio::spawn(async move {
@@ -210,7 +214,7 @@ impl Session {
                     "protocolVersion": PROTOCOL_VERSION,
                     "clientCapabilities": {
                         "fs": {"readTextFile": true, "writeTextFile": true},
-                        "terminal": false,
+                        "terminal": self.terminals.is_some(),
                         "elicitation": {"form": {}}
                     },
                     "clientInfo": {"name": "lab", "version": env!("CARGO_PKG_VERSION")}
@@ -419,6 +423,9 @@ impl Session {
             let _ = tokio::time::timeout(STOP_GRACE, self.turn.lock()).await;
         }
         self.flush();
+        if let Some(t) = &self.terminals {
+            t.release_all();
+        }
         self.kill().await;
     }
 
@@ -451,6 +458,16 @@ impl Session {
                 }
                 Incoming::Notification { method, .. } => {
                     tracing::debug!(run = %self.label, %method, "ignored a notification from the agent");
+                }
+                Incoming::Request { id, method, params } if method.starts_with("terminal/") => {
+                    // Waiting for a command's exit must not hold the agent's other messages.
+                    let s = self.clone();
+                    tokio::spawn(async move {
+                        let result = s.terminal(&method, &params).await;
+                        if let Err(e) = s.conn.respond(&id, result).await {
+                            tracing::warn!(run = %s.label, error = %e, "could not answer the agent");
+                        }
+                    });
                 }
                 Incoming::Request { id, method, params } => {
                     let result = self.request(&method, &params);
@@ -507,6 +524,26 @@ impl Session {
                 Some(Err((METHOD_NOT_FOUND, format!("lab does not offer {other}"))))
             }
         }
+    }
+
+    async fn terminal(&self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+        let Some(t) = &self.terminals else {
+            return Err((METHOD_NOT_FOUND, format!("lab does not offer {method}")));
+        };
+        let r = match method {
+            "terminal/create" => t.create(params),
+            "terminal/output" => t.output(params),
+            "terminal/wait_for_exit" => {
+                t.wait_for_exit(params, || self.stopping() || self.exit_reason().is_some()).await
+            }
+            "terminal/kill" => t.kill(params),
+            "terminal/release" => t.release(params),
+            other => Err((METHOD_NOT_FOUND, format!("lab does not offer {other}"))),
+        };
+        if let Err((_, why)) = &r {
+            tracing::warn!(run = %self.label, method, %why, "refused the agent's terminal request");
+        }
+        r
     }
 
     fn read_file(&self, params: &Value) -> Result<Value, (i64, String)> {

@@ -173,7 +173,7 @@ impl Runs {
         let setup = Setup {
             label: rec.id.to_string(),
             argv,
-            env,
+            env: env.clone(),
             cwd: rec.agent_dir(),
             journal,
             spool: self.home.run_files(&rec.id).spool,
@@ -181,6 +181,19 @@ impl Runs {
             start_timeout: agent.start_timeout(),
             mode: rec.permission_mode.clone(),
             wake,
+            terminals: Some(Arc::new(acp::terminal::Terminals::new(
+                rec.id.to_string(),
+                dir.clone(),
+                self.home.runtime_dir(),
+                self.lab_exe.clone(),
+                std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
+                env.clone(),
+                Arc::new(TmuxWindows {
+                    tmux: self.tmux.clone(),
+                    session: rec.tmux_target.clone(),
+                    lab_exe: self.lab_exe.clone(),
+                }),
+            ))),
             on_modes: {
                 let (runs, name) = (Arc::downgrade(self), rec.provider.clone());
                 Box::new(move |modes| {
@@ -368,5 +381,30 @@ impl Runs {
         self.acp.lock().unwrap().remove(&run.id);
         self.end_acp_terminal(run).await;
         self.end(run, "stopped by the operator").await;
+    }
+}
+
+/// Terminal windows in a run's tmux session.
+struct TmuxWindows {
+    tmux: crate::tmux::Tmux,
+    session: String,
+    lab_exe: PathBuf,
+}
+
+impl acp::terminal::Windows for TmuxWindows {
+    fn open(&self, name: &str, launch: &Path) -> Result<(), String> {
+        let argv = [
+            self.lab_exe.to_string_lossy().into_owned(),
+            "agent-exec".into(),
+            "--launch-file".into(),
+            launch.to_string_lossy().into_owned(),
+        ];
+        self.tmux.new_window(&self.session, name, &argv).map_err(|e| e.to_string())
+    }
+
+    fn close(&self, name: &str) {
+        if let Err(e) = self.tmux.kill_window(&self.session, name) {
+            tracing::debug!(window = name, error = %e, "closing a terminal window");
+        }
     }
 }

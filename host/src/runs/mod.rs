@@ -566,7 +566,9 @@ impl Runs {
                 Some(format!("/#/runs/{}/terminal", rec.id)),
             ),
             None => {
-                tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
+                if !self.config.agents.contains_key(&rec.provider) {
+                    tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
+                }
                 Tail::new_inert(rec.id.clone(), files)
             }
         };

@@ -3,7 +3,9 @@
 //! A prompt's text is a script of steps separated by `;` (see README.md):
 //! `say:TEXT`, `think:TEXT`, `plan`, `run:CMD` (a permission, then `sh -c CMD` when
 //! allowed), `ask:QUESTION` (a form: Postgres / SQLite / other), `read:PATH`,
-//! `write:PATH=TEXT`, `garbage`, `crash`, `hang`, `sleep:MS`.
+//! `write:PATH=TEXT`, `term:CMD` (a terminal running `sh -c CMD`, waited for, its output
+//! said, released), `termkeep:CMD` (not released), `termat:DIR|CMD` (in DIR),
+//! `garbage`, `crash`, `hang`, `sleep:MS`.
 //! Environment: `FAKE_ACP_NO_LOAD=1` (no loadSession), `FAKE_ACP_HANG_INIT=1` (never
 //! answers initialize), `FAKE_ACP_LOG=FILE` (appends every line it reads).
 
@@ -234,6 +236,32 @@ fn run_script(a: &Agent, text: &str) -> Option<&'static str> {
                 match r.get("error") {
                     Some(e) => a.say(&format!("write failed: {}", e["message"].as_str().unwrap_or("?"))),
                     None => a.say("wrote it"),
+                }
+            }
+            "term" | "termkeep" | "termat" => {
+                let sid = a.session.lock().unwrap().clone();
+                let (cwd, cmd) = match verb {
+                    "termat" => arg.split_once('|').map(|(d, c)| (d.to_string(), c)).unwrap_or_default(),
+                    _ => (a.cwd.lock().unwrap().clone(), arg),
+                };
+                let r = a.ask(
+                    "terminal/create",
+                    json!({"sessionId": sid, "command": "sh", "args": ["-c", cmd], "cwd": cwd,
+                    "env": [{"name": "FAKE_ACP_TERM", "value": "yes"}], "outputByteLimit": 4000}),
+                );
+                let Some(tid) = r["result"]["terminalId"].as_str().map(str::to_string) else {
+                    a.say(&format!("term failed: {}", r["error"]["message"].as_str().unwrap_or("?")));
+                    continue;
+                };
+                let w = a.ask("terminal/wait_for_exit", json!({"sessionId": sid, "terminalId": tid}));
+                let o = a.ask("terminal/output", json!({"sessionId": sid, "terminalId": tid}));
+                a.say(&format!(
+                    "term {tid} exit {}: {}",
+                    w["result"]["exitCode"],
+                    o["result"]["output"].as_str().unwrap_or("?").trim()
+                ));
+                if verb != "termkeep" {
+                    a.ask("terminal/release", json!({"sessionId": sid, "terminalId": tid}));
                 }
             }
             "terminal" => {
