@@ -10,6 +10,7 @@
 pub mod dialog;
 pub mod fs;
 pub mod journal;
+pub mod recorder;
 pub mod rpc;
 pub mod session;
 pub mod terminal;

@@ -6,11 +6,12 @@
 //! requests confined to the run's workdir ([`super::fs`]).
 
 use super::dialog::Request;
-use super::journal::{Entry, Journal};
+use super::journal::Entry;
+use super::recorder::Recorder;
 use super::rpc::{Connection, Incoming, RpcError, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::model::Answer;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,10 +24,6 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// How long `stop` waits for a turn to end after `session/cancel`, and then for the
 /// process to exit after SIGTERM, before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
-
-/// Agent text is written to the journal in one message per stretch of text: when
-/// something else comes, the turn ends, or this much has gathered.
-const FLUSH_AT: usize = 4096;
 
 /// What starting a session needs.
 pub struct Setup {
@@ -52,18 +49,12 @@ pub struct Setup {
     pub terminals: Option<Arc<super::terminal::Terminals>>,
 }
 
-/// Text gathering for one message.
-#[derive(Default)]
-struct Buffered {
-    thought: bool,
-    text: String,
-}
-
 pub struct Session {
     label: String,
     conn: Arc<Connection>,
     session_id: Mutex<String>,
-    journal: Journal,
+    /// What the agent says, into the run's journal.
+    rec: Recorder,
     spool: PathBuf,
     root: PathBuf,
     /// The agent's requests waiting for the operator, oldest first (the spool shows the
@@ -72,9 +63,9 @@ pub struct Session {
     next_n: AtomicU64,
     /// One prompt turn at a time.
     turn: tokio::sync::Mutex<()>,
-    buffer: Mutex<Buffered>,
-    /// Tool calls whose result is journalled already.
-    finished: Mutex<HashSet<String>>,
+    /// Prompts given (numbered in order) and sent so far.
+    prompt_seq: AtomicU64,
+    prompts_served: watch::Sender<u64>,
     /// `session/load` replays the history: not journalled again.
     loading: AtomicBool,
     stopping: AtomicBool,
@@ -142,14 +133,14 @@ impl Session {
             label: setup.label.clone(),
             conn,
             session_id: Mutex::new(String::new()),
-            journal: Journal::new(setup.journal),
+            rec: Recorder::new(setup.label.clone(), setup.journal),
             spool: setup.spool,
             root,
             pending: Mutex::new(VecDeque::new()),
             next_n: AtomicU64::new(1),
             turn: tokio::sync::Mutex::new(()),
-            buffer: Mutex::new(Buffered::default()),
-            finished: Mutex::new(HashSet::new()),
+            prompt_seq: AtomicU64::new(0),
+            prompts_served: watch::channel(0).0,
             loading: AtomicBool::new(resume.is_some()),
             stopping: AtomicBool::new(false),
             pgid,
@@ -238,7 +229,7 @@ impl Session {
                     on_modes(offered.clone());
                 }
                 *self.modes.lock().unwrap() = offered;
-                self.write(Entry::Session { session_id: sid.to_string() });
+                self.rec.write(Entry::Session { session_id: sid.to_string() });
             }
             Some(sid) => {
                 if !can_load {
@@ -255,7 +246,7 @@ impl Session {
                     let _ = fence.await;
                 }
                 self.loading.store(false, Ordering::SeqCst);
-                self.buffer.lock().unwrap().text.clear();
+                self.rec.clear_buffer();
             }
         }
         if let Some(mode) = mode {
@@ -277,7 +268,7 @@ impl Session {
 
     /// Say something in the chat (lab's own words).
     pub fn note(&self, text: &str) {
-        self.write(Entry::Note { text: text.to_string() });
+        self.rec.write(Entry::Note { text: text.to_string() });
         (self.wake)();
     }
 
@@ -307,54 +298,22 @@ impl Session {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    fn write(&self, entry: Entry) {
-        if let Err(e) = self.journal.append(entry) {
-            tracing::error!(run = %self.label, error = %e, "could not write the run's journal");
-        }
-    }
-
-    /// Write the gathered text as one message.
-    fn flush(&self) {
-        let b = std::mem::take(&mut *self.buffer.lock().unwrap());
-        if b.text.is_empty() {
-            return;
-        }
-        self.write(if b.thought { Entry::Thought { text: b.text } } else { Entry::Agent { text: b.text } });
-    }
-
-    fn gather(&self, thought: bool, text: &str) {
-        let full = {
-            let mut b = self.buffer.lock().unwrap();
-            if b.thought != thought && !b.text.is_empty() {
-                let old = std::mem::take(&mut *b);
-                drop(b);
-                self.write(if old.thought {
-                    Entry::Thought { text: old.text }
-                } else {
-                    Entry::Agent { text: old.text }
-                });
-                b = self.buffer.lock().unwrap();
-            }
-            b.thought = thought;
-            b.text.push_str(text);
-            b.text.len() >= FLUSH_AT
-        };
-        if full {
-            self.flush();
-        }
-    }
-
     /// Send a prompt: journalled now, sent when the turn before it has ended.
     pub fn prompt(self: &Arc<Self>, text: String) {
-        self.write(Entry::User { text: text.clone() });
+        self.rec.write(Entry::User { text: text.clone() });
         (self.wake)();
+        // Prompts are sent in the order they were given: each waits for its number.
+        let mine = self.prompt_seq.fetch_add(1, Ordering::SeqCst);
         let s = self.clone();
         tokio::spawn(async move {
+            let mut served = s.prompts_served.subscribe();
+            let _ = served.wait_for(|n| *n == mine).await;
+            let _next = NextPrompt(&s.prompts_served);
             let _turn = s.turn.lock().await;
             if s.stopping() || s.exit_reason().is_some() {
                 return;
             }
-            s.write(Entry::Turn { working: true, reason: None });
+            s.rec.write(Entry::Turn { working: true, reason: None });
             (s.wake)();
             let sid = s.session_id();
             let r = s
@@ -365,11 +324,13 @@ impl Session {
             if let Some(fence) = s.conn.fence() {
                 let _ = fence.await;
             }
-            s.flush();
+            s.rec.flush();
             match r {
-                Ok(v) => s.write(Entry::Turn { working: false, reason: v["stopReason"].as_str().map(str::to_string) }),
+                Ok(v) => {
+                    s.rec.write(Entry::Turn { working: false, reason: v["stopReason"].as_str().map(str::to_string) })
+                }
                 Err(RpcError::Closed(_)) if s.stopping() => {}
-                Err(e) => s.write(Entry::Error { text: e.to_string() }),
+                Err(e) => s.rec.write(Entry::Error { text: e.to_string() }),
             }
             (s.wake)();
         });
@@ -388,7 +349,7 @@ impl Session {
             let (id, req) = q.pop_front().unwrap();
             (id, req, result)
         };
-        self.write(Entry::Note { text: req.answered_text(answers) });
+        self.rec.write(Entry::Note { text: req.answered_text(answers) });
         let sent = self.conn.respond(&id, Ok(result)).await;
         self.show_first();
         sent.map_err(|e| AnswerError::Send(e.to_string()))
@@ -422,11 +383,21 @@ impl Session {
             let _ = self.conn.notify("session/cancel", json!({"sessionId": self.session_id()})).await;
             let _ = tokio::time::timeout(STOP_GRACE, self.turn.lock()).await;
         }
-        self.flush();
+        self.rec.flush();
         if let Some(t) = &self.terminals {
             t.release_all();
         }
         self.kill().await;
+    }
+
+    /// `lab serve` is shutting down: the agent's process group gets SIGTERM and the run
+    /// stays active (the next `lab serve` loads its session again).
+    pub fn detach(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let (Some(pgid), None) = (self.pgid, self.exit_reason()) {
+            // SAFETY: signals only the process group lab made for this agent.
+            unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        }
     }
 
     /// End the process group: SIGTERM, then SIGKILL after [`STOP_GRACE`].
@@ -484,7 +455,7 @@ impl Session {
                         };
                         match req {
                             Ok(req) => {
-                                self.flush();
+                                self.rec.flush();
                                 let first = {
                                     let mut q = self.pending.lock().unwrap();
                                     q.push_back((id, req));
@@ -503,7 +474,7 @@ impl Session {
                 }
             }
         }
-        self.flush();
+        self.rec.flush();
         (self.wake)();
     }
 
@@ -567,69 +538,23 @@ impl Session {
         (INVALID_PARAMS, why)
     }
 
-    /// One `session/update`.
+    /// One `session/update` (skipped while `session/load` replays the history).
     fn update(&self, u: &Value) {
         if self.loading.load(Ordering::SeqCst) {
             return;
         }
-        let kind = u["sessionUpdate"].as_str().unwrap_or_default();
-        match kind {
-            "agent_message_chunk" | "agent_thought_chunk" => {
-                if let Some(t) = u["content"]["text"].as_str() {
-                    self.gather(kind == "agent_thought_chunk", t);
-                }
-                return;
-            }
-            "tool_call" => {
-                self.flush();
-                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
-                let title = u["title"].as_str().unwrap_or_default().to_string();
-                let name = u["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or("tool").to_string();
-                let input = match &u["rawInput"] {
-                    Value::Null => "{}".to_string(),
-                    v => v.to_string(),
-                };
-                self.write(Entry::ToolCall { id: id.clone(), name, input, summary: title });
-                if let Some(done) = finished_result(u) {
-                    self.finish(id, done);
-                }
-            }
-            "tool_call_update" => {
-                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
-                if let Some(done) = finished_result(u) {
-                    self.flush();
-                    self.finish(id, done);
-                }
-            }
-            "plan" => {
-                self.flush();
-                let text = u["entries"]
-                    .as_array()
-                    .map(|es| {
-                        es.iter()
-                            .map(|e| {
-                                let mark = match e["status"].as_str() {
-                                    Some("completed") => "[x]",
-                                    Some("in_progress") => "[~]",
-                                    _ => "[ ]",
-                                };
-                                format!("- {mark} {}", e["content"].as_str().unwrap_or_default())
-                            })
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .unwrap_or_default();
-                self.write(Entry::Plan { text });
-            }
-            _ => return,
+        if self.rec.update(u) {
+            (self.wake)();
         }
-        (self.wake)();
     }
+}
 
-    fn finish(&self, id: String, (text, is_error): (String, bool)) {
-        if self.finished.lock().unwrap().insert(id.clone()) {
-            self.write(Entry::ToolResult { id, text, is_error });
-        }
+/// Lets the next prompt go when a prompt's turn is over (or skipped).
+struct NextPrompt<'a>(&'a watch::Sender<u64>);
+
+impl Drop for NextPrompt<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n += 1);
     }
 }
 
@@ -661,44 +586,6 @@ fn offered_modes(modes: &Value) -> Vec<String> {
     ids
 }
 
-/// A tool call's result text and whether it failed, once its status says it is over.
-fn finished_result(u: &Value) -> Option<(String, bool)> {
-    let failed = match u["status"].as_str() {
-        Some("completed") => false,
-        Some("failed") => true,
-        _ => return None,
-    };
-    let mut parts = Vec::new();
-    for c in u["content"].as_array().into_iter().flatten() {
-        match c["type"].as_str() {
-            Some("content") => {
-                if let Some(t) = c["content"]["text"].as_str() {
-                    parts.push(t.to_string());
-                }
-            }
-            Some("diff") => parts.push(format!("edited {}", c["path"].as_str().unwrap_or("a file"))),
-            _ => {}
-        }
-    }
-    if parts.is_empty() {
-        match &u["rawOutput"] {
-            Value::Null => {}
-            Value::String(s) => parts.push(s.clone()),
-            v => parts.push(v.to_string()),
-        }
-    }
-    let mut text = parts.join("\n");
-    if text.len() > 64 * 1024 {
-        let mut cut = 64 * 1024;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("\n[cut]");
-    }
-    Some((text, failed))
-}
-
 /// The last lines of the agent's stderr (at most 5 lines, 600 bytes), for an end's reason.
 fn stderr_tail(path: &std::path::Path) -> String {
     let Ok(bytes) = std::fs::read(path) else { return String::new() };
@@ -718,19 +605,5 @@ mod tests {
         let m = json!({"currentModeId": "auto", "availableModes": [{"id": "default"}, {"id": "plan"}, {"id": "auto"}]});
         assert_eq!(offered_modes(&m), ["auto", "default", "plan"]);
         assert!(offered_modes(&Value::Null).is_empty());
-    }
-
-    #[test]
-    fn a_tool_call_is_over_when_its_status_says_so() {
-        assert_eq!(finished_result(&json!({"status": "in_progress"})), None);
-        let done =
-            json!({"status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}]});
-        assert_eq!(finished_result(&done), Some(("ok".into(), false)));
-        assert_eq!(finished_result(&json!({"status": "failed", "rawOutput": "denied"})), Some(("denied".into(), true)));
-        let diff = json!({"status": "completed", "content": [{"type": "diff", "path": "/w/a.rs", "oldText": "", "newText": "x"}]});
-        assert_eq!(finished_result(&diff), Some(("edited /w/a.rs".into(), false)));
-        let big = json!({"status": "completed", "rawOutput": "é".repeat(40_000)});
-        let (t, _) = finished_result(&big).unwrap();
-        assert!(t.len() <= 64 * 1024 + 8 && t.ends_with("[cut]"));
     }
 }

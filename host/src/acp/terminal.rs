@@ -43,15 +43,25 @@ struct Term {
     limit: Option<u64>,
 }
 
+/// Where one run's terminals live and what they start with.
+pub struct Places {
+    /// The run (names files and logs).
+    pub run: String,
+    /// Where outputs and statuses go (private).
+    pub dir: PathBuf,
+    /// Where launch files go (lab's runtime folder).
+    pub runtime: PathBuf,
+    pub lab_exe: PathBuf,
+    /// The run's workdir: a `cwd` must be inside.
+    pub root: PathBuf,
+    /// The agent's environment.
+    pub env: BTreeMap<String, String>,
+    pub windows: Arc<dyn Windows>,
+}
+
 /// One run's terminals.
 pub struct Terminals {
-    run: String,
-    dir: PathBuf,
-    runtime: PathBuf,
-    lab_exe: PathBuf,
-    root: PathBuf,
-    env: BTreeMap<String, String>,
-    windows: Arc<dyn Windows>,
+    at: Places,
     open: Mutex<HashMap<String, Term>>,
     next: AtomicU64,
 }
@@ -63,28 +73,8 @@ fn bad(m: impl Into<String>) -> (i64, String) {
 }
 
 impl Terminals {
-    /// `dir`: where outputs and statuses go (private); `runtime`: where launch files go;
-    /// `root`: the run's workdir (a `cwd` must be inside); `env`: the agent's environment.
-    pub fn new(
-        run: String,
-        dir: PathBuf,
-        runtime: PathBuf,
-        lab_exe: PathBuf,
-        root: PathBuf,
-        env: BTreeMap<String, String>,
-        windows: Arc<dyn Windows>,
-    ) -> Terminals {
-        Terminals {
-            run,
-            dir,
-            runtime,
-            lab_exe,
-            root,
-            env,
-            windows,
-            open: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
-        }
+    pub fn new(at: Places) -> Terminals {
+        Terminals { at, open: Mutex::new(HashMap::new()), next: AtomicU64::new(1) }
     }
 
     fn with<T>(&self, params: &Value, f: impl FnOnce(&Term) -> T) -> Result<T, (i64, String)> {
@@ -102,13 +92,13 @@ impl Terminals {
             argv.push(a.as_str().ok_or_else(|| bad("args must be strings"))?.to_string());
         }
         let cwd = match params["cwd"].as_str() {
-            Some(c) => super::fs::confine(&self.root, c).map_err(bad)?,
-            None => self.root.clone(),
+            Some(c) => super::fs::confine(&self.at.root, c).map_err(bad)?,
+            None => self.at.root.clone(),
         };
         if !cwd.is_dir() {
             return Err(bad(format!("{} is not a directory", cwd.display())));
         }
-        let mut env = self.env.clone();
+        let mut env = self.at.env.clone();
         for v in params["env"].as_array().into_iter().flatten() {
             let (Some(k), Some(val)) = (v["name"].as_str(), v["value"].as_str()) else {
                 return Err(bad("env entries are {name, value}"));
@@ -120,7 +110,7 @@ impl Terminals {
         }
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let id = format!("term-{n}");
-        let base = self.dir.join(format!("{}.{id}", self.run));
+        let base = self.at.dir.join(format!("{}.{id}", self.at.run));
         let t = Term {
             out: base.with_extension("out"),
             status: base.with_extension("status.json"),
@@ -128,7 +118,7 @@ impl Terminals {
             limit: params["outputByteLimit"].as_u64(),
         };
         let mut full = vec![
-            self.lab_exe.to_string_lossy().into_owned(),
+            self.at.lab_exe.to_string_lossy().into_owned(),
             "term-exec".into(),
             "--out".into(),
             t.out.to_string_lossy().into_owned(),
@@ -140,14 +130,14 @@ impl Terminals {
         ];
         full.extend(argv);
         let launch = crate::agent_exec::LaunchFile { argv: full, workdir: cwd.to_string_lossy().into_owned(), env };
-        let file = self.runtime.join(format!("{}.{id}.launch.json", self.run));
+        let file = self.at.runtime.join(format!("{}.{id}.launch.json", self.at.run));
         let bytes = serde_json::to_vec(&launch).map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
         crate::fsutil::write_atomic(&file, &bytes, 0o600).map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
-        if let Err(e) = self.windows.open(&id, &file) {
+        if let Err(e) = self.at.windows.open(&id, &file) {
             let _ = std::fs::remove_file(&file);
             return Err((super::rpc::INTERNAL_ERROR, format!("could not open a terminal window: {e}")));
         }
-        tracing::info!(run = %self.run, terminal = %id, command, "opened a terminal for the agent");
+        tracing::info!(run = %self.at.run, terminal = %id, command, "opened a terminal for the agent");
         self.open.lock().unwrap().insert(id.clone(), t);
         Ok(json!({"terminalId": id}))
     }
@@ -197,7 +187,7 @@ impl Terminals {
         self.kill(params)?;
         let id = params["terminalId"].as_str().unwrap_or_default().to_string();
         if let Some(t) = self.open.lock().unwrap().remove(&id) {
-            self.windows.close(&id);
+            self.at.windows.close(&id);
             for f in [&t.out, &t.status, &t.pid] {
                 let _ = std::fs::remove_file(f);
             }

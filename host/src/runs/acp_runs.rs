@@ -7,9 +7,9 @@
 //! waits is its spool.
 
 use super::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
-use super::registry::{RunRecord, Status};
+use super::registry::RunRecord;
 use super::tailer::Tail;
-use super::{input, now_rfc3339, Read, Run, Runs};
+use super::{now_rfc3339, Read, Run, Runs};
 use crate::acp::{self, AnswerError, Session, Setup, StartError};
 use crate::config::{find_program, AgentConfig};
 use crate::fsutil;
@@ -58,15 +58,8 @@ impl Runs {
 
     /// `POST /runs` for an ACP agent.
     pub(super) async fn create_acp(self: &Arc<Self>, req: CreateRun, agent: AgentConfig) -> Result<RunBody, RunError> {
-        input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
-        if !Path::new(&req.workdir).is_dir() {
-            return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
-        }
-        let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
+        let prompt = super::launch::checked_request(&req)?;
         if let Some(m) = &req.permission_mode {
-            if m.is_empty() || m.len() > 64 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
-            }
             let known = self.acp_modes(&req.provider);
             if !known.is_empty() && !known.contains(m) {
                 return Err(RunError::BadRequest(format!(
@@ -77,23 +70,8 @@ impl Runs {
         }
         let id = RunId::generate();
         let (journal, stderr) = self.acp_files(&id);
-        let mut rec = RunRecord {
-            id: id.clone(),
-            provider: req.provider.clone(),
-            workdir: req.workdir.clone(),
-            prompt: prompt.clone(),
-            permission_mode: req.permission_mode.clone(),
-            status: Status::Active,
-            created_at: now_rfc3339(),
-            ended_at: None,
-            tmux_target: format!("lab-{id}"),
-            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
-            session_id: None,
-            transcript_path: Some(journal.to_string_lossy().into_owned()),
-            dialog_hooker: true,
-            error: None,
-            worktree: None,
-        };
+        let mut rec = self.new_record(&id, &req.provider, &req, prompt.clone(), true);
+        rec.transcript_path = Some(journal.to_string_lossy().into_owned());
         rec.worktree = self.make_worktree(&req, &id).await?;
         let started = match self.start_acp(&rec, &agent, None).await {
             Ok(s) => Ok(s),
@@ -102,23 +80,10 @@ impl Runs {
         let session = match started {
             Ok(s) => s,
             Err(msg) => {
-                if let Some(wt) = &rec.worktree {
-                    if let Err(e) = crate::worktree::remove(wt).await {
-                        tracing::warn!(run = %id, error = %e, "could not remove the failed run's worktree");
-                    }
-                }
                 let _ = fsutil::remove_if_exists(&journal);
-                rec.status = Status::Failed;
-                rec.ended_at = Some(now_rfc3339());
-                rec.error = Some(msg.clone());
+                tracing::info!(run = %id, stderr = %stderr.display(), "the ACP agent's log");
                 rec.transcript_path = None;
-                if let Err(e) = self.registry.put(&rec) {
-                    tracing::error!(run = %id, error = %e, "could not record the failed run");
-                }
-                let run = self.attach(rec, false);
-                run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
-                tracing::warn!(run = %id, error = %msg, stderr = %stderr.display(), "ACP launch failed");
-                return Err(RunError::LaunchFailed(msg));
+                return Err(self.launch_failed(rec, msg).await);
             }
         };
         rec.session_id = Some(session.session_id());
@@ -181,19 +146,19 @@ impl Runs {
             start_timeout: agent.start_timeout(),
             mode: rec.permission_mode.clone(),
             wake,
-            terminals: Some(Arc::new(acp::terminal::Terminals::new(
-                rec.id.to_string(),
-                dir.clone(),
-                self.home.runtime_dir(),
-                self.lab_exe.clone(),
-                std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
-                env.clone(),
-                Arc::new(TmuxWindows {
+            terminals: Some(Arc::new(acp::terminal::Terminals::new(acp::terminal::Places {
+                run: rec.id.to_string(),
+                dir: dir.clone(),
+                runtime: self.home.runtime_dir(),
+                lab_exe: self.lab_exe.clone(),
+                root: std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
+                env: env.clone(),
+                windows: Arc::new(TmuxWindows {
                     tmux: self.tmux.clone(),
                     session: rec.tmux_target.clone(),
                     lab_exe: self.lab_exe.clone(),
                 }),
-            ))),
+            }))),
             on_modes: {
                 let (runs, name) = (Arc::downgrade(self), rec.provider.clone());
                 Box::new(move |modes| {

@@ -29,61 +29,20 @@ impl Runs {
             .get(&req.provider)
             .map(|(f, h)| (f.clone(), h.clone()))
             .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
-        input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
-        if !Path::new(&req.workdir).is_dir() {
-            return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
-        }
-        let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
-        if let Some(m) = &req.permission_mode {
-            if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
-            }
-        }
+        let prompt = checked_request(&req)?;
 
         let id = RunId::generate();
         let files = self.home.run_files(&id);
-        let mut rec = RunRecord {
-            id: id.clone(),
-            provider: facts.info.name.clone(),
-            workdir: req.workdir.clone(),
-            prompt,
-            permission_mode: req.permission_mode.clone(),
-            status: Status::Active,
-            created_at: now_rfc3339(),
-            ended_at: None,
-            tmux_target: format!("lab-{id}"),
-            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
-            session_id: None,
-            transcript_path: None,
-            dialog_hooker: facts.dialog_hooker,
-            error: None,
-            worktree: None,
-        };
+        let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
         rec.worktree = self.make_worktree(&req, &id).await?;
 
         let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
             Ok(typed) => typed,
             Err(msg) => {
-                if let Some(wt) = &rec.worktree {
-                    // Made for this launch, never used: nothing of the operator's is in it.
-                    if let Err(e) = crate::worktree::remove(wt).await {
-                        tracing::warn!(run = %id, error = %e, "could not remove the failed run's worktree");
-                    }
-                }
                 for f in files.all() {
                     let _ = fsutil::remove_if_exists(f);
                 }
-                rec.status = Status::Failed;
-                rec.ended_at = Some(now_rfc3339());
-                rec.error = Some(msg.clone());
-                if let Err(e) = self.registry.put(&rec) {
-                    tracing::error!(run = %id, error = %e, "could not record the failed run");
-                }
-                // Its first view says so (a record not active: the tail has ended).
-                let run = self.attach(rec, false);
-                run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
-                tracing::warn!(run = %id, error = %msg, "launch failed");
-                return Err(RunError::LaunchFailed(msg));
+                return Err(self.launch_failed(rec, msg).await);
             }
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
@@ -97,6 +56,57 @@ impl Runs {
         }
         self.clone().spawn_tailer(run.clone());
         Ok(run.body())
+    }
+
+    /// A new run's record, active from now (what its launch learns is added to it).
+    pub(super) fn new_record(
+        &self,
+        id: &RunId,
+        provider: &str,
+        req: &CreateRun,
+        prompt: String,
+        hooker: bool,
+    ) -> RunRecord {
+        RunRecord {
+            id: id.clone(),
+            provider: provider.to_string(),
+            workdir: req.workdir.clone(),
+            prompt,
+            permission_mode: req.permission_mode.clone(),
+            status: Status::Active,
+            created_at: now_rfc3339(),
+            ended_at: None,
+            tmux_target: format!("lab-{id}"),
+            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
+            session_id: None,
+            transcript_path: None,
+            dialog_hooker: hooker,
+            error: None,
+            worktree: None,
+        }
+    }
+
+    /// A launch that failed (the caller removed its own files): the worktree made for
+    /// it removed (never used: nothing of the operator's is in it), the run recorded as
+    /// failed with `msg` and its first view published; the error to answer.
+    pub(super) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
+        if let Some(wt) = &rec.worktree {
+            if let Err(e) = crate::worktree::remove(wt).await {
+                tracing::warn!(run = %rec.id, error = %e, "could not remove the failed run's worktree");
+            }
+        }
+        rec.status = Status::Failed;
+        rec.ended_at = Some(now_rfc3339());
+        rec.error = Some(msg.clone());
+        if let Err(e) = self.registry.put(&rec) {
+            tracing::error!(run = %rec.id, error = %e, "could not record the failed run");
+        }
+        let id = rec.id.clone();
+        // Its first view says so (a record not active: the tail has ended).
+        let run = self.attach(rec, false);
+        run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
+        tracing::warn!(run = %id, error = %msg, "launch failed");
+        RunError::LaunchFailed(msg)
     }
 
     /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]).
@@ -256,6 +266,23 @@ impl Runs {
             run.wake();
         });
     }
+}
+
+/// What every new run's request is checked for, whatever its transport: an existing
+/// absolute workdir, a prompt within the chat's limits (returned), a permission mode of
+/// plain characters.
+pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
+    input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+    if !Path::new(&req.workdir).is_dir() {
+        return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
+    }
+    let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
+    if let Some(m) = &req.permission_mode {
+        if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
+        }
+    }
+    Ok(prompt)
 }
 
 /// The environment a provider's agent starts with ([`super::agent_env`]), with a

@@ -484,6 +484,10 @@ impl Runs {
 
     /// End every open event stream (called when `lab serve` is asked to stop).
     pub fn begin_shutdown(&self) {
+        // ACP agents are lab serve's children: they go now, their runs stay active.
+        for s in self.acp.lock().unwrap().values() {
+            s.detach();
+        }
         self.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.
