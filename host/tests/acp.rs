@@ -310,3 +310,51 @@ fn a_restart_loads_the_session_again_or_ends_the_run_saying_why() {
     });
     assert!(has_text(&lab.view(&id), "second answer"), "the ended run's chat is still there");
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// In a repository an ACP run gets its worktree like any run: the agent's session, its
+/// terminals and its file requests are there (the checkout the operator started from
+/// is outside it), and the diff shows what it did.
+#[test]
+fn an_acp_run_in_a_repository_works_in_its_own_worktree() {
+    let w = World::new();
+    configure(&w, "", "");
+    let repo = w.workdir.canonicalize().unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "# app\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let lab = w.serve();
+    let run = lab.create_run(
+        &w,
+        "fake",
+        &format!("term:echo made > made.txt;write:{}/escape.txt=x;say:done", repo.display()),
+    );
+    let id = run["id"].as_str().unwrap();
+    let wt = std::path::PathBuf::from(run["worktree"]["path"].as_str().expect("a worktree"));
+    assert_ne!(wt, repo);
+    let v = lab.wait_view(id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "done"));
+    let all = texts(&v).join("\n");
+    assert!(all.contains("term term-1 exit 0"), "{all}");
+    assert!(
+        all.contains("write failed") && all.contains("outside the run's workdir"),
+        "the checkout is not the run's: {all}"
+    );
+    assert!(wt.join("made.txt").exists() && !repo.join("made.txt").exists() && !repo.join("escape.txt").exists());
+    let (s, diff) = lab.get(&format!("/runs/{id}/diff"));
+    assert_eq!(s, 200, "{diff}");
+    let files: Vec<&str> = diff["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["made.txt"], "{diff}");
+}
