@@ -1,8 +1,9 @@
 //! Bounded fuzzing (property tests with proptest) of every parser that reads bytes lab
 //! does not control: the transcript, the dialog spool and the blocked marker (through
 //! the real claude-code component and the host's component API), the host's own line
-//! reader, `lab hook`'s stdin (the real binary) and the HTTP bodies of every POST route
-//! of a running `lab serve`.
+//! reader, `lab hook`'s stdin (the real binary), the HTTP bodies of every POST route
+//! of a running `lab serve`, and what an ACP agent sends (JSON-RPC lines, permission
+//! requests and forms with the operator's answers, `session/update`s, journal lines).
 //!
 //! Inputs are both random bytes and structured: valid-looking JSON lines with random
 //! fields, truncated or with flipped bytes, huge strings, deep nesting. Every test has
@@ -416,6 +417,134 @@ fn the_line_reader_returns_whole_lines_and_skips_only_overlong_ones() {
             Ok(())
         },
     );
+}
+
+// ---- ACP: what an agent sends ------------------------------------------------------
+
+fn acp_option() -> impl Strategy<Value = Value> {
+    (
+        field(small_text().prop_map(Value::from)),
+        field(small_text().prop_map(Value::from)),
+        field(one_of(&["allow_once", "reject_once", "allow_always"])),
+    )
+        .prop_map(|(id, name, kind)| object(vec![("optionId", id), ("name", name), ("kind", kind)]))
+}
+
+fn acp_schema_field() -> impl Strategy<Value = Value> {
+    let choice = (field(small_text().prop_map(Value::from)), field(small_text().prop_map(Value::from)))
+        .prop_map(|(c, t)| object(vec![("const", c), ("title", t)]));
+    (
+        field(one_of(&["string", "array", "boolean", "number", "integer", "object"])),
+        field(prop::collection::vec(choice, 0..5).prop_map(Value::Array)),
+        field(prop::collection::vec(small_text().prop_map(Value::from), 0..4).prop_map(Value::Array)),
+        field(small_text().prop_map(Value::from)),
+    )
+        .prop_map(|(ty, one_of, en, title)| {
+            let items = json!({"enum": en.clone().unwrap_or(json!([]))});
+            object(vec![("type", ty), ("oneOf", one_of), ("enum", en), ("title", title), ("items", Some(items))])
+        })
+}
+
+/// The params of `session/request_permission` or `elicitation/create`, usually well
+/// formed, often not.
+fn acp_request() -> impl Strategy<Value = (bool, Value)> {
+    let call = (field(small_text().prop_map(Value::from)), field(small_text().prop_map(Value::from)))
+        .prop_map(|(id, title)| object(vec![("toolCallId", id), ("title", title)]));
+    let permission = (field(call), field(prop::collection::vec(acp_option(), 0..5).prop_map(Value::Array)))
+        .prop_map(|(c, o)| (true, object(vec![("toolCall", c), ("options", o)])));
+    let props = prop::collection::vec(
+        (prop_oneof![3 => "question_[0-9]{1,2}(_custom)?", 1 => small_text()], acp_schema_field()),
+        0..20,
+    )
+    .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>()));
+    let form = (
+        field(one_of(&["form", "url"])),
+        field(small_text().prop_map(Value::from)),
+        field(props.prop_map(|p| json!({"properties": p}))),
+    )
+        .prop_map(|(mode, msg, schema)| {
+            (false, object(vec![("mode", mode), ("message", msg), ("requestedSchema", schema)]))
+        });
+    prop_oneof![permission, form, (any::<bool>(), json_value())]
+}
+
+fn acp_answers() -> impl Strategy<Value = Vec<lab::model::Answer>> {
+    use lab::model::Answer;
+    let one = prop_oneof![
+        (0u32..8).prop_map(Answer::Option),
+        prop::collection::vec(0u32..8, 0..4).prop_map(Answer::Options),
+        small_text().prop_map(Answer::Other),
+        ((0u32..4), small_text()).prop_map(|(option, text)| Answer::Feedback { option, text }),
+    ];
+    prop::collection::vec(one, 0..5)
+}
+
+/// A request lab cannot use is refused with a reason; one it can use maps to a dialog,
+/// and any answers give the agent a result or a clear refusal; never a panic.
+#[test]
+fn acp_requests_and_answers_survive_anything() {
+    use lab::acp::dialog::Request;
+    fuzz(
+        "ACP requests",
+        400,
+        Duration::from_secs(8),
+        (acp_request(), acp_answers()),
+        |((permission, params), answers)| {
+            let req = if permission { Request::permission(3, &params) } else { Request::elicitation(3, &params) };
+            let Ok(req) = req else { return Ok(()) };
+            let d = req.dialog();
+            prop_assert!(d.is_ok(), "an accepted request maps to a dialog: {d:?}");
+            let d = d.unwrap();
+            prop_assert_eq!(lab::acp::dialog::request_number(&d.id), Some(3));
+            if let Ok(v) = req.result(&answers) {
+                prop_assert!(v.is_object(), "{v}");
+            }
+            let _ = (req.cancelled(), req.answered_text(&answers));
+            let back: Request = serde_json::from_slice(&serde_json::to_vec(&req).unwrap()).unwrap();
+            prop_assert_eq!(back, req);
+            Ok(())
+        },
+    );
+}
+
+/// JSON-RPC lines, journal lines and `session/update`s of any shape: classified,
+/// parsed or skipped, never a panic.
+#[test]
+fn acp_lines_and_updates_survive_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = lab::acp::recorder::Recorder::new("fuzz".into(), dir.path().join("j.jsonl"));
+    let update = (
+        field(one_of(&[
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "tool_call",
+            "tool_call_update",
+            "plan",
+            "usage_update",
+        ])),
+        field(json_value()),
+        field(one_of(&["pending", "completed", "failed"])),
+        field(json_value()),
+    )
+        .prop_map(|(k, content, status, raw)| {
+            object(vec![
+                ("sessionUpdate", k),
+                ("content", content),
+                ("status", status),
+                ("rawOutput", raw),
+                ("toolCallId", Some(json!("c"))),
+            ])
+        });
+    let line = prop_oneof![json_bytes(json_value()), prop::collection::vec(any::<u8>(), 0..200)];
+    fuzz("ACP lines", 400, Duration::from_secs(8), (line, update), |(bytes, u)| {
+        let _ = lab::acp::rpc::parse_line(&bytes);
+        let _ = lab::acp::journal::parse(&bytes);
+        rec.update(&u);
+        Ok(())
+    });
+    rec.flush();
+    let out = lab::acp::journal::parse(&std::fs::read(dir.path().join("j.jsonl")).unwrap_or_default());
+    assert!(out.diagnostics.is_empty(), "what the recorder wrote reads back: {:?}", out.diagnostics);
 }
 
 // ---- `lab hook`, the real binary ---------------------------------------------------
