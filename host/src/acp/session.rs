@@ -73,10 +73,6 @@ pub struct Session {
     /// Why the process exited, once it has.
     exited: watch::Receiver<Option<String>>,
     wake: Arc<dyn Fn() + Send + Sync>,
-    /// Whether the agent can `session/load`.
-    pub can_load: AtomicBool,
-    /// The modes the agent offered for the session (its current one first).
-    modes: Mutex<Vec<String>>,
     terminals: Option<Arc<super::terminal::Terminals>>,
 }
 
@@ -146,8 +142,6 @@ impl Session {
             pgid,
             exited,
             wake: setup.wake,
-            can_load: AtomicBool::new(false),
-            modes: Mutex::new(Vec::new()),
             terminals: setup.terminals.clone(),
         });
         let stderr_log = setup.stderr_log.clone();
@@ -215,8 +209,9 @@ impl Session {
             .map_err(fail)?;
         let caps = &init["agentCapabilities"];
         let can_load = caps["loadSession"].as_bool().unwrap_or(false);
-        self.can_load.store(can_load, Ordering::SeqCst);
         let cwd = cwd.to_string_lossy();
+        // The modes a new session offers (session/load's result does not say them).
+        let mut offered = Vec::new();
         match resume {
             None => {
                 let r = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": []})).await.map_err(fail)?;
@@ -224,11 +219,10 @@ impl Session {
                     .as_str()
                     .ok_or_else(|| StartError::Failed("session/new returned no sessionId".into()))?;
                 *self.session_id.lock().unwrap() = sid.to_string();
-                let offered = offered_modes(&r["modes"]);
+                offered = offered_modes(&r["modes"]);
                 if !offered.is_empty() {
                     on_modes(offered.clone());
                 }
-                *self.modes.lock().unwrap() = offered;
                 self.rec.write(Entry::Session { session_id: sid.to_string() });
             }
             Some(sid) => {
@@ -252,18 +246,12 @@ impl Session {
         if let Some(mode) = mode {
             let sid = self.session_id();
             self.conn.request("session/set_mode", json!({"sessionId": sid, "modeId": mode})).await.map_err(|e| {
-                let offered = self.modes();
                 let offered =
                     if offered.is_empty() { String::new() } else { format!(" (it offers {})", offered.join(", ")) };
                 StartError::Failed(format!("the agent did not take permission_mode {mode:?}{offered}: {e}"))
             })?;
         }
         Ok(())
-    }
-
-    /// The session modes the agent offered (its current one first); empty if none.
-    pub fn modes(&self) -> Vec<String> {
-        self.modes.lock().unwrap().clone()
     }
 
     /// Say something in the chat (lab's own words).

@@ -208,31 +208,9 @@ impl Runs {
             }
             tracing::warn!(run = %run.id, %why, "the ACP agent exited");
             runs.record_error(&run, &why);
-            runs.end_acp_terminal(&run).await;
+            let _ = runs.close_session(&run).await;
             runs.end(&run, "the agent exited").await;
         });
-    }
-
-    fn record_error(&self, run: &Run, why: &str) {
-        let rec = {
-            let mut rec = run.record.lock().unwrap();
-            rec.error = Some(why.to_string());
-            rec.clone()
-        };
-        if let Err(e) = self.registry.put(&rec) {
-            tracing::error!(run = %run.id, error = %e, "could not record the error");
-        }
-    }
-
-    async fn end_acp_terminal(&self, run: &Run) {
-        let tmux = self.tmux.clone();
-        let name = run.record().tmux_target;
-        let _ = tokio::task::spawn_blocking(move || {
-            if tmux.has_session(&name) {
-                let _ = tmux.kill_session(&name);
-            }
-        })
-        .await;
     }
 
     /// A run's end reached its ACP session (stopped, its tmux session closed, …): the
@@ -271,7 +249,7 @@ impl Runs {
             };
             tracing::warn!(run = %rec.id, %why, "ending an ACP run");
             runs.record_error(&run, &why);
-            runs.end_acp_terminal(&run).await;
+            let _ = runs.close_session(&run).await;
             runs.end(&run, "its ACP agent could not be resumed").await;
         });
     }
@@ -344,7 +322,7 @@ impl Runs {
     pub(super) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
         session.stop().await;
         self.acp.lock().unwrap().remove(&run.id);
-        self.end_acp_terminal(run).await;
+        let _ = self.close_session(run).await;
         self.end(run, "stopped by the operator").await;
     }
 }

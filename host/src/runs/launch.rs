@@ -249,14 +249,7 @@ impl Runs {
                     Ok(()) => tracing::info!(run = %run.id, "typed the first prompt into the agent"),
                     Err(e) => {
                         tracing::error!(run = %run.id, error = %e, "could not type the first prompt");
-                        let rec = {
-                            let mut rec = run.record.lock().unwrap();
-                            rec.error = Some(format!("typing the first prompt into the agent failed: {e}"));
-                            rec.clone()
-                        };
-                        if let Err(e) = self.registry.put(&rec) {
-                            tracing::error!(run = %run.id, error = %e, "could not record the error");
-                        }
+                        self.record_error(&run, &format!("typing the first prompt into the agent failed: {e}"));
                     }
                 }
             }

@@ -636,14 +636,31 @@ impl Runs {
             return Ok(());
         }
         let _keys = run.keys.lock().await;
+        self.close_session(run).await?;
+        self.end(run, "stopped by the operator").await;
+        Ok(())
+    }
+
+    /// Close the run's tmux session, if it is still there.
+    async fn close_session(&self, run: &Run) -> Result<(), RunError> {
         let name = run.record().tmux_target;
         let tmux = self.tmux.clone();
         tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
             .await
             .map_err(|e| RunError::Internal(e.to_string()))?
-            .map_err(|e| RunError::Internal(e.to_string()))?;
-        self.end(run, "stopped by the operator").await;
-        Ok(())
+            .map_err(|e| RunError::Internal(e.to_string()))
+    }
+
+    /// Keep why a run went wrong in its record (shown as its `error`).
+    fn record_error(&self, run: &Run, why: &str) {
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            rec.error = Some(why.to_string());
+            rec.clone()
+        };
+        if let Err(e) = self.registry.put(&rec) {
+            tracing::error!(run = %run.id, error = %e, "could not record the error");
+        }
     }
 }
 
