@@ -12,6 +12,7 @@ const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
     ("CODEX", "lab-provider-codex", Some("codex")),
     ("PLAINLOG", "lab-provider-plainlog", None),
     ("UNRULY", "lab-provider-unruly", None),
+    ("ACP_FIXTURE", "lab-provider-acp-fixture", None),
 ];
 
 /// Components built against an older WIT version, checked in as test fixtures:
@@ -19,6 +20,8 @@ const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
 const OLD_COMPONENTS: &[(&str, &str)] = &[
     ("CLAUDE_CODE_V0_1_0", "wit-0.1.0/lab_provider_claude_code.wasm"),
     ("PLAINLOG_V0_1_0", "wit-0.1.0/lab_provider_plainlog.wasm"),
+    ("CLAUDE_CODE_V0_2_0", "wit-0.2.0/lab_provider_claude_code.wasm"),
+    ("PLAINLOG_V0_2_0", "wit-0.2.0/lab_provider_plainlog.wasm"),
 ];
 
 fn main() {

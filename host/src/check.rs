@@ -129,10 +129,11 @@ fn size(n: usize) -> String {
 
 fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
     let caps = facts.capabilities;
-    let exports = match (caps.dialog_hooker, caps.screen_reader) {
-        (true, true) => "base, dialog-hooker, screen-reader",
-        (true, false) => "base, dialog-hooker",
-        (false, _) => "base (no dialog-hooker)",
+    let exports = match (caps.acp, caps.dialog_hooker, caps.screen_reader) {
+        (true, _, _) => "acp-agent",
+        (false, true, true) => "base, dialog-hooker, screen-reader",
+        (false, true, false) => "base, dialog-hooker",
+        (false, false, _) => "base (no dialog-hooker)",
     };
     r.field("exports", exports);
     r.field("WIT package", format!("{} (this lab loads {})", facts.wit_packages.join(", "), LOADS.join(", ")));
@@ -147,7 +148,10 @@ fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
     if !i.permission_modes.is_empty() {
         r.field("modes", i.permission_modes.join(", "));
     }
-    let mode = if facts.dialog_hooker {
+    let mode = if caps.acp {
+        "acp: lab runs the agent and speaks the Agent Client Protocol with it; its permission requests \
+         and forms are the dialogs"
+    } else if facts.dialog_hooker {
         "dialog-hooker: live dialogs from the agent's hooks, answered from lab with keystrokes"
     } else {
         "transcript-only: dialogs from the transcript, shown but answered in the terminal"
@@ -237,6 +241,23 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
     match timed(|| p.info().blocking()) {
         (Ok(_), took) => r.ok(format!("info ({})", ms(took))),
         (Err(e), _) => r.fail(e.to_string()),
+    }
+    if facts.capabilities.acp {
+        match timed(|| crate::components::acp_declaration(facts, p)) {
+            (Ok(l), took) => r.ok(format!(
+                "launch ({}): {} {}; env: {}",
+                ms(took),
+                facts.info.default_program,
+                l.args.join(" "),
+                if l.env.is_empty() {
+                    "none".into()
+                } else {
+                    l.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+                }
+            )),
+            (Err(e), _) => r.fail(e),
+        }
+        return;
     }
     let samples = match p.self_test_samples().blocking() {
         Ok(s) => {
@@ -605,10 +626,28 @@ mod tests {
         let outcome = res.unwrap();
         assert_eq!(outcome.failures, 0, "{text}");
         assert!(text.contains("exports      base (no dialog-hooker)"), "{text}");
-        assert!(text.contains("lab:provider@0.2.0 (this lab loads lab:provider@0.2.0, lab:provider@0.1.0)"), "{text}");
+        assert!(
+            text.contains(
+                "lab:provider@0.3.0 (this lab loads lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
+            ),
+            "{text}"
+        );
         assert!(text.contains("provider     plainlog 0.1.0"), "{text}");
         assert!(text.contains("map-dialog(ask): question dialog, 1 question, 2 options, not answerable"), "{text}");
         assert!(text.contains("cp ") && text.contains("/nonexistent/lab-home/providers/"), "{text}");
+    }
+
+    #[test]
+    fn an_acp_provider_shows_its_declaration() {
+        let (res, text) = report(Path::new(fixtures::ACP_FIXTURE));
+        assert_eq!(res.unwrap().failures, 0, "{text}");
+        assert!(text.contains("exports      acp-agent"), "{text}");
+        assert!(text.contains("provider     fake-acp 0.1.0 (Fake ACP (declared))"), "{text}");
+        assert!(text.contains("modes        ask, yolo"), "{text}");
+        assert!(text.contains("capability   acp: lab runs the agent"), "{text}");
+        assert!(text.contains(": fake-acp --declared-by component; env: FAKE_ACP_DECLARED"), "{text}");
+        assert!(!text.contains("parse-transcript"), "nothing of a tmux provider is asked: {text}");
+        assert!(text.contains("result: OK"), "{text}");
     }
 
     #[test]

@@ -454,16 +454,20 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
     for f in &set.failed {
         println!("skipped {}: {}", f.source, f.error);
     }
-    // ACP agents named in lab.toml (transport acp; a component of the same name wins).
+    // ACP agents (transport acp): declared by components, or lab.toml's [agents].
     let config = crate::config::Config::load(&home.config_file())?;
-    for name in config.agents.keys().filter(|n| set.get(n).is_none()) {
-        println!(
-            "{:<16} {:<10} {:<14} [agents.{name}] in {} (transport acp)",
-            name,
-            "-",
-            "yes",
-            home.config_file().display()
-        );
+    let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
+    let (agents, unused) = crate::acp::agents::resolve(&config, &tmux_providers, &set.acp);
+    for (name, a) in &agents {
+        let version = a.component.as_ref().map_or("-", |c| c.info.version.as_str());
+        let origin = match &a.component {
+            Some(c) => c.source.to_string(),
+            None => format!("[agents.{name}] in {}", home.config_file().display()),
+        };
+        println!("{name:<16} {version:<10} {:<14} {origin} (transport acp: {})", "yes", a.config.acp.join(" "));
+    }
+    for line in unused {
+        println!("{line}");
     }
     Ok(())
 }

@@ -294,14 +294,14 @@ async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
         .chain(runs.acp_agents().map(|(name, a)| {
             json!({
                 "name": name,
-                "display_name": a.display_name.clone().unwrap_or_else(|| name.clone()),
-                "version": null,
+                "display_name": a.display_name(name),
+                "version": a.component.as_ref().map(|c| c.info.version.clone()),
                 "agent_version": null,
-                "description": format!("an ACP agent ({})", a.acp[0].rsplit('/').next().unwrap_or_default()),
+                "description": a.description(),
                 "permission_modes": runs.acp_modes(name),
                 "dialog_hooker": true,
                 "screen_reader": false,
-                "wit": null,
+                "wit": a.component.as_ref().map(|c| c.capabilities.version.package()),
                 "transport": "acp",
             })
         }))

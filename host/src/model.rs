@@ -20,6 +20,16 @@ pub struct ProviderInfo {
     pub permission_modes: Vec<String>,
 }
 
+/// How a component says to start the ACP agent it declares (WIT 0.3.0 `acp-agent`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AcpLaunch {
+    /// Arguments after the program (`ProviderInfo::default_program`).
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// `initialize` + `session/new` budget; None: the host's default.
+    pub start_timeout_secs: Option<u64>,
+}
+
 /// A lab channel an agent hook feeds (the `lab hook` verb the host builds for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Channel {

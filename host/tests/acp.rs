@@ -361,3 +361,71 @@ fn an_acp_run_in_a_repository_works_in_its_own_worktree() {
     let files: Vec<&str> = diff["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
     assert_eq!(files, ["made.txt"], "{diff}");
 }
+
+/// An ACP agent declared by a provider component (WIT 0.3.0 `acp-agent`) instead of
+/// lab.toml's `[agents]`: dropped into `<home>/providers`, listed with its transport,
+/// version and modes, started with its declared arguments and environment (lab.toml's
+/// `[providers.<name>]` program and env applied over them), and driven like any ACP run.
+#[test]
+fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
+    let w = World::new();
+    let providers = w.home.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    std::fs::copy(lab::components::fixtures::ACP_FIXTURE, providers.join("fake-acp.wasm")).unwrap();
+    // The declared command is `fake-acp` on PATH; lab.toml points it at the build, adds
+    // an env var and replaces none of the declared ones.
+    w.write_config(&format!(
+        "[providers.fake-acp]\nprogram = {:?}\nenv = {{ FROM_LAB_TOML = \"1\" }}\n\
+         [agents.fake-acp]\nacp = [\"not-used\"]\n",
+        fake_acp().display().to_string()
+    ));
+    let lab = w.serve();
+    let (s, providers) = lab.get("/providers");
+    assert_eq!(s, 200);
+    let p = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake-acp").expect("listed");
+    assert_eq!(p["transport"], "acp", "{p}");
+    assert_eq!(p["display_name"], "Fake ACP (declared)");
+    assert_eq!(p["wit"], "lab:provider@0.3.0");
+    assert_eq!(p["version"], "0.1.0");
+    assert_eq!(p["permission_modes"], json!(["ask", "yolo"]));
+    assert!(p["description"].as_str().unwrap().contains("declared by a component"), "{p}");
+
+    // A mode the declaration does not name is refused before anything starts.
+    let (s, e) = lab.post(
+        "/runs",
+        &json!({"provider": "fake-acp", "workdir": w.workdir, "prompt": "say:x", "permission_mode": "sometimes"}),
+    );
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("ask, yolo"), "{e}");
+
+    let run = lab.create_run_in(
+        &w.workdir,
+        "fake-acp",
+        "args;env:FAKE_ACP_DECLARED;env:FROM_LAB_TOML;run:echo ran > declared.txt;say:done",
+        Some("yolo"),
+    );
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "done"));
+    assert!(has_text(&v, "args: --declared-by component"), "{:?}", texts(&v));
+    assert!(has_text(&v, "FAKE_ACP_DECLARED=yes") && has_text(&v, "FROM_LAB_TOML=1"), "{:?}", texts(&v));
+    assert!(w.workdir.join("declared.txt").exists(), "yolo mode (set through session/set_mode) ran it unasked");
+    assert!(v["pending_dialog"].is_null(), "{v}");
+
+    // A prompt from the composer; stop.
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "say:next"}));
+    assert_eq!(s, 202, "{e}");
+    lab.wait_view(&id, "the second turn", |v| v["state"] == "idle" && has_text(v, "next"));
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200);
+    lab.wait_view(&id, "ended", |v| v["state"] == "ended");
+
+    // In the default mode (`ask`, the first declared) its permission is a dialog
+    // answered through the API.
+    let run = lab.create_run(&w, "fake-acp", "run:echo asked > asked.txt;say:end");
+    let id = run["id"].as_str().unwrap().to_string();
+    let d = pending(&lab, &id, "permission");
+    let (s, e) = answer(&lab, &id, d["tool_id"].as_str().unwrap(), json!([{"option": 1}]));
+    assert_eq!(s, 202, "{e}");
+    lab.wait_view(&id, "the end", |v| v["state"] == "idle" && has_text(v, "end"));
+    assert!(w.workdir.join("asked.txt").exists());
+}

@@ -19,7 +19,7 @@ fn capability_is_detected_both_ways() {
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
     assert_eq!(plain.info.name, "plainlog");
     assert!(!plain.dialog_hooker && !p.dialog_hooker());
-    assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.3.0".to_string()]);
 
     let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     assert_eq!(cc.info.name, "claude-code");
@@ -67,6 +67,66 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     assert!(!c.is_drawn(d.clone(), "anything".into()).blocking().unwrap());
     let err = c.plan_answer(d, vec![Answer::Feedback { option: 0, text: "x".into() }]).blocking().unwrap_err();
     assert!(err.refusal().is_some(), "{err}");
+}
+
+/// The SDK builds 0.3.0; what was built against 0.2.0 (the bundled claude-code and the
+/// plainlog fixture, as main built them before the move) loads and runs as before.
+#[test]
+fn components_built_against_0_2_0_load_next_to_0_3_0_ones() {
+    let h = host(None);
+    let (now, _) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
+    assert_eq!(now.capabilities.version, Version::V0_3_0);
+    let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG_V0_2_0)).unwrap();
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
+    assert_eq!((plain.capabilities.version, plain.capabilities.acp), (Version::V0_2_0, false));
+    assert!(p.self_test_samples().blocking().is_ok());
+    let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE_V0_2_0)).unwrap();
+    assert_eq!((cc.info.name.as_str(), cc.capabilities.version), ("claude-code", Version::V0_2_0));
+    assert!(c.dialog_hooker() && c.screen_reader());
+    let spool = br#"{"hook_event_name":"PreToolUse","tool_name":"AskUserQuestion","tool_use_id":"toolu_1","tool_input":{"questions":[{"question":"Q?","header":"H","multiSelect":false,"options":[{"label":"a","description":""},{"label":"b","description":""}]}]}}"#;
+    let d = c.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
+    assert_eq!((d.id.as_str(), d.kind()), ("toolu_1", "question"));
+    let plan = c.plan_answer(d.clone(), vec![Answer::Option(1)]).blocking().unwrap();
+    assert_eq!(plan.steps.last(), Some(&KeyOp::Key("Enter".into())));
+    // The same calls give the same answers from the 0.3.0 build.
+    let (_, c3) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
+    let d3 = c3.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
+    assert_eq!(d3, d);
+    assert_eq!(c3.plan_answer(d3, vec![Answer::Option(1)]).blocking().unwrap(), plan);
+}
+
+/// A 0.3.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
+/// asked of it; in a provider set it is an ACP agent, not a tmux provider.
+#[test]
+fn an_acp_provider_declares_its_agent() {
+    let h = host(None);
+    let (facts, p) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
+    assert_eq!(facts.wit_packages, vec!["lab:provider@0.3.0".to_string()]);
+    assert!(facts.capabilities.acp && !facts.dialog_hooker && !p.screen_reader());
+    assert_eq!((facts.info.name.as_str(), facts.info.default_program.as_str()), ("fake-acp", "fake-acp"));
+    assert_eq!(facts.info.permission_modes, ["ask", "yolo"]);
+    let launch = lab::components::acp_declaration(&facts, &p).unwrap();
+    assert_eq!(launch.args, ["--declared-by", "component"]);
+    assert_eq!(launch.env, [("FAKE_ACP_DECLARED".to_string(), "yes".to_string())]);
+    assert_eq!(launch.start_timeout_secs, Some(20));
+    let err = p.parse_transcript(b"x\n".to_vec()).blocking().unwrap_err();
+    assert_eq!(err.kind, CallErrorKind::Unsupported);
+    assert_eq!(p.hook_wiring().blocking().unwrap_err().kind, CallErrorKind::Unsupported);
+    // A tmux provider has no declaration.
+    let (_, plain) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
+    assert_eq!(plain.acp_launch().blocking().unwrap_err().kind, CallErrorKind::Unsupported);
+
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("providers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixtures::ACP_FIXTURE, dir.join("fake-acp.wasm")).unwrap();
+    let set = ProviderSet::load_all(&host(None), &dir);
+    assert!(set.failed.is_empty(), "{:?}", set.failed);
+    assert!(set.get("fake-acp").is_none(), "not a tmux provider");
+    let (facts, launch) = set.get_acp("fake-acp").expect("an ACP provider");
+    assert_eq!(facts.source, Source::File(dir.join("fake-acp.wasm")));
+    assert_eq!(launch.args, ["--declared-by", "component"]);
+    assert_eq!(set.loaded.len(), lab::components::BUNDLED.len());
 }
 
 #[test]

@@ -3,14 +3,16 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.2.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.3.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
-//! - the traits a provider implements: [`Provider`] (every provider), [`DialogHooker`]
-//!   (live capture through the agent's hooks, keystroke answers) and [`ScreenReader`]
-//!   (prompts read off the agent's screen);
-//! - [`export_provider!`], [`export_dialog_provider!`] and [`export_screen_provider!`],
-//!   which export your type as a component of exactly the world you ask for (lab finds
-//!   the capabilities by what the component exports);
+//! - the traits a provider implements: [`Provider`] (every tmux provider),
+//!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
+//!   [`ScreenReader`] (prompts read off the agent's screen); or [`AcpAgent`] alone, for
+//!   an agent that speaks the Agent Client Protocol (lab speaks it; you declare how the
+//!   agent starts);
+//! - [`export_provider!`], [`export_dialog_provider!`], [`export_screen_provider!`] and
+//!   [`export_acp_agent!`], which export your type as a component of exactly the world
+//!   you ask for (lab finds the capabilities by what the component exports);
 //! - helpers providers need again and again: [`jsonl`] (line splitting with
 //!   diagnostics), [`json`] (field access), and constructors on the
 //!   types ([`Message::text`], [`Dialog::new`], [`AnswerPlan::keys`], …).
@@ -34,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.2.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.3.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -86,6 +88,30 @@ pub trait DialogHooker: Provider {
 /// Prompts read off the agent's screen (shown before or outside any hook).
 pub trait ScreenReader: DialogHooker {
     fn read_screen(pane: &str) -> Option<Dialog>;
+}
+
+/// An agent that speaks the Agent Client Protocol (JSON-RPC on its stdio): lab runs it
+/// and speaks the protocol; the component only declares it ([`export_acp_agent!`]).
+pub trait AcpAgent {
+    /// Who it is: `name` (the provider name), `display_name`, `version`, `description`,
+    /// `default_program` (the command, looked up on PATH unless a path; lab.toml's
+    /// `[providers.<name>] program` replaces it) and `permission_modes` (the ACP session
+    /// modes `permission_mode` takes, the default first; empty: the ones the agent
+    /// reports).
+    fn info() -> ProviderInfo;
+    /// How it starts.
+    fn launch() -> AcpLaunch;
+}
+
+/// How an ACP agent starts (WIT `acp-agent.acp-launch`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AcpLaunch {
+    /// Arguments after the program.
+    pub args: Vec<String>,
+    /// Environment on top of lab's (lab.toml's `[providers.<name>] env` goes over it).
+    pub env: Vec<(String, String)>,
+    /// Seconds `initialize` + `session/new` may take (0: lab's default, 60).
+    pub start_timeout_secs: u32,
 }
 
 // The type is generated (no derive can be added to it).

@@ -7,6 +7,7 @@
 //! for are windows of the run's tmux session ([`terminal`]). The run model, the API, the
 //! answer guard and the UI are the same as for tmux runs.
 
+pub mod agents;
 pub mod dialog;
 pub mod fs;
 pub mod journal;
@@ -15,4 +16,5 @@ pub mod rpc;
 pub mod session;
 pub mod terminal;
 
+pub use agents::AcpAgent;
 pub use session::{AnswerError, Session, Setup, StartError};

@@ -6,9 +6,10 @@
 //! ([`CallError`]); a component's own error value (`result<_, string>`) is
 //! [`CallErrorKind::Refused`]. The per-version dispatch is in the typed methods of
 //! [`ProviderHandle`], each a `match` over the component's WIT version that converts
-//! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]).
+//! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]; 0.3.0's types
+//! are 0.2.0's, so [`per_version!`] gives both versions one body).
 
-use super::{v0_1_0 as v1, v0_2_0 as v2, ComponentHost, StoreState};
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, ComponentHost, StoreState};
 use crate::model as m;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -76,6 +77,7 @@ impl std::error::Error for CallError {}
 pub enum Version {
     V0_1_0,
     V0_2_0,
+    V0_3_0,
 }
 
 impl Version {
@@ -83,6 +85,7 @@ impl Version {
         match self {
             Version::V0_1_0 => v1::PACKAGE,
             Version::V0_2_0 => v2::PACKAGE,
+            Version::V0_3_0 => v3::PACKAGE,
         }
     }
 }
@@ -94,6 +97,9 @@ pub struct Capabilities {
     pub version: Version,
     pub dialog_hooker: bool,
     pub screen_reader: bool,
+    /// An ACP provider (0.3.0 `acp-agent`): it declares an agent the host speaks the
+    /// Agent Client Protocol with, and exports nothing else.
+    pub acp: bool,
 }
 
 /// The export indices of one component, per version.
@@ -107,20 +113,41 @@ pub(super) enum Indices {
         hooker: Option<v2::dialog_hooker::GuestIndices>,
         screen: Option<v2::screen_reader::GuestIndices>,
     },
+    V3 {
+        base: v3::base::GuestIndices,
+        hooker: Option<v3::dialog_hooker::GuestIndices>,
+        screen: Option<v3::screen_reader::GuestIndices>,
+    },
+    Acp {
+        agent: v3::acp_agent::GuestIndices,
+    },
 }
 
 impl Indices {
     pub(super) fn capabilities(&self) -> Capabilities {
         match self {
-            Indices::V1 { hooker, .. } => {
-                Capabilities { version: Version::V0_1_0, dialog_hooker: hooker.is_some(), screen_reader: false }
-            }
+            Indices::V1 { hooker, .. } => Capabilities {
+                version: Version::V0_1_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: false,
+                acp: false,
+            },
             Indices::V2 { hooker, screen, .. } => Capabilities {
                 version: Version::V0_2_0,
                 dialog_hooker: hooker.is_some(),
                 // Answering a screen dialog needs dialog-hooker too.
                 screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
             },
+            Indices::V3 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_3_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+            },
+            Indices::Acp { .. } => {
+                Capabilities { version: Version::V0_3_0, dialog_hooker: false, screen_reader: false, acp: true }
+            }
         }
     }
 }
@@ -129,6 +156,21 @@ impl Indices {
 pub(super) enum Guests {
     V1 { base: v1::base::Guest, hooker: Option<v1::dialog_hooker::Guest> },
     V2 { base: v2::base::Guest, hooker: Option<v2::dialog_hooker::Guest>, screen: Option<v2::screen_reader::Guest> },
+    V3 { base: v3::base::Guest, hooker: Option<v3::dialog_hooker::Guest>, screen: Option<v3::screen_reader::Guest> },
+    Acp { agent: v3::acp_agent::Guest },
+}
+
+/// One body for the 0.2.0 and 0.3.0 exports (their types are the same Rust types),
+/// the 0.1.0 arm given apart; an ACP provider has none of these functions.
+macro_rules! per_version {
+    ($g:expr, $v1:pat => $e1:expr, { $($field:ident),* } => $e:expr) => {
+        match $g {
+            $v1 => $e1,
+            Guests::V2 { $($field,)* .. } => $e,
+            Guests::V3 { $($field,)* .. } => $e,
+            Guests::Acp { .. } => None,
+        }
+    };
 }
 
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
@@ -176,6 +218,12 @@ impl Worker {
                 hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
                 screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
             },
+            Indices::V3 { base, hooker, screen } => Guests::V3 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
+            Indices::Acp { agent } => Guests::Acp { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -331,98 +379,106 @@ impl ProviderHandle {
         self.call("info", |s, g| match g {
             Guests::V1 { base, .. } => ok(base.call_info(s).map(v1::info)),
             Guests::V2 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::V3 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::Acp { agent } => ok(agent.call_info(s).map(v2::info)),
+        })
+    }
+
+    /// How to start the ACP agent an ACP provider declares.
+    pub fn acp_launch(&self) -> Call<m::AcpLaunch> {
+        self.call("launch", |s, g| match g {
+            Guests::Acp { agent } => ok(agent.call_launch(s).map(v3::acp_launch)),
+            _ => None,
         })
     }
 
     pub fn launch(&self, req: m::LaunchRequest) -> Call<m::LaunchSpec> {
-        self.call("launch", move |s, g| match g {
-            Guests::V1 { base, .. } => {
-                res(base.call_launch(s, &v1::launch_request(req)).map(|r| r.map(v1::launch_spec)))
-            }
-            Guests::V2 { base, .. } => {
-                res(base.call_launch(s, &v2::launch_request(req)).map(|r| r.map(v2::launch_spec)))
-            }
+        self.call("launch", move |s, g| {
+            per_version!(g,
+                Guests::V1 { base, .. } => res(base.call_launch(s, &v1::launch_request(req)).map(|r| r.map(v1::launch_spec))),
+                { base } => res(base.call_launch(s, &v2::launch_request(req)).map(|r| r.map(v2::launch_spec))))
         })
     }
 
     pub fn parse_transcript(&self, chunk: Vec<u8>) -> Call<m::ParseOutput> {
-        self.call("parse-transcript", move |s, g| match g {
-            Guests::V1 { base, .. } => ok(base.call_parse_transcript(s, &chunk).map(v1::parse_output)),
-            Guests::V2 { base, .. } => ok(base.call_parse_transcript(s, &chunk).map(v2::parse_output)),
+        self.call("parse-transcript", move |s, g| {
+            per_version!(g,
+                Guests::V1 { base, .. } => ok(base.call_parse_transcript(s, &chunk).map(v1::parse_output)),
+                { base } => ok(base.call_parse_transcript(s, &chunk).map(v2::parse_output)))
         })
     }
 
     pub fn map_dialog(&self, call: m::ToolUse) -> Call<Option<m::Dialog>> {
-        self.call("map-dialog", move |s, g| match g {
-            Guests::V1 { base, .. } => ok(base.call_map_dialog(s, &v1::tool_call(call)).map(|d| d.map(v1::dialog_in))),
-            Guests::V2 { base, .. } => {
-                ok(base.call_map_dialog(s, &v2::tool_use_out(&call)).map(|d| d.map(v2::dialog_in)))
-            }
+        self.call("map-dialog", move |s, g| {
+            per_version!(g,
+                Guests::V1 { base, .. } => ok(base.call_map_dialog(s, &v1::tool_call(call)).map(|d| d.map(v1::dialog_in))),
+                { base } => ok(base.call_map_dialog(s, &v2::tool_use_out(&call)).map(|d| d.map(v2::dialog_in))))
         })
     }
 
     pub fn self_test_samples(&self) -> Call<m::Samples> {
-        self.call("self-test-samples", |s, g| match g {
-            Guests::V1 { .. } => None,
-            Guests::V2 { base, .. } => ok(base.call_self_test_samples(s).map(v2::samples)),
+        self.call("self-test-samples", |s, g| {
+            per_version!(g, Guests::V1 { .. } => None, { base } => ok(base.call_self_test_samples(s).map(v2::samples)))
         })
     }
 
     pub fn hook_wiring(&self) -> Call<Vec<m::HookBinding>> {
-        self.call("hook-wiring", |s, g| match g {
-            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(v1::hook_wiring()))),
-            Guests::V2 { hooker, .. } => hooker
-                .as_ref()
-                .and_then(|h| ok(h.call_hook_wiring(s).map(|v| v.into_iter().map(v2::binding_in).collect()))),
+        self.call("hook-wiring", |s, g| {
+            per_version!(g,
+                Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(v1::hook_wiring()))),
+                { hooker } => hooker
+                    .as_ref()
+                    .and_then(|h| ok(h.call_hook_wiring(s).map(|v| v.into_iter().map(v2::binding_in).collect()))))
         })
     }
 
     pub fn hook_settings(&self, run_id: String, hooks: Vec<m::HookCommand>) -> Call<Option<String>> {
-        self.call("hook-settings", move |s, g| match g {
-            Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| match v1::hook_context(&run_id, &hooks) {
-                Ok(ctx) => res(h.call_hook_settings(s, &ctx).map(|r| r.map(Some))),
-                Err(e) => Some(Ok(Err(e))),
-            }),
-            Guests::V2 { hooker, .. } => {
-                hooker.as_ref().and_then(|h| res(h.call_hook_settings(s, &run_id, &v2::hook_commands(&hooks))))
-            }
+        self.call("hook-settings", move |s, g| {
+            per_version!(g,
+                Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| match v1::hook_context(&run_id, &hooks) {
+                    Ok(ctx) => res(h.call_hook_settings(s, &ctx).map(|r| r.map(Some))),
+                    Err(e) => Some(Ok(Err(e))),
+                }),
+                { hooker } => hooker.as_ref().and_then(|h| res(h.call_hook_settings(s, &run_id, &v2::hook_commands(&hooks)))))
         })
     }
 
     pub fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<m::ToolUse>) -> Call<Option<m::Dialog>> {
-        self.call("pending-dialog", move |s, g| match g {
+        self.call("pending-dialog", move |s, g| {
+            per_version!(g,
             Guests::V1 { hooker, .. } => {
                 hooker.as_ref().and_then(|h| res(h.call_pending_dialog(s, &spool).map(|r| r.map(v1::pending))))
-            }
-            Guests::V2 { hooker, .. } => hooker.as_ref().and_then(|h| {
+            },
+            { hooker } => hooker.as_ref().and_then(|h| {
                 let calls: Vec<_> = open_calls.iter().map(v2::tool_use_out).collect();
                 res(h.call_pending_dialog(s, &spool, &calls).map(|r| r.map(|d| d.map(v2::dialog_in))))
-            }),
+            }))
         })
     }
 
     pub fn blocked_state(&self, marker: Vec<u8>) -> Call<m::Blocked> {
-        self.call("blocked-state", move |s, g| match g {
-            Guests::V1 { hooker, .. } => {
-                hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v1::blocked))))
-            }
-            Guests::V2 { hooker, .. } => {
-                hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v2::blocked))))
-            }
+        self.call("blocked-state", move |s, g| {
+            per_version!(g,
+                Guests::V1 { hooker, .. } => {
+                    hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v1::blocked))))
+                },
+                { hooker } => hooker.as_ref().and_then(|h| res(h.call_blocked_state(s, &marker).map(|r| r.map(v2::blocked)))))
         })
     }
 
     pub fn session_info(&self, payload: Vec<u8>) -> Call<m::SessionFacts> {
-        self.call("session-info", move |s, g| match g {
-            Guests::V1 { .. } => None,
-            Guests::V2 { hooker, .. } => {
-                hooker.as_ref().and_then(|h| res(h.call_session_info(s, &payload).map(|r| r.map(v2::session_facts))))
-            }
+        self.call("session-info", move |s, g| {
+            per_version!(g,
+                Guests::V1 { .. } => None,
+                { hooker } => hooker
+                    .as_ref()
+                    .and_then(|h| res(h.call_session_info(s, &payload).map(|r| r.map(v2::session_facts)))))
         })
     }
 
     pub fn plan_answer(&self, dialog: m::Dialog, answers: Vec<m::Answer>) -> Call<m::AnswerPlan> {
-        self.call("plan-answer", move |s, g| match g {
+        self.call("plan-answer", move |s, g| {
+            per_version!(g,
             Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| {
                 let Some(d) = v1::dialog_out(&dialog) else {
                     return Some(Ok(Err(format!("a {} dialog cannot be answered by this provider", dialog.kind()))));
@@ -432,10 +488,10 @@ impl ProviderHandle {
                 };
                 res(h.call_answer_keys(s, &d, &answers).map(|r| r.map(v1::answer_plan)))
             }),
-            Guests::V2 { hooker, .. } => hooker.as_ref().and_then(|h| {
+            { hooker } => hooker.as_ref().and_then(|h| {
                 let answers: Vec<_> = answers.iter().map(v2::answer).collect();
                 res(h.call_plan_answer(s, &v2::dialog_out(&dialog), &answers).map(|r| r.map(v2::answer_plan)))
-            }),
+            }))
         })
     }
 
@@ -443,20 +499,18 @@ impl ProviderHandle {
     /// them the host looks for the dialog's own words on the pane
     /// ([`m::Dialog::words_shown_in`]), so keys still go only onto a prompt on screen.
     pub fn is_drawn(&self, dialog: m::Dialog, pane: String) -> Call<bool> {
-        self.call("is-drawn", move |s, g| match g {
-            Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(dialog.words_shown_in(&pane)))),
-            Guests::V2 { hooker, .. } => {
-                hooker.as_ref().and_then(|h| ok(h.call_is_drawn(s, &v2::dialog_out(&dialog), &pane)))
-            }
+        self.call("is-drawn", move |s, g| {
+            per_version!(g,
+                Guests::V1 { hooker, .. } => hooker.as_ref().map(|_| Ok(Ok(dialog.words_shown_in(&pane)))),
+                { hooker } => hooker.as_ref().and_then(|h| ok(h.call_is_drawn(s, &v2::dialog_out(&dialog), &pane))))
         })
     }
 
     pub fn read_screen(&self, pane: String) -> Call<Option<m::Dialog>> {
-        self.call("read-screen", move |s, g| match g {
-            Guests::V1 { .. } => None,
-            Guests::V2 { screen, .. } => {
-                screen.as_ref().and_then(|r| ok(r.call_read_screen(s, &pane).map(|d| d.map(v2::dialog_in))))
-            }
+        self.call("read-screen", move |s, g| {
+            per_version!(g,
+                Guests::V1 { .. } => None,
+                { screen } => screen.as_ref().and_then(|r| ok(r.call_read_screen(s, &pane).map(|d| d.map(v2::dialog_in)))))
         })
     }
 }

@@ -12,6 +12,7 @@ mod cache;
 mod handle;
 pub mod v0_1_0;
 pub mod v0_2_0;
+pub mod v0_3_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, CallError, CallErrorKind, Capabilities, ProviderHandle, Version};
@@ -67,7 +68,7 @@ use wasmtime::{Config, Engine};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
-pub const WIT_PACKAGES: &[&str] = &[v0_2_0::PACKAGE, v0_1_0::PACKAGE];
+pub const WIT_PACKAGES: &[&str] = &[v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
 
 // `BUNDLED` (the components embedded in the binary) and `fixtures` (paths of every
 // component the build made, and of older builds kept for the compatibility tests):
@@ -304,7 +305,7 @@ impl ComponentHost {
             let found =
                 if wit_packages.is_empty() { "no lab:provider interface".to_string() } else { wit_packages.join(", ") };
             anyhow::bail!(
-                "the component does not export a lab:provider base interface this lab loads (found: {found}); \
+                "the component does not export a lab:provider interface (base or acp-agent) this lab loads (found: {found}); \
                  this lab loads {}",
                 WIT_PACKAGES.join(", ")
             );
@@ -317,7 +318,20 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_2_0::PACKAGE {
+        let indices = if *version == v0_3_0::PACKAGE {
+            match v0_3_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp { agent },
+                Err(_) => handle::Indices::V3 {
+                    base: v0_3_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_3_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_3_0::screen_reader::GuestIndices::new(&pre).ok(),
+                },
+            }
+        } else if *version == v0_2_0::PACKAGE {
             handle::Indices::V2 {
                 base: v0_2_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(base_missing)?,
                 hooker: v0_2_0::dialog_hooker::GuestIndices::new(&pre).ok(),
@@ -367,9 +381,12 @@ pub fn exported_packages(engine: &Engine, component: &Component) -> Vec<String> 
 }
 
 /// All providers lab knows: the bundled ones plus `<home>/providers/*.wasm`. A file
-/// whose provider name equals a bundled one replaces it.
+/// whose provider name equals a bundled one replaces it. Tmux providers are kept
+/// loaded (`loaded`); an ACP provider's declaration is read once (`acp`).
 pub struct ProviderSet {
     pub loaded: Vec<(ComponentFacts, ProviderHandle)>,
+    /// ACP providers (WIT 0.3.0 `acp-agent`): who each is and how to start its agent.
+    pub acp: Vec<(ComponentFacts, model::AcpLaunch)>,
     pub failed: Vec<LoadFailure>,
 }
 
@@ -384,21 +401,13 @@ impl ProviderSet {
             }
         }
         // Components another user could have written or replaced are never loaded.
-        if let Err(error) = crate::ownership::check_operator(providers_dir, crate::fsutil::Kind::Dir) {
-            failed.push(LoadFailure { source: Source::File(providers_dir.to_path_buf()), error });
-            for f in &failed {
-                tracing::warn!(component = %f.source, error = %f.error, "skipped a provider component");
+        let files = match crate::ownership::check_operator(providers_dir, crate::fsutil::Kind::Dir) {
+            Ok(()) => component_files(providers_dir),
+            Err(error) => {
+                failed.push(LoadFailure { source: Source::File(providers_dir.to_path_buf()), error });
+                Vec::new()
             }
-            return ProviderSet { loaded, failed };
-        }
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(providers_dir) {
-            Ok(rd) => rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-                .collect(),
-            Err(_) => Vec::new(),
         };
-        files.sort();
         for path in files {
             if let Err(error) = crate::ownership::check_operator(&path, crate::fsutil::Kind::File) {
                 failed.push(LoadFailure { source: Source::File(path.clone()), error });
@@ -426,15 +435,62 @@ impl ProviderSet {
                 Err(e) => failed.push(LoadFailure { source: Source::File(path.clone()), error: format!("{e:#}") }),
             }
         }
+        // ACP providers: their declaration is all lab needs of them.
+        let mut acp = Vec::new();
+        loaded.retain(|(facts, handle)| {
+            if !facts.capabilities.acp {
+                return true;
+            }
+            match acp_declaration(facts, handle) {
+                Ok(launch) => acp.push((facts.clone(), launch)),
+                Err(error) => failed.push(LoadFailure { source: facts.source.clone(), error }),
+            }
+            false
+        });
         for f in &failed {
             tracing::warn!(component = %f.source, error = %f.error, "skipped a provider component");
         }
-        ProviderSet { loaded, failed }
+        ProviderSet { loaded, acp, failed }
     }
 
+    /// A loaded tmux provider.
     pub fn get(&self, name: &str) -> Option<&(ComponentFacts, ProviderHandle)> {
         self.loaded.iter().find(|(f, _)| f.info.name == name)
     }
+
+    /// An ACP provider's declaration.
+    pub fn get_acp(&self, name: &str) -> Option<&(ComponentFacts, model::AcpLaunch)> {
+        self.acp.iter().find(|(f, _)| f.info.name == name)
+    }
+}
+
+/// The `.wasm` files in `dir`, sorted (none if it cannot be read).
+fn component_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// What an ACP provider declares, checked: a command to run, environment names an
+/// environment can hold.
+pub fn acp_declaration(facts: &ComponentFacts, handle: &ProviderHandle) -> Result<model::AcpLaunch, String> {
+    if facts.info.default_program.trim().is_empty() {
+        return Err("the ACP provider declares no command (provider-info.default-program is empty)".into());
+    }
+    let launch = handle.acp_launch().blocking().map_err(|e| e.to_string())?;
+    if let Some((k, _)) = launch.env.iter().find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
+        return Err(format!("the ACP provider declares an environment variable lab cannot set: {k:?}"));
+    }
+    if let Some(a) = launch.args.iter().find(|a| a.contains('\0')) {
+        return Err(format!("the ACP provider declares an argument with a NUL byte: {a:?}"));
+    }
+    Ok(launch)
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use super::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
 use super::registry::RunRecord;
 use super::tailer::Tail;
 use super::{now_rfc3339, Read, Run, Runs};
-use crate::acp::{self, AnswerError, Session, Setup, StartError};
-use crate::config::{find_program, AgentConfig};
+use crate::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
+use crate::config::find_program;
 use crate::fsutil;
 use crate::model::Answer;
 use crate::paths::RunId;
@@ -19,17 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 impl Runs {
-    /// The ACP agent `name` from lab.toml, unless a loaded component has that name.
-    pub fn acp_agent(&self, name: &str) -> Option<&AgentConfig> {
-        if self.providers.get(name).is_some() {
-            return None;
-        }
-        self.config.agents.get(name)
+    /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
+    pub fn acp_agent(&self, name: &str) -> Option<&AcpAgent> {
+        self.acp_agents.get(name)
     }
 
-    /// The ACP agents lab.toml names (a component of the same name wins; it is logged).
-    pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AgentConfig)> {
-        self.config.agents.iter().filter(|(n, _)| self.providers.get(n).is_none())
+    /// Every ACP agent ([`crate::acp::agents::resolve`]: one owner per name).
+    pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AcpAgent)> {
+        self.acp_agents.iter()
     }
 
     /// Whether a run's record is an ACP run's (its transcript is a journal of lab's).
@@ -41,7 +38,7 @@ impl Runs {
     /// `permission_modes`, else what the agent offered in its last new session (none
     /// known before its first run).
     pub fn acp_modes(&self, name: &str) -> Vec<String> {
-        match self.config.agents.get(name).and_then(|a| a.permission_modes.clone()) {
+        match self.acp_agents.get(name).and_then(|a| a.config.permission_modes.clone()) {
             Some(m) => m,
             None => self.acp_learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
         }
@@ -57,7 +54,7 @@ impl Runs {
     }
 
     /// `POST /runs` for an ACP agent.
-    pub(super) async fn create_acp(self: &Arc<Self>, req: CreateRun, agent: AgentConfig) -> Result<RunBody, RunError> {
+    pub(super) async fn create_acp(self: &Arc<Self>, req: CreateRun, agent: AcpAgent) -> Result<RunBody, RunError> {
         let prompt = super::launch::checked_request(&req)?;
         if let Some(m) = &req.permission_mode {
             let known = self.acp_modes(&req.provider);
@@ -105,26 +102,29 @@ impl Runs {
     async fn start_acp(
         self: &Arc<Self>,
         rec: &RunRecord,
-        agent: &AgentConfig,
+        agent: &AcpAgent,
         resume: Option<String>,
     ) -> Result<Arc<Session>, StartError> {
         let fail = StartError::Failed;
         let dir = self.home.acp_dir();
         fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
-        let pconf = agent.as_provider();
+        let pconf = agent.config.as_provider();
         let env = super::launch::agent_env(&rec.provider, &pconf);
         let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
-        let wanted = PathBuf::from(&agent.acp[0]);
+        let wanted = PathBuf::from(&agent.config.acp[0]);
         let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
+            let fix = match agent.component {
+                Some(_) => format!("set [providers.{}] program", rec.provider),
+                None => format!("fix [agents.{}] acp", rec.provider),
+            };
             fail(format!(
-                "program `{}` not found{}; fix [agents.{}] acp in {}",
+                "program `{}` not found{}; {fix} in {}",
                 wanted.display(),
                 if wanted.components().count() > 1 { "" } else { " on PATH" },
-                rec.provider,
                 self.home.config_file().display()
             ))
         })?;
-        let mut argv = agent.acp.clone();
+        let mut argv = agent.config.acp.clone();
         argv[0] = program.to_string_lossy().into_owned();
         let (journal, stderr_log) = self.acp_files(&rec.id);
         let wake = {
@@ -143,7 +143,7 @@ impl Runs {
             journal,
             spool: self.home.run_files(&rec.id).spool,
             stderr_log: stderr_log.clone(),
-            start_timeout: agent.start_timeout(),
+            start_timeout: agent.config.start_timeout(),
             mode: rec.permission_mode.clone(),
             wake,
             terminals: Some(Arc::new(acp::terminal::Terminals::new(acp::terminal::Places {

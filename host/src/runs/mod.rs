@@ -358,6 +358,8 @@ pub struct Runs {
     acp: Mutex<HashMap<RunId, Arc<crate::acp::Session>>>,
     /// The session modes each ACP agent offered in its newest session.
     acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
+    /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
+    acp_agents: BTreeMap<String, crate::acp::AcpAgent>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -382,6 +384,14 @@ impl Runs {
         for (f, _) in &providers.loaded {
             tracing::info!(provider = %f.info.name, version = %f.info.version, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
+        let tmux_providers: Vec<&str> = providers.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
+        let (acp_agents, unused) = crate::acp::agents::resolve(&config, &tmux_providers, &providers.acp);
+        for line in unused {
+            tracing::warn!("{line}");
+        }
+        for (name, a) in &acp_agents {
+            tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
+        }
         let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
         let runs = Arc::new(Runs {
             home,
@@ -403,10 +413,8 @@ impl Runs {
             diff_counting: tokio::sync::Mutex::new(()),
             acp: Mutex::new(HashMap::new()),
             acp_learned_modes: Mutex::new(HashMap::new()),
+            acp_agents,
         });
-        for (name, _) in runs.config.agents.iter().filter(|(n, _)| runs.providers.get(n).is_some()) {
-            tracing::warn!(agent = %name, "lab.toml's [agents.{name}] is not used: a provider component has that name");
-        }
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
@@ -570,7 +578,7 @@ impl Runs {
                 Some(format!("/#/runs/{}/terminal", rec.id)),
             ),
             None => {
-                if !self.config.agents.contains_key(&rec.provider) {
+                if !self.acp_agents.contains_key(&rec.provider) {
                     tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
                 }
                 Tail::new_inert(rec.id.clone(), files)

@@ -2,7 +2,7 @@
 //!
 //! Everything lab knows about Claude Code lives in this crate; the host never sees a
 //! tool name like `AskUserQuestion`. It exports the `screen-provider` world of
-//! `lab:provider@0.2.0`: the base interface, live dialog capture through Claude Code's
+//! `lab:provider@0.3.0`: the base interface, live dialog capture through Claude Code's
 //! hooks with keystroke answers, and the workspace-trust screen read off the pane.
 //!
 //! | module | what | docs/providers/claude-code/compat.md |

@@ -5,7 +5,8 @@
 //! allowed), `ask:QUESTION` (a form: Postgres / SQLite / other), `read:PATH`,
 //! `write:PATH=TEXT`, `term:CMD` (a terminal running `sh -c CMD`, waited for, its output
 //! said, released), `termkeep:CMD` (not released), `termat:DIR|CMD` (in DIR),
-//! `garbage`, `crash`, `hang`, `sleep:MS`.
+//! `garbage`, `crash`, `hang`, `sleep:MS`, `args` (says its arguments), `env:NAME` (says
+//! `NAME=value`).
 //! Environment: `FAKE_ACP_NO_LOAD=1` (no loadSession), `FAKE_ACP_HANG_INIT=1` (never
 //! answers initialize), `FAKE_ACP_LOG=FILE` (appends every line it reads).
 
@@ -160,6 +161,9 @@ fn run_script(a: &Agent, text: &str) -> Option<&'static str> {
         let (verb, arg) = step.split_once(':').unwrap_or((step, ""));
         match verb {
             "say" => a.say(arg),
+            // What it was started with: its arguments, or one environment variable.
+            "args" => a.say(&format!("args: {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "))),
+            "env" => a.say(&format!("{arg}={}", std::env::var(arg).unwrap_or_else(|_| "(unset)".into()))),
             "think" => {
                 a.update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": arg}}))
             }
