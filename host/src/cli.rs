@@ -96,7 +96,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the loaded provider components, or check one.
+    /// List the loaded provider components and ACP agents, or check a component.
     Providers {
         #[arg(long)]
         home: Option<PathBuf>,

@@ -379,6 +379,14 @@ fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
          [agents.fake-acp]\nacp = [\"not-used\"]\n",
         fake_acp().display().to_string()
     ));
+    // `lab providers` lists it, what it runs, and the lab.toml agent it shadows.
+    let out = std::process::Command::new(common::LAB).args(["providers", "--home"]).arg(&w.home).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text.lines().find(|l| l.starts_with("fake-acp ")).unwrap_or_else(|| panic!("listed:\n{text}"));
+    assert!(line.contains("fake-acp.wasm (transport acp: ") && line.ends_with("--declared-by component)"), "{line}");
+    assert!(line.contains(&fake_acp().display().to_string()), "lab.toml's program: {line}");
+    assert!(text.contains("[agents.fake-acp] is not used: the ACP provider"), "{text}");
     let lab = w.serve();
     let (s, providers) = lab.get("/providers");
     assert_eq!(s, 200);

@@ -477,13 +477,18 @@ fn component_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// What an ACP provider declares, checked: a command to run, environment names an
-/// environment can hold.
+/// What an ACP provider declares, checked ([`check_acp_launch`]).
 pub fn acp_declaration(facts: &ComponentFacts, handle: &ProviderHandle) -> Result<model::AcpLaunch, String> {
-    if facts.info.default_program.trim().is_empty() {
-        return Err("the ACP provider declares no command (provider-info.default-program is empty)".into());
-    }
     let launch = handle.acp_launch().blocking().map_err(|e| e.to_string())?;
+    check_acp_launch(&facts.info, launch)
+}
+
+/// An ACP declaration lab can start: a command, environment names an environment can
+/// hold, no NUL bytes.
+pub fn check_acp_launch(info: &model::ProviderInfo, launch: model::AcpLaunch) -> Result<model::AcpLaunch, String> {
+    if info.default_program.trim().is_empty() || info.default_program.contains('\0') {
+        return Err("the ACP provider declares no usable command (provider-info.default-program)".into());
+    }
     if let Some((k, _)) = launch.env.iter().find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
         return Err(format!("the ACP provider declares an environment variable lab cannot set: {k:?}"));
     }
@@ -530,6 +535,34 @@ mod tests {
         assert_eq!(store.data().used, 3 << 20);
         assert_eq!(b.call(&mut store, (1 << 20) / PAGE).unwrap(), 0, "what is left of the cap can still be used");
         assert_eq!(store.data().used, 4 << 20);
+    }
+
+    #[test]
+    fn an_acp_declaration_lab_cannot_start_is_refused() {
+        let info = |program: &str| model::ProviderInfo {
+            name: "a".into(),
+            display_name: String::new(),
+            version: String::new(),
+            description: String::new(),
+            default_program: program.into(),
+            permission_modes: Vec::new(),
+        };
+        let launch = |args: &[&str], env: &[(&str, &str)]| model::AcpLaunch {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            start_timeout_secs: None,
+        };
+        assert!(check_acp_launch(&info("gem"), launch(&["--acp"], &[("K", "v=1")])).is_ok());
+        for (program, args, env, why) in [
+            (" ", &[][..], &[][..], "no usable command"),
+            ("gem", &[][..], &[("A=B", "v")][..], "environment variable lab cannot set: \"A=B\""),
+            ("gem", &[][..], &[("", "v")][..], "cannot set: \"\""),
+            ("gem", &[][..], &[("K", "a\0b")][..], "cannot set: \"K\""),
+            ("gem", &["a\0"][..], &[][..], "argument with a NUL byte"),
+        ] {
+            let e = check_acp_launch(&info(program), launch(args, env)).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
     }
 
     #[test]
