@@ -103,6 +103,35 @@ enum Command {
         #[command(subcommand)]
         action: Option<ProvidersAction>,
     },
+    /// The machines whose runners may connect: `add NAME` prints a new credential (once),
+    /// `remove NAME` revokes it (a connected runner is cut off), `list`.
+    Hosts {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        #[command(subcommand)]
+        action: HostsAction,
+    },
+    /// Run lab's side of another machine: dial `lab serve` and keep one authenticated
+    /// stream open. The credential (from `lab hosts add NAME`) comes from
+    /// LAB_RUNNER_CREDENTIAL or --credential-file, never from argv.
+    Runner {
+        /// Where lab serve is: http(s)://host:port (the runner dials; nothing listens here).
+        #[arg(long, value_name = "URL")]
+        connect: String,
+        /// This host's name, as added with `lab hosts add`.
+        #[arg(long)]
+        name: String,
+        /// The runner's own lab home on this machine.
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// A file (mode 0600) holding the credential.
+        #[arg(long, value_name = "FILE")]
+        credential_file: Option<PathBuf>,
+        /// Allow http:// to a non-loopback address: only on a network that is encrypted
+        /// already (WireGuard, a tailnet, an SSH tunnel).
+        #[arg(long)]
+        allow_http: bool,
+    },
     /// Write a new provider crate (outside the lab tree) that builds into a component.
     NewProvider {
         /// The provider's name in lab: [a-z0-9-] (the crate is lab-provider-<name>).
@@ -117,6 +146,16 @@ enum Command {
         #[arg(long)]
         sdk_path: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum HostsAction {
+    /// Add a host: its credential on stdout (shown once; lab keeps only its hash).
+    Add { name: String },
+    /// The hosts that may connect.
+    List,
+    /// Revoke a host's credential; its runner is disconnected within seconds.
+    Remove { name: String },
 }
 
 #[derive(Subcommand)]
@@ -139,7 +178,7 @@ pub fn main() -> i32 {
         _ => {}
     }
     let cli = Cli::parse_from(args);
-    if !matches!(cli.command, Command::Serve { .. }) {
+    if !matches!(cli.command, Command::Serve { .. } | Command::Runner { .. }) {
         init_tracing("error");
     }
     let result = match cli.command {
@@ -161,6 +200,9 @@ pub fn main() -> i32 {
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
+        Command::Hosts { home, action } => hosts(home, action),
+        Command::Runner { connect, name, home, credential_file, allow_http } => resolve_home(home)
+            .and_then(|home| runner(crate::runner::Options { connect, name, home, credential_file, allow_http })),
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
             crate::scaffold::run(name, dialog_hooker, dir, sdk_path)
         }
@@ -188,6 +230,49 @@ fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
     }
     println!("{token}");
     Ok(())
+}
+
+/// `lab hosts add|list|remove`.
+fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
+    let home = Home::new(resolve_home(home)?);
+    let creds = crate::hosts::HostCredentials::new(home.hosts_file());
+    match action {
+        HostsAction::Add { name } => {
+            let credential = creds.add(&name, std::time::SystemTime::now())?;
+            println!("{credential}");
+            eprintln!(
+                "lab: host `{name}` added; its credential is above (shown once: lab keeps only its hash).\n\
+                 On that machine, start its runner with the credential in its environment (never on argv):\n  \
+                 {}=<credential> lab runner --connect <lab serve's URL> --name {name}\n\
+                 `lab hosts remove {name}` revokes it.",
+                crate::runner::CREDENTIAL_ENV
+            );
+        }
+        HostsAction::List => {
+            println!("{:<33} ADDED", "NAME");
+            for h in creds.list()? {
+                let added =
+                    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(h.added));
+                println!("{:<33} {added}", h.name);
+            }
+        }
+        HostsAction::Remove { name } => {
+            if !creds.remove(&name)? {
+                anyhow::bail!("no host `{name}` (`lab hosts list` shows them)");
+            }
+            eprintln!(
+                "lab: host `{name}` removed; a runner still connected with its credential is cut off within seconds"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `lab runner`.
+fn runner(opts: crate::runner::Options) -> anyhow::Result<()> {
+    init_tracing("info");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(crate::runner::run(opts)).map_err(|e| anyhow::anyhow!("runner stopped: {e}"))
 }
 
 fn paths(home: Option<PathBuf>, json: bool) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@ pub mod guard;
 pub mod headers;
 pub mod pairing;
 pub mod refusals;
+pub mod runners;
 
 use crate::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
@@ -145,6 +146,8 @@ fn api(runs: Arc<Runs>) -> Router {
     Router::new()
         .route("/info", get(info))
         .route("/providers", get(providers))
+        .route("/hosts", get(runners::list))
+        .route(crate::hosts::protocol::PATH, get(runners::connect))
         .route("/runs", get(list_runs).post(create_run))
         .route("/runs/{id}", get(get_run))
         .route("/runs/{id}/messages", get(get_messages).post(post_message))

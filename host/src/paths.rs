@@ -147,6 +147,10 @@ impl Home {
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")
     }
+    /// The hosts whose runners lab accepts (`lab hosts add`): names and credential hashes.
+    pub fn hosts_file(&self) -> PathBuf {
+        self.root.join("hosts.json")
+    }
     /// Where a running `lab serve` says it listens (for `lab pair`).
     pub fn serve_file(&self) -> PathBuf {
         crate::pairing::serve_file(&self.root)
@@ -166,6 +170,7 @@ impl Home {
             ("push", self.push_dir()),
             ("acp", self.acp_dir()),
             ("devices", self.devices_file()),
+            ("hosts", self.hosts_file()),
             ("serve", self.serve_file()),
         ]
     }

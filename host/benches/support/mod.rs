@@ -277,6 +277,7 @@ pub fn ended_history(w: &World, n: usize, body: &[u8]) -> Vec<RunId> {
                 dialog_hooker: true,
                 error: None,
                 worktree: None,
+                host: None,
             })
             .unwrap();
         ids.push(id);

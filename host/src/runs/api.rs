@@ -146,6 +146,8 @@ pub struct RunBody {
     /// The worktree's diff summary as the view has it (null without a worktree, or
     /// before it was first counted).
     pub diff: Option<crate::worktree::diff::Summary>,
+    /// The host it runs on (null: this machine).
+    pub host: Option<String>,
 }
 
 /// The request body of `POST /runs`.

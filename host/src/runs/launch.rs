@@ -83,6 +83,7 @@ impl Runs {
             dialog_hooker: hooker,
             error: None,
             worktree: None,
+            host: None,
         }
     }
 

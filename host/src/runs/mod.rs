@@ -185,6 +185,7 @@ impl Run {
             answer,
             worktree: r.worktree.clone(),
             diff,
+            host: r.host.clone(),
         }
     }
 
@@ -360,6 +361,8 @@ pub struct Runs {
     acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
     /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
     acp_agents: BTreeMap<String, crate::acp::AcpAgent>,
+    /// Other machines' runners ([`crate::hosts`]).
+    hosts: Arc<crate::hosts::Hosts>,
 }
 
 pub fn now_rfc3339() -> String {
@@ -392,6 +395,7 @@ impl Runs {
         for (name, a) in &acp_agents {
             tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
         }
+        let home_hosts = home.hosts_file();
         let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
         let runs = Arc::new(Runs {
             home,
@@ -414,6 +418,7 @@ impl Runs {
             acp: Mutex::new(HashMap::new()),
             acp_learned_modes: Mutex::new(HashMap::new()),
             acp_agents,
+            hosts: Arc::new(crate::hosts::Hosts::new(crate::hosts::HostCredentials::new(home_hosts))),
         });
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
@@ -542,6 +547,24 @@ impl Runs {
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
         let id = RunId::parse(id).ok_or(RunError::NotFound)?;
         self.runs.read().unwrap().get(&id).cloned().ok_or(RunError::NotFound)
+    }
+
+    /// Other machines' runners.
+    pub fn hosts(&self) -> Arc<crate::hosts::Hosts> {
+        self.hosts.clone()
+    }
+
+    /// How many active runs host `name` has.
+    pub fn active_runs_on(&self, name: &str) -> usize {
+        self.runs
+            .read()
+            .unwrap()
+            .values()
+            .filter(|r| {
+                let rec = r.record.lock().unwrap();
+                rec.status == Status::Active && rec.host.as_deref() == Some(name)
+            })
+            .count()
     }
 
     pub fn list(&self) -> Vec<Arc<Run>> {
@@ -704,6 +727,7 @@ mod update_tests {
             dialog_hooker: false,
             error: None,
             worktree: None,
+            host: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -48,6 +48,9 @@ pub struct RunRecord {
     /// The run's own worktree (None: it runs in `workdir`).
     #[serde(default)]
     pub worktree: Option<crate::worktree::Worktree>,
+    /// The host it runs on (`lab hosts`); None: this machine.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 impl RunRecord {
@@ -362,6 +365,7 @@ mod tests {
             dialog_hooker: true,
             error: None,
             worktree: None,
+            host: None,
         }
     }
 

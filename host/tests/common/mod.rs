@@ -173,8 +173,14 @@ impl Lab {
     /// (extra or removed environment variables: the agents inherit lab serve's
     /// environment).
     pub fn start_with(w: &World, configure: impl FnOnce(&mut Command)) -> Lab {
+        Lab::start_on(w, "127.0.0.1:0", configure)
+    }
+
+    /// Like [`Lab::start_with`], listening on `addr` (a lab serve restarted on the same
+    /// address).
+    pub fn start_on(w: &World, addr: &str, configure: impl FnOnce(&mut Command)) -> Lab {
         let mut cmd = Command::new(LAB);
-        cmd.args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        cmd.args(["serve", "--addr", addr, "--home"])
             .arg(&w.home)
             .env("HOME", &w.agent_home)
             .env("LAB_LOG", "info,lab=debug")

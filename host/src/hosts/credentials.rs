@@ -1,0 +1,166 @@
+//! The runners lab accepts: one credential per host name, made by `lab hosts add NAME`,
+//! revoked by `lab hosts remove NAME`.
+//!
+//! - `<home>/hosts.json` (0600, written whole and atomically) keeps each host's name,
+//!   when it was added and the SHA-256 of its credential; the credential itself is
+//!   shown once, to the operator who made it.
+//! - A credential is `labr_<64 hex>` (32 random bytes): the prefix makes one found in a
+//!   log or a paste recognisable, and it is never lab's access token.
+//! - `lab serve` reads the file on every check, so a host added or removed while it runs
+//!   counts at once (a removed host's live runner is disconnected: [`super::link`]).
+
+use crate::token::{ct_eq, random_hex};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The prefix of every runner credential.
+pub const PREFIX: &str = "labr_";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostRecord {
+    pub name: String,
+    /// SHA-256 of the credential, hex.
+    pub credential_sha256: String,
+    /// Unix seconds.
+    pub added: u64,
+}
+
+/// Whether `name` may name a host: `a-z0-9-`, 1–32, a letter or digit first (it goes
+/// into run records, logs and tmux names).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a host name: 1–32 of a-z, 0-9 and '-', not starting with '-'"))
+    }
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `offered` is the credential of `name` among `records`: the name must exist
+/// and the hash match (compared in constant time).
+pub fn verify(records: &[HostRecord], name: &str, offered: &str) -> bool {
+    let Some(r) = records.iter().find(|r| r.name == name) else { return false };
+    offered.starts_with(PREFIX) && ct_eq(sha256_hex(offered.as_bytes()).as_bytes(), r.credential_sha256.as_bytes())
+}
+
+/// The hosts file of one lab home.
+pub struct HostCredentials {
+    path: PathBuf,
+}
+
+impl HostCredentials {
+    pub fn new(path: PathBuf) -> Self {
+        HostCredentials { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every host, as the file says now (missing: none; unreadable: an error naming it).
+    pub fn list(&self) -> anyhow::Result<Vec<HostRecord>> {
+        crate::fsutil::load_json_list(&self.path, "hosts", "; move it away and add the hosts again")
+    }
+
+    /// Add host `name`: its new credential. A name already there is refused (remove it
+    /// first: an existing runner's credential is never replaced silently).
+    pub fn add(&self, name: &str, now: SystemTime) -> anyhow::Result<String> {
+        check_name(name).map_err(anyhow::Error::msg)?;
+        let mut records = self.list()?;
+        if records.iter().any(|r| r.name == name) {
+            anyhow::bail!("host `{name}` exists; `lab hosts remove {name}` first to give it a new credential");
+        }
+        let credential = format!("{PREFIX}{}", random_hex(32)?);
+        let added = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        records.push(HostRecord { name: name.into(), credential_sha256: sha256_hex(credential.as_bytes()), added });
+        if let Some(dir) = self.path.parent() {
+            crate::fsutil::private_dir(dir)?;
+        }
+        crate::fsutil::save_json_list(&self.path, &records)?;
+        Ok(credential)
+    }
+
+    /// Remove host `name`: `Ok(false)` when there is none.
+    pub fn remove(&self, name: &str) -> anyhow::Result<bool> {
+        let mut records = self.list()?;
+        let before = records.len();
+        records.retain(|r| r.name != name);
+        if records.len() == before {
+            return Ok(false);
+        }
+        crate::fsutil::save_json_list(&self.path, &records)?;
+        Ok(true)
+    }
+
+    /// Whether `offered` is host `name`'s credential now. An unreadable file accepts
+    /// nobody (and says so in the log).
+    pub fn check(&self, name: &str, offered: &str) -> bool {
+        match self.list() {
+            Ok(records) => verify(&records, name, offered),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the hosts file: no runner is accepted");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["build-2", "a", "0box", "x".repeat(32).as_str()] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "-a", "Build", "a_b", "a.b", "a b", "x".repeat(33).as_str(), "../x"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn add_check_remove() {
+        let d = tempfile::tempdir().unwrap();
+        let c = HostCredentials::new(d.path().join("hosts.json"));
+        assert!(c.list().unwrap().is_empty());
+        let cred = c.add("build-2", SystemTime::now()).unwrap();
+        assert!(cred.starts_with(PREFIX) && cred.len() == PREFIX.len() + 64, "{cred}");
+        assert!(c.check("build-2", &cred));
+        assert!(!c.check("build-3", &cred), "another name");
+        assert!(!c.check("build-2", &cred[..cred.len() - 1]), "a prefix of it");
+        assert!(!c.check("build-2", &cred[PREFIX.len()..]), "without the prefix");
+        let text = std::fs::read_to_string(c.path()).unwrap();
+        assert!(!text.contains(&cred[PREFIX.len()..]), "only the hash is kept");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(c.path()).unwrap().permissions().mode() & 0o777, 0o600);
+        let e = c.add("build-2", SystemTime::now()).unwrap_err().to_string();
+        assert!(e.contains("exists"), "{e}");
+        assert!(c.add("Bad Name", SystemTime::now()).is_err());
+        let other = c.add("laptop", SystemTime::now()).unwrap();
+        assert_ne!(other, cred);
+        assert!(c.remove("build-2").unwrap());
+        assert!(!c.remove("build-2").unwrap());
+        assert!(!c.check("build-2", &cred), "revoked");
+        assert!(c.check("laptop", &other));
+    }
+
+    #[test]
+    fn a_damaged_file_accepts_nobody_and_is_not_overwritten() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("hosts.json");
+        std::fs::write(&path, b"{not json").unwrap();
+        let c = HostCredentials::new(path.clone());
+        assert!(!c.check("a", "labr_x"));
+        assert!(c.add("a", SystemTime::now()).unwrap_err().to_string().contains("not lab's list of hosts"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"{not json");
+    }
+}

@@ -1,0 +1,210 @@
+//! lab serve's side of the runner stream: who is connected, and one task per
+//! connection that keeps it honest — the hello first, every frame checked, a ping
+//! every [`PING_EVERY`] (a runner silent for [`SILENT_LIMIT`] is gone), the host's
+//! credential re-read each time (removed: the runner is told and cut off), and a newer
+//! connection of the same host replacing an older one.
+
+use super::credentials::HostCredentials;
+use super::protocol::{self, close, Down, Up};
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How often lab serve pings a runner (and re-checks its credential).
+pub const PING_EVERY: Duration = Duration::from_secs(5);
+/// A runner that sent nothing (not even a pong) for this long is gone.
+pub const SILENT_LIMIT: Duration = Duration::from_secs(20);
+/// How long a new connection has to say hello.
+pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
+
+/// `GET /hosts`: one host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostBody {
+    pub name: String,
+    /// "connected" or "down" ("connecting" is for hosts lab dials itself).
+    pub state: &'static str,
+    /// Runs of this host that are active.
+    pub runs: usize,
+    /// The connected runner's lab version (null while down).
+    pub version: Option<String>,
+    /// Since when it is in this state (null: down since before lab serve started).
+    pub since: Option<String>,
+    /// The machine's own name, as its runner says (null while down).
+    pub hostname: Option<String>,
+}
+
+struct Link {
+    conn: u64,
+    since: String,
+    hostname: String,
+    /// Ends the connection with a close code (a newer one replaced it).
+    kick: Option<oneshot::Sender<u16>>,
+}
+
+/// The runners: credentials and live connections. One per lab serve.
+pub struct Hosts {
+    credentials: HostCredentials,
+    links: Mutex<BTreeMap<String, Link>>,
+    /// When each host last went down (while lab serve runs).
+    down_since: Mutex<BTreeMap<String, String>>,
+    next_conn: AtomicU64,
+}
+
+impl Hosts {
+    pub fn new(credentials: HostCredentials) -> Self {
+        Hosts {
+            credentials,
+            links: Mutex::new(BTreeMap::new()),
+            down_since: Mutex::new(BTreeMap::new()),
+            next_conn: AtomicU64::new(1),
+        }
+    }
+
+    pub fn credentials(&self) -> &HostCredentials {
+        &self.credentials
+    }
+
+    /// Whether host `name`'s runner is connected now.
+    pub fn connected(&self, name: &str) -> bool {
+        self.links.lock().unwrap().contains_key(name)
+    }
+
+    /// Every host with a credential, and any still connected whose credential went.
+    /// `active_runs`: how many active runs a host has.
+    pub fn list(&self, active_runs: impl Fn(&str) -> usize) -> Vec<HostBody> {
+        let mut names: Vec<String> = match self.credentials.list() {
+            Ok(records) => records.into_iter().map(|r| r.name).collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the hosts file");
+                Vec::new()
+            }
+        };
+        let links = self.links.lock().unwrap();
+        let down = self.down_since.lock().unwrap();
+        names.extend(links.keys().cloned());
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|name| {
+                let link = links.get(&name);
+                HostBody {
+                    runs: active_runs(&name),
+                    state: if link.is_some() { "connected" } else { "down" },
+                    version: link.map(|_| protocol::VERSION.to_string()),
+                    since: link.map(|l| l.since.clone()).or_else(|| down.get(&name).cloned()),
+                    hostname: link.map(|l| l.hostname.clone()),
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// One runner's connection, from its upgrade to its end (the caller checked its
+    /// credential and version).
+    pub async fn serve(&self, name: String, mut socket: WebSocket) {
+        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
+            Ok(Some(Ok(Message::Text(t)))) => protocol::decode::<Up>(t.as_str()).map_err(|e| e.to_string()),
+            Ok(Some(Ok(other))) => Err(format!("expected a hello, got {}", kind(&other))),
+            Ok(_) => return,
+            Err(_) => Err(format!("no hello within {} s", HELLO_WITHIN.as_secs())),
+        };
+        let (hostname, home) = match hello {
+            Ok(Up::Hello { hostname, home }) => (protocol::clean_label(&hostname), protocol::clean_label(&home)),
+            Err(why) => {
+                tracing::warn!(host = %name, %why, "a runner did not say hello; disconnected");
+                let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;
+                return;
+            }
+        };
+        let (kick_tx, mut kick) = oneshot::channel();
+        let replaced = self.links.lock().unwrap().insert(
+            name.clone(),
+            Link { conn, since: crate::runs::now_rfc3339(), hostname: hostname.clone(), kick: Some(kick_tx) },
+        );
+        if let Some(mut old) = replaced {
+            if let Some(k) = old.kick.take() {
+                let _ = k.send(close::REPLACED);
+            }
+        }
+        tracing::info!(host = %name, %hostname, %home, "runner connected");
+        let welcome = Down::Welcome { version: protocol::VERSION.to_string() };
+        let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
+            "the connection broke".to_string()
+        } else {
+            self.follow(&name, &mut socket, &mut kick).await
+        };
+        let mut links = self.links.lock().unwrap();
+        if links.get(&name).is_some_and(|l| l.conn == conn) {
+            links.remove(&name);
+            self.down_since.lock().unwrap().insert(name.clone(), crate::runs::now_rfc3339());
+        }
+        tracing::info!(host = %name, %why, "runner disconnected");
+    }
+
+    /// Read frames until the connection ends: why it ended.
+    async fn follow(&self, name: &str, socket: &mut WebSocket, kick: &mut oneshot::Receiver<u16>) -> String {
+        let mut heard = Instant::now();
+        let mut tick = tokio::time::interval(PING_EVERY);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                frame = socket.recv() => {
+                    heard = Instant::now();
+                    match frame {
+                        None | Some(Err(_)) => return "the connection broke".into(),
+                        Some(Ok(Message::Close(_))) => return "the runner closed the connection".into(),
+                        Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                        Some(Ok(Message::Text(t))) => {
+                            let why = match protocol::decode::<Up>(t.as_str()) {
+                                Ok(Up::Hello { .. }) => "a second hello".to_string(),
+                                Err(e) => e.to_string(),
+                            };
+                            let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;
+                            return format!("it broke the protocol: {why}");
+                        }
+                        Some(Ok(Message::Binary(_))) => {
+                            let _ = socket.send(close_frame(close::PROTOCOL, "binary frames are not the protocol")).await;
+                            return "it sent a binary frame".into();
+                        }
+                    }
+                }
+                code = &mut *kick => {
+                    let code = code.unwrap_or(close::REPLACED);
+                    let _ = socket.send(close_frame(code, "another runner of this host connected")).await;
+                    return "a newer connection of the same host replaced it".into();
+                }
+                _ = tick.tick() => {
+                    if !self.credentials.list().is_ok_and(|r| r.iter().any(|h| h.name == name)) {
+                        let _ = socket.send(close_frame(close::REVOKED, "this host's credential was removed")).await;
+                        return "its credential was removed".into();
+                    }
+                    if heard.elapsed() > SILENT_LIMIT {
+                        return format!("silent for {} s", SILENT_LIMIT.as_secs());
+                    }
+                    if socket.send(Message::Ping(Vec::new().into())).await.is_err() {
+                        return "the connection broke".into();
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn close_frame(code: u16, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame { code, reason: reason.chars().take(120).collect::<String>().into() }))
+}
+
+fn kind(m: &Message) -> &'static str {
+    match m {
+        Message::Text(_) => "text",
+        Message::Binary(_) => "a binary frame",
+        Message::Ping(_) | Message::Pong(_) => "a ping",
+        Message::Close(_) => "a close",
+    }
+}

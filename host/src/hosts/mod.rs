@@ -1,0 +1,11 @@
+//! Other machines (ADR 0003, issue 34): a `lab runner` on each dials `lab serve` and
+//! keeps one authenticated WebSocket open ([`protocol`]). lab serve knows which hosts
+//! may connect ([`credentials`], `lab hosts add|list|remove`) and which are connected
+//! ([`link`], `GET /hosts`).
+
+pub mod credentials;
+pub mod link;
+pub mod protocol;
+
+pub use credentials::HostCredentials;
+pub use link::{HostBody, Hosts};

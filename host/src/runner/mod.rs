@@ -1,0 +1,275 @@
+//! `lab runner --connect URL --name NAME`: lab on another machine, dialling `lab serve`
+//! and keeping one authenticated WebSocket open ([`crate::hosts::protocol`]). No port
+//! is opened on the runner's machine; systemd or a container's entrypoint starts it.
+//!
+//! The credential (`lab hosts add NAME` on lab serve's machine) comes from the
+//! environment (`LAB_RUNNER_CREDENTIAL`) or a file only its owner can read
+//! (`--credential-file`), never from argv (which every user sees in `ps`). It goes in
+//! clear only to loopback; elsewhere `https://` (`wss://`), or `--allow-http` on a
+//! network that is encrypted already (WireGuard, a tailnet, an SSH tunnel).
+//!
+//! A lost connection is dialled again, backing off from [`FIRST_RETRY`] to
+//! [`LAST_RETRY`]; refusals that another try cannot fix (a wrong credential, another
+//! lab version, the credential removed, a newer runner of the same host) end the
+//! runner with the reason and exit status 1.
+
+use crate::hosts::protocol::{self, close, Down, Up, NAME_HEADER, VERSION_HEADER};
+use futures_util::{SinkExt, StreamExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
+
+/// The environment variable the credential may come in.
+pub const CREDENTIAL_ENV: &str = "LAB_RUNNER_CREDENTIAL";
+/// The first wait before dialling again.
+pub const FIRST_RETRY: Duration = Duration::from_millis(250);
+/// The longest wait between tries.
+pub const LAST_RETRY: Duration = Duration::from_secs(10);
+/// lab serve pings every 5 s: this long without a frame and the connection is dead.
+pub const SILENT_LIMIT: Duration = Duration::from_secs(20);
+
+/// What `lab runner` was asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub connect: String,
+    pub name: String,
+    pub home: PathBuf,
+    pub credential_file: Option<PathBuf>,
+    pub allow_http: bool,
+}
+
+/// Why the runner stopped for good.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Fatal(String);
+
+/// The WebSocket URL for lab serve at `base` (`http(s)://` or `ws(s)://`, with or
+/// without the path), or why it cannot be used.
+pub fn stream_url(base: &str, allow_http: bool) -> Result<url::Url, String> {
+    let mut u = url::Url::parse(base).map_err(|e| format!("--connect {base:?} is not a URL: {e}"))?;
+    let secure = match u.scheme() {
+        "https" | "wss" => true,
+        "http" | "ws" => false,
+        s => return Err(format!("--connect takes http(s):// or ws(s)://, not {s}://")),
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("--connect must not carry credentials: the runner's come from its environment or file".into());
+    }
+    let loopback = match u.host() {
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => return Err(format!("--connect {base:?} names no host")),
+    };
+    if !secure && !loopback && !allow_http {
+        return Err(format!(
+            "--connect {base:?} would send the credential in clear: use https://, or --allow-http on a network \
+             that is encrypted already (WireGuard, a tailnet, an SSH tunnel)"
+        ));
+    }
+    u.set_scheme(if secure { "wss" } else { "ws" }).expect("ws schemes are valid");
+    u.set_path(protocol::PATH);
+    u.set_query(None);
+    u.set_fragment(None);
+    Ok(u)
+}
+
+/// The credential: `--credential-file` (owned by this user, not readable by others)
+/// or the environment.
+pub fn credential(file: Option<&Path>, env: Option<String>) -> Result<String, String> {
+    let text = match file {
+        Some(f) => {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(f).map_err(|e| format!("--credential-file {}: {e}", f.display()))?;
+            if meta.mode() & 0o077 != 0 {
+                return Err(format!(
+                    "--credential-file {}: others can read it (mode {:04o}); chmod 600 it",
+                    f.display(),
+                    meta.mode() & 0o7777
+                ));
+            }
+            std::fs::read_to_string(f).map_err(|e| format!("--credential-file {}: {e}", f.display()))?
+        }
+        None => env.ok_or_else(|| {
+            format!("no credential: set {CREDENTIAL_ENV} or pass --credential-file (from `lab hosts add NAME`)")
+        })?,
+    };
+    let c = text.trim().to_string();
+    if !c.starts_with(crate::hosts::credentials::PREFIX) {
+        return Err(format!(
+            "that is not a runner credential (they start with {}; `lab hosts add NAME` prints one)",
+            crate::hosts::credentials::PREFIX
+        ));
+    }
+    Ok(c)
+}
+
+/// The next wait after `last` (doubling, capped).
+pub fn backoff(last: Duration) -> Duration {
+    (last * 2).clamp(FIRST_RETRY, LAST_RETRY)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// How one connection ended.
+enum Ended {
+    /// Dial again.
+    Retry(String),
+    /// Stop.
+    Fatal(String),
+}
+
+/// Run until stopped: `Ok` on SIGTERM/SIGINT, `Err` on a refusal no retry can fix.
+pub async fn run(opts: Options) -> Result<(), Fatal> {
+    crate::hosts::credentials::check_name(&opts.name).map_err(Fatal)?;
+    let url = stream_url(&opts.connect, opts.allow_http).map_err(Fatal)?;
+    let credential = credential(opts.credential_file.as_deref(), std::env::var(CREDENTIAL_ENV).ok()).map_err(Fatal)?;
+    let mut wait = Duration::ZERO;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Fatal(format!("SIGTERM handler: {e}")))?;
+    loop {
+        let attempt = connect_once(&url, &opts, &credential);
+        let ended = tokio::select! {
+            e = attempt => e,
+            _ = term.recv() => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        match ended {
+            Ended::Fatal(why) => return Err(Fatal(why)),
+            Ended::Retry(why) => {
+                wait = backoff(wait);
+                tracing::warn!(%why, retry_in_ms = wait.as_millis() as u64, "not connected to lab serve");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = term.recv() => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+async fn connect_once(url: &url::Url, opts: &Options, credential: &str) -> Ended {
+    let mut req = match url.as_str().into_client_request() {
+        Ok(r) => r,
+        Err(e) => return Ended::Fatal(format!("{url}: {e}")),
+    };
+    let h = req.headers_mut();
+    for (k, v) in [
+        ("authorization", format!("Bearer {credential}")),
+        (NAME_HEADER, opts.name.clone()),
+        (VERSION_HEADER, protocol::VERSION.to_string()),
+    ] {
+        match v.parse() {
+            Ok(v) => {
+                h.insert(k, v);
+            }
+            Err(_) => return Ended::Fatal(format!("{k} cannot be sent as a header")),
+        }
+    }
+    let config = tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(protocol::MAX_FRAME))
+        .max_frame_size(Some(protocol::MAX_FRAME));
+    let (mut ws, _) = match tokio_tungstenite::connect_async_with_config(req, Some(config), false).await {
+        Ok(c) => c,
+        Err(tungstenite::Error::Http(resp)) => {
+            let status = resp.status();
+            let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            let message = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(String::from))
+                .unwrap_or_else(|| body.trim().to_string());
+            let why = format!("lab serve refused the runner ({status}): {message}");
+            return if matches!(status.as_u16(), 401 | 403 | 409) { Ended::Fatal(why) } else { Ended::Retry(why) };
+        }
+        Err(e) => return Ended::Retry(format!("cannot reach {url}: {e}")),
+    };
+    let hello = Up::Hello { hostname: hostname(), home: opts.home.display().to_string() };
+    if let Err(e) = ws.send(Message::Text(protocol::encode(&hello).into())).await {
+        return Ended::Retry(format!("the connection broke: {e}"));
+    }
+    let mut welcomed = false;
+    loop {
+        let frame = match tokio::time::timeout(SILENT_LIMIT, ws.next()).await {
+            Err(_) => return Ended::Retry(format!("lab serve was silent for {} s", SILENT_LIMIT.as_secs())),
+            Ok(None) => return Ended::Retry("lab serve closed the connection".into()),
+            Ok(Some(Err(e))) => return Ended::Retry(format!("the connection broke: {e}")),
+            Ok(Some(Ok(f))) => f,
+        };
+        match frame {
+            Message::Text(t) => match protocol::decode::<Down>(t.as_str()) {
+                Ok(Down::Welcome { version }) if !welcomed => {
+                    welcomed = true;
+                    tracing::info!(url = %url, name = %opts.name, lab_serve = %version, "connected to lab serve");
+                    eprintln!("lab runner: connected to {url} as host `{}`", opts.name);
+                }
+                Ok(other) => return Ended::Fatal(format!("lab serve sent {other:?} out of turn")),
+                Err(e) => return Ended::Fatal(format!("lab serve sent what this runner does not speak: {e}")),
+            },
+            Message::Close(Some(f)) => {
+                let why = format!("lab serve closed the connection: {}", f.reason);
+                return match u16::from(f.code) {
+                    close::REVOKED | close::PROTOCOL | close::REPLACED => Ended::Fatal(why),
+                    _ => Ended::Retry(why),
+                };
+            }
+            Message::Close(None) => return Ended::Retry("lab serve closed the connection".into()),
+            // Pings are answered by the library on the next read or write.
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = stream_url("http://127.0.0.1:7777", false).unwrap();
+        assert_eq!(u.as_str(), "ws://127.0.0.1:7777/runners/connect");
+        assert_eq!(
+            stream_url("https://lab.example/x?y#z", false).unwrap().as_str(),
+            "wss://lab.example/runners/connect"
+        );
+        assert_eq!(stream_url("ws://localhost:1/", false).unwrap().as_str(), "ws://localhost:1/runners/connect");
+        assert!(stream_url("http://[::1]:7/", false).is_ok());
+        let e = stream_url("http://10.0.0.1:7777", false).unwrap_err();
+        assert!(e.contains("in clear") && e.contains("--allow-http"), "{e}");
+        assert_eq!(stream_url("http://10.0.0.1:7777", true).unwrap().as_str(), "ws://10.0.0.1:7777/runners/connect");
+        assert!(stream_url("ftp://x", false).unwrap_err().contains("http(s)://"));
+        assert!(stream_url("https://u:p@lab.example", false).unwrap_err().contains("credentials"));
+        assert!(stream_url("not a url", false).is_err());
+    }
+
+    #[test]
+    fn credentials_come_from_the_env_or_a_private_file() {
+        let good = "labr_0123";
+        assert_eq!(credential(None, Some(format!("{good}\n"))).unwrap(), good);
+        assert!(credential(None, None).unwrap_err().contains(CREDENTIAL_ENV));
+        assert!(credential(None, Some("a-lab-token".into())).unwrap_err().contains("not a runner credential"));
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("cred");
+        std::fs::write(&f, good).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(credential(Some(&f), None).unwrap_err().contains("chmod 600"));
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(credential(Some(&f), Some("labr_other".into())).unwrap(), good, "the file wins");
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let mut w = Duration::ZERO;
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            w = backoff(w);
+            seen.push(w.as_millis());
+        }
+        assert_eq!(seen, [250, 500, 1000, 2000, 4000, 8000, 10000, 10000]);
+    }
+}

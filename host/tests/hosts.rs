@@ -1,0 +1,259 @@
+//! Other machines (issue 34), the stream: `lab hosts add|list|remove`, a real `lab
+//! runner` dialling a real `lab serve` over its WebSocket, `GET /hosts`, and everything
+//! that must not get through (a wrong credential, another version, a revoked host,
+//! what is not the protocol) while lab serve keeps serving.
+
+mod common;
+
+use common::{wait_for, Lab, World, LAB};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
+
+fn hosts_cmd(home: &Path, args: &[&str]) -> Output {
+    Command::new(LAB).arg("hosts").arg("--home").arg(home).args(args).output().unwrap()
+}
+
+fn add_host(home: &Path, name: &str) -> String {
+    let out = hosts_cmd(home, &["add", name]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A runner child with its own home under the world's dir; stderr kept for the test.
+fn runner(w: &World, url: &str, name: &str, credential: &str, extra: &[&str]) -> Child {
+    let home = w.dir.path().join(format!("runner-{name}"));
+    Command::new(LAB)
+        .args(["runner", "--connect", url, "--name", name, "--home"])
+        .arg(&home)
+        .args(extra)
+        .env("LAB_RUNNER_CREDENTIAL", credential)
+        .env("LAB_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for `child` to exit by itself (at most `limit`): its status and stderr.
+fn exits(mut child: Child, limit: Duration) -> (i32, String) {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            return (status.code().unwrap_or(-1), err);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the runner did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn host(lab: &Lab, name: &str) -> Option<Value> {
+    let (s, list) = lab.get("/hosts");
+    assert_eq!(s, 200, "{list}");
+    list.as_array().unwrap().iter().find(|h| h["name"] == name).cloned()
+}
+
+fn wait_state(lab: &Lab, name: &str, state: &str) -> Value {
+    wait_for(Duration::from_secs(20), &format!("host {name} {state}"), || {
+        host(lab, name).filter(|h| h["state"] == state)
+    })
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_runner_dials_in_is_listed_and_goes_down_when_killed_replaced_or_revoked() {
+    let w = World::new();
+    let cred = add_host(&w.home, "build-2");
+    assert!(cred.starts_with("labr_") && cred.len() == 69, "{cred}");
+    let out = hosts_cmd(&w.home, &["add", "build-2"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("exists"));
+    let list = String::from_utf8(hosts_cmd(&w.home, &["list"]).stdout).unwrap();
+    assert!(list.lines().any(|l| l.starts_with("build-2 ")), "{list}");
+    assert!(!std::fs::read_to_string(w.home.join("hosts.json")).unwrap().contains(&cred[5..]), "only a hash");
+
+    let lab = w.serve();
+    let h = host(&lab, "build-2").expect("listed before it connects");
+    assert_eq!((&h["state"], &h["runs"], &h["version"]), (&"down".into(), &0.into(), &Value::Null), "{h}");
+
+    let mut first = runner(&w, &lab.url, "build-2", &cred, &[]);
+    let h = wait_state(&lab, "build-2", "connected");
+    assert_eq!(h["version"], env!("CARGO_PKG_VERSION"), "{h}");
+    assert!(h["since"].as_str().unwrap().ends_with('Z') && h["hostname"].is_string(), "{h}");
+
+    // Killed: down at once (the kernel closes its socket), with the time it went.
+    kill(&mut first);
+    let h = wait_state(&lab, "build-2", "down");
+    assert!(h["since"].is_string() && h["hostname"].is_null(), "{h}");
+
+    // Two runners of one host: the newer replaces the older, which stops saying why.
+    let older = runner(&w, &lab.url, "build-2", &cred, &[]);
+    wait_state(&lab, "build-2", "connected");
+    let newer = runner(&w, &lab.url, "build-2", &cred, &[]);
+    let (code, err) = exits(older, Duration::from_secs(20));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another runner of this host connected"), "{err}");
+    wait_state(&lab, "build-2", "connected");
+
+    // Revoked: the connected runner is cut off within a ping interval and stops; the
+    // host is no longer listed.
+    let out = hosts_cmd(&w.home, &["remove", "build-2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, err) = exits(newer, Duration::from_secs(20));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("credential was removed"), "{err}");
+    wait_for(Duration::from_secs(10), "the revoked host gone from the list", || {
+        host(&lab, "build-2").is_none().then_some(())
+    });
+    assert!(!hosts_cmd(&w.home, &["remove", "build-2"]).status.success(), "removed once");
+}
+
+/// A raw WebSocket client (a hostile or outdated runner), connected to `lab`.
+fn raw_client(
+    lab: &Lab,
+    headers: &[(&str, &str)],
+) -> Result<tungstenite::WebSocket<std::net::TcpStream>, tungstenite::Error> {
+    let addr = lab.url.trim_start_matches("http://").to_string();
+    let mut req = format!("ws://{addr}/runners/connect").into_client_request().unwrap();
+    for (k, v) in headers {
+        req.headers_mut().insert(tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+    }
+    let stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    tungstenite::client::client(req, stream).map(|(ws, _)| ws).map_err(|e| match e {
+        tungstenite::HandshakeError::Failure(e) => e,
+        tungstenite::HandshakeError::Interrupted(_) => panic!("blocking handshake interrupted"),
+    })
+}
+
+fn refused(r: Result<tungstenite::WebSocket<std::net::TcpStream>, tungstenite::Error>) -> (u16, Value) {
+    match r {
+        Err(tungstenite::Error::Http(resp)) => {
+            let body = resp.body().clone().unwrap_or_default();
+            (resp.status().as_u16(), serde_json::from_slice(&body).unwrap_or(Value::Null))
+        }
+        Err(e) => panic!("not an HTTP refusal: {e}"),
+        Ok(_) => panic!("connected"),
+    }
+}
+
+/// The close code lab serve ends `ws` with after `send` (read until the close).
+fn close_code(ws: &mut tungstenite::WebSocket<std::net::TcpStream>) -> Option<u16> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        match ws.read() {
+            Ok(Message::Close(f)) => return f.map(|f| u16::from(f.code)),
+            Ok(_) => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
+    let w = World::new();
+    let cred = add_host(&w.home, "edge");
+    let lab = w.serve();
+    let version = env!("CARGO_PKG_VERSION");
+    let bearer = format!("Bearer {cred}");
+
+    // A wrong credential, an unknown host, lab's own token: 401, and the real runner
+    // stops with the reason instead of dialling forever.
+    let (code, err) = exits(runner(&w, &lab.url, "edge", "labr_0000", &[]), Duration::from_secs(20));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("401") && err.contains("wrong credential"), "{err}");
+    let (code, err) = exits(runner(&w, &lab.url, "edge", "not-a-credential", &[]), Duration::from_secs(20));
+    assert!(code == 1 && err.contains("not a runner credential"), "{err}");
+    let token = format!("Bearer {}", lab.token.clone().unwrap());
+    for headers in [
+        vec![("authorization", bearer.as_str()), ("x-lab-runner-name", "other"), ("x-lab-runner-version", version)],
+        vec![("authorization", token.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)],
+        vec![("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)],
+    ] {
+        let (s, body) = refused(raw_client(&lab, &headers));
+        assert_eq!((s, &body["error"]), (401, &"unauthorized".into()), "{headers:?}: {body}");
+    }
+    // Another version: 409 naming both.
+    let (s, body) = refused(raw_client(
+        &lab,
+        &[("authorization", &bearer), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", "0.0.1")],
+    ));
+    assert_eq!((s, &body["error"]), (409, &"version_mismatch".into()), "{body}");
+    let m = body["message"].as_str().unwrap();
+    assert!(m.contains(&format!("version {version}")) && m.contains("version 0.0.1"), "{m}");
+    // Not a WebSocket: 400 once authenticated.
+    let r = lab
+        .client
+        .get(format!("{}/runners/connect", lab.url))
+        .header("authorization", &bearer)
+        .header("x-lab-runner-name", "edge")
+        .header("x-lab-runner-version", version)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    // Plain http to another machine only when asked for.
+    let (code, err) = exits(runner(&w, "http://192.0.2.1:7777", "edge", &cred, &[]), Duration::from_secs(20));
+    assert!(code == 1 && err.contains("in clear"), "{err}");
+
+    let good = [("authorization", bearer.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
+    // What is not the protocol ends that connection with 4002: garbage, a binary frame,
+    // a second hello, a frame over 1 MiB.
+    let hello = r#"{"type":"hello","hostname":"h","home":"/x"}"#;
+    for (first, then) in [
+        ("not json", None),
+        (hello, Some(Message::Text("{\"type\":\"launch\"}".into()))),
+        (hello, Some(Message::Binary(vec![1, 2, 3].into()))),
+        (hello, Some(Message::Text(hello.into()))),
+    ] {
+        let mut ws = raw_client(&lab, &good).unwrap();
+        ws.send(Message::Text(first.into())).unwrap();
+        if let Some(m) = then {
+            ws.send(m).unwrap();
+        }
+        assert_eq!(close_code(&mut ws), Some(4002), "{first} then …");
+    }
+    let mut ws = raw_client(&lab, &good).unwrap();
+    ws.send(Message::Text(hello.into())).unwrap();
+    let _ = ws.send(Message::Text("x".repeat(2 << 20).into()));
+    assert_ne!(close_code(&mut ws), Some(1000), "an oversized frame ends the connection");
+    // A flood of connections that never say hello does not stop lab serve.
+    let idle: Vec<_> = (0..20).map(|_| raw_client(&lab, &good).unwrap()).collect();
+    let (s, _) = lab.get("/hosts");
+    assert_eq!(s, 200);
+    drop(idle);
+    // And a real runner still gets in afterwards.
+    let mut r = runner(&w, &lab.url, "edge", &cred, &[]);
+    wait_state(&lab, "edge", "connected");
+    kill(&mut r);
+}
+
+#[test]
+fn a_runner_comes_back_when_lab_serve_restarts() {
+    let w = World::new();
+    let cred = add_host(&w.home, "box");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let lab = Lab::start_on(&w, &addr, |_| {});
+    let mut r = runner(&w, &lab.url, "box", &cred, &[]);
+    wait_state(&lab, "box", "connected");
+    drop(lab);
+    let lab = Lab::start_on(&w, &addr, |_| {});
+    let h = wait_state(&lab, "box", "connected");
+    assert!(h["hostname"].is_string(), "{h}");
+    assert!(r.try_wait().unwrap().is_none(), "the runner kept running through the restart");
+    kill(&mut r);
+}
