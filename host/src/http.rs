@@ -131,8 +131,10 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
         .route("/devices", get(pairing::list))
         .route("/devices/{id}", axum::routing::delete(pairing::revoke))
         .with_state(edge.access.clone());
+    let runners = Router::new().route(crate::hosts::protocol::PATH, get(runners::connect)).with_state(runs.hosts());
     api(runs)
         .merge(login)
+        .merge(runners)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
         .layer(from_fn_with_state(edge.access, auth::require))
@@ -147,7 +149,6 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/info", get(info))
         .route("/providers", get(providers))
         .route("/hosts", get(runners::list))
-        .route(crate::hosts::protocol::PATH, get(runners::connect))
         .route("/runs", get(list_runs).post(create_run))
         .route("/runs/{id}", get(get_run))
         .route("/runs/{id}/messages", get(get_messages).post(post_message))

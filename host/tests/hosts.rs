@@ -257,3 +257,70 @@ fn a_runner_comes_back_when_lab_serve_restarts() {
     assert!(r.try_wait().unwrap().is_none(), "the runner kept running through the restart");
     kill(&mut r);
 }
+
+/// The terminal seam on another machine: lab's `Hosts` (in this test's process, behind
+/// the real route) and a real `lab runner` with its own home and tmux server; every
+/// call of [`lab::terminal::Terminal`] done there, and what the runner refuses.
+#[test]
+fn a_hosts_terminal_is_reached_through_its_runner() {
+    use lab::hosts::{HostCredentials, Hosts, RemoteTerminal};
+    use lab::terminal::Terminal;
+    use std::sync::Arc;
+
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    let hosts = Arc::new(Hosts::new(HostCredentials::new(w.home.join("hosts.json"))));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/runners/connect", axum::routing::get(lab::http::runners::connect))
+        .with_state(hosts.clone());
+    rt.spawn(async move {
+        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await.unwrap();
+    });
+    let term = RemoteTerminal::new(hosts.clone(), "far".into(), rt.handle().clone());
+    let e = term.capture("lab-t-1").unwrap_err();
+    assert!(e.message.contains("not connected"), "{e}");
+
+    let mut r = runner(&w, &url, "far", &cred, &[]);
+    wait_for(Duration::from_secs(20), "the runner", || hosts.connected("far").then_some(()));
+    let target = "lab-t-1";
+    term.start(target, &["sh".into(), "-c".into(), "printf 'ready> '; exec cat".into()]).unwrap();
+    assert!(term.alive(target));
+    wait_for(Duration::from_secs(10), "the prompt", || term.capture(target).ok().filter(|s| s.contains("ready>")));
+    term.literal(target, "typed;").unwrap();
+    term.key(target, "Enter").unwrap();
+    term.paste(target, "lab-t-1", "pasted line").unwrap();
+    term.key(target, "Enter").unwrap();
+    let screen = wait_for(Duration::from_secs(10), "the typed text echoed", || {
+        term.capture(target).ok().filter(|s| s.matches("typed;").count() >= 2 && s.matches("pasted line").count() >= 2)
+    });
+    assert!(screen.starts_with("ready> typed;"), "{screen}");
+    // The runner's own tmux server, in its own home: not lab serve's.
+    let socket = w.dir.path().join("runner-far").join("tmux.sock");
+    let attach = term.attach_command(target);
+    assert_eq!(attach[..3], ["ssh", "-t", attach[2].as_str()]);
+    assert_eq!(attach[3..], ["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target]);
+    assert!(!w.home.join("tmux.sock").exists());
+
+    // What lab would never ask is refused by the runner, and the stream stays up.
+    for (e, why) in [
+        (term.capture("main").unwrap_err(), "not a session lab names"),
+        (term.key(target, "C-c; kill-server").unwrap_err(), "not a key name"),
+        (term.capture("lab-nope").unwrap_err(), "tmux capture-pane"),
+    ] {
+        assert!(e.message.contains(why), "{e}");
+    }
+    assert!(!term.alive("lab-nope"));
+    term.kill(target).unwrap();
+    assert!(!term.alive(target));
+
+    // Calls in flight when the runner dies fail at once, saying so.
+    term.start(target, &["sleep".into(), "600".into()]).unwrap();
+    kill(&mut r);
+    let e = term.capture(target).unwrap_err();
+    assert!(e.message.contains("not connected") || e.message.contains("connection ended"), "{e}");
+    // Its sessions outlive it (a new runner would find them): clean up.
+    let _ = Command::new("tmux").arg("-S").arg(&socket).arg("kill-server").status();
+}

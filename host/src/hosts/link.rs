@@ -5,14 +5,17 @@
 //! connection of the same host replacing an older one.
 
 use super::credentials::HostCredentials;
-use super::protocol::{self, close, Down, Up};
+use super::protocol::{self, close, Down, Op, Reply, Up};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+
+/// The calls of one connection waiting for their reply, by id.
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 
 /// How often lab serve pings a runner (and re-checks its credential).
 pub const PING_EVERY: Duration = Duration::from_secs(5);
@@ -41,8 +44,20 @@ struct Link {
     conn: u64,
     since: String,
     hostname: String,
+    tmux_socket: String,
     /// Ends the connection with a close code (a newer one replaced it).
     kick: Option<oneshot::Sender<u16>>,
+    /// Frames to send to the runner.
+    out: mpsc::UnboundedSender<Down>,
+    pending: Pending,
+}
+
+/// Where an operator attaches to a host's sessions: its name as the runner says it,
+/// and its tmux socket there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub hostname: String,
+    pub tmux_socket: String,
 }
 
 /// The runners: credentials and live connections. One per lab serve.
@@ -71,6 +86,34 @@ impl Hosts {
     /// Whether host `name`'s runner is connected now.
     pub fn connected(&self, name: &str) -> bool {
         self.links.lock().unwrap().contains_key(name)
+    }
+
+    /// Where host `name`'s runner is, while connected.
+    pub fn place(&self, name: &str) -> Option<Place> {
+        self.links
+            .lock()
+            .unwrap()
+            .get(name)
+            .map(|l| Place { hostname: l.hostname.clone(), tmux_socket: l.tmux_socket.clone() })
+    }
+
+    /// Ask host `name`'s runner to do `op`; its reply, or why there is none (not
+    /// connected, the connection ended, no reply within `within`). A reply of
+    /// [`Reply::Error`] is the runner's refusal or its terminal's failure.
+    pub async fn call(&self, name: &str, op: Op, within: Duration) -> Result<Reply, String> {
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let links = self.links.lock().unwrap();
+            let link = links.get(name).ok_or_else(|| format!("host `{name}` is not connected"))?;
+            link.pending.lock().unwrap().insert(id, tx);
+            link.out.send(Down::Call { id, op }).map_err(|_| format!("host `{name}`'s connection ended"))?;
+        }
+        match tokio::time::timeout(within, rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err(format!("host `{name}`'s connection ended before it answered")),
+            Err(_) => Err(format!("host `{name}` did not answer within {} ms", within.as_millis())),
+        }
     }
 
     /// Every host with a credential, and any still connected whose credential went.
@@ -109,13 +152,21 @@ impl Hosts {
     pub async fn serve(&self, name: String, mut socket: WebSocket) {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
-            Ok(Some(Ok(Message::Text(t)))) => protocol::decode::<Up>(t.as_str()).map_err(|e| e.to_string()),
+            Ok(Some(Ok(Message::Text(t)))) => match protocol::decode::<Up>(t.as_str()) {
+                Ok(Up::Hello { hostname, home, tmux_socket }) => Ok((
+                    protocol::clean_label(&hostname),
+                    protocol::clean_label(&home),
+                    protocol::clean_label(&tmux_socket),
+                )),
+                Ok(_) => Err("expected a hello first".to_string()),
+                Err(e) => Err(e.to_string()),
+            },
             Ok(Some(Ok(other))) => Err(format!("expected a hello, got {}", kind(&other))),
             Ok(_) => return,
             Err(_) => Err(format!("no hello within {} s", HELLO_WITHIN.as_secs())),
         };
-        let (hostname, home) = match hello {
-            Ok(Up::Hello { hostname, home }) => (protocol::clean_label(&hostname), protocol::clean_label(&home)),
+        let (hostname, home, tmux_socket) = match hello {
+            Ok(h) => h,
             Err(why) => {
                 tracing::warn!(host = %name, %why, "a runner did not say hello; disconnected");
                 let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;
@@ -123,9 +174,19 @@ impl Hosts {
             }
         };
         let (kick_tx, mut kick) = oneshot::channel();
+        let (out, mut out_rx) = mpsc::unbounded_channel();
+        let pending: Pending = Arc::default();
         let replaced = self.links.lock().unwrap().insert(
             name.clone(),
-            Link { conn, since: crate::runs::now_rfc3339(), hostname: hostname.clone(), kick: Some(kick_tx) },
+            Link {
+                conn,
+                since: crate::runs::now_rfc3339(),
+                hostname: hostname.clone(),
+                tmux_socket,
+                kick: Some(kick_tx),
+                out,
+                pending: pending.clone(),
+            },
         );
         if let Some(mut old) = replaced {
             if let Some(k) = old.kick.take() {
@@ -137,7 +198,7 @@ impl Hosts {
         let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
             "the connection broke".to_string()
         } else {
-            self.follow(&name, &mut socket, &mut kick).await
+            self.follow(&name, &mut socket, &mut kick, &mut out_rx, &pending).await
         };
         let mut links = self.links.lock().unwrap();
         if links.get(&name).is_some_and(|l| l.conn == conn) {
@@ -148,7 +209,14 @@ impl Hosts {
     }
 
     /// Read frames until the connection ends: why it ended.
-    async fn follow(&self, name: &str, socket: &mut WebSocket, kick: &mut oneshot::Receiver<u16>) -> String {
+    async fn follow(
+        &self,
+        name: &str,
+        socket: &mut WebSocket,
+        kick: &mut oneshot::Receiver<u16>,
+        out: &mut mpsc::UnboundedReceiver<Down>,
+        pending: &Pending,
+    ) -> String {
         let mut heard = Instant::now();
         let mut tick = tokio::time::interval(PING_EVERY);
         tick.tick().await;
@@ -162,6 +230,13 @@ impl Hosts {
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                         Some(Ok(Message::Text(t))) => {
                             let why = match protocol::decode::<Up>(t.as_str()) {
+                                Ok(Up::Reply { id, reply }) => {
+                                    // A reply nobody waits for any more (its call timed out) is dropped.
+                                    if let Some(tx) = pending.lock().unwrap().remove(&id) {
+                                        let _ = tx.send(reply);
+                                    }
+                                    continue;
+                                }
                                 Ok(Up::Hello { .. }) => "a second hello".to_string(),
                                 Err(e) => e.to_string(),
                             };
@@ -172,6 +247,11 @@ impl Hosts {
                             let _ = socket.send(close_frame(close::PROTOCOL, "binary frames are not the protocol")).await;
                             return "it sent a binary frame".into();
                         }
+                    }
+                }
+                Some(msg) = out.recv() => {
+                    if socket.send(Message::Text(protocol::encode(&msg).into())).await.is_err() {
+                        return "the connection broke".into();
                     }
                 }
                 code = &mut *kick => {

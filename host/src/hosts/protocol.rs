@@ -43,7 +43,11 @@ pub enum Up {
         hostname: String,
         /// The runner's lab home on that machine.
         home: String,
+        /// The runner's tmux server socket there (for the attach command).
+        tmux_socket: String,
     },
+    /// The outcome of the [`Down::Call`] with the same `id`.
+    Reply { id: u64, reply: Reply },
 }
 
 /// lab serve → runner.
@@ -55,6 +59,104 @@ pub enum Down {
         /// lab serve's version.
         version: String,
     },
+    /// Do `op` on the runner's terminal; answered by one [`Up::Reply`].
+    Call { id: u64, op: Op },
+}
+
+/// What lab serve asks of the terminal on the runner's machine: the terminal seam
+/// ([`crate::terminal::Terminal`]) and starting and ending a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Op {
+    Capture {
+        target: String,
+    },
+    Key {
+        target: String,
+        key: String,
+    },
+    Literal {
+        target: String,
+        text: String,
+    },
+    Paste {
+        target: String,
+        buffer: String,
+        text: String,
+    },
+    Alive {
+        target: String,
+    },
+    /// A new detached session `target` running `argv` (no shell).
+    Start {
+        target: String,
+        argv: Vec<String>,
+    },
+    Kill {
+        target: String,
+    },
+}
+
+/// A call's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Reply {
+    Done,
+    Text {
+        text: String,
+    },
+    Alive {
+        alive: bool,
+    },
+    /// The runner refused the call or the terminal failed: why.
+    Error {
+        message: String,
+    },
+}
+
+/// The most a typed or pasted text may hold.
+pub const MAX_TEXT: usize = 256 << 10;
+/// The most a session's command line may hold, all arguments together.
+pub const MAX_ARGV: usize = 16 << 10;
+
+/// Whether the runner does `op`: only sessions named as lab names them (`lab-…`),
+/// key names as providers' plans use them, texts and command lines within bounds.
+pub fn check_op(op: &Op) -> Result<(), String> {
+    let target = match op {
+        Op::Capture { target }
+        | Op::Key { target, .. }
+        | Op::Literal { target, .. }
+        | Op::Paste { target, .. }
+        | Op::Alive { target }
+        | Op::Start { target, .. }
+        | Op::Kill { target } => target,
+    };
+    let lab_name = |s: &str| {
+        s.strip_prefix("lab-").is_some_and(|rest| {
+            (1..=64).contains(&rest.len())
+                && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+    };
+    if !lab_name(target) {
+        return Err(format!("{target:?} is not a session lab names (lab-[a-z0-9-]+)"));
+    }
+    match op {
+        Op::Key { key, .. }
+            if key.is_empty() || key.len() > 16 || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+        {
+            Err(format!("{key:?} is not a key name ([A-Za-z0-9-]{{1,16}})"))
+        }
+        Op::Literal { text, .. } | Op::Paste { text, .. } if text.len() > MAX_TEXT => {
+            Err(format!("a text of {} bytes is over the {MAX_TEXT}-byte limit", text.len()))
+        }
+        Op::Paste { buffer, .. } if !lab_name(buffer) => Err(format!("{buffer:?} is not a buffer lab names")),
+        Op::Start { argv, .. } if argv.is_empty() || argv[0].is_empty() => Err("an empty command line".into()),
+        Op::Start { argv, .. } if argv.iter().map(|a| a.len() + 1).sum::<usize>() > MAX_ARGV => {
+            Err(format!("a command line over {MAX_ARGV} bytes"))
+        }
+        Op::Start { argv, .. } if argv.iter().any(|a| a.contains('\0')) => Err("a NUL byte in the command line".into()),
+        _ => Ok(()),
+    }
 }
 
 /// Why a frame was refused.
@@ -100,9 +202,9 @@ mod tests {
 
     #[test]
     fn frames_round_trip_and_refuse_what_is_not_the_protocol() {
-        let up = Up::Hello { hostname: "build-2".into(), home: "/home/lab/.lab".into() };
+        let up = Up::Hello { hostname: "build-2".into(), home: "/home/lab/.lab".into(), tmux_socket: "/s".into() };
         let text = encode(&up);
-        assert_eq!(text, r#"{"type":"hello","hostname":"build-2","home":"/home/lab/.lab"}"#);
+        assert_eq!(text, r#"{"type":"hello","hostname":"build-2","home":"/home/lab/.lab","tmux_socket":"/s"}"#);
         assert_eq!(decode::<Up>(&text).unwrap(), up);
         let down = Down::Welcome { version: VERSION.into() };
         assert_eq!(decode::<Down>(&encode(&down)).unwrap(), down);
@@ -112,12 +214,18 @@ mod tests {
             "{}",
             r#"{"type":"nope"}"#,
             r#"{"type":"hello","hostname":"a"}"#,
-            r#"{"type":"hello","hostname":"a","home":"b","extra":1}"#,
+            r#"{"type":"hello","hostname":"a","home":"b","tmux_socket":"c","extra":1}"#,
+            r#"{"type":"reply","id":1,"reply":{"reply":"maybe"}}"#,
             "[1,2]",
         ] {
             assert!(matches!(decode::<Up>(bad), Err(FrameError::Malformed(_))), "{bad}");
         }
-        let huge = format!(r#"{{"type":"hello","hostname":"{}","home":""}}"#, "a".repeat(MAX_FRAME));
+        let call = Down::Call { id: 7, op: Op::Key { target: "lab-r-1".into(), key: "Enter".into() } };
+        assert_eq!(encode(&call), r#"{"type":"call","id":7,"op":{"op":"key","target":"lab-r-1","key":"Enter"}}"#);
+        assert_eq!(decode::<Down>(&encode(&call)).unwrap(), call);
+        let reply = Up::Reply { id: 7, reply: Reply::Alive { alive: true } };
+        assert_eq!(decode::<Up>(&encode(&reply)).unwrap(), reply);
+        let huge = format!(r#"{{"type":"hello","hostname":"{}","home":"","tmux_socket":""}}"#, "a".repeat(MAX_FRAME));
         assert_eq!(decode::<Up>(&huge), Err(FrameError::TooLarge(huge.len())));
     }
 
@@ -127,6 +235,36 @@ mod tests {
         let e = version_refusal("0.0.1-old").unwrap();
         assert!(e.contains(&format!("version {VERSION}")) && e.contains("version 0.0.1-old"), "{e}");
         assert!(version_refusal("").unwrap().contains("(not given)"));
+    }
+
+    #[test]
+    fn the_runner_only_does_what_lab_would_ask() {
+        let t = || "lab-r-0a1b".to_string();
+        for ok in [
+            Op::Capture { target: t() },
+            Op::Key { target: t(), key: "Down".into() },
+            Op::Literal { target: t(), text: "hi;".into() },
+            Op::Paste { target: t(), buffer: "lab-r-0a1b".into(), text: "x\ny".into() },
+            Op::Start { target: t(), argv: vec!["/usr/bin/lab".into(), "agent-exec".into()] },
+            Op::Kill { target: t() },
+        ] {
+            assert_eq!(check_op(&ok), Ok(()), "{ok:?}");
+        }
+        for (bad, why) in [
+            (Op::Capture { target: "main".into() }, "not a session lab names"),
+            (Op::Capture { target: "lab-../x".into() }, "not a session lab names"),
+            (Op::Alive { target: "lab-".into() }, "not a session lab names"),
+            (Op::Key { target: t(), key: "C-c; kill-server".into() }, "not a key name"),
+            (Op::Key { target: t(), key: String::new() }, "not a key name"),
+            (Op::Literal { target: t(), text: "x".repeat(MAX_TEXT + 1) }, "over the"),
+            (Op::Paste { target: t(), buffer: "b".into(), text: String::new() }, "not a buffer"),
+            (Op::Start { target: t(), argv: vec![] }, "empty command line"),
+            (Op::Start { target: t(), argv: vec!["x".repeat(MAX_ARGV)] }, "over"),
+            (Op::Start { target: t(), argv: vec!["a\0b".into()] }, "NUL"),
+        ] {
+            let e = check_op(&bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
     }
 
     #[test]

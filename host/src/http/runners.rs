@@ -4,6 +4,7 @@
 
 use super::{refusals, ApiError};
 use crate::hosts::protocol::{self, NAME_HEADER, VERSION_HEADER};
+use crate::hosts::Hosts;
 use crate::runs::Runs;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
@@ -20,7 +21,7 @@ fn header_text<'a>(h: &'a HeaderMap, name: &str) -> &'a str {
 /// The runner's connection: 401 for a wrong name or credential, 409 for another
 /// version (both named), 400 when it is not a WebSocket upgrade; else the stream.
 pub async fn connect(
-    State(runs): State<Arc<Runs>>,
+    State(hosts): State<Arc<Hosts>>,
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -32,7 +33,6 @@ pub async fn connect(
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, c)| c.trim())
         .unwrap_or_default();
-    let hosts = runs.hosts();
     if crate::hosts::credentials::check_name(&name).is_err() || !hosts.credentials().check(&name, credential) {
         refusals::log(true, &remote, "GET", protocol::PATH, "a runner with a wrong host name or credential");
         return ApiError {
@@ -55,7 +55,7 @@ pub async fn connect(
     upgrade
         .max_message_size(protocol::MAX_FRAME)
         .max_frame_size(protocol::MAX_FRAME)
-        .on_upgrade(move |socket| async move { runs.hosts().serve(name, socket).await })
+        .on_upgrade(move |socket| async move { hosts.serve(name, socket).await })
 }
 
 /// `GET /hosts`.

@@ -13,7 +13,8 @@
 //! lab version, the credential removed, a newer runner of the same host) end the
 //! runner with the reason and exit status 1.
 
-use crate::hosts::protocol::{self, close, Down, Up, NAME_HEADER, VERSION_HEADER};
+use crate::hosts::protocol::{self, close, Down, Op, Reply, Up, NAME_HEADER, VERSION_HEADER};
+use crate::tmux::Tmux;
 use futures_util::{SinkExt, StreamExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -127,12 +128,15 @@ enum Ended {
 pub async fn run(opts: Options) -> Result<(), Fatal> {
     crate::hosts::credentials::check_name(&opts.name).map_err(Fatal)?;
     let url = stream_url(&opts.connect, opts.allow_http).map_err(Fatal)?;
+    crate::fsutil::private_dir(&opts.home)
+        .map_err(|e| Fatal(format!("the runner's home {}: {e}", opts.home.display())))?;
+    let tmux = Tmux::new(crate::paths::Home::new(opts.home.clone()).tmux_socket());
     let credential = credential(opts.credential_file.as_deref(), std::env::var(CREDENTIAL_ENV).ok()).map_err(Fatal)?;
     let mut wait = Duration::ZERO;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Fatal(format!("SIGTERM handler: {e}")))?;
     loop {
-        let attempt = connect_once(&url, &opts, &credential);
+        let attempt = connect_once(&url, &opts, &credential, &tmux);
         let ended = tokio::select! {
             e = attempt => e,
             _ = term.recv() => return Ok(()),
@@ -153,7 +157,25 @@ pub async fn run(opts: Options) -> Result<(), Fatal> {
     }
 }
 
-async fn connect_once(url: &url::Url, opts: &Options, credential: &str) -> Ended {
+/// Do one call on this machine's tmux, as lab serve asked (if the protocol allows it).
+pub fn exec(tmux: &Tmux, op: Op) -> Reply {
+    if let Err(message) = protocol::check_op(&op) {
+        return Reply::Error { message };
+    }
+    let done = |r: Result<(), crate::tmux::TmuxError>| r.map(|()| Reply::Done);
+    let r = match op {
+        Op::Capture { target } => tmux.capture(&target).map(|text| Reply::Text { text }),
+        Op::Key { target, key } => done(tmux.send_key(&target, &key)),
+        Op::Literal { target, text } => done(tmux.send_literal(&target, &text)),
+        Op::Paste { target, buffer, text } => done(tmux.paste(&target, &buffer, &text)),
+        Op::Alive { target } => Ok(Reply::Alive { alive: tmux.has_session(&target) }),
+        Op::Start { target, argv } => done(tmux.new_session(&target, &argv)),
+        Op::Kill { target } => done(tmux.kill_session(&target)),
+    };
+    r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })
+}
+
+async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &Tmux) -> Ended {
     let mut req = match url.as_str().into_client_request() {
         Ok(r) => r,
         Err(e) => return Ended::Fatal(format!("{url}: {e}")),
@@ -188,13 +210,28 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str) -> Ended
         }
         Err(e) => return Ended::Retry(format!("cannot reach {url}: {e}")),
     };
-    let hello = Up::Hello { hostname: hostname(), home: opts.home.display().to_string() };
+    let hello = Up::Hello {
+        hostname: hostname(),
+        home: opts.home.display().to_string(),
+        tmux_socket: tmux.socket.display().to_string(),
+    };
     if let Err(e) = ws.send(Message::Text(protocol::encode(&hello).into())).await {
         return Ended::Retry(format!("the connection broke: {e}"));
     }
+    let (mut sink, mut stream) = ws.split();
+    let (out, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Up>();
     let mut welcomed = false;
     loop {
-        let frame = match tokio::time::timeout(SILENT_LIMIT, ws.next()).await {
+        let frame = tokio::select! {
+            f = tokio::time::timeout(SILENT_LIMIT, stream.next()) => f,
+            Some(up) = out_rx.recv() => {
+                if let Err(e) = sink.send(Message::Text(protocol::encode(&up).into())).await {
+                    return Ended::Retry(format!("the connection broke: {e}"));
+                }
+                continue;
+            }
+        };
+        let frame = match frame {
             Err(_) => return Ended::Retry(format!("lab serve was silent for {} s", SILENT_LIMIT.as_secs())),
             Ok(None) => return Ended::Retry("lab serve closed the connection".into()),
             Ok(Some(Err(e))) => return Ended::Retry(format!("the connection broke: {e}")),
@@ -206,6 +243,13 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str) -> Ended
                     welcomed = true;
                     tracing::info!(url = %url, name = %opts.name, lab_serve = %version, "connected to lab serve");
                     eprintln!("lab runner: connected to {url} as host `{}`", opts.name);
+                }
+                Ok(Down::Call { id, op }) if welcomed => {
+                    // Each call on a thread of its own: a slow tmux never holds up the stream.
+                    let (tmux, out) = (tmux.clone(), out.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let _ = out.send(Up::Reply { id, reply: exec(&tmux, op) });
+                    });
                 }
                 Ok(other) => return Ended::Fatal(format!("lab serve sent {other:?} out of turn")),
                 Err(e) => return Ended::Fatal(format!("lab serve sent what this runner does not speak: {e}")),

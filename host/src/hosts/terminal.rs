@@ -1,0 +1,100 @@
+//! The terminal seam ([`crate::terminal::Terminal`]) on another machine: each call one
+//! [`Op`] over the host's runner stream, done by the runner on its own tmux server.
+//! A second implementation beside [`crate::tmux::Tmux`]: what looks at a run's screen or
+//! types into it does not know which one it has.
+
+use super::link::Hosts;
+use super::protocol::{Op, Reply};
+use crate::terminal::{Terminal, TerminalError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one call may take, the runner's tmux included.
+pub const CALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// Host `host`'s terminal, reached through `hosts`. Calls block (as the local one's
+/// do): call them off the async runtime's threads (`spawn_blocking`).
+pub struct RemoteTerminal {
+    hosts: Arc<Hosts>,
+    host: String,
+    rt: tokio::runtime::Handle,
+}
+
+impl RemoteTerminal {
+    pub fn new(hosts: Arc<Hosts>, host: String, rt: tokio::runtime::Handle) -> Self {
+        RemoteTerminal { hosts, host, rt }
+    }
+
+    fn call(&self, action: &str, op: Op) -> Result<Reply, TerminalError> {
+        let err = |message: String| TerminalError { action: format!("{action} on host {}", self.host), message };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (hosts, host) = (self.hosts.clone(), self.host.clone());
+        self.rt.spawn(async move {
+            let _ = tx.send(hosts.call(&host, op, CALL_LIMIT).await);
+        });
+        match rx.recv_timeout(CALL_LIMIT + Duration::from_secs(1)) {
+            Ok(Ok(Reply::Error { message })) => Err(err(message)),
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(message)) => Err(err(message)),
+            Err(_) => Err(err("no answer".into())),
+        }
+    }
+
+    fn done(&self, action: &str, op: Op) -> Result<(), TerminalError> {
+        match self.call(action, op)? {
+            Reply::Done => Ok(()),
+            other => Err(unexpected(action, &other)),
+        }
+    }
+
+    /// A new session `target` running `argv` on the host.
+    pub fn start(&self, target: &str, argv: &[String]) -> Result<(), TerminalError> {
+        self.done("start", Op::Start { target: target.into(), argv: argv.to_vec() })
+    }
+
+    /// End session `target` on the host.
+    pub fn kill(&self, target: &str) -> Result<(), TerminalError> {
+        self.done("kill", Op::Kill { target: target.into() })
+    }
+}
+
+fn unexpected(action: &str, reply: &Reply) -> TerminalError {
+    TerminalError { action: action.into(), message: format!("the runner answered {reply:?}") }
+}
+
+impl Terminal for RemoteTerminal {
+    fn capture(&self, target: &str) -> Result<String, TerminalError> {
+        match self.call("capture", Op::Capture { target: target.into() })? {
+            Reply::Text { text } => Ok(text),
+            other => Err(unexpected("capture", &other)),
+        }
+    }
+
+    fn key(&self, target: &str, key: &str) -> Result<(), TerminalError> {
+        self.done("key", Op::Key { target: target.into(), key: key.into() })
+    }
+
+    fn literal(&self, target: &str, text: &str) -> Result<(), TerminalError> {
+        self.done("literal", Op::Literal { target: target.into(), text: text.into() })
+    }
+
+    fn paste(&self, target: &str, buffer: &str, text: &str) -> Result<(), TerminalError> {
+        self.done("paste", Op::Paste { target: target.into(), buffer: buffer.into(), text: text.into() })
+    }
+
+    /// False when the host cannot say (not connected): callers that end runs on it
+    /// must tell "gone" from "unreachable" with [`Hosts::connected`] first.
+    fn alive(&self, target: &str) -> bool {
+        matches!(self.call("alive", Op::Alive { target: target.into() }), Ok(Reply::Alive { alive: true }))
+    }
+
+    /// `ssh -t <host> tmux -S <its socket> attach -t <target>`.
+    fn attach_command(&self, target: &str) -> Vec<String> {
+        let place = self.hosts.place(&self.host);
+        let (hostname, socket) = match &place {
+            Some(p) => (p.hostname.as_str(), p.tmux_socket.as_str()),
+            None => (self.host.as_str(), "<its lab home>/tmux.sock"),
+        };
+        ["ssh", "-t", hostname, "tmux", "-S", socket, "attach", "-t", target].map(String::from).to_vec()
+    }
+}
