@@ -63,7 +63,8 @@ impl From<RunError> for ApiError {
             | RunError::AnswerLost(_)
             | RunError::RunEnded
             | RunError::NoWorktree(_)
-            | RunError::RunActive => StatusCode::CONFLICT,
+            | RunError::RunActive
+            | RunError::HostDown(_) => StatusCode::CONFLICT,
             RunError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             RunError::NotAnswerable | RunError::LaunchFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -426,7 +427,7 @@ async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResul
 async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
     let rec = run.record();
-    let term = runs.terminal();
+    let term = runs.terminal_for(&rec);
     // How to attach is the terminal's to say (a terminal on another host says otherwise).
     let attach = crate::shell::join(term.attach_command(&rec.tmux_target));
     let target = rec.tmux_target.clone();

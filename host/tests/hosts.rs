@@ -212,7 +212,8 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     let good = [("authorization", bearer.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
     // What is not the protocol ends that connection with 4002: garbage, a binary frame,
     // a second hello, a frame over 1 MiB.
-    let hello = r#"{"type":"hello","hostname":"h","home":"/x"}"#;
+    let hello =
+        r#"{"type":"hello","hostname":"h","home":"/x","tmux_socket":"/x/tmux.sock","lab_exe":"/usr/bin/lab","env":[]}"#;
     for (first, then) in [
         ("not json", None),
         (hello, Some(Message::Text("{\"type\":\"launch\"}".into()))),
@@ -323,4 +324,101 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     assert!(e.message.contains("not connected") || e.message.contains("connection ended"), "{e}");
     // Its sessions outlive it (a new runner would find them): clean up.
     let _ = Command::new("tmux").arg("-S").arg(&socket).arg("kill-server").status();
+}
+
+/// A run on another host: fake-claude started by the host's runner in the runner's
+/// own tmux, with the runner's own home for its hook files; its question reaches lab's
+/// view through the stream, is answered through lab's API (keys played on the host),
+/// its transcript is mirrored (same messages and seqs as a local run), a message
+/// reaches it, stop ends it there; lab serve restarted mid-run picks it up again.
+#[test]
+fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    let two = serde_json::json!({"questions": [
+        {"question": "Which database?", "header": "DB", "options": [{"label": "Postgres", "description": ""}, {"label": "SQLite", "description": ""}]}
+    ]});
+    let log = w.use_fake_claude(&serde_json::json!({"steps": [{"ask": two}, {"say": "Chose it."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let lab = Lab::start_on(&w, &addr, |_| {});
+
+    // Not connected yet: refused, nothing started.
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "pick", "host": "far"});
+    let (s, e) = lab.post("/runs", &body);
+    assert_eq!((s, &e["error"]), (409, &"host_down".into()), "{e}");
+    let (s, e) = lab.post(
+        "/runs",
+        &serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "x", "host": "nope"}),
+    );
+    assert_eq!(s, 400, "{e}");
+
+    let mut r = runner(&w, &lab.url, "far", &cred, &[]);
+    wait_state(&lab, "far", "connected");
+    let (s, e) = lab.post(
+        "/runs",
+        &serde_json::json!({"provider": "claude-code", "workdir": "/no/such/dir", "prompt": "x", "host": "far"}),
+    );
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("on host far"), "{e}");
+
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    assert_eq!(run["host"], "far");
+    let runner_home = w.dir.path().join("runner-far");
+    assert_eq!(run["tmux_socket"], runner_home.join("tmux.sock").to_str().unwrap());
+    assert!(!w.home.join("tmux.sock").exists(), "nothing of the run on lab serve's tmux");
+    let (_, hosts) = lab.get("/hosts");
+    assert_eq!(hosts[0]["runs"], 1, "{hosts}");
+
+    let v = lab.wait_state(&id, "question");
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["source"], &d["answerable"]), (&"spool".into(), &true.into()), "{d}");
+    assert!(runner_home.join("runtime").join(format!("{id}.spool.json")).exists(), "the hook wrote on the host");
+    assert!(runner_home.join("runtime").join(format!("{id}.settings.json")).exists(), "settings on the host");
+    assert!(!w.home.join("runtime").join(format!("{id}.settings.json")).exists(), "and not here");
+    assert!(w.home.join("remote").join(format!("{id}.jsonl")).metadata().unwrap().len() > 0, "the mirror");
+    let (s, b) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &serde_json::json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}),
+    );
+    assert_eq!(s, 202, "{b}");
+    let answer = wait_for(Duration::from_secs(20), "fake-claude to log the answer", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
+    });
+    assert!(answer.to_string().contains("SQLite"), "{answer}");
+    let v = lab
+        .wait_view(&id, "the turn's end", |v| v["state"] == "idle" && v["messages"].to_string().contains("Chose it."));
+    let msgs = v["messages"].as_array().unwrap();
+    for (i, m) in msgs.iter().enumerate() {
+        assert_eq!(m["seq"], i as u64, "dense seqs");
+    }
+    let count = msgs.len();
+    let (_, t) = lab.get(&format!("/runs/{id}/terminal"));
+    assert!(t["attach"].as_str().unwrap().starts_with("ssh -t "), "{t}");
+
+    // lab serve restarted mid-run: the run and its chat come back, the runner reconnects
+    // and the run is followed again from where the mirror ends.
+    drop(lab);
+    let lab = Lab::start_on(&w, &addr, |_| {});
+    wait_state(&lab, "far", "connected");
+    let v = lab.wait_view(&id, "the run back", |v| v["state"] == "idle");
+    assert_eq!(v["messages"].as_array().unwrap().len(), count, "the same chat, nothing doubled");
+    let (s, b) = lab.post(&format!("/runs/{id}/messages"), &serde_json::json!({"text": "hello there"}));
+    assert_eq!(s, 202, "{b}");
+    let v = lab.wait_view(&id, "the reply", |v| v["messages"].to_string().contains("Got your message."));
+    assert!(v["messages"].as_array().unwrap().len() > count);
+
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
+    assert_eq!((s, &b["state"]), (200, &"ended".into()), "{b}");
+    let alive = Command::new("tmux")
+        .arg("-S")
+        .arg(runner_home.join("tmux.sock"))
+        .args(["has-session", "-t", &format!("=lab-{id}")])
+        .status()
+        .unwrap();
+    assert!(!alive.success(), "the session on the host is gone");
+    kill(&mut r);
+    let _ = Command::new("tmux").arg("-S").arg(runner_home.join("tmux.sock")).arg("kill-server").status();
 }

@@ -278,6 +278,7 @@ pub fn ended_history(w: &World, n: usize, body: &[u8]) -> Vec<RunId> {
                 error: None,
                 worktree: None,
                 host: None,
+                remote_transcript: None,
             })
             .unwrap();
         ids.push(id);

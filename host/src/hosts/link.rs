@@ -43,8 +43,7 @@ pub struct HostBody {
 struct Link {
     conn: u64,
     since: String,
-    hostname: String,
-    tmux_socket: String,
+    facts: RunnerFacts,
     /// Ends the connection with a close code (a newer one replaced it).
     kick: Option<oneshot::Sender<u16>>,
     /// Frames to send to the runner.
@@ -52,18 +51,28 @@ struct Link {
     pending: Pending,
 }
 
-/// Where an operator attaches to a host's sessions: its name as the runner says it,
-/// and its tmux socket there.
+/// What a connected runner said of its machine (its hello).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
+pub struct RunnerFacts {
+    /// The machine's own name (display, and the attach command's ssh target).
     pub hostname: String,
+    /// The runner's lab home there.
+    pub home: String,
     pub tmux_socket: String,
+    pub lab_exe: String,
+    /// The basics of its environment, for agents started there.
+    pub env: Vec<(String, String)>,
 }
+
+/// What runners report, for whoever follows their runs: `(host, message)`; a hello
+/// means the host (re)connected.
+pub type Events = mpsc::UnboundedSender<(String, Up)>;
 
 /// The runners: credentials and live connections. One per lab serve.
 pub struct Hosts {
     credentials: HostCredentials,
     links: Mutex<BTreeMap<String, Link>>,
+    events: Mutex<Option<Events>>,
     /// When each host last went down (while lab serve runs).
     down_since: Mutex<BTreeMap<String, String>>,
     next_conn: AtomicU64,
@@ -74,6 +83,7 @@ impl Hosts {
         Hosts {
             credentials,
             links: Mutex::new(BTreeMap::new()),
+            events: Mutex::new(None),
             down_since: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
         }
@@ -88,13 +98,20 @@ impl Hosts {
         self.links.lock().unwrap().contains_key(name)
     }
 
-    /// Where host `name`'s runner is, while connected.
-    pub fn place(&self, name: &str) -> Option<Place> {
-        self.links
-            .lock()
-            .unwrap()
-            .get(name)
-            .map(|l| Place { hostname: l.hostname.clone(), tmux_socket: l.tmux_socket.clone() })
+    /// What host `name`'s runner said of its machine, while connected.
+    pub fn facts(&self, name: &str) -> Option<RunnerFacts> {
+        self.links.lock().unwrap().get(name).map(|l| l.facts.clone())
+    }
+
+    /// Where runners' reports go (one follower: the runs).
+    pub fn set_events(&self, events: Events) {
+        *self.events.lock().unwrap() = Some(events);
+    }
+
+    fn report(&self, name: &str, up: Up) {
+        if let Some(tx) = self.events.lock().unwrap().as_ref() {
+            let _ = tx.send((name.to_string(), up));
+        }
     }
 
     /// Ask host `name`'s runner to do `op`; its reply, or why there is none (not
@@ -140,7 +157,7 @@ impl Hosts {
                     state: if link.is_some() { "connected" } else { "down" },
                     version: link.map(|_| protocol::VERSION.to_string()),
                     since: link.map(|l| l.since.clone()).or_else(|| down.get(&name).cloned()),
-                    hostname: link.map(|l| l.hostname.clone()),
+                    hostname: link.map(|l| l.facts.hostname.clone()),
                     name,
                 }
             })
@@ -153,11 +170,9 @@ impl Hosts {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
             Ok(Some(Ok(Message::Text(t)))) => match protocol::decode::<Up>(t.as_str()) {
-                Ok(Up::Hello { hostname, home, tmux_socket }) => Ok((
-                    protocol::clean_label(&hostname),
-                    protocol::clean_label(&home),
-                    protocol::clean_label(&tmux_socket),
-                )),
+                Ok(Up::Hello { hostname, home, tmux_socket, lab_exe, env }) => {
+                    Ok(RunnerFacts { hostname: protocol::clean_label(&hostname), home, tmux_socket, lab_exe, env })
+                }
                 Ok(_) => Err("expected a hello first".to_string()),
                 Err(e) => Err(e.to_string()),
             },
@@ -165,14 +180,17 @@ impl Hosts {
             Ok(_) => return,
             Err(_) => Err(format!("no hello within {} s", HELLO_WITHIN.as_secs())),
         };
-        let (hostname, home, tmux_socket) = match hello {
-            Ok(h) => h,
-            Err(why) => {
-                tracing::warn!(host = %name, %why, "a runner did not say hello; disconnected");
-                let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;
-                return;
-            }
-        };
+        let facts =
+            match hello.and_then(|f| protocol::check_facts(&f.home, &f.tmux_socket, &f.lab_exe, &f.env).map(|()| f)) {
+                Ok(f) => f,
+                Err(why) => {
+                    tracing::warn!(host = %name, %why, "a runner did not say hello; disconnected");
+                    let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;
+                    return;
+                }
+            };
+        let hostname = facts.hostname.clone();
+        let home = facts.home.clone();
         let (kick_tx, mut kick) = oneshot::channel();
         let (out, mut out_rx) = mpsc::unbounded_channel();
         let pending: Pending = Arc::default();
@@ -181,8 +199,7 @@ impl Hosts {
             Link {
                 conn,
                 since: crate::runs::now_rfc3339(),
-                hostname: hostname.clone(),
-                tmux_socket,
+                facts: facts.clone(),
                 kick: Some(kick_tx),
                 out,
                 pending: pending.clone(),
@@ -194,6 +211,16 @@ impl Hosts {
             }
         }
         tracing::info!(host = %name, %hostname, %home, "runner connected");
+        self.report(
+            &name,
+            Up::Hello {
+                hostname: facts.hostname,
+                home: facts.home,
+                tmux_socket: facts.tmux_socket,
+                lab_exe: facts.lab_exe,
+                env: Vec::new(),
+            },
+        );
         let welcome = Down::Welcome { version: protocol::VERSION.to_string() };
         let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
             "the connection broke".to_string()
@@ -238,6 +265,10 @@ impl Hosts {
                                     continue;
                                 }
                                 Ok(Up::Hello { .. }) => "a second hello".to_string(),
+                                Ok(up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. })) => {
+                                    self.report(name, up);
+                                    continue;
+                                }
                                 Err(e) => e.to_string(),
                             };
                             let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;

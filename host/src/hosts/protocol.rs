@@ -45,9 +45,39 @@ pub enum Up {
         home: String,
         /// The runner's tmux server socket there (for the attach command).
         tmux_socket: String,
+        /// The `lab` binary there (hook commands and `lab agent-exec` run it).
+        lab_exe: String,
+        /// The environment an agent starts with there, before lab.toml's and the
+        /// provider's: the basics of the runner's own (PATH, HOME, locale, proxies…).
+        env: Vec<(String, String)>,
     },
     /// The outcome of the [`Down::Call`] with the same `id`.
     Reply { id: u64, reply: Reply },
+    /// New bytes of a watched run's transcript, from byte `offset` (base64).
+    Transcript { run: String, offset: u64, data: String },
+    /// A watched run's hook file now holds `content` (None: it is gone).
+    RunFile { run: String, file: HookFile, content: Option<String> },
+    /// A watched run's terminal session is gone.
+    Ended { run: String },
+}
+
+/// The hook files a runner sends up (the session-info file stays there: it names
+/// paths on the runner's machine, which lab serve never opens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookFile {
+    Spool,
+    Marker,
+}
+
+/// The files lab serve writes on the runner's machine for a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchFile {
+    /// `<runtime>/<run>.settings.json`: the agent's hook settings.
+    Settings,
+    /// `<runtime>/<run>.launch.json`: what `lab agent-exec` starts.
+    Launch,
 }
 
 /// lab serve → runner.
@@ -95,6 +125,33 @@ pub enum Op {
     Kill {
         target: String,
     },
+    /// The absolute path of `program` there (on PATH unless a path): answered `text`.
+    Resolve {
+        program: String,
+    },
+    /// Whether `path` is a directory there: `done` or an error.
+    IsDir {
+        path: String,
+    },
+    /// Write one of run `run`'s launch files there (0600).
+    Write {
+        run: String,
+        file: LaunchFile,
+        content: String,
+    },
+    /// Follow run `run`: its transcript from byte `offset` (none: no transcript), its
+    /// spool and marker, and whether session `target` is alive; sent up as
+    /// [`Up::Transcript`], [`Up::RunFile`] and [`Up::Ended`].
+    Watch {
+        run: String,
+        target: String,
+        transcript: Option<String>,
+        offset: u64,
+    },
+    /// Stop following run `run`.
+    Unwatch {
+        run: String,
+    },
 }
 
 /// A call's outcome.
@@ -129,8 +186,39 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         | Op::Paste { target, .. }
         | Op::Alive { target }
         | Op::Start { target, .. }
-        | Op::Kill { target } => target,
+        | Op::Kill { target }
+        | Op::Watch { target, .. } => target,
+        Op::Resolve { program } => {
+            return if program.is_empty() || program.contains('\0') {
+                Err("an empty program name".into())
+            } else {
+                Ok(())
+            };
+        }
+        Op::IsDir { path } => {
+            return if std::path::Path::new(path).is_absolute() && !path.contains('\0') {
+                Ok(())
+            } else {
+                Err(format!("{path:?} is not an absolute path"))
+            };
+        }
+        Op::Write { run, content, .. } => {
+            return match crate::paths::RunId::parse(run) {
+                None => Err(format!("{run:?} is not a run id")),
+                Some(_) if content.len() > MAX_TEXT => Err("a launch file over the limit".into()),
+                Some(_) => Ok(()),
+            };
+        }
+        Op::Unwatch { run } => {
+            return crate::paths::RunId::parse(run).map(|_| ()).ok_or_else(|| format!("{run:?} is not a run id"));
+        }
     };
+    if let Op::Watch { run, transcript, .. } = op {
+        crate::paths::RunId::parse(run).ok_or_else(|| format!("{run:?} is not a run id"))?;
+        if transcript.as_deref().is_some_and(|t| !std::path::Path::new(t).is_absolute()) {
+            return Err("a transcript path that is not absolute".into());
+        }
+    }
     let lab_name = |s: &str| {
         s.strip_prefix("lab-").is_some_and(|rest| {
             (1..=64).contains(&rest.len())
@@ -191,6 +279,20 @@ pub fn version_refusal(runner: &str) -> Option<String> {
     })
 }
 
+/// Whether a hello's paths and environment can be used to launch there: absolute
+/// paths without NUL bytes, variable names an environment holds.
+pub fn check_facts(home: &str, tmux_socket: &str, lab_exe: &str, env: &[(String, String)]) -> Result<(), String> {
+    for (what, p) in [("home", home), ("tmux_socket", tmux_socket), ("lab_exe", lab_exe)] {
+        if !std::path::Path::new(p).is_absolute() || p.contains('\0') || p.len() > 4096 {
+            return Err(format!("the hello's {what} is not an absolute path"));
+        }
+    }
+    if env.len() > 256 || env.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {
+        return Err("the hello's environment is not one an agent can start with".into());
+    }
+    Ok(())
+}
+
 /// What the hello's free text may hold: printable, at most 255 characters.
 pub fn clean_label(s: &str) -> String {
     s.chars().filter(|c| !c.is_control()).take(255).collect()
@@ -202,9 +304,18 @@ mod tests {
 
     #[test]
     fn frames_round_trip_and_refuse_what_is_not_the_protocol() {
-        let up = Up::Hello { hostname: "build-2".into(), home: "/home/lab/.lab".into(), tmux_socket: "/s".into() };
+        let up = Up::Hello {
+            hostname: "build-2".into(),
+            home: "/home/lab/.lab".into(),
+            tmux_socket: "/s".into(),
+            lab_exe: "/usr/bin/lab".into(),
+            env: vec![("PATH".into(), "/usr/bin".into())],
+        };
         let text = encode(&up);
-        assert_eq!(text, r#"{"type":"hello","hostname":"build-2","home":"/home/lab/.lab","tmux_socket":"/s"}"#);
+        assert_eq!(
+            text,
+            r#"{"type":"hello","hostname":"build-2","home":"/home/lab/.lab","tmux_socket":"/s","lab_exe":"/usr/bin/lab","env":[["PATH","/usr/bin"]]}"#
+        );
         assert_eq!(decode::<Up>(&text).unwrap(), up);
         let down = Down::Welcome { version: VERSION.into() };
         assert_eq!(decode::<Down>(&encode(&down)).unwrap(), down);
@@ -214,7 +325,8 @@ mod tests {
             "{}",
             r#"{"type":"nope"}"#,
             r#"{"type":"hello","hostname":"a"}"#,
-            r#"{"type":"hello","hostname":"a","home":"b","tmux_socket":"c","extra":1}"#,
+            r#"{"type":"hello","hostname":"a","home":"b","tmux_socket":"c","lab_exe":"d","env":[],"extra":1}"#,
+            r#"{"type":"run_file","run":"r-1","file":"session","content":null}"#,
             r#"{"type":"reply","id":1,"reply":{"reply":"maybe"}}"#,
             "[1,2]",
         ] {
@@ -225,7 +337,7 @@ mod tests {
         assert_eq!(decode::<Down>(&encode(&call)).unwrap(), call);
         let reply = Up::Reply { id: 7, reply: Reply::Alive { alive: true } };
         assert_eq!(decode::<Up>(&encode(&reply)).unwrap(), reply);
-        let huge = format!(r#"{{"type":"hello","hostname":"{}","home":"","tmux_socket":""}}"#, "a".repeat(MAX_FRAME));
+        let huge = format!(r#"{{"type":"ended","run":"{}"}}"#, "a".repeat(MAX_FRAME));
         assert_eq!(decode::<Up>(&huge), Err(FrameError::TooLarge(huge.len())));
     }
 
@@ -261,6 +373,18 @@ mod tests {
             (Op::Start { target: t(), argv: vec![] }, "empty command line"),
             (Op::Start { target: t(), argv: vec!["x".repeat(MAX_ARGV)] }, "over"),
             (Op::Start { target: t(), argv: vec!["a\0b".into()] }, "NUL"),
+            (Op::Resolve { program: String::new() }, "empty program"),
+            (Op::IsDir { path: "rel".into() }, "not an absolute path"),
+            (
+                Op::Write { run: "../../etc/passwd".into(), file: LaunchFile::Launch, content: String::new() },
+                "not a run id",
+            ),
+            (
+                Op::Watch { run: "r-1".into(), target: t(), transcript: Some("t.jsonl".into()), offset: 0 },
+                "not absolute",
+            ),
+            (Op::Watch { run: "x/y".into(), target: t(), transcript: None, offset: 0 }, "not a run id"),
+            (Op::Unwatch { run: "..".into() }, "not a run id"),
         ] {
             let e = check_op(&bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");

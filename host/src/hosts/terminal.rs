@@ -90,7 +90,7 @@ impl Terminal for RemoteTerminal {
 
     /// `ssh -t <host> tmux -S <its socket> attach -t <target>`.
     fn attach_command(&self, target: &str) -> Vec<String> {
-        let place = self.hosts.place(&self.host);
+        let place = self.hosts.facts(&self.host);
         let (hostname, socket) = match &place {
             Some(p) => (p.hostname.as_str(), p.tmux_socket.as_str()),
             None => (self.host.as_str(), "<its lab home>/tmux.sock"),

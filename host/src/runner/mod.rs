@@ -15,6 +15,8 @@
 
 use crate::hosts::protocol::{self, close, Down, Op, Reply, Up, NAME_HEADER, VERSION_HEADER};
 use crate::tmux::Tmux;
+
+pub mod watch;
 use futures_util::{SinkExt, StreamExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -157,8 +159,10 @@ pub async fn run(opts: Options) -> Result<(), Fatal> {
     }
 }
 
-/// Do one call on this machine's tmux, as lab serve asked (if the protocol allows it).
-pub fn exec(tmux: &Tmux, op: Op) -> Reply {
+/// Do one call on this machine, as lab serve asked (if the protocol allows it): its
+/// tmux, its PATH, its run files. ([`Op::Watch`] and [`Op::Unwatch`] are the
+/// connection's: see [`connect_once`].)
+pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
     if let Err(message) = protocol::check_op(&op) {
         return Reply::Error { message };
     }
@@ -171,6 +175,40 @@ pub fn exec(tmux: &Tmux, op: Op) -> Reply {
         Op::Alive { target } => Ok(Reply::Alive { alive: tmux.has_session(&target) }),
         Op::Start { target, argv } => done(tmux.new_session(&target, &argv)),
         Op::Kill { target } => done(tmux.kill_session(&target)),
+        Op::Resolve { program } => {
+            let path = std::env::var_os("PATH");
+            return match crate::config::find_program(Path::new(&program), path.as_deref()) {
+                Some(p) => Reply::Text { text: p.to_string_lossy().into_owned() },
+                None => Reply::Error { message: format!("`{program}` not found (on PATH unless a path)") },
+            };
+        }
+        Op::IsDir { path } => {
+            return if Path::new(&path).is_dir() {
+                Reply::Done
+            } else {
+                Reply::Error { message: "not an existing directory".into() }
+            };
+        }
+        Op::Write { run, file, content } => {
+            let Some(id) = crate::paths::RunId::parse(&run) else {
+                return Reply::Error { message: "not a run id".into() };
+            };
+            let runtime = home.runtime_dir();
+            let files = home.run_files(&id);
+            let path = match file {
+                protocol::LaunchFile::Settings => files.settings,
+                protocol::LaunchFile::Launch => files.launch,
+            };
+            return match crate::fsutil::private_dir(&runtime)
+                .and_then(|()| crate::fsutil::write_atomic(&path, content.as_bytes(), 0o600))
+            {
+                Ok(()) => Reply::Done,
+                Err(e) => Reply::Error { message: format!("writing {}: {e}", path.display()) },
+            };
+        }
+        Op::Watch { .. } | Op::Unwatch { .. } => {
+            return Reply::Error { message: "watching is the connection's".into() };
+        }
     };
     r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })
 }
@@ -214,12 +252,29 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
         hostname: hostname(),
         home: opts.home.display().to_string(),
         tmux_socket: tmux.socket.display().to_string(),
+        lab_exe: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        env: crate::runs::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
+            .env
+            .into_iter()
+            .collect(),
     };
     if let Err(e) = ws.send(Message::Text(protocol::encode(&hello).into())).await {
         return Ended::Retry(format!("the connection broke: {e}"));
     }
     let (mut sink, mut stream) = ws.split();
     let (out, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Up>();
+    let home = crate::paths::Home::new(opts.home.clone());
+    // The runs followed for this connection: stopped with it (the next one says which).
+    let mut watches: std::collections::HashMap<String, tokio::task::JoinHandle<()>> = Default::default();
+    struct AbortAll<'a>(&'a mut std::collections::HashMap<String, tokio::task::JoinHandle<()>>);
+    impl Drop for AbortAll<'_> {
+        fn drop(&mut self) {
+            for (_, h) in self.0.drain() {
+                h.abort();
+            }
+        }
+    }
+    let watches = AbortAll(&mut watches);
     let mut welcomed = false;
     loop {
         let frame = tokio::select! {
@@ -244,11 +299,40 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
                     tracing::info!(url = %url, name = %opts.name, lab_serve = %version, "connected to lab serve");
                     eprintln!("lab runner: connected to {url} as host `{}`", opts.name);
                 }
+                Ok(Down::Call { id, op: Op::Watch { run, target, transcript, offset } }) if welcomed => {
+                    let op = Op::Watch { run, target, transcript, offset };
+                    let reply = match protocol::check_op(&op) {
+                        Err(message) => Reply::Error { message },
+                        Ok(()) => {
+                            let Op::Watch { run, target, transcript, offset } = op else { unreachable!() };
+                            let id_ = crate::paths::RunId::parse(&run).expect("checked");
+                            let w = watch::Watch {
+                                files: home.run_files(&id_),
+                                run: run.clone(),
+                                target,
+                                transcript: transcript.map(PathBuf::from),
+                                offset,
+                            };
+                            let task = tokio::spawn(watch::follow(w, tmux.clone(), out.clone()));
+                            if let Some(old) = watches.0.insert(run, task) {
+                                old.abort();
+                            }
+                            Reply::Done
+                        }
+                    };
+                    let _ = out.send(Up::Reply { id, reply });
+                }
+                Ok(Down::Call { id, op: Op::Unwatch { run } }) if welcomed => {
+                    if let Some(task) = watches.0.remove(&run) {
+                        task.abort();
+                    }
+                    let _ = out.send(Up::Reply { id, reply: Reply::Done });
+                }
                 Ok(Down::Call { id, op }) if welcomed => {
                     // Each call on a thread of its own: a slow tmux never holds up the stream.
-                    let (tmux, out) = (tmux.clone(), out.clone());
+                    let (tmux, home, out) = (tmux.clone(), home.clone(), out.clone());
                     tokio::task::spawn_blocking(move || {
-                        let _ = out.send(Up::Reply { id, reply: exec(&tmux, op) });
+                        let _ = out.send(Up::Reply { id, reply: exec(&tmux, &home, op) });
                     });
                 }
                 Ok(other) => return Ended::Fatal(format!("lab serve sent {other:?} out of turn")),

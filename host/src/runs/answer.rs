@@ -39,7 +39,7 @@ impl Runs {
         if let Some(lock) = run.snapshot().composer_lock {
             return Err(lock.into());
         }
-        let term = self.terminal.clone();
+        let term = self.terminal_for(&run.record());
         let target = run.record().tmux_target;
         let buffer = format!("lab-{}", run.id);
         tokio::task::spawn_blocking(move || type_text(term.as_ref(), &target, &buffer, &text))
@@ -148,7 +148,7 @@ impl Runs {
         plan: crate::model::AnswerPlan,
     ) -> Result<(), RunError> {
         let target = run.record().tmux_target;
-        let term = self.terminal.clone();
+        let term = self.terminal_for(&run.record());
         // A provider that fails to tell is taken as "not drawn": fail closed.
         let drawn = |pane: String| {
             let (provider, dialog) = (provider.clone(), dialog.clone());

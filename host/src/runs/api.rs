@@ -44,6 +44,9 @@ pub enum RunError {
     RunActive,
     #[error("{0}")]
     LaunchFailed(String),
+    /// The run's host has no runner connected.
+    #[error("host `{0}` is not connected: start its runner (`lab runner --connect … --name {0}`)")]
+    HostDown(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -76,6 +79,7 @@ impl RunError {
             RunError::NoWorktree(_) => "no_worktree",
             RunError::RunActive => "run_active",
             RunError::LaunchFailed(_) => "launch_failed",
+            RunError::HostDown(_) => "host_down",
             RunError::Internal(_) => "internal",
         }
     }
@@ -163,6 +167,9 @@ pub struct CreateRun {
     /// unless lab.toml's `[runs] worktree` says no).
     #[serde(default)]
     pub worktree: Option<bool>,
+    /// The host to run on (`lab hosts`); absent: this machine.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// Where an answer is, once the answer POST has returned (`202`): shown as `answer` in

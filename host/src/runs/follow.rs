@@ -110,7 +110,7 @@ impl Runs {
         running_for: std::time::Duration,
         current: Option<crate::model::Dialog>,
     ) -> Option<crate::model::Dialog> {
-        let term = self.terminal.clone();
+        let term = self.terminal_for(&run.record());
         let target = run.record().tmux_target;
         let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {
             return current;

@@ -21,6 +21,9 @@ use std::sync::Arc;
 impl Runs {
     /// Launch a run.
     pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
+        if let Some(host) = req.host.clone() {
+            return self.create_remote(req, host).await;
+        }
         if let Some(agent) = self.acp_agent(&req.provider).cloned() {
             return self.create_acp(req, agent).await;
         }
@@ -84,6 +87,7 @@ impl Runs {
             error: None,
             worktree: None,
             host: None,
+            remote_transcript: None,
         }
     }
 
@@ -155,84 +159,30 @@ impl Runs {
                 rec.provider
             )
         })?;
-        let mut env = agent_env(&rec.provider, &pconf);
-
-        let (hooks, settings_path) = if provider.dialog_hooker() {
-            let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
-            hook_settings::validate(&bindings)?;
-            let hooks = hook_settings::commands(&self.lab_exe, files, bindings);
-            let doc =
-                provider.hook_settings(rec.id.to_string(), hooks.clone()).await.map_err(|e| match e.refusal() {
-                    Some(msg) => format!("the provider could not make hook settings: {msg}"),
-                    None => e.to_string(),
-                })?;
-            let settings_path = match doc {
-                Some(doc) => {
-                    hook_settings::write(&self.home.runtime_dir(), files, &doc)?;
-                    Some(files.settings.to_string_lossy().into_owned())
-                }
-                None => None,
-            };
-            (hooks, settings_path)
-        } else {
-            (Vec::new(), None)
-        };
-        let session_id = uuid::Uuid::new_v4().to_string();
-        let agent_dir = rec.agent_dir().to_string_lossy().into_owned();
-        let request = |prompt: String| LaunchRequest {
-            run_id: rec.id.to_string(),
-            session_id: session_id.clone(),
-            workdir: agent_dir.clone(),
-            prompt,
-            permission_mode: rec.permission_mode.clone(),
-            program: program.to_string_lossy().into_owned(),
-            settings_path: settings_path.clone(),
-            env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            hooks: hooks.clone(),
-        };
-        let spec_for = move |req: LaunchRequest| async move {
-            provider.launch(req).await.map_err(|e| match e.refusal() {
-                Some(msg) => format!("the provider refused to launch: {msg}"),
-                None => e.to_string(),
-            })
-        };
-        let mut spec = spec_for(request(rec.prompt.clone())).await?;
-        let mut typed_prompt = None;
-        if input::oversized_argument(&spec.argv).is_some() {
-            spec = spec_for(request(String::new())).await?;
-            typed_prompt = Some(rec.prompt.clone());
+        let place =
+            Place { lab_exe: self.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
+        let prepared = prepare(rec, provider, &program.to_string_lossy(), &place).await?;
+        if let Some(doc) = &prepared.settings {
+            hook_settings::write(&self.home.runtime_dir(), files, doc)?;
         }
-        check_spec(&spec, &program.to_string_lossy(), &hooks)?;
-        super::agent_env::add_component_vars(&mut env, spec.env)?;
-        rec.session_id = spec.session_id;
-        rec.transcript_path = match spec.transcript {
-            Transcript::Path(p) => Some(p),
-            Transcript::FromSessionInfo | Transcript::None => None,
-        };
-        let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
-        let launch_json = serde_json::to_vec(&launch).map_err(|e| e.to_string())?;
+        let launch_json = serde_json::to_vec(&prepared.launch).map_err(|e| e.to_string())?;
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)
             .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
-        let argv: Vec<String> = vec![
-            self.lab_exe.to_string_lossy().into_owned(),
-            "agent-exec".into(),
-            "--launch-file".into(),
-            files.launch.to_string_lossy().into_owned(),
-        ];
+        let argv = place.agent_exec_argv();
         let tmux = self.tmux.clone();
         let name = rec.tmux_target.clone();
         tokio::task::spawn_blocking(move || tmux.new_session(&name, &argv))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
-        Ok(typed_prompt)
+        Ok(prepared.typed_prompt)
     }
 
     /// Type a run's first prompt into its agent once the agent is ready (its pane drawn
     /// and quiet, [`input::Readiness`]), then unlock the composer.
     pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
         tokio::spawn(async move {
-            let term = self.terminal.clone();
+            let term = self.terminal_for(&run.record());
             let target = run.record().tmux_target;
             let alive = {
                 let (term, target) = (term.clone(), target.clone());
@@ -277,6 +227,99 @@ pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
         }
     }
     Ok(prompt)
+}
+
+/// Where an agent is launched: the `lab` there (for hooks and `agent-exec`), the run's
+/// files there, and the environment it starts with (before the provider's additions).
+pub(super) struct Place {
+    pub lab_exe: PathBuf,
+    pub files: crate::paths::RunFiles,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Place {
+    /// The command the run's terminal session runs: `lab agent-exec` on its launch file.
+    pub fn agent_exec_argv(&self) -> Vec<String> {
+        vec![
+            self.lab_exe.to_string_lossy().into_owned(),
+            "agent-exec".into(),
+            "--launch-file".into(),
+            self.files.launch.to_string_lossy().into_owned(),
+        ]
+    }
+}
+
+/// What a launch writes where the agent runs, decided with the provider.
+pub(super) struct Prepared {
+    /// The provider's hook settings document, for `files.settings`.
+    pub settings: Option<String>,
+    /// For `files.launch`.
+    pub launch: crate::agent_exec::LaunchFile,
+    /// A first prompt too long for the command line, to type once the agent is ready.
+    pub typed_prompt: Option<String>,
+}
+
+/// Ask the provider how to launch `rec`'s agent at `place` with `program` (resolved
+/// there): hook commands, settings, the launch spec (checked); `rec` learns the
+/// session id and transcript path.
+pub(super) async fn prepare(
+    rec: &mut RunRecord,
+    provider: &ProviderHandle,
+    program: &str,
+    place: &Place,
+) -> Result<Prepared, String> {
+    let mut env = place.env.clone();
+    let (hooks, settings, settings_path) = if provider.dialog_hooker() {
+        let bindings = provider.hook_wiring().await.map_err(|e| e.to_string())?;
+        hook_settings::validate(&bindings)?;
+        let hooks = hook_settings::commands(&place.lab_exe, &place.files, bindings);
+        let doc = provider.hook_settings(rec.id.to_string(), hooks.clone()).await.map_err(|e| match e.refusal() {
+            Some(msg) => format!("the provider could not make hook settings: {msg}"),
+            None => e.to_string(),
+        })?;
+        if let Some(doc) = &doc {
+            serde_json::from_str::<serde_json::Value>(doc)
+                .map_err(|e| format!("the provider's hook settings are not valid JSON: {e}"))?;
+        }
+        let settings_path = doc.as_ref().map(|_| place.files.settings.to_string_lossy().into_owned());
+        (hooks, doc, settings_path)
+    } else {
+        (Vec::new(), None, None)
+    };
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let agent_dir = rec.agent_dir().to_string_lossy().into_owned();
+    let request = |prompt: String| LaunchRequest {
+        run_id: rec.id.to_string(),
+        session_id: session_id.clone(),
+        workdir: agent_dir.clone(),
+        prompt,
+        permission_mode: rec.permission_mode.clone(),
+        program: program.to_string(),
+        settings_path: settings_path.clone(),
+        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        hooks: hooks.clone(),
+    };
+    let spec_for = move |req: LaunchRequest| async move {
+        provider.launch(req).await.map_err(|e| match e.refusal() {
+            Some(msg) => format!("the provider refused to launch: {msg}"),
+            None => e.to_string(),
+        })
+    };
+    let mut spec = spec_for(request(rec.prompt.clone())).await?;
+    let mut typed_prompt = None;
+    if input::oversized_argument(&spec.argv).is_some() {
+        spec = spec_for(request(String::new())).await?;
+        typed_prompt = Some(rec.prompt.clone());
+    }
+    check_spec(&spec, program, &hooks)?;
+    super::agent_env::add_component_vars(&mut env, spec.env)?;
+    rec.session_id = spec.session_id;
+    rec.transcript_path = match spec.transcript {
+        Transcript::Path(p) => Some(p),
+        Transcript::FromSessionInfo | Transcript::None => None,
+    };
+    let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
+    Ok(Prepared { settings, launch, typed_prompt })
 }
 
 /// The environment a provider's agent starts with ([`super::agent_env`]), with a

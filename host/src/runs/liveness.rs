@@ -61,7 +61,15 @@ pub(super) fn spawn(runs: Arc<Runs>) {
 async fn reconcile(runs: &Arc<Runs>) {
     // The active runs first: a run launched after the listing is not judged by it
     // (a run is registered only once its session exists).
-    let active: Vec<Arc<Run>> = runs.list().into_iter().filter(|r| r.record().status == Status::Active).collect();
+    // Runs on other hosts: their runner reports their end.
+    let active: Vec<Arc<Run>> = runs
+        .list()
+        .into_iter()
+        .filter(|r| {
+            let rec = r.record();
+            rec.status == Status::Active && rec.host.is_none()
+        })
+        .collect();
     if active.is_empty() {
         return;
     }

@@ -22,6 +22,7 @@ pub mod hook_settings;
 pub mod input;
 pub mod keystrokes;
 mod launch;
+mod remote_runs;
 pub(crate) use launch::check_spec;
 pub mod liveness;
 pub mod message_store;
@@ -420,6 +421,18 @@ impl Runs {
             acp_agents,
             hosts: Arc::new(crate::hosts::Hosts::new(crate::hosts::HostCredentials::new(home_hosts))),
         });
+        {
+            // What runners report reaches their runs, in order, one at a time.
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            runs.hosts.set_events(tx);
+            let weak = Arc::downgrade(&runs);
+            tokio::spawn(async move {
+                while let Some((host, up)) = rx.recv().await {
+                    let Some(runs) = weak.upgrade() else { break };
+                    runs.on_runner(host, up).await;
+                }
+            });
+        }
         runs.start_watcher()?;
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
@@ -612,7 +625,10 @@ impl Runs {
         // else lab serve's own.
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
-        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
+        // A run on another host: no path its payloads name is read here.
+        if rec.host.is_none() {
+            tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
+        }
         if rec.status != Status::Active {
             tail.ended = true;
         } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {
@@ -674,7 +690,11 @@ impl Runs {
 
     /// Close the run's tmux session, if it is still there.
     async fn close_session(&self, run: &Run) -> Result<(), RunError> {
-        let name = run.record().tmux_target;
+        let rec = run.record();
+        if rec.host.is_some() {
+            return self.close_remote(&rec).await.map_err(RunError::Internal);
+        }
+        let name = rec.tmux_target;
         let tmux = self.tmux.clone();
         tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
             .await
@@ -728,6 +748,7 @@ mod update_tests {
             error: None,
             worktree: None,
             host: None,
+            remote_transcript: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -51,6 +51,9 @@ pub struct RunRecord {
     /// The host it runs on (`lab hosts`); None: this machine.
     #[serde(default)]
     pub host: Option<String>,
+    /// On a host: its transcript's path there (`transcript_path` is lab's mirror).
+    #[serde(default)]
+    pub remote_transcript: Option<String>,
 }
 
 impl RunRecord {
@@ -366,6 +369,7 @@ mod tests {
             error: None,
             worktree: None,
             host: None,
+            remote_transcript: None,
         }
     }
 

@@ -1,0 +1,258 @@
+//! Runs on another machine (issue 34): launched through the host's runner, which
+//! owns what is local there (its tmux, the agent's files) and sends up what lab serve
+//! follows. lab serve keeps a **mirror** of each such run's transcript
+//! (`<home>/remote/<run>.jsonl`) and writes the spool and marker the runner reports into
+//! the run's usual files, so the tailer, the view, the guard and the provider work as
+//! for a local run and do not know where it lives. The terminal is the host's
+//! ([`crate::hosts::RemoteTerminal`]). Nothing a runner says makes lab serve open a path
+//! it names: run ids are checked against the runner's own runs, and the files written
+//! are lab serve's own.
+
+use super::api::{CreateRun, RunBody, RunError};
+use super::launch::{checked_request, prepare, Place};
+use super::registry::{RunRecord, Status};
+use super::Runs;
+use crate::fsutil;
+use crate::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
+use crate::hosts::{RemoteTerminal, RunnerFacts};
+use crate::paths::{Home, RunFiles, RunId};
+use crate::terminal::Terminal;
+use base64::Engine as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a launch step on the runner may take.
+const STEP: Duration = Duration::from_secs(15);
+
+impl Runs {
+    /// The terminal `rec`'s run lives in: this machine's tmux, or its host's.
+    pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
+        match &rec.host {
+            None => self.terminal.clone(),
+            Some(host) => {
+                Arc::new(RemoteTerminal::new(self.hosts.clone(), host.clone(), tokio::runtime::Handle::current()))
+            }
+        }
+    }
+
+    /// Where a remote run's transcript is mirrored.
+    pub(super) fn mirror_path(&self, id: &RunId) -> PathBuf {
+        self.home.root.join("remote").join(format!("{id}.jsonl"))
+    }
+
+    async fn step(&self, host: &str, op: Op) -> Result<Reply, String> {
+        match self.hosts.call(host, op, STEP).await? {
+            Reply::Error { message } => Err(message),
+            r => Ok(r),
+        }
+    }
+
+    /// `POST /runs` with a `host`.
+    pub(super) async fn create_remote(self: &Arc<Self>, req: CreateRun, host: String) -> Result<RunBody, RunError> {
+        if self.acp_agent(&req.provider).is_some() {
+            return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
+        }
+        if req.worktree == Some(true) {
+            return Err(RunError::BadRequest("a run on another host works in its workdir (no worktree)".into()));
+        }
+        let (facts, provider) = self
+            .providers
+            .get(&req.provider)
+            .map(|(f, h)| (f.clone(), h.clone()))
+            .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
+        let known = self.hosts.credentials().list().map_err(|e| RunError::Internal(e.to_string()))?;
+        if !known.iter().any(|h| h.name == host) {
+            return Err(RunError::BadRequest(format!("unknown host `{host}` (`lab hosts add {host}` makes one)")));
+        }
+        let runner = self.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
+        // The workdir is the host's: checked there.
+        let local_check = CreateRun { workdir: "/".into(), ..req.clone() };
+        let prompt = checked_request(&local_check)?;
+        super::input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+        self.step(&host, Op::IsDir { path: req.workdir.clone() })
+            .await
+            .map_err(|e| RunError::BadRequest(format!("workdir {} on host {host}: {e}", req.workdir)))?;
+
+        let id = RunId::generate();
+        let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
+        rec.host = Some(host.clone());
+        rec.tmux_socket = runner.tmux_socket.clone();
+        match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
+            Ok(()) => {}
+            Err(msg) => {
+                let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
+                return Err(self.launch_failed(rec, msg).await);
+            }
+        }
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
+        let run = self.attach(rec, false);
+        self.clone().spawn_tailer(run.clone());
+        Ok(run.body())
+    }
+
+    async fn launch_remote(
+        &self,
+        rec: &mut RunRecord,
+        provider: &crate::components::ProviderHandle,
+        default_program: &str,
+        runner: &RunnerFacts,
+    ) -> Result<(), String> {
+        let host = rec.host.clone().expect("a remote run");
+        let pconf = self.config.provider(&rec.provider);
+        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
+        let program = match self.step(&host, Op::Resolve { program: wanted.to_string_lossy().into_owned() }).await {
+            Ok(Reply::Text { text }) => text,
+            Ok(other) => return Err(format!("host {host} answered {other:?} for the program")),
+            Err(e) => return Err(format!("program `{}` on host {host}: {e}", wanted.display())),
+        };
+        let mut env: std::collections::BTreeMap<String, String> = runner.env.iter().cloned().collect();
+        env.extend(pconf.env.clone());
+        let files = RunFiles::new(&Home::new(PathBuf::from(&runner.home)).runtime_dir(), &rec.id);
+        let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
+        let prepared = prepare(rec, provider, &program, &place).await?;
+        if let Some(prompt) = &prepared.typed_prompt {
+            return Err(format!(
+                "a first prompt of {} bytes is too long for a run on another host (for now: at most one argument)",
+                prompt.len()
+            ));
+        }
+        let Some(transcript) = rec.transcript_path.take() else {
+            return Err("this provider names its transcript only after start; runs on other hosts need it at \
+                        launch (for now)"
+                .into());
+        };
+        let mirror = self.mirror_path(&rec.id);
+        let dir = mirror.parent().expect("in remote/");
+        fsutil::private_dir(dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
+        fsutil::private_file(&mirror).map_err(|e| format!("making {}: {e}", mirror.display()))?;
+        rec.transcript_path = Some(mirror.to_string_lossy().into_owned());
+        rec.remote_transcript = Some(transcript.clone());
+        let run = rec.id.to_string();
+        if let Some(doc) = prepared.settings {
+            self.step(&host, Op::Write { run: run.clone(), file: LaunchFile::Settings, content: doc }).await?;
+        }
+        let launch = serde_json::to_string(&prepared.launch).map_err(|e| e.to_string())?;
+        self.step(&host, Op::Write { run: run.clone(), file: LaunchFile::Launch, content: launch }).await?;
+        self.step(&host, Op::Start { target: rec.tmux_target.clone(), argv: place.agent_exec_argv() })
+            .await
+            .map_err(|e| format!("starting the agent on host {host} failed: {e}"))?;
+        self.step(&host, Op::Watch { run, target: rec.tmux_target.clone(), transcript: Some(transcript), offset: 0 })
+            .await?;
+        Ok(())
+    }
+
+    /// End a remote run's session on its host (and stop following it there).
+    pub(super) async fn close_remote(&self, rec: &RunRecord) -> Result<(), String> {
+        let host = rec.host.clone().expect("a remote run");
+        let _ = self.step(&host, Op::Unwatch { run: rec.id.to_string() }).await;
+        match self.step(&host, Op::Alive { target: rec.tmux_target.clone() }).await? {
+            Reply::Alive { alive: false } => Ok(()),
+            _ => self.step(&host, Op::Kill { target: rec.tmux_target.clone() }).await.map(|_| ()),
+        }
+    }
+
+    /// What a host's runner said: it connected (follow its active runs again, from
+    /// what the mirrors hold), a run's transcript grew, its spool or marker changed, its
+    /// session ended.
+    pub(super) async fn on_runner(self: &Arc<Self>, host: String, up: Up) {
+        let run_of = |run: &str| {
+            let run = self.get(run).ok()?;
+            let rec = run.record();
+            (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
+        };
+        match up {
+            Up::Hello { .. } => {
+                for run in self.list() {
+                    let rec = run.record();
+                    if rec.host.as_deref() != Some(host.as_str()) || rec.status != Status::Active {
+                        continue;
+                    }
+                    let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
+                    let op = Op::Watch {
+                        run: rec.id.to_string(),
+                        target: rec.tmux_target.clone(),
+                        transcript: rec.remote_transcript.clone(),
+                        offset,
+                    };
+                    if let Err(e) = self.step(&host, op).await {
+                        tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again");
+                    }
+                }
+            }
+            Up::Transcript { run, offset, data } => {
+                let Some(run) = run_of(&run) else { return unknown(&host, &run) };
+                let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
+                    return tracing::warn!(%host, run = %run.id, "a transcript chunk that is not base64; dropped");
+                };
+                match append_at(&self.mirror_path(&run.id), offset, &bytes) {
+                    Ok(true) => run.wake(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(%host, run = %run.id, error = %e, "cannot mirror the transcript"),
+                }
+            }
+            Up::RunFile { run, file, content } => {
+                let Some(run) = run_of(&run) else { return unknown(&host, &run) };
+                let files = self.home.run_files(&run.id);
+                let path = match file {
+                    HookFile::Spool => files.spool,
+                    HookFile::Marker => files.marker,
+                };
+                let r = match content {
+                    Some(c) => fsutil::write_atomic(&path, c.as_bytes(), 0o600),
+                    None => fsutil::remove_if_exists(&path),
+                };
+                if let Err(e) = r {
+                    tracing::warn!(%host, run = %run.id, error = %e, "cannot write the run's hook file");
+                }
+                run.wake();
+            }
+            Up::Ended { run } => {
+                let Some(run) = run_of(&run) else { return unknown(&host, &run) };
+                self.end(&run, &format!("its session on host {host} closed")).await;
+            }
+            Up::Reply { .. } => {}
+        }
+    }
+}
+
+fn unknown(host: &str, run: &str) {
+    tracing::warn!(%host, run = %run.chars().take(80).collect::<String>(), "a runner spoke of a run it does not have; ignored");
+}
+
+/// Append the part of `bytes` (which start at `offset` of the transcript) that `path`
+/// does not hold yet. Whether anything was added. A chunk past the end (a gap) is
+/// dropped: the runner sends from where the mirror ends when it follows the run again.
+pub fn append_at(path: &Path, offset: u64, bytes: &[u8]) -> std::io::Result<bool> {
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if offset > len {
+        tracing::warn!(file = %path.display(), offset, len, "a transcript chunk past the mirror's end; dropped");
+        return Ok(false);
+    }
+    let skip = (len - offset) as usize;
+    if skip >= bytes.len() {
+        return Ok(false);
+    }
+    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    f.write_all(&bytes[skip..])?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mirror_takes_each_byte_once_and_no_gaps() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.jsonl");
+        assert!(append_at(&p, 0, b"ab\n").unwrap());
+        assert!(append_at(&p, 3, b"cd\n").unwrap());
+        assert!(!append_at(&p, 0, b"ab\n").unwrap(), "sent again after a reconnect");
+        assert!(append_at(&p, 4, b"d\nef\n").unwrap(), "overlapping");
+        assert!(!append_at(&p, 99, b"x").unwrap(), "a gap");
+        assert_eq!(std::fs::read(&p).unwrap(), b"ab\ncd\nef\n");
+    }
+}
