@@ -24,6 +24,8 @@
 //! worktree = true                       # a run in a git repository gets its own worktree
 //!                                       #   and branch lab/<run-id> (default: true)
 //! worktree_dir = "/srv/lab-worktrees"   # where they go (absolute; default <home>/worktrees)
+//! host_grace_secs = 60                  # runs on a host whose runner went away end after
+//!                                       #   this long without it (default 60)
 //!
 //! [agents.gemini]                       # an ACP agent: provider `gemini`, no rebuild
 //! acp = ["gemini", "--experimental-acp"] # its command (looked up on PATH) and arguments
@@ -99,6 +101,9 @@ pub struct RunsConfig {
     pub worktree: Option<bool>,
     /// Where worktrees go (None: `<home>/worktrees`).
     pub worktree_dir: Option<PathBuf>,
+    /// How long the runs of a host whose runner went away wait for it before they end
+    /// (None: 60 s).
+    pub host_grace_secs: Option<u64>,
 }
 
 /// `[notify]`: the webhook, as written (see [`crate::notify`]).

@@ -422,3 +422,50 @@ fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
     kill(&mut r);
     let _ = Command::new("tmux").arg("-S").arg(runner_home.join("tmux.sock")).arg("kill-server").status();
 }
+
+/// A host whose runner is killed: its runs show `disconnected` at once and refuse
+/// answers and messages (`host_down`); the runner back within the grace: they go on;
+/// gone for longer than the grace (lab.toml `[runs] host_grace_secs`): they end with
+/// the reason.
+#[test]
+fn a_hosts_runs_are_disconnected_while_its_runner_is_gone_and_end_after_the_grace() {
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    let log = w.use_fake_claude(
+        &serde_json::json!({"steps": [{"say": "Ready."}, {"idle": {}}, {"say": "Back."}, {"idle": {}}]}),
+    );
+    let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{toml}[runs]\nhost_grace_secs = 3\n"));
+    let lab = w.serve();
+    let mut r = runner(&w, &lab.url, "far", &cred, &[]);
+    wait_state(&lab, "far", "connected");
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi", "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_state(&id, "idle");
+    assert_eq!(v["disconnected"], false, "{v}");
+
+    kill(&mut r);
+    lab.wait_view(&id, "disconnected", |v| v["disconnected"] == true);
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &serde_json::json!({"text": "hello"}));
+    assert_eq!((s, &e["error"]), (409, &"host_down".into()), "{e}");
+    // Back within the grace: the run goes on.
+    let mut r = runner(&w, &lab.url, "far", &cred, &[]);
+    lab.wait_view(&id, "connected again", |v| v["disconnected"] == false);
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &serde_json::json!({"text": "hello"}));
+    assert_eq!(s, 202, "{e}");
+    lab.wait_view(&id, "the reply", |v| v["messages"].to_string().contains("Back."));
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(lab.view(&id)["state"], "idle", "the first grace timer did not end it");
+
+    // Gone for longer than the grace: the run ends, saying why.
+    kill(&mut r);
+    let v = lab.wait_view(&id, "ended", |v| v["state"] == "ended");
+    assert_eq!(v["disconnected"], true);
+    let (_, rec) = lab.get(&format!("/runs/{id}"));
+    assert!(rec["error"].as_str().unwrap().contains("runner has been gone for 3 s"), "{rec}");
+    let _ = log;
+    let socket = w.dir.path().join("runner-far").join("tmux.sock");
+    let _ = Command::new("tmux").arg("-S").arg(&socket).arg("kill-server").status();
+}

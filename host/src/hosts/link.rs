@@ -64,9 +64,19 @@ pub struct RunnerFacts {
     pub env: Vec<(String, String)>,
 }
 
-/// What runners report, for whoever follows their runs: `(host, message)`; a hello
-/// means the host (re)connected.
-pub type Events = mpsc::UnboundedSender<(String, Up)>;
+/// What happens to a host, for whoever follows its runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostEvent {
+    /// Its runner connected (again).
+    Connected,
+    /// Its runner reported on a run (a transcript chunk, a hook file, a session's end).
+    Report(Up),
+    /// Its runner's connection ended.
+    Down,
+}
+
+/// Where host events go: `(host, event)`, in the order they happened.
+pub type Events = mpsc::UnboundedSender<(String, HostEvent)>;
 
 /// The runners: credentials and live connections. One per lab serve.
 pub struct Hosts {
@@ -108,10 +118,15 @@ impl Hosts {
         *self.events.lock().unwrap() = Some(events);
     }
 
-    fn report(&self, name: &str, up: Up) {
+    fn report(&self, name: &str, event: HostEvent) {
         if let Some(tx) = self.events.lock().unwrap().as_ref() {
-            let _ = tx.send((name.to_string(), up));
+            let _ = tx.send((name.to_string(), event));
         }
+    }
+
+    /// Since when host `name` is down, if it went down while lab serve runs.
+    pub fn down_since(&self, name: &str) -> Option<String> {
+        self.down_since.lock().unwrap().get(name).cloned()
     }
 
     /// Ask host `name`'s runner to do `op`; its reply, or why there is none (not
@@ -211,16 +226,7 @@ impl Hosts {
             }
         }
         tracing::info!(host = %name, %hostname, %home, "runner connected");
-        self.report(
-            &name,
-            Up::Hello {
-                hostname: facts.hostname,
-                home: facts.home,
-                tmux_socket: facts.tmux_socket,
-                lab_exe: facts.lab_exe,
-                env: Vec::new(),
-            },
-        );
+        self.report(&name, HostEvent::Connected);
         let welcome = Down::Welcome { version: protocol::VERSION.to_string() };
         let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
             "the connection broke".to_string()
@@ -231,6 +237,7 @@ impl Hosts {
         if links.get(&name).is_some_and(|l| l.conn == conn) {
             links.remove(&name);
             self.down_since.lock().unwrap().insert(name.clone(), crate::runs::now_rfc3339());
+            self.report(&name, HostEvent::Down);
         }
         tracing::info!(host = %name, %why, "runner disconnected");
     }
@@ -266,7 +273,7 @@ impl Hosts {
                                 }
                                 Ok(Up::Hello { .. }) => "a second hello".to_string(),
                                 Ok(up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. })) => {
-                                    self.report(name, up);
+                                    self.report(name, HostEvent::Report(up));
                                     continue;
                                 }
                                 Err(e) => e.to_string(),

@@ -29,6 +29,7 @@ impl Runs {
         if let Some(session) = self.acp_session(&run.id) {
             return self.send_acp_message(run, session, text).await;
         }
+        self.reachable(run)?;
         let _keys = run.keys.lock().await;
         let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
@@ -78,6 +79,7 @@ impl Runs {
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);
         }
+        self.reachable(run)?;
         let keys = run.keys.clone().lock_owned().await;
         // The guard on a fresh read, and the provider's plan for this prompt.
         let (accepted, _) = run

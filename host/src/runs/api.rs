@@ -118,6 +118,9 @@ pub struct ViewBody {
     /// "additions", "deletions"}`), kept up to date as the agent works; null for a run
     /// without a worktree, or before the first count.
     pub diff: Option<crate::worktree::diff::Summary>,
+    /// The run's host is unreachable now (its runner is not connected): what the view
+    /// shows is as of then, and answers and messages are refused (`host_down`).
+    pub disconnected: bool,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).

@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub answer: Option<AnswerProgress>,
     /// The run's changes in counts ([`work`]'s diff watch; null without a worktree).
     pub diff: Option<crate::worktree::diff::Summary>,
+    /// The run's host is unreachable (its runner is not connected).
+    pub disconnected: bool,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -129,6 +131,7 @@ impl Run {
             },
             message_count: 0,
             composer_lock: None,
+            disconnected: false,
             answer: None,
             diff: None,
         };
@@ -208,6 +211,7 @@ impl Run {
             composer_lock: snap.composer_lock,
             answer: snap.answer,
             diff: snap.diff,
+            disconnected: snap.disconnected,
             more_before,
             more_after,
             messages,
@@ -263,7 +267,14 @@ impl Run {
         let composer_lock = input::composer_lock(&derived, tail.open_call(), tail.prompt_pending);
         self.view.send_if_modified(|cur| {
             // The answer's progress is kept where it is ([`Run::update_answer`]).
-            let snap = Snapshot { derived, message_count, composer_lock, answer: cur.answer.clone(), diff: cur.diff };
+            let snap = Snapshot {
+                derived,
+                message_count,
+                composer_lock,
+                answer: cur.answer.clone(),
+                diff: cur.diff,
+                disconnected: cur.disconnected,
+            };
             if *cur == snap {
                 return false;
             }
@@ -289,6 +300,11 @@ impl Run {
 
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// Show whether the run's host is unreachable (beside the view as it stands).
+    pub(super) fn set_disconnected(&self, disconnected: bool) {
+        self.view.send_if_modified(|cur| std::mem::replace(&mut cur.disconnected, disconnected) != disconnected);
     }
 
     /// Show a new answer's progress beside the view as it stands (the state and
@@ -427,9 +443,9 @@ impl Runs {
             runs.hosts.set_events(tx);
             let weak = Arc::downgrade(&runs);
             tokio::spawn(async move {
-                while let Some((host, up)) = rx.recv().await {
+                while let Some((host, event)) = rx.recv().await {
                     let Some(runs) = weak.upgrade() else { break };
-                    runs.on_runner(host, up).await;
+                    runs.on_host(host, event).await;
                 }
             });
         }
@@ -452,6 +468,7 @@ impl Runs {
             }
         }
         runs.gc_orphans();
+        runs.await_hosts();
         // Each agent's own version, asked now in the background for GET /providers.
         for (f, _) in &runs.providers.loaded {
             runs.agent_version(&f.info.name, &f.info.default_program);

@@ -14,7 +14,7 @@ use super::registry::{RunRecord, Status};
 use super::Runs;
 use crate::fsutil;
 use crate::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
-use crate::hosts::{RemoteTerminal, RunnerFacts};
+use crate::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
 use crate::paths::{Home, RunFiles, RunId};
 use crate::terminal::Terminal;
 use base64::Engine as _;
@@ -34,6 +34,15 @@ impl Runs {
             Some(host) => {
                 Arc::new(RemoteTerminal::new(self.hosts.clone(), host.clone(), tokio::runtime::Handle::current()))
             }
+        }
+    }
+
+    /// `Err(HostDown)` for a run whose host is not connected (nothing can be typed
+    /// there now).
+    pub(super) fn reachable(&self, run: &super::Run) -> Result<(), RunError> {
+        match run.record().host {
+            Some(h) if !self.hosts.connected(&h) => Err(RunError::HostDown(h)),
+            _ => Ok(()),
         }
     }
 
@@ -90,6 +99,21 @@ impl Runs {
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
         let run = self.attach(rec, false);
         self.clone().spawn_tailer(run.clone());
+        // Followed once it is a run here: what the runner reports from now on has a
+        // run to go to (the runner sends what the files hold when it starts).
+        let rec = run.record();
+        let op = Op::Watch {
+            run: id.to_string(),
+            target: rec.tmux_target.clone(),
+            transcript: rec.remote_transcript.clone(),
+            offset: 0,
+        };
+        if let Err(e) = self.step(&host, op).await {
+            let why = format!("following the run on host {host} failed: {e}");
+            self.record_error(&run, &why);
+            let _ = self.close_remote(&rec).await;
+            self.end(&run, &why).await;
+        }
         Ok(run.body())
     }
 
@@ -139,8 +163,6 @@ impl Runs {
         self.step(&host, Op::Start { target: rec.tmux_target.clone(), argv: place.agent_exec_argv() })
             .await
             .map_err(|e| format!("starting the agent on host {host} failed: {e}"))?;
-        self.step(&host, Op::Watch { run, target: rec.tmux_target.clone(), transcript: Some(transcript), offset: 0 })
-            .await?;
         Ok(())
     }
 
@@ -154,22 +176,71 @@ impl Runs {
         }
     }
 
-    /// What a host's runner said: it connected (follow its active runs again, from
-    /// what the mirrors hold), a run's transcript grew, its spool or marker changed, its
-    /// session ended.
-    pub(super) async fn on_runner(self: &Arc<Self>, host: String, up: Up) {
-        let run_of = |run: &str| {
-            let run = self.get(run).ok()?;
-            let rec = run.record();
-            (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
-        };
-        match up {
-            Up::Hello { .. } => {
-                for run in self.list() {
+    /// The active runs of host `host`.
+    fn runs_on(&self, host: &str) -> Vec<Arc<super::Run>> {
+        self.list()
+            .into_iter()
+            .filter(|r| {
+                let rec = r.record();
+                rec.host.as_deref() == Some(host) && rec.status == Status::Active
+            })
+            .collect()
+    }
+
+    /// Runs on hosts that are not connected now (lab serve just started): shown
+    /// disconnected, and ended if their runner does not come within the grace.
+    pub(super) fn await_hosts(self: &Arc<Self>) {
+        let mut hosts: Vec<String> = self.runs_on_any_host();
+        hosts.sort();
+        hosts.dedup();
+        for host in hosts.into_iter().filter(|h| !self.hosts.connected(h)) {
+            self.host_gone(host);
+        }
+    }
+
+    fn runs_on_any_host(&self) -> Vec<String> {
+        self.list()
+            .iter()
+            .filter_map(|r| {
+                let rec = r.record();
+                (rec.status == Status::Active).then_some(rec.host).flatten()
+            })
+            .collect()
+    }
+
+    fn host_gone(self: &Arc<Self>, host: String) {
+        for run in self.runs_on(&host) {
+            run.set_disconnected(true);
+        }
+        let grace = Duration::from_secs(self.config.runs.host_grace_secs.unwrap_or(60).clamp(1, 86_400));
+        let since = self.hosts.down_since(&host);
+        let runs = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            let Some(runs) = runs.upgrade() else { return };
+            if runs.hosts.connected(&host) || runs.hosts.down_since(&host) != since {
+                return;
+            }
+            for run in runs.runs_on(&host) {
+                let why = format!(
+                    "host {host}'s runner has been gone for {} s: the run is ended here (its session there may \
+                     still run)",
+                    grace.as_secs()
+                );
+                tracing::warn!(run = %run.id, %host, "{why}");
+                runs.record_error(&run, &why);
+                runs.end(&run, "its host's runner did not come back").await;
+            }
+        });
+    }
+
+    /// What happened to a host: its runner connected (follow its active runs again,
+    /// from what the mirrors hold), went away, or reported on a run.
+    pub(super) async fn on_host(self: &Arc<Self>, host: String, event: HostEvent) {
+        match event {
+            HostEvent::Connected => {
+                for run in self.runs_on(&host) {
                     let rec = run.record();
-                    if rec.host.as_deref() != Some(host.as_str()) || rec.status != Status::Active {
-                        continue;
-                    }
                     let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
                     let op = Op::Watch {
                         run: rec.id.to_string(),
@@ -177,11 +248,28 @@ impl Runs {
                         transcript: rec.remote_transcript.clone(),
                         offset,
                     };
-                    if let Err(e) = self.step(&host, op).await {
-                        tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again");
+                    match self.step(&host, op).await {
+                        Ok(_) => run.set_disconnected(false),
+                        Err(e) => {
+                            tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again")
+                        }
                     }
                 }
             }
+            HostEvent::Down => self.host_gone(host),
+            HostEvent::Report(up) => self.on_runner(host, up).await,
+        }
+    }
+
+    /// What a host's runner reported on one of its runs: its transcript grew, its spool
+    /// or marker changed, its session ended.
+    async fn on_runner(self: &Arc<Self>, host: String, up: Up) {
+        let run_of = |run: &str| {
+            let run = self.get(run).ok()?;
+            let rec = run.record();
+            (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
+        };
+        match up {
             Up::Transcript { run, offset, data } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
@@ -213,7 +301,7 @@ impl Runs {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 self.end(&run, &format!("its session on host {host} closed")).await;
             }
-            Up::Reply { .. } => {}
+            Up::Reply { .. } | Up::Hello { .. } => {}
         }
     }
 }
