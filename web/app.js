@@ -4,7 +4,7 @@
 import { DiffView } from "./diffview.js";
 import { DevicesView } from "./devices.js";
 import { h, stateBadge } from "./dom.js";
-import { initNewRunForm, loadInfo, loadProviders } from "./newrun.js";
+import { initNewRunForm, loadHosts, loadInfo, loadProviders } from "./newrun.js";
 import { initNotify, setTitle } from "./notify.js";
 import { initPush } from "./push.js";
 import { renderRunList, startRunPolling } from "./runlist.js";
@@ -61,6 +61,7 @@ function init() {
   initNotify();
   initPush();
   loadProviders();
+  loadHosts();
   loadInfo();
   window.addEventListener("hashchange", route);
   route();

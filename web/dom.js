@@ -33,7 +33,9 @@ export function shq(s) {
 export function attachCommand(run) {
   if (!run || !run.tmux_target) return null;
   const sock = run.tmux_socket ? `-S ${shq(run.tmux_socket)} ` : "";
-  return `tmux ${sock}attach -t ${shq(run.tmux_target)}`;
+  // A run on another host: its tmux is there (the host as lab names it, for ssh).
+  const ssh = run.host ? `ssh -t ${shq(run.host)} ` : "";
+  return `${ssh}tmux ${sock}attach -t ${shq(run.tmux_target)}`;
 }
 
 export function parseTime(t) {

@@ -9,10 +9,33 @@ const newRunForm = document.getElementById("new-run-form");
 const providerSelect = document.getElementById("nr-provider");
 const modeField = document.getElementById("nr-mode-field");
 const modeSelect = document.getElementById("nr-mode");
+const hostField = document.getElementById("nr-host-field");
+const hostSelect = document.getElementById("nr-host");
 // A mode to select when the provider offers it (the demo wants "plan").
 let wantedMode = null;
 
-newRunDetails.addEventListener("toggle", () => { newRunDetails.dataset.touched = "1"; });
+newRunDetails.addEventListener("toggle", () => {
+  newRunDetails.dataset.touched = "1";
+  // Which hosts are connected changes: asked again each time the form opens.
+  if (newRunDetails.open) loadHosts();
+});
+
+/**
+ * The host select (GET /hosts): "This machine" first, then every host lab knows, a
+ * host whose runner is not connected marked so (lab refuses it with host_down). No
+ * hosts: no select, runs go on this machine.
+ */
+export async function loadHosts() {
+  const res = await api("GET", "hosts");
+  const hosts = res.ok && Array.isArray(res.data) ? res.data : [];
+  const keep = hostSelect.value || localStorage.getItem("lab.host") || "";
+  hostSelect.replaceChildren(h("option", { value: "" }, "This machine"), ...hosts.map((x) => h("option", {
+    value: x.name, "data-state": x.state,
+  }, x.state === "connected" ? x.name : `${x.name} (not connected)`)));
+  hostField.hidden = !hosts.length;
+  hostSelect.disabled = !hosts.length;
+  hostSelect.value = hosts.some((x) => x.name === keep) ? keep : "";
+}
 // With no runs yet, the form opens by itself (until the operator opens or closes it).
 onRunsPolled((runs) => {
   if (!runs.length && !newRunDetails.open && !newRunDetails.dataset.touched) newRunDetails.open = true;
@@ -85,6 +108,7 @@ export function initNewRunForm() {
     // Left out, the agent's own default applies, and that moves between releases (one
     // release asks each time, a newer one decides by itself: "auto").
     if (!modeSelect.disabled && modeSelect.value) body.permission_mode = modeSelect.value;
+    if (!hostSelect.disabled && hostSelect.value) body.host = hostSelect.value;
     const submit = newRunForm.querySelector("button[type=submit]");
     submit.disabled = true;
     submit.textContent = "Starting…";
@@ -94,6 +118,7 @@ export function initNewRunForm() {
     if (!res.ok) return showFormError(res.message);
     localStorage.setItem("lab.workdir", wd);
     localStorage.setItem("lab.provider", provider);
+    localStorage.setItem("lab.host", body.host || "");
     f.prompt.value = "";
     newRunDetails.open = false;
     const run = res.data;

@@ -101,6 +101,7 @@ export class RunView {
       onclick: () => this.stop(),
     }, "Stop");
     this.headerError = h("p", { class: "header-error", role: "alert", hidden: true });
+    this.hostNotice = h("p", { class: "header-error", "data-testid": "host-disconnected", role: "status", hidden: true });
 
     this.chat = h("div", {
       class: "chat", "data-testid": "chat", role: "log", "aria-live": "off", "aria-label": "Transcript", tabindex: "0",
@@ -160,6 +161,7 @@ export class RunView {
             this.stopBtn),
           this.metaEl,
           this.attachSlot,
+          this.hostNotice,
           this.headerError),
         this.chat,
         h("div", { class: "dock" }, this.dialogArea, this.composer)));
@@ -209,8 +211,9 @@ export class RunView {
         run.created_at ? h("span", { title: fullTime(run.created_at) }, `started ${ago(run.created_at)}`) : null,
         run.ended_at ? h("span", { title: fullTime(run.ended_at) }, `ended ${ago(run.ended_at)}`) : null,
         run.session_id ? h("span", { class: "mono", title: "Session id" }, `session ${shortId(run.session_id)}`) : null,
+        run.host ? h("span", { "data-testid": "run-host", title: "The host it runs on" }, `on ${run.host}`) : null,
       ].filter(Boolean);
-      const sig = JSON.stringify([run.id, run.provider, run.workdir, run.created_at, run.ended_at, run.session_id, ago(run.created_at)]);
+      const sig = JSON.stringify([run.id, run.provider, run.workdir, run.created_at, run.ended_at, run.session_id, run.host, ago(run.created_at)]);
       if (this.metaEl.dataset.sig !== sig) {
         this.metaEl.dataset.sig = sig;
         this.metaEl.replaceChildren(...bits.flatMap((b, i) => (i ? [h("span", { class: "sep", "aria-hidden": "true" }, "·"), b] : [b])));
@@ -224,6 +227,12 @@ export class RunView {
       }
     }
     this.renderChangesLink(run);
+    // Its host's runner is gone: what is shown is as of then; lab refuses to type there.
+    const down = !!this.view.disconnected && state !== "ended";
+    this.hostNotice.hidden = !down;
+    this.hostNotice.textContent = down
+      ? `Host ${(run && run.host) || ""} is not connected: this is the run as of then, and nothing can be typed there until its runner is back.`
+      : "";
     this.stopBtn.disabled = state === "ended";
     setTitle(`${this.titleEl.textContent} · lab`);
   }
@@ -261,6 +270,7 @@ export class RunView {
       composer_lock: v.composer_lock ?? null,
       answer: v.answer ?? null,
       diff: v.diff ?? null,
+      disconnected: v.disconnected === true,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.applyAnswerProgress();

@@ -301,7 +301,7 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     // The runner's own tmux server, in its own home: not lab serve's.
     let socket = w.dir.path().join("runner-far").join("tmux.sock");
     let attach = term.attach_command(target);
-    assert_eq!(attach[..3], ["ssh", "-t", attach[2].as_str()]);
+    assert_eq!(attach[..3], ["ssh", "-t", "far"]);
     assert_eq!(attach[3..], ["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target]);
     assert!(!w.home.join("tmux.sock").exists());
 
@@ -396,7 +396,7 @@ fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
     }
     let count = msgs.len();
     let (_, t) = lab.get(&format!("/runs/{id}/terminal"));
-    assert!(t["attach"].as_str().unwrap().starts_with("ssh -t "), "{t}");
+    assert!(t["attach"].as_str().unwrap().starts_with("ssh -t far tmux -S "), "{t}");
 
     // lab serve restarted mid-run: the run and its chat come back, the runner reconnects
     // and the run is followed again from where the mirror ends.

@@ -88,13 +88,14 @@ impl Terminal for RemoteTerminal {
         matches!(self.call("alive", Op::Alive { target: target.into() }), Ok(Reply::Alive { alive: true }))
     }
 
-    /// `ssh -t <host> tmux -S <its socket> attach -t <target>`.
+    /// `ssh -t <host> tmux -S <its socket> attach -t <target>`: the host as lab names it
+    /// (`lab hosts add NAME`; name it as your ssh config does), the socket the runner
+    /// said (the usual place under its home while it is not connected).
     fn attach_command(&self, target: &str) -> Vec<String> {
-        let place = self.hosts.facts(&self.host);
-        let (hostname, socket) = match &place {
-            Some(p) => (p.hostname.as_str(), p.tmux_socket.as_str()),
-            None => (self.host.as_str(), "<its lab home>/tmux.sock"),
+        let socket = match self.hosts.facts(&self.host) {
+            Some(f) => f.tmux_socket,
+            None => "<its lab home>/tmux.sock".to_string(),
         };
-        ["ssh", "-t", hostname, "tmux", "-S", socket, "attach", "-t", target].map(String::from).to_vec()
+        ["ssh", "-t", &self.host, "tmux", "-S", &socket, "attach", "-t", target].map(String::from).to_vec()
     }
 }
