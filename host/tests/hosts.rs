@@ -298,6 +298,25 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
         term.capture(target).ok().filter(|s| s.matches("typed;").count() >= 2 && s.matches("pasted line").count() >= 2)
     });
     assert!(screen.starts_with("ready> typed;"), "{screen}");
+    // An answer plan goes in one call and is played there, its pauses kept there.
+    let mut sent = Vec::new();
+    let steps = [
+        lab::model::KeyOp::Literal("played".into()),
+        lab::model::KeyOp::Key("Space".into()),
+        lab::model::KeyOp::Literal("plan".into()),
+        lab::model::KeyOp::Key("Enter".into()),
+    ];
+    let started = Instant::now();
+    term.play(target, &steps, Duration::from_millis(100), &mut |n| sent.push(n)).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300), "three pauses: {:?}", started.elapsed());
+    assert_eq!(sent, [4], "one message: all sent at once");
+    wait_for(Duration::from_secs(10), "the plan echoed", || {
+        term.capture(target).ok().filter(|s| s.matches("played plan").count() >= 2)
+    });
+    let e = term
+        .play(target, &[lab::model::KeyOp::Key("C-c; kill-server".into())], Duration::ZERO, &mut |_| {})
+        .unwrap_err();
+    assert!(e.message.contains("not a key name"), "{e}");
     // The runner's own tmux server, in its own home: not lab serve's.
     let socket = w.dir.path().join("runner-far").join("tmux.sock");
     let attach = term.attach_command(target);

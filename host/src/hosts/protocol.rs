@@ -152,7 +152,26 @@ pub enum Op {
     Unwatch {
         run: String,
     },
+    /// Type `steps` into `target` with `pause_ms` after each but the last, there: an
+    /// answer in one message, its pauses kept on the agent's machine.
+    Play {
+        target: String,
+        steps: Vec<Step>,
+        pause_ms: u32,
+    },
 }
+
+/// One step of [`Op::Play`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    Key(String),
+    Literal(String),
+}
+
+/// The most steps one [`Op::Play`] holds, and the longest pause between them.
+pub const MAX_STEPS: usize = 256;
+pub const MAX_PAUSE_MS: u32 = 5_000;
 
 /// A call's outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,7 +206,8 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         | Op::Alive { target }
         | Op::Start { target, .. }
         | Op::Kill { target }
-        | Op::Watch { target, .. } => target,
+        | Op::Watch { target, .. }
+        | Op::Play { target, .. } => target,
         Op::Resolve { program } => {
             return if program.is_empty() || program.contains('\0') {
                 Err("an empty program name".into())
@@ -238,6 +258,18 @@ pub fn check_op(op: &Op) -> Result<(), String> {
             Err(format!("a text of {} bytes is over the {MAX_TEXT}-byte limit", text.len()))
         }
         Op::Paste { buffer, .. } if !lab_name(buffer) => Err(format!("{buffer:?} is not a buffer lab names")),
+        Op::Play { steps, pause_ms, .. } if steps.len() > MAX_STEPS || *pause_ms > MAX_PAUSE_MS => {
+            Err(format!("a plan of at most {MAX_STEPS} steps and {MAX_PAUSE_MS} ms pauses"))
+        }
+        Op::Play { steps, .. } => steps.iter().try_for_each(|s| match s {
+            Step::Key(key)
+                if key.is_empty() || key.len() > 16 || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+            {
+                Err(format!("{key:?} is not a key name ([A-Za-z0-9-]{{1,16}})"))
+            }
+            Step::Literal(text) if text.len() > MAX_TEXT => Err("a text over the limit".into()),
+            _ => Ok(()),
+        }),
         Op::Start { argv, .. } if argv.is_empty() || argv[0].is_empty() => Err("an empty command line".into()),
         Op::Start { argv, .. } if argv.iter().map(|a| a.len() + 1).sum::<usize>() > MAX_ARGV => {
             Err(format!("a command line over {MAX_ARGV} bytes"))
@@ -385,6 +417,14 @@ mod tests {
             ),
             (Op::Watch { run: "x/y".into(), target: t(), transcript: None, offset: 0 }, "not a run id"),
             (Op::Unwatch { run: "..".into() }, "not a run id"),
+            (Op::Play { target: t(), steps: vec![Step::Key("a b".into())], pause_ms: 0 }, "not a key name"),
+            (
+                Op::Play { target: t(), steps: vec![Step::Literal("x".repeat(MAX_TEXT + 1))], pause_ms: 0 },
+                "over the limit",
+            ),
+            (Op::Play { target: t(), steps: vec![Step::Key("a".into()); MAX_STEPS + 1], pause_ms: 0 }, "at most"),
+            (Op::Play { target: t(), steps: vec![], pause_ms: MAX_PAUSE_MS + 1 }, "at most"),
+            (Op::Play { target: "x".into(), steps: vec![], pause_ms: 0 }, "not a session lab names"),
         ] {
             let e = check_op(&bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");

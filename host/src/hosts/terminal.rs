@@ -26,13 +26,17 @@ impl RemoteTerminal {
     }
 
     fn call(&self, action: &str, op: Op) -> Result<Reply, TerminalError> {
+        self.call_within(action, op, CALL_LIMIT)
+    }
+
+    fn call_within(&self, action: &str, op: Op, limit: Duration) -> Result<Reply, TerminalError> {
         let err = |message: String| TerminalError { action: format!("{action} on host {}", self.host), message };
         let (tx, rx) = std::sync::mpsc::channel();
         let (hosts, host) = (self.hosts.clone(), self.host.clone());
         self.rt.spawn(async move {
-            let _ = tx.send(hosts.call(&host, op, CALL_LIMIT).await);
+            let _ = tx.send(hosts.call(&host, op, limit).await);
         });
-        match rx.recv_timeout(CALL_LIMIT + Duration::from_secs(1)) {
+        match rx.recv_timeout(limit + Duration::from_secs(1)) {
             Ok(Ok(Reply::Error { message })) => Err(err(message)),
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(message)) => Err(err(message)),
@@ -86,6 +90,34 @@ impl Terminal for RemoteTerminal {
     /// must tell "gone" from "unreachable" with [`Hosts::connected`] first.
     fn alive(&self, target: &str) -> bool {
         matches!(self.call("alive", Op::Alive { target: target.into() }), Ok(Reply::Alive { alive: true }))
+    }
+
+    /// The whole plan in one call, played by the runner with its pauses there.
+    fn play(
+        &self,
+        target: &str,
+        steps: &[crate::model::KeyOp],
+        pause: Duration,
+        sent: &mut dyn FnMut(usize),
+    ) -> Result<(), TerminalError> {
+        use crate::hosts::protocol::Step;
+        let steps: Vec<Step> = steps
+            .iter()
+            .map(|s| match s {
+                crate::model::KeyOp::Key(k) => Step::Key(k.clone()),
+                crate::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
+            })
+            .collect();
+        let n = steps.len();
+        let pause_ms = u32::try_from(pause.as_millis()).unwrap_or(u32::MAX);
+        let limit = CALL_LIMIT + pause * n as u32;
+        match self.call_within("play", Op::Play { target: target.into(), steps, pause_ms }, limit)? {
+            Reply::Done => {
+                sent(n);
+                Ok(())
+            }
+            other => Err(unexpected("play", &other)),
+        }
     }
 
     /// `ssh -t <host> tmux -S <its socket> attach -t <target>`: the host as lab names it

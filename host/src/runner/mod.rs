@@ -206,6 +206,21 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
                 Err(e) => Reply::Error { message: format!("writing {}: {e}", path.display()) },
             };
         }
+        Op::Play { target, steps, pause_ms } => {
+            use crate::terminal::Terminal as _;
+            let steps: Vec<crate::model::KeyOp> = steps
+                .into_iter()
+                .map(|s| match s {
+                    protocol::Step::Key(k) => crate::model::KeyOp::Key(k),
+                    protocol::Step::Literal(t) => crate::model::KeyOp::Literal(t),
+                })
+                .collect();
+            let pause = std::time::Duration::from_millis(pause_ms.into());
+            return match tmux.play(&target, &steps, pause, &mut |_| {}) {
+                Ok(()) => Reply::Done,
+                Err(e) => Reply::Error { message: e.to_string() },
+            };
+        }
         Op::Watch { .. } | Op::Unwatch { .. } => {
             return Reply::Error { message: "watching is the connection's".into() };
         }

@@ -6,7 +6,7 @@
 //! Every function blocks: async callers use `spawn_blocking`.
 
 use super::{input, keystrokes};
-use crate::model::{AnswerPlan, KeyOp};
+use crate::model::AnswerPlan;
 use crate::terminal::{Terminal, TerminalError};
 use std::future::Future;
 use std::sync::Arc;
@@ -20,17 +20,7 @@ pub fn play(
     plan: &AnswerPlan,
     mut sent: impl FnMut(usize),
 ) -> Result<(), TerminalError> {
-    for (i, op) in plan.steps.iter().enumerate() {
-        match op {
-            KeyOp::Key(k) => term.key(target, k)?,
-            KeyOp::Literal(t) => term.literal(target, t)?,
-        }
-        sent(i + 1);
-        if i + 1 < plan.steps.len() {
-            std::thread::sleep(plan.pause);
-        }
-    }
-    Ok(())
+    term.play(target, &plan.steps, plan.pause, &mut sent)
 }
 
 /// Paste `text` into the terminal as one bracketed paste, then press Enter once the
@@ -161,6 +151,7 @@ pub async fn capture(term: &Arc<dyn Terminal>, target: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::KeyOp;
     use crate::terminal::memory::{Input, MemoryTerminal};
     use std::time::Duration;
 

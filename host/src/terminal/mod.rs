@@ -33,4 +33,28 @@ pub trait Terminal: Send + Sync + 'static {
     fn alive(&self, target: &str) -> bool;
     /// The command an operator runs to attach to `target` (argv).
     fn attach_command(&self, target: &str) -> Vec<String>;
+
+    /// Type `steps` into `target` with `pause` after each but the last; `sent` hears
+    /// how many have gone. Stops at the first that fails. A terminal far away plays
+    /// them where it is, in one go (so the pauses are kept there, not stretched or
+    /// bunched by the network); this default is one call per step.
+    fn play(
+        &self,
+        target: &str,
+        steps: &[crate::model::KeyOp],
+        pause: std::time::Duration,
+        sent: &mut dyn FnMut(usize),
+    ) -> Result<(), TerminalError> {
+        for (i, op) in steps.iter().enumerate() {
+            match op {
+                crate::model::KeyOp::Key(k) => self.key(target, k)?,
+                crate::model::KeyOp::Literal(t) => self.literal(target, t)?,
+            }
+            sent(i + 1);
+            if i + 1 < steps.len() {
+                std::thread::sleep(pause);
+            }
+        }
+        Ok(())
+    }
 }
