@@ -231,6 +231,23 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     ws.send(Message::Text(hello.into())).unwrap();
     let _ = ws.send(Message::Text("x".repeat(2 << 20).into()));
     assert_ne!(close_code(&mut ws), Some(1000), "an oversized frame ends the connection");
+    // Reports on runs the host does not have, paths for run ids, a flood of them: dropped;
+    // nothing is written anywhere, the connection stays.
+    let mut ws = raw_client(&lab, &good).unwrap();
+    ws.send(Message::Text(hello.into())).unwrap();
+    let outside = w.dir.path().join("planted");
+    for i in 0..2000 {
+        let m = match i % 3 {
+            0 => format!(r#"{{"type":"run_file","run":"../../{}","file":"spool","content":"x"}}"#, outside.display()),
+            1 => r#"{"type":"transcript","run":"r-not-mine","offset":0,"data":"eA=="}"#.to_string(),
+            _ => r#"{"type":"ended","run":"r-not-mine"}"#.to_string(),
+        };
+        ws.send(Message::Text(m.into())).unwrap();
+    }
+    ws.flush().unwrap();
+    wait_state(&lab, "edge", "connected");
+    assert!(!outside.exists() && !w.home.join("remote").exists());
+    drop(ws);
     // A flood of connections that never say hello does not stop lab serve.
     let idle: Vec<_> = (0..20).map(|_| raw_client(&lab, &good).unwrap()).collect();
     let (s, _) = lab.get("/hosts");
