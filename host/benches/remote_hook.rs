@@ -35,7 +35,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{pct, Events};
+use support::Events;
 
 /// Set (to the control directory) in the agent's environment by lab.toml: play the agent.
 const AGENT_ROLE: &str = "REMOTE_HOOK_BENCH_AGENT";
@@ -230,11 +230,7 @@ fn asks(n: usize) -> Value {
 }
 
 fn print(label: &str, v: Vec<f64>) {
-    let p = pct(v);
-    println!(
-        "{label:<40} p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms  max {:7.2} ms  (n={})",
-        p.p50, p.p90, p.p99, p.max, p.n
-    );
+    support::print_pct(label, 40, v);
 }
 
 fn hook_paths() {

@@ -25,7 +25,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
-use support::{pct, Events};
+use support::Events;
 
 fn ts(v: &Value) -> SystemTime {
     humantime::parse_rfc3339(v["ts"].as_str().expect("a ts")).expect("an RFC 3339 ts")
@@ -43,11 +43,7 @@ fn find(log: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
 }
 
 fn print(label: &str, v: Vec<f64>) {
-    let p = pct(v);
-    println!(
-        "{label:<44} p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms  max {:7.2} ms  (n={})",
-        p.p50, p.p90, p.p99, p.max, p.n
-    );
+    support::print_pct(label, 44, v);
 }
 
 fn main() {

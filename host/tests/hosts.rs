@@ -195,6 +195,18 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     assert_eq!((s, &body["error"]), (409, &"version_mismatch".into()), "{body}");
     let m = body["message"].as_str().unwrap();
     assert!(m.contains(&format!("version {version}")) && m.contains("version 0.0.1"), "{m}");
+    // The edge's Host and Origin rules hold here too, credential or not (a DNS-rebound
+    // page, a browser of another site).
+    let with = |k: &'static str, v: &'static str| {
+        let mut h =
+            vec![("authorization", bearer.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
+        h.push((k, v));
+        refused(raw_client(&lab, &h))
+    };
+    let (s, body) = with("host", "evil.example");
+    assert_eq!((s, &body["error"]), (421, &"host_not_allowed".into()), "{body}");
+    let (s, body) = with("origin", "https://evil.example");
+    assert_eq!((s, &body["error"]), (403, &"origin_not_allowed".into()), "{body}");
     // Not a WebSocket: 400 once authenticated.
     let r = lab
         .client

@@ -33,6 +33,15 @@ pub fn pct(mut v: Vec<f64>) -> Pct {
     Pct { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: v[v.len() - 1], n: v.len() }
 }
 
+/// One line of percentiles: `label` padded to `width`, then p50/p90/p99/max and n.
+pub fn print_pct(label: &str, width: usize, v: Vec<f64>) {
+    let p = pct(v);
+    println!(
+        "{label:<width$} p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms  max {:7.2} ms  (n={})",
+        p.p50, p.p90, p.p99, p.max, p.n
+    );
+}
+
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }

@@ -52,19 +52,26 @@ fn hook_file(path: &std::path::Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
+/// Send what the transcript holds past `w.offset` (false: nobody listens any more).
+fn send_transcript(w: &mut Watch, out: &UnboundedSender<Up>) -> bool {
+    let Some(t) = &w.transcript else { return true };
+    while let Some(bytes) = read_from(t, w.offset) {
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        if out.send(Up::Transcript { run: w.run.clone(), offset: w.offset, data }).is_err() {
+            return false;
+        }
+        w.offset += bytes.len() as u64;
+    }
+    true
+}
+
 /// Follow `w` until its session is gone (then say so) or the task is aborted.
 pub async fn follow(mut w: Watch, tmux: Tmux, out: UnboundedSender<Up>) {
     let mut last: [Option<Option<String>>; 2] = [None, None];
     let mut n: u32 = 0;
     loop {
-        if let Some(t) = &w.transcript {
-            while let Some(bytes) = read_from(t, w.offset) {
-                let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                if out.send(Up::Transcript { run: w.run.clone(), offset: w.offset, data }).is_err() {
-                    return;
-                }
-                w.offset += bytes.len() as u64;
-            }
+        if !send_transcript(&mut w, &out) {
+            return;
         }
         for (i, (file, path)) in
             [(HookFile::Spool, &w.files.spool), (HookFile::Marker, &w.files.marker)].into_iter().enumerate()
@@ -82,13 +89,7 @@ pub async fn follow(mut w: Watch, tmux: Tmux, out: UnboundedSender<Up>) {
             let alive = tokio::task::spawn_blocking(move || tmux.has_session(&target)).await.unwrap_or(true);
             if !alive {
                 // What the agent wrote last, then the end.
-                if let Some(t) = &w.transcript {
-                    while let Some(bytes) = read_from(t, w.offset) {
-                        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                        let _ = out.send(Up::Transcript { run: w.run.clone(), offset: w.offset, data });
-                        w.offset += bytes.len() as u64;
-                    }
-                }
+                send_transcript(&mut w, &out);
                 let _ = out.send(Up::Ended { run: w.run.clone() });
                 return;
             }

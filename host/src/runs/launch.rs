@@ -220,6 +220,15 @@ pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
     if !Path::new(&req.workdir).is_dir() {
         return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
     }
+    checked_fields(req)
+}
+
+/// What a new run's request is checked for wherever its workdir is: an absolute
+/// workdir of plain characters, a prompt within the chat's limits (returned), a
+/// permission mode of plain characters. (Whether the workdir exists is asked where
+/// the agent runs.)
+pub(super) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
+    input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
     let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
     if let Some(m) = &req.permission_mode {
         if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {

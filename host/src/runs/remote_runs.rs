@@ -9,7 +9,7 @@
 //! are lab serve's own.
 
 use super::api::{CreateRun, RunBody, RunError};
-use super::launch::{checked_request, prepare, Place};
+use super::launch::{checked_fields, prepare, Place};
 use super::registry::{RunRecord, Status};
 use super::Runs;
 use crate::fsutil;
@@ -77,9 +77,7 @@ impl Runs {
         }
         let runner = self.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
         // The workdir is the host's: checked there.
-        let local_check = CreateRun { workdir: "/".into(), ..req.clone() };
-        let prompt = checked_request(&local_check)?;
-        super::input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
+        let prompt = checked_fields(&req)?;
         self.step(&host, Op::IsDir { path: req.workdir.clone() })
             .await
             .map_err(|e| RunError::BadRequest(format!("workdir {} on host {host}: {e}", req.workdir)))?;
