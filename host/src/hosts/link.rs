@@ -76,7 +76,14 @@ pub enum HostEvent {
 }
 
 /// Where host events go: `(host, event)`, in the order they happened.
-pub type Events = mpsc::UnboundedSender<(String, HostEvent)>;
+pub type Events = mpsc::Sender<(String, HostEvent)>;
+
+/// How many host events may wait for the runs to take them. A runner whose reports
+/// come faster than they are processed waits (its connection is not read meanwhile,
+/// so TCP pushes back on it): memory stays bounded at this many frames of at most
+/// [`protocol::MAX_FRAME`] bytes, and other runners' connections are not held up
+/// beyond their turn in the queue.
+pub const EVENTS_QUEUE: usize = 64;
 
 /// The runners: credentials and live connections. One per lab serve.
 pub struct Hosts {
@@ -118,9 +125,11 @@ impl Hosts {
         *self.events.lock().unwrap() = Some(events);
     }
 
-    fn report(&self, name: &str, event: HostEvent) {
-        if let Some(tx) = self.events.lock().unwrap().as_ref() {
-            let _ = tx.send((name.to_string(), event));
+    /// Hand `event` to the runs, waiting while the queue is full.
+    async fn report(&self, name: &str, event: HostEvent) {
+        let tx = self.events.lock().unwrap().clone();
+        if let Some(tx) = tx {
+            let _ = tx.send((name.to_string(), event)).await;
         }
     }
 
@@ -226,18 +235,24 @@ impl Hosts {
             }
         }
         tracing::info!(host = %name, %hostname, %home, "runner connected");
-        self.report(&name, HostEvent::Connected);
+        self.report(&name, HostEvent::Connected).await;
         let welcome = Down::Welcome { version: protocol::VERSION.to_string() };
         let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
             "the connection broke".to_string()
         } else {
             self.follow(&name, &mut socket, &mut kick, &mut out_rx, &pending).await
         };
-        let mut links = self.links.lock().unwrap();
-        if links.get(&name).is_some_and(|l| l.conn == conn) {
-            links.remove(&name);
-            self.down_since.lock().unwrap().insert(name.clone(), crate::runs::now_rfc3339());
-            self.report(&name, HostEvent::Down);
+        let gone = {
+            let mut links = self.links.lock().unwrap();
+            let ours = links.get(&name).is_some_and(|l| l.conn == conn);
+            if ours {
+                links.remove(&name);
+                self.down_since.lock().unwrap().insert(name.clone(), crate::runs::now_rfc3339());
+            }
+            ours
+        };
+        if gone {
+            self.report(&name, HostEvent::Down).await;
         }
         tracing::info!(host = %name, %why, "runner disconnected");
     }
@@ -273,7 +288,7 @@ impl Hosts {
                                 }
                                 Ok(Up::Hello { .. }) => "a second hello".to_string(),
                                 Ok(up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. })) => {
-                                    self.report(name, HostEvent::Report(up));
+                                    self.report(name, HostEvent::Report(up)).await;
                                     continue;
                                 }
                                 Err(e) => e.to_string(),

@@ -439,7 +439,7 @@ impl Runs {
         });
         {
             // What runners report reaches their runs, in order, one at a time.
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let (tx, mut rx) = tokio::sync::mpsc::channel(crate::hosts::link::EVENTS_QUEUE);
             runs.hosts.set_events(tx);
             let weak = Arc::downgrade(&runs);
             tokio::spawn(async move {

@@ -234,28 +234,39 @@ impl Runs {
 
     /// What happened to a host: its runner connected (follow its active runs again,
     /// from what the mirrors hold), went away, or reported on a run.
+    ///
+    /// Whatever waits on a runner's reply goes to a task of its own: the events come
+    /// through a bounded queue that a runner's connection waits on when it is full, so
+    /// waiting here for that connection to read a reply could hold both up.
     pub(super) async fn on_host(self: &Arc<Self>, host: String, event: HostEvent) {
         match event {
             HostEvent::Connected => {
-                for run in self.runs_on(&host) {
-                    let rec = run.record();
-                    let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
-                    let op = Op::Watch {
-                        run: rec.id.to_string(),
-                        target: rec.tmux_target.clone(),
-                        transcript: rec.remote_transcript.clone(),
-                        offset,
-                    };
-                    match self.step(&host, op).await {
-                        Ok(_) => run.set_disconnected(false),
-                        Err(e) => {
-                            tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again")
-                        }
-                    }
-                }
+                let runs = self.clone();
+                tokio::spawn(async move { runs.follow_again(host).await });
             }
             HostEvent::Down => self.host_gone(host),
             HostEvent::Report(up) => self.on_runner(host, up).await,
+        }
+    }
+
+    /// Host `host`'s runner (re)connected: have it follow each of its active runs from
+    /// where the run's mirror ends.
+    async fn follow_again(self: &Arc<Self>, host: String) {
+        for run in self.runs_on(&host) {
+            let rec = run.record();
+            let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
+            let op = Op::Watch {
+                run: rec.id.to_string(),
+                target: rec.tmux_target.clone(),
+                transcript: rec.remote_transcript.clone(),
+                offset,
+            };
+            match self.step(&host, op).await {
+                Ok(_) => run.set_disconnected(false),
+                Err(e) => {
+                    tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again")
+                }
+            }
         }
     }
 
@@ -297,7 +308,8 @@ impl Runs {
             }
             Up::Ended { run } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
-                self.end(&run, &format!("its session on host {host} closed")).await;
+                let runs = self.clone();
+                tokio::spawn(async move { runs.end(&run, &format!("its session on host {host} closed")).await });
             }
             Up::Reply { .. } | Up::Hello { .. } => {}
         }
