@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 mod agent_bin;
+pub mod machine;
 #[allow(unused_imports)] // not every suite or bench drives a real agent
 pub use agent_bin::agent_bin;
 

@@ -24,6 +24,13 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// Whether `ip` is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z).
+/// The addresses a stand-in may serve on: loopback, and this side of the links of the
+/// machines lab's tests make (host/tests/common/machine.rs: veth pairs into network
+/// namespaces, 10.213.0.0/16). Such an address can only be bound where a test put it.
+pub fn servable(ip: IpAddr) -> bool {
+    is_loopback(ip) || matches!(ip, IpAddr::V4(v4) if v4.octets()[..2] == [10, 213])
+}
+
 pub fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
@@ -46,17 +53,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serve `handler` on `addr`, which must resolve to loopback addresses only. `name`
+    /// Serve `handler` on `addr`, which must resolve to [`servable`] addresses only. `name`
     /// names the threads.
     pub fn start(addr: impl ToSocketAddrs, name: &str, handler: Arc<dyn Handler>) -> io::Result<Server> {
         let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
         if addrs.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "address resolves to nothing"));
         }
-        if let Some(bad) = addrs.iter().find(|a| !is_loopback(a.ip())) {
+        if let Some(bad) = addrs.iter().find(|a| !servable(a.ip())) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("refusing non-loopback address {bad}: the stand-in serves on 127.0.0.0/8 or ::1 only"),
+                format!(
+                    "refusing non-loopback address {bad}: the stand-in serves on 127.0.0.0/8 or ::1 only \
+                     (or a test machine's link, 10.213.0.0/16)"
+                ),
             ));
         }
         let listener = TcpListener::bind(&addrs[..])?;
@@ -87,9 +97,10 @@ impl Server {
         if self.core.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
-        // Wake the accept loop.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500));
-        if let Some(h) = self.accept.take() {
+        // Wake the accept loop, and wait for it — unless it cannot be woken (its address
+        // went away with a test machine's link): then it is left blocked, not waited on.
+        let woken = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500)).is_ok();
+        if let Some(h) = self.accept.take().filter(|_| woken) {
             let _ = h.join();
         }
         let conns: Vec<TcpStream> = self.core.conns.lock().unwrap().drain().map(|(_, s)| s).collect();
@@ -111,9 +122,10 @@ fn accept_loop(listener: TcpListener, core: Arc<Core>, handler: Arc<dyn Handler>
             break;
         }
         let Ok(stream) = conn else { continue };
-        // Defence in depth: only loopback peers are served.
+        // Defence in depth: only loopback peers (and test machines' ends of their links)
+        // are served.
         match stream.peer_addr() {
-            Ok(peer) if is_loopback(peer.ip()) => {}
+            Ok(peer) if servable(peer.ip()) => {}
             _ => {
                 let _ = stream.shutdown(Shutdown::Both);
                 continue;
@@ -244,8 +256,11 @@ mod tests {
 
     #[test]
     fn only_loopback_addresses_are_served() {
-        let err = Server::start("0.0.0.0:0", "t", Arc::new(Echo)).err().expect("refused");
-        assert!(err.to_string().contains("refusing non-loopback address"), "{err}");
+        for addr in ["0.0.0.0:0", "10.214.0.1:0", "192.168.1.1:0"] {
+            let err = Server::start(addr, "t", Arc::new(Echo)).err().expect("refused");
+            assert!(err.to_string().contains("refusing non-loopback address"), "{err}");
+        }
+        assert!(servable("10.213.4.1".parse().unwrap()));
         assert!(
             Server::start("[::1]:0", "t", Arc::new(Echo)).is_ok() || std::net::TcpListener::bind("[::1]:0").is_err()
         );

@@ -1,0 +1,292 @@
+//! Other machines (issue 34), across a real network link: each test makes a "machine"
+//! (common/machine.rs: a network namespace joined by a veth pair, a Unix user of its
+//! own, its own folder, its own tmux server), starts a real `lab runner` there as that
+//! user dialling `lab serve` on this side's address of the link, and drives runs on it
+//! through lab's HTTP API only. The machine is taken down, and checked gone, at the end.
+//!
+//! - fake-claude on the machine and here at once: a question on each answered from
+//!   lab, a message to each, the same chat (messages, seqs) from both, the agent's
+//!   files the machine user's, the run's tmux session on the machine's own server.
+//! - the real `claude` on the machine against the Messages stand-in (listening on this
+//!   side of the link): its question answered from lab.
+
+mod common;
+
+use common::machine::Machine;
+use common::{agent_bin, fake_claude, three_options, wait_for, Lab, World, LAB};
+use messages_standin::{Matcher, Reply, Script, Standin};
+use serde_json::{json, Value};
+use std::os::unix::fs::MetadataExt;
+use std::process::Command;
+use std::time::Duration;
+
+/// `lab hosts add NAME` on lab serve's home: the runner's credential.
+fn add_host(w: &World, name: &str) -> String {
+    let out = Command::new(LAB).args(["hosts", "--home"]).arg(&w.home).args(["add", name]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// lab serve listening on this side of the machine's link (so it needs its token,
+/// which the harness reads from its home), with `path_first` ahead on its PATH.
+fn serve_for(w: &World, m: &Machine, path_first: Option<&std::path::Path>) -> Lab {
+    Lab::start_on(w, &format!("{}:0", m.peer), |cmd| {
+        if let Some(dir) = path_first {
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", dir.display()));
+        }
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE") || k == "TMUX" || k == "TMUX_PANE" {
+                cmd.env_remove(&k);
+            }
+        }
+    })
+}
+
+fn wait_connected(lab: &Lab, m: &Machine, name: &str) -> Value {
+    wait_for(Duration::from_secs(30), &format!("host {name} connected"), || {
+        let (s, list) = lab.get("/hosts");
+        assert_eq!(s, 200, "{list}");
+        let h = list.as_array().unwrap().iter().find(|h| h["name"] == name).cloned();
+        if h.is_none() || h.as_ref().unwrap()["state"] != "connected" {
+            // Say why while waiting, if the runner gave up.
+            let log = m.runner_log();
+            assert!(!log.contains("refused"), "the runner was refused: {log}");
+        }
+        h.filter(|h| h["state"] == "connected")
+    })
+}
+
+/// The messages of a view as (seq, role, kind, text): what must be the same for the
+/// same agent doing the same thing, wherever it runs.
+fn chat(v: &Value) -> Vec<(u64, String, String, String)> {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+            (m["seq"].as_u64().unwrap(), s("role"), s("kind"), s("text"))
+        })
+        .collect()
+}
+
+fn has_session(m: &Machine, socket: &str, target: &str) -> bool {
+    m.run("tmux", &["-S", socket, "has-session", "-t", &format!("={target}")]).status.success()
+}
+
+#[test]
+fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
+    let Some(mut m) = Machine::new() else { return };
+    let w = World::new();
+    let fake = fake_claude();
+    m.install("fake-claude", &fake);
+    // The same agent and script on both machines, named by relative paths (the
+    // agent's cwd is its workdir): each run logs into its own workdir.
+    let script = json!({"steps": [
+        {"ask": three_options()}, {"say": "Chose it."}, {"idle": {}},
+        {"say": "Got your message."}, {"idle": {}}
+    ]});
+    let bytes = serde_json::to_vec_pretty(&script).unwrap();
+    std::fs::write(w.workdir.join("script.json"), &bytes).unwrap();
+    m.write(&m.workdir.join("script.json"), &bytes);
+    w.write_config(
+        "[providers.claude-code]\nprogram = \"fake-claude\"\n\
+         env = { FAKE_CLAUDE_SCRIPT = \"script.json\", FAKE_CLAUDE_LOG = \"fake.log\" }\n",
+    );
+    let cred = add_host(&w, "m1");
+    let lab = serve_for(&w, &m, Some(fake.parent().unwrap()));
+    assert!(lab.token.is_some(), "lab serve on a non-loopback address needs its token");
+    assert!(lab.url.starts_with(&format!("http://{}:", m.peer)), "{}", lab.url);
+    m.start_runner(&lab.url, "m1", &cred);
+    let h = wait_connected(&lab, &m, "m1");
+    assert_eq!(h["version"], env!("CARGO_PKG_VERSION"), "{h}");
+
+    let body = |workdir: &std::path::Path, host: Option<&str>| {
+        let mut b = json!({"provider": "claude-code", "workdir": workdir, "prompt": "Pick a database."});
+        if let Some(h) = host {
+            b["host"] = json!(h);
+        }
+        b
+    };
+    let (s, here) = lab.post("/runs", &body(&w.workdir, None));
+    assert_eq!(s, 201, "{here}");
+    let (s, there) = lab.post("/runs", &body(&m.workdir, Some("m1")));
+    assert_eq!(s, 201, "{there}");
+    assert!(here["host"].is_null(), "{here}");
+    assert_eq!(there["host"], "m1");
+    let sock = m.lab_home.join("tmux.sock");
+    assert_eq!(there["tmux_socket"], sock.to_str().unwrap(), "the machine's own tmux server");
+    let ids: Vec<String> = [&here, &there].iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+    let (_, hosts) = lab.get("/hosts");
+    assert_eq!(hosts[0]["runs"], 1, "{hosts}");
+
+    // A question on each, answered from lab's HTTP API.
+    for id in &ids {
+        let v = lab.wait_state(id, "question");
+        let d = &v["pending_dialog"];
+        assert_eq!((&d["source"], &d["answerable"]), (&"spool".into(), &true.into()), "{d}");
+        let (s, b) = lab
+            .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+        assert_eq!(s, 202, "{b}");
+    }
+    for log in [w.workdir.join("fake.log"), m.workdir.join("fake.log")] {
+        let answer = wait_for(Duration::from_secs(30), "fake-claude to log the answer", || {
+            World::log_events(&log).into_iter().find(|e| e["event"] == "answer")
+        });
+        assert!(answer.to_string().contains("SQLite"), "{answer}");
+    }
+    // The agent on the machine ran as the machine's user, its hook files are there.
+    assert_eq!(m.workdir.join("fake.log").metadata().unwrap().uid(), m.uid, "the agent ran as the machine's user");
+    let settings = m.lab_home.join("runtime").join(format!("{}.settings.json", ids[1]));
+    assert_eq!(settings.metadata().expect("the run's settings on the machine").uid(), m.uid);
+    assert!(!w.home.join("runtime").join(format!("{}.settings.json", ids[1])).exists(), "and not here");
+
+    // A message to each; the same chat from both.
+    for id in &ids {
+        lab.wait_view(id, "the turn's end", |v| {
+            v["state"] == "idle" && v["messages"].to_string().contains("Chose it.")
+        });
+        let (s, b) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "hello there"}));
+        assert_eq!(s, 202, "{b}");
+    }
+    let views: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            lab.wait_view(id, "the reply", |v| {
+                v["state"] == "idle" && v["messages"].to_string().contains("Got your message.")
+            })
+        })
+        .collect();
+    let (a, b) = (chat(&views[0]), chat(&views[1]));
+    assert!(a.len() >= 5, "{a:?}");
+    assert_eq!(a, b, "the run on the machine has the chat of the run here");
+    for (i, m) in a.iter().enumerate() {
+        assert_eq!(m.0, i as u64, "dense seqs");
+    }
+
+    // The attach command names the machine and its tmux server, where the session is.
+    let (_, t) = lab.get(&format!("/runs/{}/terminal", ids[1]));
+    let attach = t["attach"].as_str().unwrap();
+    assert!(attach.starts_with(&format!("ssh -t m1 tmux -S {}", sock.display())), "{t}");
+    let target = there["tmux_target"].as_str().unwrap();
+    assert!(has_session(&m, sock.to_str().unwrap(), target), "the session is on the machine's tmux server");
+    assert!(
+        !w.home.join("tmux.sock").exists() || !w.tmux(&["has-session", "-t", &format!("={target}")]).status.success()
+    );
+
+    for id in &ids {
+        let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!((s, &b["state"]), (200, &"ended".into()), "{b}");
+    }
+    assert!(!has_session(&m, sock.to_str().unwrap(), target), "stopped: the session on the machine is gone");
+    drop(lab);
+    m.remove();
+}
+
+/// Any `sk-ant-…` string works against the stand-in; its last 20 chars are approved in
+/// `.claude.json`.
+const KEY: &str = "sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test";
+
+#[test]
+fn the_real_claude_on_a_machine_is_answered_from_lab() {
+    let Some(claude) = agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the real claude on a machine") else {
+        return;
+    };
+    let Some(mut m) = Machine::new() else { return };
+    let w = World::new();
+    let version = {
+        let out = Command::new(&claude).arg("--version").env("DISABLE_AUTOUPDATER", "1").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("unknown").to_string()
+    };
+    m.install("claude", &claude);
+    // The machine's user has used claude before: onboarding done, the key approved, the
+    // workdir trusted (docs/providers/claude-code/observed-2.1.198.md §2).
+    let seed = json!({
+        "hasCompletedOnboarding": true,
+        "firstStartVersion": version,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [&KEY[KEY.len() - 20..]], "rejected": []},
+        "projects": {m.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
+    });
+    m.write(&m.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
+
+    // The "model", on this side of the link: the machine reaches it as it reaches lab.
+    let script = Script::new()
+        .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "I need to ask you."))
+        .after_tool_result("Thanks, noted your choice.")
+        .side_reply("Pick a database");
+    let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
+    let env = [
+        ("ANTHROPIC_BASE_URL", standin.base_url()),
+        ("ANTHROPIC_API_KEY", KEY.to_string()),
+        ("DISABLE_TELEMETRY", "1".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ];
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    // `claude`: found on the machine's PATH (where it is installed), not here.
+    w.write_config(&format!("[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {} }}\n", env.join(", ")));
+    let cred = add_host(&w, "m1");
+    let lab = serve_for(&w, &m, None);
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, &m, "m1");
+
+    let (s, run) = lab.post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Please pick a database for me.", "host": "m1"}),
+    );
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    // A launch takes 1.4–3 s here when idle; much longer on a loaded 2-core machine.
+    let pane = |m: &Machine| {
+        let sock = m.lab_home.join("tmux.sock");
+        let target = run["tmux_target"].as_str().unwrap().to_string();
+        let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "capture-pane", "-p", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let start = std::time::Instant::now();
+    let v = loop {
+        let v = lab.view(&id);
+        if !v["pending_dialog"].is_null() {
+            break v;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            panic!("no question within 90 s: {v}\nthe pane:\n{}\nthe runner:\n{}", pane(&m), m.runner_log());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let d = &v["pending_dialog"];
+    assert_eq!(
+        (&d["kind"], &d["answerable"], &d["source"]),
+        (&"question".into(), &true.into(), &"spool".into()),
+        "{d}"
+    );
+    let labels: Vec<&str> =
+        d["questions"][0]["options"].as_array().unwrap().iter().map(|o| o["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["PostgreSQL", "SQLite", "Redis"]);
+    let tool_id = d["tool_id"].as_str().unwrap().to_string();
+    assert!(standin.emitted_tool_uses().iter().any(|t| t.id == tool_id), "the stand-in's tool_use");
+
+    let (s, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 1}]}));
+    assert_eq!(s, 202, "{b}");
+    let (result, is_error) =
+        standin.wait_for_tool_result(&tool_id, Duration::from_secs(60)).expect("claude sent the answer to the model");
+    assert!(result.contains("\"Which database should we use?\"=\"SQLite\""), "{result}");
+    assert!(!is_error);
+    let v = wait_for(Duration::from_secs(60), "the turn's end", || {
+        Some(lab.view(&id))
+            .filter(|v| v["state"] == "idle" && v["messages"].to_string().contains("Thanks, noted your choice."))
+    });
+    assert!(v["pending_dialog"].is_null(), "{v}");
+    let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((s, &b["state"]), (200, &"ended".into()), "{b}");
+    drop(lab);
+    standin.shutdown();
+    m.remove();
+}
