@@ -414,11 +414,11 @@ fn serve(
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let main = axum::serve(listener, app.clone()).with_graceful_shutdown(stopped(stop_rx.clone()));
+        let main = axum::serve(nodelay(listener), app.clone()).with_graceful_shutdown(stopped(stop_rx.clone()));
         match twin {
             Some(twin) => {
                 tracing::info!("also serving on http://{}", twin.local_addr()?);
-                let twin = axum::serve(twin, app).with_graceful_shutdown(stopped(stop_rx));
+                let twin = axum::serve(nodelay(twin), app).with_graceful_shutdown(stopped(stop_rx));
                 let (a, b) = tokio::join!(main, twin);
                 a?;
                 b?;
@@ -474,6 +474,20 @@ fn connectable(ip: std::net::IpAddr) -> std::net::IpAddr {
 /// refuses to start, saying so. No IPv6 on this machine: lab serves 127.0.0.1 alone.
 /// With port 0 the pair is drawn again (a few times) when the v6 twin of the port the
 /// kernel gave is taken.
+/// Every accepted connection without Nagle's delay: small frames (an event, a runner's
+/// report right after another) go out at once instead of waiting up to a delayed ACK
+/// (~40 ms).
+fn nodelay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, impl FnMut(&mut tokio::net::TcpStream) + Send + 'static> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    })
+}
+
 async fn bind_with_twin(addr: &str) -> anyhow::Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>)> {
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
     let listen = |a: String| async move {

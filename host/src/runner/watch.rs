@@ -1,25 +1,106 @@
 //! What a runner follows for lab serve: a run's transcript (new bytes, by offset), its
 //! spool and marker (their content whenever it changes), and its terminal session
-//! (gone: the run ended). Polled every [`POLL`]: cheap for the handful of runs one
-//! machine holds, and bounded.
+//! (gone: the run ended). A change in the folders of those files wakes the run's
+//! follower at once (one inotify watcher for all of the runner's runs, [`Wakes`]);
+//! it also looks every [`BACKSTOP`] (a folder that did not exist yet, a lost event),
+//! or every [`POLL`] where files cannot be watched. The session is looked for every
+//! [`SESSION_EVERY`].
 
 use crate::hosts::protocol::{HookFile, Up};
 use crate::paths::RunFiles;
 use crate::tmux::Tmux;
 use base64::Engine as _;
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 
-/// How often files are looked at.
+/// How often files are looked at where they cannot be watched.
 pub const POLL: Duration = Duration::from_millis(20);
+/// How often files are looked at anyway while they are watched.
+pub const BACKSTOP: Duration = Duration::from_millis(250);
 /// How often the session is looked for.
-pub const SESSION_EVERY: u32 = 25;
+pub const SESSION_EVERY: Duration = Duration::from_millis(500);
 /// The most transcript bytes one frame carries (base64 makes it 4/3 of this).
 pub const CHUNK: usize = 256 << 10;
 /// The largest hook file sent up (bigger ones are not a prompt lab shows).
 pub const HOOK_FILE_MAX: u64 = 512 << 10;
+
+/// One inotify watcher for every run a runner follows: a change in a watched folder
+/// wakes the followers that asked for it. Cloned freely.
+#[derive(Clone)]
+pub struct Wakes(Arc<WakesInner>);
+
+struct WakesInner {
+    /// None: files cannot be watched here (no inotify, or its limits reached).
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// Watched folders and whom a change in each wakes.
+    dirs: Mutex<HashMap<PathBuf, Vec<Weak<Notify>>>>,
+}
+
+impl Default for Wakes {
+    fn default() -> Self {
+        Wakes::new()
+    }
+}
+
+impl Wakes {
+    pub fn new() -> Wakes {
+        Wakes(Arc::new_cyclic(|me: &Weak<WakesInner>| {
+            let me = me.clone();
+            let watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+                if let Some(me) = me.upgrade() {
+                    me.changed(ev);
+                }
+            })
+            .map_err(|e| tracing::warn!(error = %e, "cannot watch files; the runner polls them"))
+            .ok();
+            WakesInner { watcher: Mutex::new(watcher), dirs: Mutex::default() }
+        }))
+    }
+
+    /// Wake `who` when something in `dir` changes. Whether it will (false: no such
+    /// folder yet, or files cannot be watched here).
+    pub fn watch(&self, dir: &Path, who: &Arc<Notify>) -> bool {
+        use notify::Watcher;
+        let mut dirs = self.0.dirs.lock().unwrap();
+        if let Some(subs) = dirs.get_mut(dir) {
+            subs.retain(|w| w.strong_count() > 0);
+            if !subs.iter().any(|w| w.as_ptr() == Arc::as_ptr(who)) {
+                subs.push(Arc::downgrade(who));
+            }
+            return true;
+        }
+        let mut watcher = self.0.watcher.lock().unwrap();
+        let Some(w) = watcher.as_mut() else { return false };
+        if !dir.is_dir() || w.watch(dir, notify::RecursiveMode::NonRecursive).is_err() {
+            return false;
+        }
+        dirs.insert(dir.to_path_buf(), vec![Arc::downgrade(who)]);
+        true
+    }
+}
+
+impl WakesInner {
+    fn changed(&self, ev: notify::Result<notify::Event>) {
+        let dirs = self.dirs.lock().unwrap();
+        let wake = |subs: &Vec<Weak<Notify>>| subs.iter().filter_map(Weak::upgrade).for_each(|n| n.notify_one());
+        match ev {
+            Ok(ev) if !ev.need_rescan() => {
+                for p in &ev.paths {
+                    if let Some(subs) = p.parent().and_then(|d| dirs.get(d)) {
+                        wake(subs);
+                    }
+                }
+            }
+            // Events were lost: everyone looks again.
+            _ => dirs.values().for_each(wake),
+        }
+    }
+}
 
 /// One run being followed.
 pub struct Watch {
@@ -66,10 +147,14 @@ fn send_transcript(w: &mut Watch, out: &UnboundedSender<Up>) -> bool {
 }
 
 /// Follow `w` until its session is gone (then say so) or the task is aborted.
-pub async fn follow(mut w: Watch, tmux: Tmux, out: UnboundedSender<Up>) {
+pub async fn follow(mut w: Watch, tmux: Tmux, wakes: Wakes, out: UnboundedSender<Up>) {
     let mut last: [Option<Option<String>>; 2] = [None, None];
-    let mut n: u32 = 0;
+    let woken = Arc::new(Notify::new());
+    let mut session_looked: Option<Instant> = None;
     loop {
+        // The folders (again, until they exist): the run's hook files' and its transcript's.
+        let dirs = [w.files.spool.parent(), w.transcript.as_deref().and_then(Path::parent)];
+        let watched = dirs.into_iter().flatten().all(|d| wakes.watch(d, &woken));
         if !send_transcript(&mut w, &out) {
             return;
         }
@@ -78,13 +163,15 @@ pub async fn follow(mut w: Watch, tmux: Tmux, out: UnboundedSender<Up>) {
         {
             let now = hook_file(path);
             if last[i].as_ref() != Some(&now) {
+                tracing::debug!(run = %w.run, ?file, present = now.is_some(), "a hook file changed; sent up");
                 if out.send(Up::RunFile { run: w.run.clone(), file, content: now.clone() }).is_err() {
                     return;
                 }
                 last[i] = Some(now);
             }
         }
-        if n.is_multiple_of(SESSION_EVERY) {
+        if session_looked.is_none_or(|t| t.elapsed() >= SESSION_EVERY) {
+            session_looked = Some(Instant::now());
             let (tmux, target) = (tmux.clone(), w.target.clone());
             let alive = tokio::task::spawn_blocking(move || tmux.has_session(&target)).await.unwrap_or(true);
             if !alive {
@@ -94,14 +181,37 @@ pub async fn follow(mut w: Watch, tmux: Tmux, out: UnboundedSender<Up>) {
                 return;
             }
         }
-        n = n.wrapping_add(1);
-        tokio::time::sleep(POLL).await;
+        let wait = if watched { BACKSTOP.min(SESSION_EVERY) } else { POLL };
+        let _ = tokio::time::timeout(wait, woken.notified()).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_change_in_a_watched_folder_wakes_whoever_watches_it_and_only_them() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        let wakes = Wakes::new();
+        let (one, two) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        assert!(!wakes.watch(&a, &one), "no such folder yet");
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        assert!(wakes.watch(&a, &one));
+        assert!(wakes.watch(&a, &one), "again: the same");
+        assert!(wakes.watch(&b, &two));
+        std::fs::write(a.join("spool.json"), b"{}").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), one.notified()).await.expect("woken by the change");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), two.notified()).await.is_err(),
+            "a change elsewhere does not wake"
+        );
+        drop(one);
+        std::fs::write(b.join("t.jsonl"), b"x").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), two.notified()).await.expect("woken");
+    }
 
     #[test]
     fn reads_what_is_new_in_chunks() {

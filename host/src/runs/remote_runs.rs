@@ -292,6 +292,7 @@ impl Runs {
             }
             Up::RunFile { run, file, content } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
+                tracing::debug!(%host, run = %run.id, ?file, present = content.is_some(), "a hook file from the host");
                 let files = self.home.run_files(&run.id);
                 let path = match file {
                     HookFile::Spool => files.spool,
