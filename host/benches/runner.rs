@@ -11,8 +11,9 @@
 //!
 //! `LAB_RUNNER_BENCH_N` (default 30) dialogs per run. fake-claude logs at millisecond
 //! resolution: figures are ±1 ms. On loopback the one-way delay is ~0: what the runner
-//! path adds over the local one is its own cost (the runner's 20 ms file poll, the
-//! stream, the mirror).
+//! path adds over the local one is its own cost (the runner's wake, the stream, the
+//! mirror). `LAB_RUNNER_BENCH_DELAY_MS=20` puts a delay line (support/delay_line.rs)
+//! between the runner and lab serve: a link with that one-way delay each way.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -59,9 +60,17 @@ fn main() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let credential = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let lab = w.serve();
+    let delay = Duration::from_millis(support::env_num("LAB_RUNNER_BENCH_DELAY_MS", 0));
+    let runner_url = if delay.is_zero() {
+        lab.url.clone()
+    } else {
+        let to = lab.url.trim_start_matches("http://").parse().expect("lab serve's address");
+        println!("the runner's link: {} ms one-way each way (a delay line)", delay.as_millis());
+        format!("http://{}", support::delay_line::start(to, delay))
+    };
     let runner_home = w.dir.path().join("runner");
     let mut runner = Command::new(LAB)
-        .args(["runner", "--connect", &lab.url, "--name", "bench", "--home"])
+        .args(["runner", "--connect", &runner_url, "--name", "bench", "--home"])
         .arg(&runner_home)
         .env("LAB_RUNNER_CREDENTIAL", &credential)
         .stdin(Stdio::null())

@@ -4,6 +4,8 @@
 //! ended runs written straight into a registry.
 #![allow(dead_code)]
 
+pub mod delay_line;
+
 use crate::common::*;
 use lab::paths::{Home, RunId};
 use lab::runs::registry::{Registry, RunRecord, Status};
