@@ -84,9 +84,12 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     m.install("fake-claude", &fake);
     // The same agent and script on both machines, named by relative paths (the
     // agent's cwd is its workdir): each run logs into its own workdir.
+    // The plan is written to a file under the agent's HOME and only named in the hook
+    // payload (as 2.1.332 does): on the machine, its runner reads it.
+    let plan = "# The plan\n\n1. Read it where it was written.";
     let script = json!({"steps": [
         {"ask": three_options()}, {"say": "Chose it."}, {"idle": {}},
-        {"say": "Got your message."}, {"idle": {}}
+        {"say": "Got your message."}, {"plan": {"plan": plan, "file_only": true}}, {"idle": {}}
     ]});
     let bytes = serde_json::to_vec_pretty(&script).unwrap();
     std::fs::write(w.workdir.join("script.json"), &bytes).unwrap();
@@ -143,7 +146,8 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     assert_eq!(settings.metadata().expect("the run's settings on the machine").uid(), m.uid);
     assert!(!w.home.join("runtime").join(format!("{}.settings.json", ids[1])).exists(), "and not here");
 
-    // A message to each; the same chat from both.
+    // A message to each; then a plan dialog on each, with the text of the file its agent
+    // wrote (there: read by the runner); the same chat from both.
     for id in &ids {
         lab.wait_view(id, "the turn's end", |v| {
             v["state"] == "idle" && v["messages"].to_string().contains("Chose it.")
@@ -154,11 +158,16 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     let views: Vec<Value> = ids
         .iter()
         .map(|id| {
-            lab.wait_view(id, "the reply", |v| {
-                v["state"] == "idle" && v["messages"].to_string().contains("Got your message.")
+            lab.wait_view(id, "the reply and the plan", |v| {
+                v["pending_dialog"]["kind"] == "plan" && v["messages"].to_string().contains("Got your message.")
             })
         })
         .collect();
+    for v in &views {
+        assert_eq!(v["pending_dialog"]["plan"], plan, "{}", v["pending_dialog"]);
+    }
+    let plans = m.user_home.join(".claude").join("plans");
+    assert!(std::fs::read_dir(&plans).expect("the plan file on the machine").next().is_some());
     let (a, b) = (chat(&views[0]), chat(&views[1]));
     assert!(a.len() >= 5, "{a:?}");
     assert_eq!(a, b, "the run on the machine has the chat of the run here");

@@ -152,6 +152,14 @@ pub enum Op {
     Unwatch {
         run: String,
     },
+    /// The text of the plan file `path` a plan dialog names, read there only from
+    /// inside the agent's home (`home`, else the runner's own HOME) or `workdir`, as an
+    /// untrusted file (the rules of a local run's plan files): answered `text`.
+    ReadPlan {
+        path: String,
+        workdir: String,
+        home: Option<String>,
+    },
     /// Type `steps` into `target` with `pause_ms` after each but the last, there: an
     /// answer in one message, its pauses kept on the agent's machine.
     Play {
@@ -231,6 +239,14 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         }
         Op::Unwatch { run } => {
             return crate::paths::RunId::parse(run).map(|_| ()).ok_or_else(|| format!("{run:?} is not a run id"));
+        }
+        Op::ReadPlan { path, workdir, home } => {
+            let absolute = |p: &str| std::path::Path::new(p).is_absolute() && !p.contains('\0') && p.len() <= 4096;
+            return if [Some(path), Some(workdir), home.as_ref()].into_iter().flatten().all(|p| absolute(p)) {
+                Ok(())
+            } else {
+                Err("a plan file, workdir or home that is not an absolute path".into())
+            };
         }
     };
     if let Op::Watch { run, transcript, .. } = op {
@@ -417,6 +433,12 @@ mod tests {
             ),
             (Op::Watch { run: "x/y".into(), target: t(), transcript: None, offset: 0 }, "not a run id"),
             (Op::Unwatch { run: "..".into() }, "not a run id"),
+            (Op::ReadPlan { path: "plan.md".into(), workdir: "/w".into(), home: None }, "not an absolute path"),
+            (Op::ReadPlan { path: "/w/p.md".into(), workdir: "w".into(), home: None }, "not an absolute path"),
+            (
+                Op::ReadPlan { path: "/w/p.md".into(), workdir: "/w".into(), home: Some("/h\0".into()) },
+                "not an absolute path",
+            ),
             (Op::Play { target: t(), steps: vec![Step::Key("a b".into())], pause_ms: 0 }, "not a key name"),
             (
                 Op::Play { target: t(), steps: vec![Step::Literal("x".repeat(MAX_TEXT + 1))], pause_ms: 0 },

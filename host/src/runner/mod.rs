@@ -221,11 +221,39 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
                 Err(e) => Reply::Error { message: e.to_string() },
             };
         }
+        Op::ReadPlan { path, workdir, home } => {
+            let home = home.or_else(|| std::env::var("HOME").ok());
+            let roots = crate::runs::spool::plan_roots(home.as_deref().map(Path::new), Path::new(&workdir));
+            return match crate::runs::spool::read_plan_file(&path, &roots) {
+                Ok(text) => Reply::Text { text },
+                Err(message) => Reply::Error { message },
+            };
+        }
         Op::Watch { .. } | Op::Unwatch { .. } => {
             return Reply::Error { message: "watching is the connection's".into() };
         }
     };
     r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })
+}
+
+/// `up` encoded, if it fits in a frame lab serve takes ([`protocol::MAX_FRAME`]; a
+/// larger one would end the connection): a reply too large becomes an error reply,
+/// anything else too large is dropped (and logged).
+fn fit_frame(up: Up) -> Option<String> {
+    let frame = protocol::encode(&up);
+    if frame.len() <= protocol::MAX_FRAME {
+        return Some(frame);
+    }
+    match up {
+        Up::Reply { id, .. } => {
+            let message = format!("the answer is over {} bytes, too large to send", protocol::MAX_FRAME);
+            Some(protocol::encode(&Up::Reply { id, reply: Reply::Error { message } }))
+        }
+        other => {
+            tracing::warn!(bytes = frame.len(), what = ?std::mem::discriminant(&other), "a report too large to send; dropped");
+            None
+        }
+    }
 }
 
 async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &Tmux) -> Ended {
@@ -299,7 +327,8 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
         let frame = tokio::select! {
             f = tokio::time::timeout(SILENT_LIMIT, stream.next()) => f,
             Some(up) = out_rx.recv() => {
-                if let Err(e) = sink.send(Message::Text(protocol::encode(&up).into())).await {
+                let Some(frame) = fit_frame(up) else { continue };
+                if let Err(e) = sink.send(Message::Text(frame.into())).await {
                     return Ended::Retry(format!("the connection broke: {e}"));
                 }
                 continue;
@@ -374,6 +403,22 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_does_not_fit_in_a_frame_is_not_sent_and_a_reply_says_why() {
+        let small = Up::Reply { id: 7, reply: Reply::Text { text: "plan".into() } };
+        assert_eq!(fit_frame(small.clone()), Some(protocol::encode(&small)));
+        // Control characters are escaped six bytes each: a plan file under the read
+        // cap can still be over the frame.
+        let big = Up::Reply { id: 7, reply: Reply::Text { text: "\u{1}".repeat(256 << 10) } };
+        let sent: Up = protocol::decode(&fit_frame(big).expect("an error reply instead")).unwrap();
+        assert!(
+            matches!(&sent, Up::Reply { id: 7, reply: Reply::Error { message } } if message.contains("too large")),
+            "{sent:?}"
+        );
+        let chunk = Up::Transcript { run: "r-1".into(), offset: 0, data: "A".repeat(protocol::MAX_FRAME) };
+        assert_eq!(fit_frame(chunk), None);
+    }
 
     #[test]
     fn urls() {

@@ -24,6 +24,22 @@ pub struct Source {
     pub fallback_deep_link: Option<String>,
     /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
     pub plan_roots: Vec<PathBuf>,
+    /// A run on another host: its runner reads the plan files (never this machine).
+    pub remote_plans: Option<super::remote_runs::RemotePlans>,
+}
+
+/// Give a plan dialog that names its plan file the file's text: read here from inside
+/// the plan roots, or by the runner of the run's host. Failing that, the dialog stays
+/// as it is (the card shows no plan text), and the log says why.
+async fn fill_plan(d: &mut Dialog, src: &Source) {
+    let r = match (&src.remote_plans, spool::plan_file_wanted(d)) {
+        (Some(remote), Some(file)) => remote.read(&file).await.map(|text| spool::set_plan(d, text)),
+        (Some(_), None) => Ok(()),
+        (None, _) => spool::fill_plan_from_file(d, &src.plan_roots),
+    };
+    if let Err(why) = r {
+        tracing::warn!(run = %src.run, %why, "showing the plan without its text");
+    }
 }
 
 /// The spool: the prompt the agent's hook says is waiting.
@@ -70,13 +86,11 @@ impl SpoolChannel {
         let mut open = open();
         open.drain(..open.len().saturating_sub(16));
         match provider.pending_dialog(bytes, open).await {
-            Ok(dialog) => {
-                let dialog = dialog.map(|mut d| {
-                    if let Err(why) = spool::fill_plan_from_file(&mut d, &src.plan_roots) {
-                        tracing::warn!(run = %src.run, %why, "showing the plan without its text");
-                    }
-                    spool::identify(d, mtime_ns)
-                });
+            Ok(mut dialog) => {
+                if let Some(d) = dialog.as_mut() {
+                    fill_plan(d, src).await;
+                }
+                let dialog = dialog.map(|d| spool::identify(d, mtime_ns));
                 let before = previous.and_then(|p| p.dialog);
                 if let Some(prev) = before.filter(|p| dialog.as_ref().is_none_or(|d| d.id != p.id)) {
                     self.cleared.extend(spool::ids(&prev));

@@ -642,9 +642,16 @@ impl Runs {
         // else lab serve's own.
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
-        // A run on another host: no path its payloads name is read here.
-        if rec.host.is_none() {
-            tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
+        // A run on another host: no path its payloads name is read here; its runner
+        // reads its plan files there.
+        match &rec.host {
+            None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
+            Some(host) => tail.set_remote_plans(remote_runs::RemotePlans {
+                hosts: self.hosts.clone(),
+                host: host.clone(),
+                workdir: rec.agent_dir().to_string_lossy().into_owned(),
+                home: self.config.provider(&rec.provider).env.get("HOME").cloned(),
+            }),
         }
         if rec.status != Status::Active {
             tail.ended = true;

@@ -317,6 +317,35 @@ impl Runs {
     }
 }
 
+/// Where a run on a host has the plan files its dialogs name read: by its runner, from
+/// inside the agent's home or workdir there (the rules of a local run's plan files).
+#[derive(Clone)]
+pub struct RemotePlans {
+    pub hosts: Arc<crate::hosts::Hosts>,
+    pub host: String,
+    pub workdir: String,
+    /// The agent's HOME as lab.toml sets it (none: the runner's own).
+    pub home: Option<String>,
+}
+
+impl RemotePlans {
+    /// How long a runner has to read a plan file.
+    const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// The text of plan file `file` on the host, or why not.
+    pub async fn read(&self, file: &str) -> Result<String, String> {
+        let op = Op::ReadPlan { path: file.to_string(), workdir: self.workdir.clone(), home: self.home.clone() };
+        match self.hosts.call(&self.host, op, Self::WITHIN).await {
+            Ok(crate::hosts::protocol::Reply::Text { text }) if text.len() as u64 <= super::spool::PLAN_FILE_MAX => {
+                Ok(text)
+            }
+            Ok(crate::hosts::protocol::Reply::Error { message }) => Err(format!("host {}: {message}", self.host)),
+            Ok(_) => Err(format!("host {} answered something else than the plan's text", self.host)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// A report on a run the host does not have (ended, another host's, made up): dropped.
 /// At debug level: a runner cannot fill lab's log by making them up.
 fn unknown(host: &str, run: &str) {

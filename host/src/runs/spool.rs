@@ -36,11 +36,31 @@ pub const PLAN_FILE_MAX: u64 = 256 * 1024;
 /// a FIFO, a symlink to a secret) leaves the dialog as it is (the card then shows no plan
 /// text) and says why.
 pub fn fill_plan_from_file(dialog: &mut Dialog, roots: &[PathBuf]) -> Result<(), String> {
-    let crate::model::DialogBody::Plan { plan, plan_file: Some(file), .. } = &mut dialog.body else { return Ok(()) };
-    if plan.is_some() {
-        return Ok(());
+    let Some(file) = plan_file_wanted(dialog) else { return Ok(()) };
+    let text = read_plan_file(&file, roots)?;
+    set_plan(dialog, text);
+    Ok(())
+}
+
+/// The plan file a plan dialog names and whose text it lacks.
+pub fn plan_file_wanted(dialog: &Dialog) -> Option<String> {
+    match &dialog.body {
+        crate::model::DialogBody::Plan { plan: None, plan_file: Some(file), .. } => Some(file.clone()),
+        _ => None,
     }
-    let path = Path::new(file.as_str());
+}
+
+/// Give a plan dialog its plan's text.
+pub fn set_plan(dialog: &mut Dialog, text: String) {
+    if let crate::model::DialogBody::Plan { plan, .. } = &mut dialog.body {
+        *plan = Some(text);
+    }
+}
+
+/// The text of plan file `file`, by the rules of [`fill_plan_from_file`] (also what a
+/// runner does for a run on its machine).
+pub fn read_plan_file(file: &str, roots: &[PathBuf]) -> Result<String, String> {
+    let path = Path::new(file);
     if !path.is_absolute() {
         return Err(format!("the plan file {file:?} is not an absolute path"));
     }
@@ -51,8 +71,7 @@ pub fn fill_plan_from_file(dialog: &mut Dialog, roots: &[PathBuf]) -> Result<(),
         .map_err(|e| format!("the plan file {file} is not read: {e}"))?
         .ok_or_else(|| format!("the plan file {file} does not exist"))?;
     let text = fsutil::read_capped(f, PLAN_FILE_MAX as usize).map_err(|e| format!("the plan file {file}: {e}"))?;
-    *plan = Some(String::from_utf8(text).map_err(|_| format!("the plan file {file} is not UTF-8"))?);
-    Ok(())
+    String::from_utf8(text).map_err(|_| format!("the plan file {file} is not UTF-8"))
 }
 
 /// The folders a run's plan files may be read from: its agent's home and its workdir,

@@ -150,6 +150,11 @@ impl Tail {
         self.src.plan_roots = roots;
     }
 
+    /// A run on another host: its plan files are read by its runner.
+    pub fn set_remote_plans(&mut self, remote: super::remote_runs::RemotePlans) {
+        self.src.remote_plans = Some(remote);
+    }
+
     /// The transcript is not known at spawn: the session-info channel will name it.
     pub fn await_session_info(&mut self) {
         self.session.awaiting = self.transcript.path().is_none();
@@ -158,7 +163,14 @@ impl Tail {
     /// A run whose provider is not loaded: nothing can be read, only shown as is.
     pub fn new_inert(run: RunId, files: RunFiles) -> Tail {
         Tail {
-            src: Source { run, provider: None, hooker: false, fallback_deep_link: None, plan_roots: Vec::new() },
+            src: Source {
+                run,
+                provider: None,
+                hooker: false,
+                fallback_deep_link: None,
+                plan_roots: Vec::new(),
+                remote_plans: None,
+            },
             transcript: TranscriptReader::new(None),
             messages: Arc::new(MessageStore::new()),
             facts: TranscriptFacts::default(),
