@@ -517,3 +517,40 @@ fn a_hosts_runs_are_disconnected_while_its_runner_is_gone_and_end_after_the_grac
     let socket = w.dir.path().join("runner-far").join("tmux.sock");
     let _ = Command::new("tmux").arg("-S").arg(&socket).arg("kill-server").status();
 }
+
+/// A first prompt too long for one argument, on a host: typed in there once the agent
+/// is ready (one paste over the stream), and it reaches the agent whole.
+#[test]
+fn a_first_prompt_too_long_for_one_argument_is_typed_in_on_the_host() {
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    w.use_fake_claude(&serde_json::json!({"steps": [{"idle": {}}, {"say": "Read your long prompt."}, {"idle": {}}]}));
+    let lab = Lab::start(&w);
+    let mut r = runner(&w, &lab.url, "far", &cred, &[]);
+    wait_state(&lab, "far", "connected");
+    let mut prompt = String::new();
+    let mut i = 0;
+    while prompt.len() < 200 * 1024 {
+        prompt.push_str(&format!("prompt line {i:06}: the quick brown fox jumps over the lazy dog\n"));
+        i += 1;
+    }
+    let prompt = prompt.trim_end().to_string();
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": prompt, "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the reply to the long prompt", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("Read your long prompt.")
+    });
+    let user = v["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").expect("the prompt").clone();
+    assert_eq!(user["text"].as_str().unwrap().trim_end(), prompt, "the prompt reached the agent whole");
+
+    let (_, hosts) = lab.get("/hosts");
+    assert_eq!(hosts[0]["runs"], 1, "{hosts}");
+    kill(&mut r);
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(w.dir.path().join("runner-far").join("tmux.sock"))
+        .arg("kill-server")
+        .status();
+}

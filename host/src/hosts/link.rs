@@ -143,12 +143,17 @@ impl Hosts {
     /// [`Reply::Error`] is the runner's refusal or its terminal's failure.
     pub async fn call(&self, name: &str, op: Op, within: Duration) -> Result<Reply, String> {
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let down = Down::Call { id, op };
+        // A frame the runner would refuse ends its connection: not sent.
+        if protocol::encode(&down).len() > protocol::MAX_FRAME {
+            return Err(format!("a call of over {} bytes cannot be sent to host `{name}`", protocol::MAX_FRAME));
+        }
         let (tx, rx) = oneshot::channel();
         {
             let links = self.links.lock().unwrap();
             let link = links.get(name).ok_or_else(|| format!("host `{name}` is not connected"))?;
             link.pending.lock().unwrap().insert(id, tx);
-            link.out.send(Down::Call { id, op }).map_err(|_| format!("host `{name}`'s connection ended"))?;
+            link.out.send(down).map_err(|_| format!("host `{name}`'s connection ended"))?;
         }
         match tokio::time::timeout(within, rx).await {
             Ok(Ok(reply)) => Ok(reply),

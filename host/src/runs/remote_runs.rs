@@ -86,16 +86,19 @@ impl Runs {
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();
-        match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
-            Ok(()) => {}
+        let typed_prompt = match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
+            Ok(typed) => typed,
             Err(msg) => {
                 let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
                 return Err(self.launch_failed(rec, msg).await);
             }
-        }
+        };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
-        let run = self.attach(rec, false);
+        let run = self.attach(rec, typed_prompt.is_some());
+        if let Some(prompt) = typed_prompt {
+            self.clone().spawn_first_prompt(run.clone(), prompt);
+        }
         self.clone().spawn_tailer(run.clone());
         // Followed once it is a run here: what the runner reports from now on has a
         // run to go to (the runner sends what the files hold when it starts).
@@ -121,7 +124,7 @@ impl Runs {
         provider: &crate::components::ProviderHandle,
         default_program: &str,
         runner: &RunnerFacts,
-    ) -> Result<(), String> {
+    ) -> Result<Option<String>, String> {
         let host = rec.host.clone().expect("a remote run");
         let pconf = self.config.provider(&rec.provider);
         let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
@@ -135,10 +138,13 @@ impl Runs {
         let files = RunFiles::new(&Home::new(PathBuf::from(&runner.home)).runtime_dir(), &rec.id);
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
         let prepared = prepare(rec, provider, &program, &place).await?;
-        if let Some(prompt) = &prepared.typed_prompt {
+        // A first prompt too long for one argument is typed in once the agent is ready,
+        // as here, in one paste over the stream: at most what one paste carries.
+        if let Some(prompt) = prepared.typed_prompt.as_ref().filter(|p| p.len() > crate::hosts::protocol::MAX_TEXT) {
             return Err(format!(
-                "a first prompt of {} bytes is too long for a run on another host (for now: at most one argument)",
-                prompt.len()
+                "a first prompt of {} bytes is too long for a run on another host (at most {} bytes)",
+                prompt.len(),
+                crate::hosts::protocol::MAX_TEXT
             ));
         }
         let Some(transcript) = rec.transcript_path.take() else {
@@ -161,7 +167,7 @@ impl Runs {
         self.step(&host, Op::Start { target: rec.tmux_target.clone(), argv: place.agent_exec_argv() })
             .await
             .map_err(|e| format!("starting the agent on host {host} failed: {e}"))?;
-        Ok(())
+        Ok(prepared.typed_prompt)
     }
 
     /// End a remote run's session on its host (and stop following it there).
