@@ -249,9 +249,18 @@ impl Machine {
         let list = ip(&["netns", "list"]);
         let names = String::from_utf8_lossy(&list.stdout);
         assert!(!names.split_whitespace().any(|n| n == self.ns), "the namespace is gone: {names}");
-        let links = ip(&["-o", "addr", "show"]);
-        let links = String::from_utf8_lossy(&links.stdout);
-        assert!(!links.contains(&format!("{}/30", self.peer)), "this side's address is gone: {links}");
+        // The kernel takes a namespace's devices down after it is deleted, not at once.
+        let needle = format!(" {}/30 ", self.peer);
+        let start = Instant::now();
+        loop {
+            let links = ip(&["-o", "addr", "show"]);
+            let links = String::from_utf8_lossy(&links.stdout).into_owned();
+            if !links.contains(&needle) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "this side's address is gone: {links}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert!(!self.root.exists());
     }
 }
