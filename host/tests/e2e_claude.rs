@@ -49,9 +49,6 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Any `sk-ant-…` string works against the stand-in; its last 20 chars are approved
-/// in `.claude.json`.
-const KEY: &str = "sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test";
 /// How long a launch may take to reach the first dialog on a loaded 2-core machine
 /// (1.4–3 s when idle).
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -143,7 +140,7 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
         "hasCompletedOnboarding": true,
         "firstStartVersion": claude_version(&claude),
         "theme": "dark",
-        "customApiKeyResponses": {"approved": [&KEY[KEY.len() - 20..]], "rejected": []},
+        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
         "projects": {w.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
     });
     std::fs::write(w.agent_home.join(".claude.json"), serde_json::to_vec_pretty(&seed).unwrap()).unwrap();
@@ -173,15 +170,8 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
         .unwrap();
 
     let standin = Standin::start(script).expect("start the messages stand-in");
-    let env = [
-        ("ANTHROPIC_BASE_URL", standin.base_url()),
-        ("ANTHROPIC_API_KEY", KEY.to_string()),
-        ("DISABLE_TELEMETRY", "1".into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-        ("DISABLE_AUTOUPDATER", "1".into()),
-        ("LANG", "C.UTF-8".into()),
-        ("TERM", "xterm-256color".into()),
-    ];
+    let mut env = claude_offline_env(standin.base_url());
+    env.extend([("LANG", "C.UTF-8".into()), ("TERM", "xterm-256color".into())]);
     let env: Vec<String> = env
         .iter()
         .map(|(k, v)| (*k, v.clone()))
@@ -1501,18 +1491,8 @@ fn push_out_the_auto_continue_with_claude_afk_timeout_ms() {
 #[test]
 fn a_prompt_too_large_for_argv_and_a_256_kib_message_reach_the_model_whole() {
     // Lines of distinct text, so a lost or duplicated chunk shows.
-    let block = |tag: &str, bytes: usize| {
-        let mut s = String::new();
-        let mut i = 0;
-        while s.len() < bytes {
-            s.push_str(&format!("{tag} line {i:06}: the quick brown fox jumps over the lazy dog\n"));
-            i += 1;
-        }
-        s.truncate(bytes);
-        s.trim_end().to_string()
-    };
-    let prompt = block("prompt", 200 * 1024);
-    let message = block("message", 256 * 1024 - 16);
+    let prompt = distinct_lines("prompt", 200 * 1024);
+    let message = distinct_lines("message", 256 * 1024 - 16);
     let script = Script::new()
         .turn(Matcher::Contains("prompt line 000000".into()), Reply::text("Read your long prompt."))
         .turn(Matcher::Contains("message line 000000".into()), Reply::text("Read your long message."))

@@ -546,13 +546,7 @@ fn never_mode_refuses_an_escalated_command_without_asking() {
 /// types it in once codex is ready; it reaches the model whole.
 #[test]
 fn a_prompt_too_large_for_argv_is_typed_in_and_reaches_the_model_whole() {
-    let mut prompt = String::new();
-    let mut i = 0;
-    while prompt.len() < 200 * 1024 {
-        prompt.push_str(&format!("prompt line {i:06}: the quick brown fox jumps over the lazy dog\n"));
-        i += 1;
-    }
-    let prompt = prompt.trim_end().to_string();
+    let prompt = distinct_lines("prompt", 200 * 1024);
     let script =
         Script::new().turn(Matcher::Contains("prompt line 000000".into()), Reply::text("Read your long prompt."));
     let Some(e) = setup("long_prompt", script) else { return };

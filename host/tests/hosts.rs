@@ -528,13 +528,7 @@ fn a_first_prompt_too_long_for_one_argument_is_typed_in_on_the_host() {
     let lab = Lab::start(&w);
     let mut r = runner(&w, &lab.url, "far", &cred, &[]);
     wait_state(&lab, "far", "connected");
-    let mut prompt = String::new();
-    let mut i = 0;
-    while prompt.len() < 200 * 1024 {
-        prompt.push_str(&format!("prompt line {i:06}: the quick brown fox jumps over the lazy dog\n"));
-        i += 1;
-    }
-    let prompt = prompt.trim_end().to_string();
+    let prompt = common::distinct_lines("prompt", 200 * 1024);
     let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": prompt, "host": "far"});
     let (s, run) = lab.post("/runs", &body);
     assert_eq!(s, 201, "{run}");

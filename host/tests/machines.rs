@@ -13,7 +13,7 @@
 mod common;
 
 use common::machine::Machine;
-use common::{agent_bin, fake_claude, three_options, wait_for, Lab, World, LAB};
+use common::{agent_bin, claude_offline_env, fake_claude, three_options, wait_for, Lab, World, LAB, STANDIN_KEY};
 use messages_standin::{Matcher, Reply, Script, Standin};
 use serde_json::{json, Value};
 use std::os::unix::fs::MetadataExt;
@@ -194,10 +194,6 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     m.remove();
 }
 
-/// Any `sk-ant-…` string works against the stand-in; its last 20 chars are approved in
-/// `.claude.json`.
-const KEY: &str = "sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test";
-
 #[test]
 fn the_real_claude_on_a_machine_is_answered_from_lab() {
     let Some(claude) = agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the real claude on a machine") else {
@@ -216,7 +212,7 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
         "hasCompletedOnboarding": true,
         "firstStartVersion": version,
         "theme": "dark",
-        "customApiKeyResponses": {"approved": [&KEY[KEY.len() - 20..]], "rejected": []},
+        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
         "projects": {m.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
     });
     m.write(&m.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
@@ -227,14 +223,7 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
         .after_tool_result("Thanks, noted your choice.")
         .side_reply("Pick a database");
     let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
-    let env = [
-        ("ANTHROPIC_BASE_URL", standin.base_url()),
-        ("ANTHROPIC_API_KEY", KEY.to_string()),
-        ("DISABLE_TELEMETRY", "1".into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-        ("DISABLE_AUTOUPDATER", "1".into()),
-    ];
-    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    let env: Vec<String> = claude_offline_env(standin.base_url()).iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
     // `claude`: found on the machine's PATH (where it is installed), not here.
     w.write_config(&format!("[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {} }}\n", env.join(", ")));
     let cred = add_host(&w, "m1");

@@ -450,3 +450,32 @@ impl Drop for Slot {
         cv.notify_one();
     }
 }
+
+/// `bytes` of numbered lines of distinct text (`<tag> line 000042: …`), trailing
+/// whitespace trimmed: a long input where a lost or duplicated chunk shows.
+pub fn distinct_lines(tag: &str, bytes: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < bytes {
+        s.push_str(&format!("{tag} line {i:06}: the quick brown fox jumps over the lazy dog\n"));
+        i += 1;
+    }
+    s.truncate(bytes);
+    s.trim_end().to_string()
+}
+
+/// Any `sk-ant-…` string works against the Messages stand-in; its last 20 chars are
+/// approved in a seeded `.claude.json`.
+pub const STANDIN_KEY: &str = "sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test";
+
+/// What the real `claude` needs to talk only to the Messages stand-in at `base_url`
+/// (lab.toml `env` for the provider).
+pub fn claude_offline_env(base_url: String) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", base_url),
+        ("ANTHROPIC_API_KEY", STANDIN_KEY.to_string()),
+        ("DISABLE_TELEMETRY", "1".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ]
+}
