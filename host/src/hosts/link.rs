@@ -46,8 +46,8 @@ struct Link {
     facts: RunnerFacts,
     /// Ends the connection with a close code (a newer one replaced it).
     kick: Option<oneshot::Sender<u16>>,
-    /// Frames to send to the runner.
-    out: mpsc::UnboundedSender<Down>,
+    /// Frames to send to the runner, encoded (and checked to fit) by the caller.
+    out: mpsc::UnboundedSender<String>,
     pending: Pending,
 }
 
@@ -143,9 +143,9 @@ impl Hosts {
     /// [`Reply::Error`] is the runner's refusal or its terminal's failure.
     pub async fn call(&self, name: &str, op: Op, within: Duration) -> Result<Reply, String> {
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let down = Down::Call { id, op };
+        let down = protocol::encode(&Down::Call { id, op });
         // A frame the runner would refuse ends its connection: not sent.
-        if protocol::encode(&down).len() > protocol::MAX_FRAME {
+        if down.len() > protocol::MAX_FRAME {
             return Err(format!("a call of over {} bytes cannot be sent to host `{name}`", protocol::MAX_FRAME));
         }
         let (tx, rx) = oneshot::channel();
@@ -268,7 +268,7 @@ impl Hosts {
         name: &str,
         socket: &mut WebSocket,
         kick: &mut oneshot::Receiver<u16>,
-        out: &mut mpsc::UnboundedReceiver<Down>,
+        out: &mut mpsc::UnboundedReceiver<String>,
         pending: &Pending,
     ) -> String {
         let mut heard = Instant::now();
@@ -308,7 +308,7 @@ impl Hosts {
                     }
                 }
                 Some(msg) = out.recv() => {
-                    if socket.send(Message::Text(protocol::encode(&msg).into())).await.is_err() {
+                    if socket.send(Message::Text(msg.into())).await.is_err() {
                         return "the connection broke".into();
                     }
                 }
