@@ -420,7 +420,9 @@ fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
     let (_, hosts) = lab.get("/hosts");
     assert_eq!(hosts[0]["runs"], 1, "{hosts}");
 
-    let v = lab.wait_state(&id, "question");
+    // The question from the spool (on a loaded machine the pane may be read first and shown as
+    // a screen prompt until the spool arrives).
+    let v = lab.wait_view(&id, "the question from the spool", |v| v["pending_dialog"]["source"] == "spool");
     let d = &v["pending_dialog"];
     assert_eq!((&d["source"], &d["answerable"]), (&"spool".into(), &true.into()), "{d}");
     assert!(runner_home.join("runtime").join(format!("{id}.spool.json")).exists(), "the hook wrote on the host");

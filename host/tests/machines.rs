@@ -127,7 +127,9 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
 
     // A question on each, answered from lab's HTTP API.
     for id in &ids {
-        let v = lab.wait_state(id, "question");
+        // The question from the spool (on a loaded machine the pane may be read first and shown as
+        // a screen prompt until the spool arrives).
+        let v = lab.wait_view(id, "the question from the spool", |v| v["pending_dialog"]["source"] == "spool");
         let d = &v["pending_dialog"];
         assert_eq!((&d["source"], &d["answerable"]), (&"spool".into(), &true.into()), "{d}");
         let (s, b) = lab
