@@ -9,12 +9,16 @@
 //!   files the machine user's, the run's tmux session on the machine's own server.
 //! - the real `claude` on the machine against the Messages stand-in (listening on this
 //!   side of the link): its question answered from lab.
+//! - the real `codex` on the machine against the Responses stand-in: its rollout, named
+//!   only once it started, followed there and mirrored here; lab serve restarted while
+//!   its approval waits; the same prompt answered from lab after.
 
 mod common;
 
 use common::machine::Machine;
 use common::{agent_bin, claude_offline_env, fake_claude, three_options, wait_for, Lab, World, LAB, STANDIN_KEY};
 use messages_standin::{Matcher, Reply, Script, Standin};
+use responses_standin as rs;
 use serde_json::{json, Value};
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
@@ -30,7 +34,12 @@ fn add_host(w: &World, name: &str) -> String {
 /// lab serve listening on this side of the machine's link (so it needs its token,
 /// which the harness reads from its home), with `path_first` ahead on its PATH.
 fn serve_for(w: &World, m: &Machine, path_first: Option<&std::path::Path>) -> Lab {
-    Lab::start_on(w, &format!("{}:0", m.peer), |cmd| {
+    serve_at(w, &format!("{}:0", m.peer), path_first)
+}
+
+/// [`serve_for`] at address `addr`.
+fn serve_at(w: &World, addr: &str, path_first: Option<&std::path::Path>) -> Lab {
+    Lab::start_on(w, addr, |cmd| {
         if let Some(dir) = path_first {
             let path = std::env::var("PATH").unwrap_or_default();
             cmd.env("PATH", format!("{}:{path}", dir.display()));
@@ -289,4 +298,145 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
     drop(lab);
     standin.shutdown();
     m.remove();
+}
+
+/// The real `codex` on a machine against the Responses stand-in (listening on this side
+/// of the link): codex names its rollout only once started (SessionStart's session
+/// info), a path on the machine that its runner follows and mirrors; its approval
+/// prompt is answered from lab and the command runs there.
+#[test]
+fn the_real_codex_on_a_machine_names_its_rollout_there_and_is_answered_from_lab() {
+    let Some(codex) = agent_bin("LAB_CODEX_BIN", "scripts/install-codex.sh", "the real codex on a machine") else {
+        return;
+    };
+    let Some(mut m) = Machine::new() else { return };
+    let w = World::new();
+    m.install("codex", &codex);
+    let (command, reason) = ("touch approved.txt", "Stand-in wants to create approved.txt");
+    let script = rs::Script::new()
+        .turn(rs::Matcher::Contains("TOUCHME".into()), rs::Reply::exec_command_escalated(command, reason))
+        .after_output("Tool finished.");
+    let standin = rs::Standin::start_on((m.peer, 0), script, None).expect("the responses stand-in on the link");
+    // codex's home on the machine: the offline configuration, the workdir trusted.
+    let codex_home = m.user_home.join(".codex");
+    std::fs::create_dir(&codex_home).unwrap();
+    m.give(&codex_home);
+    let config = rs::codex_config(&standin.url(), Some(m.workdir.to_str().unwrap()));
+    m.write(&codex_home.join("config.toml"), config.as_bytes());
+    let env = [
+        ("CODEX_HOME", codex_home.to_str().unwrap()),
+        (rs::API_KEY_ENV, "standin-key-0123456789"),
+        ("LANG", "C.UTF-8"),
+        ("TERM", "xterm-256color"),
+    ];
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", rs::toml_str(v))).collect();
+    // `codex`: found on the machine's PATH (where it is installed), not here.
+    w.write_config(&format!("[providers.codex]\nprogram = \"codex\"\nenv = {{ {} }}\n", env.join(", ")));
+    let cred = add_host(&w, "m1");
+    // At a port of its own: lab serve is restarted there below.
+    let port = std::net::TcpListener::bind((m.peer, 0)).unwrap().local_addr().unwrap().port();
+    let addr = format!("{}:{port}", m.peer);
+    let mut lab = serve_at(&w, &addr, None);
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, &m, "m1");
+
+    let (s, run) = lab
+        .post("/runs", &json!({"provider": "codex", "workdir": m.workdir, "prompt": "please TOUCHME", "host": "m1"}));
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let pane = || {
+        let sock = m.lab_home.join("tmux.sock");
+        let target = run["tmux_target"].as_str().unwrap().to_string();
+        let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "capture-pane", "-p", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let start = std::time::Instant::now();
+    let v = loop {
+        let v = lab.view(&id);
+        if v["pending_dialog"]["source"] == "spool" {
+            break v;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            panic!("no approval within 90 s: {v}\nthe pane:\n{}\nthe runner:\n{}", pane(), m.runner_log());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["kind"], &d["answerable"]), (&"permission".into(), &true.into()), "{d}");
+    assert_eq!(d["permission"]["summary"], command, "{d}");
+    assert!(!m.workdir.join("approved.txt").exists(), "ran before approval");
+
+    // The rollout is the machine's (under its CODEX_HOME), named by SessionStart; lab
+    // serve keeps its mirror and the record names both.
+    let (_, r) = lab.get(&format!("/runs/{id}"));
+    let sid = r["session_id"].as_str().expect("the session id from SessionStart").to_string();
+    let call = standin.wait_for_call(0, Duration::from_secs(30)).expect("the stand-in sent the call");
+    let v = lab
+        .wait_view(&id, "the call in the mirrored chat", |v| v["pending_dialog"]["call_id"] == call.call_id.as_str());
+    let msgs = v["messages"].as_array().unwrap();
+    assert!(msgs.iter().any(|m| m["kind"] == "tool_use" && m["tool_use_id"] == call.call_id.as_str()), "{v}");
+    let mirror = w.home.join("remote").join(format!("{id}.jsonl"));
+    let mirrored = std::fs::read_to_string(&mirror).expect("the mirror");
+    assert!(mirrored.contains(&sid), "the mirror is codex's rollout");
+    let rollout = walk(&codex_home.join("sessions"));
+    assert_eq!(rollout.len(), 1, "{rollout:?}");
+    assert!(rollout[0].file_name().unwrap().to_str().unwrap().ends_with(&format!("-{sid}.jsonl")));
+    assert!(std::fs::read_to_string(&rollout[0]).unwrap().starts_with(&mirrored[..mirrored.len().min(200)]));
+
+    // lab serve restarted while the approval waits: the runner comes back, follows the
+    // rollout its record names from where the mirror ends, sends the spool again; the
+    // prompt is the same prompt (the token an answer names is kept).
+    let token = v["pending_dialog"]["tool_id"].clone();
+    lab.stop();
+    lab = serve_at(&w, &addr, None);
+    wait_connected(&lab, &m, "m1");
+    let v = lab.wait_view(&id, "the approval again after the restart", |v| {
+        v["pending_dialog"]["source"] == "spool" && v["pending_dialog"]["call_id"] == call.call_id.as_str()
+    });
+    let settled = std::time::Instant::now();
+    while settled.elapsed() < Duration::from_millis(1500) {
+        let v = lab.view(&id);
+        assert_eq!(v["pending_dialog"]["tool_id"], token, "the same prompt after the runner came back: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let d = &v["pending_dialog"];
+
+    let (s, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
+    assert_eq!(s, 202, "{b}");
+    let output = standin.wait_for_output(&call.call_id, Duration::from_secs(60)).expect("the command's output");
+    assert!(output.contains("Process exited with code 0"), "{output}");
+    assert_eq!(
+        m.workdir.join("approved.txt").metadata().expect("the command ran on the machine").uid(),
+        m.uid,
+        "as the machine's user"
+    );
+    let v = lab.wait_view(&id, "idle after the command", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("Tool finished.")
+    });
+    assert!(v["pending_dialog"].is_null(), "{v}");
+    let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let rollout = std::fs::read(&rollout[0]).unwrap();
+    assert_eq!(std::fs::read(&mirror).unwrap(), rollout, "the mirror holds the rollout, each byte once");
+
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((s, &b["state"]), (200, &"ended".into()), "{b}");
+    drop(lab);
+    standin.shutdown();
+    m.remove();
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -61,13 +61,15 @@ pub enum Up {
     Ended { run: String },
 }
 
-/// The hook files a runner sends up (the session-info file stays there: it names
-/// paths on the runner's machine, which lab serve never opens).
+/// The hook files a runner sends up. The session info may name the run's transcript:
+/// a path on the runner's machine, which lab serve never opens; it has the runner
+/// follow it ([`Op::Watch`]) and reads the run's mirror.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookFile {
     Spool,
     Marker,
+    Session,
 }
 
 /// The files lab serve writes on the runner's machine for a launch.
@@ -367,6 +369,8 @@ mod tests {
         assert_eq!(decode::<Up>(&text).unwrap(), up);
         let down = Down::Welcome { version: VERSION.into() };
         assert_eq!(decode::<Down>(&encode(&down)).unwrap(), down);
+        let session = Up::RunFile { run: "r-1".into(), file: HookFile::Session, content: Some("{}".into()) };
+        assert_eq!(decode::<Up>(&encode(&session)).unwrap(), session);
         for bad in [
             "",
             "null",
@@ -374,7 +378,7 @@ mod tests {
             r#"{"type":"nope"}"#,
             r#"{"type":"hello","hostname":"a"}"#,
             r#"{"type":"hello","hostname":"a","home":"b","tmux_socket":"c","lab_exe":"d","env":[],"extra":1}"#,
-            r#"{"type":"run_file","run":"r-1","file":"session","content":null}"#,
+            r#"{"type":"run_file","run":"r-1","file":"settings","content":null}"#,
             r#"{"type":"reply","id":1,"reply":{"reply":"maybe"}}"#,
             "[1,2]",
         ] {

@@ -1,5 +1,5 @@
 //! What a runner follows for lab serve: a run's transcript (new bytes, by offset), its
-//! spool and marker (their content whenever it changes), and its terminal session
+//! spool, marker and session info (their content whenever it changes), and its terminal session
 //! (gone: the run ended). A change in the folders of those files wakes the run's
 //! follower at once (one inotify watcher for all of the runner's runs, [`Wakes`]);
 //! it also looks every [`BACKSTOP`] (a folder that did not exist yet, a lost event),
@@ -66,20 +66,26 @@ impl Wakes {
     /// folder yet, or files cannot be watched here).
     pub fn watch(&self, dir: &Path, who: &Arc<Notify>) -> bool {
         use notify::Watcher;
-        let mut dirs = self.0.dirs.lock().unwrap();
-        if let Some(subs) = dirs.get_mut(dir) {
+        let subscribe = |subs: &mut Vec<Weak<Notify>>| {
             subs.retain(|w| w.strong_count() > 0);
             if !subs.iter().any(|w| w.as_ptr() == Arc::as_ptr(who)) {
                 subs.push(Arc::downgrade(who));
             }
+        };
+        if let Some(subs) = self.0.dirs.lock().unwrap().get_mut(dir) {
+            subscribe(subs);
             return true;
         }
-        let mut watcher = self.0.watcher.lock().unwrap();
-        let Some(w) = watcher.as_mut() else { return false };
-        if !dir.is_dir() || w.watch(dir, notify::RecursiveMode::NonRecursive).is_err() {
-            return false;
+        // Not under the folder map's lock: adding a watch waits on the watcher's thread,
+        // which takes that lock to deliver a change (waiting there for it would deadlock).
+        {
+            let mut watcher = self.0.watcher.lock().unwrap();
+            let Some(w) = watcher.as_mut() else { return false };
+            if !dir.is_dir() || w.watch(dir, notify::RecursiveMode::NonRecursive).is_err() {
+                return false;
+            }
         }
-        dirs.insert(dir.to_path_buf(), vec![Arc::downgrade(who)]);
+        subscribe(self.0.dirs.lock().unwrap().entry(dir.to_path_buf()).or_default());
         true
     }
 }
@@ -148,7 +154,7 @@ fn send_transcript(w: &mut Watch, out: &UnboundedSender<Up>) -> bool {
 
 /// Follow `w` until its session is gone (then say so) or the task is aborted.
 pub async fn follow(mut w: Watch, tmux: Tmux, wakes: Wakes, out: UnboundedSender<Up>) {
-    let mut last: [Option<Option<String>>; 2] = [None, None];
+    let mut last: [Option<Option<String>>; 3] = [None, None, None];
     let woken = Arc::new(Notify::new());
     let mut session_looked: Option<Instant> = None;
     loop {
@@ -158,8 +164,13 @@ pub async fn follow(mut w: Watch, tmux: Tmux, wakes: Wakes, out: UnboundedSender
         if !send_transcript(&mut w, &out) {
             return;
         }
-        for (i, (file, path)) in
-            [(HookFile::Spool, &w.files.spool), (HookFile::Marker, &w.files.marker)].into_iter().enumerate()
+        for (i, (file, path)) in [
+            (HookFile::Spool, &w.files.spool),
+            (HookFile::Marker, &w.files.marker),
+            (HookFile::Session, &w.files.session),
+        ]
+        .into_iter()
+        .enumerate()
         {
             let now = hook_file(path);
             if last[i].as_ref() != Some(&now) {
@@ -211,6 +222,46 @@ mod tests {
         drop(one);
         std::fs::write(b.join("t.jsonl"), b"x").unwrap();
         tokio::time::timeout(Duration::from_secs(5), two.notified()).await.expect("woken");
+    }
+
+    /// Watching a new folder while changes elsewhere are being delivered: the watcher's
+    /// thread (which takes the folder map to wake) and the one adding a folder (which
+    /// waits on that thread) must not wait on each other.
+    #[test]
+    fn a_folder_is_added_while_changes_are_delivered() {
+        let d = tempfile::tempdir().unwrap();
+        let busy = d.path().join("busy");
+        std::fs::create_dir(&busy).unwrap();
+        let wakes = Wakes::new();
+        let who = Arc::new(Notify::new());
+        assert!(wakes.watch(&busy, &who));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (busy, stop) = (busy.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for i in 0..100_000u32 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    std::fs::write(busy.join(format!("f{}", i % 8)), i.to_le_bytes()).unwrap();
+                }
+            })
+        };
+        let (done, finished) = std::sync::mpsc::channel();
+        let (root, adder_wakes, adder_who) = (d.path().to_path_buf(), wakes.clone(), who.clone());
+        std::thread::spawn(move || {
+            for i in 0..300 {
+                let dir = root.join(format!("new{i}"));
+                std::fs::create_dir(&dir).unwrap();
+                assert!(adder_wakes.watch(&dir, &adder_who));
+            }
+            let _ = done.send(());
+        });
+        let r = finished.recv_timeout(Duration::from_secs(20));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        // (On failure the adder thread stays stuck; the test process ends anyway.)
+        assert!(r.is_ok(), "adding folders got stuck while changes were delivered");
     }
 
     #[test]

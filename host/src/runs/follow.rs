@@ -20,6 +20,8 @@ struct Seen {
     spooled: bool,
     prompt_pending: bool,
     on_screen: bool,
+    /// A run on another host named its transcript there: its runner is to follow it.
+    remote_transcript_news: bool,
 }
 
 impl Runs {
@@ -43,8 +45,20 @@ impl Runs {
                             spooled: tail.has_spool(),
                             prompt_pending: tail.prompt_pending,
                             on_screen: tail.screen().is_some(),
+                            remote_transcript_news: std::mem::take(&mut tail.remote_transcript_news),
                         })
                         .await;
+                    if seen.remote_transcript_news {
+                        // Its record names the path now (saved under the tail's lock).
+                        let runs = self.clone();
+                        let run = run.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = runs.watch_remote(&run).await {
+                                // Its runner follows it once connected again (the record names it).
+                                tracing::warn!(run = %run.id, error = %e, "cannot have the host follow the run's transcript yet");
+                            }
+                        });
+                    }
                     if let Some(t) = &seen.transcript {
                         self.follow_transcript(&run, t);
                     }

@@ -25,14 +25,14 @@ pub struct Source {
     /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
     pub plan_roots: Vec<PathBuf>,
     /// A run on another host: its runner reads the plan files (never this machine).
-    pub remote_plans: Option<super::remote_runs::RemotePlans>,
+    pub remote: Option<super::remote_runs::RemoteRun>,
 }
 
 /// Give a plan dialog that names its plan file the file's text: read here from inside
 /// the plan roots, or by the runner of the run's host. Failing that, the dialog stays
 /// as it is (the card shows no plan text), and the log says why.
 async fn fill_plan(d: &mut Dialog, src: &Source) {
-    let r = match (&src.remote_plans, spool::plan_file_wanted(d)) {
+    let r = match (&src.remote, spool::plan_file_wanted(d)) {
         (Some(remote), Some(file)) => remote.read(&file).await.map(|text| spool::set_plan(d, text)),
         (Some(_), None) => Ok(()),
         (None, _) => spool::fill_plan_from_file(d, &src.plan_roots),

@@ -250,8 +250,9 @@ impl Run {
     fn save_record(&self, records: &Registry, tail: &Tail) {
         let changed = {
             let mut rec = self.record.lock().unwrap();
-            rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339)
-                .then(|| rec.clone())
+            let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
+            let remote = rec.take_remote_transcript(tail.remote_transcript.as_deref());
+            (live || remote).then(|| rec.clone())
         };
         if let Some(rec) = changed {
             if let Err(e) = records.put(&rec) {
@@ -646,11 +647,12 @@ impl Runs {
         // reads its plan files there.
         match &rec.host {
             None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
-            Some(host) => tail.set_remote_plans(remote_runs::RemotePlans {
+            Some(host) => tail.set_remote(remote_runs::RemoteRun {
                 hosts: self.hosts.clone(),
                 host: host.clone(),
                 workdir: rec.agent_dir().to_string_lossy().into_owned(),
                 home: self.config.provider(&rec.provider).env.get("HOME").cloned(),
+                mirror: self.mirror_path(&rec.id),
             }),
         }
         if rec.status != Status::Active {

@@ -91,6 +91,18 @@ impl RunRecord {
         }
         changed
     }
+
+    /// Take in the transcript path on its host that a run there named late (kept once
+    /// known). Whether it changed the record.
+    pub fn take_remote_transcript(&mut self, named: Option<&str>) -> bool {
+        match (&self.remote_transcript, named) {
+            (None, Some(t)) if self.host.is_some() => {
+                self.remote_transcript = Some(t.to_string());
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for RunId {
@@ -347,6 +359,12 @@ mod tests {
         assert!(r.take_live_facts(Some("s1"), Some(t), true, || "t9".into()));
         assert_eq!((r.status, r.ended_at.as_deref()), (Status::Ended, Some("t9")));
         assert!(!r.take_live_facts(Some("s1"), Some(t), true, || unreachable!()), "ended once");
+        assert!(!r.take_remote_transcript(Some("/there/t.jsonl")), "a run here has none");
+        let mut there = RunRecord { host: Some("m1".into()), ..rec("r-3", "t0") };
+        assert!(!there.take_remote_transcript(None));
+        assert!(there.take_remote_transcript(Some("/there/t.jsonl")));
+        assert!(!there.take_remote_transcript(Some("/there/other.jsonl")), "the first stays");
+        assert_eq!(there.remote_transcript.as_deref(), Some("/there/t.jsonl"));
         let mut failed = RunRecord { status: Status::Failed, ..rec("r-2", "t0") };
         assert!(!failed.take_live_facts(None, None, true, || unreachable!()), "a failed run stays failed");
     }

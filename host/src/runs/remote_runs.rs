@@ -147,17 +147,16 @@ impl Runs {
                 crate::hosts::protocol::MAX_TEXT
             ));
         }
-        let Some(transcript) = rec.transcript_path.take() else {
-            return Err("this provider names its transcript only after start; runs on other hosts need it at \
-                        launch (for now)"
-                .into());
-        };
+        // The transcript is the host's: followed here through the run's mirror. One the
+        // agent names only once started (its session info) is mirrored from then on.
         let mirror = self.mirror_path(&rec.id);
         let dir = mirror.parent().expect("in remote/");
         fsutil::private_dir(dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
         fsutil::private_file(&mirror).map_err(|e| format!("making {}: {e}", mirror.display()))?;
-        rec.transcript_path = Some(mirror.to_string_lossy().into_owned());
-        rec.remote_transcript = Some(transcript.clone());
+        if let Some(transcript) = rec.transcript_path.take() {
+            rec.transcript_path = Some(mirror.to_string_lossy().into_owned());
+            rec.remote_transcript = Some(transcript);
+        }
         let run = rec.id.to_string();
         if let Some(doc) = prepared.settings {
             self.step(&host, Op::Write { run: run.clone(), file: LaunchFile::Settings, content: doc }).await?;
@@ -259,21 +258,30 @@ impl Runs {
     /// where the run's mirror ends.
     async fn follow_again(self: &Arc<Self>, host: String) {
         for run in self.runs_on(&host) {
-            let rec = run.record();
-            let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
-            let op = Op::Watch {
-                run: rec.id.to_string(),
-                target: rec.tmux_target.clone(),
-                transcript: rec.remote_transcript.clone(),
-                offset,
-            };
-            match self.step(&host, op).await {
-                Ok(_) => run.set_disconnected(false),
+            match self.watch_remote(&run).await {
+                Ok(()) => run.set_disconnected(false),
                 Err(e) => {
-                    tracing::warn!(run = %rec.id, %host, error = %e, "cannot follow the run on its host again")
+                    tracing::warn!(run = %run.id, %host, error = %e, "cannot follow the run on its host again")
                 }
             }
         }
+    }
+
+    /// Have a run's runner follow it (again, or now that its agent named its
+    /// transcript): the transcript its record names from where the mirror ends, its
+    /// hook files, its session.
+    pub(super) async fn watch_remote(self: &Arc<Self>, run: &Arc<super::Run>) -> Result<(), String> {
+        let rec = run.record();
+        let Some(host) = rec.host.clone() else { return Ok(()) };
+        let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
+        tracing::debug!(run = %rec.id, %host, transcript = ?rec.remote_transcript, offset, "the host is to follow the run");
+        let op = Op::Watch {
+            run: rec.id.to_string(),
+            target: rec.tmux_target.clone(),
+            transcript: rec.remote_transcript.clone(),
+            offset,
+        };
+        self.step(&host, op).await.map(|_| ())
     }
 
     /// What a host's runner reported on one of its runs: its transcript grew, its spool
@@ -303,8 +311,14 @@ impl Runs {
                 let path = match file {
                     HookFile::Spool => files.spool,
                     HookFile::Marker => files.marker,
+                    HookFile::Session => files.session,
                 };
                 let r = match content {
+                    // What the file holds already (sent again after a reconnect, or when
+                    // the runner follows the run anew) is not written again: a spooled
+                    // prompt's identity is its write time here, and the card the operator
+                    // is answering must keep it.
+                    Some(c) if std::fs::read(&path).is_ok_and(|held| held == c.as_bytes()) => Ok(()),
                     Some(c) => fsutil::write_atomic(&path, c.as_bytes(), 0o600),
                     None => fsutil::remove_if_exists(&path),
                 };
@@ -323,18 +337,22 @@ impl Runs {
     }
 }
 
-/// Where a run on a host has the plan files its dialogs name read: by its runner, from
-/// inside the agent's home or workdir there (the rules of a local run's plan files).
+/// What the tail of a run on a host knows of where it lives: the plan files its
+/// dialogs name are read by its runner, from inside the agent's home or workdir there
+/// (the rules of a local run's plan files); a transcript its agent names late is a path
+/// there, followed here through the run's mirror.
 #[derive(Clone)]
-pub struct RemotePlans {
+pub struct RemoteRun {
     pub hosts: Arc<crate::hosts::Hosts>,
     pub host: String,
     pub workdir: String,
     /// The agent's HOME as lab.toml sets it (none: the runner's own).
     pub home: Option<String>,
+    /// Where the run's transcript is mirrored here.
+    pub mirror: PathBuf,
 }
 
-impl RemotePlans {
+impl RemoteRun {
     /// How long a runner has to read a plan file.
     const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 

@@ -113,6 +113,10 @@ pub struct Tail {
     /// A prompt read off the screen.
     screen: ScreenFact,
     pub session_id: Option<String>,
+    /// A run on another host whose agent named its transcript late: that path there
+    /// (kept in the run's record), and whether its runner is yet to be told to follow it.
+    pub remote_transcript: Option<String>,
+    pub remote_transcript_news: bool,
     answered: HashSet<String>,
     /// lab has yet to type the run's first prompt (one too large for the agent's
     /// command line): messages wait until it has.
@@ -151,8 +155,8 @@ impl Tail {
     }
 
     /// A run on another host: its plan files are read by its runner.
-    pub fn set_remote_plans(&mut self, remote: super::remote_runs::RemotePlans) {
-        self.src.remote_plans = Some(remote);
+    pub fn set_remote(&mut self, remote: super::remote_runs::RemoteRun) {
+        self.src.remote = Some(remote);
     }
 
     /// The transcript is not known at spawn: the session-info channel will name it.
@@ -169,7 +173,7 @@ impl Tail {
                 hooker: false,
                 fallback_deep_link: None,
                 plan_roots: Vec::new(),
-                remote_plans: None,
+                remote: None,
             },
             transcript: TranscriptReader::new(None),
             messages: Arc::new(MessageStore::new()),
@@ -179,6 +183,8 @@ impl Tail {
             session: SessionChannel::new(HookFile::new(files.session, "session info")),
             screen: ScreenFact::default(),
             session_id: None,
+            remote_transcript: None,
+            remote_transcript_news: false,
             answered: HashSet::new(),
             prompt_pending: false,
             ended: false,
@@ -235,7 +241,19 @@ impl Tail {
         if let Some(sid) = news.session_id {
             self.session_id = Some(sid);
         }
-        if let (Some(p), Some(provider)) = (news.transcript, &self.src.provider) {
+        let Some(named) = news.transcript else { return };
+        // On another host the path is the host's: its runner follows it, and what it
+        // sends up is read here from the run's mirror (lab serve opens no path a host's
+        // payload names).
+        let p = match &self.src.remote {
+            Some(remote) => {
+                self.remote_transcript = Some(named.to_string_lossy().into_owned());
+                self.remote_transcript_news = true;
+                remote.mirror.clone()
+            }
+            None => named,
+        };
+        if let Some(provider) = &self.src.provider {
             self.messages.set_source(provider.clone(), p.clone());
             self.transcript.set_path(p);
         }
@@ -778,6 +796,40 @@ mod tests {
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
+        assert_eq!(tail.remote_transcript, None, "a run here");
+    }
+
+    /// On another host the path named is the host's: never opened here; the run's
+    /// mirror is read, and the path is kept for its runner to follow.
+    #[tokio::test]
+    async fn a_transcript_named_late_on_another_host_is_read_from_the_mirror() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tail = fake_tail(d.path(), None);
+        let mirror = d.path().join("remote").join("r-1.jsonl");
+        std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
+        let hosts = crate::hosts::HostCredentials::new(d.path().join("hosts.json"));
+        tail.set_remote(super::super::remote_runs::RemoteRun {
+            hosts: Arc::new(crate::hosts::Hosts::new(hosts)),
+            host: "m1".into(),
+            workdir: "/w".into(),
+            home: None,
+            mirror: mirror.clone(),
+        });
+        tail.await_session_info();
+        // A file here at the path the host names: not what is read.
+        let there = d.path().join("rollout.jsonl");
+        append(&there, &[json!({"text": "a file on lab serve's machine"})]);
+        std::fs::write(tail.session.file.path(), json!({"transcript": there.display().to_string()}).to_string())
+            .unwrap();
+        tail.refresh().await;
+        assert_eq!(tail.transcript_path(), Some(mirror.as_path()));
+        assert_eq!(tail.remote_transcript.as_deref(), Some(there.to_str().unwrap()));
+        assert!(std::mem::take(&mut tail.remote_transcript_news), "its runner is to be told");
+        assert_eq!(tail.message_count(), 0, "nothing mirrored yet");
+        append(&mirror, &[json!({"text": "from the host"})]);
+        let v = tail.refresh().await;
+        assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
+        assert!(!tail.remote_transcript_news, "told once");
     }
 
     #[tokio::test]

@@ -189,7 +189,7 @@ impl Machine {
             .args(["runner", "--connect", url, "--name", name, "--allow-http", "--home"])
             .arg(&self.lab_home)
             .env("LAB_RUNNER_CREDENTIAL", credential)
-            .env("LAB_LOG", "info")
+            .env("LAB_LOG", "info,lab=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .process_group(0)
