@@ -550,3 +550,113 @@ fn a_first_prompt_too_long_for_one_argument_is_typed_in_on_the_host() {
         .arg("kill-server")
         .status();
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let mut c = Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A run on a host in a git repository gets its worktree there, as a run here does (in
+/// the runner's home, not lab serve's): its diff counted and shown, a review quoting its
+/// lines, the merge into the base branch and the discard all done by git on the host.
+#[test]
+fn a_run_on_a_host_gets_its_worktree_there_and_its_diff_review_merge_and_discard_go_through_git_there() {
+    let w = World::new();
+    let repo = w.workdir.canonicalize().unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let log = w.use_fake_claude(&serde_json::json!({"steps": [
+        {"write": {"path": "a.txt", "text": "one\ntwo, changed\n"}},
+        {"write": {"path": "new.txt", "text": "a new file\n"}},
+        {"idle": {"say": "Done editing."}},
+        {"idle": {"say": "Read your review."}}
+    ]}));
+    let cred = add_host(&w.home, "far");
+    let lab = Lab::start_with(&w, |_| {});
+    let mut r = runner(&w, &lab.url, "far", &cred, &[]);
+    wait_state(&lab, "far", "connected");
+
+    let body = serde_json::json!({"provider": "claude-code", "workdir": repo, "prompt": "edit", "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let wt = &run["worktree"];
+    assert_eq!(
+        (&wt["branch"], &wt["base"], &wt["base_ref"]),
+        (&format!("lab/{id}").into(), &base.clone().into(), &"main".into()),
+        "{run}"
+    );
+    let path = std::path::PathBuf::from(wt["path"].as_str().unwrap());
+    let runner_home = w.dir.path().join("runner-far");
+    assert!(path.starts_with(runner_home.join("worktrees")), "made by the runner, in its home: {}", path.display());
+    assert!(!w.home.join("worktrees").exists(), "nothing in lab serve's home");
+
+    let v = lab.wait_view(&id, "the diff summary from the host", |v| v["diff"]["files_changed"] == 2);
+    assert_eq!(v["diff"], serde_json::json!({"files_changed": 2, "additions": 2, "deletions": 1}), "{v}");
+    let started = World::log_events(&log).into_iter().find(|e| e["event"] == "start").expect("started");
+    assert_eq!(started["cwd"], path.to_str().unwrap(), "the agent runs in the worktree");
+    let (s, diff) = lab.get(&format!("/runs/{id}/diff"));
+    assert_eq!(s, 200, "{diff}");
+    let paths: Vec<&str> = diff["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["a.txt", "new.txt"], "{diff}");
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "", "the repository's checkout is untouched");
+
+    lab.wait_view(&id, "idle", |v| v["state"] == "idle");
+    let (s, b) = lab.post(
+        &format!("/runs/{id}/review"),
+        &serde_json::json!({"comments": [
+            {"path": "a.txt", "line": 2, "text": "Why changed?"},
+            {"path": "a.txt", "line": 2, "side": "old", "text": "It was fine."}
+        ]}),
+    );
+    assert_eq!(s, 202, "{b}");
+    let said = wait_for(Duration::from_secs(20), "the review in the agent", || {
+        World::log_events(&log)
+            .into_iter()
+            .find(|e| e["event"] == "user_message" && e["text"].as_str().unwrap_or("").contains("Why changed?"))
+            .map(|e| e["text"].as_str().unwrap().to_string())
+    });
+    assert!(said.contains("a.txt line 2:\n   > two, changed\n   Why changed?"), "{said}");
+    assert!(said.contains("> two\n   It was fine."), "{said}");
+    let (s, b) = lab.post(
+        &format!("/runs/{id}/review"),
+        &serde_json::json!({"comments": [{"path": "nope.txt", "line": 1, "text": "x"}]}),
+    );
+    assert_eq!((s, &b["error"]), (400, &"bad_request".into()), "{b}");
+
+    lab.wait_view(&id, "idle after the review", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("Read your review.")
+    });
+    let (s, merged) = lab.post(&format!("/runs/{id}/merge"), &serde_json::json!({}));
+    assert_eq!(s, 200, "{merged}");
+    let commit = merged["commit"].as_str().unwrap().to_string();
+    assert_eq!(git(&repo, &["rev-parse", "main"]).trim(), commit);
+    assert_eq!(std::fs::read_to_string(repo.join("new.txt")).unwrap(), "a new file\n");
+    let (s, b) = lab.post(&format!("/runs/{id}/merge"), &serde_json::json!({}));
+    assert_eq!((s, b["error"].as_str()), (409, Some("nothing_to_merge")), "{b}");
+
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
+    assert_eq!(s, 200);
+    let (s, b) = lab.post(&format!("/runs/{id}/discard"), &serde_json::json!({}));
+    assert_eq!(s, 200, "{b}");
+    assert!(!path.exists(), "the worktree on the host removed");
+    assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+    kill(&mut r);
+    let _ = Command::new("tmux").arg("-S").arg(runner_home.join("tmux.sock")).arg("kill-server").status();
+}

@@ -162,6 +162,11 @@ pub enum Op {
         workdir: String,
         home: Option<String>,
     },
+    /// A run's git work there ([`crate::worktree::call`]): answered `text`, the JSON of
+    /// its [`crate::worktree::call::WorkOutcome`].
+    Work {
+        call: Box<crate::worktree::call::WorkCall>,
+    },
     /// Type `steps` into `target` with `pause_ms` after each but the last, there: an
     /// answer in one message, its pauses kept on the agent's machine.
     Play {
@@ -242,6 +247,7 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         Op::Unwatch { run } => {
             return crate::paths::RunId::parse(run).map(|_| ()).ok_or_else(|| format!("{run:?} is not a run id"));
         }
+        Op::Work { call } => return crate::worktree::call::check(call),
         Op::ReadPlan { path, workdir, home } => {
             let absolute = |p: &str| std::path::Path::new(p).is_absolute() && !p.contains('\0') && p.len() <= 4096;
             return if [Some(path), Some(workdir), home.as_ref()].into_iter().flatten().all(|p| absolute(p)) {

@@ -229,6 +229,18 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
                 Err(message) => Reply::Error { message },
             };
         }
+        Op::Work { call } => {
+            // `exec` runs on a blocking thread of the runner's runtime (see its caller).
+            let worktrees = home.worktrees_dir();
+            let outcome = match tokio::runtime::Handle::try_current() {
+                Ok(rt) => rt.block_on(crate::worktree::call::exec(*call, &worktrees)),
+                Err(e) => Err(crate::worktree::call::WorkFailed::Failed(format!("no runtime for git: {e}"))),
+            };
+            return match serde_json::to_string(&outcome) {
+                Ok(text) => Reply::Text { text },
+                Err(e) => Reply::Error { message: e.to_string() },
+            };
+        }
         Op::Watch { .. } | Op::Unwatch { .. } => {
             return Reply::Error { message: "watching is the connection's".into() };
         }

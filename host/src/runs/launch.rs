@@ -96,7 +96,7 @@ impl Runs {
     /// failed with `msg` and its first view published; the error to answer.
     pub(super) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
         if let Some(wt) = &rec.worktree {
-            if let Err(e) = crate::worktree::remove(wt).await {
+            if let Err(e) = self.workspace_for(rec.host.as_deref()).remove(wt).await {
                 tracing::warn!(run = %rec.id, error = %e, "could not remove the failed run's worktree");
             }
         }
@@ -114,25 +114,21 @@ impl Runs {
         RunError::LaunchFailed(msg)
     }
 
-    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]).
+    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]), on the
+    /// machine the run is on (its `host`'s: there, in the runner's home).
     pub(super) async fn make_worktree(
         &self,
         req: &CreateRun,
         id: &RunId,
     ) -> Result<Option<crate::worktree::Worktree>, RunError> {
-        use crate::worktree;
-        if req.worktree == Some(false) || (req.worktree.is_none() && self.config.runs.worktree == Some(false)) {
-            return Ok(None);
+        let wt = self
+            .workspace_for(req.host.as_deref())
+            .make(id, &req.workdir, req.worktree, self.config.runs.worktree)
+            .await?;
+        if let Some(wt) = &wt {
+            tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, host = ?req.host, "made the run's worktree");
         }
-        let repo = worktree::find_repo(Path::new(&req.workdir)).await.map_err(RunError::Internal)?;
-        if !worktree::wanted(req.worktree, self.config.runs.worktree, repo.as_ref()).map_err(RunError::BadRequest)? {
-            return Ok(None);
-        }
-        let Some(repo) = repo else { return Ok(None) };
-        let dir = self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir());
-        let wt = worktree::create(&repo, &dir, id).await.map_err(RunError::LaunchFailed)?;
-        tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, "made the run's worktree");
-        Ok(Some(wt))
+        Ok(wt)
     }
 
     /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`

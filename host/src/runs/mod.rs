@@ -34,6 +34,7 @@ pub mod tailer;
 pub mod transcript;
 pub mod view;
 mod work;
+pub mod workspace;
 
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;

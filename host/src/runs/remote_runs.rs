@@ -63,9 +63,6 @@ impl Runs {
         if self.acp_agent(&req.provider).is_some() {
             return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
         }
-        if req.worktree == Some(true) {
-            return Err(RunError::BadRequest("a run on another host works in its workdir (no worktree)".into()));
-        }
         let (facts, provider) = self
             .providers
             .get(&req.provider)
@@ -86,6 +83,8 @@ impl Runs {
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();
+        // Its worktree, as for a run here, made there (in the runner's home).
+        rec.worktree = self.make_worktree(&req, &id).await?;
         let typed_prompt = match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
             Ok(typed) => typed,
             Err(msg) => {
@@ -98,6 +97,9 @@ impl Runs {
         let run = self.attach(rec, typed_prompt.is_some());
         if let Some(prompt) = typed_prompt {
             self.clone().spawn_first_prompt(run.clone(), prompt);
+        }
+        if run.record().worktree.is_some() {
+            self.clone().spawn_diff_watch(run.clone());
         }
         self.clone().spawn_tailer(run.clone());
         // Followed once it is a run here: what the runner reports from now on has a

@@ -2,8 +2,7 @@
 //! to the agent as one message (composer rules apply), merge into the base, discard.
 
 use super::{Run, RunError, Runs};
-use crate::worktree::{self, diff::Diff, merge::MergeError, merge::Strategy, review, Worktree};
-use std::path::Path;
+use crate::worktree::{diff::Diff, merge::MergeError, merge::Strategy, review, Worktree};
 use std::sync::Arc;
 
 /// Why a merge was refused or failed.
@@ -19,11 +18,15 @@ impl From<RunError> for WorkError {
     }
 }
 
+/// The run's worktree, unless it has none or it was discarded (whether it is still
+/// there is checked where it is, by each call).
 fn worktree_of(run: &Run) -> Result<Worktree, RunError> {
     let wt = run.record().worktree.ok_or_else(|| {
         RunError::NoWorktree("the run has no worktree: its workdir is not in a git repository, or it was started with \"worktree\": false".into())
     })?;
-    worktree::diff::checked_dir(&wt).map_err(RunError::NoWorktree)?;
+    if wt.discarded {
+        return Err(RunError::NoWorktree("the run's worktree was discarded".into()));
+    }
     Ok(wt)
 }
 
@@ -74,7 +77,7 @@ impl Runs {
         };
         let counted = {
             let _one_at_a_time = self.diff_counting.lock().await;
-            worktree::diff::summary(&wt).await
+            self.workspace_for(run.record().host.as_deref()).summary(&wt).await
         };
         match counted {
             Ok(s) => run.set_diff(Some(s)),
@@ -86,7 +89,7 @@ impl Runs {
     /// `GET /runs/{id}/diff`.
     pub async fn diff(&self, run: &Arc<Run>) -> Result<Diff, RunError> {
         let wt = worktree_of(run)?;
-        worktree::diff::diff(&wt).await.map_err(RunError::Internal)
+        self.workspace_for(run.record().host.as_deref()).diff(&wt).await
     }
 
     /// `POST /runs/{id}/review`: each comment with its line's text, as one message.
@@ -104,26 +107,13 @@ impl Runs {
             return Err(RunError::BadRequest(format!("a review takes at most {} comments", review::MAX_COMMENTS)));
         }
         let mut quoted = Vec::with_capacity(comments.len());
+        let workspace = self.workspace_for(run.record().host.as_deref());
         for (i, c) in comments.into_iter().enumerate() {
             review::check_path(&c.path).map_err(RunError::BadRequest)?;
             if c.text.trim().is_empty() {
                 return Err(RunError::BadRequest(format!("comment {} has no text", i + 1)));
             }
-            let content = match c.side {
-                review::Side::New => {
-                    let f = crate::fsutil::open_beneath(Path::new(&wt.path), &Path::new(&wt.path).join(&c.path))
-                        .map_err(|e| RunError::BadRequest(format!("{}: {e}", c.path)))?
-                        .ok_or_else(|| RunError::BadRequest(format!("{} is not in the run's worktree", c.path)))?;
-                    crate::fsutil::read_capped(f, 16 * 1024 * 1024).map_err(|e| RunError::Internal(e.to_string()))?
-                }
-                review::Side::Old => {
-                    let spec = format!("{}:{}", wt.base, c.path.trim_start_matches("./"));
-                    worktree::git(Path::new(&wt.path), &["cat-file", "blob", &spec], &[])
-                        .await
-                        .map_err(|_| RunError::BadRequest(format!("{} is not in the base commit", c.path)))?
-                }
-            };
-            let line = review::line_text(&content, c.line, &c.path).map_err(RunError::BadRequest)?;
+            let line = workspace.line(&wt, &c).await?;
             quoted.push((c, line));
         }
         let text = review::message(&quoted, summary.as_deref());
@@ -145,8 +135,7 @@ impl Runs {
         }
         let _turn = self.work_lock.lock().await;
         let wt = worktree_of(run)?;
-        let commit =
-            worktree::merge::merge(&wt, &run.id, strategy, message.as_deref()).await.map_err(WorkError::Merge)?;
+        let commit = self.workspace_for(run.record().host.as_deref()).merge(&wt, &run.id, strategy, message).await?;
         tracing::info!(run = %run.id, commit = %commit, base = ?wt.base_ref, "merged the run's branch");
         let rec = {
             let mut rec = run.record.lock().unwrap();
@@ -172,7 +161,7 @@ impl Runs {
         if wt.discarded {
             return Err(RunError::NoWorktree("the run's worktree was already discarded".into()));
         }
-        worktree::remove(&wt).await.map_err(RunError::Internal)?;
+        self.workspace_for(run.record().host.as_deref()).remove(&wt).await.map_err(RunError::Internal)?;
         tracing::info!(run = %run.id, path = %wt.path, branch = %wt.branch, "discarded the run's worktree and branch");
         let rec = {
             let mut rec = run.record.lock().unwrap();

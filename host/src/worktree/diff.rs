@@ -5,7 +5,7 @@
 //! --raw --numstat` gives each file's status and counts, and one `git diff` its patch.
 
 use super::{git, Worktree};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ pub const PATCH_TOTAL_LIMIT: usize = 4 * 1024 * 1024;
 pub const MAX_FILES: usize = 5_000;
 
 /// `GET /runs/{id}/diff`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diff {
     pub base: String,
     /// The worktree's HEAD commit (the agent's commits end there; uncommitted changes
@@ -32,14 +32,14 @@ pub struct Diff {
 }
 
 /// Files changed and lines added and deleted in all (the event stream's `diff`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     pub files_changed: usize,
     pub additions: u64,
     pub deletions: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Added,
@@ -48,7 +48,7 @@ pub enum Status {
     Renamed,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,7 +59,7 @@ pub struct FileDiff {
     pub binary: bool,
     /// The file's part of `git diff`'s output, from its `diff --git` line.
     pub patch: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub patch_truncated: bool,
 }
 
@@ -234,6 +234,11 @@ pub fn checked_dir(wt: &Worktree) -> Result<&Path, String> {
 
 /// The run's whole diff.
 pub async fn diff(wt: &Worktree) -> Result<Diff, String> {
+    diff_within(wt, PATCH_TOTAL_LIMIT).await
+}
+
+/// [`diff`] with at most `total_limit` bytes of patches in all.
+pub async fn diff_within(wt: &Worktree, total_limit: usize) -> Result<Diff, String> {
     let dir = checked_dir(wt)?;
     let tree = snapshot(dir).await?;
     let head = super::git_line(dir, &["rev-parse", "--verify", "HEAD"]).await?;
@@ -248,7 +253,7 @@ pub async fn diff(wt: &Worktree) -> Result<Diff, String> {
     if parts.len() != entries.len() {
         return Err(format!("git's patch has {} files and its file list {}", parts.len(), entries.len()));
     }
-    let (files, truncated) = assemble(entries, &parts, PATCH_FILE_LIMIT, PATCH_TOTAL_LIMIT);
+    let (files, truncated) = assemble(entries, &parts, PATCH_FILE_LIMIT.min(total_limit), total_limit);
     Ok(Diff { base: wt.base.clone(), head, files, truncated, summary })
 }
 

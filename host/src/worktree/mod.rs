@@ -9,6 +9,7 @@
 //! diff algorithm and its own output (so lab's diff is `git diff`'s), with no C library
 //! to build and no second implementation of the index to trust. See docs/worktrees.md.
 
+pub mod call;
 pub mod diff;
 pub mod merge;
 pub mod review;

@@ -10,7 +10,7 @@ pub const MAX_COMMENTS: usize = 200;
 pub const QUOTE_MAX: usize = 300;
 
 /// Which side of the diff a comment's line number counts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     /// The file as the agent left it.
