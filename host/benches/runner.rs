@@ -5,6 +5,10 @@
 //! - hook invoked → `question` view on SSE: the agent's PreToolUse hook started (from
 //!   fake-claude's log: when it logged the hook, less the hook's duration) to the view
 //!   arriving on `GET /runs/{id}/events`;
+//! - spool written → `question` view on SSE: from the spool file's write time where the
+//!   hook wrote it (lab serve's runtime folder, or the runner's) — what lab adds after the
+//!   agent's own `lab hook` process, which a run here pays alike (the same clock: runner
+//!   and lab serve share this machine);
 //! - click → first key: the answer POSTed to fake-claude reading the first key of it.
 //!
 //!     cargo bench -p lab --bench runner
@@ -106,6 +110,8 @@ fn main() {
         runs.push((if host.is_some() { "through the runner" } else { "this machine" }, rx, id));
     }
     let mut hook_to_sse: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let mut spool_to_sse: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    let spool_dirs = [w.home.join("runtime"), runner_home.join("runtime")];
     let mut click_to_key: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
     for _ in 0..n {
         for (r, (_, questions, id)) in runs.iter_mut().enumerate() {
@@ -115,6 +121,9 @@ fn main() {
             });
             let invoked = ts(&hook) - Duration::from_millis(hook["duration_ms"].as_u64().unwrap_or(0));
             hook_to_sse[r].push(ms(arrived, invoked));
+            let spool = spool_dirs[r].join(format!("{id}.spool.json"));
+            let written = std::fs::metadata(&spool).and_then(|m| m.modified()).expect("the spool, not answered yet");
+            spool_to_sse[r].push(ms(arrived, written));
             // Once the picker reads keys, answer it.
             find(&log, "the picker", |e| e["event"] == "ready" && e["tool_use_id"] == tool_id.as_str());
             let before: usize = World::log_events(&log).len();
@@ -132,6 +141,10 @@ fn main() {
     println!("hook invoked → question view on SSE (real lab serve, fake-claude in real tmux):");
     for (r, (label, _, _)) in runs.iter().enumerate() {
         print(label, std::mem::take(&mut hook_to_sse[r]));
+    }
+    println!("spool written (by the agent's hook) → question view on SSE:");
+    for (r, (label, _, _)) in runs.iter().enumerate() {
+        print(label, std::mem::take(&mut spool_to_sse[r]));
     }
     println!("answer POSTed → first key read by the agent:");
     for (r, (label, _, _)) in runs.iter().enumerate() {

@@ -15,6 +15,17 @@ use std::path::Path;
 /// The temp file is `.<file name>.tmp.<pid>.<nanos>`; one left by a process killed
 /// mid-write is removed by whoever owns the directory (see [`is_temp_name`]).
 pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    replace(path, data, mode, true)
+}
+
+/// [`write_atomic`] without the sync: for a copy whose original is elsewhere (a hook
+/// file a runner sent up, which it sends again after a restart), where a crash may
+/// lose the copy but a reader must still never see half of it.
+pub fn write_atomic_unsynced(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    replace(path, data, mode, false)
+}
+
+fn replace(path: &Path, data: &[u8], mode: u32, sync: bool) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
     let name = path.file_name().ok_or_else(|| std::io::Error::other("path has no file name"))?;
     let tmp = dir.join(format!(
@@ -27,7 +38,9 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> 
         let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.write_all(data)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)
     })();
     if result.is_err() {

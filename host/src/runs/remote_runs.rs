@@ -321,7 +321,8 @@ impl Runs {
                     // prompt's identity is its write time here, and the card the operator
                     // is answering must keep it.
                     Some(c) if std::fs::read(&path).is_ok_and(|held| held == c.as_bytes()) => Ok(()),
-                    Some(c) => fsutil::write_atomic(&path, c.as_bytes(), 0o600),
+                    // A copy (the runner sends it again after a restart): not synced.
+                    Some(c) => fsutil::write_atomic_unsynced(&path, c.as_bytes(), 0o600),
                     None => fsutil::remove_if_exists(&path),
                 };
                 if let Err(e) = r {
