@@ -34,7 +34,7 @@ mod common;
 use common::*;
 use responses_standin::{toml_str, Matcher, ProxyTrap, Reply, Script, Standin};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -241,20 +241,6 @@ impl Drop for E2e {
         self.lab.take();
         let _ = self.w.tmux(&["kill-server"]);
     }
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 fn texts(v: &Value, role: &str) -> Vec<String> {

@@ -16,7 +16,7 @@
 mod common;
 
 use common::machine::Machine;
-use common::{agent_bin, claude_offline_env, fake_claude, three_options, wait_for, Lab, World, LAB, STANDIN_KEY};
+use common::{agent_bin, claude_offline_env, fake_claude, three_options, wait_for, walk, Lab, World, LAB, STANDIN_KEY};
 use messages_standin::{Matcher, Reply, Script, Standin};
 use responses_standin as rs;
 use serde_json::{json, Value};
@@ -79,6 +79,28 @@ fn chat(v: &Value) -> Vec<(u64, String, String, String)> {
             (m["seq"].as_u64().unwrap(), s("role"), s("kind"), s("text"))
         })
         .collect()
+}
+
+/// The view of a real agent's `run` on machine `m` once `pred` holds, within 90 s (a
+/// launch takes 1.4–3 s here when idle, much longer on a loaded 2-core machine); else
+/// a failure with the view, the agent's pane and the runner's log.
+fn wait_agent(lab: &Lab, m: &Machine, run: &Value, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let id = run["id"].as_str().unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let v = lab.view(id);
+        if pred(&v) {
+            return v;
+        }
+        if start.elapsed() > Duration::from_secs(90) {
+            let sock = m.lab_home.join("tmux.sock");
+            let target = run["tmux_target"].as_str().unwrap();
+            let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "capture-pane", "-p", "-t", target]);
+            let pane = String::from_utf8_lossy(&out.stdout);
+            panic!("no {what} within 90 s: {v}\nthe pane:\n{pane}\nthe runner:\n{}", m.runner_log());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn has_session(m: &Machine, socket: &str, target: &str) -> bool {
@@ -248,24 +270,7 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
     );
     assert_eq!(s, 201, "{run}");
     let id = run["id"].as_str().unwrap().to_string();
-    // A launch takes 1.4–3 s here when idle; much longer on a loaded 2-core machine.
-    let pane = |m: &Machine| {
-        let sock = m.lab_home.join("tmux.sock");
-        let target = run["tmux_target"].as_str().unwrap().to_string();
-        let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "capture-pane", "-p", "-t", &target]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let start = std::time::Instant::now();
-    let v = loop {
-        let v = lab.view(&id);
-        if !v["pending_dialog"].is_null() {
-            break v;
-        }
-        if start.elapsed() > Duration::from_secs(90) {
-            panic!("no question within 90 s: {v}\nthe pane:\n{}\nthe runner:\n{}", pane(&m), m.runner_log());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let v = wait_agent(&lab, &m, &run, "a question", |v| !v["pending_dialog"].is_null());
     let d = &v["pending_dialog"];
     assert_eq!(
         (&d["kind"], &d["answerable"], &d["source"]),
@@ -344,23 +349,7 @@ fn the_real_codex_on_a_machine_names_its_rollout_there_and_is_answered_from_lab(
         .post("/runs", &json!({"provider": "codex", "workdir": m.workdir, "prompt": "please TOUCHME", "host": "m1"}));
     assert_eq!(s, 201, "{run}");
     let id = run["id"].as_str().unwrap().to_string();
-    let pane = || {
-        let sock = m.lab_home.join("tmux.sock");
-        let target = run["tmux_target"].as_str().unwrap().to_string();
-        let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "capture-pane", "-p", "-t", &target]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let start = std::time::Instant::now();
-    let v = loop {
-        let v = lab.view(&id);
-        if v["pending_dialog"]["source"] == "spool" {
-            break v;
-        }
-        if start.elapsed() > Duration::from_secs(90) {
-            panic!("no approval within 90 s: {v}\nthe pane:\n{}\nthe runner:\n{}", pane(), m.runner_log());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let v = wait_agent(&lab, &m, &run, "the approval", |v| v["pending_dialog"]["source"] == "spool");
     let d = &v["pending_dialog"];
     assert_eq!((&d["kind"], &d["answerable"]), (&"permission".into(), &true.into()), "{d}");
     assert_eq!(d["permission"]["summary"], command, "{d}");
@@ -425,18 +414,4 @@ fn the_real_codex_on_a_machine_names_its_rollout_there_and_is_answered_from_lab(
     drop(lab);
     standin.shutdown();
     m.remove();
-}
-
-/// Every file under `dir`.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -453,6 +453,20 @@ impl Drop for Slot {
 
 /// `bytes` of numbered lines of distinct text (`<tag> line 000042: …`), trailing
 /// whitespace trimmed: a long input where a lost or duplicated chunk shows.
+/// Every file under `dir` (none if it is not a folder).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 pub fn distinct_lines(tag: &str, bytes: usize) -> String {
     let mut s = String::new();
     let mut i = 0;
