@@ -45,7 +45,7 @@ impl Runs {
                             spooled: tail.has_spool(),
                             prompt_pending: tail.prompt_pending,
                             on_screen: tail.screen().is_some(),
-                            remote_transcript_news: std::mem::take(&mut tail.remote_transcript_news),
+                            remote_transcript_news: tail.take_remote_transcript_news(),
                         })
                         .await;
                     if seen.remote_transcript_news {

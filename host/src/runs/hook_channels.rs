@@ -150,6 +150,10 @@ pub struct SessionChannel {
     pub(super) file: HookFile,
     /// The transcript is to be named here: the channel is followed until it is.
     pub awaiting: bool,
+    /// On another host: the transcript path it named there, and whether the host's
+    /// runner is yet to be told to follow it.
+    pub named_there: Option<String>,
+    pub news_there: bool,
 }
 
 /// What a new version of the session info said.
@@ -162,7 +166,7 @@ pub struct SessionNews {
 
 impl SessionChannel {
     pub fn new(file: HookFile) -> SessionChannel {
-        SessionChannel { file, awaiting: false }
+        SessionChannel { file, awaiting: false, named_there: None, news_there: false }
     }
 
     /// Read a new version, if any; a transcript named stops the waiting.

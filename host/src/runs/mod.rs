@@ -252,7 +252,7 @@ impl Run {
         let changed = {
             let mut rec = self.record.lock().unwrap();
             let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
-            let remote = rec.take_remote_transcript(tail.remote_transcript.as_deref());
+            let remote = rec.take_remote_transcript(tail.remote_transcript());
             (live || remote).then(|| rec.clone())
         };
         if let Some(rec) = changed {

@@ -113,10 +113,6 @@ pub struct Tail {
     /// A prompt read off the screen.
     screen: ScreenFact,
     pub session_id: Option<String>,
-    /// A run on another host whose agent named its transcript late: that path there
-    /// (kept in the run's record), and whether its runner is yet to be told to follow it.
-    pub remote_transcript: Option<String>,
-    pub remote_transcript_news: bool,
     answered: HashSet<String>,
     /// lab has yet to type the run's first prompt (one too large for the agent's
     /// command line): messages wait until it has.
@@ -183,8 +179,6 @@ impl Tail {
             session: SessionChannel::new(HookFile::new(files.session, "session info")),
             screen: ScreenFact::default(),
             session_id: None,
-            remote_transcript: None,
-            remote_transcript_news: false,
             answered: HashSet::new(),
             prompt_pending: false,
             ended: false,
@@ -197,6 +191,17 @@ impl Tail {
 
     pub fn transcript_path(&self) -> Option<&Path> {
         self.transcript.path()
+    }
+
+    /// A run on another host whose agent named its transcript late: that path there
+    /// (kept in the run's record).
+    pub fn remote_transcript(&self) -> Option<&str> {
+        self.session.named_there.as_deref()
+    }
+
+    /// Whether its runner is yet to be told to follow that path (true once).
+    pub fn take_remote_transcript_news(&mut self) -> bool {
+        std::mem::take(&mut self.session.news_there)
     }
 
     /// Read whatever changed on disk. Never fails: problems are logged and the
@@ -247,8 +252,8 @@ impl Tail {
         // payload names).
         let p = match &self.src.remote {
             Some(remote) => {
-                self.remote_transcript = Some(named.to_string_lossy().into_owned());
-                self.remote_transcript_news = true;
+                self.session.named_there = Some(named.to_string_lossy().into_owned());
+                self.session.news_there = true;
                 remote.mirror.clone()
             }
             None => named,
@@ -796,7 +801,7 @@ mod tests {
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
-        assert_eq!(tail.remote_transcript, None, "a run here");
+        assert_eq!(tail.remote_transcript(), None, "a run here");
     }
 
     /// On another host the path named is the host's: never opened here; the run's
@@ -823,13 +828,13 @@ mod tests {
             .unwrap();
         tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(mirror.as_path()));
-        assert_eq!(tail.remote_transcript.as_deref(), Some(there.to_str().unwrap()));
-        assert!(std::mem::take(&mut tail.remote_transcript_news), "its runner is to be told");
+        assert_eq!(tail.remote_transcript(), Some(there.to_str().unwrap()));
+        assert!(tail.take_remote_transcript_news(), "its runner is to be told");
         assert_eq!(tail.message_count(), 0, "nothing mirrored yet");
         append(&mirror, &[json!({"text": "from the host"})]);
         let v = tail.refresh().await;
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
-        assert!(!tail.remote_transcript_news, "told once");
+        assert!(!tail.take_remote_transcript_news(), "told once");
     }
 
     #[tokio::test]
