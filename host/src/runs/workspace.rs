@@ -40,8 +40,9 @@ impl Workspace {
         }
     }
 
-    fn unexpected(done: WorkDone) -> WorkFailed {
-        WorkFailed::Failed(format!("an answer of another kind: {done:?}"))
+    /// `call`'s outcome, when it is what `pick` takes.
+    async fn call_for<T>(&self, call: WorkCall, pick: fn(WorkDone) -> Option<T>) -> Result<T, WorkFailed> {
+        pick(self.call(call).await?).ok_or_else(|| WorkFailed::Failed("an answer of another kind".into()))
     }
 
     /// The new run's worktree, if it gets one.
@@ -53,29 +54,17 @@ impl Workspace {
         default: Option<bool>,
     ) -> Result<Option<Worktree>, RunError> {
         let c = WorkCall::Make { run: run.to_string(), workdir: workdir.into(), requested, default };
-        match self.call(c).await {
-            Ok(WorkDone::Worktree(wt)) => Ok(wt),
-            Ok(other) => Err(RunError::Internal(Self::unexpected(other).to_string())),
-            Err(WorkFailed::BadRequest(m)) => Err(RunError::BadRequest(m)),
-            Err(WorkFailed::Make(m)) => Err(RunError::LaunchFailed(m)),
-            Err(e) => Err(RunError::Internal(e.to_string())),
-        }
+        Ok(self.call_for(c, |d| if let WorkDone::Worktree(wt) = d { Some(wt) } else { None }).await?)
     }
 
     pub async fn remove(&self, worktree: &Worktree) -> Result<(), String> {
-        match self.call(WorkCall::Remove { worktree: worktree.clone() }).await {
-            Ok(WorkDone::Removed) => Ok(()),
-            Ok(other) => Err(Self::unexpected(other).to_string()),
-            Err(e) => Err(e.to_string()),
-        }
+        let c = WorkCall::Remove { worktree: worktree.clone() };
+        self.call_for(c, |d| if let WorkDone::Removed = d { Some(()) } else { None }).await.map_err(|e| e.to_string())
     }
 
     pub async fn summary(&self, worktree: &Worktree) -> Result<diff::Summary, String> {
-        match self.call(WorkCall::Summary { worktree: worktree.clone() }).await {
-            Ok(WorkDone::Summary(s)) => Ok(s),
-            Ok(other) => Err(Self::unexpected(other).to_string()),
-            Err(e) => Err(e.to_string()),
-        }
+        let c = WorkCall::Summary { worktree: worktree.clone() };
+        self.call_for(c, |d| if let WorkDone::Summary(s) = d { Some(s) } else { None }).await.map_err(|e| e.to_string())
     }
 
     pub async fn diff(&self, worktree: &Worktree) -> Result<diff::Diff, RunError> {
@@ -83,24 +72,14 @@ impl Workspace {
             Workspace::Here { .. } => diff::PATCH_TOTAL_LIMIT,
             Workspace::Host { .. } => HOST_DIFF_LIMIT,
         };
-        match self.call(WorkCall::Diff { worktree: worktree.clone(), limit }).await {
-            Ok(WorkDone::Diff(d)) => Ok(d),
-            Ok(other) => Err(RunError::Internal(Self::unexpected(other).to_string())),
-            Err(WorkFailed::NoWorktree(m)) => Err(RunError::NoWorktree(m)),
-            Err(e) => Err(RunError::Internal(e.to_string())),
-        }
+        let c = WorkCall::Diff { worktree: worktree.clone(), limit };
+        Ok(self.call_for(c, |d| if let WorkDone::Diff(d) = d { Some(d) } else { None }).await?)
     }
 
     /// The text of the line a review comment is on.
     pub async fn line(&self, worktree: &Worktree, c: &review::Comment) -> Result<String, RunError> {
-        let call = WorkCall::Line { worktree: worktree.clone(), path: c.path.clone(), side: c.side, line: c.line };
-        match self.call(call).await {
-            Ok(WorkDone::Line(l)) => Ok(l),
-            Ok(other) => Err(RunError::Internal(Self::unexpected(other).to_string())),
-            Err(WorkFailed::BadRequest(m)) => Err(RunError::BadRequest(m)),
-            Err(WorkFailed::NoWorktree(m)) => Err(RunError::NoWorktree(m)),
-            Err(e) => Err(RunError::Internal(e.to_string())),
-        }
+        let c = WorkCall::Line { worktree: worktree.clone(), path: c.path.clone(), side: c.side, line: c.line };
+        Ok(self.call_for(c, |d| if let WorkDone::Line(l) = d { Some(l) } else { None }).await?)
     }
 
     pub async fn merge(
@@ -110,14 +89,30 @@ impl Workspace {
         strategy: merge::Strategy,
         message: Option<String>,
     ) -> Result<String, WorkError> {
-        let call = WorkCall::Merge { worktree: worktree.clone(), run: run.to_string(), strategy, message };
-        match self.call(call).await {
-            Ok(WorkDone::Merged(commit)) => Ok(commit),
-            Ok(other) => Err(WorkError::Run(RunError::Internal(Self::unexpected(other).to_string()))),
-            Err(WorkFailed::Merge(e)) => Err(WorkError::Merge(e)),
-            Err(WorkFailed::NoWorktree(m)) => Err(WorkError::Run(RunError::NoWorktree(m))),
-            Err(WorkFailed::BadRequest(m)) => Err(WorkError::Run(RunError::BadRequest(m))),
-            Err(e) => Err(WorkError::Merge(merge::MergeError::Failed(e.to_string()))),
+        let c = WorkCall::Merge { worktree: worktree.clone(), run: run.to_string(), strategy, message };
+        Ok(self.call_for(c, |d| if let WorkDone::Merged(commit) = d { Some(commit) } else { None }).await?)
+    }
+}
+
+/// What a failed piece of git work is to the API.
+impl From<WorkFailed> for RunError {
+    fn from(e: WorkFailed) -> Self {
+        match e {
+            WorkFailed::BadRequest(m) => RunError::BadRequest(m),
+            WorkFailed::NoWorktree(m) => RunError::NoWorktree(m),
+            WorkFailed::Make(m) => RunError::LaunchFailed(m),
+            e @ (WorkFailed::Merge(_) | WorkFailed::Failed(_)) => RunError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// A merge's: its own refusals as they are, git's failures as a failed merge.
+impl From<WorkFailed> for WorkError {
+    fn from(e: WorkFailed) -> Self {
+        match e {
+            WorkFailed::Merge(e) => WorkError::Merge(e),
+            WorkFailed::Failed(m) => WorkError::Merge(merge::MergeError::Failed(m)),
+            e => WorkError::Run(e.into()),
         }
     }
 }
