@@ -341,3 +341,102 @@ fn a_review_waits_like_a_message_while_the_agent_asks_something() {
     let (status, body) = lab.post(&format!("/runs/{id}/discard"), &json!({}));
     assert_eq!((status, body["error"].as_str()), (409, Some("run_active")), "{body}");
 }
+
+/// An executable script that leaves `marks/<name>` behind when anything runs it.
+fn marker_script(dir: &Path, marks: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\ntouch '{}/{name}'\ncat\n", marks.display())).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn marks_left(marks: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(marks).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn lab_s_git_runs_nothing_a_repository_or_the_agent_s_side_names() {
+    let w = World::new();
+    let repo = make_repo(&w);
+    let marks = w.home.join("marks");
+    let scripts = w.home.join("scripts");
+    std::fs::create_dir_all(&marks).unwrap();
+    std::fs::create_dir_all(&scripts).unwrap();
+    // A repository from a tarball: it names a command everywhere git could run one.
+    std::fs::write(repo.join(".gitattributes"), "* filter=evil merge=evil diff=evil\n").unwrap();
+    git(&repo, &["add", ".gitattributes"]);
+    git(&repo, &["commit", "-q", "-m", "attributes"]);
+    let hooks = repo.join(".git/hooks");
+    for hook in
+        ["post-checkout", "post-merge", "pre-commit", "post-commit", "reference-transaction", "post-index-change"]
+    {
+        marker_script(&hooks, &marks, hook);
+    }
+    let mark = |name: &str| marker_script(&scripts, &marks, name).to_string_lossy().into_owned();
+    for (key, value) in [
+        ("core.fsmonitor", mark("fsmonitor")),
+        ("filter.evil.clean", mark("clean")),
+        ("filter.evil.smudge", mark("smudge")),
+        ("filter.evil.process", mark("process")),
+        ("merge.evil.driver", mark("merge-driver")),
+        ("diff.evil.textconv", mark("textconv")),
+        ("diff.evil.command", mark("diff-command")),
+        ("diff.external", mark("external-diff")),
+    ] {
+        git(&repo, &["config", key, &value]);
+    }
+    let log = w.use_fake_claude(&edits());
+    let lab = w.serve();
+    let run = lab.create_run(&w, "claude-code", "edit things");
+    let id = id_of(&run);
+    let path = PathBuf::from(run["worktree"]["path"].as_str().unwrap());
+    assert!(path.join("src/lib.rs").exists(), "the worktree was checked out: {run}");
+    wait_composer(&log, 1);
+    lab.wait_view(&id, "the diff summary", |v| v["diff"]["files_changed"] == 4);
+    let (status, diff) = lab.get(&format!("/runs/{id}/diff"));
+    assert_eq!(status, 200, "{diff}");
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/review"),
+        &json!({"comments": [{"path": "old.txt", "line": 1, "side": "old", "text": "Keep it."}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    wait_composer(&log, 2);
+    let (status, merged) = lab.post(&format!("/runs/{id}/merge"), &json!({}));
+    assert_eq!(status, 200, "{merged}");
+    assert!(repo.join("new.txt").exists(), "the operator's checkout followed the merge");
+    assert_eq!(marks_left(&marks), Vec::<String>::new(), "made, diffed, reviewed and merged without running any");
+
+    // The agent's side swaps the worktree's `.git` file for a repository of its own
+    // whose config names a monitor and a filter: lab runs no git there, and says so.
+    std::fs::remove_file(path.join(".git")).unwrap();
+    git(&path, &["init", "-q"]);
+    git(&path, &["config", "core.fsmonitor", &mark("agent-fsmonitor")]);
+    git(&path, &["config", "filter.evil.clean", &mark("agent-clean")]);
+    git(&path, &["config", "core.hooksPath", hooks.to_str().unwrap()]);
+    std::fs::write(path.join("after.txt"), "more\n").unwrap();
+    let (status, body) = lab.get(&format!("/runs/{id}/diff"));
+    assert_eq!((status, body["error"].as_str()), (409, Some("no_worktree")), "{body}");
+    assert!(body["message"].as_str().unwrap_or("").contains(".git is no longer the file lab wrote"), "{body}");
+    let (status, body) = lab.post(&format!("/runs/{id}/merge"), &json!({}));
+    assert_eq!(status, 409, "{body}");
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/review"),
+        &json!({"comments": [{"path": "old.txt", "line": 1, "side": "old", "text": "Again."}]}),
+    );
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "one more"}));
+    assert!(status < 300);
+    wait_composer(&log, 3);
+    // Discard still takes it away (its folder removed by lab, not by git in it).
+    let (status, _) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(status, 200);
+    let (status, body) = lab.post(&format!("/runs/{id}/discard"), &json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert!(!path.exists());
+    assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(marks_left(&marks), Vec::<String>::new(), "nothing the agent's repository names ran");
+}

@@ -6,7 +6,7 @@
 
 use super::diff::{self, Diff, Summary};
 use super::merge::{self, MergeError, Strategy};
-use super::{review, Worktree};
+use super::{review, Git, Unsafe, Worktree};
 use crate::paths::RunId;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -70,7 +70,8 @@ pub type WorkOutcome = Result<WorkDone, WorkFailed>;
 /// absolute, a commit message and a review's path within their limits.
 pub fn check(call: &WorkCall) -> Result<(), String> {
     let absolute = |p: &str| Path::new(p).is_absolute() && !p.contains('\0') && p.len() <= 4096;
-    let worktree_ok = |w: &Worktree| absolute(&w.path) && absolute(&w.repo);
+    let worktree_ok =
+        |w: &Worktree| absolute(&w.path) && absolute(&w.repo) && (w.git_dir.is_empty() || absolute(&w.git_dir));
     let run_ok = |r: &str| RunId::parse(r).is_some();
     let ok = match call {
         WorkCall::Make { run, workdir, .. } => run_ok(run) && absolute(workdir),
@@ -87,6 +88,14 @@ pub fn check(call: &WorkCall) -> Result<(), String> {
     } else {
         Err("a work call with a run id, path or message that is not one".into())
     }
+}
+
+/// The run's worktree for git ([`Git::worktree`]): one that is gone, or whose `.git`
+/// the agent's side replaced, is no worktree to lab (said so, nothing run).
+async fn reach(worktree: &Worktree) -> Result<Git, WorkFailed> {
+    Git::worktree(worktree).await.map_err(|e| match e {
+        Unsafe::Gone(m) | Unsafe::Replaced(m) => WorkFailed::NoWorktree(m),
+    })
 }
 
 /// The largest file a review comment's line is read from.
@@ -112,15 +121,15 @@ pub async fn exec(call: WorkCall, worktrees: &Path) -> WorkOutcome {
         }
         WorkCall::Remove { worktree } => super::remove(&worktree).await.map(|()| WorkDone::Removed).map_err(failed),
         WorkCall::Summary { worktree } => {
-            diff::checked_dir(&worktree).map_err(WorkFailed::NoWorktree)?;
-            diff::summary(&worktree).await.map(WorkDone::Summary).map_err(failed)
+            let git = reach(&worktree).await?;
+            diff::summary(&git, &worktree).await.map(WorkDone::Summary).map_err(failed)
         }
         WorkCall::Diff { worktree, limit } => {
-            diff::checked_dir(&worktree).map_err(WorkFailed::NoWorktree)?;
-            diff::diff_within(&worktree, limit).await.map(WorkDone::Diff).map_err(failed)
+            let git = reach(&worktree).await?;
+            diff::diff_within(&git, &worktree, limit).await.map(WorkDone::Diff).map_err(failed)
         }
         WorkCall::Line { worktree, path, side, line } => {
-            diff::checked_dir(&worktree).map_err(WorkFailed::NoWorktree)?;
+            let git = reach(&worktree).await?;
             review::check_path(&path).map_err(WorkFailed::BadRequest)?;
             let content = match side {
                 review::Side::New => {
@@ -132,7 +141,7 @@ pub async fn exec(call: WorkCall, worktrees: &Path) -> WorkOutcome {
                 }
                 review::Side::Old => {
                     let spec = format!("{}:{}", worktree.base, path.trim_start_matches("./"));
-                    super::git(Path::new(&worktree.path), &["cat-file", "blob", &spec], &[])
+                    git.ok(&["cat-file", "blob", &spec], &[])
                         .await
                         .map_err(|_| WorkFailed::BadRequest(format!("{path} is not in the base commit")))?
                 }
@@ -141,8 +150,8 @@ pub async fn exec(call: WorkCall, worktrees: &Path) -> WorkOutcome {
         }
         WorkCall::Merge { worktree, run, strategy, message } => {
             let run = RunId::parse(&run).ok_or_else(|| WorkFailed::BadRequest("not a run id".into()))?;
-            diff::checked_dir(&worktree).map_err(WorkFailed::NoWorktree)?;
-            merge::merge(&worktree, &run, strategy, message.as_deref())
+            let git = reach(&worktree).await?;
+            merge::merge(&git, &worktree, &run, strategy, message.as_deref())
                 .await
                 .map(WorkDone::Merged)
                 .map_err(WorkFailed::Merge)
@@ -162,6 +171,7 @@ mod tests {
             base: "abc".into(),
             base_ref: Some("main".into()),
             repo: "/w/repo".into(),
+            git_dir: String::new(),
             subdir: String::new(),
             merged: None,
             discarded: false,
@@ -191,6 +201,7 @@ mod tests {
             base: "abc".into(),
             base_ref: None,
             repo: "/w/repo".into(),
+            git_dir: String::new(),
             subdir: String::new(),
             merged: None,
             discarded: false,

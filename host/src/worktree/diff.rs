@@ -4,7 +4,7 @@
 //! ([`snapshot`]), so the agent's own index is never touched; then one `git diff
 //! --raw --numstat` gives each file's status and counts, and one `git diff` its patch.
 
-use super::{git, Worktree};
+use super::{Git, Worktree};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -194,8 +194,8 @@ impl Drop for ScratchIndex {
 
 /// The worktree as it is now, as a tree object: its index copied (so unchanged files
 /// are not hashed again), every change and untracked file added to the copy, written.
-pub async fn snapshot(dir: &Path) -> Result<String, String> {
-    let git_dir = super::git_line(dir, &["rev-parse", "--absolute-git-dir"]).await?;
+pub async fn snapshot(git: &Git) -> Result<String, String> {
+    let git_dir = git.line(&["rev-parse", "--absolute-git-dir"]).await?;
     let scratch =
         ScratchIndex(Path::new(&git_dir).join(format!("lab-snapshot-{}.index", uuid::Uuid::new_v4().simple())));
     match std::fs::copy(Path::new(&git_dir).join("index"), &scratch.0) {
@@ -204,50 +204,46 @@ pub async fn snapshot(dir: &Path) -> Result<String, String> {
         Err(e) => return Err(format!("copying the worktree's index: {e}")),
     }
     let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", scratch.0.as_os_str())];
-    git(dir, &["add", "--all", "--", ":/"], &env).await?;
-    let tree = git(dir, &["write-tree"], &env).await?;
-    Ok(String::from_utf8_lossy(&tree).trim().to_string())
+    git.ok(&["add", "--all", "--", ":/"], &env).await?;
+    git.line_env(&["write-tree"], &env).await
 }
 
 /// The options every diff lab reads is made with: renames found, no external diff or
-/// text conversion, `a/` `b/` prefixes, paths from the top.
-const DIFF_ARGS: [&str; 6] =
-    ["-M", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--no-relative"];
+/// text conversion, `a/` `b/` prefixes, paths from the top, submodules not entered.
+const DIFF_ARGS: [&str; 7] = [
+    "-M",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    "--ignore-submodules=all",
+];
 
-async fn entries(dir: &Path, base: &str, tree: &str) -> Result<Vec<Entry>, String> {
+async fn entries(git: &Git, base: &str, tree: &str) -> Result<Vec<Entry>, String> {
     let mut args = vec!["diff", "-z", "--raw", "--numstat"];
     args.extend(DIFF_ARGS);
     args.extend([base, tree, "--"]);
-    parse_raw_numstat(&git(dir, &args, &[]).await?)
-}
-
-pub fn checked_dir(wt: &Worktree) -> Result<&Path, String> {
-    if wt.discarded {
-        return Err("the run's worktree was discarded".into());
-    }
-    let dir = Path::new(&wt.path);
-    if !dir.is_dir() {
-        return Err(format!("the run's worktree {} is gone", wt.path));
-    }
-    Ok(dir)
+    parse_raw_numstat(&git.ok(&args, &[]).await?)
 }
 
 /// The run's whole diff.
 pub async fn diff(wt: &Worktree) -> Result<Diff, String> {
-    diff_within(wt, PATCH_TOTAL_LIMIT).await
+    let git = Git::worktree(wt).await.map_err(|e| e.to_string())?;
+    diff_within(&git, wt, PATCH_TOTAL_LIMIT).await
 }
 
-/// [`diff`] with at most `total_limit` bytes of patches in all.
-pub async fn diff_within(wt: &Worktree, total_limit: usize) -> Result<Diff, String> {
-    let dir = checked_dir(wt)?;
-    let tree = snapshot(dir).await?;
-    let head = super::git_line(dir, &["rev-parse", "--verify", "HEAD"]).await?;
-    let entries = entries(dir, &wt.base, &tree).await?;
+/// [`diff`] of the worktree `git` reaches, with at most `total_limit` bytes of patches
+/// in all.
+pub async fn diff_within(git: &Git, wt: &Worktree, total_limit: usize) -> Result<Diff, String> {
+    let tree = snapshot(git).await?;
+    let head = git.line(&["rev-parse", "--verify", "HEAD"]).await?;
+    let entries = entries(git, &wt.base, &tree).await?;
     let summary = summarize(&entries);
     let mut args = vec!["diff", "--patch"];
     args.extend(DIFF_ARGS);
     args.extend([wt.base.as_str(), tree.as_str(), "--"]);
-    let patch = git(dir, &args, &[]).await?;
+    let patch = git.ok(&args, &[]).await?;
     let patch = String::from_utf8_lossy(&patch);
     let parts = split_patch(&patch);
     if parts.len() != entries.len() {
@@ -258,10 +254,9 @@ pub async fn diff_within(wt: &Worktree, total_limit: usize) -> Result<Diff, Stri
 }
 
 /// Only the counts (the event stream's summary).
-pub async fn summary(wt: &Worktree) -> Result<Summary, String> {
-    let dir = checked_dir(wt)?;
-    let tree = snapshot(dir).await?;
-    Ok(summarize(&entries(dir, &wt.base, &tree).await?))
+pub async fn summary(git: &Git, wt: &Worktree) -> Result<Summary, String> {
+    let tree = snapshot(git).await?;
+    Ok(summarize(&entries(git, &wt.base, &tree).await?))
 }
 
 #[cfg(test)]

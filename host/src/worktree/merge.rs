@@ -4,7 +4,7 @@
 //! checkout, the base's checkout is refused when its own uncommitted changes touch a
 //! merged file, and the base moves by a fast-forward to the merge commit lab made.
 
-use super::{git, git_line, git_line_env, run_git, Worktree};
+use super::{Git, Worktree};
 use crate::paths::RunId;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -100,10 +100,14 @@ pub fn checked_out_at(list: &[u8], branch: &str) -> Option<PathBuf> {
     None
 }
 
+/// Whether two paths name one folder (as they are, or once resolved).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    a == b || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// The identity lab commits with when git has none configured (a fresh machine).
-async fn identity(repo: &Path) -> Result<Vec<(&'static str, &'static OsStr)>, String> {
-    if run_git(repo, &["var", "GIT_COMMITTER_IDENT"], &[]).await?.ok
-        && run_git(repo, &["var", "GIT_AUTHOR_IDENT"], &[]).await?.ok
+async fn identity(repo: &Git) -> Result<Vec<(&'static str, &'static OsStr)>, String> {
+    if repo.run(&["var", "GIT_COMMITTER_IDENT"], &[]).await?.ok && repo.run(&["var", "GIT_AUTHOR_IDENT"], &[]).await?.ok
     {
         return Ok(vec![]);
     }
@@ -115,42 +119,44 @@ async fn identity(repo: &Path) -> Result<Vec<(&'static str, &'static OsStr)>, St
     ])
 }
 
-/// Merge the run's work into `wt.base_ref`; the new commit on it.
+/// Merge the run's work into `wt.base_ref`; the new commit on it. `dir` is the run's
+/// worktree ([`Git::worktree`]).
 pub async fn merge(
+    dir: &Git,
     wt: &Worktree,
     run: &RunId,
     strategy: Strategy,
     message: Option<&str>,
 ) -> Result<String, MergeError> {
-    let dir = super::diff::checked_dir(wt).map_err(MergeError::Refused)?;
     let Some(base_ref) = wt.base_ref.as_deref() else {
         return Err(MergeError::Refused(
             "the repository's HEAD was detached when the run started: there is no branch to merge into".into(),
         ));
     };
-    let repo = Path::new(&wt.repo);
+    let repo = &Git::found(Path::new(&wt.repo)).await?;
     let target_ref = format!("refs/heads/{base_ref}");
-    let target = git_line(repo, &["rev-parse", "--verify", &format!("{target_ref}^{{commit}}")])
+    let target = repo
+        .line(&["rev-parse", "--verify", &format!("{target_ref}^{{commit}}")])
         .await
         .map_err(|_| MergeError::Refused(format!("the base branch {base_ref} is gone")))?;
     let ident = identity(repo).await?;
 
     // The agent's uncommitted changes, as a commit on its HEAD (not on its branch yet).
     let tree = super::diff::snapshot(dir).await?;
-    let head = git_line(dir, &["rev-parse", "--verify", "HEAD"]).await?;
-    let head_tree = git_line(dir, &["rev-parse", "--verify", "HEAD^{tree}"]).await?;
+    let head = dir.line(&["rev-parse", "--verify", "HEAD"]).await?;
+    let head_tree = dir.line(&["rev-parse", "--verify", "HEAD^{tree}"]).await?;
     let tip = if tree == head_tree {
         head.clone()
     } else {
         let msg = uncommitted_message(run);
-        git_line_env(dir, &["commit-tree", &tree, "-p", &head, "-m", &msg], &ident).await?
+        dir.line_env(&["commit-tree", &tree, "-p", &head, "-m", &msg], &ident).await?
     };
-    if run_git(repo, &["merge-base", "--is-ancestor", &tip, &target], &[]).await?.ok {
+    if repo.run(&["merge-base", "--is-ancestor", &tip, &target], &[]).await?.ok {
         return Err(MergeError::NothingToMerge);
     }
 
-    let out = run_git(repo, &["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", &target, &tip], &[])
-        .await?;
+    let out =
+        repo.run(&["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", &target, &tip], &[]).await?;
     let (merged_tree, conflicts) = parse_merge_tree(&out.stdout);
     match out.code {
         Some(0) => {}
@@ -158,20 +164,31 @@ pub async fn merge(
         _ => return Err(MergeError::Failed(format!("git merge-tree failed: {}", out.stderr))),
     }
     // A squash merged before (or changes the base already has): nothing would change.
-    if merged_tree == git_line(repo, &["rev-parse", "--verify", &format!("{target}^{{tree}}")]).await? {
+    if merged_tree == repo.line(&["rev-parse", "--verify", &format!("{target}^{{tree}}")]).await? {
         return Err(MergeError::NothingToMerge);
     }
 
     // The base's checkout (if it has one) must not have uncommitted changes where the
     // merge writes.
-    let list = git(repo, &["worktree", "list", "--porcelain", "-z"], &[]).await?;
-    let checkout = checked_out_at(&list, base_ref);
-    if let Some(co) = &checkout {
-        let changed =
-            git(repo, &["diff", "--name-only", "-z", "--no-renames", &target, &merged_tree, "--"], &[]).await?;
+    let list = repo.ok(&["worktree", "list", "--porcelain", "-z"], &[]).await?;
+    let checkout = match checked_out_at(&list, base_ref) {
+        // lab runs git only in the repository's main checkout: another worktree's
+        // `.git` (a run's, the agent's side) is never read.
+        Some(co) if same_folder(&co, Path::new(&wt.repo)) => Some(repo),
+        Some(co) => {
+            return Err(MergeError::Refused(format!(
+                "the base branch {base_ref} is checked out in the worktree {}, not in the repository's main checkout: \
+lab merges only into a branch checked out there or nowhere",
+                co.display()
+            )))
+        }
+        None => None,
+    };
+    if let Some(co) = checkout {
+        let changed = repo.ok(&["diff", "--name-only", "-z", "--no-renames", &target, &merged_tree, "--"], &[]).await?;
         let changed: BTreeSet<String> =
             String::from_utf8_lossy(&changed).split('\0').filter(|t| !t.is_empty()).map(String::from).collect();
-        let status = git(co, &["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"], &[]).await?;
+        let status = co.ok(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"], &[]).await?;
         let dirty: Vec<String> = parse_status_paths(&status).intersection(&changed).cloned().collect();
         if !dirty.is_empty() {
             return Err(MergeError::BaseDirty(dirty));
@@ -184,25 +201,25 @@ pub async fn merge(
         args.extend(["-p", tip.as_str()]);
     }
     args.extend(["-m", msg.as_str()]);
-    let commit = git_line_env(repo, &args, &ident).await?;
+    let commit = repo.line_env(&args, &ident).await?;
 
     // The base moves first: if that fails, nothing did.
     match &checkout {
         Some(co) => {
-            git(co, &["merge", "--ff-only", "--quiet", "--no-verify", &commit], &[])
+            co.ok(&["merge", "--ff-only", "--quiet", "--no-verify", &commit], &[])
                 .await
                 .map_err(|e| MergeError::Failed(format!("moving {base_ref} to the merge: {e}")))?;
         }
         None => {
-            git(repo, &["update-ref", "-m", "lab: merge", &target_ref, &commit, &target], &[]).await?;
+            repo.ok(&["update-ref", "-m", "lab: merge", &target_ref, &commit, &target], &[]).await?;
         }
     }
     if tip != head {
         // The run's branch takes the commit of its uncommitted changes; its index
         // follows (the files are already so).
         let branch_ref = format!("refs/heads/{}", wt.branch);
-        git(dir, &["update-ref", "-m", "lab: the agent's uncommitted changes", &branch_ref, &tip, &head], &[]).await?;
-        git(dir, &["reset", "--quiet"], &[]).await?;
+        dir.ok(&["update-ref", "-m", "lab: the agent's uncommitted changes", &branch_ref, &tip, &head], &[]).await?;
+        dir.ok(&["reset", "--quiet"], &[]).await?;
     }
     Ok(commit)
 }

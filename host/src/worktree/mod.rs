@@ -5,18 +5,21 @@
 //! what the agent changed, [`merge`] brings it into the base branch, [`remove`] takes
 //! the worktree and its branch away (only on the operator's `discard`).
 //!
-//! Git is reached through the `git` CLI ([`git`]): the operator's own git, its own
+//! Git is reached through the `git` CLI ([`Git`]): the operator's own git, its own
 //! diff algorithm and its own output (so lab's diff is `git diff`'s), with no C library
-//! to build and no second implementation of the index to trust. See docs/worktrees.md.
+//! to build and no second implementation of the index to trust; never discovered from
+//! a worktree, and with nothing a repository names executed ([`git`]). See
+//! docs/worktrees.md and docs/security.md.
 
 pub mod call;
 pub mod diff;
+pub mod git;
 pub mod merge;
 pub mod review;
 
 use crate::paths::RunId;
+pub use git::{Git, GitOutput, Unsafe};
 use serde::{Deserialize, Serialize};
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -37,6 +40,12 @@ pub struct Worktree {
     pub base_ref: Option<String>,
     /// The repository's top folder (its main checkout).
     pub repo: String,
+    /// The worktree's git folder (in the repository's `worktrees/`), as git named it
+    /// when lab made the worktree: every later git command names it (`--git-dir`)
+    /// instead of reading the worktree's `.git` ("": a record from before; found from
+    /// `repo`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub git_dir: String,
     /// The workdir's folder below the repository's top, where the agent starts in the
     /// worktree ("" for the top).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -111,74 +120,10 @@ pub fn path_for(dir: &Path, repo_root: &Path, run: &RunId) -> PathBuf {
     }
 }
 
-/// What a git command printed, and whether it succeeded.
-#[derive(Debug)]
-pub struct GitOutput {
-    pub ok: bool,
-    pub code: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: String,
-}
-
-/// Run `git -C dir <args>` with lab's settings: none of lab serve's `GIT_*` variables
-/// (the command's own `env` instead), no prompts, no pager, no colour, paths printed as
-/// they are, and a [`GIT_TIMEOUT`] after which it is killed. Errors only when git
-/// could not run or took too long; see [`git`] for the usual checked form.
-pub async fn run_git(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<GitOutput, String> {
-    let mut cmd = tokio::process::Command::new("git");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("GIT_") {
-            cmd.env_remove(&k);
-        }
-    }
-    cmd.arg("-C")
-        .arg(dir)
-        .args(["-c", "core.quotepath=false", "-c", "color.ui=never", "-c", "core.pager=cat"])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("LC_ALL", "C")
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|e| format!("running git: {e}"))?;
-    let out = tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output())
-        .await
-        .map_err(|_| format!("git {} took longer than {}s and was stopped", args.join(" "), GIT_TIMEOUT.as_secs()))?
-        .map_err(|e| format!("running git: {e}"))?;
-    Ok(GitOutput {
-        ok: out.status.success(),
-        code: out.status.code(),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-    })
-}
-
-/// [`run_git`], with a failure as an error naming the command and what git said.
-pub async fn git(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<Vec<u8>, String> {
-    let out = run_git(dir, args, env).await?;
-    if out.ok {
-        Ok(out.stdout)
-    } else {
-        Err(format!("git {} failed: {}", args.join(" "), out.stderr))
-    }
-}
-
-/// [`git`]'s output as one trimmed line of text.
-pub async fn git_line(dir: &Path, args: &[&str]) -> Result<String, String> {
-    git_line_env(dir, args, &[]).await
-}
-
-/// [`git_line`] with variables set for the command.
-pub async fn git_line_env(dir: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Result<String, String> {
-    Ok(String::from_utf8_lossy(&git(dir, args, env).await?).trim().to_string())
-}
-
 /// The repository `workdir` is in, if any.
 pub async fn find_repo(workdir: &Path) -> Result<Option<Repo>, String> {
-    let out = run_git(workdir, &["rev-parse", "--show-toplevel", "--show-prefix"], &[]).await?;
+    let git = Git::found(workdir).await?;
+    let out = git.run(&["rev-parse", "--show-toplevel", "--show-prefix"], &[]).await?;
     if !out.ok {
         // Not a repository (or inside a bare one / a .git folder): no worktree.
         return Ok(None);
@@ -187,9 +132,9 @@ pub async fn find_repo(workdir: &Path) -> Result<Option<Repo>, String> {
     let mut lines = text.lines();
     let (Some(root), prefix) = (lines.next(), lines.next().unwrap_or("")) else { return Ok(None) };
     let root = PathBuf::from(root);
-    let head = run_git(&root, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], &[]).await?;
+    let head = git.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], &[]).await?;
     let head = head.ok.then(|| String::from_utf8_lossy(&head.stdout).trim().to_string());
-    let head_ref = run_git(&root, &["symbolic-ref", "--quiet", "--short", "HEAD"], &[]).await?;
+    let head_ref = git.run(&["symbolic-ref", "--quiet", "--short", "HEAD"], &[]).await?;
     let head_ref = head_ref.ok.then(|| String::from_utf8_lossy(&head_ref.stdout).trim().to_string());
     Ok(Some(Repo { root, head, head_ref, prefix: prefix.trim_end_matches('/').to_string() }))
 }
@@ -206,15 +151,26 @@ pub async fn create(repo: &Repo, dir: &Path, run: &RunId) -> Result<Worktree, St
     let path = path_for(dir, &repo.root, run);
     let branch = branch_for(run);
     let path_s = path.to_string_lossy().into_owned();
-    git(&repo.root, &["worktree", "add", "--quiet", "-b", &branch, &path_s, &head], &[])
+    // No hook (post-checkout), monitor or filter of the repository's runs ([`git`]).
+    Git::found(&repo.root)
+        .await?
+        .ok(&["worktree", "add", "--quiet", "-b", &branch, &path_s, &head], &[])
         .await
         .map_err(|e| format!("making the run's worktree: {e}"))?;
+    // The `.git` file git just wrote, before the agent runs: where the worktree's git
+    // folder is, from now on named, never read from the worktree again.
+    let git_file = crate::fsutil::read_untrusted(&path.join(".git"), 8192)
+        .map_err(|e| format!("reading the new worktree's .git: {e}"))?
+        .unwrap_or_default();
+    let git_dir = git::gitdir_of(&git_file)
+        .ok_or_else(|| format!("the new worktree's .git in {path_s} does not name its git folder"))?;
     Ok(Worktree {
         path: path_s,
         branch,
         base: head,
         base_ref: repo.head_ref.clone(),
         repo: repo.root.to_string_lossy().into_owned(),
+        git_dir: git_dir.to_string_lossy().into_owned(),
         subdir: repo.prefix.clone(),
         merged: None,
         discarded: false,
@@ -224,17 +180,28 @@ pub async fn create(repo: &Repo, dir: &Path, run: &RunId) -> Result<Worktree, St
 /// Remove a worktree and its branch (the operator's `discard`, or a launch that failed
 /// before the agent ran). What is already gone is not an error.
 pub async fn remove(wt: &Worktree) -> Result<(), String> {
-    let repo = Path::new(&wt.repo);
-    if Path::new(&wt.path).exists() {
-        git(repo, &["worktree", "remove", "--force", "--force", &wt.path], &[])
-            .await
-            .map_err(|e| format!("removing the worktree: {e}"))?;
-    } else {
-        let _ = run_git(repo, &["worktree", "prune"], &[]).await;
+    let repo = Git::found(Path::new(&wt.repo)).await?;
+    let path = Path::new(&wt.path);
+    match git::check(&Worktree { discarded: false, ..wt.clone() }) {
+        _ if std::fs::symlink_metadata(path).is_err() => {
+            let _ = repo.run(&["worktree", "prune"], &[]).await;
+        }
+        Ok(_) => {
+            repo.ok(&["worktree", "remove", "--force", "--force", &wt.path], &[])
+                .await
+                .map_err(|e| format!("removing the worktree: {e}"))?;
+        }
+        Err(_) => {
+            // Its `.git` was replaced: git would not know it as the worktree (and lab
+            // runs no git in it); its folder goes (symlinks in it are removed, never
+            // followed), then git forgets it.
+            std::fs::remove_dir_all(path).map_err(|e| format!("removing the worktree {}: {e}", wt.path))?;
+            let _ = repo.run(&["worktree", "prune"], &[]).await;
+        }
     }
     let refname = format!("refs/heads/{}", wt.branch);
-    if run_git(repo, &["show-ref", "--verify", "--quiet", &refname], &[]).await?.ok {
-        git(repo, &["branch", "-D", &wt.branch], &[]).await.map_err(|e| format!("deleting the branch: {e}"))?;
+    if repo.run(&["show-ref", "--verify", "--quiet", &refname], &[]).await?.ok {
+        repo.ok(&["branch", "-D", &wt.branch], &[]).await.map_err(|e| format!("deleting the branch: {e}"))?;
     }
     Ok(())
 }
@@ -282,6 +249,7 @@ mod tests {
             base: "abc".into(),
             base_ref: Some("main".into()),
             repo: "/src/app".into(),
+            git_dir: String::new(),
             subdir: String::new(),
             merged: None,
             discarded: false,
