@@ -24,18 +24,28 @@ export function h(tag, attrs = {}, ...children) {
 let uidCounter = 0;
 export const uid = (p) => `${p}-${++uidCounter}`;
 
+const PLAIN = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
 /** Quote a word for a POSIX shell only when it needs it. */
 export function shq(s) {
   s = String(s);
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+  return PLAIN.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 export function attachCommand(run) {
   if (!run || !run.tmux_target) return null;
-  const sock = run.tmux_socket ? `-S ${shq(run.tmux_socket)} ` : "";
-  // A run on another host: its tmux is there (the host as lab names it, for ssh).
-  const ssh = run.host ? `ssh -t ${shq(run.host)} ` : "";
-  return `${ssh}tmux ${sock}attach -t ${shq(run.tmux_target)}`;
+  if (!run.host) {
+    const sock = run.tmux_socket ? `-S ${shq(run.tmux_socket)} ` : "";
+    return `tmux ${sock}attach -t ${shq(run.tmux_target)}`;
+  }
+  // A run on another host: its tmux is there (the host as lab names it, for ssh). ssh
+  // joins its words and the host's shell parses them again: the remote command goes as
+  // one quoted word, and what the host's runner reported must be plain (lab refuses a
+  // runner whose paths are not; nothing is shown rather than a command that is unsafe).
+  const parts = [run.host, run.tmux_socket, run.tmux_target].filter((p) => p);
+  if (!parts.every((p) => PLAIN.test(String(p)))) return null;
+  const sock = run.tmux_socket ? `-S ${run.tmux_socket} ` : "";
+  return `ssh -t ${run.host} ${shq(`tmux ${sock}attach -t ${run.tmux_target}`)}`;
 }
 
 export function parseTime(t) {

@@ -150,6 +150,18 @@ fn refused(r: Result<tungstenite::WebSocket<std::net::TcpStream>, tungstenite::E
     }
 }
 
+/// The reason of the close frame that ends the connection ("" without one).
+fn close_reason(ws: &mut tungstenite::WebSocket<std::net::TcpStream>) -> String {
+    for _ in 0..100 {
+        match ws.read() {
+            Ok(Message::Close(Some(f))) => return f.reason.to_string(),
+            Ok(Message::Close(None)) | Err(_) => return String::new(),
+            Ok(_) => {}
+        }
+    }
+    String::new()
+}
+
 /// The close code lab serve ends `ws` with after `send` (read until the close).
 fn close_code(ws: &mut tungstenite::WebSocket<std::net::TcpStream>) -> Option<u16> {
     let start = Instant::now();
@@ -238,6 +250,20 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
             ws.send(m).unwrap();
         }
         assert_eq!(close_code(&mut ws), Some(4002), "{first} then …");
+    }
+    // A hello whose paths would go into a pasted command line as more than one word.
+    let pwned = w.dir.path().join("PWNED");
+    for (what, bad) in [
+        ("tmux_socket", format!("/x/s d;touch${{IFS}}{};#", pwned.display())),
+        ("home", "/x/$(id)".to_string()),
+        ("lab_exe", "/usr/bin/l ab".to_string()),
+    ] {
+        let mut facts: Value = serde_json::from_str(hello).unwrap();
+        facts[what] = bad.clone().into();
+        let mut ws = raw_client(&lab, &good).unwrap();
+        ws.send(Message::Text(facts.to_string().into())).unwrap();
+        let reason = close_reason(&mut ws);
+        assert!(reason.contains(what) && reason.contains("command line"), "{bad}: {reason}");
     }
     let mut ws = raw_client(&lab, &good).unwrap();
     ws.send(Message::Text(hello.into())).unwrap();
@@ -350,7 +376,7 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     let socket = w.dir.path().join("runner-far").join("tmux.sock");
     let attach = term.attach_command(target);
     assert_eq!(attach[..3], ["ssh", "-t", "far"]);
-    assert_eq!(attach[3..], ["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target]);
+    assert_eq!(attach[3..], [lab::shell::join(["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target])]);
     assert!(!w.home.join("tmux.sock").exists());
 
     // What lab would never ask is refused by the runner, and the stream stays up.
@@ -446,7 +472,7 @@ fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
     }
     let count = msgs.len();
     let (_, t) = lab.get(&format!("/runs/{id}/terminal"));
-    assert!(t["attach"].as_str().unwrap().starts_with("ssh -t far tmux -S "), "{t}");
+    assert!(t["attach"].as_str().unwrap().starts_with("ssh -t far 'tmux -S "), "{t}");
 
     // lab serve restarted mid-run: the run and its chat come back, the runner reconnects
     // and the run is followed again from where the mirror ends.

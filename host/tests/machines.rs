@@ -211,7 +211,7 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     // The attach command names the machine and its tmux server, where the session is.
     let (_, t) = lab.get(&format!("/runs/{}/terminal", ids[1]));
     let attach = t["attach"].as_str().unwrap();
-    assert!(attach.starts_with(&format!("ssh -t m1 tmux -S {}", sock.display())), "{t}");
+    assert!(attach.starts_with(&format!("ssh -t m1 'tmux -S {}", sock.display())), "{t}");
     let target = there["tmux_target"].as_str().unwrap();
     assert!(has_session(&m, sock.to_str().unwrap(), target), "the session is on the machine's tmux server");
     assert!(

@@ -72,7 +72,7 @@ test("hosts: a run started on a host from the form, its question clicked, its ho
   const run = (await world.api("GET", `/runs/${id}`)).body;
   assert.equal(run.host, "far");
   await page.getByTestId("run-host").filter({ hasText: "on far" }).waitFor();
-  assert.match(await page.locator(".attach-slot").textContent(), /ssh -t far tmux -S .*runner-far\/tmux\.sock attach -t/);
+  assert.match(await page.locator(".attach-slot").textContent(), /ssh -t far 'tmux -S .*runner-far\/tmux\.sock attach -t/);
 
   const q = page.locator("[data-testid=dialog-area] [data-testid=dialog-card][data-kind=question]");
   await q.waitFor();

@@ -336,11 +336,20 @@ pub fn version_refusal(runner: &str) -> Option<String> {
 }
 
 /// Whether a hello's paths and environment can be used to launch there: absolute
-/// paths without NUL bytes, variable names an environment holds.
+/// paths of plain characters ([`crate::shell::is_plain`]: they go into command lines
+/// the operator pastes, which ssh hands to a second shell), variable names an
+/// environment holds.
 pub fn check_facts(home: &str, tmux_socket: &str, lab_exe: &str, env: &[(String, String)]) -> Result<(), String> {
     for (what, p) in [("home", home), ("tmux_socket", tmux_socket), ("lab_exe", lab_exe)] {
-        if !std::path::Path::new(p).is_absolute() || p.contains('\0') || p.len() > 4096 {
+        if !std::path::Path::new(p).is_absolute() || p.len() > 4096 {
             return Err(format!("the hello's {what} is not an absolute path"));
+        }
+        if !crate::shell::is_plain(p) {
+            return Err(format!(
+                "the hello's {what} has characters lab does not put in a command line (only letters, digits and \
+-_./=:,+@%): {:?}",
+                clean_label(p)
+            ));
         }
     }
     if env.len() > 256 || env.iter().any(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0')) {

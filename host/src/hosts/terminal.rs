@@ -120,14 +120,68 @@ impl Terminal for RemoteTerminal {
         }
     }
 
-    /// `ssh -t <host> tmux -S <its socket> attach -t <target>`: the host as lab names it
-    /// (`lab hosts add NAME`; name it as your ssh config does), the socket the runner
-    /// said (the usual place under its home while it is not connected).
+    /// [`ssh_attach`] with the socket the runner said (the usual place under its home
+    /// while it is not connected).
     fn attach_command(&self, target: &str) -> Vec<String> {
         let socket = match self.hosts.facts(&self.host) {
             Some(f) => f.tmux_socket,
             None => "<its lab home>/tmux.sock".to_string(),
         };
-        ["ssh", "-t", &self.host, "tmux", "-S", &socket, "attach", "-t", target].map(String::from).to_vec()
+        ssh_attach(&self.host, &socket, target)
+    }
+}
+
+/// `ssh -t <host> 'tmux -S <socket> attach -t <target>'`: the host as lab names it
+/// (`lab hosts add NAME`; name it as your ssh config does). ssh joins its words and the
+/// host's shell parses them again, so the remote command goes to ssh as one word,
+/// quoted for that second shell: pasted, each part reaches tmux as it is.
+pub fn ssh_attach(host: &str, socket: &str, target: &str) -> Vec<String> {
+    let remote = crate::shell::join(["tmux", "-S", socket, "attach", "-t", target]);
+    vec!["ssh".into(), "-t".into(), host.into(), remote]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The attach command as the operator pastes it, through a real shell, then as ssh
+    /// and the host's shell take it: the words tmux gets.
+    fn tmux_argv_from_pasting(line: &str, dir: &std::path::Path) -> Vec<String> {
+        use std::os::unix::fs::PermissionsExt;
+        let argv = dir.join("argv");
+        // `ssh` joins its words after the host with spaces and has a shell run them
+        // there; `tmux` writes each argument it got on a line.
+        let ssh = "#!/bin/sh\nshift 2\nexec sh -c \"$*\"\n";
+        let tmux = format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n", argv.display());
+        for (name, text) in [("ssh", ssh.to_string()), ("tmux", tmux)] {
+            std::fs::write(dir.join(name), text).unwrap();
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(dir)
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(argv).unwrap().lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_pasted_attach_command_gives_tmux_each_word_as_it_is() {
+        let d = tempfile::tempdir().unwrap();
+        let pwned = d.path().join("PWNED");
+        for socket in [
+            "/home/lab/.lab/tmux.sock".to_string(),
+            format!("/x/s d;touch${{IFS}}{};#", pwned.display()),
+            format!("/x/$(touch {})'\"`x`", pwned.display()),
+            "<its lab home>/tmux.sock".to_string(),
+        ] {
+            let line = crate::shell::join(ssh_attach("m1", &socket, "=lab-r-1:"));
+            let got = tmux_argv_from_pasting(&line, d.path());
+            assert_eq!(got, ["-S", socket.as_str(), "attach", "-t", "=lab-r-1:"], "{line}");
+            assert!(!pwned.exists(), "{line} ran a command");
+        }
     }
 }
