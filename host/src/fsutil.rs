@@ -237,37 +237,94 @@ fn checked(f: File) -> std::io::Result<File> {
 /// and without `..`: what it opens is inside `root` whatever is renamed meanwhile. The
 /// file itself as [`open_untrusted`] opens it. `None` if it does not exist.
 pub fn open_beneath(root: &Path, path: &Path) -> std::io::Result<Option<File>> {
-    use std::ffi::CString;
-    use std::os::fd::{AsRawFd, FromRawFd};
+    let names = names_beneath(root, path)?;
+    let Some((file, dirs)) = names.split_last() else { return Err(std::io::Error::other("it names no file")) };
+    let Some(dir) = descend(root, dirs, false)? else { return Ok(None) };
+    match open_at(&dir, file, libc::O_RDONLY | UNTRUSTED_FLAGS, 0) {
+        Ok(f) => checked(f).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write `data` (at most `cap` bytes) as the file `path`, which must lie inside the
+/// directory `root`: walked down as [`open_beneath`] does (no symlink below `root`, no
+/// `..`), missing folders made on the way (mode 0777 less the umask, as `mkdir` does); a
+/// new file created exclusively (`O_EXCL`: a dangling symlink is not followed out), an
+/// existing one opened without following a symlink or blocking, checked to be a regular
+/// file of the agent's ([`checked`]) and only then truncated and written.
+pub fn write_beneath(root: &Path, path: &Path, data: &[u8], cap: usize) -> std::io::Result<()> {
+    if data.len() > cap {
+        return Err(std::io::Error::other(format!("{} bytes is over the {cap} byte limit", data.len())));
+    }
+    let names = names_beneath(root, path)?;
+    let Some((file, dirs)) = names.split_last() else { return Err(std::io::Error::other("it names no file")) };
+    let dir = descend(root, dirs, true)?.ok_or_else(|| std::io::Error::other("a folder on the way is gone"))?;
+    let write = libc::O_WRONLY | UNTRUSTED_FLAGS;
+    let mut f = match open_at(&dir, file, write | libc::O_CREAT | libc::O_EXCL, 0o666) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let f = checked(open_at(&dir, file, write, 0)?)?;
+            f.set_len(0)?;
+            f
+        }
+        Err(e) => return Err(e),
+    };
+    f.write_all(data)
+}
+
+/// `path`'s names below `root`: plain names only (no `.`, `..` or root).
+fn names_beneath<'a>(root: &Path, path: &'a Path) -> std::io::Result<Vec<&'a std::ffi::OsStr>> {
     use std::path::Component;
     let rel =
         path.strip_prefix(root).map_err(|_| std::io::Error::other(format!("it is not inside {}", root.display())))?;
-    let names: Vec<&std::ffi::OsStr> = rel
-        .components()
+    rel.components()
         .map(|c| match c {
             Component::Normal(n) => Ok(n),
             _ => Err(std::io::Error::other("it has `.` or `..` in it")),
         })
-        .collect::<Result<_, _>>()?;
-    let Some((file, dirs)) = names.split_last() else { return Err(std::io::Error::other("it names no file")) };
+        .collect()
+}
+
+/// `openat(dir, name, flags, mode)`.
+fn open_at(dir: &File, name: &std::ffi::OsStr, flags: i32, mode: libc::c_uint) -> std::io::Result<File> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    let c = CString::new(name.as_bytes()).map_err(|_| std::io::Error::other("a NUL in the path"))?;
+    // SAFETY: a valid descriptor and C string; the result is checked before use.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, mode) };
+    if fd < 0 {
+        return Err(refusal(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// The folder `dirs` below `root`, each step opened without following a symlink
+/// (`None`: one is missing; `make`: missing ones are made instead).
+fn descend(root: &Path, dirs: &[&std::ffi::OsStr], make: bool) -> std::io::Result<Option<File>> {
+    use std::os::fd::AsRawFd;
     let mut dir = File::open(root)?;
-    let at = |dir: &File, name: &std::ffi::OsStr, flags: i32| -> std::io::Result<File> {
-        use std::os::unix::ffi::OsStrExt;
-        let c = CString::new(name.as_bytes()).map_err(|_| std::io::Error::other("a NUL in the path"))?;
-        // SAFETY: a valid descriptor and C string; the result is checked before use.
-        let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(refusal(std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        Ok(unsafe { File::from_raw_fd(fd) })
-    };
-    let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     for d in dirs {
-        dir = match at(&dir, d, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) {
+        let mut opened = open_at(&dir, d, flags, 0);
+        if make && opened.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            use std::os::unix::ffi::OsStrExt;
+            let c = std::ffi::CString::new(d.as_bytes()).map_err(|_| std::io::Error::other("a NUL in the path"))?;
+            // SAFETY: a valid descriptor and C string. A folder made meanwhile is fine.
+            if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(e);
+                }
+            }
+            opened = open_at(&dir, d, flags, 0);
+        }
+        dir = match opened {
             Ok(f) => f,
-            Err(e) if missing(&e) => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) || e.to_string().contains("symlink") => {
                 return Err(std::io::Error::other(format!(
                     "{} is a symlink or no directory (never followed)",
                     d.to_string_lossy()
@@ -276,11 +333,7 @@ pub fn open_beneath(root: &Path, path: &Path) -> std::io::Result<Option<File>> {
             Err(e) => return Err(e),
         };
     }
-    match at(&dir, file, libc::O_RDONLY | UNTRUSTED_FLAGS) {
-        Ok(f) => checked(f).map(Some),
-        Err(e) if missing(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(Some(dir))
 }
 
 /// Whether an open file lives on procfs or sysfs (`fstatfs`), whose "regular files"

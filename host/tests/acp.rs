@@ -437,3 +437,39 @@ fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
     lab.wait_view(&id, "the end", |v| v["state"] == "idle" && has_text(v, "end"));
     assert!(w.workdir.join("asked.txt").exists());
 }
+
+/// A link the agent's side planted in the workdir is never followed by lab's file
+/// access: a dangling one to a dotfile outside (`notes.md` → `~/.profile`), one to a
+/// secret, a linked folder out, a FIFO.
+#[test]
+fn file_requests_never_follow_a_link_out_of_the_workdir() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let wd = w.workdir.display();
+    let profile = w.dir.path().join("profile");
+    std::fs::write(w.dir.path().join("secret.txt"), "s3cret").unwrap();
+    std::os::unix::fs::symlink(&profile, w.workdir.join("notes.md")).unwrap();
+    std::os::unix::fs::symlink(w.dir.path().join("secret.txt"), w.workdir.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(w.dir.path(), w.workdir.join("up")).unwrap();
+    let fifo = w.workdir.join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let prompt = format!(
+        "write:{wd}/notes.md=touch pwned;write:{wd}/link.txt=gone;read:{wd}/link.txt;write:{wd}/up/made.txt=x;\
+read:{wd}/pipe;write:{wd}/pipe=x;write:{wd}/ok.txt=fine;say:done"
+    );
+    let run = lab.create_run(&w, "fake", &prompt);
+    let id = run["id"].as_str().unwrap();
+    let v = lab.wait_view(id, "the turn's end", |v| v["state"] == "idle" && has_text(v, "done"));
+    let all = texts(&v).join("\n");
+    assert_eq!(all.matches("write failed").count(), 4, "{all}");
+    assert_eq!(all.matches("read failed").count(), 2, "{all}");
+    assert_eq!(all.matches("symlink").count(), 4, "{all}");
+    assert!(all.contains("FIFO"), "{all}");
+    assert!(!profile.exists(), "the dangling link was not followed out");
+    assert_eq!(std::fs::read_to_string(w.dir.path().join("secret.txt")).unwrap(), "s3cret");
+    assert!(!w.dir.path().join("made.txt").exists());
+    assert!(!has_text(&v, "s3cret"));
+    assert_eq!(std::fs::read_to_string(w.workdir.join("ok.txt")).unwrap(), "fine");
+}

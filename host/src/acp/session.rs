@@ -56,7 +56,9 @@ pub struct Session {
     /// What the agent says, into the run's journal.
     rec: Recorder,
     spool: PathBuf,
+    /// The workdir, resolved, and as the agent was told it (its `cwd`).
     root: PathBuf,
+    told: PathBuf,
     /// The agent's requests waiting for the operator, oldest first (the spool shows the
     /// first), with their JSON-RPC ids.
     pending: Mutex<VecDeque<(Value, Request)>>,
@@ -132,6 +134,7 @@ impl Session {
             rec: Recorder::new(setup.label.clone(), setup.journal),
             spool: setup.spool,
             root,
+            told: setup.cwd.clone(),
             pending: Mutex::new(VecDeque::new()),
             next_n: AtomicU64::new(1),
             turn: tokio::sync::Mutex::new(()),
@@ -507,8 +510,8 @@ impl Session {
 
     fn read_file(&self, params: &Value) -> Result<Value, (i64, String)> {
         let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
-        let p = super::fs::confine(&self.root, path).map_err(|e| self.refuse_fs("read", path, e))?;
-        let text = super::fs::read(&p, params["line"].as_u64(), params["limit"].as_u64())
+        let p = super::fs::confine(&self.root, &self.told, path).map_err(|e| self.refuse_fs("read", path, e))?;
+        let text = super::fs::read(&self.root, &p, params["line"].as_u64(), params["limit"].as_u64())
             .map_err(|e| self.refuse_fs("read", path, e))?;
         Ok(json!({"content": text}))
     }
@@ -516,8 +519,8 @@ impl Session {
     fn write_file(&self, params: &Value) -> Result<Value, (i64, String)> {
         let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
         let content = params["content"].as_str().ok_or((INVALID_PARAMS, "no content".to_string()))?;
-        let p = super::fs::confine(&self.root, path).map_err(|e| self.refuse_fs("write", path, e))?;
-        super::fs::write(&p, content).map_err(|e| self.refuse_fs("write", path, e))?;
+        let p = super::fs::confine(&self.root, &self.told, path).map_err(|e| self.refuse_fs("write", path, e))?;
+        super::fs::write(&self.root, &p, content).map_err(|e| self.refuse_fs("write", path, e))?;
         Ok(json!(null))
     }
 

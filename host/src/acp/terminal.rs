@@ -92,7 +92,7 @@ impl Terminals {
             argv.push(a.as_str().ok_or_else(|| bad("args must be strings"))?.to_string());
         }
         let cwd = match params["cwd"].as_str() {
-            Some(c) => super::fs::confine(&self.at.root, c).map_err(bad)?,
+            Some(c) => super::fs::confine_dir(&self.at.root, c).map_err(bad)?,
             None => self.at.root.clone(),
         };
         if !cwd.is_dir() {
