@@ -686,3 +686,55 @@ fn a_run_on_a_host_gets_its_worktree_there_and_its_diff_review_merge_and_discard
     kill(&mut r);
     let _ = Command::new("tmux").arg("-S").arg(runner_home.join("tmux.sock")).arg("kill-server").status();
 }
+
+/// The agent's side on a host swaps the run's hook files for a link to the runner's own
+/// environment (its credential) and for a FIFO: the runner reads neither (nothing of
+/// its environment reaches lab serve) and keeps following the run (a message still
+/// reaches the chat).
+#[test]
+fn a_runner_reads_no_link_or_fifo_the_agent_s_side_puts_in_place_of_its_files() {
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    w.use_fake_claude(
+        &serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
+    );
+    let lab = w.serve();
+    /// The runner and its tmux server go whatever the test's end (a hang was the bug).
+    struct Down(Child, std::path::PathBuf);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            kill(&mut self.0);
+            let _ = Command::new("tmux").arg("-S").arg(&self.1).arg("kill-server").status();
+        }
+    }
+    let _down = Down(runner(&w, &lab.url, "far", &cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
+    wait_state(&lab, "far", "connected");
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && v["messages"].to_string().contains("Started."));
+    let runtime = w.dir.path().join("runner-far").join("runtime");
+    let marker = runtime.join(format!("{id}.marker.json"));
+    let _ = std::fs::remove_file(&marker);
+    std::os::unix::fs::symlink("/proc/self/environ", &marker).unwrap();
+    let spool = runtime.join(format!("{id}.spool.json"));
+    let _ = std::fs::remove_file(&spool);
+    let c = std::ffi::CString::new(spool.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let session = runtime.join(format!("{id}.session.json"));
+    let _ = std::fs::remove_file(&session);
+    std::os::unix::fs::symlink("/proc/self/environ", &session).unwrap();
+
+    let (s, b) = lab.post(&format!("/runs/{id}/messages"), &serde_json::json!({"text": "more"}));
+    assert_eq!(s, 202, "{b}");
+    lab.wait_view(&id, "the second turn", |v| v["messages"].to_string().contains("Got your message."));
+    for f in common::walk(&w.home) {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&cred), "the runner's credential in {}", f.display());
+        assert!(!text.contains("LAB_RUNNER_CREDENTIAL"), "the runner's environment in {}", f.display());
+    }
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
+    assert_eq!(s, 200);
+}

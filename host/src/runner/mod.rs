@@ -367,6 +367,7 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
                             let Op::Watch { run, target, transcript, offset } = op else { unreachable!() };
                             let id_ = crate::paths::RunId::parse(&run).expect("checked");
                             let w = watch::Watch {
+                                refused: None,
                                 files: home.run_files(&id_),
                                 run: run.clone(),
                                 target,

@@ -115,39 +115,121 @@ pub struct Watch {
     pub transcript: Option<PathBuf>,
     pub offset: u64,
     pub files: RunFiles,
+    /// Why its transcript is no longer followed (said once in the log).
+    pub refused: Option<String>,
 }
 
-/// New bytes of `path` from `offset`, at most [`CHUNK`] (none: nothing new, or no file).
-pub fn read_from(path: &std::path::Path, offset: u64) -> Option<Vec<u8>> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
+/// What reading a transcript from an offset found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// New bytes, at most [`CHUNK`].
+    Bytes(Vec<u8>),
+    /// Nothing new (or no file yet).
+    Nothing,
+    /// Not the agent's transcript to follow: not a regular file of its own (a symlink,
+    /// a FIFO, a kernel file), or a hole where the next bytes would be (a sparse file:
+    /// an agent appending its lines never leaves one). Never read.
+    Refused(String),
+}
+
+/// New bytes of `path` from `offset`: opened as the agent's side's files are
+/// ([`crate::fsutil::open_untrusted`]: no symlink followed, never blocking, a regular
+/// file not of the kernel's).
+pub fn read_from(path: &std::path::Path, offset: u64) -> Chunk {
+    let mut f = match crate::fsutil::open_untrusted(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Chunk::Nothing,
+        Err(e) => return Chunk::Refused(e.to_string()),
+    };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return Chunk::Nothing };
     if len <= offset {
-        return None;
+        return Chunk::Nothing;
     }
-    f.seek(SeekFrom::Start(offset)).ok()?;
+    if let Some(data) = seek(&f, offset, libc::SEEK_DATA) {
+        if data != offset {
+            return Chunk::Refused(format!("a hole of {} bytes at {offset} (a sparse file)", data - offset));
+        }
+    }
+    // Up to the next hole (the file's end when it has none).
+    let data_end = seek(&f, offset, libc::SEEK_HOLE).unwrap_or(len).clamp(offset, len);
+    if f.seek(SeekFrom::Start(offset)).is_err() {
+        return Chunk::Nothing;
+    }
     let mut buf = Vec::new();
-    f.take(CHUNK as u64).read_to_end(&mut buf).ok()?;
-    (!buf.is_empty()).then_some(buf)
+    let take = (data_end - offset).min(CHUNK as u64);
+    if (&mut f).take(take).read_to_end(&mut buf).is_err() || buf.is_empty() {
+        return Chunk::Nothing;
+    }
+    Chunk::Bytes(buf)
 }
 
-/// A hook file's content now (None: absent, or too big / not text to be a prompt).
-fn hook_file(path: &std::path::Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > HOOK_FILE_MAX {
-        return None;
+/// Where the file's next data (`SEEK_DATA`) or hole (`SEEK_HOLE`) is from `offset`:
+/// its end when there is none; None: the file system cannot say.
+fn seek(f: &std::fs::File, offset: u64, whence: i32) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let at = i64::try_from(offset).ok()?;
+    // SAFETY: an open descriptor; the result is checked.
+    let r = unsafe { libc::lseek(f.as_raw_fd(), at, whence) };
+    if r >= 0 {
+        return Some(r as u64);
     }
-    std::fs::read_to_string(path).ok()
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENXIO) => f.metadata().ok().map(|m| m.len()),
+        _ => None,
+    }
+}
+
+/// A hook file's content now (None: absent, or not a regular file of the agent's,
+/// too big or not text to be a prompt): read as [`read_from`] opens a file.
+fn hook_file(path: &std::path::Path) -> Option<String> {
+    let bytes = crate::fsutil::read_untrusted(path, HOOK_FILE_MAX as usize).ok()??;
+    String::from_utf8(bytes).ok()
 }
 
 /// Send what the transcript holds past `w.offset` (false: nobody listens any more).
 fn send_transcript(w: &mut Watch, out: &UnboundedSender<Up>) -> bool {
     let Some(t) = &w.transcript else { return true };
-    while let Some(bytes) = read_from(t, w.offset) {
-        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        if out.send(Up::Transcript { run: w.run.clone(), offset: w.offset, data }).is_err() {
-            return false;
+    if w.refused.is_some() {
+        return true;
+    }
+    loop {
+        match read_from(t, w.offset) {
+            Chunk::Bytes(bytes) => {
+                let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                if out.send(Up::Transcript { run: w.run.clone(), offset: w.offset, data }).is_err() {
+                    return false;
+                }
+                w.offset += bytes.len() as u64;
+            }
+            Chunk::Nothing => return true,
+            Chunk::Refused(why) => {
+                tracing::warn!(run = %w.run, transcript = %t.display(), %why, "the run's transcript is not followed any more");
+                w.refused = Some(why);
+                return true;
+            }
         }
-        w.offset += bytes.len() as u64;
+    }
+}
+
+/// One look at the run's files: its transcript's new bytes and each hook file that
+/// changed since `last`, sent up (false: nobody listens any more). Blocking reads.
+fn look(w: &mut Watch, last: &mut [Option<Option<String>>; 3], out: &UnboundedSender<Up>) -> bool {
+    if !send_transcript(w, out) {
+        return false;
+    }
+    for (i, (file, path)) in
+        [(HookFile::Spool, &w.files.spool), (HookFile::Marker, &w.files.marker), (HookFile::Session, &w.files.session)]
+            .into_iter()
+            .enumerate()
+    {
+        let now = hook_file(path);
+        if last[i].as_ref() != Some(&now) {
+            tracing::debug!(run = %w.run, ?file, present = now.is_some(), "a hook file changed; sent up");
+            if out.send(Up::RunFile { run: w.run.clone(), file, content: now.clone() }).is_err() {
+                return false;
+            }
+            last[i] = Some(now);
+        }
     }
     true
 }
@@ -161,25 +243,20 @@ pub async fn follow(mut w: Watch, tmux: Tmux, wakes: Wakes, out: UnboundedSender
         // The folders (again, until they exist): the run's hook files' and its transcript's.
         let dirs = [w.files.spool.parent(), w.transcript.as_deref().and_then(Path::parent)];
         let watched = dirs.into_iter().flatten().all(|d| wakes.watch(d, &woken));
-        if !send_transcript(&mut w, &out) {
+        // The reads off the async workers: each is bounded and never blocks, but a
+        // large transcript takes a while.
+        let sent = out.clone();
+        let Ok((back, seen, listening)) = tokio::task::spawn_blocking(move || {
+            let listening = look(&mut w, &mut last, &sent);
+            (w, last, listening)
+        })
+        .await
+        else {
             return;
-        }
-        for (i, (file, path)) in [
-            (HookFile::Spool, &w.files.spool),
-            (HookFile::Marker, &w.files.marker),
-            (HookFile::Session, &w.files.session),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let now = hook_file(path);
-            if last[i].as_ref() != Some(&now) {
-                tracing::debug!(run = %w.run, ?file, present = now.is_some(), "a hook file changed; sent up");
-                if out.send(Up::RunFile { run: w.run.clone(), file, content: now.clone() }).is_err() {
-                    return;
-                }
-                last[i] = Some(now);
-            }
+        };
+        (w, last) = (back, seen);
+        if !listening {
+            return;
         }
         if session_looked.is_none_or(|t| t.elapsed() >= SESSION_EVERY) {
             session_looked = Some(Instant::now());
@@ -268,13 +345,44 @@ mod tests {
     fn reads_what_is_new_in_chunks() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("t");
-        assert_eq!(read_from(&p, 0), None, "no file yet");
+        let bytes = |r: Chunk| match r {
+            Chunk::Bytes(b) => b,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read_from(&p, 0), Chunk::Nothing, "no file yet");
         std::fs::write(&p, b"ab\ncd\n").unwrap();
-        assert_eq!(read_from(&p, 0).unwrap(), b"ab\ncd\n");
-        assert_eq!(read_from(&p, 3).unwrap(), b"cd\n");
-        assert_eq!(read_from(&p, 6), None);
+        assert_eq!(bytes(read_from(&p, 0)), b"ab\ncd\n");
+        assert_eq!(bytes(read_from(&p, 3)), b"cd\n");
+        assert_eq!(read_from(&p, 6), Chunk::Nothing);
         std::fs::write(&p, vec![b'x'; CHUNK + 5]).unwrap();
-        assert_eq!(read_from(&p, 0).unwrap().len(), CHUNK);
-        assert_eq!(read_from(&p, CHUNK as u64).unwrap().len(), 5);
+        assert_eq!(bytes(read_from(&p, 0)).len(), CHUNK);
+        assert_eq!(bytes(read_from(&p, CHUNK as u64)).len(), 5);
+    }
+
+    #[test]
+    fn what_is_not_the_agent_s_own_file_is_never_read() {
+        let d = tempfile::tempdir().unwrap();
+        let refused = |p: &Path| matches!(read_from(p, 0), Chunk::Refused(_));
+        let link = d.path().join("environ");
+        std::os::unix::fs::symlink("/proc/self/environ", &link).unwrap();
+        assert!(refused(&link), "a symlink");
+        assert_eq!(hook_file(&link), None);
+        assert!(refused(Path::new("/proc/self/environ")), "a kernel file");
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(refused(&fifo), "a FIFO, without blocking");
+        assert_eq!(hook_file(&fifo), None);
+        // A sparse transcript: 1 GiB of hole after a line.
+        let sparse = d.path().join("sparse.jsonl");
+        let f = std::fs::File::create(&sparse).unwrap();
+        std::io::Write::write_all(&mut &f, b"{}\n").unwrap();
+        f.set_len(1 << 30).unwrap();
+        match read_from(&sparse, 0) {
+            // The data before the hole (at most the file system's block after it).
+            Chunk::Bytes(b) => assert!(b.starts_with(b"{}\n") && b.len() <= CHUNK, "{}", b.len()),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(read_from(&sparse, 1 << 20), Chunk::Refused(_)), "the hole is never sent");
     }
 }
