@@ -102,6 +102,7 @@ export class RunView {
     }, "Stop");
     this.headerError = h("p", { class: "header-error", role: "alert", hidden: true });
     this.hostNotice = h("p", { class: "header-error", "data-testid": "host-disconnected", role: "status", hidden: true });
+    this.mirrorNotice = h("p", { class: "header-error", "data-testid": "transcript-stopped", role: "status", hidden: true });
 
     this.chat = h("div", {
       class: "chat", "data-testid": "chat", role: "log", "aria-live": "off", "aria-label": "Transcript", tabindex: "0",
@@ -162,6 +163,7 @@ export class RunView {
           this.metaEl,
           this.attachSlot,
           this.hostNotice,
+          this.mirrorNotice,
           this.headerError),
         this.chat,
         h("div", { class: "dock" }, this.dialogArea, this.composer)));
@@ -233,6 +235,9 @@ export class RunView {
     this.hostNotice.textContent = down
       ? `Host ${(run && run.host) || ""} is not connected: this is the run as of then, and nothing can be typed there until its runner is back.`
       : "";
+    // The mirror of a host run's transcript stopped growing (a cap, lab's disk): why.
+    this.mirrorNotice.hidden = !this.view.transcript_stopped;
+    this.mirrorNotice.textContent = this.view.transcript_stopped || "";
     this.stopBtn.disabled = state === "ended";
     setTitle(`${this.titleEl.textContent} · lab`);
   }
@@ -271,6 +276,7 @@ export class RunView {
       answer: v.answer ?? null,
       diff: v.diff ?? null,
       disconnected: v.disconnected === true,
+      transcript_stopped: typeof v.transcript_stopped === "string" ? v.transcript_stopped : null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.applyAnswerProgress();

@@ -26,6 +26,9 @@
 //! worktree_dir = "/srv/lab-worktrees"   # where they go (absolute; default <home>/worktrees)
 //! host_grace_secs = 60                  # runs on a host whose runner went away end after
 //!                                       #   this long without it (default 60)
+//! host_transcript_max_mb = 1024         # the mirror of a host run's transcript stops
+//!                                       #   growing past this (default 1024)
+//! host_transcript_min_free_mb = 512     # ... or when lab's disk has less free (default 512)
 //!
 //! [agents.gemini]                       # an ACP agent: provider `gemini`, no rebuild
 //! acp = ["gemini", "--experimental-acp"] # its command (looked up on PATH) and arguments
@@ -104,6 +107,10 @@ pub struct RunsConfig {
     /// How long the runs of a host whose runner went away wait for it before they end
     /// (None: 60 s).
     pub host_grace_secs: Option<u64>,
+    /// The cap on the mirror of a host run's transcript, in MiB (None: 1024).
+    pub host_transcript_max_mb: Option<u64>,
+    /// The free space lab keeps on its disk while mirroring, in MiB (None: 512).
+    pub host_transcript_min_free_mb: Option<u64>,
 }
 
 /// `[notify]`: the webhook, as written (see [`crate::notify`]).

@@ -74,6 +74,16 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// A runner and its tmux server, gone whatever the test's end (a failed assertion too).
+struct Down(Child, std::path::PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        kill(&mut self.0);
+        let _ = Command::new("tmux").arg("-S").arg(&self.1).arg("kill-server").status();
+    }
+}
+
 #[test]
 fn a_runner_dials_in_is_listed_and_goes_down_when_killed_replaced_or_revoked() {
     let w = World::new();
@@ -699,14 +709,6 @@ fn a_runner_reads_no_link_or_fifo_the_agent_s_side_puts_in_place_of_its_files() 
         &serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
     );
     let lab = w.serve();
-    /// The runner and its tmux server go whatever the test's end (a hang was the bug).
-    struct Down(Child, std::path::PathBuf);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            kill(&mut self.0);
-            let _ = Command::new("tmux").arg("-S").arg(&self.1).arg("kill-server").status();
-        }
-    }
     let _down = Down(runner(&w, &lab.url, "far", &cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
     wait_state(&lab, "far", "connected");
     let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
@@ -735,6 +737,63 @@ fn a_runner_reads_no_link_or_fifo_the_agent_s_side_puts_in_place_of_its_files() 
         assert!(!text.contains(&cred), "the runner's credential in {}", f.display());
         assert!(!text.contains("LAB_RUNNER_CREDENTIAL"), "the runner's environment in {}", f.display());
     }
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
+    assert_eq!(s, 200);
+}
+
+/// The mirror of a host run's transcript is bounded: a line over the limit is not
+/// stored (a hole; the chat goes on after it), and past `[runs] host_transcript_max_mb`
+/// the mirror stops growing, the view says why, and lab keeps serving.
+#[test]
+fn a_host_run_s_transcript_mirror_is_bounded_and_says_so() {
+    use std::os::unix::fs::MetadataExt;
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    let log = w.use_fake_claude(
+        &serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
+    );
+    let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{toml}\n[runs]\nhost_transcript_max_mb = 48\n"));
+    let lab = w.serve();
+    let _down = Down(runner(&w, &lab.url, "far", &cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
+    wait_state(&lab, "far", "connected");
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && v["messages"].to_string().contains("Started."));
+    let transcript = wait_for(Duration::from_secs(10), "fake-claude's start", || {
+        World::log_events(&log).into_iter().find(|e| e["event"] == "start").map(|e| e["transcript_path"].clone())
+    });
+    let transcript = std::path::PathBuf::from(transcript.as_str().unwrap());
+    let junk_line = |mib: usize| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..mib {
+            f.write_all(&chunk).unwrap();
+        }
+        f.write_all(b"\n").unwrap();
+    };
+    // The agent's side writes a 40 MiB line: not stored; the chat goes on after it.
+    junk_line(40);
+    let (s, b) = lab.post(&format!("/runs/{id}/messages"), &serde_json::json!({"text": "more"}));
+    assert_eq!(s, 202, "{b}");
+    let v =
+        lab.wait_view(&id, "the turn after the long line", |v| v["messages"].to_string().contains("Got your message."));
+    assert_eq!(v["transcript_stopped"], Value::Null, "{}", v["transcript_stopped"]);
+    let mirror = w.home.join("remote").join(format!("{id}.jsonl"));
+    let m = mirror.metadata().unwrap();
+    assert!(m.len() > 40 << 20, "the mirror's length is the transcript's: {}", m.len());
+    assert!(m.blocks() * 512 < 16 << 20, "the long line takes no disk: {} bytes", m.blocks() * 512);
+    // Past the cap: the mirror stops, the view says so, lab keeps serving.
+    junk_line(16);
+    let v = lab.wait_view(&id, "the mirror stopped", |v| v["transcript_stopped"].is_string());
+    let why = v["transcript_stopped"].as_str().unwrap();
+    assert!(why.contains("48 MiB") && why.contains("host_transcript_max_mb"), "{why}");
+    assert!(mirror.metadata().unwrap().len() <= 48 << 20);
+    let (s, _) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(s, 200);
     let (s, _) = lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
     assert_eq!(s, 200);
 }

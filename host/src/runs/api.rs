@@ -121,6 +121,9 @@ pub struct ViewBody {
     /// The run's host is unreachable now (its runner is not connected): what the view
     /// shows is as of then, and answers and messages are refused (`host_down`).
     pub disconnected: bool,
+    /// Why the mirror of the transcript of this run on a host stopped growing (a cap
+    /// or lab's disk; said in full), or null: what the agent wrote after is not shown.
+    pub transcript_stopped: Option<String>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).

@@ -22,6 +22,7 @@ pub mod hook_settings;
 pub mod input;
 pub mod keystrokes;
 mod launch;
+pub mod mirror;
 mod remote_runs;
 pub(crate) use launch::check_spec;
 pub mod liveness;
@@ -68,6 +69,8 @@ pub struct Snapshot {
     pub diff: Option<crate::worktree::diff::Summary>,
     /// The run's host is unreachable (its runner is not connected).
     pub disconnected: bool,
+    /// Why the mirror of its transcript on a host stopped growing ([`mirror`]).
+    pub transcript_stopped: Option<String>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -133,6 +136,7 @@ impl Run {
             message_count: 0,
             composer_lock: None,
             disconnected: false,
+            transcript_stopped: None,
             answer: None,
             diff: None,
         };
@@ -213,6 +217,7 @@ impl Run {
             answer: snap.answer,
             diff: snap.diff,
             disconnected: snap.disconnected,
+            transcript_stopped: snap.transcript_stopped,
             more_before,
             more_after,
             messages,
@@ -276,6 +281,7 @@ impl Run {
                 answer: cur.answer.clone(),
                 diff: cur.diff,
                 disconnected: cur.disconnected,
+                transcript_stopped: cur.transcript_stopped.clone(),
             };
             if *cur == snap {
                 return false;
@@ -305,6 +311,14 @@ impl Run {
     }
 
     /// Show whether the run's host is unreachable (beside the view as it stands).
+    pub(super) fn set_transcript_stopped(&self, why: Option<String>) {
+        self.view.send_if_modified(|cur| {
+            let changed = cur.transcript_stopped != why;
+            cur.transcript_stopped = why;
+            changed
+        });
+    }
+
     pub(super) fn set_disconnected(&self, disconnected: bool) {
         self.view.send_if_modified(|cur| std::mem::replace(&mut cur.disconnected, disconnected) != disconnected);
     }
@@ -374,6 +388,8 @@ pub struct Runs {
     work_lock: tokio::sync::Mutex<()>,
     /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
     diff_counting: tokio::sync::Mutex<()>,
+    /// The mirrors of runs on hosts, bounded ([`mirror`]).
+    mirrors: mirror::Mirrors,
     /// The ACP runs' agent sessions ([`acp_runs`]), by run.
     acp: Mutex<HashMap<RunId, Arc<crate::acp::Session>>>,
     /// The session modes each ACP agent offered in its newest session.
@@ -394,6 +410,7 @@ impl Runs {
     pub async fn start(home: Home, lab_exe: PathBuf) -> anyhow::Result<Arc<Runs>> {
         home.prepare()?;
         let config = Config::load(&home.config_file())?;
+        let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
         // Before the (slower) providers: a damaged registry fails fast, with its fix.
         let registry = Registry::open(&home.registry())?;
         let cache = home.component_cache();
@@ -434,6 +451,7 @@ impl Runs {
             agent_versions: Arc::default(),
             work_lock: tokio::sync::Mutex::new(()),
             diff_counting: tokio::sync::Mutex::new(()),
+            mirrors,
             acp: Mutex::new(HashMap::new()),
             acp_learned_modes: Mutex::new(HashMap::new()),
             acp_agents,

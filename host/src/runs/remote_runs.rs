@@ -10,6 +10,7 @@
 
 use super::api::{CreateRun, RunBody, RunError};
 use super::launch::{checked_fields, prepare, Place};
+use super::mirror::Appended;
 use super::registry::{RunRecord, Status};
 use super::Runs;
 use crate::fsutil;
@@ -18,8 +19,7 @@ use crate::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
 use crate::paths::{Home, RunFiles, RunId};
 use crate::terminal::Terminal;
 use base64::Engine as _;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -300,9 +300,10 @@ impl Runs {
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
                     return tracing::warn!(%host, run = %run.id, "a transcript chunk that is not base64; dropped");
                 };
-                match append_at(&self.mirror_path(&run.id), offset, &bytes) {
-                    Ok(true) => run.wake(),
-                    Ok(false) => {}
+                match self.mirrors.append(&run.id, &self.mirror_path(&run.id), offset, &bytes) {
+                    Ok(Appended::Added) => run.wake(),
+                    Ok(Appended::Nothing) => {}
+                    Ok(Appended::Stopped(why)) => run.set_transcript_stopped(Some(why)),
                     Err(e) => tracing::warn!(%host, run = %run.id, error = %e, "cannot mirror the transcript"),
                 }
             }
@@ -333,7 +334,10 @@ impl Runs {
             Up::Ended { run } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 let runs = self.clone();
-                tokio::spawn(async move { runs.end(&run, &format!("its session on host {host} closed")).await });
+                tokio::spawn(async move {
+                    runs.end(&run, &format!("its session on host {host} closed")).await;
+                    runs.mirrors.forget(&run.id);
+                });
             }
             Up::Reply { .. } | Up::Hello { .. } => {}
         }
@@ -377,39 +381,4 @@ impl RemoteRun {
 /// At debug level: a runner cannot fill lab's log by making them up.
 fn unknown(host: &str, run: &str) {
     tracing::debug!(%host, run = %run.chars().take(80).collect::<String>(), "a runner spoke of a run it does not have; ignored");
-}
-
-/// Append the part of `bytes` (which start at `offset` of the transcript) that `path`
-/// does not hold yet. Whether anything was added. A chunk past the end (a gap) is
-/// dropped: the runner sends from where the mirror ends when it follows the run again.
-pub fn append_at(path: &Path, offset: u64, bytes: &[u8]) -> std::io::Result<bool> {
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if offset > len {
-        tracing::warn!(file = %path.display(), offset, len, "a transcript chunk past the mirror's end; dropped");
-        return Ok(false);
-    }
-    let skip = (len - offset) as usize;
-    if skip >= bytes.len() {
-        return Ok(false);
-    }
-    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
-    f.write_all(&bytes[skip..])?;
-    Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_mirror_takes_each_byte_once_and_no_gaps() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("m.jsonl");
-        assert!(append_at(&p, 0, b"ab\n").unwrap());
-        assert!(append_at(&p, 3, b"cd\n").unwrap());
-        assert!(!append_at(&p, 0, b"ab\n").unwrap(), "sent again after a reconnect");
-        assert!(append_at(&p, 4, b"d\nef\n").unwrap(), "overlapping");
-        assert!(!append_at(&p, 99, b"x").unwrap(), "a gap");
-        assert_eq!(std::fs::read(&p).unwrap(), b"ab\ncd\nef\n");
-    }
 }
