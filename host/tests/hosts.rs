@@ -77,6 +77,24 @@ fn kill(child: &mut Child) {
 /// A runner and its tmux server, gone whatever the test's end (a failed assertion too).
 struct Down(Child, std::path::PathBuf);
 
+/// Host `far`'s runner, connected to `lab`.
+fn far_runner(w: &World, lab: &Lab, cred: &str) -> Down {
+    let down = Down(runner(w, &lab.url, "far", cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
+    wait_state(lab, "far", "connected");
+    down
+}
+
+/// A run on host `far` (fake-claude there, in the world's workdir), past its first turn
+/// (`first` said): its id.
+fn run_on_far(w: &World, lab: &Lab, first: &str) -> String {
+    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
+    let (s, run) = lab.post("/runs", &body);
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && v["messages"].to_string().contains(first));
+    id
+}
+
 impl Drop for Down {
     fn drop(&mut self) {
         kill(&mut self.0);
@@ -709,13 +727,8 @@ fn a_runner_reads_no_link_or_fifo_the_agent_s_side_puts_in_place_of_its_files() 
         &serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
     );
     let lab = w.serve();
-    let _down = Down(runner(&w, &lab.url, "far", &cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
-    wait_state(&lab, "far", "connected");
-    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
-    let (s, run) = lab.post("/runs", &body);
-    assert_eq!(s, 201, "{run}");
-    let id = run["id"].as_str().unwrap().to_string();
-    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && v["messages"].to_string().contains("Started."));
+    let _down = far_runner(&w, &lab, &cred);
+    let id = run_on_far(&w, &lab, "Started.");
     let runtime = w.dir.path().join("runner-far").join("runtime");
     let marker = runtime.join(format!("{id}.marker.json"));
     let _ = std::fs::remove_file(&marker);
@@ -755,13 +768,8 @@ fn a_host_run_s_transcript_mirror_is_bounded_and_says_so() {
     let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
     w.write_config(&format!("{toml}\n[runs]\nhost_transcript_max_mb = 48\n"));
     let lab = w.serve();
-    let _down = Down(runner(&w, &lab.url, "far", &cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
-    wait_state(&lab, "far", "connected");
-    let body = serde_json::json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "go", "host": "far"});
-    let (s, run) = lab.post("/runs", &body);
-    assert_eq!(s, 201, "{run}");
-    let id = run["id"].as_str().unwrap().to_string();
-    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && v["messages"].to_string().contains("Started."));
+    let _down = far_runner(&w, &lab, &cred);
+    let id = run_on_far(&w, &lab, "Started.");
     let transcript = wait_for(Duration::from_secs(10), "fake-claude's start", || {
         World::log_events(&log).into_iter().find(|e| e["event"] == "start").map(|e| e["transcript_path"].clone())
     });
