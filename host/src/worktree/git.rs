@@ -75,11 +75,9 @@ impl std::fmt::Display for Unsafe {
 
 /// What `<worktree>/.git` says when git made it: `gitdir: <folder>`.
 pub fn gitdir_of(git_file: &[u8]) -> Option<PathBuf> {
-    let text = std::str::from_utf8(git_file).ok()?;
-    let dir = text.strip_prefix("gitdir: ")?.strip_suffix('\n').unwrap_or(text.strip_prefix("gitdir: ")?);
-    let dir = Path::new(dir);
-    (dir.is_absolute() && !dir.as_os_str().is_empty() && !dir.to_string_lossy().contains('\n'))
-        .then(|| dir.to_path_buf())
+    let text = std::str::from_utf8(git_file).ok()?.strip_prefix("gitdir: ")?;
+    let dir = Path::new(text.strip_suffix('\n').unwrap_or(text));
+    (dir.is_absolute() && !text.trim_end_matches('\n').contains('\n')).then(|| dir.to_path_buf())
 }
 
 /// The `-c` settings that turn off every filter, merge and diff driver `names` (the
