@@ -543,7 +543,7 @@ async fn add_push_subscription(
     body: Result<Json<crate::push::subscriptions::SubscriptionRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(req) = body?;
-    crate::push::subscriptions::check(&req).map_err(ApiError::bad_request)?;
+    crate::push::subscriptions::check(&req, push.rules()).map_err(ApiError::bad_request)?;
     let sub = push.store().add(req, crate::runs::now_rfc3339()).map_err(|e| {
         if e.contains("remove one first") {
             ApiError { status: StatusCode::CONFLICT, code: "too_many_subscriptions", message: e }

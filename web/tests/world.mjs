@@ -127,7 +127,7 @@ export async function startWorld(t, { labToml, provider, serveArgs = [], env = {
   const errFd = fs.openSync(world.stderrPath, "a");
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !(dropEnv && dropEnv.test(k))));
   const proc = spawn(LAB_BIN, ["serve", "--addr", "127.0.0.1:0", "--home", home, ...serveArgs], {
-    env: { ...inherited, HOME: agentHome, LAB_LOG: "info,lab=debug", ...env },
+    env: { ...inherited, HOME: agentHome, LAB_LOG: "info,lab=debug", LAB_PUSH_ALLOW_LOOPBACK_HTTP: "1", ...env },
     stdio: ["ignore", "pipe", errFd],
   });
   fs.closeSync(errFd);

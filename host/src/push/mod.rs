@@ -82,6 +82,8 @@ pub struct Push {
     key_file: std::path::PathBuf,
     store: Store,
     client: reqwest::Client,
+    /// Where pushes may go (checked when a subscription comes and at each send).
+    rules: subscriptions::Rules,
 }
 
 /// How one delivery ended.
@@ -114,8 +116,24 @@ impl Push {
         let key_file = dir.join("vapid.key");
         let vapid = std::sync::RwLock::new(Arc::new(Vapid::load_or_create(&key_file)?));
         let store = Store::open(dir.join("subscriptions.json"))?;
-        let client = notify::outbound_client(ATTEMPT_TIMEOUT, "push")?;
-        Ok(Arc::new(Push { vapid, key_file, store, client }))
+        let rules = subscriptions::Rules::from_env();
+        if rules.loopback {
+            tracing::warn!(
+                "{}=1: pushes may go to loopback addresses over http",
+                subscriptions::ALLOW_LOOPBACK_HTTP_ENV
+            );
+        }
+        // Redirects are never followed (notify's client), and every name is resolved by
+        // the guard: a push reaches public addresses only.
+        let client = reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .connect_timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("lab/", env!("CARGO_PKG_VERSION")))
+            .dns_resolver(Arc::new(subscriptions::Guarded(rules)))
+            .build()
+            .map_err(|e| anyhow::anyhow!("cannot set up the push HTTP client: {e}"))?;
+        Ok(Arc::new(Push { vapid, key_file, store, client, rules }))
     }
 
     fn vapid(&self) -> Arc<Vapid> {
@@ -141,6 +159,11 @@ impl Push {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Where pushes may go.
+    pub fn rules(&self) -> subscriptions::Rules {
+        self.rules
     }
 
     /// Watch `changes` and push each transition into [`EVENTS`] to every subscription.
@@ -216,24 +239,56 @@ impl Push {
 
     /// One attempt: the status the push service answered, or why there was none.
     async fn post(&self, sub: &Subscription, body: &[u8]) -> Result<u16, String> {
+        // Checked again: a subscription kept from before a rule, or an address literal
+        // (which no resolver sees).
+        let url = subscriptions::check_endpoint(&sub.endpoint, self.rules)?;
         let (public, auth) = subscriptions::decode_keys(&sub.keys)?;
         let endpoint: axum::http::Uri = sub.endpoint.parse().map_err(|e| format!("endpoint: {e}"))?;
         let req = web_push_native::WebPushBuilder::new(endpoint, public, auth)
             .with_valid_duration(TTL)
-            .with_vapid(&self.vapid().key, CONTACT)
             .build(body.to_vec())
             .map_err(|e| format!("cannot encrypt the push: {e}"))?;
         let mut req = reqwest::Request::try_from(req).map_err(|e| format!("cannot build the request: {e}"))?;
-        req.headers_mut().insert("urgency", reqwest::header::HeaderValue::from_static("high"));
+        let vapid = vapid_header(&self.vapid().key, &url, TTL)?;
+        let headers = req.headers_mut();
+        headers.insert(reqwest::header::AUTHORIZATION, vapid);
+        headers.insert("urgency", reqwest::header::HeaderValue::from_static("high"));
         let resp = self.client.execute(req).await.map_err(|e| {
             if e.is_timeout() {
                 "timed out".to_string()
             } else {
-                "request failed".to_string()
+                // Without the URL: its path is the browser's secret.
+                let e = e.without_url();
+                let mut why = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    why = format!("{why}: {s}");
+                    source = s.source();
+                }
+                format!("request failed ({why})")
             }
         })?;
         Ok(resp.status().as_u16())
     }
+}
+
+/// The VAPID `Authorization` (RFC 8292) for a push to `endpoint`: a JWT whose `aud` is
+/// the endpoint's origin — scheme, host and port (a port the scheme does not imply is
+/// kept: a push service on another port checks it) — valid for `valid`.
+pub fn vapid_header(
+    key: &ES256KeyPair,
+    endpoint: &reqwest::Url,
+    valid: Duration,
+) -> Result<reqwest::header::HeaderValue, String> {
+    use web_push_native::jwt_simple::algorithms::ECDSAP256KeyPairLike;
+    use web_push_native::jwt_simple::claims::Claims;
+    let aud = endpoint.origin().ascii_serialization();
+    let claims = Claims::create(valid.into()).with_audience(aud).with_subject(CONTACT);
+    let token = key.sign(claims).map_err(|e| format!("cannot sign the VAPID token: {e}"))?;
+    use base64::Engine;
+    let k =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key.public_key().public_key().to_bytes_uncompressed());
+    reqwest::header::HeaderValue::from_str(&format!("vapid t={token}, k={k}")).map_err(|e| e.to_string())
 }
 
 /// The host of an endpoint, all the log says of it (its path is the browser's secret).
@@ -252,6 +307,31 @@ mod tests {
         assert_eq!(judge(429), Err(true));
         assert_eq!(judge(400), Err(false));
         assert_eq!(judge(410), Err(false));
+    }
+
+    #[test]
+    fn the_vapid_audience_is_the_endpoint_origin_port_included() {
+        use web_push_native::jwt_simple::algorithms::ECDSAP256PublicKeyLike;
+        use web_push_native::jwt_simple::claims::NoCustomClaims;
+        let vapid = Vapid { key: ES256KeyPair::generate() };
+        let key = &vapid.key;
+        for (endpoint, aud) in [
+            ("https://push.example.com:8443/send/a?b=c", "https://push.example.com:8443"),
+            ("https://push.example.com/send/a", "https://push.example.com"),
+            ("https://push.example.com:443/send/a", "https://push.example.com"),
+            ("http://127.0.0.1:9000/p/1", "http://127.0.0.1:9000"),
+        ] {
+            let url = reqwest::Url::parse(endpoint).unwrap();
+            let header = vapid_header(key, &url, TTL).unwrap();
+            let header = header.to_str().unwrap();
+            let (t, k) = header.strip_prefix("vapid t=").unwrap().split_once(", k=").unwrap();
+            assert_eq!(k, vapid.public_key());
+            // Verified with the public key alone, as a push service does.
+            let claims = key.public_key().verify_token::<NoCustomClaims>(t, None).unwrap();
+            let audiences = claims.audiences.unwrap().into_set();
+            assert_eq!(audiences.into_iter().collect::<Vec<_>>(), vec![aud.to_string()], "{endpoint}");
+            assert_eq!(claims.subject.as_deref(), Some(CONTACT));
+        }
     }
 
     #[test]

@@ -71,27 +71,104 @@ pub fn decode_keys(keys: &Keys) -> Result<(web_push_native::p256::PublicKey, web
     Ok((public, web_push_native::Auth::clone_from_slice(&auth)))
 }
 
-/// Check a subscription request: an https endpoint (http only on a loopback address),
-/// no credentials or fragment in it, and keys that decode.
-pub fn check(req: &SubscriptionRequest) -> Result<(), String> {
-    if req.endpoint.len() > MAX_ENDPOINT {
+/// The environment variable that lets lab serve push over `http://` to a loopback
+/// address (`1`): tests and local push stand-ins only.
+pub const ALLOW_LOOPBACK_HTTP_ENV: &str = "LAB_PUSH_ALLOW_LOOPBACK_HTTP";
+
+/// Where pushes may go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Loopback addresses (and `http://` to them) too: [`ALLOW_LOOPBACK_HTTP_ENV`].
+    pub loopback: bool,
+}
+
+impl Rules {
+    /// The rules lab serve's environment sets.
+    pub fn from_env() -> Rules {
+        Rules { loopback: std::env::var(ALLOW_LOOPBACK_HTTP_ENV).is_ok_and(|v| v.trim() == "1") }
+    }
+}
+
+/// Whether `ip` is an address of the public internet: not private, loopback,
+/// link-local (cloud metadata lives there), shared (CGNAT), unique-local, multicast,
+/// documentation, benchmarking, reserved or unspecified. An IPv4 address inside IPv6
+/// (mapped, compatible, NAT64 well-known) is judged as the IPv4 address.
+pub fn is_public(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            !(a.is_unspecified()
+                || a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_broadcast()
+                || a.is_multicast()
+                || a.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10, shared (CGNAT)
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24, protocol assignments
+                || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18.0.0/15, benchmarking
+                || o[0] >= 240) // 240.0.0.0/4, reserved
+        }
+        IpAddr::V6(a) => {
+            if let Some(v4) = a.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let s = a.segments();
+            // ::a.b.c.d (compatible, deprecated) and 64:ff9b::a.b.c.d (NAT64).
+            if (s[..6] == [0; 6] && !a.is_loopback() && !a.is_unspecified()) || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                let o = a.octets();
+                return is_public(IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])));
+            }
+            !(a.is_unspecified()
+                || a.is_loopback()
+                || a.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // fc00::/7, unique local
+                || (s[0] & 0xffc0) == 0xfe80 // fe80::/10, link-local
+                || (s[0] & 0xffc0) == 0xfec0 // fec0::/10, site-local (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x2001 && s[1] < 0x0200) // 2001::/23, protocol assignments (Teredo…)
+                || s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // 100::/64, discard
+        }
+    }
+}
+
+/// Whether a push may go to `ip` under `rules`: why not, if not.
+pub fn address_allowed(ip: std::net::IpAddr, rules: Rules) -> Result<(), String> {
+    if is_public(ip) || (rules.loopback && ip.is_loopback()) {
+        Ok(())
+    } else {
+        Err(format!("{ip} is not a public address (push endpoints are on the internet)"))
+    }
+}
+
+/// Check an endpoint URL under `rules`: https (http only to loopback, and only when
+/// the rules allow loopback), no credentials or fragment, and a host that is a public
+/// address or a name (a name's addresses are checked each time a push is sent: [`Guarded`]).
+pub fn check_endpoint(endpoint: &str, rules: Rules) -> Result<reqwest::Url, String> {
+    if endpoint.len() > MAX_ENDPOINT {
         return Err(format!("endpoint is longer than {MAX_ENDPOINT} characters"));
     }
-    let url = reqwest::Url::parse(&req.endpoint).map_err(|e| format!("endpoint is not a URL ({e})"))?;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
+    let url = reqwest::Url::parse(endpoint).map_err(|e| format!("endpoint is not a URL ({e})"))?;
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            (d == "localhost" || d.ends_with(".localhost"))
+                .then_some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+        }
+        None => return Err("endpoint has no host".into()),
     };
+    if let Some(ip) = ip {
+        address_allowed(ip, rules).map_err(|e| format!("endpoint: {e}"))?;
+    }
     match url.scheme() {
         "https" => {}
-        "http" if loopback => {}
-        "http" => return Err("endpoint must be https (http only on a loopback address)".into()),
+        "http" if rules.loopback && ip.is_some_and(|ip| ip.is_loopback()) => {}
+        "http" => return Err("endpoint must be https".into()),
         other => return Err(format!("endpoint must be https, not {other}")),
-    }
-    if url.host().is_none() {
-        return Err("endpoint has no host".into());
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("endpoint must not carry credentials".into());
@@ -99,7 +176,37 @@ pub fn check(req: &SubscriptionRequest) -> Result<(), String> {
     if url.fragment().is_some() {
         return Err("endpoint must not have a fragment".into());
     }
+    Ok(url)
+}
+
+/// Check a subscription request: its endpoint ([`check_endpoint`]) and keys that decode.
+pub fn check(req: &SubscriptionRequest, rules: Rules) -> Result<(), String> {
+    check_endpoint(&req.endpoint, rules)?;
     decode_keys(&req.keys).map(|_| ())
+}
+
+/// The push client's resolver: a name's addresses that a push may go to
+/// ([`address_allowed`]), resolved at each connection, so a name that points at a
+/// private address (or is made to, later) reaches nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Guarded(pub Rules);
+
+impl reqwest::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let rules = self.0;
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let all: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<std::net::SocketAddr> =
+                all.iter().copied().filter(|a| address_allowed(a.ip(), rules).is_ok()).collect();
+            if allowed.is_empty() {
+                let e: Box<dyn std::error::Error + Send + Sync> =
+                    format!("{host} resolves to no public address ({} found)", all.len()).into();
+                return Err(e);
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// The kept subscriptions: one owner (this store), saved after every change.
@@ -195,12 +302,50 @@ mod tests {
         SubscriptionRequest { endpoint: endpoint.into(), keys: keys() }
     }
 
+    const STRICT: Rules = Rules { loopback: false };
+    const LOOPBACK: Rules = Rules { loopback: true };
+
     #[test]
-    fn endpoints_are_https_or_loopback_http() {
-        assert_eq!(check(&req("https://push.example.com/send/abc")), Ok(()));
-        assert_eq!(check(&req("http://127.0.0.1:9000/p/1")), Ok(()));
-        assert_eq!(check(&req("http://[::1]:9000/p/1")), Ok(()));
-        assert_eq!(check(&req("http://localhost:9000/p/1")), Ok(()));
+    fn endpoints_are_https_to_a_public_address() {
+        assert_eq!(check(&req("https://push.example.com/send/abc"), STRICT), Ok(()));
+        assert_eq!(check(&req("https://8.8.8.8/send/abc"), STRICT), Ok(()));
+        assert_eq!(check(&req("https://[2606:4700::1111]:8443/p"), STRICT), Ok(()));
+        for private in [
+            "https://127.0.0.1/p",
+            "https://localhost/p",
+            "https://a.localhost./p",
+            "https://10.1.2.3/p",
+            "https://172.16.0.1/p",
+            "https://192.168.1.1/p",
+            "https://169.254.169.254/latest/meta-data",
+            "https://100.64.0.1/p",
+            "https://0.0.0.0/p",
+            "https://0x7f.1/p",
+            "https://2130706433/p",
+            "https://[::1]/p",
+            "https://[::ffff:169.254.169.254]/p",
+            "https://[::ffff:7f00:1]/p",
+            "https://[64:ff9b::a9fe:a9fe]/p",
+            "https://[fe80::1]/p",
+            "https://[fd00::1]/p",
+            "https://[::]/p",
+            "https://224.0.0.1/p",
+            "https://255.255.255.255/p",
+            "https://198.18.0.1/p",
+            "https://240.0.0.1/p",
+        ] {
+            let e = check(&req(private), STRICT).unwrap_err();
+            assert!(e.contains("not a public address"), "{private}: {e}");
+        }
+        for bad in ["http://127.0.0.1:9000/p/1", "http://localhost:9000/p/1"] {
+            assert!(check(&req(bad), STRICT).is_err(), "{bad}: loopback http needs the test setting");
+        }
+        // The test setting: http (and https) to loopback, nothing else private.
+        assert_eq!(check(&req("http://127.0.0.1:9000/p/1"), LOOPBACK), Ok(()));
+        assert_eq!(check(&req("http://[::1]:9000/p/1"), LOOPBACK), Ok(()));
+        assert_eq!(check(&req("http://localhost:9000/p/1"), LOOPBACK), Ok(()));
+        assert!(check(&req("http://10.0.0.1:9000/p/1"), LOOPBACK).is_err());
+        assert!(check(&req("https://169.254.169.254/p"), LOOPBACK).is_err());
         for bad in [
             "http://push.example.com/x",
             "ftp://x/y",
@@ -208,22 +353,34 @@ mod tests {
             "https://u:p@push.example.com/x",
             "https://p.example/x#f",
         ] {
-            assert!(check(&req(bad)).is_err(), "{bad}");
+            assert!(check(&req(bad), LOOPBACK).is_err(), "{bad}");
         }
-        assert!(check(&req(&format!("https://p.example/{}", "a".repeat(MAX_ENDPOINT)))).is_err());
+        assert!(check(&req(&format!("https://p.example/{}", "a".repeat(MAX_ENDPOINT))), STRICT).is_err());
+    }
+
+    #[tokio::test]
+    async fn names_resolve_only_to_allowed_addresses() {
+        use reqwest::dns::Resolve;
+        use std::str::FromStr;
+        let name = |n: &str| reqwest::dns::Name::from_str(n).unwrap();
+        // `localhost` resolves to loopback: nothing under the strict rules.
+        let e = Guarded(STRICT).resolve(name("localhost")).await.err().expect("refused").to_string();
+        assert!(e.contains("no public address"), "{e}");
+        let addrs: Vec<_> = Guarded(LOOPBACK).resolve(name("localhost")).await.unwrap().collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
     }
 
     #[test]
     fn keys_must_decode_to_a_point_and_16_bytes() {
         let mut r = req("https://p.example/x");
         r.keys.auth = "AAAA".into();
-        assert!(check(&r).unwrap_err().contains("auth"));
+        assert!(check(&r, STRICT).unwrap_err().contains("auth"));
         let mut r = req("https://p.example/x");
         r.keys.p256dh = "BAAA".into();
-        assert!(check(&r).unwrap_err().contains("p256dh"));
+        assert!(check(&r, STRICT).unwrap_err().contains("p256dh"));
         let mut r = req("https://p.example/x");
         r.keys.p256dh = format!("B{}", "A".repeat(86)); // 65 bytes, not on the curve
-        assert!(check(&r).is_err());
+        assert!(check(&r, STRICT).is_err());
     }
 
     #[test]

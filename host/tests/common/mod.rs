@@ -185,6 +185,8 @@ impl Lab {
             .arg(&w.home)
             .env("HOME", &w.agent_home)
             .env("LAB_LOG", "info,lab=debug")
+            // Push stand-ins listen on loopback, over http.
+            .env("LAB_PUSH_ALLOW_LOOPBACK_HTTP", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -186,7 +186,7 @@ fn push_subscription() -> Value {
     let hex = "046b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c2964fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5";
     let point: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
     let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    json!({"endpoint": "http://127.0.0.1:9/push/sub", "keys": {"p256dh": e.encode(point), "auth": e.encode([1u8; 16])}})
+    json!({"endpoint": "https://push.invalid/push/sub", "keys": {"p256dh": e.encode(point), "auth": e.encode([1u8; 16])}})
 }
 
 fn send(port: u16, method: &str, path: &str, extra: &[(&str, &str)], body: &Value) -> Resp {
@@ -1073,6 +1073,17 @@ fn the_vapid_key_rotates_through_a_running_serve_or_offline_and_subscriptions_go
     let first = key(lab.port);
     assert_eq!(lab_push_key(&w, false).0, first, "`lab push-key` prints the key serve uses");
     assert_eq!(send(lab.port, "POST", "/push/subscriptions", &auth, &push_subscription()).status, 201);
+    // Without the test setting, a push endpoint is on the internet: never loopback,
+    // private ranges or the cloud metadata address.
+    for endpoint in
+        ["http://127.0.0.1:9/push/sub", "https://[::1]/p", "https://169.254.169.254/p", "https://10.0.0.1/p"]
+    {
+        let mut sub = push_subscription();
+        sub["endpoint"] = json!(endpoint);
+        let r = send(lab.port, "POST", "/push/subscriptions", &auth, &sub);
+        assert_eq!(r.status, 400, "{endpoint}");
+        assert!(r.json()["message"].as_str().unwrap().contains("not a public address"), "{endpoint}: {}", r.text());
+    }
     // Through the running serve: at once, and the subscription (made with the old key) is gone.
     let (second, said) = lab_push_key(&w, true);
     assert!(said.contains("1 push subscription(s) removed"), "{said}");
