@@ -38,6 +38,34 @@ fn runner(w: &World, url: &str, name: &str, credential: &str, extra: &[&str]) ->
         .unwrap()
 }
 
+/// A runner whose stderr goes to a file (read while it runs): the child and the file.
+fn runner_logged(w: &World, url: &str, name: &str, credential: &str) -> (Child, std::path::PathBuf) {
+    let home = w.dir.path().join(format!("runner-{name}"));
+    let log = w.dir.path().join(format!("runner-{name}-{}.stderr", std::process::id() ^ rand_tag()));
+    let child = Command::new(LAB)
+        .args(["runner", "--connect", url, "--name", name, "--home"])
+        .arg(&home)
+        .env("LAB_RUNNER_CREDENTIAL", credential)
+        .env("LAB_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (child, log)
+}
+
+fn rand_tag() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+}
+
+/// Wait until `log` says `text` (at most 30 s): what it says.
+fn log_says(log: &Path, text: &str) -> String {
+    wait_for(Duration::from_secs(30), &format!("the runner to say {text:?}"), || {
+        std::fs::read_to_string(log).ok().filter(|t| t.contains(text))
+    })
+}
+
 /// Wait for `child` to exit by itself (at most `limit`): its status and stderr.
 fn exits(mut child: Child, limit: Duration) -> (i32, String) {
     let start = Instant::now();
@@ -103,7 +131,7 @@ impl Drop for Down {
 }
 
 #[test]
-fn a_runner_dials_in_is_listed_and_goes_down_when_killed_replaced_or_revoked() {
+fn a_runner_dials_in_is_listed_goes_down_when_killed_or_revoked_and_a_second_is_refused() {
     let w = World::new();
     let cred = add_host(&w.home, "build-2");
     assert!(cred.starts_with("labr_") && cred.len() == 69, "{cred}");
@@ -127,26 +155,130 @@ fn a_runner_dials_in_is_listed_and_goes_down_when_killed_replaced_or_revoked() {
     let h = wait_state(&lab, "build-2", "down");
     assert!(h["since"].is_string() && h["hostname"].is_null(), "{h}");
 
-    // Two runners of one host: the newer replaces the older, which stops saying why.
+    // Two runners of one host: the second is refused while the first lives (one use of
+    // a credential never cuts off the runner that holds it); it keeps trying, saying
+    // why, and gets in once the first is gone.
     let older = runner(&w, &lab.url, "build-2", &cred, &[]);
-    wait_state(&lab, "build-2", "connected");
-    let newer = runner(&w, &lab.url, "build-2", &cred, &[]);
-    let (code, err) = exits(older, Duration::from_secs(20));
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("another runner of this host connected"), "{err}");
-    wait_state(&lab, "build-2", "connected");
+    let h = wait_state(&lab, "build-2", "connected");
+    let (mut newer, newer_log) = runner_logged(&w, &lab.url, "build-2", &cred);
+    let said = log_says(&newer_log, "has a runner connected");
+    assert!(said.contains("lab hosts remove build-2"), "{said}");
+    let again = wait_state(&lab, "build-2", "connected");
+    assert_eq!(again["since"], h["since"], "the first connection is the one kept: {again}");
+    let mut older = Down(older, w.dir.path().join("runner-build-2").join("tmux.sock"));
+    assert!(older.0.try_wait().unwrap().is_none(), "the first runner runs on");
+    assert!(newer.try_wait().unwrap().is_none(), "the second keeps trying");
+    kill(&mut older.0);
+    let taken = wait_for(Duration::from_secs(30), "the second runner in", || {
+        host(&lab, "build-2").filter(|h| h["state"] == "connected" && h["since"] != again["since"])
+    });
+    assert!(taken["hostname"].is_string(), "{taken}");
 
-    // Revoked: the connected runner is cut off within a ping interval and stops; the
-    // host is no longer listed.
+    // Revoked: the connected runner is cut off within a second and stops; the host is
+    // no longer listed.
     let out = hosts_cmd(&w.home, &["remove", "build-2"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (code, err) = exits(newer, Duration::from_secs(20));
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("credential was removed"), "{err}");
+    wait_for(Duration::from_secs(20), "the runner to stop", || newer.try_wait().unwrap());
+    let err = std::fs::read_to_string(&newer_log).unwrap();
+    assert!(err.contains("credential was removed or replaced"), "{err}");
     wait_for(Duration::from_secs(10), "the revoked host gone from the list", || {
         host(&lab, "build-2").is_none().then_some(())
     });
     assert!(!hosts_cmd(&w.home, &["remove", "build-2"]).status.success(), "removed once");
+    assert!(!err.contains(&cred[5..]), "the credential is never in the runner's log");
+}
+
+/// `lab hosts remove X && lab hosts add X` (a new credential, what lab suggests to
+/// re-key) ends the connection made with the old one at once: the check compares
+/// credentials, not names.
+#[test]
+fn re_keying_a_host_cuts_off_the_old_credential_s_runner() {
+    let w = World::new();
+    let old = add_host(&w.home, "box");
+    let lab = w.serve();
+    let (mut r, log) = runner_logged(&w, &lab.url, "box", &old);
+    wait_state(&lab, "box", "connected");
+    assert!(hosts_cmd(&w.home, &["remove", "box"]).status.success());
+    let new = add_host(&w.home, "box");
+    assert_ne!(new, old);
+    let status = wait_for(Duration::from_secs(20), "the old runner cut off", || r.try_wait().unwrap());
+    assert_eq!(status.code(), Some(1));
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(err.contains("removed or replaced"), "{err}");
+    wait_state(&lab, "box", "down");
+    // The new credential's runner gets in.
+    let _new = Down(runner(&w, &lab.url, "box", &new, &[]), w.dir.path().join("runner-box").join("tmux.sock"));
+    wait_state(&lab, "box", "connected");
+}
+
+/// Whoever answers at a runner's URL without proving it holds the host's credential (a
+/// squatter on the port of a dropped `ssh -L` tunnel) learns nothing — not the
+/// credential, not the runner's hello — and is obeyed in nothing; the runner says why
+/// and keeps dialling (it is not stopped either, whatever status the squatter answers).
+#[test]
+fn a_runner_trusts_only_a_server_that_proves_it_holds_the_credential() {
+    let w = World::new();
+    let cred = add_host(&w.home, "edge");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let pwned = w.dir.path().join("PWNED");
+    let (tx, rx) = std::sync::mpsc::channel::<(String, Vec<String>)>();
+    let start = serde_json::json!({"type": "call", "id": 1, "op": {"op": "start", "target": "lab-x-1",
+        "argv": ["sh", "-c", format!("touch {}", pwned.display())]}});
+    let welcome = serde_json::json!({"type": "welcome", "version": env!("CARGO_PKG_VERSION")});
+    std::thread::spawn(move || {
+        for (i, stream) in listener.incoming().enumerate().take(6) {
+            let Ok(stream) = stream else { continue };
+            stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut request = String::new();
+            if i % 2 == 1 {
+                // Every other try: a refusal, as lab serve words one (but without its proof).
+                use std::io::{BufRead, Write};
+                let mut r = std::io::BufReader::new(&stream);
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    request.push_str(&line);
+                    line.clear();
+                }
+                let body = r#"{"error":"version_mismatch","message":"stop"}"#;
+                let _ = write!(&stream, "HTTP/1.1 409 Conflict\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+                let _ = tx.send((request, Vec::new()));
+                continue;
+            }
+            #[allow(clippy::result_large_err)] // tungstenite's callback type
+            let cb = |req: &tungstenite::handshake::server::Request, resp| {
+                request = format!("{:?}", req.headers());
+                Ok(resp)
+            };
+            let Ok(mut ws) = tungstenite::accept_hdr(stream, cb) else { continue };
+            let _ = ws.send(Message::Text(welcome.to_string().into()));
+            let _ = ws.send(Message::Text(start.to_string().into()));
+            let mut frames = Vec::new();
+            while let Ok(m) = ws.read() {
+                match m {
+                    Message::Text(t) => frames.push(t.to_string()),
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            let _ = tx.send((request, frames));
+        }
+    });
+    let (mut r, log) = runner_logged(&w, &url, "edge", &cred);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(rx.recv_timeout(Duration::from_secs(30)).expect("the runner dials again"));
+    }
+    for (request, frames) in &seen {
+        assert!(!request.contains(&cred[5..]) && !request.to_lowercase().contains("authorization"), "{request}");
+        assert!(frames.is_empty(), "the runner said something to a server that proved nothing: {frames:?}");
+    }
+    assert!(r.try_wait().unwrap().is_none(), "a refusal without proof does not stop the runner");
+    let said = log_says(&log, "did not prove it holds host `edge`'s credential");
+    assert!(!said.contains(&cred[5..]), "{said}");
+    assert!(!pwned.exists(), "the squatter's start was not obeyed");
+    assert!(!w.dir.path().join("runner-edge").join("tmux.sock").exists(), "no tmux server was even started");
+    kill(&mut r);
 }
 
 /// A raw WebSocket client (a hostile or outdated runner), connected to `lab`.
@@ -154,6 +286,15 @@ fn raw_client(
     lab: &Lab,
     headers: &[(&str, &str)],
 ) -> Result<tungstenite::WebSocket<std::net::TcpStream>, tungstenite::Error> {
+    raw_handshake(lab, headers).map(|(ws, _)| ws)
+}
+
+/// [`raw_client`] with lab serve's answer.
+fn raw_handshake(
+    lab: &Lab,
+    headers: &[(&str, &str)],
+) -> Result<(tungstenite::WebSocket<std::net::TcpStream>, tungstenite::handshake::client::Response), tungstenite::Error>
+{
     let addr = lab.url.trim_start_matches("http://").to_string();
     let mut req = format!("ws://{addr}/runners/connect").into_client_request().unwrap();
     for (k, v) in headers {
@@ -161,21 +302,59 @@ fn raw_client(
     }
     let stream = std::net::TcpStream::connect(&addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    tungstenite::client::client(req, stream).map(|(ws, _)| ws).map_err(|e| match e {
+    tungstenite::client::client(req, stream).map_err(|e| match e {
         tungstenite::HandshakeError::Failure(e) => e,
         tungstenite::HandshakeError::Interrupted(_) => panic!("blocking handshake interrupted"),
     })
 }
 
-fn refused(r: Result<tungstenite::WebSocket<std::net::TcpStream>, tungstenite::Error>) -> (u16, Value) {
+fn refused<T>(r: Result<T, tungstenite::Error>) -> (u16, Value) {
+    refused_with(r).0
+}
+
+/// [`refused`], with the answer's headers.
+fn refused_with<T>(r: Result<T, tungstenite::Error>) -> ((u16, Value), tungstenite::http::HeaderMap) {
     match r {
         Err(tungstenite::Error::Http(resp)) => {
             let body = resp.body().clone().unwrap_or_default();
-            (resp.status().as_u16(), serde_json::from_slice(&body).unwrap_or(Value::Null))
+            ((resp.status().as_u16(), serde_json::from_slice(&body).unwrap_or(Value::Null)), resp.headers().clone())
         }
         Err(e) => panic!("not an HTTP refusal: {e}"),
         Ok(_) => panic!("connected"),
     }
+}
+
+/// The hello a runner sends, with `proof`.
+fn hello_with(proof: &str) -> Value {
+    serde_json::json!({"type": "hello", "proof": proof, "hostname": "h", "home": "/x", "tmux_socket": "/x/tmux.sock",
+        "lab_exe": "/usr/bin/lab", "env": []})
+}
+
+/// Whether `headers` carry lab serve's proof for host `name` with credential `cred`
+/// and the runner nonce `nonce`: lab serve's nonce, if so.
+fn serve_proof(headers: &tungstenite::http::HeaderMap, cred: &str, name: &str, nonce: &str) -> Option<String> {
+    use lab::hosts::protocol::proof;
+    let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    let (sn, p) = (h("x-lab-serve-nonce"), h("x-lab-serve-proof"));
+    proof::matches(&p, &proof::serve(&proof::key_of(cred), name, nonce, &sn)).then_some(sn)
+}
+
+/// A raw client that does the handshake as `lab runner` does (lab serve's proof
+/// checked): the socket and the hello that proves `cred` on it.
+fn proven(lab: &Lab, name: &str, cred: &str) -> (tungstenite::WebSocket<std::net::TcpStream>, String) {
+    use lab::hosts::protocol::proof;
+    let nonce = proof::nonce().unwrap();
+    let (ws, resp) = raw_handshake(
+        lab,
+        &[
+            ("x-lab-runner-name", name),
+            ("x-lab-runner-version", env!("CARGO_PKG_VERSION")),
+            ("x-lab-runner-nonce", &nonce),
+        ],
+    )
+    .unwrap();
+    let sn = serve_proof(resp.headers(), cred, name, &nonce).expect("lab serve proves itself");
+    (ws, hello_with(&proof::runner(&proof::key_of(cred), name, &nonce, &sn)).to_string())
 }
 
 /// The reason of the close frame that ends the connection ("" without one).
@@ -209,37 +388,46 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     let cred = add_host(&w.home, "edge");
     let lab = w.serve();
     let version = env!("CARGO_PKG_VERSION");
-    let bearer = format!("Bearer {cred}");
+    let nonce = lab::hosts::protocol::proof::nonce().unwrap();
+    let base = |name: &'static str| {
+        vec![("x-lab-runner-name", name), ("x-lab-runner-version", version), ("x-lab-runner-nonce", nonce.as_str())]
+    };
 
-    // A wrong credential, an unknown host, lab's own token: 401, and the real runner
-    // stops with the reason instead of dialling forever.
-    let (code, err) = exits(runner(&w, &lab.url, "edge", "labr_0000", &[]), Duration::from_secs(20));
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("401") && err.contains("wrong credential"), "{err}");
+    // A wrong credential: the runner finds lab serve's proof wrong, sends nothing, says
+    // why and keeps trying (it cannot tell lab serve from a squatter); nothing connects.
+    let (mut wrong, log) = runner_logged(&w, &lab.url, "edge", "labr_0000");
+    let said = log_says(&log, "did not prove it holds host `edge`'s credential");
+    assert!(said.contains("is not the one `lab hosts add edge` printed"), "{said}");
+    assert_eq!(host(&lab, "edge").unwrap()["state"], "down");
+    kill(&mut wrong);
     let (code, err) = exits(runner(&w, &lab.url, "edge", "not-a-credential", &[]), Duration::from_secs(20));
     assert!(code == 1 && err.contains("not a runner credential"), "{err}");
+    // An unknown host: 401, without a proof (lab serve has nothing to prove with).
+    let ((s, body), headers) = refused_with(raw_client(&lab, &base("other")));
+    assert_eq!((s, &body["error"]), (401, &"unauthorized".into()), "{body}");
+    assert!(!headers.contains_key("x-lab-serve-proof"));
+    // No nonce (an older runner's bearer credential, lab's own token): 400, saying why.
     let token = format!("Bearer {}", lab.token.clone().unwrap());
-    for headers in [
-        vec![("authorization", bearer.as_str()), ("x-lab-runner-name", "other"), ("x-lab-runner-version", version)],
-        vec![("authorization", token.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)],
-        vec![("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)],
-    ] {
-        let (s, body) = refused(raw_client(&lab, &headers));
-        assert_eq!((s, &body["error"]), (401, &"unauthorized".into()), "{headers:?}: {body}");
+    let bearer = format!("Bearer {cred}");
+    for auth in [bearer.as_str(), token.as_str()] {
+        let h = [("authorization", auth), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
+        let (s, body) = refused(raw_client(&lab, &h));
+        assert_eq!(s, 400, "{body}");
+        assert!(body["message"].as_str().unwrap().contains("never sends it"), "{body}");
     }
-    // Another version: 409 naming both.
-    let (s, body) = refused(raw_client(
-        &lab,
-        &[("authorization", &bearer), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", "0.0.1")],
-    ));
+    // Another version: 409 naming both, with lab serve's proof (so a runner believes it).
+    let mut h = base("edge");
+    h[1].1 = "0.0.1";
+    let ((s, body), headers) = refused_with(raw_client(&lab, &h));
     assert_eq!((s, &body["error"]), (409, &"version_mismatch".into()), "{body}");
     let m = body["message"].as_str().unwrap();
     assert!(m.contains(&format!("version {version}")) && m.contains("version 0.0.1"), "{m}");
-    // The edge's Host and Origin rules hold here too, credential or not (a DNS-rebound
-    // page, a browser of another site).
+    assert!(serve_proof(&headers, &cred, "edge", &nonce).is_some(), "{headers:?}");
+    assert!(serve_proof(&headers, "labr_0000", "edge", &nonce).is_none());
+    // The edge's Host and Origin rules hold here too (a DNS-rebound page, a browser of
+    // another site).
     let with = |k: &'static str, v: &'static str| {
-        let mut h =
-            vec![("authorization", bearer.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
+        let mut h = base("edge");
         h.push((k, v));
         refused(raw_client(&lab, &h))
     };
@@ -247,13 +435,13 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     assert_eq!((s, &body["error"]), (421, &"host_not_allowed".into()), "{body}");
     let (s, body) = with("origin", "https://evil.example");
     assert_eq!((s, &body["error"]), (403, &"origin_not_allowed".into()), "{body}");
-    // Not a WebSocket: 400 once authenticated.
+    // Not a WebSocket: 400.
     let r = lab
         .client
         .get(format!("{}/runners/connect", lab.url))
-        .header("authorization", &bearer)
         .header("x-lab-runner-name", "edge")
         .header("x-lab-runner-version", version)
+        .header("x-lab-runner-nonce", &nonce)
         .send()
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
@@ -261,23 +449,40 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     let (code, err) = exits(runner(&w, "http://192.0.2.1:7777", "edge", &cred, &[]), Duration::from_secs(20));
     assert!(code == 1 && err.contains("in clear"), "{err}");
 
-    let good = [("authorization", bearer.as_str()), ("x-lab-runner-name", "edge"), ("x-lab-runner-version", version)];
+    // A hello without the runner's proof, or with a wrong one (another host's, one for
+    // other nonces): 4004, nothing asked of it.
+    let (mut ws, _) = proven(&lab, "edge", &cred);
+    ws.send(Message::Text(hello_with("00").to_string().into())).unwrap();
+    assert_eq!(close_code(&mut ws), Some(4004));
+    let (mut ws, _) = proven(&lab, "edge", &cred);
+    let (_, replayed) = proven(&lab, "edge", &cred);
+    ws.send(Message::Text(replayed.into())).unwrap();
+    assert_eq!(close_code(&mut ws), Some(4004), "a proof is good for its own connection only");
+    let (mut ws, _) = proven(&lab, "edge", &cred);
+    let mut no_proof = hello_with("");
+    no_proof.as_object_mut().unwrap().remove("proof");
+    ws.send(Message::Text(no_proof.to_string().into())).unwrap();
+    assert_eq!(close_code(&mut ws), Some(4002));
+
     // What is not the protocol ends that connection with 4002: garbage, a binary frame,
     // a second hello, a frame over 1 MiB.
-    let hello =
-        r#"{"type":"hello","hostname":"h","home":"/x","tmux_socket":"/x/tmux.sock","lab_exe":"/usr/bin/lab","env":[]}"#;
-    for (first, then) in [
-        ("not json", None),
-        (hello, Some(Message::Text("{\"type\":\"launch\"}".into()))),
-        (hello, Some(Message::Binary(vec![1, 2, 3].into()))),
-        (hello, Some(Message::Text(hello.into()))),
-    ] {
-        let mut ws = raw_client(&lab, &good).unwrap();
-        ws.send(Message::Text(first.into())).unwrap();
+    for (i, then) in [
+        None,
+        Some(Message::Text("{\"type\":\"launch\"}".into())),
+        Some(Message::Binary(vec![1, 2, 3].into())),
+        Some(Message::Text("hello".into())),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (mut ws, hello) = proven(&lab, "edge", &cred);
+        let then =
+            then.map(|m| if m == Message::Text("hello".into()) { Message::Text(hello.clone().into()) } else { m });
+        ws.send(Message::Text(if i == 0 { "not json".to_string() } else { hello }.into())).unwrap();
         if let Some(m) = then {
             ws.send(m).unwrap();
         }
-        assert_eq!(close_code(&mut ws), Some(4002), "{first} then …");
+        assert_eq!(close_code(&mut ws), Some(4002), "case {i}");
     }
     // A hello whose paths would go into a pasted command line as more than one word.
     let pwned = w.dir.path().join("PWNED");
@@ -286,20 +491,20 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
         ("home", "/x/$(id)".to_string()),
         ("lab_exe", "/usr/bin/l ab".to_string()),
     ] {
-        let mut facts: Value = serde_json::from_str(hello).unwrap();
+        let (mut ws, hello) = proven(&lab, "edge", &cred);
+        let mut facts: Value = serde_json::from_str(&hello).unwrap();
         facts[what] = bad.clone().into();
-        let mut ws = raw_client(&lab, &good).unwrap();
         ws.send(Message::Text(facts.to_string().into())).unwrap();
         let reason = close_reason(&mut ws);
         assert!(reason.contains(what) && reason.contains("command line"), "{bad}: {reason}");
     }
-    let mut ws = raw_client(&lab, &good).unwrap();
+    let (mut ws, hello) = proven(&lab, "edge", &cred);
     ws.send(Message::Text(hello.into())).unwrap();
     let _ = ws.send(Message::Text("x".repeat(2 << 20).into()));
     assert_ne!(close_code(&mut ws), Some(1000), "an oversized frame ends the connection");
     // Reports on runs the host does not have, paths for run ids, a flood of them: dropped;
     // nothing is written anywhere, the connection stays.
-    let mut ws = raw_client(&lab, &good).unwrap();
+    let (mut ws, hello) = proven(&lab, "edge", &cred);
     ws.send(Message::Text(hello.into())).unwrap();
     let outside = w.dir.path().join("planted");
     for i in 0..2000 {
@@ -315,7 +520,7 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     assert!(!outside.exists() && !w.home.join("remote").exists());
     drop(ws);
     // A flood of connections that never say hello does not stop lab serve.
-    let idle: Vec<_> = (0..20).map(|_| raw_client(&lab, &good).unwrap()).collect();
+    let idle: Vec<_> = (0..20).map(|_| raw_client(&lab, &base("edge")).unwrap()).collect();
     let (s, _) = lab.get("/hosts");
     assert_eq!(s, 200);
     drop(idle);

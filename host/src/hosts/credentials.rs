@@ -111,6 +111,25 @@ impl HostCredentials {
             }
         }
     }
+
+    /// Host `name`'s proof key now: the SHA-256 of its credential
+    /// ([`super::protocol::proof`]). None for a host not there, or when the file cannot
+    /// be read (said in the log: nobody is accepted then).
+    pub fn key(&self, name: &str) -> Option<String> {
+        match self.list() {
+            Ok(records) => records.into_iter().find(|r| r.name == name).map(|r| r.credential_sha256),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the hosts file: no runner is accepted");
+                None
+            }
+        }
+    }
+
+    /// Whether host `name`'s credential is still the one whose key is `key` (removed,
+    /// or removed and added again with a new credential: no).
+    pub fn is_current(&self, name: &str, key: &str) -> bool {
+        self.key(name).is_some_and(|k| ct_eq(k.as_bytes(), key.as_bytes()))
+    }
 }
 
 #[cfg(test)]
@@ -135,6 +154,8 @@ mod tests {
         let cred = c.add("build-2", SystemTime::now()).unwrap();
         assert!(cred.starts_with(PREFIX) && cred.len() == PREFIX.len() + 64, "{cred}");
         assert!(c.check("build-2", &cred));
+        let key = c.key("build-2").unwrap();
+        assert!(c.is_current("build-2", &key));
         assert!(!c.check("build-3", &cred), "another name");
         assert!(!c.check("build-2", &cred[..cred.len() - 1]), "a prefix of it");
         assert!(!c.check("build-2", &cred[PREFIX.len()..]), "without the prefix");
@@ -150,6 +171,10 @@ mod tests {
         assert!(c.remove("build-2").unwrap());
         assert!(!c.remove("build-2").unwrap());
         assert!(!c.check("build-2", &cred), "revoked");
+        assert!(!c.is_current("build-2", &key), "revoked");
+        let again = c.add("build-2", SystemTime::now()).unwrap();
+        assert!(!c.is_current("build-2", &key), "the same name with a new credential is not the old one");
+        assert!(c.check("build-2", &again));
         assert!(c.check("laptop", &other));
     }
 

@@ -1,8 +1,9 @@
 //! lab serve's side of the runner stream: who is connected, and one task per
-//! connection that keeps it honest — the hello first, every frame checked, a ping
-//! every [`PING_EVERY`] (a runner silent for [`SILENT_LIMIT`] is gone), the host's
-//! credential re-read each time (removed: the runner is told and cut off), and a newer
-//! connection of the same host replacing an older one.
+//! connection that keeps it honest — the hello first with the runner's proof
+//! ([`protocol::proof`]), every frame checked, a ping every [`PING_EVERY`] (a runner
+//! silent for [`SILENT_LIMIT`] is gone), the host's credential re-read every
+//! [`CHECK_EVERY`] (removed, or replaced by a new one: the runner is told and cut off),
+//! and one connection per host (a second is refused while the first lives).
 
 use super::credentials::HostCredentials;
 use super::protocol::{self, close, Down, Op, Reply, Up};
@@ -23,6 +24,21 @@ pub const PING_EVERY: Duration = Duration::from_secs(5);
 pub const SILENT_LIMIT: Duration = Duration::from_secs(20);
 /// How long a new connection has to say hello.
 pub const HELLO_WITHIN: Duration = Duration::from_secs(10);
+/// How often a connection's credential is compared with the hosts file: a removed or
+/// replaced credential ends its connection within this.
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// What lab serve asked of a new connection (made at its upgrade): the host's proof key
+/// then and both nonces.
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    /// The host's credential's SHA-256 when the runner dialled.
+    pub key: String,
+    pub runner_nonce: String,
+    pub serve_nonce: String,
+    /// Where it dialled from (for the log).
+    pub remote: String,
+}
 
 /// `GET /hosts`: one host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,8 +60,6 @@ struct Link {
     conn: u64,
     since: String,
     facts: RunnerFacts,
-    /// Ends the connection with a close code (a newer one replaced it).
-    kick: Option<oneshot::Sender<u16>>,
     /// Frames to send to the runner, encoded (and checked to fit) by the caller.
     out: mpsc::UnboundedSender<String>,
     pending: Pending,
@@ -193,20 +207,35 @@ impl Hosts {
             .collect()
     }
 
-    /// One runner's connection, from its upgrade to its end (the caller checked its
-    /// credential and version).
-    pub async fn serve(&self, name: String, mut socket: WebSocket) {
+    /// One runner's connection, from its upgrade to its end (the caller knew its host
+    /// and version, and sent lab serve's proof).
+    pub async fn serve(&self, name: String, challenge: Challenge, mut socket: WebSocket) {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let remote = challenge.remote.clone();
         let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
             Ok(Some(Ok(Message::Text(t)))) => match protocol::decode::<Up>(t.as_str()) {
-                Ok(Up::Hello { hostname, home, tmux_socket, lab_exe, env }) => {
+                Ok(Up::Hello { proof, hostname, home, tmux_socket, lab_exe, env }) => {
+                    let expected =
+                        protocol::proof::runner(&challenge.key, &name, &challenge.runner_nonce, &challenge.serve_nonce);
+                    if !protocol::proof::matches(&proof, &expected) {
+                        tracing::warn!(host = %name, %remote, "a runner did not prove the host's credential; disconnected");
+                        let _ = socket
+                            .send(close_frame(close::UNPROVEN, "this runner did not prove the host's credential"))
+                            .await;
+                        return;
+                    }
                     Ok(RunnerFacts { hostname: protocol::clean_label(&hostname), home, tmux_socket, lab_exe, env })
                 }
                 Ok(_) => Err("expected a hello first".to_string()),
                 Err(e) => Err(e.to_string()),
             },
             Ok(Some(Ok(other))) => Err(format!("expected a hello, got {}", kind(&other))),
-            Ok(_) => return,
+            Ok(_) => {
+                // The runner left before its hello: it did not take lab serve's proof
+                // (its credential is not this host's), or it stopped.
+                tracing::warn!(host = %name, %remote, "a runner left before its hello (a credential that is not this host's?)");
+                return;
+            }
             Err(_) => Err(format!("no hello within {} s", HELLO_WITHIN.as_secs())),
         };
         let facts =
@@ -220,32 +249,44 @@ impl Hosts {
             };
         let hostname = facts.hostname.clone();
         let home = facts.home.clone();
-        let (kick_tx, mut kick) = oneshot::channel();
         let (out, mut out_rx) = mpsc::unbounded_channel();
         let pending: Pending = Arc::default();
-        let replaced = self.links.lock().unwrap().insert(
-            name.clone(),
-            Link {
-                conn,
-                since: crate::runs::now_rfc3339(),
-                facts: facts.clone(),
-                kick: Some(kick_tx),
-                out,
-                pending: pending.clone(),
-            },
-        );
-        if let Some(mut old) = replaced {
-            if let Some(k) = old.kick.take() {
-                let _ = k.send(close::REPLACED);
+        let busy = {
+            let mut links = self.links.lock().unwrap();
+            match links.get(&name) {
+                Some(live) => Some(live.facts.hostname.clone()),
+                None => {
+                    links.insert(
+                        name.clone(),
+                        Link {
+                            conn,
+                            since: crate::runs::now_rfc3339(),
+                            facts: facts.clone(),
+                            out,
+                            pending: pending.clone(),
+                        },
+                    );
+                    None
+                }
             }
+        };
+        if let Some(live) = busy {
+            // One use of a credential never disconnects the runner that holds it.
+            tracing::warn!(host = %name, %remote, %hostname, live = %live, "refused a second runner of a connected host");
+            let why = format!(
+                "host `{name}` has a runner connected (on {live}); `lab hosts remove {name}` and `lab hosts add {name}` \
+                 to give it a new credential and drop that one"
+            );
+            let _ = socket.send(close_frame(close::BUSY, &why)).await;
+            return;
         }
-        tracing::info!(host = %name, %hostname, %home, "runner connected");
+        tracing::info!(host = %name, %hostname, %home, %remote, "runner connected");
         self.report(&name, HostEvent::Connected).await;
         let welcome = Down::Welcome { version: protocol::VERSION.to_string() };
         let why = if socket.send(Message::Text(protocol::encode(&welcome).into())).await.is_err() {
             "the connection broke".to_string()
         } else {
-            self.follow(&name, &mut socket, &mut kick, &mut out_rx, &pending).await
+            self.follow(&name, &challenge.key, &mut socket, &mut out_rx, &pending).await
         };
         let gone = {
             let mut links = self.links.lock().unwrap();
@@ -266,14 +307,16 @@ impl Hosts {
     async fn follow(
         &self,
         name: &str,
+        key: &str,
         socket: &mut WebSocket,
-        kick: &mut oneshot::Receiver<u16>,
         out: &mut mpsc::UnboundedReceiver<String>,
         pending: &Pending,
     ) -> String {
         let mut heard = Instant::now();
         let mut tick = tokio::time::interval(PING_EVERY);
         tick.tick().await;
+        let mut check = tokio::time::interval(CHECK_EVERY);
+        check.tick().await;
         loop {
             tokio::select! {
                 frame = socket.recv() => {
@@ -312,16 +355,17 @@ impl Hosts {
                         return "the connection broke".into();
                     }
                 }
-                code = &mut *kick => {
-                    let code = code.unwrap_or(close::REPLACED);
-                    let _ = socket.send(close_frame(code, "another runner of this host connected")).await;
-                    return "a newer connection of the same host replaced it".into();
+                _ = check.tick() => {
+                    // The credential it proved, not just the name: `lab hosts remove` then
+                    // `add` (a new credential) ends it too.
+                    if !self.credentials.is_current(name, key) {
+                        let _ = socket
+                            .send(close_frame(close::REVOKED, "this host's credential was removed or replaced"))
+                            .await;
+                        return "its credential was removed or replaced".into();
+                    }
                 }
                 _ = tick.tick() => {
-                    if !self.credentials.list().is_ok_and(|r| r.iter().any(|h| h.name == name)) {
-                        let _ = socket.send(close_frame(close::REVOKED, "this host's credential was removed")).await;
-                        return "its credential was removed".into();
-                    }
                     if heard.elapsed() > SILENT_LIMIT {
                         return format!("silent for {} s", SILENT_LIMIT.as_secs());
                     }

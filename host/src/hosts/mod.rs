@@ -10,5 +10,5 @@ pub mod protocol;
 pub mod terminal;
 
 pub use credentials::HostCredentials;
-pub use link::{HostBody, HostEvent, Hosts, RunnerFacts};
+pub use link::{Challenge, HostBody, HostEvent, Hosts, RunnerFacts};
 pub use terminal::RemoteTerminal;

@@ -3,11 +3,22 @@
 //! decoding and the checks; the I/O is in [`super::link`] (serve) and
 //! [`crate::runner`] (the runner).
 //!
-//! The upgrade request carries `Authorization: Bearer <credential>` (from `lab hosts
-//! add NAME`), [`NAME_HEADER`] and [`VERSION_HEADER`]. lab serve answers 401 for a
-//! wrong credential, 409 for another lab version (naming both) or a host already
-//! connected, else upgrades. Then each side sends JSON text frames ([`Up`], [`Down`]),
-//! at most [`MAX_FRAME`] bytes; anything else ends the connection with a reason.
+//! The credential (`lab hosts add NAME`) never crosses the wire: each side proves it
+//! knows it over the other's fresh nonce ([`proof`]), lab serve first.
+//!
+//! 1. The runner's upgrade request carries [`NAME_HEADER`], [`VERSION_HEADER`] and
+//!    [`NONCE_HEADER`] (32 random bytes, hex) — no credential.
+//! 2. lab serve answers 401 for a host it does not know (it cannot prove anything), 409
+//!    for another lab version (naming both), else upgrades; both answers carry
+//!    [`SERVE_NONCE_HEADER`] and [`SERVE_PROOF_HEADER`]: its proof over both nonces.
+//! 3. The runner checks that proof before it sends or does anything; a server that
+//!    cannot prove it is left (the runner says why and dials again later).
+//! 4. The runner's first frame, its hello, carries its own proof; lab serve checks it
+//!    before it sends or asks anything ([`close::UNPROVEN`] if wrong), then refuses a
+//!    second connection of a host whose runner is connected ([`close::BUSY`]).
+//!
+//! Then each side sends JSON text frames ([`Up`], [`Down`]), at most [`MAX_FRAME`]
+//! bytes; anything else ends the connection with a reason.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +26,12 @@ use serde::{Deserialize, Serialize};
 pub const NAME_HEADER: &str = "x-lab-runner-name";
 /// The runner's lab version ([`VERSION`]); it must equal lab serve's.
 pub const VERSION_HEADER: &str = "x-lab-runner-version";
+/// The runner's nonce in its upgrade request: 64 hex digits.
+pub const NONCE_HEADER: &str = "x-lab-runner-nonce";
+/// lab serve's nonce in its answer: 64 hex digits.
+pub const SERVE_NONCE_HEADER: &str = "x-lab-serve-nonce";
+/// lab serve's proof in its answer ([`proof::serve`]).
+pub const SERVE_PROOF_HEADER: &str = "x-lab-serve-proof";
 /// The route runners dial.
 pub const PATH: &str = "/runners/connect";
 /// The version both ends must run: this lab's.
@@ -29,8 +46,57 @@ pub mod close {
     pub const REVOKED: u16 = 4001;
     /// The runner sent something that is not the protocol.
     pub const PROTOCOL: u16 = 4002;
-    /// Another runner connected with the same name and this one was replaced.
-    pub const REPLACED: u16 = 4003;
+    /// The runner's hello did not prove its credential.
+    pub const UNPROVEN: u16 = 4004;
+    /// Its host has a runner connected already: this one is refused (it dials again,
+    /// and gets in once the other is gone).
+    pub const BUSY: u16 = 4005;
+}
+
+/// The proofs each side gives on the runner link: HMAC-SHA256, keyed with the SHA-256
+/// of the host's credential (all lab serve keeps of it, in `hosts.json`), over a label
+/// naming the side, the host and both nonces. A side's proof is good for its
+/// connection only (the other side's nonce is fresh) and cannot be played back as the
+/// other side's (the label).
+pub mod proof {
+    use hmac::{Hmac, Mac};
+    use sha2::{Digest, Sha256};
+
+    /// The key both sides prove with: the credential's SHA-256, hex (what lab serve keeps).
+    pub fn key_of(credential: &str) -> String {
+        Sha256::digest(credential.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A fresh nonce: 32 random bytes, hex.
+    pub fn nonce() -> std::io::Result<String> {
+        crate::token::random_hex(32)
+    }
+
+    /// Whether `s` is a nonce as [`nonce`] makes them.
+    pub fn is_nonce(s: &str) -> bool {
+        s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+
+    fn mac(key: &str, side: &str, host: &str, runner_nonce: &str, serve_nonce: &str) -> String {
+        let mut m = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key");
+        m.update(format!("lab runner link v1\n{side}\n{host}\n{runner_nonce}\n{serve_nonce}").as_bytes());
+        m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// lab serve's proof.
+    pub fn serve(key: &str, host: &str, runner_nonce: &str, serve_nonce: &str) -> String {
+        mac(key, "serve", host, runner_nonce, serve_nonce)
+    }
+
+    /// The runner's proof.
+    pub fn runner(key: &str, host: &str, runner_nonce: &str, serve_nonce: &str) -> String {
+        mac(key, "runner", host, runner_nonce, serve_nonce)
+    }
+
+    /// Whether `offered` is `expected` (constant time).
+    pub fn matches(offered: &str, expected: &str) -> bool {
+        crate::token::ct_eq(offered.as_bytes(), expected.as_bytes())
+    }
 }
 
 /// Runner → lab serve.
@@ -39,6 +105,8 @@ pub mod close {
 pub enum Up {
     /// First frame: who and where the runner is.
     Hello {
+        /// The runner's proof of its credential ([`proof::runner`]).
+        proof: String,
         /// The machine's own host name (shown to the operator; not trusted for anything).
         hostname: String,
         /// The runner's lab home on that machine.
@@ -370,6 +438,7 @@ mod tests {
     #[test]
     fn frames_round_trip_and_refuse_what_is_not_the_protocol() {
         let up = Up::Hello {
+            proof: "ab".into(),
             hostname: "build-2".into(),
             home: "/home/lab/.lab".into(),
             tmux_socket: "/s".into(),
@@ -379,7 +448,7 @@ mod tests {
         let text = encode(&up);
         assert_eq!(
             text,
-            r#"{"type":"hello","hostname":"build-2","home":"/home/lab/.lab","tmux_socket":"/s","lab_exe":"/usr/bin/lab","env":[["PATH","/usr/bin"]]}"#
+            r#"{"type":"hello","proof":"ab","hostname":"build-2","home":"/home/lab/.lab","tmux_socket":"/s","lab_exe":"/usr/bin/lab","env":[["PATH","/usr/bin"]]}"#
         );
         assert_eq!(decode::<Up>(&text).unwrap(), up);
         let down = Down::Welcome { version: VERSION.into() };
@@ -476,5 +545,33 @@ mod tests {
     fn labels_are_cleaned() {
         assert_eq!(clean_label("a\u{1b}[31mb\nc"), "a[31mbc");
         assert_eq!(clean_label(&"x".repeat(300)).len(), 255);
+    }
+
+    #[test]
+    fn proofs_bind_the_key_the_side_the_host_and_both_nonces() {
+        let key = proof::key_of("labr_secret");
+        assert_eq!(key.len(), 64);
+        let (rn, sn) = (proof::nonce().unwrap(), proof::nonce().unwrap());
+        assert!(proof::is_nonce(&rn) && proof::is_nonce(&sn) && rn != sn);
+        assert!(!proof::is_nonce("abc") && !proof::is_nonce(&"G".repeat(64)) && !proof::is_nonce(&"A".repeat(64)));
+        let s = proof::serve(&key, "edge", &rn, &sn);
+        assert_eq!(s, proof::serve(&key, "edge", &rn, &sn), "the same inputs, the same proof");
+        assert!(proof::is_nonce(&s), "64 hex digits");
+        // Every input counts: the side (no reflection), key, host, each nonce.
+        for other in [
+            proof::runner(&key, "edge", &rn, &sn),
+            proof::serve(&proof::key_of("labr_other"), "edge", &rn, &sn),
+            proof::serve(&key, "edge2", &rn, &sn),
+            proof::serve(&key, "edge", &sn, &sn),
+            proof::serve(&key, "edge", &rn, &rn),
+        ] {
+            assert!(!proof::matches(&other, &s));
+        }
+        assert!(proof::matches(&s.clone(), &s));
+        // The key is the credential's SHA-256, as hosts.json keeps it.
+        let d = tempfile::tempdir().unwrap();
+        let c = crate::hosts::credentials::HostCredentials::new(d.path().join("hosts.json"));
+        let cred = c.add("edge", std::time::SystemTime::now()).unwrap();
+        assert_eq!(c.list().unwrap()[0].credential_sha256, proof::key_of(&cred));
     }
 }

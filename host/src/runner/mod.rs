@@ -4,16 +4,25 @@
 //!
 //! The credential (`lab hosts add NAME` on lab serve's machine) comes from the
 //! environment (`LAB_RUNNER_CREDENTIAL`) or a file only its owner can read
-//! (`--credential-file`), never from argv (which every user sees in `ps`). It goes in
-//! clear only to loopback; elsewhere `https://` (`wss://`), or `--allow-http` on a
-//! network that is encrypted already (WireGuard, a tailnet, an SSH tunnel).
+//! (`--credential-file`), never from argv (which every user sees in `ps`). It never
+//! leaves the runner: lab serve proves it knows it before the runner says or does
+//! anything, and the runner proves it back ([`protocol::proof`]); whoever else answers
+//! at the URL (a squatter on a dropped tunnel's port) learns nothing and is obeyed in
+//! nothing. The stream goes in clear only to loopback; elsewhere `https://` (`wss://`),
+//! or `--allow-http` on a network that is encrypted already (WireGuard, a tailnet, an
+//! SSH tunnel).
 //!
 //! A lost connection is dialled again, backing off from [`FIRST_RETRY`] to
-//! [`LAST_RETRY`]; refusals that another try cannot fix (a wrong credential, another
-//! lab version, the credential removed, a newer runner of the same host) end the
-//! runner with the reason and exit status 1.
+//! [`LAST_RETRY`], and so is a server that cannot prove itself (said each time). A
+//! refusal from a lab serve that proved itself and that another try cannot fix
+//! (another lab version, a wrong proof of ours, the credential removed) ends the runner
+//! with the reason and exit status 1; a host whose runner is connected already refuses
+//! this one until that one is gone.
 
-use crate::hosts::protocol::{self, close, Down, Op, Reply, Up, NAME_HEADER, VERSION_HEADER};
+use crate::hosts::protocol::{
+    self, close, proof, Down, Op, Reply, Up, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER,
+    VERSION_HEADER,
+};
 use crate::tmux::Tmux;
 
 pub mod watch;
@@ -133,12 +142,14 @@ pub async fn run(opts: Options) -> Result<(), Fatal> {
     crate::fsutil::private_dir(&opts.home)
         .map_err(|e| Fatal(format!("the runner's home {}: {e}", opts.home.display())))?;
     let tmux = Tmux::new(crate::paths::Home::new(opts.home.clone()).tmux_socket());
-    let credential = credential(opts.credential_file.as_deref(), std::env::var(CREDENTIAL_ENV).ok()).map_err(Fatal)?;
+    // Only the proof key is kept: the credential itself is never sent.
+    let key =
+        proof::key_of(&credential(opts.credential_file.as_deref(), std::env::var(CREDENTIAL_ENV).ok()).map_err(Fatal)?);
     let mut wait = Duration::ZERO;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Fatal(format!("SIGTERM handler: {e}")))?;
     loop {
-        let attempt = connect_once(&url, &opts, &credential, &tmux);
+        let attempt = connect_once(&url, &opts, &key, &tmux);
         let ended = tokio::select! {
             e = attempt => e,
             _ = term.recv() => return Ok(()),
@@ -268,14 +279,36 @@ fn fit_frame(up: Up) -> Option<String> {
     }
 }
 
-async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &Tmux) -> Ended {
+/// Whether an answer's headers carry lab serve's proof for this connection: its nonce
+/// when they do.
+fn serve_proved(headers: &tungstenite::http::HeaderMap, key: &str, name: &str, runner_nonce: &str) -> Option<String> {
+    let text = |h: &str| headers.get(h).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let (serve_nonce, offered) = (text(SERVE_NONCE_HEADER), text(SERVE_PROOF_HEADER));
+    (proof::is_nonce(&serve_nonce) && proof::matches(&offered, &proof::serve(key, name, runner_nonce, &serve_nonce)))
+        .then_some(serve_nonce)
+}
+
+/// Why a server that did not prove itself is left.
+fn unproven(url: &url::Url, name: &str, what: &str) -> String {
+    format!(
+        "{what} at {url} did not prove it holds host `{name}`'s credential: nothing was sent to it. Either another \
+         program answers there (a tunnel that dropped, a port taken by someone else), or this runner's credential \
+         is not the one `lab hosts add {name}` printed"
+    )
+}
+
+async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) -> Ended {
     let mut req = match url.as_str().into_client_request() {
         Ok(r) => r,
         Err(e) => return Ended::Fatal(format!("{url}: {e}")),
     };
+    let runner_nonce = match proof::nonce() {
+        Ok(n) => n,
+        Err(e) => return Ended::Retry(e.to_string()),
+    };
     let h = req.headers_mut();
     for (k, v) in [
-        ("authorization", format!("Bearer {credential}")),
+        (NONCE_HEADER, runner_nonce.clone()),
         (NAME_HEADER, opts.name.clone()),
         (VERSION_HEADER, protocol::VERSION.to_string()),
     ] {
@@ -291,8 +324,14 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
         .max_frame_size(Some(protocol::MAX_FRAME));
     // Without Nagle's delay (`true`): a report right after another goes out at once, not
     // after the first one's delayed ACK (that cost 10–40 ms per hook report).
-    let (mut ws, _) = match tokio_tungstenite::connect_async_with_config(req, Some(config), true).await {
-        Ok(c) => c,
+    let (mut ws, serve_nonce) = match tokio_tungstenite::connect_async_with_config(req, Some(config), true).await {
+        Ok((mut ws, resp)) => match serve_proved(resp.headers(), key, &opts.name, &runner_nonce) {
+            Some(serve_nonce) => (ws, serve_nonce),
+            None => {
+                let _ = ws.close(None).await;
+                return Ended::Retry(unproven(url, &opts.name, "the server"));
+            }
+        },
         Err(tungstenite::Error::Http(resp)) => {
             let status = resp.status();
             let body = resp.body().as_deref().map(String::from_utf8_lossy).unwrap_or_default();
@@ -300,12 +339,21 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
                 .ok()
                 .and_then(|v| v["message"].as_str().map(String::from))
                 .unwrap_or_else(|| body.trim().to_string());
+            let message: String = message.chars().filter(|c| !c.is_control()).take(300).collect();
+            // Only a lab serve that proved itself is believed: anyone could answer 409.
+            if serve_proved(resp.headers(), key, &opts.name, &runner_nonce).is_none() {
+                return Ended::Retry(format!(
+                    "{} (it answered {status}: {message})",
+                    unproven(url, &opts.name, "the server")
+                ));
+            }
             let why = format!("lab serve refused the runner ({status}): {message}");
             return if matches!(status.as_u16(), 401 | 403 | 409) { Ended::Fatal(why) } else { Ended::Retry(why) };
         }
         Err(e) => return Ended::Retry(format!("cannot reach {url}: {e}")),
     };
     let hello = Up::Hello {
+        proof: proof::runner(key, &opts.name, &runner_nonce, &serve_nonce),
         hostname: hostname(),
         home: opts.home.display().to_string(),
         tmux_socket: tmux.socket.display().to_string(),
@@ -402,7 +450,7 @@ async fn connect_once(url: &url::Url, opts: &Options, credential: &str, tmux: &T
             Message::Close(Some(f)) => {
                 let why = format!("lab serve closed the connection: {}", f.reason);
                 return match u16::from(f.code) {
-                    close::REVOKED | close::PROTOCOL | close::REPLACED => Ended::Fatal(why),
+                    close::REVOKED | close::PROTOCOL | close::UNPROVEN => Ended::Fatal(why),
                     _ => Ended::Retry(why),
                 };
             }
