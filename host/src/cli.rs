@@ -387,7 +387,11 @@ fn serve(
         if let Some(settings) = notify {
             crate::notify::spawn(settings, runs.changes())?;
         }
-        let push = crate::push::Push::open(&home)?;
+        let standing = {
+            let access = edge.access.clone();
+            std::sync::Arc::new(move |o: &crate::push::subscriptions::Owner| access.owner_holds(o))
+        };
+        let push = crate::push::Push::open(&home, standing)?;
         push.spawn(runs.changes());
         tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
         if !local.ip().is_loopback() {

@@ -263,6 +263,13 @@ impl Devices {
             .collect()
     }
 
+    /// Whether device `id` is live under `token` at `now` (not logged out, not of
+    /// another token, not idle too long). Nothing is updated.
+    pub fn is_live(&self, id: &str, token: &str, now: SystemTime) -> bool {
+        let (tag, now) = (token_tag(token), unix(now));
+        self.records.lock().unwrap().iter().any(|r| r.id == id && live(r, &tag, now))
+    }
+
     /// End device `id` at once: `Ok(false)` when there is none.
     pub fn revoke(&self, id: &str) -> std::io::Result<bool> {
         let mut records = self.records.lock().unwrap();
@@ -292,6 +299,18 @@ mod tests {
 
     const T: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const T2: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+    #[test]
+    fn a_device_is_live_until_revoked_rotated_or_idle() {
+        let (_d, devices) = store();
+        let (id, _) = devices.login(T, "phone".into(), Via::Pairing, at(1_000_000)).unwrap();
+        assert!(devices.is_live(&id, T, at(1_000_001)));
+        assert!(!devices.is_live(&id, T2, at(1_000_001)), "another token");
+        assert!(!devices.is_live(&id, T, at(1_000_000 + IDLE_LIMIT.as_secs())), "idle too long");
+        assert!(!devices.is_live("0000000000000000", T, at(1_000_001)));
+        devices.revoke(&id).unwrap();
+        assert!(!devices.is_live(&id, T, at(1_000_001)), "logged out");
+    }
 
     #[test]
     fn a_login_is_a_cookie_that_works_until_revoked() {

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::stream::Stream;
+use futures_util::StreamExt as _;
 use serde::Deserialize;
 use serde_json::json;
 use std::convert::Infallible;
@@ -533,6 +534,7 @@ async fn rotate_push_key(axum::Extension(push): PushExt) -> ApiResult<Response> 
 }
 
 async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
+    push.sweep();
     let list: Vec<_> = push.store().list().iter().map(|s| s.body()).collect();
     Json(list).into_response()
 }
@@ -540,11 +542,16 @@ async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
 /// `POST /push/subscriptions`: a PushSubscription's JSON → `201 {"id"}`.
 async fn add_push_subscription(
     axum::Extension(push): PushExt,
+    standing: Option<axum::Extension<auth::Standing>>,
     body: Result<Json<crate::push::subscriptions::SubscriptionRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(req) = body?;
     crate::push::subscriptions::check(&req, push.rules()).map_err(ApiError::bad_request)?;
-    let sub = push.store().add(req, crate::runs::now_rfc3339()).map_err(|e| {
+    // Bound to the credential that made it: it ends with it (logout, rotation, expiry).
+    let owner = standing
+        .map(|axum::Extension(s)| s.owner())
+        .ok_or_else(|| ApiError::internal("a push subscription without a caller"))?;
+    let sub = push.store().add(req, owner, crate::runs::now_rfc3339()).map_err(|e| {
         if e.contains("remove one first") {
             ApiError { status: StatusCode::CONFLICT, code: "too_many_subscriptions", message: e }
         } else {
@@ -575,8 +582,12 @@ async fn events(
     Path(id): Path<String>,
     headers: HeaderMap,
     Query(q): Query<PageQuery>,
+    standing: Option<axum::Extension<auth::Standing>>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let run = runs.get(&id)?;
+    // The stream ends when the credential that opened it does (a logout, a rotation).
+    let standing =
+        standing.map(|axum::Extension(s)| s).ok_or_else(|| ApiError::internal("a stream without a caller"))?;
     // `?after=SEQ` (a client that loaded the messages up to SEQ first) or a reconnecting
     // EventSource's `Last-Event-ID`, which wins. Any u64 is fine (a page saturates);
     // junk in the header is ignored.
@@ -610,7 +621,8 @@ async fn events(
             }
             Some((Ok(ev), (run, rx, stop, last, false)))
         },
-    );
+    )
+    .take_until(Box::pin(standing.ended()));
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 

@@ -24,6 +24,54 @@ pub struct Access {
     token_file: PathBuf,
     codes: LoginCodes,
     devices: Devices,
+    /// Woken when a device is logged out, so what it holds open ends at once.
+    revoked: tokio::sync::Notify,
+}
+
+/// How often what a credential holds open (an event stream) checks that it still
+/// stands, besides a logout here waking it at once: a token rotated by `lab token
+/// --rotate`, or a device idle past its limit, ends it within this.
+pub const STANDING_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The credential a request came with, kept by what outlives the request (an event
+/// stream, a push subscription) to end with it. In every request's extensions.
+#[derive(Clone)]
+pub struct Standing {
+    access: Arc<Access>,
+    caller: Caller,
+    /// A tag of the token the request carried (bearer callers), never the token.
+    token_tag: Option<String>,
+}
+
+impl Standing {
+    /// Who it is, as a push subscription's owner.
+    pub fn owner(&self) -> crate::push::subscriptions::Owner {
+        use crate::push::subscriptions::Owner;
+        match &self.caller {
+            Caller::Anyone => Owner::Anyone,
+            Caller::Device(id) => Owner::Device(id.clone()),
+            Caller::Bearer => Owner::Token(self.token_tag.clone().unwrap_or_default()),
+        }
+    }
+
+    /// Whether the credential still stands.
+    pub fn holds(&self) -> bool {
+        self.access.owner_holds(&self.owner())
+    }
+
+    /// Resolves once the credential no longer stands.
+    pub async fn ended(self) {
+        loop {
+            let woken = self.access.revoked.notified();
+            if !self.holds() {
+                return;
+            }
+            tokio::select! {
+                _ = woken => {}
+                _ = tokio::time::sleep(STANDING_CHECK_EVERY) => {}
+            }
+        }
+    }
 }
 
 /// Who a request is from, as [`require`] found it (in the request's extensions).
@@ -51,7 +99,24 @@ impl Access {
             token_file: token::token_path(home),
             codes: LoginCodes::default(),
             devices: Devices::open(home.join("devices.json"))?,
+            revoked: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Whether `owner`'s credential stands now: a device logged in and live under the
+    /// current token, the current token (by its tag), anyone only while no token is
+    /// required. Without a token required nothing is ever revoked.
+    pub fn owner_holds(&self, owner: &crate::push::subscriptions::Owner) -> bool {
+        use crate::push::subscriptions::Owner;
+        if !self.required {
+            return true;
+        }
+        let Some(token) = self.token() else { return false };
+        match owner {
+            Owner::Anyone => false,
+            Owner::Token(tag) => token::ct_eq(tag.as_bytes(), devices::token_tag(&token).as_bytes()),
+            Owner::Device(id) => self.devices.is_live(id, &token, SystemTime::now()),
+        }
     }
 
     /// A fresh one-time login code (for the link printed at start).
@@ -113,7 +178,11 @@ impl Access {
     }
 
     pub(super) fn revoke(&self, id: &str) -> std::io::Result<bool> {
-        self.devices.revoke(id)
+        let done = self.devices.revoke(id)?;
+        if done {
+            self.revoked.notify_waiters();
+        }
+        Ok(done)
     }
 
     /// A pairing code for a device to be called `name`.
@@ -170,6 +239,8 @@ fn offers_credentials(headers: &HeaderMap) -> bool {
 pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
     let caller = if access.required { access.caller(req.headers()) } else { Some(Caller::Anyone) };
     if let Some(caller) = caller {
+        let token_tag = (caller == Caller::Bearer).then(|| access.token().map(|t| devices::token_tag(&t))).flatten();
+        req.extensions_mut().insert(Standing { access: access.clone(), caller: caller.clone(), token_tag });
         req.extensions_mut().insert(caller);
         return next.run(req).await;
     }

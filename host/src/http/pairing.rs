@@ -75,10 +75,12 @@ pub async fn list(State(access): State<Arc<Access>>, caller: Option<Extension<Ca
 }
 
 /// `DELETE /devices/{id}` → `204`, the device logged out at once (its own request too:
-/// then its cookie is cleared); `404 device_not_found`.
+/// then its cookie is cleared), its event streams ended and its push subscriptions
+/// removed; `404 device_not_found`.
 pub async fn revoke(
     State(access): State<Arc<Access>>,
     caller: Option<Extension<Caller>>,
+    push: Option<Extension<Arc<crate::push::Push>>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -86,6 +88,10 @@ pub async fn revoke(
     match access.revoke(&id) {
         Ok(true) => {
             tracing::info!(device = %id, own, "a device was logged out");
+            // Its push subscriptions go with it (its event streams end on their own).
+            if let Some(Extension(push)) = push {
+                push.sweep();
+            }
             let mut resp = StatusCode::NO_CONTENT.into_response();
             if own {
                 resp.headers_mut().insert(header::SET_COOKIE, auth::forget_cookie(&headers));

@@ -84,7 +84,13 @@ pub struct Push {
     client: reqwest::Client,
     /// Where pushes may go (checked when a subscription comes and at each send).
     rules: subscriptions::Rules,
+    /// Whether a subscription's owner still stands.
+    standing: subscriptions::Standing,
 }
+
+/// How often subscriptions whose credential ended (a device logged out or expired, the
+/// token rotated) are removed, pushes or not; each push checks too.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// How one delivery ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +102,8 @@ pub enum Outcome {
     Refused(u16),
     /// Every attempt failed (5xx, 429, network).
     GaveUp(String),
+    /// The credential it was made with ended: removed, not sent.
+    Revoked,
 }
 
 /// What an answer's status means for a push: `Ok` delivered, `Err(true)` retry,
@@ -109,8 +117,9 @@ pub fn judge(status: u16) -> Result<(), bool> {
 }
 
 impl Push {
-    /// Open the push service in `home` (its folder 0700, the key made if missing).
-    pub fn open(home: &Home) -> anyhow::Result<Arc<Push>> {
+    /// Open the push service in `home` (its folder 0700, the key made if missing);
+    /// `standing` says whether a subscription's owner still stands.
+    pub fn open(home: &Home, standing: subscriptions::Standing) -> anyhow::Result<Arc<Push>> {
         let dir = home.push_dir();
         crate::fsutil::private_dir(&dir)?;
         let key_file = dir.join("vapid.key");
@@ -133,7 +142,9 @@ impl Push {
             .dns_resolver(Arc::new(subscriptions::Guarded(rules)))
             .build()
             .map_err(|e| anyhow::anyhow!("cannot set up the push HTTP client: {e}"))?;
-        Ok(Arc::new(Push { vapid, key_file, store, client, rules }))
+        let push = Arc::new(Push { vapid, key_file, store, client, rules, standing });
+        push.sweep();
+        Ok(push)
     }
 
     fn vapid(&self) -> Arc<Vapid> {
@@ -166,13 +177,42 @@ impl Push {
         self.rules
     }
 
+    /// Whether `sub`'s owner still stands (one kept from before owners: no).
+    pub fn holds(&self, sub: &Subscription) -> bool {
+        sub.owner.as_ref().is_some_and(|o| (self.standing)(o))
+    }
+
+    /// Remove the subscriptions whose credential ended: how many.
+    pub fn sweep(&self) -> usize {
+        match self.store.retain(|s| self.holds(s)) {
+            Ok(gone) => {
+                for s in &gone {
+                    tracing::info!(subscription = %s.id, owner = ?s.owner, "push subscription removed: the credential it was made with ended");
+                }
+                gone.len()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot save the subscriptions");
+                0
+            }
+        }
+    }
+
     /// Watch `changes` and push each transition into [`EVENTS`] to every subscription.
     pub fn spawn(self: &Arc<Self>, mut changes: broadcast::Receiver<Change>) {
         let push = self.clone();
         tokio::spawn(async move {
             let mut transitions = notify::Transitions::default();
+            let mut sweep = tokio::time::interval(SWEEP_EVERY);
             loop {
-                match changes.recv().await {
+                let change = tokio::select! {
+                    c = changes.recv() => c,
+                    _ = sweep.tick() => {
+                        push.sweep();
+                        continue;
+                    }
+                };
+                match change {
                     Ok(change) => {
                         if transitions.observe(&EVENTS, &change) {
                             push.send_all(&payload::payload(&change));
@@ -190,6 +230,7 @@ impl Push {
     /// Push `p` to every subscription, each in a task of its own.
     pub fn send_all(self: &Arc<Self>, p: &payload::PushPayload) {
         let body = Arc::new(payload::encode(p));
+        self.sweep();
         for sub in self.store.list() {
             let (push, body, run) = (self.clone(), body.clone(), p.run_id.clone());
             tokio::spawn(async move {
@@ -206,6 +247,9 @@ impl Push {
                     Outcome::GaveUp(why) => {
                         tracing::warn!(run = %run, subscription = %sub.id, host, last_error = %why, "gave up on a push")
                     }
+                    Outcome::Revoked => {
+                        tracing::info!(run = %run, subscription = %sub.id, "not pushed: the credential it was made with ended")
+                    }
                 }
             });
         }
@@ -215,6 +259,11 @@ impl Push {
     pub async fn deliver(&self, sub: &Subscription, body: &[u8]) -> Outcome {
         let mut attempt = 1;
         loop {
+            // Checked before each attempt: a logout between two is not sent to.
+            if !self.holds(sub) {
+                self.sweep();
+                return Outcome::Revoked;
+            }
             let last = match self.post(sub, body).await {
                 Ok(status) => match judge(status) {
                     Ok(()) => return Outcome::Delivered,

@@ -27,12 +27,32 @@ pub struct Keys {
     pub auth: String,
 }
 
+/// Whose credential a subscription was made with: it ends when that credential does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Owner {
+    /// A logged-in device (its id): logged out, expired or ended by a token rotation,
+    /// its subscriptions go.
+    Device(String),
+    /// A script with lab's token (a tag of it, never the token): rotated, they go.
+    Token(String),
+    /// Anyone on this machine: a lab that needs no token (`--no-token`).
+    Anyone,
+}
+
+/// Whether an owner's credential still stands (lab serve's access rules decide).
+pub type Standing = std::sync::Arc<dyn Fn(&Owner) -> bool + Send + Sync>;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subscription {
     pub id: String,
     pub endpoint: String,
     pub keys: Keys,
     pub created_at: String,
+    /// Absent in subscriptions kept before they were bound: such a one is bound to
+    /// nothing that can be revoked, and is removed.
+    #[serde(default)]
+    pub owner: Option<Owner>,
 }
 
 /// What `GET /push/subscriptions` shows of one: not its keys.
@@ -232,14 +252,16 @@ impl Store {
         self.list.lock().unwrap().clone()
     }
 
-    /// Add a checked subscription; the same endpoint again replaces it (the browser made
-    /// new keys) and keeps its id. `Err` when the store is full or cannot be saved.
-    pub fn add(&self, req: SubscriptionRequest, now: String) -> Result<Subscription, String> {
+    /// Add a checked subscription made by `owner`; the same endpoint again replaces it
+    /// (the browser made new keys, or another login made it) and keeps its id. `Err`
+    /// when the store is full or cannot be saved.
+    pub fn add(&self, req: SubscriptionRequest, owner: Owner, now: String) -> Result<Subscription, String> {
         let mut list = self.list.lock().unwrap();
         let mut next = list.clone();
         let sub = match next.iter_mut().find(|s| s.endpoint == req.endpoint) {
             Some(s) => {
                 s.keys = req.keys;
+                s.owner = Some(owner);
                 s.clone()
             }
             None => {
@@ -252,6 +274,7 @@ impl Store {
                     endpoint: req.endpoint,
                     keys: req.keys,
                     created_at: now,
+                    owner: Some(owner),
                 };
                 next.push(s.clone());
                 s
@@ -269,6 +292,17 @@ impl Store {
         let n = list.len();
         list.clear();
         Ok(n)
+    }
+
+    /// Remove every subscription `keep` says no to: those removed.
+    pub fn retain(&self, keep: impl Fn(&Subscription) -> bool) -> std::io::Result<Vec<Subscription>> {
+        let mut list = self.list.lock().unwrap();
+        let (kept, gone): (Vec<Subscription>, Vec<Subscription>) = list.iter().cloned().partition(|s| keep(s));
+        if !gone.is_empty() {
+            self.save(&kept)?;
+            *list = kept;
+        }
+        Ok(gone)
     }
 
     /// Remove one by id; false when there is none.
@@ -388,18 +422,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("subscriptions.json");
         let store = Store::open(path.clone()).unwrap();
-        let a = store.add(req("https://p.example/a"), "t1".into()).unwrap();
-        let again = store.add(req("https://p.example/a"), "t2".into()).unwrap();
+        let phone = Owner::Device("d1".into());
+        let a = store.add(req("https://p.example/a"), phone.clone(), "t1".into()).unwrap();
+        let again = store.add(req("https://p.example/a"), Owner::Device("d2".into()), "t2".into()).unwrap();
+        assert_eq!(again.owner, Some(Owner::Device("d2".into())), "the last login that made it owns it");
         assert_eq!(a.id, again.id);
         assert_ne!(a.keys, again.keys);
-        let b = store.add(req("https://p.example/b"), "t3".into()).unwrap();
+        let b = store.add(req("https://p.example/b"), phone, "t3".into()).unwrap();
         let reopened = Store::open(path.clone()).unwrap();
         assert_eq!(reopened.list().len(), 2);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert!(reopened.remove(&b.id).unwrap());
         assert!(!reopened.remove(&b.id).unwrap());
-        assert_eq!(Store::open(path.clone()).unwrap().list(), vec![again]);
+        assert_eq!(Store::open(path.clone()).unwrap().list(), vec![again.clone()]);
+        // Bound to a device: removed with it.
+        let c = reopened.add(req("https://p.example/c"), Owner::Token("tag".into()), "t4".into()).unwrap();
+        let gone = reopened.retain(|s| s.owner != Some(Owner::Device("d2".into()))).unwrap();
+        assert_eq!(gone, vec![again]);
+        assert_eq!(Store::open(path.clone()).unwrap().list(), vec![c]);
         std::fs::write(&path, "{not json").unwrap();
         assert!(Store::open(path).unwrap_err().to_string().contains("not lab's list"));
     }
