@@ -14,7 +14,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, findChromium, startWorld, tomlStr, waitFor } from "../tests/world.mjs";
+import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, findChromium, openLoginLink, startWorld, tomlStr, waitFor } from "../tests/world.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS || 10);
 const FILES = 5000;
@@ -72,7 +72,7 @@ try {
     new MutationObserver(check).observe(document, { childList: true, subtree: true });
   }, CHANGED);
   const page = await context.newPage();
-  await page.goto(world.loginLink);
+  await openLoginLink(page, world.loginLink);
   const painted = () => waitFor(() => page.evaluate(() => (window.__painted > 0 ? window.__painted : null)), { interval: 20, what: "the diff view painted" });
   const cold = [];
   const fromChat = [];

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { CHROMIUM_ARGS, LAB_BIN, findChromium, startWorld, targetDir, tomlStr, waitFor } from "./world.mjs";
+import { CHROMIUM_ARGS, LAB_BIN, findChromium, openLoginLink, startWorld, targetDir, tomlStr, waitFor } from "./world.mjs";
 
 const FAKE_ACP = process.env.FAKE_ACP_BIN || path.join(targetDir(), "debug", "fake-acp");
 const CHROMIUM = findChromium();
@@ -38,7 +38,7 @@ test("acp: a permission card with the agent's options is clicked, then a form's 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   t.after(async () => { await browser.close(); });
   const page = await browser.newPage();
-  await page.goto(world.loginLink);
+  await openLoginLink(page, world.loginLink);
   await page.goto(`${world.url}#/runs/${run.id}`);
 
   const card = page.locator("[data-testid=dialog-area] [data-testid=dialog-card][data-kind=permission][data-answerable=true]");

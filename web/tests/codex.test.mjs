@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
-import { CHROMIUM_ARGS, LAB_BIN, RESPONSES_STANDIN_BIN, findChromium, startWorld, tomlStr, waitFor } from "./world.mjs";
+import { CHROMIUM_ARGS, LAB_BIN, RESPONSES_STANDIN_BIN, findChromium, openLoginLink, startWorld, tomlStr, waitFor } from "./world.mjs";
 
 const CODEX = process.env.LAB_CODEX_BIN || "";
 const CHROMIUM = findChromium();
@@ -93,7 +93,7 @@ test("codex: an approval is a permission card; a click on 'Yes' runs the command
   cleanup.push(async () => { await browser.close(); });
   const page = await browser.newPage();
   page.setDefaultTimeout(CODEX_WAIT);
-  await page.goto(loginLink);
+  await openLoginLink(page, loginLink);
   await page.goto(`${base}#/runs/${run.id}`);
   const card = page.locator('[data-testid=dialog-card][data-kind=permission][data-answerable=true]');
   await card.waitFor();

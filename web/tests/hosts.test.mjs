@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
-import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, findChromium, isExecutable, startWorld, tomlStr, waitFor } from "./world.mjs";
+import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, findChromium, openLoginLink, isExecutable, startWorld, tomlStr, waitFor } from "./world.mjs";
 
 const CHROMIUM = findChromium();
 const missing = [
@@ -55,7 +55,7 @@ test("hosts: a run started on a host from the form, its question clicked, its ho
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   t.after(async () => { await browser.close(); });
   const page = await browser.newPage();
-  await page.goto(world.loginLink);
+  await openLoginLink(page, world.loginLink);
   await page.goto(world.url);
   const details = page.locator("#new-run");
   if (!(await details.evaluate((d) => d.open))) await details.locator("summary").click();

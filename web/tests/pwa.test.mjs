@@ -17,7 +17,7 @@ import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { createRequire } from "node:module";
-import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, findChromium, isExecutable, startWorld, tomlStr, waitFor } from "./world.mjs";
+import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, findChromium, openLoginLink, isExecutable, startWorld, tomlStr, waitFor } from "./world.mjs";
 
 const require = createRequire(import.meta.url);
 const REQUIRED = process.env.LAB_UI_REQUIRED === "1";
@@ -78,7 +78,7 @@ test("the app: worker and manifest installable; a push's button answers the ques
     const page = context.pages()[0] || await context.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
-    await page.goto(world.loginLink);
+    await openLoginLink(page, world.loginLink);
     assert.equal(new URL(page.url()).pathname, "/");
 
     // The worker registers on load (no permission asked), and controls the page.

@@ -25,7 +25,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fieldRecord } from "./field_probe.mjs";
-import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, WAIT, findChromium, isExecutable, startWorld as startLabWorld, tomlStr, waitFor } from "./world.mjs";
+import { CHROMIUM_ARGS, FAKE_CLAUDE_BIN, LAB_BIN, WAIT, findChromium, openLoginLink, isExecutable, startWorld as startLabWorld, tomlStr, waitFor } from "./world.mjs";
 
 const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REPO_DIR = path.resolve(WEB_DIR, "..");
@@ -124,7 +124,7 @@ async function openPage(t, url, { context: contextOptions = {}, init = null, log
   // (page.labToken: for requests a test makes on the page's behalf, e.g. route.fetch.)
   page.labToken = token;
   if (login) {
-    await page.goto(login);
+    await openLoginLink(page, login);
     assert.equal(new URL(page.url()).pathname, "/", `the login link lands on the UI: ${page.url()}`);
     // A test that opens the UI itself (after routing some requests) gets a fresh load.
     if (!url) await page.goto("about:blank");
@@ -324,14 +324,20 @@ describe("lab web UI in a real browser", () => {
     await page.getByTestId("run-list").waitFor();
     await page.getByText("No runs yet. Start one above.").waitFor();
     assert.equal(await page.getByTestId("no-token-banner").isHidden(), true);
-    // The link: one click, and a fresh browser is in; it works once.
+    // The link: a chat app's preview fetches it and burns nothing; its page's one button
+    // logs a fresh browser in; it works once.
+    const preview = await fetch(world.loginLink, { headers: { "user-agent": "Slackbot-LinkExpanding 1.0" } });
+    assert.equal(preview.status, 200);
+    assert.equal(preview.headers.get("set-cookie"), null, "a preview gets no session");
     const fresh = async () => { const c = await page.context().browser().newContext(); t.after(() => c.close().catch(() => {})); return c.newPage(); };
     const other = await fresh();
-    await other.goto(world.loginLink);
-    assert.equal(new URL(other.url()).pathname, "/");
+    await openLoginLink(other, world.loginLink);
     await other.getByTestId("run-list").waitFor();
-    const again = await (await fresh()).goto(world.loginLink);
-    assert.equal(again.status(), 401, "a used login link");
+    const used = await fresh();
+    await used.goto(world.loginLink);
+    await used.getByTestId("redeem").click();
+    await used.getByRole("alert").filter({ hasText: "used already" }).waitFor();
+    assert.equal(new URL(used.url()).pathname, "/login", "a used login link logs nobody in");
   });
 
   scenario("pairing a phone: the devices page draws the one-time link's QR code, the phone logs in with it and is logged out from the list", { script: { steps: [{ idle: {} }] }, prompt: null }, async ({ t, world, page }) => {

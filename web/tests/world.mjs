@@ -73,6 +73,18 @@ export async function api(baseUrl, method, p, body, token = null) {
 export const tomlStr = (s) => JSON.stringify(String(s));
 
 /**
+ * Open a login link in `page` as the operator does: its page (a GET, which redeems
+ * nothing: a link preview cannot burn it), its one button (the POST that does), then
+ * the UI.
+ */
+export async function openLoginLink(page, link) {
+  const res = await page.goto(link);
+  if (!res || res.status() !== 200) throw new Error(`the login link answered ${res && res.status()}`);
+  await page.getByTestId("redeem").click();
+  await page.waitForURL((u) => u.pathname === "/" && !u.search.includes("code="));
+}
+
+/**
  * Start a world. `labToml(world)`: the text of lab.toml (the world's dirs are set by
  * then); `provider`: what `createRun` starts; `serveArgs`: more `lab serve` flags;
  * `env`: more of lab serve's environment (HOME is the agent's home, `a/`); `dropEnv`:

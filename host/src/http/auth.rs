@@ -270,8 +270,9 @@ pub struct CodeQuery {
     code: Option<String>,
 }
 
-/// `GET /login[?code=…]`: a valid one-time code becomes the session cookie and a
-/// redirect to the UI; no code shows the token form.
+/// `GET /login[?code=…]`: with a code, a page with one button whose POST redeems it
+/// (a link preview that fetches the link burns nothing and logs nothing in); without,
+/// the token form. Nothing here checks or uses the code.
 pub async fn login_with_code(State(access): State<Arc<Access>>, req: Request) -> Response {
     let Ok(Query(q)) = Query::<CodeQuery>::try_from_uri(req.uri()) else {
         return ApiError::bad_request("the query string is not code=<login code>").into_response();
@@ -279,50 +280,56 @@ pub async fn login_with_code(State(access): State<Arc<Access>>, req: Request) ->
     if !access.required {
         return see_other("/");
     }
-    let Some(code) = q.code.filter(|c| !c.is_empty()) else {
-        return login_page();
-    };
-    let who = remote(req.extensions());
-    let Some(grant) = access.codes.redeem(&code, Instant::now()) else {
-        super::refusals::log(true, &who, "GET", "/login", "unknown, used or expired login code");
-        return unauthorized(
-            "this login code is unknown, used or expired: pair again (`lab pair`), or log in with the token (`lab token`)",
-        )
-        .into_response();
-    };
-    match access.log_in(req.headers(), &who, grant) {
-        Ok(cookie) => {
-            let mut resp = see_other("/");
-            resp.headers_mut().insert(header::SET_COOKIE, cookie);
-            resp
-        }
-        Err(e) => e.into_response(),
+    match q.code.filter(|c| !c.is_empty()) {
+        Some(_) => redeem_page(),
+        None => login_page(),
     }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TokenBody {
-    token: String,
+pub struct LoginBody {
+    /// lab's token itself.
+    token: Option<String>,
+    /// A one-time login code (a login or pairing link's).
+    code: Option<String>,
 }
 
-/// `POST /login {"token": "…"}`: the token itself becomes the session cookie.
+/// `POST /login {"token": "…"}` or `{"code": "…"}`: the token, or a one-time login
+/// code (redeemed: it works once), becomes a device's session cookie.
 pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -> Response {
     let who = remote(req.extensions());
     let headers = req.headers().clone();
-    let body = match Json::<TokenBody>::from_request(req, &()).await {
+    let body = match Json::<LoginBody>::from_request(req, &()).await {
         Ok(Json(b)) => b,
         Err(e) => return ApiError::from(e).into_response(),
     };
     if !access.required {
         return Json(json!({"logged_in": true, "token_required": false})).into_response();
     }
-    let good = access.token().is_some_and(|t| token::ct_eq(body.token.trim().as_bytes(), t.as_bytes()));
-    if !good {
-        super::refusals::log(true, &who, "POST", "/login", "wrong token");
-        return unauthorized("that is not lab's token (`lab token` prints it)").into_response();
-    }
-    match access.log_in(&headers, &who, Grant { via: Via::Token, name: None }) {
+    let grant = match (body.token, body.code) {
+        (Some(t), None) => {
+            let good = access.token().is_some_and(|tok| token::ct_eq(t.trim().as_bytes(), tok.as_bytes()));
+            if !good {
+                super::refusals::log(true, &who, "POST", "/login", "wrong token");
+                return unauthorized("that is not lab's token (`lab token` prints it)").into_response();
+            }
+            Grant { via: Via::Token, name: None }
+        }
+        (None, Some(code)) => match access.codes.redeem(code.trim(), Instant::now()) {
+            Some(grant) => grant,
+            None => {
+                super::refusals::log(true, &who, "POST", "/login", "unknown, used or expired login code");
+                return unauthorized(
+                    "this login code is unknown, used or expired: pair again (`lab pair`), or log in with the token \
+                     (`lab token`)",
+                )
+                .into_response();
+            }
+        },
+        _ => return ApiError::bad_request("send {\"token\": …} or {\"code\": …}").into_response(),
+    };
+    match access.log_in(&headers, &who, grant) {
         Ok(cookie) => {
             let mut resp = Json(json!({"logged_in": true})).into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -349,6 +356,45 @@ document.getElementById("login").addEventListener("submit", async (e) => {
   else document.getElementById("error").textContent = "That is not lab's token.";
 });
 "#;
+
+/// The login link's page: one button; its script sends the link's code (from the
+/// address bar: the page holds no secret) in a POST.
+const REDEEM_SCRIPT: &str = r#"
+document.getElementById("redeem").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const code = new URLSearchParams(location.search).get("code") || "";
+  const res = await fetch("login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code }) });
+  if (res.ok) location.replace("./");
+  else document.getElementById("error").textContent = "This link was used already or has expired: pair again (lab pair), or log in with lab's token.";
+});
+"#;
+
+/// The login link's page, with its Content-Security-Policy; never cached.
+fn redeem_page() -> Response {
+    let html = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>lab: log in this device</title><style>{LOGIN_STYLE}</style></head>
+<body>
+<h1>lab</h1>
+<form id="redeem">
+<p>This link logs one device in to lab, once. Log in this one?</p>
+<p><button id="log-in" data-testid="redeem">Log in this device</button> <span id="error" role="alert"></span></p>
+</form>
+<script>{REDEEM_SCRIPT}</script>
+</body></html>
+"#
+    );
+    static POLICY: std::sync::LazyLock<Option<HeaderValue>> = std::sync::LazyLock::new(|| {
+        HeaderValue::from_str(&super::headers::login_policy(REDEEM_SCRIPT, LOGIN_STYLE)).ok()
+    });
+    let mut resp = Html(html).into_response();
+    if let Some(v) = POLICY.clone() {
+        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
 
 /// The login form, with its Content-Security-Policy.
 fn login_page() -> Response {

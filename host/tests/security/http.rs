@@ -574,10 +574,20 @@ fn off_loopback_nothing_is_served_without_the_token() {
     assert_eq!(r.status, 201, "{}", r.text());
     let id = r.json()["id"].as_str().unwrap().to_string();
 
-    // The login link: once, for a cookie that is not the token.
+    // The login link: its GET (what a chat app's link preview fetches) is a page with one
+    // button and burns nothing; the button's POST redeems the code, once, for a cookie
+    // that is not the token.
     let code_path = &link[link.find("/login?code=").unwrap()..];
-    let r = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
-    assert_eq!((r.status, r.header("location")), (303, Some("/")), "{}", r.text());
+    let code = code_path.split_once("code=").unwrap().1.to_string();
+    for _ in 0..3 {
+        let r = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(r.header("set-cookie").is_none() && r.text().contains("Log in this device"), "{}", r.text());
+        assert!(!r.text().contains(&code), "the page holds no secret");
+        assert_eq!(r.header("cache-control"), Some("no-store"));
+    }
+    let r = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
+    assert_eq!(r.status, 200, "{}", r.text());
     let set_cookie = r.header("set-cookie").unwrap().to_string();
     for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(set_cookie.split("; ").any(|a| a == attr), "{attr} in {set_cookie}");
@@ -587,8 +597,10 @@ fn off_loopback_nothing_is_served_without_the_token() {
     let with_cookie = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
     assert_eq!(send(port, "GET", &format!("/runs/{id}"), &with_cookie, &Value::Null).status, 200);
     assert_eq!(send(port, "GET", "/", &with_cookie, &Value::Null).status, 200);
-    let again = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+    let again = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     assert_eq!((again.status, again.error().as_str()), (401, "unauthorized"), "a login code works once");
+    let both = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code, "token": token}));
+    assert_eq!(both.status, 400, "one of code or token");
     let https = send(
         port,
         "POST",
@@ -964,13 +976,24 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
 
     // The phone opens the link: a device cookie, once.
     let code_path = &link[link.find("/login?code=").unwrap()..];
+    let code = code_path.split_once("code=").unwrap().1.to_string();
+    // A link preview's fetch first: nothing is redeemed.
+    let preview = send(
+        port,
+        "GET",
+        code_path,
+        &[("Host", host.as_str()), ("User-Agent", "Slackbot-LinkExpanding 1.0")],
+        &Value::Null,
+    );
+    assert_eq!(preview.status, 200);
+    assert!(preview.header("set-cookie").is_none());
     let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 Version/17.5 Mobile/15E148 Safari/604.1";
-    let r = send(port, "GET", code_path, &[("Host", host.as_str()), ("User-Agent", iphone)], &Value::Null);
-    assert_eq!(r.status, 303, "{}", r.text());
+    let r = send(port, "POST", "/login", &[("Host", host.as_str()), ("User-Agent", iphone)], &json!({"code": code}));
+    assert_eq!(r.status, 200, "{}", r.text());
     let set_cookie = r.header("set-cookie").unwrap().to_string();
     assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
     let phone = set_cookie.split(';').next().unwrap().to_string();
-    let again = send(port, "GET", code_path, &[("Host", host.as_str())], &Value::Null);
+    let again = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     assert_eq!(again.status, 401, "a pairing code works once");
     let as_phone = [("Host", host.as_str()), ("Cookie", phone.as_str())];
 
@@ -1039,7 +1062,8 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     let (ok, out, _) = lab_pair(&w.home, &[]);
     assert!(ok);
     let link = out.lines().find(|l| l.contains("/login?code=")).unwrap().trim().to_string();
-    let r = send(lab.port, "GET", &link[link.find("/login").unwrap()..], &[("Host", host.as_str())], &Value::Null);
+    let code = link.split_once("code=").unwrap().1;
+    let r = send(lab.port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     let cookie = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
     let with = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
     assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 200);
