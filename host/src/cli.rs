@@ -405,6 +405,8 @@ fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
+        let control = ControlSocket::bind(&home)?;
+        let control_app = crate::http::control_router(edge.access.clone()).layer(axum::Extension(push.clone()));
         let app = crate::http::router(runs.clone(), edge)
             .layer(axum::Extension(std::sync::Arc::new(info)))
             .layer(axum::Extension(push))
@@ -418,6 +420,14 @@ fn serve(
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
+        if let Some(listener) = control.listener {
+            let stop = stop_rx.clone();
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, control_app).with_graceful_shutdown(stopped(stop)).await {
+                    tracing::warn!(error = %e, "the control socket stopped");
+                }
+            });
+        }
         let main = axum::serve(nodelay(listener), app.clone()).with_graceful_shutdown(stopped(stop_rx.clone()));
         match twin {
             Some(twin) => {
@@ -430,9 +440,61 @@ fn serve(
             None => main.await?,
         }
         drop(serve_file);
+        drop(control.guard);
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");
         Ok(())
     })
+}
+
+/// `<home>/serve.sock`: the running serve's control socket ([`crate::http::control_router`]).
+struct ControlSocket {
+    /// None when it cannot be made (a home path too long for a socket): said in the log;
+    /// the CLI then says it cannot reach this serve.
+    listener: Option<tokio::net::UnixListener>,
+    guard: Option<ControlGuard>,
+}
+
+/// Removes the control socket at a clean stop (if it is still this serve's).
+struct ControlGuard(PathBuf, u64);
+
+impl Drop for ControlGuard {
+    fn drop(&mut self) {
+        let ours = std::fs::symlink_metadata(&self.0).is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == self.1);
+        if ours {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+impl ControlSocket {
+    /// Bind it: a socket file left by a serve that stopped is replaced; one a live serve
+    /// answers on means another serve runs for this home (an error).
+    fn bind(home: &Home) -> anyhow::Result<ControlSocket> {
+        let path = home.control_socket();
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+            anyhow::bail!("another `lab serve` runs for {} (it answers on {})", home.root.display(), path.display());
+        }
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => std::fs::remove_file(&path)?,
+            Ok(_) => anyhow::bail!("{} is not a socket: move it away", path.display()),
+            Err(_) => {}
+        }
+        // In the 0700 home (nobody else can reach it even for the moment before the chmod),
+        // then 0600. (lab never changes its umask: the agents inherit it.)
+        let listener =
+            tokio::net::UnixListener::bind(&path).and_then(|l| crate::fsutil::set_mode(&path, 0o600).map(|()| l));
+        match listener {
+            Ok(l) => {
+                let ino =
+                    std::fs::symlink_metadata(&path).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).unwrap_or(0);
+                Ok(ControlSocket { listener: Some(l), guard: Some(ControlGuard(path, ino)) })
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "no control socket: `lab pair` and `lab push-key --rotate` cannot reach this serve");
+                Ok(ControlSocket { listener: None, guard: None })
+            }
+        }
+    }
 }
 
 /// `<home>/serve.json` while serving (where `lab pair` finds this serve): written at

@@ -146,6 +146,22 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
         .layer(from_fn(headers::harden))
 }
 
+/// What lab serve answers on its control socket (`<home>/serve.sock`, 0600 in the 0700
+/// home: only its owner can connect, and nobody else can have made it): the routes the
+/// CLI uses on a running serve, behind the token as on TCP. No Host/Origin policy: no
+/// browser reaches a Unix socket.
+pub fn control_router(access: Arc<auth::Access>) -> Router {
+    Router::new()
+        .route("/pair", post(pairing::pair))
+        .with_state(access.clone())
+        .route("/push/key/rotate", post(rotate_push_key))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
+        .layer(from_fn_with_state(access, auth::require))
+        .layer(from_fn(json_errors))
+        .layer(from_fn(headers::harden))
+}
+
 fn api(runs: Arc<Runs>) -> Router {
     Router::new()
         .route("/info", get(info))

@@ -172,24 +172,28 @@ pub mod cli {
         addr: Option<String>,
     ) -> anyhow::Result<()> {
         let home = Home::new(resolve_home(home)?);
-        let addr = match addr {
-            Some(a) => a,
-            None => serve_addr(&home)?.ok_or_else(|| {
-                anyhow!(
-                    "no `lab serve` is running for {} (there is no {}): start it, or say where it listens with --addr",
-                    home.root.display(),
-                    home.serve_file().display()
-                )
-            })?,
-        };
+        if addr.is_none() && serve_addr(&home)?.is_none() && !home.control_socket().exists() {
+            bail!(
+                "no `lab serve` is running for {} (there is no {}): start it, or say where it listens with --addr",
+                home.root.display(),
+                home.serve_file().display()
+            );
+        }
         let token = crate::token::read_token(&crate::token::token_path(&home.root))?
             .ok_or_else(|| anyhow!("this lab has no token yet: start `lab serve` first"))?;
         let mut body = serde_json::Map::new();
         if let Some(n) = name {
             body.insert("name".into(), n.into());
         }
+        let body = serde_json::Value::Object(body);
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let answer: PairBody = rt.block_on(post(&addr, &token, "/pair", serde_json::Value::Object(body)))?;
+        let answer: PairBody = match addr {
+            // Where the operator said: their choice of address.
+            Some(a) => rt.block_on(post(&a, &token, "/pair", body))?,
+            // The running serve of this home, through its control socket: never to
+            // whatever holds the port an old serve.json names.
+            None => rt.block_on(post_control(&home, &token, "/pair", body))?,
+        };
         let url = match base_url {
             Some(b) => rebase(&answer.url, &b).map_err(anyhow::Error::msg)?,
             None => answer.url,
@@ -208,6 +212,66 @@ pub mod cli {
             );
         }
         Ok(())
+    }
+
+    /// POST `body` to `path` of the running `lab serve` of `home`, through its control
+    /// socket (`<home>/serve.sock`: in the 0700 home, so only that serve can have made
+    /// it), with the token. The link it answers is built for the address its
+    /// `serve.json` names. No serve there: a clear error, and nothing is sent anywhere.
+    pub async fn post_control<T: serde::de::DeserializeOwned>(
+        home: &Home,
+        token: &str,
+        path: &str,
+        body: serde_json::Value,
+    ) -> anyhow::Result<T> {
+        use http_body_util::BodyExt;
+        let socket = home.control_socket();
+        let addr = serve_addr(home)?;
+        let not_running = |why: String| {
+            let stale = match &addr {
+                Some(a) => format!(
+                    " ({} names {a}, left by a serve that stopped: nothing was sent there)",
+                    home.serve_file().display()
+                ),
+                None => String::new(),
+            };
+            anyhow!("no `lab serve` is running for {}{stale}: {why}", home.root.display())
+        };
+        let stream = match tokio::time::timeout(TIMEOUT, tokio::net::UnixStream::connect(&socket)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(not_running(format!("{}: {e}", socket.display()))),
+            Err(_) => return Err(not_running(format!("{} did not answer", socket.display()))),
+        };
+        let host = addr.clone().unwrap_or_else(|| "127.0.0.1".into());
+        let exchange = async {
+            let (mut sender, conn) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+            tokio::spawn(conn);
+            let req = axum::http::Request::post(path)
+                .header(axum::http::header::HOST, &host)
+                .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(http_body_util::Full::new(axum::body::Bytes::from(body.to_string())))?;
+            let resp = sender.send_request(req).await?;
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        let (status, text) = tokio::time::timeout(TIMEOUT, exchange)
+            .await
+            .map_err(|_| anyhow!("`lab serve` did not answer on {} within {} s", socket.display(), TIMEOUT.as_secs()))?
+            .with_context(|| format!("talking to `lab serve` on {}", socket.display()))?;
+        if status.as_u16() == 401 {
+            bail!("`lab serve` refused lab's token: was it rotated just now? Try again");
+        }
+        if !status.is_success() {
+            let msg = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or(text);
+            bail!("`lab serve` said {status}: {msg}");
+        }
+        serde_json::from_str(&text).with_context(|| format!("`lab serve` answered something else: {text}"))
     }
 
     /// Where the running `lab serve` of `home` listens, from `<home>/serve.json`; `None`

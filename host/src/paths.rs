@@ -152,6 +152,11 @@ impl Home {
         self.root.join("hosts.json")
     }
     /// Where a running `lab serve` says it listens (for `lab pair`).
+    /// The running `lab serve`'s control socket: how the CLI reaches it (`lab pair`,
+    /// `lab push-key --rotate`) without trusting whatever holds a TCP port.
+    pub fn control_socket(&self) -> PathBuf {
+        self.root.join("serve.sock")
+    }
     pub fn serve_file(&self) -> PathBuf {
         crate::pairing::serve_file(&self.root)
     }
@@ -172,6 +177,7 @@ impl Home {
             ("devices", self.devices_file()),
             ("hosts", self.hosts_file()),
             ("serve", self.serve_file()),
+            ("control_socket", self.control_socket()),
         ]
     }
     pub fn run_files(&self, id: &RunId) -> RunFiles {

@@ -416,13 +416,16 @@ pub mod cli {
             println!("{}", Vapid::load_or_create(&key_file)?.public_key());
             return Ok(());
         }
-        // A running serve holds the key in memory: it replaces it (and its subscriptions) itself.
-        if let Some(addr) = crate::pairing::cli::serve_addr(&home)? {
+        // A running serve holds the key in memory: it replaces it (and its subscriptions)
+        // itself, asked through its control socket (never over TCP to an address an old
+        // serve.json names). serve.json left without a serve answering: an error, since
+        // a serve that cannot be reached may still hold the key.
+        if crate::pairing::cli::serve_addr(&home)?.is_some() || home.control_socket().exists() {
             let token = crate::token::read_token(&crate::token::token_path(&home.root))?
                 .ok_or_else(|| anyhow::anyhow!("this lab has no token yet"))?;
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let answer: serde_json::Value = rt
-                .block_on(crate::pairing::cli::post(&addr, &token, "/push/key/rotate", serde_json::json!({})))
+                .block_on(crate::pairing::cli::post_control(&home, &token, "/push/key/rotate", serde_json::json!({})))
                 .map_err(|e| {
                     anyhow::anyhow!(
                         "{e}\n(if no `lab serve` runs for this home, delete {} and try again)",

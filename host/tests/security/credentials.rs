@@ -210,3 +210,58 @@ fn push_subscriptions_and_event_streams_end_with_the_credential_that_made_them()
     wait_count(&got, "/p/new", 1);
     assert_eq!((count(&got, "/p/script"), count(&got, "/p/laptop")), (2, 2), "nothing after the rotation");
 }
+
+/// `lab pair` and `lab push-key --rotate` reach the running serve through its control
+/// socket in the 0700 home; after a crash, `serve.json` names a port someone else may
+/// take — they say no serve runs, and send nothing there.
+#[test]
+fn the_cli_never_sends_the_token_to_whoever_took_a_dead_serve_s_port() {
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"idle": {}}]}));
+    let mut lab = w.serve();
+    let socket = w.home.join("serve.sock");
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let meta = std::fs::symlink_metadata(&socket).expect("the control socket");
+    assert!(meta.file_type().is_socket() && meta.permissions().mode() & 0o777 == 0o600, "{meta:?}");
+    let pair = |args: &[&str]| {
+        std::process::Command::new(crate::common::LAB)
+            .arg("pair")
+            .arg("--home")
+            .arg(&w.home)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = pair(&[]);
+    assert!(out.status.success(), "through the socket: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{}/login?code=", lab.url)));
+
+    // A crash: serve.json and the socket file stay; another user takes the port.
+    lab.child.kill().unwrap();
+    lab.child.wait().unwrap();
+    assert!(w.home.join("serve.json").exists() && socket.exists());
+    let addr = lab.url.trim_start_matches("http://").to_string();
+    let squatter = std::net::TcpListener::bind(&addr).expect("the dead serve's port");
+    squatter.set_nonblocking(true).unwrap();
+    let out = pair(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no `lab serve` is running"), "{err}");
+    assert!(err.contains("nothing was sent there") && err.contains(&addr), "{err}");
+    let out = std::process::Command::new(crate::common::LAB)
+        .args(["push-key", "--rotate", "--home"])
+        .arg(&w.home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no `lab serve` is running"), "{err}");
+    match squatter.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the CLI connected to the squatter: {other:?}"),
+    }
+    drop(squatter);
+    // The next serve replaces the stale socket and is reached again.
+    let lab = w.serve();
+    let out = pair(&[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{}/login?code=", lab.url)));
+}
