@@ -1,6 +1,7 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
 // entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`, `#/devices`), start-up.
+import { shareDeviceKey } from "./api.js";
 import { DiffView } from "./diffview.js";
 import { DevicesView } from "./devices.js";
 import { h, stateBadge } from "./dom.js";
@@ -59,6 +60,7 @@ function route() {
 function init() {
   initNewRunForm();
   initNotify();
+  shareDeviceKey();
   initPush();
   loadProviders();
   loadHosts();

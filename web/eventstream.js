@@ -1,5 +1,7 @@
 // The run's live view over server-sent events (GET /runs/{id}/events).
 
+import { deviceKey } from "./api.js";
+
 /**
  * EventSource wrapper. The browser reconnects by itself (sending Last-Event-ID);
  * if the source gets CLOSED (HTTP error), we reopen it with backoff. `url` may be a
@@ -20,7 +22,11 @@ export class ViewStream {
   open() {
     if (this.stopped) return;
     this.onStatus("connecting");
-    const es = new EventSource(typeof this.url === "function" ? this.url() : this.url);
+    let url = typeof this.url === "function" ? this.url() : this.url;
+    // An EventSource sends no headers: the device key goes in the query (this route only).
+    const key = deviceKey();
+    if (key) url += `${url.includes("?") ? "&" : "?"}device_key=${encodeURIComponent(key)}`;
+    const es = new EventSource(url);
     this.es = es;
     es.addEventListener("open", () => { this.onStatus("live"); });
     es.addEventListener("view", (e) => {

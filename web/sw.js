@@ -16,6 +16,15 @@ const SHELL_FILES = [
   "/icon-192.png", "/icon-512.png",
 ];
 const SHELL_SET = new Set(SHELL_FILES);
+// Where the page leaves this device's key (api.js, shareDeviceKey): the answer path sends it.
+const DEVICE = "lab-device";
+
+async function deviceKey() {
+  try {
+    const hit = await (await caches.open(DEVICE)).match("/device-key");
+    return hit ? await hit.text() : "";
+  } catch { return ""; }
+}
 
 self.addEventListener("install", (event) => {
   // Best effort: a file that fails to load is fetched normally later.
@@ -24,7 +33,7 @@ self.addEventListener("install", (event) => {
 
 self.addEventListener("activate", (event) => {
   event.waitUntil(caches.keys()
-    .then((keys) => Promise.all(keys.filter((k) => k !== SHELL).map((k) => caches.delete(k))))
+    .then((keys) => Promise.all(keys.filter((k) => k !== SHELL && k !== DEVICE).map((k) => caches.delete(k))))
     .then(() => self.clients.claim()));
 });
 
@@ -94,9 +103,12 @@ self.handleClick = async function handleClick(notification, action) {
   let status = 0;
   let body = null;
   try {
+    const headers = { "content-type": "application/json", accept: "application/json" };
+    const key = await deviceKey();
+    if (key) headers["x-lab-device-key"] = key;
     const res = await fetch(`/runs/${encodeURIComponent(p.run_id)}/dialog/answer`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
+      headers,
       credentials: "same-origin",
       body: JSON.stringify({ tool_id: p.dialog.tool_id, answers: [{ option: chosen.option }] }),
     });

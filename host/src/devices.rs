@@ -11,6 +11,12 @@
 //!   device at once. One unused for [`IDLE_LIMIT`] ends too. At most [`MAX_DEVICES`]:
 //!   a new login then ends the one seen longest ago.
 //!
+//! - A device also gets a **device key** at login (32 random bytes, hex; lab keeps its
+//!   SHA-256): the page keeps it in its origin's storage and sends it with every API
+//!   request (`X-Lab-Device-Key`). Browsers send a cookie to every port of a host; the
+//!   key stays with lab's origin, so the cookie alone, caught by another server on
+//!   another port of 127.0.0.1, opens nothing but the UI's static files.
+//!
 //! The decisions (is this cookie a live device, which one goes) are pure functions of
 //! the records, the token and the time; [`Devices`] is their one owner and does the I/O.
 
@@ -49,6 +55,10 @@ struct Record {
     secret_sha256: String,
     /// Which token it logged in under ([`token_tag`]).
     token_tag: String,
+    /// SHA-256 of its device key, hex (absent for a device logged in before keys: it
+    /// must log in again to use the API).
+    #[serde(default)]
+    key_sha256: Option<String>,
     name: String,
     via: Via,
     /// Unix seconds.
@@ -206,9 +216,20 @@ impl Devices {
         crate::fsutil::save_json_list(&self.path, records)
     }
 
-    /// Log a device in under `token`: its cookie value (`<id>.<secret>`).
+    /// Log a device in under `token`: its id and cookie value (`<id>.<secret>`).
     pub fn login(&self, token: &str, name: String, via: Via, now: SystemTime) -> std::io::Result<(String, String)> {
-        let (id, secret) = (random_hex(8)?, random_hex(32)?);
+        self.login_with_key(token, name, via, now).map(|(id, cookie, _)| (id, cookie))
+    }
+
+    /// Log a device in under `token`: its id, cookie value and device key.
+    pub fn login_with_key(
+        &self,
+        token: &str,
+        name: String,
+        via: Via,
+        now: SystemTime,
+    ) -> std::io::Result<(String, String, String)> {
+        let (id, secret, key) = (random_hex(8)?, random_hex(32)?, random_hex(32)?);
         let now = unix(now);
         let tag = token_tag(token);
         let mut records = self.records.lock().unwrap();
@@ -217,6 +238,7 @@ impl Devices {
             id: id.clone(),
             secret_sha256: sha256_hex(secret.as_bytes()),
             token_tag: tag,
+            key_sha256: Some(sha256_hex(key.as_bytes())),
             name,
             via,
             created: now,
@@ -226,7 +248,19 @@ impl Devices {
             records.pop();
             return Err(e);
         }
-        Ok((id.clone(), format!("{id}.{secret}")))
+        Ok((id.clone(), format!("{id}.{secret}"), key))
+    }
+
+    /// Whether `key` is device `id`'s device key (constant time; none given, or a
+    /// device without one: no).
+    pub fn key_matches(&self, id: &str, key: Option<&str>) -> bool {
+        let Some(key) = key else { return false };
+        let records = self.records.lock().unwrap();
+        records
+            .iter()
+            .find(|r| r.id == id)
+            .and_then(|r| r.key_sha256.as_deref())
+            .is_some_and(|h| ct_eq(sha256_hex(key.as_bytes()).as_bytes(), h.as_bytes()))
     }
 
     /// The id of the live device whose cookie value is `value`, if any; it is seen now.
@@ -299,6 +333,20 @@ mod tests {
 
     const T: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const T2: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+    #[test]
+    fn a_device_key_is_its_own() {
+        let (_d, devices) = store();
+        let (a, _, key_a) = devices.login_with_key(T, "phone".into(), Via::Pairing, at(1_000_000)).unwrap();
+        let (b, _, key_b) = devices.login_with_key(T, "laptop".into(), Via::Token, at(1_000_000)).unwrap();
+        assert_eq!(key_a.len(), 64);
+        assert!(devices.key_matches(&a, Some(&key_a)) && devices.key_matches(&b, Some(&key_b)));
+        assert!(!devices.key_matches(&a, Some(&key_b)), "another device's key");
+        assert!(!devices.key_matches(&a, None) && !devices.key_matches(&a, Some("")));
+        assert!(!devices.key_matches("0000000000000000", Some(&key_a)));
+        let text = std::fs::read_to_string(&devices.path).unwrap();
+        assert!(!text.contains(&key_a), "only the key's hash is kept");
+    }
 
     #[test]
     fn a_device_is_live_until_revoked_rotated_or_idle() {

@@ -333,6 +333,18 @@ describe("lab web UI in a real browser", () => {
     const other = await fresh();
     await openLoginLink(other, world.loginLink);
     await other.getByTestId("run-list").waitFor();
+    // The session is the cookie and the device key this origin's page keeps: without the
+    // key (what another server on another port of 127.0.0.1 would have: the cookie), the
+    // API refuses and the page goes to the login form, once, no reload loop.
+    assert.match(await other.evaluate(() => localStorage.getItem("lab.deviceKey")), /^[0-9a-f]{64}$/);
+    const [cookie] = await other.context().cookies();
+    const alone = { headers: { cookie: `${cookie.name}=${cookie.value}` } };
+    assert.equal((await fetch(world.url, alone)).status, 200, "the cookie alone loads the UI's files");
+    assert.equal((await fetch(new URL("runs", world.url), alone)).status, 401, "but not the API");
+    await other.evaluate(() => localStorage.removeItem("lab.deviceKey"));
+    await other.reload();
+    await other.locator("#token").waitFor();
+    assert.equal(new URL(other.url()).pathname, "/login");
     const used = await fresh();
     await used.goto(world.loginLink);
     await used.getByTestId("redeem").click();

@@ -85,6 +85,20 @@ pub enum Caller {
     Device(String),
 }
 
+/// The header a logged-in page sends its device key in ([`crate::devices`]): the cookie
+/// alone opens only the UI's static files.
+pub const DEVICE_KEY_HEADER: &str = "x-lab-device-key";
+/// The query parameter an event stream takes it in (an `EventSource` sends no headers);
+/// taken on `GET /runs/{id}/events` only.
+pub const DEVICE_KEY_QUERY: &str = "device_key";
+
+/// What a request's credentials are.
+enum Found {
+    Caller(Caller),
+    /// A live device's cookie without its device key: the UI's files only.
+    PageOnly,
+}
+
 /// How long a device's cookie is kept by its browser; lab itself ends a device unused
 /// for [`crate::devices::IDLE_LIMIT`] (400 days is the most browsers keep any cookie).
 const COOKIE_MAX_AGE: u64 = 400 * 24 * 3600;
@@ -136,34 +150,42 @@ impl Access {
         }
     }
 
-    fn caller(&self, headers: &HeaderMap) -> Option<Caller> {
+    fn caller(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<Found> {
         let token = self.token()?;
         let values = move |name| headers.get_all(name).iter().filter_map(|v: &HeaderValue| v.to_str().ok());
         if token::bearer_matches(values(header::AUTHORIZATION), &token) {
-            return Some(Caller::Bearer);
+            return Some(Found::Caller(Caller::Bearer));
         }
         let now = SystemTime::now();
-        token::session_cookies(values(header::COOKIE))
-            .find_map(|v| self.devices.check(v, &token, now))
-            .map(Caller::Device)
+        let id = token::session_cookies(values(header::COOKIE)).find_map(|v| self.devices.check(v, &token, now))?;
+        let key = headers.get(DEVICE_KEY_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string).or_else(|| {
+            is_event_stream(uri.path())
+                .then(|| Query::<KeyQuery>::try_from_uri(uri).ok().and_then(|Query(q)| q.device_key))
+                .flatten()
+        });
+        Some(if self.devices.key_matches(&id, key.as_deref()) {
+            Found::Caller(Caller::Device(id))
+        } else {
+            Found::PageOnly
+        })
     }
 
-    /// Log a new device in: its `Set-Cookie`.
-    fn log_in(&self, headers: &HeaderMap, who: &str, grant: Grant) -> Result<HeaderValue, ApiError> {
+    /// Log a new device in: its `Set-Cookie` and its device key.
+    fn log_in(&self, headers: &HeaderMap, who: &str, grant: Grant) -> Result<(HeaderValue, String), ApiError> {
         let token = self.token().ok_or_else(|| ApiError::internal("lab's token file cannot be read"))?;
         let name = grant.name.unwrap_or_else(|| {
             devices::name_from_user_agent(headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""))
         });
-        let (id, value) = self
+        let (id, value, key) = self
             .devices
-            .login(&token, name.clone(), grant.via, SystemTime::now())
+            .login_with_key(&token, name.clone(), grant.via, SystemTime::now())
             .map_err(|e| ApiError::internal(format!("cannot save the list of devices: {e}")))?;
         tracing::info!(device = %id, name = %name, via = ?grant.via, remote = %who, "a device logged in");
         let cookie = format!(
             "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={COOKIE_MAX_AGE}{}",
             secure(headers)
         );
-        HeaderValue::from_str(&cookie).map_err(|e| ApiError::internal(e.to_string()))
+        HeaderValue::from_str(&cookie).map(|c| (c, key)).map_err(|e| ApiError::internal(e.to_string()))
     }
 }
 
@@ -237,7 +259,32 @@ fn offers_credentials(headers: &HeaderMap) -> bool {
 /// The middleware: lets a request through when no token is required, when it is for
 /// `/login`, or when it carries the token; answers 401 otherwise (the login page for `/`).
 pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
-    let caller = if access.required { access.caller(req.headers()) } else { Some(Caller::Anyone) };
+    let found =
+        if access.required { access.caller(req.headers(), req.uri()) } else { Some(Found::Caller(Caller::Anyone)) };
+    let caller = match found {
+        Some(Found::Caller(c)) => Some(c),
+        Some(Found::PageOnly) => {
+            // The UI's files (and the login pages) for a cookie alone; the API needs the key.
+            let page = req.method() == axum::http::Method::GET && is_page(req.uri().path());
+            if page || req.uri().path() == "/login" {
+                return next.run(req).await;
+            }
+            let who = remote(req.extensions());
+            super::refusals::log(
+                true,
+                &who,
+                req.method().as_str(),
+                req.uri().path(),
+                "a session cookie without its device key",
+            );
+            return unauthorized(
+                "this browser's session came without its device key (a cookie alone, or a login from before device \
+                 keys): log in again at /login",
+            )
+            .into_response();
+        }
+        None => None,
+    };
     if let Some(caller) = caller {
         let token_tag = (caller == Caller::Bearer).then(|| access.token().map(|t| devices::token_tag(&t))).flatten();
         req.extensions_mut().insert(Standing { access: access.clone(), caller: caller.clone(), token_tag });
@@ -259,6 +306,25 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
         return (StatusCode::UNAUTHORIZED, login_page()).into_response();
     }
     unauthorized("this lab needs its token: Authorization: Bearer <token>, or log in at /login").into_response()
+}
+
+/// The UI's own files: what a page loads before it can send its device key.
+fn is_page(path: &str) -> bool {
+    path == "/" || path.strip_prefix('/').is_some_and(|f| super::WEB_ASSETS.iter().any(|(name, _, _)| *name == f))
+}
+
+/// `GET /runs/{id}/events`.
+fn is_event_stream(path: &str) -> bool {
+    let mut parts = path.split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(""), Some("runs"), Some(_), Some("events"), None)
+    )
+}
+
+#[derive(Deserialize)]
+struct KeyQuery {
+    device_key: Option<String>,
 }
 
 fn unauthorized(message: &str) -> ApiError {
@@ -330,8 +396,14 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
         _ => return ApiError::bad_request("send {\"token\": …} or {\"code\": …}").into_response(),
     };
     match access.log_in(&headers, &who, grant) {
-        Ok(cookie) => {
-            let mut resp = Json(json!({"logged_in": true})).into_response();
+        Ok((cookie, key)) => {
+            // The key goes to the page, which keeps it in its origin's storage.
+            let mut resp = (
+                StatusCode::OK,
+                [(header::CACHE_CONTROL, "no-store")],
+                Json(json!({"logged_in": true, "device_key": key})),
+            )
+                .into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);
             resp
         }
@@ -352,7 +424,11 @@ document.getElementById("login").addEventListener("submit", async (e) => {
   e.preventDefault();
   const token = document.getElementById("token").value.trim();
   const res = await fetch("login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token }) });
-  if (res.ok) location.href = "./";
+  if (res.ok) {
+    const body = await res.json();
+    localStorage.setItem("lab.deviceKey", body.device_key || "");
+    location.href = "./";
+  }
   else document.getElementById("error").textContent = "That is not lab's token.";
 });
 "#;
@@ -364,7 +440,11 @@ document.getElementById("redeem").addEventListener("submit", async (e) => {
   e.preventDefault();
   const code = new URLSearchParams(location.search).get("code") || "";
   const res = await fetch("login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code }) });
-  if (res.ok) location.replace("./");
+  if (res.ok) {
+    const body = await res.json();
+    localStorage.setItem("lab.deviceKey", body.device_key || "");
+    location.replace("./");
+  }
   else document.getElementById("error").textContent = "This link was used already or has expired: pair again (lab pair), or log in with lab's token.";
 });
 "#;

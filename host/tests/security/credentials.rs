@@ -55,11 +55,15 @@ fn keys() -> Value {
     json!({"p256dh": e.encode(secret.public_key().to_encoded_point(false).as_bytes()), "auth": e.encode([3u8; 16])})
 }
 
-/// One request with `auth` (a `Cookie:` or `Authorization:` line): status and JSON.
+/// One request with `auth` (header lines: a device's cookie and key, or `Authorization:`):
+/// status and JSON.
 fn call(lab: &Lab, method: &str, path: &str, auth: &str, body: Option<&Value>) -> (u16, Value) {
     let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-    let (k, v) = auth.split_once(": ").unwrap();
-    let mut req = client.request(method.parse().unwrap(), format!("{}{path}", lab.url)).header(k, v);
+    let mut req = client.request(method.parse().unwrap(), format!("{}{path}", lab.url));
+    for line in auth.split("\r\n") {
+        let (k, v) = line.split_once(": ").unwrap();
+        req = req.header(k, v);
+    }
     if let Some(b) = body {
         req = req.json(b);
     }
@@ -68,13 +72,14 @@ fn call(lab: &Lab, method: &str, path: &str, auth: &str, body: Option<&Value>) -
     (status, r.json().unwrap_or(Value::Null))
 }
 
-/// A device logged in with the token: its `Cookie:` line and its id.
+/// A device logged in with the token: its header lines (cookie and device key) and its id.
 fn device(lab: &Lab, token: &str) -> (String, String) {
     let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let r = client.post(format!("{}/login", lab.url)).json(&json!({"token": token})).send().unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let cookie = r.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let cookie = format!("Cookie: {cookie}");
+    let key = r.json::<Value>().unwrap()["device_key"].as_str().unwrap().to_string();
+    let cookie = format!("Cookie: {cookie}\r\nX-Lab-Device-Key: {key}");
     let (_, list) = call(lab, "GET", "/devices", &cookie, None);
     let id = list["devices"].as_array().unwrap().iter().find(|d| d["current"] == true).unwrap()["id"].clone();
     (cookie, id.as_str().unwrap().to_string())

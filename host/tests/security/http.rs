@@ -594,9 +594,32 @@ fn off_loopback_nothing_is_served_without_the_token() {
     }
     let cookie = set_cookie.split(';').next().unwrap().to_string();
     assert!(cookie.starts_with("lab_session=") && !cookie.contains(&token), "{cookie}");
-    let with_cookie = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+    let key = r.json()["device_key"].as_str().unwrap().to_string();
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    // The cookie alone (what another server on another port of 127.0.0.1 receives from
+    // the browser) opens the UI's files and nothing else; the API needs the device key
+    // the page keeps in its origin's storage.
+    let cookie_alone = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+    assert_eq!(send(port, "GET", "/", &cookie_alone, &Value::Null).status, 200);
+    assert_eq!(send(port, "GET", "/app.js", &cookie_alone, &Value::Null).status, 200);
+    for (method, path) in
+        [("GET", format!("/runs/{id}")), ("GET", "/runs".into()), ("GET", format!("/runs/{id}/events"))]
+    {
+        let r = send(port, method, &path, &cookie_alone, &Value::Null);
+        assert_eq!(r.status, 401, "{path}: {}", r.text());
+        assert!(r.text().contains("device key"), "{}", r.text());
+    }
+    let r = send(port, "POST", &format!("/runs/{id}/stop"), &cookie_alone, &json!({}));
+    assert_eq!(r.status, 401, "{}", r.text());
+    let wrong = [("Host", host.as_str()), ("Cookie", cookie.as_str()), ("X-Lab-Device-Key", &"0".repeat(64))];
+    assert_eq!(send(port, "GET", "/runs", &wrong, &Value::Null).status, 401);
+    let with_cookie = [("Host", host.as_str()), ("Cookie", cookie.as_str()), ("X-Lab-Device-Key", key.as_str())];
     assert_eq!(send(port, "GET", &format!("/runs/{id}"), &with_cookie, &Value::Null).status, 200);
     assert_eq!(send(port, "GET", "/", &with_cookie, &Value::Null).status, 200);
+    // An EventSource sends no headers: the key in the stream's query, that route only.
+    let events = send(port, "GET", &format!("/runs/{id}/events?device_key={key}"), &cookie_alone, &Value::Null);
+    assert_eq!(events.status, 200, "{}", events.text());
+    assert_eq!(send(port, "GET", &format!("/runs?device_key={key}"), &cookie_alone, &Value::Null).status, 401);
     let again = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     assert_eq!((again.status, again.error().as_str()), (401, "unauthorized"), "a login code works once");
     let both = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code, "token": token}));
@@ -993,9 +1016,10 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     let set_cookie = r.header("set-cookie").unwrap().to_string();
     assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
     let phone = set_cookie.split(';').next().unwrap().to_string();
+    let phone_key = r.json()["device_key"].as_str().unwrap().to_string();
     let again = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     assert_eq!(again.status, 401, "a pairing code works once");
-    let as_phone = [("Host", host.as_str()), ("Cookie", phone.as_str())];
+    let as_phone = [("Host", host.as_str()), ("Cookie", phone.as_str()), ("X-Lab-Device-Key", phone_key.as_str())];
 
     // A laptop logs in with the token; both are listed, each knows which one it is.
     let token = lab_token(&w, false);
@@ -1008,7 +1032,15 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     );
     assert_eq!(r.status, 200);
     let laptop = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
-    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str())];
+    let laptop_key = r.json()["device_key"].as_str().unwrap().to_string();
+    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str()), ("X-Lab-Device-Key", laptop_key.as_str())];
+    let as_phone_with_laptop_key =
+        [("Host", host.as_str()), ("Cookie", phone.as_str()), ("X-Lab-Device-Key", laptop_key.as_str())];
+    assert_eq!(
+        send(port, "GET", "/runs", &as_phone_with_laptop_key, &Value::Null).status,
+        401,
+        "a key is its device's own"
+    );
     let list = send(port, "GET", "/devices", &as_phone, &Value::Null).json();
     let devices = list["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 2, "{list}");
@@ -1047,7 +1079,7 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     assert!(!w.home.join("serve.json").exists(), "a clean stop removes serve.json");
     let lab = Served::start(&w, &["--addr", "127.0.0.1:0"]);
     let host = format!("127.0.0.1:{}", lab.port);
-    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str())];
+    let as_laptop = [("Host", host.as_str()), ("Cookie", laptop.as_str()), ("X-Lab-Device-Key", laptop_key.as_str())];
     assert_eq!(send(lab.port, "GET", "/runs", &as_laptop, &Value::Null).status, 200, "still logged in");
 
     // Logging itself out clears its cookie.
@@ -1065,7 +1097,8 @@ fn a_phone_pairs_with_lab_pair_and_each_device_is_logged_out_on_its_own() {
     let code = link.split_once("code=").unwrap().1;
     let r = send(lab.port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     let cookie = r.header("set-cookie").unwrap().split(';').next().unwrap().to_string();
-    let with = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
+    let key = r.json()["device_key"].as_str().unwrap().to_string();
+    let with = [("Host", host.as_str()), ("Cookie", cookie.as_str()), ("X-Lab-Device-Key", key.as_str())];
     assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 200);
     lab_token(&w, true);
     assert_eq!(send(lab.port, "GET", "/runs", &with, &Value::Null).status, 401, "rotation ends every device");
