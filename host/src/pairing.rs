@@ -261,17 +261,28 @@ pub mod cli {
             .await
             .map_err(|_| anyhow!("`lab serve` did not answer on {} within {} s", socket.display(), TIMEOUT.as_secs()))?
             .with_context(|| format!("talking to `lab serve` on {}", socket.display()))?;
+        answer(status, text, "`lab serve`", "was it rotated just now? Try again")
+    }
+
+    /// What `lab serve` (`who`) answered, as `T`; a refusal as an error with its message
+    /// (`on_401`: what to say when it refused the token).
+    fn answer<T: serde::de::DeserializeOwned>(
+        status: reqwest::StatusCode,
+        text: String,
+        who: &str,
+        on_401: &str,
+    ) -> anyhow::Result<T> {
         if status.as_u16() == 401 {
-            bail!("`lab serve` refused lab's token: was it rotated just now? Try again");
+            bail!("{who} refused lab's token: {on_401}");
         }
         if !status.is_success() {
             let msg = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
                 .and_then(|v| v["message"].as_str().map(str::to_string))
                 .unwrap_or(text);
-            bail!("`lab serve` said {status}: {msg}");
+            bail!("{who} said {status}: {msg}");
         }
-        serde_json::from_str(&text).with_context(|| format!("`lab serve` answered something else: {text}"))
+        serde_json::from_str(&text).with_context(|| format!("{who} answered something else: {text}"))
     }
 
     /// Where the running `lab serve` of `home` listens, from `<home>/serve.json`; `None`
@@ -310,16 +321,6 @@ pub mod cli {
             })?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
-        if status.as_u16() == 401 {
-            bail!("`lab serve` at {addr} refused lab's token: is it serving another home (--home)?");
-        }
-        if !status.is_success() {
-            let msg = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_string))
-                .unwrap_or(text);
-            bail!("`lab serve` at {addr} said {status}: {msg}");
-        }
-        serde_json::from_str(&text).with_context(|| format!("`lab serve` at {addr} answered something else: {text}"))
+        answer(status, text, &format!("`lab serve` at {addr}"), "is it serving another home (--home)?")
     }
 }

@@ -451,54 +451,48 @@ document.getElementById("redeem").addEventListener("submit", async (e) => {
 
 /// The login link's page, with its Content-Security-Policy; never cached.
 fn redeem_page() -> Response {
-    let html = format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex"><title>lab: log in this device</title><style>{LOGIN_STYLE}</style></head>
-<body>
-<h1>lab</h1>
-<form id="redeem">
-<p>This link logs one device in to lab, once. Log in this one?</p>
-<p><button id="log-in" data-testid="redeem">Log in this device</button> <span id="error" role="alert"></span></p>
-</form>
-<script>{REDEEM_SCRIPT}</script>
-</body></html>
-"#
-    );
     static POLICY: std::sync::LazyLock<Option<HeaderValue>> = std::sync::LazyLock::new(|| {
         HeaderValue::from_str(&super::headers::login_policy(REDEEM_SCRIPT, LOGIN_STYLE)).ok()
     });
-    let mut resp = Html(html).into_response();
-    if let Some(v) = POLICY.clone() {
-        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
-    }
+    let form = r#"<form id="redeem">
+<p>This link logs one device in to lab, once. Log in this one?</p>
+<p><button id="log-in" data-testid="redeem">Log in this device</button> <span id="error" role="alert"></span></p>
+</form>"#;
+    let mut resp = own_page("lab: log in this device", form, REDEEM_SCRIPT, &POLICY);
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
 
 /// The login form, with its Content-Security-Policy.
 fn login_page() -> Response {
-    let html = format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>lab: log in</title><style>{LOGIN_STYLE}</style></head>
-<body>
-<h1>lab</h1>
-<form id="login">
-<p><label for="token">This lab needs its token (<code>lab token</code> prints it):</label></p>
-<p><input id="token" type="password" autocomplete="current-password" autofocus required>
-<p><button>Log in</button> <span id="error" role="alert"></span></p>
-</form>
-<script>{LOGIN_SCRIPT}</script>
-</body></html>
-"#
-    );
     // The hashes are of constants: computed once.
     static POLICY: std::sync::LazyLock<Option<HeaderValue>> = std::sync::LazyLock::new(|| {
         HeaderValue::from_str(&super::headers::login_policy(LOGIN_SCRIPT, LOGIN_STYLE)).ok()
     });
+    let form = r#"<form id="login">
+<p><label for="token">This lab needs its token (<code>lab token</code> prints it):</label></p>
+<p><input id="token" type="password" autocomplete="current-password" autofocus required>
+<p><button>Log in</button> <span id="error" role="alert"></span></p>
+</form>"#;
+    own_page("lab: log in", form, LOGIN_SCRIPT, &POLICY)
+}
+
+/// One of lab's own small pages: `body` (a form) and its one inline `script`, under its
+/// Content-Security-Policy (`policy`: the hashes of that script and the style).
+fn own_page(title: &str, body: &str, script: &str, policy: &Option<HeaderValue>) -> Response {
+    let html = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>{title}</title><style>{LOGIN_STYLE}</style></head>
+<body>
+<h1>lab</h1>
+{body}
+<script>{script}</script>
+</body></html>
+"#
+    );
     let mut resp = Html(html).into_response();
-    if let Some(v) = POLICY.clone() {
+    if let Some(v) = policy.clone() {
         resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
     }
     resp
