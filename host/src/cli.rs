@@ -398,6 +398,9 @@ fn serve(
             tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");
         }
         let banner = banner(local, &edge)?;
+        // Listening before serve.json and the banner say this serve is up: `lab pair` run
+        // the moment they appear reaches it.
+        let control = ControlSocket::bind(&home)?;
         let serve_file = ServeFileGuard::write(&home, local)?;
         {
             use std::io::Write;
@@ -405,7 +408,6 @@ fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
-        let control = ControlSocket::bind(&home)?;
         let control_app = crate::http::control_router(edge.access.clone()).layer(axum::Extension(push.clone()));
         let app = crate::http::router(runs.clone(), edge)
             .layer(axum::Extension(std::sync::Arc::new(info)))
