@@ -105,6 +105,17 @@ fn kill(child: &mut Child) {
 /// A runner and its tmux server, gone whatever the test's end (a failed assertion too).
 struct Down(Child, std::path::PathBuf);
 
+/// A world with host `far` (its credential), fake-claude playing `script` (its log), and
+/// `runs` (one line) in lab.toml's `[runs]`.
+fn far_world(script: Value, runs: &str) -> (World, String, std::path::PathBuf) {
+    let w = World::new();
+    let cred = add_host(&w.home, "far");
+    let log = w.use_fake_claude(&script);
+    let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    w.write_config(&format!("{toml}\n[runs]\n{runs}\n"));
+    (w, cred, log)
+}
+
 /// Host `far`'s runner, connected to `lab`.
 fn far_runner(w: &World, lab: &Lab, cred: &str) -> Down {
     let down = Down(runner(w, &lab.url, "far", cred, &[]), w.dir.path().join("runner-far").join("tmux.sock"));
@@ -738,13 +749,10 @@ fn a_run_on_a_host_is_answered_from_lab_like_a_local_one() {
 /// the reason.
 #[test]
 fn a_hosts_runs_are_disconnected_while_its_runner_is_gone_and_end_after_the_grace() {
-    let w = World::new();
-    let cred = add_host(&w.home, "far");
-    let log = w.use_fake_claude(
-        &serde_json::json!({"steps": [{"say": "Ready."}, {"idle": {}}, {"say": "Back."}, {"idle": {}}]}),
+    let (w, cred, log) = far_world(
+        serde_json::json!({"steps": [{"say": "Ready."}, {"idle": {}}, {"say": "Back."}, {"idle": {}}]}),
+        "host_grace_secs = 3",
     );
-    let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
-    w.write_config(&format!("{toml}[runs]\nhost_grace_secs = 3\n"));
     let lab = w.serve();
     let mut r = runner(&w, &lab.url, "far", &cred, &[]);
     wait_state(&lab, "far", "connected");
@@ -965,13 +973,10 @@ fn a_runner_reads_no_link_or_fifo_the_agent_s_side_puts_in_place_of_its_files() 
 #[test]
 fn a_host_run_s_transcript_mirror_is_bounded_and_says_so() {
     use std::os::unix::fs::MetadataExt;
-    let w = World::new();
-    let cred = add_host(&w.home, "far");
-    let log = w.use_fake_claude(
-        &serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
+    let (w, cred, log) = far_world(
+        serde_json::json!({"steps": [{"say": "Started."}, {"idle": {}}, {"say": "Got your message."}, {"idle": {}}]}),
+        "host_transcript_max_mb = 48",
     );
-    let toml = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
-    w.write_config(&format!("{toml}\n[runs]\nhost_transcript_max_mb = 48\n"));
     let lab = w.serve();
     let _down = far_runner(&w, &lab, &cred);
     let id = run_on_far(&w, &lab, "Started.");

@@ -40,15 +40,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether `offered` is the credential of `name` among `records`: the name must exist
-/// and the hash match (compared in constant time).
-pub fn verify(records: &[HostRecord], name: &str, offered: &str) -> bool {
-    let Some(r) = records.iter().find(|r| r.name == name) else { return false };
-    offered.starts_with(PREFIX) && ct_eq(sha256_hex(offered.as_bytes()).as_bytes(), r.credential_sha256.as_bytes())
+/// The SHA-256 of `credential`, hex: what the hosts file keeps, and the key both ends
+/// of the runner link prove with ([`super::protocol::proof`]).
+pub fn key_of(credential: &str) -> String {
+    Sha256::digest(credential.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The hosts file of one lab home.
@@ -80,7 +75,7 @@ impl HostCredentials {
         }
         let credential = format!("{PREFIX}{}", random_hex(32)?);
         let added = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        records.push(HostRecord { name: name.into(), credential_sha256: sha256_hex(credential.as_bytes()), added });
+        records.push(HostRecord { name: name.into(), credential_sha256: key_of(&credential), added });
         if let Some(dir) = self.path.parent() {
             crate::fsutil::private_dir(dir)?;
         }
@@ -98,18 +93,6 @@ impl HostCredentials {
         }
         crate::fsutil::save_json_list(&self.path, &records)?;
         Ok(true)
-    }
-
-    /// Whether `offered` is host `name`'s credential now. An unreadable file accepts
-    /// nobody (and says so in the log).
-    pub fn check(&self, name: &str, offered: &str) -> bool {
-        match self.list() {
-            Ok(records) => verify(&records, name, offered),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the hosts file: no runner is accepted");
-                false
-            }
-        }
     }
 
     /// Host `name`'s proof key now: the SHA-256 of its credential
@@ -153,12 +136,12 @@ mod tests {
         assert!(c.list().unwrap().is_empty());
         let cred = c.add("build-2", SystemTime::now()).unwrap();
         assert!(cred.starts_with(PREFIX) && cred.len() == PREFIX.len() + 64, "{cred}");
-        assert!(c.check("build-2", &cred));
+        assert!(c.is_current("build-2", &key_of(&cred)));
         let key = c.key("build-2").unwrap();
         assert!(c.is_current("build-2", &key));
-        assert!(!c.check("build-3", &cred), "another name");
-        assert!(!c.check("build-2", &cred[..cred.len() - 1]), "a prefix of it");
-        assert!(!c.check("build-2", &cred[PREFIX.len()..]), "without the prefix");
+        assert!(!c.is_current("build-3", &key_of(&cred)), "another name");
+        assert!(!c.is_current("build-2", &key_of(&cred[..cred.len() - 1])), "a prefix of it");
+        assert!(!c.is_current("build-2", &key_of(&cred[PREFIX.len()..])), "without the prefix");
         let text = std::fs::read_to_string(c.path()).unwrap();
         assert!(!text.contains(&cred[PREFIX.len()..]), "only the hash is kept");
         use std::os::unix::fs::PermissionsExt;
@@ -170,12 +153,12 @@ mod tests {
         assert_ne!(other, cred);
         assert!(c.remove("build-2").unwrap());
         assert!(!c.remove("build-2").unwrap());
-        assert!(!c.check("build-2", &cred), "revoked");
+        assert!(!c.is_current("build-2", &key_of(&cred)), "revoked");
         assert!(!c.is_current("build-2", &key), "revoked");
         let again = c.add("build-2", SystemTime::now()).unwrap();
         assert!(!c.is_current("build-2", &key), "the same name with a new credential is not the old one");
-        assert!(c.check("build-2", &again));
-        assert!(c.check("laptop", &other));
+        assert!(c.is_current("build-2", &key_of(&again)));
+        assert!(c.is_current("laptop", &key_of(&other)));
     }
 
     #[test]
@@ -184,7 +167,7 @@ mod tests {
         let path = d.path().join("hosts.json");
         std::fs::write(&path, b"{not json").unwrap();
         let c = HostCredentials::new(path.clone());
-        assert!(!c.check("a", "labr_x"));
+        assert!(!c.is_current("a", &key_of("labr_x")));
         assert!(c.add("a", SystemTime::now()).unwrap_err().to_string().contains("not lab's list of hosts"));
         assert_eq!(std::fs::read(&path).unwrap(), b"{not json");
     }

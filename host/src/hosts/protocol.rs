@@ -60,12 +60,10 @@ pub mod close {
 /// other side's (the label).
 pub mod proof {
     use hmac::{Hmac, Mac};
-    use sha2::{Digest, Sha256};
+    use sha2::Sha256;
 
     /// The key both sides prove with: the credential's SHA-256, hex (what lab serve keeps).
-    pub fn key_of(credential: &str) -> String {
-        Sha256::digest(credential.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-    }
+    pub use crate::hosts::credentials::key_of;
 
     /// A fresh nonce: 32 random bytes, hex.
     pub fn nonce() -> std::io::Result<String> {

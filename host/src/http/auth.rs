@@ -94,7 +94,8 @@ pub const DEVICE_KEY_QUERY: &str = "device_key";
 
 /// What a request's credentials are.
 enum Found {
-    Caller(Caller),
+    /// A caller; for a bearer one, a tag of the token it carried (its [`Standing`]).
+    Caller(Caller, Option<String>),
     /// A live device's cookie without its device key: the UI's files only.
     PageOnly,
 }
@@ -154,7 +155,7 @@ impl Access {
         let token = self.token()?;
         let values = move |name| headers.get_all(name).iter().filter_map(|v: &HeaderValue| v.to_str().ok());
         if token::bearer_matches(values(header::AUTHORIZATION), &token) {
-            return Some(Found::Caller(Caller::Bearer));
+            return Some(Found::Caller(Caller::Bearer, Some(devices::token_tag(&token))));
         }
         let now = SystemTime::now();
         let id = token::session_cookies(values(header::COOKIE)).find_map(|v| self.devices.check(v, &token, now))?;
@@ -164,7 +165,7 @@ impl Access {
                 .flatten()
         });
         Some(if self.devices.key_matches(&id, key.as_deref()) {
-            Found::Caller(Caller::Device(id))
+            Found::Caller(Caller::Device(id), None)
         } else {
             Found::PageOnly
         })
@@ -259,10 +260,13 @@ fn offers_credentials(headers: &HeaderMap) -> bool {
 /// The middleware: lets a request through when no token is required, when it is for
 /// `/login`, or when it carries the token; answers 401 otherwise (the login page for `/`).
 pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
-    let found =
-        if access.required { access.caller(req.headers(), req.uri()) } else { Some(Found::Caller(Caller::Anyone)) };
+    let found = if access.required {
+        access.caller(req.headers(), req.uri())
+    } else {
+        Some(Found::Caller(Caller::Anyone, None))
+    };
     let caller = match found {
-        Some(Found::Caller(c)) => Some(c),
+        Some(Found::Caller(c, tag)) => Some((c, tag)),
         Some(Found::PageOnly) => {
             // The UI's files (and the login pages) for a cookie alone; the API needs the key.
             let page = req.method() == axum::http::Method::GET && is_page(req.uri().path());
@@ -285,8 +289,7 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
         }
         None => None,
     };
-    if let Some(caller) = caller {
-        let token_tag = (caller == Caller::Bearer).then(|| access.token().map(|t| devices::token_tag(&t))).flatten();
+    if let Some((caller, token_tag)) = caller {
         req.extensions_mut().insert(Standing { access: access.clone(), caller: caller.clone(), token_tag });
         req.extensions_mut().insert(caller);
         return next.run(req).await;

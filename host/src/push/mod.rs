@@ -142,9 +142,8 @@ impl Push {
             .dns_resolver(Arc::new(subscriptions::Guarded(rules)))
             .build()
             .map_err(|e| anyhow::anyhow!("cannot set up the push HTTP client: {e}"))?;
-        let push = Arc::new(Push { vapid, key_file, store, client, rules, standing });
-        push.sweep();
-        Ok(push)
+        // The first sweep is the watch loop's first tick ([`Push::spawn`]).
+        Ok(Arc::new(Push { vapid, key_file, store, client, rules, standing }))
     }
 
     fn vapid(&self) -> Arc<Vapid> {
