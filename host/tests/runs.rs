@@ -811,12 +811,24 @@ fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
     let kept = run_id(&lab.create_run(&w, "claude-code", "hello"));
     lab.wait_state(&gone, "idle");
     lab.wait_state(&kept, "idle");
+    let chat = lab.view(&gone)["messages"].clone();
+    assert!(!chat.as_array().unwrap().is_empty());
     lab.stop();
     assert!(w.tmux(&["kill-session", "-t", &format!("=lab-{gone}")]).status.success());
     let lab = w.serve();
     let took = time_to_ended(&lab, &gone);
     assert!(took < Duration::from_secs(3), "found {took:?} after start");
     assert_eq!(lab.view(&kept)["state"], "idle");
+    // Ended without its history read; the chat is all there when looked at.
+    let v = lab.view(&gone);
+    assert_eq!(v["state"], "ended");
+    assert_eq!(v["messages"], chat, "the whole chat, same seqs");
+    assert!(!w.runtime().join(format!("{gone}.settings.json")).exists(), "its files are gone");
+    lab.stop();
+    // Recorded: the next start finds it ended.
+    let lab = w.serve();
+    assert_eq!(lab.view(&gone)["state"], "ended");
+    lab.wait_state(&kept, "idle");
 }
 
 /// An agent that shows something nobody recognises before its first transcript line

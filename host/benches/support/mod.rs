@@ -258,43 +258,74 @@ pub fn transcript(kib: usize) -> Vec<u8> {
     out
 }
 
-/// Writes `n` ended claude-code runs into `w`'s registry, each with a copy of `body` as
-/// its transcript (under `w`'s temp dir); their ids. lab serve must not be running.
+/// Writes `n` ended claude-code runs into `w`'s registry, each with `body` as its
+/// transcript; their ids. lab serve must not be running. See [`history`].
 pub fn ended_history(w: &World, n: usize, body: &[u8]) -> Vec<RunId> {
+    history(w, n, body, Status::Ended)
+}
+
+/// Writes `n` claude-code runs in `status` into `w`'s registry (active ones name a tmux
+/// session that does not exist: their server died), each with its own transcript path
+/// under `w`'s temp dir holding `body`: hard links of one file, so 10,000 runs of 1 MiB
+/// take seconds and 1 MiB of disk (each run still opens and reads its own path; the
+/// bytes come from the page cache, as they do on a machine that has just written
+/// them). Their ids. lab serve must not be running.
+pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
     let home = Home::new(w.home.clone());
     home.prepare().unwrap();
     let dir = w.dir.path().join("transcripts");
     std::fs::create_dir_all(&dir).unwrap();
+    let original = dir.join("original.jsonl");
+    std::fs::write(&original, body).unwrap();
     let registry = Registry::open(&home.registry()).unwrap();
     let mut ids = Vec::new();
+    let mut records = Vec::new();
     for i in 0..n {
         let id = RunId::generate();
         let t = dir.join(format!("{i}.jsonl"));
-        std::fs::write(&t, body).unwrap();
-        registry
-            .put(&RunRecord {
-                id: id.clone(),
-                provider: "claude-code".into(),
-                workdir: "/tmp".into(),
-                prompt: "hello".into(),
-                permission_mode: None,
-                status: Status::Ended,
-                created_at: format!("2026-11-30T00:00:{:02}.{:03}Z", i % 60, i % 1000),
-                ended_at: Some("2026-11-30T01:00:00.000Z".into()),
-                tmux_target: format!("lab-{id}"),
-                tmux_socket: w.home.join("tmux.sock").display().to_string(),
-                session_id: None,
-                transcript_path: Some(t.display().to_string()),
-                dialog_hooker: true,
-                error: None,
-                worktree: None,
-                host: None,
-                remote_transcript: None,
-            })
-            .unwrap();
+        let _ = std::fs::remove_file(&t);
+        std::fs::hard_link(&original, &t).unwrap();
+        records.push(RunRecord {
+            id: id.clone(),
+            provider: "claude-code".into(),
+            workdir: "/tmp".into(),
+            prompt: "hello".into(),
+            permission_mode: None,
+            status,
+            created_at: format!("2026-11-30T00:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000),
+            ended_at: (status == Status::Ended).then(|| "2026-11-30T01:00:00.000Z".into()),
+            tmux_target: format!("lab-{id}"),
+            tmux_socket: w.home.join("tmux.sock").display().to_string(),
+            session_id: None,
+            transcript_path: Some(t.display().to_string()),
+            dialog_hooker: true,
+            error: None,
+            worktree: None,
+            host: None,
+            remote_transcript: None,
+        });
         ids.push(id);
+        if records.len() == 500 {
+            registry.put_all(&records).unwrap();
+            records.clear();
+        }
     }
+    registry.put_all(&records).unwrap();
     ids
+}
+
+/// VmHWM (the peak) and VmRSS of `pid`, in MiB.
+pub fn peak_and_rss_mib(pid: u32) -> (f64, f64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmHWM:"), field("VmRSS:"))
 }
 
 /// What a restart of `lab serve` on a home full of ended runs costs.

@@ -24,11 +24,19 @@ struct Seen {
     remote_transcript_news: bool,
 }
 
+/// How many runs found at start read their transcript at once ([`Runs::spawn_tailer`]).
+pub const CATCH_UP_AT_ONCE: usize = 2;
+
 impl Runs {
     /// Follow a run until it ends: a full refresh on every wake (file notifications,
     /// answers, messages, its end) and whenever the backstop poll's look (a `stat` of
     /// its files, [`tailer::Backoff`]) finds a change or a time-based deadline passes.
-    pub(super) fn spawn_tailer(self: Arc<Self>, run: Arc<Run>) {
+    ///
+    /// `catch_up`: the run was found at start, its transcript (maybe long) not read
+    /// yet: that first read takes its turn with the others' ([`CATCH_UP_AT_ONCE`], so
+    /// memory does not grow with the number of runs), and what it held of the chat is
+    /// dropped after it if nobody is looking.
+    pub(super) fn spawn_tailer(self: Arc<Self>, run: Arc<Run>, catch_up: bool) {
         tokio::spawn(async move {
             let mut backoff = tailer::Backoff::default();
             let mut watched = false;
@@ -36,8 +44,13 @@ impl Runs {
             let mut look = false;
             let mut pane = screen::PaneWatch::default();
             let started = std::time::Instant::now();
+            let mut catch_up = catch_up;
             loop {
                 if refresh {
+                    let turn = match std::mem::take(&mut catch_up) {
+                        true => self.catch_up.acquire().await.ok(),
+                        false => None,
+                    };
                     let (seen, derived) = run
                         .update(&self.registry, Read::Channels, async |tail: &mut Tail| Seen {
                             ended: tail.ended,
@@ -48,6 +61,12 @@ impl Runs {
                             remote_transcript_news: tail.take_remote_transcript_news(),
                         })
                         .await;
+                    if let Some(turn) = turn {
+                        drop(turn);
+                        if run.view.receiver_count() == 0 {
+                            run.messages.evict();
+                        }
+                    }
                     if seen.remote_transcript_news {
                         // Its record names the path now (saved under the tail's lock).
                         let runs = self.clone();

@@ -57,7 +57,7 @@ impl Runs {
         if run.record().worktree.is_some() {
             self.clone().spawn_diff_watch(run.clone());
         }
-        self.clone().spawn_tailer(run.clone());
+        self.clone().spawn_tailer(run.clone(), false);
         Ok(run.body())
     }
 

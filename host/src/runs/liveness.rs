@@ -36,8 +36,10 @@ pub fn gone<'a>(active: &'a [(RunId, String)], sessions: &BTreeSet<String>) -> V
 }
 
 /// Reconcile at start, then whenever tmux signals a closed session or the interval
-/// passes.
-pub(super) fn spawn(runs: Arc<Runs>) {
+/// passes. `found`: the active runs in lab's tmux found at start, not followed yet:
+/// the first reconciliation ends those whose session is gone (their history unread)
+/// and starts following the others.
+pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
     tokio::spawn(async move {
         let tmux = runs.tmux.clone();
         // A server that outlived the last `lab serve` (or was started by someone
@@ -47,8 +49,22 @@ pub(super) fn spawn(runs: Arc<Runs>) {
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot set up the tmux server; runs' ends are found by polling"),
             Err(e) => tracing::warn!(error = %e, "setting up the tmux server failed"),
         }
+        let mut found = Some(found);
         loop {
-            reconcile(&runs).await;
+            let listed = reconcile(&runs).await;
+            if let Some(found) = found.take() {
+                // Ended by the reconciliation, or live: followed from now on. (If tmux
+                // could not be asked, followed all the same: their tailers and the next
+                // reconciliation find out.)
+                for run in found {
+                    if !run.tail.lock().await.ended {
+                        runs.clone().spawn_tailer(run, true);
+                    }
+                }
+                if !listed {
+                    tracing::debug!("the runs found at start are followed without a first look at tmux");
+                }
+            }
             tokio::select! {
                 _ = runs.liveness.notified() => {}
                 _ = tokio::time::sleep(RECONCILE_INTERVAL) => {}
@@ -57,8 +73,9 @@ pub(super) fn spawn(runs: Arc<Runs>) {
     });
 }
 
-/// End the active runs whose tmux session is gone: one `list-sessions` for all.
-async fn reconcile(runs: &Arc<Runs>) {
+/// End the active runs whose tmux session is gone: one `list-sessions` for all, their
+/// ends saved in batches ([`Runs::end_all`]). Whether tmux could be asked.
+async fn reconcile(runs: &Arc<Runs>) -> bool {
     // The active runs first: a run launched after the listing is not judged by it
     // (a run is registered only once its session exists).
     // Runs on other hosts: their runner reports their end.
@@ -71,26 +88,25 @@ async fn reconcile(runs: &Arc<Runs>) {
         })
         .collect();
     if active.is_empty() {
-        return;
+        return true;
     }
     let tmux = runs.tmux.clone();
     let sessions = match tokio::task::spawn_blocking(move || tmux.list_session_names()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot list tmux sessions; trying again later");
-            return;
+            return false;
         }
         Err(e) => {
             tracing::warn!(error = %e, "listing tmux sessions failed");
-            return;
+            return false;
         }
     };
     let pairs: Vec<(RunId, String)> = active.iter().map(|r| (r.id.clone(), r.record().tmux_target)).collect();
-    for id in gone(&pairs, &sessions) {
-        if let Some(run) = active.iter().find(|r| &r.id == id) {
-            runs.end(run, "its tmux session is gone").await;
-        }
-    }
+    let gone: BTreeSet<&RunId> = gone(&pairs, &sessions).into_iter().collect();
+    let ended: Vec<Arc<Run>> = active.iter().filter(|r| gone.contains(&r.id)).cloned().collect();
+    runs.end_all(&ended, "its tmux session is gone").await;
+    true
 }
 
 #[cfg(test)]

@@ -89,6 +89,9 @@ pub struct Change {
 /// How long a run's messages stay in memory with nobody looking ([`Runs::evict_unwatched`]).
 pub const EVICT_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How many runs' ends [`Runs::end_all`] saves in one registry commit.
+pub const ENDS_PER_COMMIT: usize = 64;
+
 /// How many changes a slow reader of [`Runs::changes`] may fall behind before it
 /// misses some (it is told how many).
 const CHANGES_CAPACITY: usize = 1024;
@@ -254,17 +257,20 @@ impl Run {
     /// ([`RunRecord::take_live_facts`]); under the tail's lock, so the record says
     /// `ended` before the view does.
     fn save_record(&self, records: &Registry, tail: &Tail) {
-        let changed = {
-            let mut rec = self.record.lock().unwrap();
-            let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
-            let remote = rec.take_remote_transcript(tail.remote_transcript());
-            (live || remote).then(|| rec.clone())
-        };
-        if let Some(rec) = changed {
+        if let Some(rec) = self.take_record_changes(tail) {
             if let Err(e) = records.put(&rec) {
                 tracing::error!(run = %self.id, error = %e, "could not save the run's record");
             }
         }
+    }
+
+    /// The run's record, if the live state taught it something (kept in memory now;
+    /// the caller saves it).
+    fn take_record_changes(&self, tail: &Tail) -> Option<RunRecord> {
+        let mut rec = self.record.lock().unwrap();
+        let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
+        let remote = rec.take_remote_transcript(tail.remote_transcript());
+        (live || remote).then(|| rec.clone())
     }
 
     /// Publish the view derived from `tail`, with the composer lock that follows from it
@@ -386,6 +392,8 @@ pub struct Runs {
     agent_versions: Arc<agent_version::VersionCache>,
     /// Merges and discards take turns (they move branches of shared repositories).
     work_lock: tokio::sync::Mutex<()>,
+    /// Turns for the first reads of runs found at start ([`follow::CATCH_UP_AT_ONCE`]).
+    catch_up: tokio::sync::Semaphore,
     /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
     diff_counting: tokio::sync::Mutex<()>,
     /// The mirrors of runs on hosts, bounded ([`mirror`]).
@@ -451,6 +459,7 @@ impl Runs {
             agent_versions: Arc::default(),
             work_lock: tokio::sync::Mutex::new(()),
             diff_counting: tokio::sync::Mutex::new(()),
+            catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
             mirrors,
             acp: Mutex::new(HashMap::new()),
             acp_learned_modes: Mutex::new(HashMap::new()),
@@ -470,21 +479,28 @@ impl Runs {
             });
         }
         runs.start_watcher()?;
+        // Active runs in lab's tmux: followed once liveness has seen their session
+        // (one `list-sessions` for all); those whose session is gone are ended without
+        // reading their history ([`Runs::end_all`]).
+        let mut in_tmux = Vec::new();
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
             let run = runs.attach(rec, false);
             run.found_at_start.store(true, Ordering::SeqCst);
-            if run.record().worktree.is_some_and(|w| !w.discarded) {
+            let rec = run.record();
+            if rec.worktree.as_ref().is_some_and(|w| !w.discarded) {
                 runs.clone().spawn_diff_watch(run.clone());
             }
-            if active {
-                if runs.is_acp_record(&run.record()) {
-                    runs.resume_acp(run.clone());
-                }
-                runs.clone().spawn_tailer(run);
-            } else {
+            if !active {
                 // Its chat is read when first looked at.
                 run.unread.store(true, Ordering::SeqCst);
+            } else if runs.is_acp_record(&rec) {
+                runs.resume_acp(run.clone());
+                runs.clone().spawn_tailer(run, true);
+            } else if rec.host.is_some() {
+                runs.clone().spawn_tailer(run, true);
+            } else {
+                in_tmux.push(run);
             }
         }
         runs.gc_orphans();
@@ -493,7 +509,7 @@ impl Runs {
         for (f, _) in &runs.providers.loaded {
             runs.agent_version(&f.info.name, &f.info.default_program);
         }
-        liveness::spawn(runs.clone());
+        liveness::spawn(runs.clone(), in_tmux);
         runs.clone().spawn_evictions();
         Ok(runs)
     }
@@ -692,29 +708,65 @@ impl Runs {
     /// End a run: last read of its transcript, delete its spool, marker and settings
     /// file, record the end. Idempotent.
     pub async fn end(&self, run: &Arc<Run>, why: &str) {
-        // Under the tail's lock until the files are gone and the end is recorded: once
+        self.end_all(std::slice::from_ref(run), why).await;
+    }
+
+    /// End runs ([`Runs::end`]) [`ENDS_PER_COMMIT`] at a time: each batch's ends are
+    /// saved in one registry commit, before any of them is published. What a run's
+    /// transcript has that its tail has not read yet is read first; a transcript never
+    /// looked at since `lab serve` started (a run found dead at start) is not read at
+    /// all: its chat is read when someone looks ([`Runs::ensure_loaded`]). So ending
+    /// costs what is new, not the run's history, and the ends of an interrupted start
+    /// stay recorded batch by batch.
+    pub async fn end_all(&self, runs: &[Arc<Run>], why: &str) {
+        let mut runs: Vec<&Arc<Run>> = runs.iter().collect();
+        // One order for the tails' locks, whoever ends more than one run.
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        runs.dedup_by(|a, b| a.id == b.id);
+        for batch in runs.chunks(ENDS_PER_COMMIT) {
+            self.end_batch(batch, why).await;
+        }
+    }
+
+    async fn end_batch(&self, batch: &[&Arc<Run>], why: &str) {
+        // Under each tail's lock until the files are gone and the end is recorded: once
         // `ended` is set, the tailer publishes `ended` as soon as it gets the lock (and
         // removing the first file wakes it), so a client must not see `ended` while the
         // spool, marker or settings file still exists or `ended_at` is still unset.
-        let (ended_now, _) = run
-            .update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
-                if tail.ended {
-                    return false;
+        let mut ending = Vec::new();
+        let mut records = Vec::new();
+        for run in batch {
+            let mut tail = run.tail.lock().await;
+            if tail.ended {
+                continue;
+            }
+            let read = tail.read_before_end().await;
+            tail.ended = true;
+            for f in self.home.run_files(&run.id).all() {
+                if let Err(e) = fsutil::remove_if_exists(f) {
+                    tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
                 }
-                tail.read().await;
-                tail.ended = true;
-                for f in self.home.run_files(&run.id).all() {
-                    if let Err(e) = fsutil::remove_if_exists(f) {
-                        tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
-                    }
-                }
-                // Temp files of hooks killed mid-write: nothing of the run survives its end.
-                self.remove_runtime_files(|name, _| crate::paths::is_temp_of(name, &run.id));
-                // The update records the end (status, `ended_at`) before it publishes it.
-                true
-            })
-            .await;
-        if ended_now {
+            }
+            records.extend(run.take_record_changes(&tail));
+            ending.push((*run, tail, read));
+        }
+        if ending.is_empty() {
+            return;
+        }
+        // Temp files of hooks killed mid-write: nothing of the runs survives their end
+        // (one look at runtime/ for the batch).
+        let ids: Vec<&RunId> = ending.iter().map(|(run, _, _)| &run.id).collect();
+        self.remove_runtime_files(|name, _| ids.iter().any(|id| crate::paths::is_temp_of(name, id)));
+        if let Err(e) = self.registry.put_all(&records) {
+            tracing::error!(runs = records.len(), error = %e, "could not record the runs' ends");
+        }
+        for (run, mut tail, read) in ending {
+            if !read {
+                run.unread.store(true, Ordering::SeqCst);
+            }
+            let derived = tail.derive().await;
+            run.publish(&tail, derived);
+            drop(tail);
             self.drop_acp(&run.id);
             tracing::info!(run = %run.id, why, "run ended");
             run.wake();

@@ -304,11 +304,22 @@ impl Registry {
     }
 
     pub fn put(&self, rec: &RunRecord) -> Result<()> {
-        let bytes = serde_json::to_vec(rec)?;
+        self.put_all(std::slice::from_ref(rec))
+    }
+
+    /// Save every record of `recs` in one transaction (one commit to disk): all of
+    /// them or, on an error, none.
+    pub fn put_all(&self, recs: &[RunRecord]) -> Result<()> {
+        if recs.is_empty() {
+            return Ok(());
+        }
         let tx = self.db.begin_write()?;
         {
             let mut t = tx.open_table(RUNS)?;
-            t.insert(rec.id.as_str(), bytes.as_slice())?;
+            for rec in recs {
+                let bytes = serde_json::to_vec(rec)?;
+                t.insert(rec.id.as_str(), bytes.as_slice())?;
+            }
         }
         tx.commit()?;
         Ok(())
@@ -406,6 +417,11 @@ mod tests {
         let r = Registry::open(&path).unwrap();
         let all = r.list().unwrap();
         assert_eq!(all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+        // Many in one commit.
+        let many: Vec<RunRecord> = (0..3).map(|i| rec(&format!("c{i}"), "2026-01-03T00:00:00Z")).collect();
+        r.put_all(&many).unwrap();
+        r.put_all(&[]).unwrap();
+        assert_eq!(r.list().unwrap().len(), 5);
         assert_eq!(r.get(&RunId::parse("b").unwrap()).unwrap().unwrap().status, Status::Ended);
         assert!(r.get(&RunId::parse("zz").unwrap()).unwrap().is_none());
     }

@@ -101,7 +101,7 @@ impl Runs {
         if run.record().worktree.is_some() {
             self.clone().spawn_diff_watch(run.clone());
         }
-        self.clone().spawn_tailer(run.clone());
+        self.clone().spawn_tailer(run.clone(), false);
         // Followed once it is a run here: what the runner reports from now on has a
         // run to go to (the runner sends what the files hold when it starts).
         let rec = run.record();

@@ -241,6 +241,24 @@ impl Tail {
         }
     }
 
+    /// The last read before the run ends: what is new since the tail last read. A
+    /// transcript this tail never looked at (a run found at start whose agent was
+    /// already gone) is left unread: ending the run costs nothing of its history, and
+    /// its chat is read when someone looks at it. The session info is read either way
+    /// (it may name that transcript, and it is deleted with the run). Whether the
+    /// transcript was read.
+    pub async fn read_before_end(&mut self) -> bool {
+        if self.transcript.looked() {
+            self.read().await;
+            return true;
+        }
+        if self.session.awaiting {
+            let news = self.session.refresh(&self.src).await;
+            self.take_session_news(news);
+        }
+        false
+    }
+
     /// What the session info said: its session id, and the transcript to follow.
     fn take_session_news(&mut self, news: SessionNews) {
         if let Some(sid) = news.session_id {
@@ -802,6 +820,36 @@ mod tests {
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
         assert_eq!(tail.remote_transcript(), None, "a run here");
+    }
+
+    /// Ending a run reads what is new since its tail last read; a transcript the tail
+    /// never looked at (a run found at start whose agent was gone) is not read at all,
+    /// while the session info that names it still is (it goes with the run's files).
+    #[tokio::test]
+    async fn the_read_before_the_end_costs_what_is_new_and_nothing_for_a_history_never_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        append(&t, &[json!({"text": "one"}), json!({"text": "two"})]);
+        // Never followed, named by its session info only.
+        let mut found = fake_tail(d.path(), None);
+        found.await_session_info();
+        std::fs::write(found.session.file.path(), json!({"transcript": t.display().to_string()}).to_string()).unwrap();
+        assert!(!found.read_before_end().await, "nothing of the history read");
+        assert_eq!(found.transcript_path(), Some(t.as_path()), "the session info was read");
+        assert_eq!(found.message_count(), 0);
+        // Read later, when someone looks (as an ended run's chat is).
+        found.ended = true;
+        found.read().await;
+        assert_eq!(found.message_count(), 2);
+
+        // Followed: what was appended since is read, and only that.
+        let mut followed = fake_tail(d.path(), Some(t.clone()));
+        followed.read().await;
+        assert_eq!(followed.message_count(), 2);
+        append(&t, &[json!({"text": "three"})]);
+        assert!(followed.read_before_end().await);
+        assert_eq!(followed.message_count(), 3);
+        assert_eq!(followed.messages().read(0..3).await.len(), 3, "the store indexes the whole chat once");
     }
 
     /// On another host the path named is the host's: never opened here; the run's

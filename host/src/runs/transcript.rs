@@ -193,6 +193,12 @@ impl TranscriptReader {
         self.sig = None;
     }
 
+    /// Whether the file has been looked at since this reader was made (it may not
+    /// have existed then): false for a run found at start and never followed.
+    pub fn looked(&self) -> bool {
+        self.seen.is_some() || self.offset > 0
+    }
+
     /// Whether the file changed since it was last looked at (a `stat`, nothing read).
     pub fn changed_on_disk(&self) -> bool {
         self.path.as_deref().is_some_and(|t| sig_of(t).map(|(s, _)| s) != self.seen)
