@@ -2,15 +2,17 @@
 //! Run with
 //!
 //!     cargo bench -p lab --bench history                         # 100 runs × 1 MiB
-//!     LAB_HISTORY_RUNS=100,1000 LAB_HISTORY_KIB=1024 cargo bench -p lab --bench history
+//!     LAB_HISTORY_RUNS=1000,10000 LAB_HISTORY_KIB=1024 cargo bench -p lab --bench history
 //!
 //! For each N: a lab home whose registry holds N ended claude-code runs, each with a
 //! real-format transcript of about `LAB_HISTORY_KIB` KiB (lines of a recorded Claude
-//! Code session, repeated); then a release `lab serve` is started on it, stopped, and
-//! started again (a restart: the component compile cache is warm) and we print: the
-//! time to its "serving" line, its RSS then, `GET /runs`, the first
-//! `GET /runs/{id}/messages` of one run (its transcript read on first view) and of a
-//! second, and the RSS after. Everything is removed at the end.
+//! Code session, repeated; hard links of one file, see `support::history`); then a
+//! release `lab serve` is started on it, stopped, and started again (a restart: the
+//! component compile cache is warm) and we print: the time to its "serving" line, its
+//! RSS then, `GET /runs` (p50 of 5), the first `GET /runs/{id}/messages` of one run
+//! (its transcript read on first view) and of a second, the RSS after, then the first
+//! `LAB_HISTORY_OPEN` (1,000) chats opened one after the other as the UI opens one
+//! (`?limit=200`) and the RSS then. Everything is removed at the end.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -28,11 +30,11 @@ fn main() {
         let w = World::new();
         let ids = ended_history(&w, n, &body);
         let history_mib = (body.len() * n) as f64 / (1 << 20) as f64;
-        let r = measure_restart(&w, &ids, 1);
+        let r = measure_restart(&w, &ids, 5, env_num("LAB_HISTORY_OPEN", 1000));
         println!(
             "{n} ended runs, {history_mib:.0} MiB of transcripts: serving after {:.0} ms (RSS {:.0} MiB); \
              GET /runs {:.1} ms; first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
-             every chat opened (newest page): p50 {:.0} ms, RSS then {:.0} MiB",
+             {} chats opened (newest page): p50 {:.0} ms, p99 {:.0} ms, RSS then {:.0} MiB",
             ms(r.serving),
             r.rss_serving_mib,
             r.list.p50,
@@ -40,7 +42,9 @@ fn main() {
             ms(r.first_views[1]),
             ms(r.again),
             r.rss_after_mib,
+            r.open_all.n,
             r.open_all.p50,
+            r.open_all.p99,
             r.rss_all_open_mib,
         );
     }

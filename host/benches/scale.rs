@@ -456,7 +456,7 @@ fn main() {
     let body = transcript(s.ended_kib);
     let ended = ended_history(&w, s.ended, &body);
     let history_mib = (body.len() * s.ended) as f64 / 1048576.0;
-    let r = measure_restart(&w, &ended, s.list_samples);
+    let r = measure_restart(&w, &ended, s.list_samples, ended.len());
     drop(w);
     eprintln!("history of {} ended runs written and served in {:.1} s", s.ended, t.elapsed().as_secs_f64());
     let rss = r.rss_serving_mib.max(r.rss_after_mib);

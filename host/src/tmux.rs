@@ -19,6 +19,50 @@ pub struct Tmux {
     program: PathBuf,
     /// The file the server's `session-closed` hook writes (see the module docs).
     closed_signal: Option<PathBuf>,
+    /// Shared by every clone: how many tmux clients may run at once ([`Slots`]).
+    slots: std::sync::Arc<Slots>,
+}
+
+/// Turns for tmux clients: every command is a process (fork, exec, connect, and the
+/// server's work), so a storm of them (hundreds of answers' key playback and screen
+/// looks at once) would take every core from lab serve's own work — the answers'
+/// POSTs among it. At most as many run at once as the machine has cores (at least
+/// two); the others wait their turn, in a blocking thread.
+#[derive(Debug)]
+pub struct Slots {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+impl Slots {
+    pub fn new(n: usize) -> Slots {
+        Slots { free: std::sync::Mutex::new(n.max(1)), freed: std::sync::Condvar::new() }
+    }
+
+    /// One turn, until the guard is dropped.
+    pub fn take(&self) -> Turn<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Turn(self)
+    }
+}
+
+/// A turn of [`Slots`], given back when dropped.
+pub struct Turn<'a>(&'a Slots);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+fn default_slots() -> std::sync::Arc<Slots> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::sync::Arc::new(Slots::new(cores.max(2)))
 }
 
 /// The global environment variable the hook finds the signal file in.
@@ -84,7 +128,7 @@ pub struct TmuxError {
 
 impl Tmux {
     pub fn new(socket: PathBuf) -> Self {
-        Tmux { socket, program: PathBuf::from("tmux"), closed_signal: None }
+        Tmux { socket, program: PathBuf::from("tmux"), closed_signal: None, slots: default_slots() }
     }
 
     /// Have the server report every closed session by writing `file` (module docs).
@@ -99,10 +143,10 @@ impl Tmux {
         let Some(signal) = &self.closed_signal else { return Ok(true) };
         let mut setup = server_setup(signal);
         setup.pop(); // the trailing `;`
+        let mut c = self.cmd();
+        c.args(setup);
         let out = self
-            .cmd()
-            .args(setup)
-            .output()
+            .output(c)
             .map_err(|e| TmuxError { action: "set-hook".into(), message: format!("cannot run tmux: {e}") })?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         match (out.status.success(), no_server(stderr.trim())) {
@@ -115,10 +159,10 @@ impl Tmux {
     /// The names of all sessions on the server (none when no server runs): one process
     /// for all runs.
     pub fn list_session_names(&self) -> Result<BTreeSet<String>, TmuxError> {
+        let mut c = self.cmd();
+        c.args(["list-sessions", "-F", "#{session_name}"]);
         let out = self
-            .cmd()
-            .args(["list-sessions", "-F", "#{session_name}"])
-            .output()
+            .output(c)
             .map_err(|e| TmuxError { action: "list-sessions".into(), message: format!("cannot run tmux: {e}") })?;
         session_names(
             out.status.success(),
@@ -142,11 +186,17 @@ impl Tmux {
         c
     }
 
+    /// Run a tmux client to its end, in its turn ([`Slots`]).
+    fn output(&self, mut c: Command) -> std::io::Result<std::process::Output> {
+        let _turn = self.slots.take();
+        c.output()
+    }
+
     fn run(&self, action: &str, args: &[&str]) -> Result<String, TmuxError> {
+        let mut c = self.cmd();
+        c.args(args);
         let out = self
-            .cmd()
-            .args(args)
-            .output()
+            .output(c)
             .map_err(|e| TmuxError { action: action.into(), message: format!("cannot run tmux: {e}") })?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -175,8 +225,8 @@ impl Tmux {
         } else {
             c.args(argv);
         }
-        let out = c
-            .output()
+        let out = self
+            .output(c)
             .map_err(|e| TmuxError { action: "new-session".into(), message: format!("cannot run tmux: {e}") })?;
         if !out.status.success() {
             return Err(TmuxError {
@@ -203,12 +253,9 @@ impl Tmux {
     }
 
     pub fn has_session(&self, name: &str) -> bool {
-        self.cmd()
-            .args(["has-session", "-t", &session_target(name)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        let mut c = self.cmd();
+        c.args(["has-session", "-t", &session_target(name)]);
+        self.output(c).is_ok_and(|o| o.status.success())
     }
 
     pub fn kill_session(&self, name: &str) -> Result<(), TmuxError> {
@@ -247,6 +294,7 @@ impl Tmux {
     /// can end the paste early.
     pub fn paste(&self, target: &str, buffer: &str, text: &str) -> Result<(), TmuxError> {
         use std::io::Write;
+        let turn = self.slots.take();
         let mut child = self
             .cmd()
             .args(["load-buffer", "-b", buffer, "-"])
@@ -265,6 +313,7 @@ impl Tmux {
             });
         }
         written.map_err(|e| TmuxError { action: "load-buffer".into(), message: format!("writing the text: {e}") })?;
+        drop(turn);
         self.run("paste-buffer", &["paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", &pane_target(target)])
             .map(|_| ())
     }
@@ -313,6 +362,24 @@ impl Terminal for Tmux {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    /// At most `n` tmux clients at once: the next waits until a turn is given back.
+    #[test]
+    fn a_client_past_the_slots_waits_for_a_turn() {
+        let slots = std::sync::Arc::new(Slots::new(2));
+        let a = slots.take();
+        let _b = slots.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s2 = slots.clone();
+        let waiter = std::thread::spawn(move || {
+            let _c = s2.take();
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "no third turn while two are out");
+        drop(a);
+        rx.recv_timeout(Duration::from_secs(10)).expect("the turn given back goes to the waiter");
+        waiter.join().unwrap();
+    }
 
     #[test]
     fn session_names_are_listed_and_no_server_means_none() {

@@ -351,8 +351,9 @@ pub struct Restart {
 
 /// Starts `lab serve` on `w` once (filling the component compile cache) and stops it,
 /// then starts it again and measures that restart ([`Restart`]). `ids`: the ended runs
-/// in the registry (at least two).
-pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize) -> Restart {
+/// in the registry (at least two); the first `open` of them are opened as the UI opens
+/// a chat.
+pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usize) -> Restart {
     w.serve().stop();
     let t = std::time::Instant::now();
     let lab = w.serve();
@@ -379,7 +380,7 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize) -> Restart
     let again = t.elapsed();
     let rss_after_mib = rss_mib(pid);
     let mut open_all = Vec::new();
-    for id in ids {
+    for id in ids.iter().take(open) {
         let t = std::time::Instant::now();
         let (status, v) = lab.get(&format!("/runs/{id}/messages?limit=200"));
         open_all.push(ms(t.elapsed()));

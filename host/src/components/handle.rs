@@ -1,6 +1,8 @@
-//! One provider = one store, driven by one dedicated thread. Callers send jobs over a
-//! channel and await the answer; the thread applies the call deadline and memory cap
-//! and rebuilds the store after any failed call.
+//! One provider = one store, driven by one dedicated thread. Callers queue jobs and
+//! await the answer; the thread applies the call deadline and memory cap and rebuilds
+//! the store after any failed call. Two lanes ([`Lane`]): what an operator or a hook is
+//! waiting on right now (an answer's plan, a spooled prompt) goes ahead of the bulk
+//! (transcripts, screens), so an answer never waits behind other runs' reading.
 //!
 //! Every function goes through one generic call ([`Worker::call`]) with one error type
 //! ([`CallError`]); a component's own error value (`result<_, string>`) is
@@ -11,9 +13,10 @@
 
 use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, ComponentHost, StoreState};
 use crate::model as m;
+use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
@@ -175,10 +178,95 @@ macro_rules! per_version {
 
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 
+/// Which of the provider thread's queues a call waits in: [`Lane::Prompt`] is served
+/// first, [`Lane::Bulk`] when it is empty; each in order of arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Small calls someone is waiting on now: an answer's plan (its POST returns after
+    /// it), a spooled prompt (the hook → view path).
+    Prompt,
+    /// Everything else: transcripts (long catch-ups included), screens, launches.
+    Bulk,
+}
+
+struct Lanes<T> {
+    prompt: VecDeque<T>,
+    bulk: VecDeque<T>,
+    /// Every handle is gone: the thread ends once the queues are empty.
+    closed: bool,
+    /// The thread has ended (or died): nothing queued will run.
+    stopped: bool,
+}
+
+/// The provider thread's two queues (of jobs; generic for its tests).
+struct Queue<T> {
+    lanes: Mutex<Lanes<T>>,
+    ready: Condvar,
+}
+
+impl<T> Queue<T> {
+    fn new() -> Self {
+        let lanes = Lanes { prompt: VecDeque::new(), bulk: VecDeque::new(), closed: false, stopped: false };
+        Queue { lanes: Mutex::new(lanes), ready: Condvar::new() }
+    }
+
+    /// Queue `job`; on a queue whose thread has stopped it is dropped (its caller sees
+    /// the provider unavailable).
+    fn push(&self, lane: Lane, job: T) {
+        let mut l = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        if l.stopped {
+            return;
+        }
+        match lane {
+            Lane::Prompt => l.prompt.push_back(job),
+            Lane::Bulk => l.bulk.push_back(job),
+        }
+        self.ready.notify_one();
+    }
+
+    /// The next job, prompts first; None once closed and drained.
+    fn pop(&self) -> Option<T> {
+        let mut l = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(job) = l.prompt.pop_front().or_else(|| l.bulk.pop_front()) {
+                return Some(job);
+            }
+            if l.closed {
+                return None;
+            }
+            l = self.ready.wait(l).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Held by the provider thread: when it ends, by a panic too, what is still queued is
+/// dropped (each caller sees the provider unavailable) and nothing more is queued.
+struct Stopped<T>(Arc<Queue<T>>);
+
+impl<T> Drop for Stopped<T> {
+    fn drop(&mut self) {
+        let mut l = self.0.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        l.stopped = true;
+        l.prompt.clear();
+        l.bulk.clear();
+    }
+}
+
+/// The sending side, shared by every clone of a handle: when the last clone goes, the
+/// queue closes and the thread ends.
+struct Sender(Arc<Queue<Job>>);
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.0.lanes.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.0.ready.notify_one();
+    }
+}
+
 /// A cheap, cloneable handle to a loaded provider.
 #[derive(Clone)]
 pub struct ProviderHandle {
-    tx: mpsc::Sender<Job>,
+    tx: Arc<Sender>,
     name: Arc<Mutex<String>>,
     caps: Capabilities,
 }
@@ -324,18 +412,20 @@ impl ProviderHandle {
         pre: InstancePre<StoreState>,
         indices: Indices,
     ) -> anyhow::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let queue = Arc::new(Queue::<Job>::new());
+        let rx = queue.clone();
         let name = Arc::new(Mutex::new(label.clone()));
         let caps = indices.capabilities();
         let mut worker = Worker { host, name: name.clone(), pre, indices, live: None };
         // Instantiate once up front, so a component that cannot start fails to load.
         worker.live = Some(worker.instantiate().map_err(|e| anyhow::anyhow!("instantiating the component: {e}"))?);
         std::thread::Builder::new().name(format!("provider:{label}")).spawn(move || {
-            while let Ok(job) = rx.recv() {
+            let _stopped = Stopped(rx.clone());
+            while let Some(job) = rx.pop() {
                 job(&mut worker);
             }
         })?;
-        Ok(ProviderHandle { tx, name, caps })
+        Ok(ProviderHandle { tx: Arc::new(Sender(queue)), name, caps })
     }
 
     pub(super) fn set_name(&self, name: &str) {
@@ -360,9 +450,20 @@ impl ProviderHandle {
         self.caps.screen_reader
     }
 
-    /// Run `f` on the provider's thread: the generic call every method below uses.
+    /// Run `f` on the provider's thread, in the bulk lane: the generic call every
+    /// method below uses.
     fn call<R: Send + 'static>(
         &self,
+        function: &'static str,
+        f: impl FnOnce(&mut Store<StoreState>, &Guests) -> Option<wasmtime::Result<Result<R, String>>> + Send + 'static,
+    ) -> Call<R> {
+        self.call_in(Lane::Bulk, function, f)
+    }
+
+    /// [`ProviderHandle::call`] in `lane`.
+    fn call_in<R: Send + 'static>(
+        &self,
+        lane: Lane,
         function: &'static str,
         f: impl FnOnce(&mut Store<StoreState>, &Guests) -> Option<wasmtime::Result<Result<R, String>>> + Send + 'static,
     ) -> Call<R> {
@@ -370,8 +471,9 @@ impl ProviderHandle {
         let job: Job = Box::new(move |w: &mut Worker| {
             let _ = tx.send(w.call(function, f));
         });
-        // A send error drops the job and its sender: the caller sees Unavailable.
-        let _ = self.tx.send(job);
+        // A thread that has stopped drops the job and its sender: the caller sees
+        // Unavailable.
+        self.tx.0.push(lane, job);
         Call { rx, provider: self.name(), function }
     }
 
@@ -444,7 +546,7 @@ impl ProviderHandle {
     }
 
     pub fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<m::ToolUse>) -> Call<Option<m::Dialog>> {
-        self.call("pending-dialog", move |s, g| {
+        self.call_in(Lane::Prompt, "pending-dialog", move |s, g| {
             per_version!(g,
             Guests::V1 { hooker, .. } => {
                 hooker.as_ref().and_then(|h| res(h.call_pending_dialog(s, &spool).map(|r| r.map(v1::pending))))
@@ -477,7 +579,7 @@ impl ProviderHandle {
     }
 
     pub fn plan_answer(&self, dialog: m::Dialog, answers: Vec<m::Answer>) -> Call<m::AnswerPlan> {
-        self.call("plan-answer", move |s, g| {
+        self.call_in(Lane::Prompt, "plan-answer", move |s, g| {
             per_version!(g,
             Guests::V1 { hooker, .. } => hooker.as_ref().and_then(|h| {
                 let Some(d) = v1::dialog_out(&dialog) else {
@@ -512,5 +614,47 @@ impl ProviderHandle {
                 Guests::V1 { .. } => None,
                 { screen } => screen.as_ref().and_then(|r| ok(r.call_read_screen(s, &pane).map(|d| d.map(v2::dialog_in)))))
         })
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+
+    /// Prompts go first, each lane in order; a closed queue is drained before the
+    /// thread stops, and a stopped one takes nothing more.
+    #[test]
+    fn prompts_are_served_before_the_bulk_and_a_stopped_queue_takes_nothing() {
+        let q = Queue::new();
+        q.push(Lane::Bulk, "parse 1");
+        q.push(Lane::Bulk, "parse 2");
+        q.push(Lane::Prompt, "plan a");
+        q.push(Lane::Bulk, "parse 3");
+        q.push(Lane::Prompt, "plan b");
+        q.lanes.lock().unwrap().closed = true;
+        let order: Vec<&str> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, ["plan a", "plan b", "parse 1", "parse 2", "parse 3"]);
+        let q = Arc::new(q);
+        drop(Stopped(q.clone()));
+        q.push(Lane::Prompt, "too late");
+        assert!(q.pop().is_none());
+    }
+
+    /// The thread waits for work and wakes for it; the last handle gone ends it.
+    #[test]
+    fn the_thread_waits_for_work_and_ends_with_the_last_sender() {
+        let q = Arc::new(Queue::new());
+        let rx = q.clone();
+        let worker = std::thread::spawn(move || std::iter::from_fn(|| rx.pop()).collect::<Vec<u32>>());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        q.push(Lane::Bulk, 1);
+        q.push(Lane::Prompt, 2);
+        {
+            let mut l = q.lanes.lock().unwrap();
+            l.closed = true;
+            q.ready.notify_one();
+        }
+        let got = worker.join().unwrap();
+        assert_eq!(got.len(), 2, "both run before the thread ends: {got:?}");
     }
 }

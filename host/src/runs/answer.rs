@@ -37,8 +37,14 @@ impl Runs {
         }
         // The lock the view shows after that read (or a newer one's: views are published
         // in order).
-        if let Some(lock) = run.snapshot().composer_lock {
+        let snap = run.snapshot();
+        if let Some(lock) = snap.composer_lock {
             return Err(lock.into());
+        }
+        // An answer accepted whose playback has not started yet (it waits for these
+        // keys): its keys go first.
+        if snap.answer.as_ref().is_some_and(|a| matches!(a.state, AnswerState::Waiting | AnswerState::Playing)) {
+            return Err(input::answer_pending_lock().into());
         }
         let term = self.terminal_for(&run.record());
         let target = run.record().tmux_target;
@@ -53,11 +59,12 @@ impl Runs {
 
     /// `POST /runs/{id}/dialog/answer`: the answer guard on a fresh read and the
     /// provider's plan, then the paced keystrokes in the background. Returns the
-    /// answer's progress as it starts (its keys included) once the guard has accepted
-    /// and playback has started; the prompt counts as answered from then on, and the
-    /// rest shows as the run's [`AnswerProgress`]. Answers to different runs never wait
-    /// on each other; to one run they take turns with its messages (the run's key lock,
-    /// held until the last key).
+    /// answer's progress as it starts (its keys included) once the guard has accepted;
+    /// the prompt counts as answered from then on, and the rest shows as the run's
+    /// [`AnswerProgress`]. The POST waits on nothing of other runs, nor on this run's
+    /// key lock: playback takes its turn with the run's messages and earlier answers
+    /// (the lock, held until the last key) in the background, and a message sent
+    /// before it started is refused (`answer_pending`).
     pub async fn answer(
         self: &Arc<Self>,
         run: &Arc<Run>,
@@ -80,7 +87,9 @@ impl Runs {
             return Err(RunError::NotAnswerable);
         }
         self.reachable(run)?;
-        let keys = run.keys.clone().lock_owned().await;
+        // The run's keys if nobody types into it now; else playback waits its turn (an
+        // earlier answer still playing, a message being pasted), not this POST.
+        let keys = run.keys.clone().try_lock_owned().ok();
         // The guard on a fresh read, and the provider's plan for this prompt.
         let (accepted, _) = run
             .update(&self.registry, Read::Channels, async |tail: &mut Tail| {
@@ -113,7 +122,12 @@ impl Runs {
         };
         run.start_answer(start.clone());
         let (runs, run2, tool_id) = (self.clone(), run.clone(), tool_id.to_string());
+        let keys_of_run = run.keys.clone();
         tokio::spawn(async move {
+            let keys = match keys {
+                Some(k) => k,
+                None => keys_of_run.lock_owned().await,
+            };
             let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan).await;
             if let Err(e) = &result {
                 // Not played: the prompt is offered again if it is still there.

@@ -233,6 +233,11 @@ impl ComposerLock {
     }
 }
 
+/// The lock a message meets while an answer lab accepted is still to be typed.
+pub fn answer_pending_lock() -> ComposerLock {
+    ComposerLock::new("answer_pending", "lab is typing an answer into the agent: send this once it is played")
+}
+
 /// Tool calls that have no result yet, oldest first. The whole transcript counts, not
 /// only what follows the operator's last message: agents do not always write lines in
 /// the order things happened (Claude Code 2.1.198 was seen writing a turn's prompt line
