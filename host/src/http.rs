@@ -331,8 +331,58 @@ async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
     Json(list)
 }
 
-async fn list_runs(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
-    Json(runs.list().iter().map(|r| r.body()).collect::<Vec<_>>())
+/// How many runs one piece of `GET /runs`'s answer holds.
+const LIST_PAGE: usize = 256;
+
+/// `GET /runs`: one JSON array, sent a page of runs at a time, so a history of
+/// thousands of runs never sits in memory as one document.
+async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
+    let pieces = json_array_pieces(runs.listing(), LIST_PAGE, |run| run.body())
+        .map(|piece| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(piece)));
+    ([(header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(futures_util::stream::iter(pieces)))
+        .into_response()
+}
+
+/// One JSON array of `items` (each as `body` makes it), in pieces of `page` items
+/// each, made as they are taken: together they are the array.
+fn json_array_pieces<T, B: serde::Serialize>(
+    items: Vec<T>,
+    page: usize,
+    body: impl Fn(&T) -> B,
+) -> impl Iterator<Item = Vec<u8>> {
+    let page = page.max(1);
+    let pages = items.len().div_ceil(page).max(1);
+    (0..pages).map(move |i| {
+        let part = &items[(i * page).min(items.len())..((i + 1) * page).min(items.len())];
+        let mut out = vec![if i == 0 { b'[' } else { b',' }];
+        for (k, item) in part.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            // Run bodies always serialise (strings, numbers and options of them).
+            serde_json::to_writer(&mut out, &body(item)).expect("a body serialises");
+        }
+        if i + 1 == pages {
+            out.push(b']');
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod list_tests {
+    /// The pieces add up to the array, whatever the count against the page size.
+    #[test]
+    fn the_pieces_of_a_list_are_one_json_array() {
+        for n in [0, 1, 2, 3, 4, 7] {
+            let items: Vec<u32> = (0..n).collect();
+            let whole: Vec<u8> =
+                super::json_array_pieces(items.clone(), 3, |i| serde_json::json!({"n": i})).flatten().collect();
+            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&whole).unwrap();
+            assert_eq!(parsed, items.iter().map(|i| serde_json::json!({"n": i})).collect::<Vec<_>>(), "{n} items");
+        }
+        assert_eq!(super::json_array_pieces(vec![1, 2, 3, 4], 3, |i| *i).count(), 2);
+    }
 }
 
 async fn create_run(

@@ -160,6 +160,36 @@ pub struct RunBody {
     pub host: Option<String>,
 }
 
+impl RunBody {
+    /// A run as its record says, with the view's state, answer and diff.
+    pub fn of(
+        r: &super::registry::RunRecord,
+        state: RunState,
+        answer: Option<AnswerProgress>,
+        diff: Option<crate::worktree::diff::Summary>,
+    ) -> RunBody {
+        // Field by field: the record's prompt (up to 256 KiB) is not part of the body.
+        RunBody {
+            id: r.id.clone(),
+            provider: r.provider.clone(),
+            workdir: r.workdir.clone(),
+            state,
+            created_at: r.created_at.clone(),
+            ended_at: r.ended_at.clone(),
+            tmux_target: r.tmux_target.clone(),
+            tmux_socket: Some(r.tmux_socket.clone()),
+            session_id: r.session_id.clone(),
+            permission_mode: r.permission_mode.clone(),
+            dialog_hooker: r.dialog_hooker,
+            error: r.error.clone(),
+            answer,
+            worktree: r.worktree.clone(),
+            diff,
+            host: r.host.clone(),
+        }
+    }
+}
+
 /// The request body of `POST /runs`.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

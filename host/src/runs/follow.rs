@@ -221,7 +221,7 @@ impl Runs {
     pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
         if path.parent() == Some(self.home.runtime_dir().as_path()) {
             let id = crate::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
-            return self.get(id).ok();
+            return self.get_awake(&crate::paths::RunId::parse(id)?);
         }
         let id = self.transcripts.lock().unwrap().get(path).cloned()?;
         self.runs.read().unwrap().get(&id).cloned()
@@ -257,7 +257,8 @@ impl Runs {
         let now = SystemTime::now();
         self.remove_runtime_files(|name, modified| {
             let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
-            let active = self.get(id).is_ok_and(|r| r.record().status == Status::Active);
+            let awake = crate::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
+            let active = awake.is_some_and(|r| r.record().status == Status::Active);
             let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
             crate::paths::runtime_file_is_garbage(name, active, age)
         });

@@ -179,26 +179,7 @@ impl Run {
             let v = self.view.borrow();
             (v.derived.state, v.answer.clone(), v.diff)
         };
-        // Field by field: the record's prompt (up to 256 KiB) is not part of the body.
-        let r = self.record.lock().unwrap();
-        RunBody {
-            id: r.id.clone(),
-            provider: r.provider.clone(),
-            workdir: r.workdir.clone(),
-            state,
-            created_at: r.created_at.clone(),
-            ended_at: r.ended_at.clone(),
-            tmux_target: r.tmux_target.clone(),
-            tmux_socket: Some(r.tmux_socket.clone()),
-            session_id: r.session_id.clone(),
-            permission_mode: r.permission_mode.clone(),
-            dialog_hooker: r.dialog_hooker,
-            error: r.error.clone(),
-            answer,
-            worktree: r.worktree.clone(),
-            diff,
-            host: r.host.clone(),
-        }
+        RunBody::of(&self.record.lock().unwrap(), state, answer, diff)
     }
 
     /// The view with the messages `page` selects (all of them by default).
@@ -357,6 +338,36 @@ impl Run {
     }
 }
 
+/// What an ended run at rest keeps of its record: all the list shows; its prompt
+/// (up to 256 KiB, and never listed) stays in the registry, read again when the run
+/// wakes up ([`Runs::wake_up`]). Never saved: a run at rest changes nothing.
+fn resting(mut rec: RunRecord) -> RunRecord {
+    rec.prompt = String::new();
+    rec
+}
+
+/// A run in [`Runs::listing`].
+pub enum Listed {
+    Awake(Arc<Run>),
+    AtRest(Arc<RunRecord>),
+}
+
+impl Listed {
+    pub fn id(&self) -> &RunId {
+        match self {
+            Listed::Awake(r) => &r.id,
+            Listed::AtRest(r) => &r.id,
+        }
+    }
+
+    pub fn body(&self) -> RunBody {
+        match self {
+            Listed::Awake(r) => r.body(),
+            Listed::AtRest(r) => RunBody::of(r, RunState::Ended, None, None),
+        }
+    }
+}
+
 /// Whether [`Run::update`] reads the run's channels before its change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Read {
@@ -378,6 +389,15 @@ pub struct Runs {
     terminal: Arc<dyn Terminal>,
     lab_exe: PathBuf,
     runs: RwLock<BTreeMap<RunId, Arc<Run>>>,
+    /// Ended runs nobody has looked at since `lab serve` started, or for
+    /// [`EVICT_AFTER`]: their record alone (no tail, no view, no messages), so memory
+    /// and start-up do not grow with the history beyond what the list shows. The first
+    /// [`Runs::get`] makes one a [`Run`] again ([`Runs::wake_up`]); a run is in one of
+    /// the two maps, never both.
+    at_rest: RwLock<BTreeMap<RunId, Arc<RunRecord>>>,
+    /// Moves between `runs` and `at_rest` take turns (a lookup never sees a run in
+    /// neither).
+    moving: Mutex<()>,
     /// Transcript file → run, for file notifications.
     transcripts: Mutex<HashMap<PathBuf, RunId>>,
     watched_dirs: Mutex<Vec<PathBuf>>,
@@ -450,6 +470,8 @@ impl Runs {
             tmux,
             lab_exe,
             runs: RwLock::new(BTreeMap::new()),
+            at_rest: RwLock::new(BTreeMap::new()),
+            moving: Mutex::new(()),
             transcripts: Mutex::new(HashMap::new()),
             watched_dirs: Mutex::new(Vec::new()),
             watcher: Mutex::new(None),
@@ -485,6 +507,11 @@ impl Runs {
         let mut in_tmux = Vec::new();
         for rec in runs.registry.list()? {
             let active = rec.status == Status::Active;
+            if !active && rec.worktree.as_ref().is_none_or(|w| w.discarded) {
+                // Read when first looked at; until then, its record is all it costs.
+                runs.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
+                continue;
+            }
             let run = runs.attach(rec, false);
             run.found_at_start.store(true, Ordering::SeqCst);
             let rec = run.record();
@@ -548,13 +575,23 @@ impl Runs {
         });
     }
 
-    /// Drop the held messages of runs unwatched for `idle`; how many did.
+    /// Drop the held messages of runs unwatched for `idle`, and put the ended ones
+    /// back at rest; how many runs let something go.
     pub fn evict_unwatched(&self, idle: std::time::Duration) -> usize {
         let mut n = 0;
-        for run in self.runs.read().unwrap().values() {
+        let awake: Vec<Arc<Run>> = self.runs.read().unwrap().values().cloned().collect();
+        for run in awake {
             let unwatched = run.view.receiver_count() == 0 && run.looked_at.lock().unwrap().elapsed() >= idle;
-            if unwatched && run.messages.resident() > 0 {
+            if !unwatched {
+                continue;
+            }
+            let held = run.messages.resident() > 0;
+            if held {
                 run.messages.evict();
+            }
+            let before = self.at_rest.read().unwrap().len();
+            self.put_to_rest(&run);
+            if held || self.at_rest.read().unwrap().len() > before {
                 n += 1;
             }
         }
@@ -612,7 +649,79 @@ impl Runs {
 
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
         let id = RunId::parse(id).ok_or(RunError::NotFound)?;
-        self.runs.read().unwrap().get(&id).cloned().ok_or(RunError::NotFound)
+        if let Some(run) = self.runs.read().unwrap().get(&id) {
+            return Ok(run.clone());
+        }
+        self.wake_up(&id).ok_or(RunError::NotFound)
+    }
+
+    /// A run that is a [`Run`] now, if it is one: never one at rest (for what only
+    /// concerns runs being followed: file notifications, leftovers).
+    fn get_awake(&self, id: &RunId) -> Option<Arc<Run>> {
+        self.runs.read().unwrap().get(id).cloned()
+    }
+
+    /// Make an ended run at rest a [`Run`] again (its chat read when it is looked at,
+    /// [`Runs::ensure_loaded`]); None if there is no such run.
+    fn wake_up(&self, id: &RunId) -> Option<Arc<Run>> {
+        let _turn = self.moving.lock().unwrap();
+        if let Some(run) = self.get_awake(id) {
+            return Some(run);
+        }
+        let rest = self.at_rest.write().unwrap().remove(id)?;
+        // The whole record again (its prompt), as the registry keeps it.
+        let rec = match self.registry.get(id) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => Arc::unwrap_or_clone(rest),
+            Err(e) => {
+                tracing::warn!(run = %id, error = %e, "cannot read the run's record again; its prompt is not shown");
+                Arc::unwrap_or_clone(rest)
+            }
+        };
+        let run = self.attach(rec, false);
+        run.unread.store(true, Ordering::SeqCst);
+        Some(run)
+    }
+
+    /// Put an ended run that nobody watches back at rest: its record alone stays.
+    fn put_to_rest(&self, run: &Arc<Run>) {
+        let _turn = self.moving.lock().unwrap();
+        let rec = run.record();
+        let may_rest = rec.status == Status::Ended
+            && rec.worktree.as_ref().is_none_or(|w| w.discarded)
+            && run.view.receiver_count() == 0
+            && self.acp_session(&run.id).is_none();
+        if !may_rest {
+            return;
+        }
+        if self.runs.write().unwrap().remove(&run.id).is_none() {
+            return;
+        }
+        if let Some(t) = &rec.transcript_path {
+            self.transcripts.lock().unwrap().remove(Path::new(t));
+        }
+        self.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
+    }
+
+    /// Every run's body, as `GET /runs` lists them (oldest first), those at rest
+    /// included.
+    pub fn bodies(&self) -> Vec<RunBody> {
+        self.listing().iter().map(Listed::body).collect()
+    }
+
+    /// Every run, oldest first, those at rest included: handles only, each body made
+    /// when asked for ([`Listed::body`]), so a long list can be sent a page at a time.
+    pub fn listing(&self) -> Vec<Listed> {
+        let mut v: Vec<(String, Listed)> = self
+            .runs
+            .read()
+            .unwrap()
+            .values()
+            .map(|r| (r.record.lock().unwrap().created_at.clone(), Listed::Awake(r.clone())))
+            .collect();
+        v.extend(self.at_rest.read().unwrap().values().map(|r| (r.created_at.clone(), Listed::AtRest(r.clone()))));
+        v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id().cmp(b.id())));
+        v.into_iter().map(|(_, l)| l).collect()
     }
 
     /// Other machines' runners.
@@ -909,5 +1018,74 @@ mod update_tests {
         assert!(saved.ended_at.is_some());
         assert_eq!(run.record(), saved);
         assert_eq!(run.snapshot().derived.state, RunState::Ended, "and the view says so");
+    }
+}
+
+#[cfg(test)]
+mod at_rest_tests {
+    use super::*;
+
+    fn ended(id: &str, at: &str, transcript: &Path) -> RunRecord {
+        RunRecord {
+            id: RunId::parse(id).unwrap(),
+            provider: "claude-code".into(),
+            workdir: "/tmp".into(),
+            prompt: "a prompt that stays in the registry".into(),
+            permission_mode: None,
+            status: Status::Ended,
+            created_at: at.into(),
+            ended_at: Some(at.into()),
+            tmux_target: format!("lab-{id}"),
+            tmux_socket: "/nonexistent/tmux.sock".into(),
+            session_id: None,
+            transcript_path: Some(transcript.display().to_string()),
+            dialog_hooker: true,
+            error: None,
+            worktree: None,
+            host: None,
+            remote_transcript: None,
+        }
+    }
+
+    /// Ended runs found at start cost their record alone: listed, woken by a look (the
+    /// chat read then), put back at rest when nobody watches, and woken again whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
+        let d = tempfile::tempdir().unwrap();
+        let home = Home::new(d.path().join("home"));
+        home.prepare().unwrap();
+        let t = d.path().join("t.jsonl");
+        std::fs::write(&t, include_str!("../../../providers/claude-code/testdata/session-ask-answered.jsonl")).unwrap();
+        {
+            let r = Registry::open(&home.registry()).unwrap();
+            r.put_all(&[ended("r-2", "2026-01-02T00:00:00Z", &t), ended("r-1", "2026-01-01T00:00:00Z", &t)]).unwrap();
+        }
+        let runs = Runs::start(home.clone(), PathBuf::from("/nonexistent/lab")).await.unwrap();
+        assert!(runs.list().is_empty(), "nothing woken at start");
+        let listed: Vec<(String, RunState)> =
+            runs.bodies().into_iter().map(|b| (b.id.as_str().to_string(), b.state)).collect();
+        assert_eq!(listed, [("r-1".into(), RunState::Ended), ("r-2".into(), RunState::Ended)], "oldest first");
+
+        let run = runs.get("r-1").unwrap();
+        assert_eq!(runs.list().len(), 1, "woken by the look");
+        runs.ensure_loaded(&run).await;
+        let first = run.view(&Page::default()).await;
+        assert!(!first.messages.is_empty(), "its chat is read");
+        assert!(Arc::ptr_eq(&run, &runs.get("r-1").unwrap()), "one Run while awake");
+
+        // Watched: stays awake.
+        let watching = run.subscribe();
+        runs.evict_unwatched(std::time::Duration::ZERO);
+        assert_eq!(runs.list().len(), 1);
+        drop(watching);
+        assert_eq!(runs.evict_unwatched(std::time::Duration::ZERO), 1);
+        assert!(runs.list().is_empty(), "back at rest");
+        assert_eq!(runs.bodies().len(), 2, "still listed");
+        let again = runs.get("r-1").unwrap();
+        runs.ensure_loaded(&again).await;
+        assert_eq!(again.view(&Page::default()).await.messages, first.messages, "the same chat, read again");
+        assert_eq!(again.record().prompt, "a prompt that stays in the registry");
+        assert!(runs.get("r-9").is_err(), "an unknown run is not found");
+        runs.begin_shutdown();
     }
 }

@@ -112,6 +112,9 @@ impl<'de> Deserialize<'de> for RunId {
     }
 }
 
+/// The registry's in-memory page cache ([`redb::Builder::set_cache_size`]).
+const REGISTRY_CACHE: usize = 4 << 20;
+
 pub struct Registry {
     db: Database,
 }
@@ -288,7 +291,9 @@ impl Registry {
     /// Open the (checked) file itself and read it once, panics caught.
     fn open_checked(path: &Path) -> Result<Registry> {
         no_panic(|| -> Result<Registry> {
-            let db = Database::open(path).map_err(|e| match e {
+            // A small cache: records are read once at start and written one at a time,
+            // so redb's default (1 GiB) would only keep a long history's pages in memory.
+            let db = Database::builder().set_cache_size(REGISTRY_CACHE).open(path).map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => {
                     anyhow!("the run registry {} is in use: is another `lab serve` using this home?", path.display())
                 }
