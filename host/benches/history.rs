@@ -33,11 +33,12 @@ fn main() {
         let r = measure_restart(&w, &ids, 5, env_num("LAB_HISTORY_OPEN", 1000));
         println!(
             "{n} ended runs, {history_mib:.0} MiB of transcripts: serving after {:.0} ms (RSS {:.0} MiB); \
-             GET /runs {:.1} ms; first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
+             GET /runs {:.1} ms (RSS then {:.0} MiB); first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
              {} chats opened (newest page): p50 {:.0} ms, p99 {:.0} ms, RSS then {:.0} MiB",
             ms(r.serving),
             r.rss_serving_mib,
             r.list.p50,
+            r.rss_listed_mib,
             ms(r.first_views[0]),
             ms(r.first_views[1]),
             ms(r.again),

@@ -242,8 +242,9 @@ fn concurrent_answers(lab: &Lab, log: &Path, dialogs: &[Dialog], errors: &Errors
     for (status, ..) in &results {
         *statuses.entry(*status).or_insert(0) += 1;
     }
-    // Landed: the agent logged the answer (give the last keys 20 s).
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Landed: the agent logged the answer (give the last keys 20 s, and 100 ms more
+    // per answer: their playbacks take turns at the terminal).
+    let deadline = Instant::now() + Duration::from_secs(20) + Duration::from_millis(100) * dialogs.len() as u32;
     let events = loop {
         let events = World::log_events(log);
         let n = dialogs.iter().filter(|d| landed(&events, &d.tool_id)).count();

@@ -336,6 +336,8 @@ pub struct Restart {
     pub rss_serving_mib: f64,
     /// `GET /runs`, each of `list_samples` requests, in ms.
     pub list: Pct,
+    /// After those lists.
+    pub rss_listed_mib: f64,
     /// The first `GET /runs/{id}/messages` of two runs (their transcripts read), then
     /// the first one again.
     pub first_views: [Duration; 2],
@@ -368,6 +370,7 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usiz
         assert_eq!(status, 200, "GET /runs: {runs}");
         assert_eq!(runs.as_array().unwrap().len(), ids.len());
     }
+    let rss_listed_mib = rss_mib(pid);
     let mut first_views = [Duration::ZERO; 2];
     for (i, id) in ids.iter().take(2).enumerate() {
         let t = std::time::Instant::now();
@@ -393,6 +396,7 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usiz
         serving,
         rss_serving_mib,
         list: pct(list),
+        rss_listed_mib,
         first_views,
         again,
         rss_after_mib,
