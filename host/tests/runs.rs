@@ -1044,3 +1044,75 @@ fn only_the_basics_and_what_lab_toml_passes_reach_the_agent() {
     assert!(log.contains("LAB_TEST_API_KEY") && log.contains("pass_env"), "the hint names the key: {log}");
     assert!(!log.contains("sk-lab-serve-secret"), "never its value");
 }
+
+fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registry::RunRecord {
+    lab::runs::registry::RunRecord {
+        id: lab::paths::RunId::parse(id).unwrap(),
+        provider: "claude-code".into(),
+        workdir: "/tmp".into(),
+        prompt: "a prompt that stays in the registry".into(),
+        permission_mode: None,
+        status: lab::runs::registry::Status::Ended,
+        created_at: at.into(),
+        ended_at: Some(at.into()),
+        tmux_target: format!("lab-{id}"),
+        tmux_socket: "/nonexistent/tmux.sock".into(),
+        session_id: None,
+        transcript_path: Some(transcript.display().to_string()),
+        dialog_hooker: true,
+        error: None,
+        worktree: None,
+        host: None,
+        remote_transcript: None,
+    }
+}
+
+/// Ended runs found at start cost their record alone: listed, woken by a look (the
+/// chat read then), put back at rest when nobody watches, and woken again whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
+    let d = tempfile::tempdir().unwrap();
+    let home = lab::paths::Home::new(d.path().join("home"));
+    home.prepare().unwrap();
+    let t = d.path().join("t.jsonl");
+    std::fs::write(&t, include_str!("../../providers/claude-code/testdata/session-ask-answered.jsonl")).unwrap();
+    {
+        let r = lab::runs::registry::Registry::open(&home.registry()).unwrap();
+        r.put_all(&[ended("r-2", "2026-01-02T00:00:00Z", &t), ended("r-1", "2026-01-01T00:00:00Z", &t)]).unwrap();
+    }
+    let runs = lab::runs::Runs::start(home.clone(), std::path::PathBuf::from("/nonexistent/lab")).await.unwrap();
+    assert!(runs.list().is_empty(), "nothing woken at start");
+    let listed: Vec<(String, lab::runs::view::RunState)> =
+        runs.bodies().into_iter().map(|b| (b.id.as_str().to_string(), b.state)).collect();
+    assert_eq!(
+        listed,
+        [("r-1".into(), lab::runs::view::RunState::Ended), ("r-2".into(), lab::runs::view::RunState::Ended)],
+        "oldest first"
+    );
+
+    let run = runs.get("r-1").unwrap();
+    assert_eq!(runs.list().len(), 1, "woken by the look");
+    runs.ensure_loaded(&run).await;
+    let first = run.view(&lab::runs::message_store::Page::default()).await;
+    assert!(!first.messages.is_empty(), "its chat is read");
+    assert!(std::sync::Arc::ptr_eq(&run, &runs.get("r-1").unwrap()), "one Run while awake");
+
+    // Watched: stays awake.
+    let watching = run.subscribe();
+    runs.evict_unwatched(std::time::Duration::ZERO);
+    assert_eq!(runs.list().len(), 1);
+    drop(watching);
+    assert_eq!(runs.evict_unwatched(std::time::Duration::ZERO), 1);
+    assert!(runs.list().is_empty(), "back at rest");
+    assert_eq!(runs.bodies().len(), 2, "still listed");
+    let again = runs.get("r-1").unwrap();
+    runs.ensure_loaded(&again).await;
+    assert_eq!(
+        again.view(&lab::runs::message_store::Page::default()).await.messages,
+        first.messages,
+        "the same chat, read again"
+    );
+    assert_eq!(again.record().prompt, "a prompt that stays in the registry");
+    assert!(runs.get("r-9").is_err(), "an unknown run is not found");
+    runs.begin_shutdown();
+}
