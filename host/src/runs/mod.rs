@@ -4,8 +4,8 @@
 //! watcher), with what `Runs` does to one run as a whole: start-up, lookup, the end.
 //! `Runs`' other methods live beside what they do: `launch` (starting agents),
 //! `follow` (the tailer task, file notifications, screen looks, leftovers), `answer`
-//! (messages and answer plans); `api` has the bodies and errors, [`liveness`] learns
-//! of ended sessions. The decisions are pure modules: [`view`] (state derivation),
+//! (messages and answer plans), `rest` (ended runs kept as their record until looked
+//! at); `api` has the bodies and errors, [`liveness`] learns of ended sessions. The decisions are pure modules: [`view`] (state derivation),
 //! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
 //! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
@@ -24,7 +24,9 @@ pub mod keystrokes;
 mod launch;
 pub mod mirror;
 mod remote_runs;
+mod rest;
 pub(crate) use launch::check_spec;
+pub use rest::Listed;
 pub mod liveness;
 pub mod message_store;
 pub mod playback;
@@ -338,36 +340,6 @@ impl Run {
     }
 }
 
-/// What an ended run at rest keeps of its record: all the list shows; its prompt
-/// (up to 256 KiB, and never listed) stays in the registry, read again when the run
-/// wakes up ([`Runs::wake_up`]). Never saved: a run at rest changes nothing.
-fn resting(mut rec: RunRecord) -> RunRecord {
-    rec.prompt = String::new();
-    rec
-}
-
-/// A run in [`Runs::listing`].
-pub enum Listed {
-    Awake(Arc<Run>),
-    AtRest(Arc<RunRecord>),
-}
-
-impl Listed {
-    pub fn id(&self) -> &RunId {
-        match self {
-            Listed::Awake(r) => &r.id,
-            Listed::AtRest(r) => &r.id,
-        }
-    }
-
-    pub fn body(&self) -> RunBody {
-        match self {
-            Listed::Awake(r) => r.body(),
-            Listed::AtRest(r) => RunBody::of(r, RunState::Ended, None, None),
-        }
-    }
-}
-
 /// Whether [`Run::update`] reads the run's channels before its change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Read {
@@ -509,7 +481,7 @@ impl Runs {
             let active = rec.status == Status::Active;
             if !active && rec.worktree.as_ref().is_none_or(|w| w.discarded) {
                 // Read when first looked at; until then, its record is all it costs.
-                runs.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
+                runs.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(rest::resting(rec)));
                 continue;
             }
             let run = runs.attach(rec, false);
@@ -539,63 +511,6 @@ impl Runs {
         liveness::spawn(runs.clone(), in_tmux);
         runs.clone().spawn_evictions();
         Ok(runs)
-    }
-
-    /// Read an ended run's finished transcript if nobody has looked at it since
-    /// `lab serve` started (see [`Run`]'s `unread`). Cheap once done.
-    pub async fn ensure_loaded(&self, run: &Arc<Run>) {
-        if !run.unread.load(Ordering::SeqCst) {
-            return;
-        }
-        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
-            if run.unread.swap(false, Ordering::SeqCst) {
-                tail.read().await;
-                // An ended chat never changes: its index is all it keeps; pages are read
-                // from the transcript when asked for.
-                run.messages.evict();
-            }
-        })
-        .await;
-    }
-
-    /// Every [`EVICT_AFTER`]: the runs nobody has looked at for that long (no event
-    /// stream open, no page read) drop the messages they hold in memory; their index
-    /// stays, so a later look reads them again from the transcript.
-    fn spawn_evictions(self: Arc<Self>) {
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(EVICT_AFTER);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let n = self.evict_unwatched(EVICT_AFTER);
-                if n > 0 {
-                    tracing::debug!(runs = n, "dropped the held messages of runs nobody looks at");
-                }
-            }
-        });
-    }
-
-    /// Drop the held messages of runs unwatched for `idle`, and put the ended ones
-    /// back at rest; how many runs let something go.
-    pub fn evict_unwatched(&self, idle: std::time::Duration) -> usize {
-        let mut n = 0;
-        let awake: Vec<Arc<Run>> = self.runs.read().unwrap().values().cloned().collect();
-        for run in awake {
-            let unwatched = run.view.receiver_count() == 0 && run.looked_at.lock().unwrap().elapsed() >= idle;
-            if !unwatched {
-                continue;
-            }
-            let held = run.messages.resident() > 0;
-            if held {
-                run.messages.evict();
-            }
-            let before = self.at_rest.read().unwrap().len();
-            self.put_to_rest(&run);
-            if held || self.at_rest.read().unwrap().len() > before {
-                n += 1;
-            }
-        }
-        n
     }
 
     /// End every open event stream (called when `lab serve` is asked to stop).
@@ -653,75 +568,6 @@ impl Runs {
             return Ok(run.clone());
         }
         self.wake_up(&id).ok_or(RunError::NotFound)
-    }
-
-    /// A run that is a [`Run`] now, if it is one: never one at rest (for what only
-    /// concerns runs being followed: file notifications, leftovers).
-    fn get_awake(&self, id: &RunId) -> Option<Arc<Run>> {
-        self.runs.read().unwrap().get(id).cloned()
-    }
-
-    /// Make an ended run at rest a [`Run`] again (its chat read when it is looked at,
-    /// [`Runs::ensure_loaded`]); None if there is no such run.
-    fn wake_up(&self, id: &RunId) -> Option<Arc<Run>> {
-        let _turn = self.moving.lock().unwrap();
-        if let Some(run) = self.get_awake(id) {
-            return Some(run);
-        }
-        let rest = self.at_rest.write().unwrap().remove(id)?;
-        // The whole record again (its prompt), as the registry keeps it.
-        let rec = match self.registry.get(id) {
-            Ok(Some(rec)) => rec,
-            Ok(None) => Arc::unwrap_or_clone(rest),
-            Err(e) => {
-                tracing::warn!(run = %id, error = %e, "cannot read the run's record again; its prompt is not shown");
-                Arc::unwrap_or_clone(rest)
-            }
-        };
-        let run = self.attach(rec, false);
-        run.unread.store(true, Ordering::SeqCst);
-        Some(run)
-    }
-
-    /// Put an ended run that nobody watches back at rest: its record alone stays.
-    fn put_to_rest(&self, run: &Arc<Run>) {
-        let _turn = self.moving.lock().unwrap();
-        let rec = run.record();
-        let may_rest = rec.status == Status::Ended
-            && rec.worktree.as_ref().is_none_or(|w| w.discarded)
-            && run.view.receiver_count() == 0
-            && self.acp_session(&run.id).is_none();
-        if !may_rest {
-            return;
-        }
-        if self.runs.write().unwrap().remove(&run.id).is_none() {
-            return;
-        }
-        if let Some(t) = &rec.transcript_path {
-            self.transcripts.lock().unwrap().remove(Path::new(t));
-        }
-        self.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
-    }
-
-    /// Every run's body, as `GET /runs` lists them (oldest first), those at rest
-    /// included.
-    pub fn bodies(&self) -> Vec<RunBody> {
-        self.listing().iter().map(Listed::body).collect()
-    }
-
-    /// Every run, oldest first, those at rest included: handles only, each body made
-    /// when asked for ([`Listed::body`]), so a long list can be sent a page at a time.
-    pub fn listing(&self) -> Vec<Listed> {
-        let mut v: Vec<(String, Listed)> = self
-            .runs
-            .read()
-            .unwrap()
-            .values()
-            .map(|r| (r.record.lock().unwrap().created_at.clone(), Listed::Awake(r.clone())))
-            .collect();
-        v.extend(self.at_rest.read().unwrap().values().map(|r| (r.created_at.clone(), Listed::AtRest(r.clone()))));
-        v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id().cmp(b.id())));
-        v.into_iter().map(|(_, l)| l).collect()
     }
 
     /// Other machines' runners.
