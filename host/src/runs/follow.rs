@@ -47,10 +47,7 @@ impl Runs {
             let mut catch_up = catch_up;
             loop {
                 if refresh {
-                    let turn = match std::mem::take(&mut catch_up) {
-                        true => self.catch_up.acquire().await.ok(),
-                        false => None,
-                    };
+                    let turn = if std::mem::take(&mut catch_up) { self.catch_up.acquire().await.ok() } else { None };
                     let (seen, derived) = run
                         .update(&self.registry, Read::Channels, async |tail: &mut Tail| Seen {
                             ended: tail.ended,

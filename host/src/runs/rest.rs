@@ -91,9 +91,7 @@ impl Runs {
             if held {
                 run.messages.evict();
             }
-            let before = self.at_rest.read().unwrap().len();
-            self.put_to_rest(&run);
-            if held || self.at_rest.read().unwrap().len() > before {
+            if self.put_to_rest(&run) || held {
                 n += 1;
             }
         }
@@ -129,23 +127,22 @@ impl Runs {
     }
 
     /// Put an ended run that nobody watches back at rest: its record alone stays.
-    pub(super) fn put_to_rest(&self, run: &Arc<Run>) {
+    /// Whether it went to rest.
+    pub(super) fn put_to_rest(&self, run: &Arc<Run>) -> bool {
         let _turn = self.moving.lock().unwrap();
         let rec = run.record();
         let may_rest = rec.status == Status::Ended
             && rec.worktree.as_ref().is_none_or(|w| w.discarded)
             && run.view.receiver_count() == 0
             && self.acp_session(&run.id).is_none();
-        if !may_rest {
-            return;
-        }
-        if self.runs.write().unwrap().remove(&run.id).is_none() {
-            return;
+        if !may_rest || self.runs.write().unwrap().remove(&run.id).is_none() {
+            return false;
         }
         if let Some(t) = &rec.transcript_path {
             self.transcripts.lock().unwrap().remove(Path::new(t));
         }
         self.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
+        true
     }
 
     /// Every run's body, as `GET /runs` lists them (oldest first), those at rest

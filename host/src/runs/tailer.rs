@@ -215,10 +215,7 @@ impl Tail {
     /// and delete a spool whose prompt is over.
     pub async fn read(&mut self) {
         if !self.ended {
-            if self.session.awaiting {
-                let news = self.session.refresh(&self.src).await;
-                self.take_session_news(news);
-            }
+            self.read_session_info().await;
             self.refresh_transcript().await;
             if self.src.hooker {
                 let facts = &self.facts;
@@ -252,11 +249,16 @@ impl Tail {
             self.read().await;
             return true;
         }
+        self.read_session_info().await;
+        false
+    }
+
+    /// While the transcript is not named yet: what the session info says.
+    async fn read_session_info(&mut self) {
         if self.session.awaiting {
             let news = self.session.refresh(&self.src).await;
             self.take_session_news(news);
         }
-        false
     }
 
     /// What the session info said: its session id, and the transcript to follow.
