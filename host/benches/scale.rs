@@ -9,8 +9,10 @@
 //!
 //! 1. `LAB_SCALE_LIVE` runs (300) are started and wait in their composer; then, one at
 //!    a time while all of them are live, each is sent a message that makes it open an
-//!    AskUserQuestion picker: dialog hook → SSE is from the hook's spool file (its
-//!    mtime) to the `question` view on `GET /runs/{id}/events`.
+//!    AskUserQuestion picker: dialog hook → SSE is from the hook's spool file (when
+//!    an inotify watch of the bench's saw it written; also from its mtime, the kernel's
+//!    coarse clock at the temp file's write, as earlier records measured) to the
+//!    `question` view on `GET /runs/{id}/events`.
 //! 2. click → first key: `LAB_SCALE_CLICKS` (20) of those dialogs, drawn for seconds by
 //!    then, are answered one at a time; from just before the POST to the moment
 //!    fake-claude read the first key (its `key` log event, µs, same clock).
@@ -160,8 +162,13 @@ struct Dialog {
 }
 
 /// Section 1: every live run opens one dialog, one run at a time; spool → SSE in ms.
-fn raise_dialogs(lab: &Lab, w: &World, ids: &[String]) -> (Vec<f64>, Vec<Dialog>) {
+/// Section 1: one dialog per run, one at a time. Returns hook → SSE in ms twice: from
+/// the spool as an inotify watch saw it appear, and from its mtime (the kernel's coarse
+/// clock: up to a tick early, the figure of earlier records).
+fn raise_dialogs(lab: &Lab, w: &World, ids: &[String]) -> (Vec<f64>, Vec<f64>, Vec<Dialog>) {
+    let watch = SpoolWatch::new(w);
     let mut latencies = Vec::new();
+    let mut by_mtime = Vec::new();
     let mut dialogs = Vec::new();
     for id in ids {
         let mut events = Events::open(lab, id);
@@ -169,10 +176,11 @@ fn raise_dialogs(lab: &Lab, w: &World, ids: &[String]) -> (Vec<f64>, Vec<Dialog>
         let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "Ask me something."}));
         assert_eq!(status, 202, "POST /runs/{id}/messages: {body}");
         let (shown, tool_id) = events.next_spool_question(&mut HashSet::new());
-        latencies.push(ms_between(spool_written(w, id), shown));
+        latencies.push(ms_between(watch.appeared(id, None), shown));
+        by_mtime.push(ms_between(spool_written(w, id), shown));
         dialogs.push(Dialog { run: id.clone(), tool_id, shown });
     }
-    (latencies, dialogs)
+    (latencies, by_mtime, dialogs)
 }
 
 /// Section 2: answer each dialog alone; POST → the agent read the first key, in ms.
@@ -333,14 +341,15 @@ fn main() {
     eprintln!("{} runs started and idle in {:.1} s", s.live, t.elapsed().as_secs_f64());
 
     let t = Instant::now();
-    let (hook_sse, dialogs) = raise_dialogs(&lab, &w, &live);
+    let (hook_sse, by_mtime, dialogs) = raise_dialogs(&lab, &w, &live);
     eprintln!("{} dialogs raised one at a time in {:.1} s", dialogs.len(), t.elapsed().as_secs_f64());
     let p = pct(hook_sse);
+    let m = pct(by_mtime);
     rows.push(Row {
         figure: "dialog hook → SSE event, p50 / p99".into(),
         measured: format!(
-            "{:.1} / {:.1} ms (max {:.1}), {} dialogs one at a time, {} live runs",
-            p.p50, p.p99, p.max, p.n, s.live
+            "{:.1} / {:.1} ms (max {:.1}) from the spool seen written; {:.1} / {:.1} ms from its mtime; {} dialogs one at a time, {} live runs",
+            p.p50, p.p99, p.max, m.p50, m.p99, p.n, s.live
         ),
         goal: "≤ 5 / ≤ 20 ms at 300 live runs",
         met: Some(p.p50 <= 5.0 && p.p99 <= 20.0),

@@ -120,6 +120,49 @@ impl Events {
     }
 }
 
+/// When each run's spool last appeared, as an inotify watch on the runtime directory
+/// saw it (the system clock read when the event arrived). The spool's mtime comes from
+/// the kernel's coarse clock (a tick, 4 ms here, before the write at worst); this is
+/// the write itself plus one inotify wake, the same wake lab's own watch pays.
+pub struct SpoolWatch {
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, SystemTime>>>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl SpoolWatch {
+    pub fn new(w: &World) -> SpoolWatch {
+        use notify::Watcher;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let into = seen.clone();
+        let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            let at = SystemTime::now();
+            let Ok(ev) = ev else { return };
+            // `lab hook` writes a temp file and renames it over the spool.
+            if !matches!(ev.kind, notify::EventKind::Create(_) | notify::EventKind::Modify(_)) {
+                return;
+            }
+            let mut seen = into.lock().unwrap();
+            for p in &ev.paths {
+                if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".spool.json")) {
+                    seen.insert(id.to_string(), at);
+                }
+            }
+        })
+        .expect("an inotify watch");
+        watcher.watch(&w.runtime(), notify::RecursiveMode::NonRecursive).expect("watching the runtime directory");
+        SpoolWatch { seen, _watcher: watcher }
+    }
+
+    /// When run `id`'s spool last appeared, after `after`: lab may have shown the
+    /// dialog before this watch's thread had its turn, so it waits (up to 10 s) for the
+    /// event rather than take an older one.
+    pub fn appeared(&self, id: &str, after: Option<SystemTime>) -> SystemTime {
+        wait_for(Duration::from_secs(10), "the bench's inotify watch to see the spool written", || {
+            self.seen.lock().unwrap().get(id).copied().filter(|t| after.is_none_or(|a| *t > a))
+        })
+    }
+}
+
 /// When the dialog hook last wrote run `id`'s spool (the file's mtime).
 pub fn spool_written(w: &World, id: &str) -> SystemTime {
     std::fs::metadata(w.runtime().join(format!("{id}.spool.json"))).and_then(|m| m.modified()).expect("the spool")
