@@ -337,30 +337,36 @@ const LIST_PAGE: usize = 256;
 /// `GET /runs`: one JSON array, sent a page of runs at a time, so a history of
 /// thousands of runs never sits in memory as one document.
 async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
-    let pieces = json_array_pieces(runs.listing(), LIST_PAGE, |run| run.body())
+    let pieces = json_array_pieces(runs.listing(), LIST_PAGE, move |page| runs.bodies_of(page))
         .map(|piece| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(piece)));
     ([(header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(futures_util::stream::iter(pieces)))
         .into_response()
 }
 
-/// One JSON array of `items` (each as `body` makes it), in pieces of `page` items
-/// each, made as they are taken: together they are the array.
+/// One JSON array of the bodies `bodies` makes of `items`, a page of `page` items at
+/// a time (it may leave some out), in pieces made as they are taken: together they are
+/// the array.
 fn json_array_pieces<T, B: serde::Serialize>(
     items: Vec<T>,
     page: usize,
-    body: impl Fn(&T) -> B,
+    bodies: impl Fn(&[T]) -> Vec<B>,
 ) -> impl Iterator<Item = Vec<u8>> {
     let page = page.max(1);
     let pages = items.len().div_ceil(page).max(1);
+    let mut written = 0usize;
     (0..pages).map(move |i| {
         let part = &items[(i * page).min(items.len())..((i + 1) * page).min(items.len())];
-        let mut out = vec![if i == 0 { b'[' } else { b',' }];
-        for (k, item) in part.iter().enumerate() {
-            if k > 0 {
+        let mut out = Vec::new();
+        if i == 0 {
+            out.push(b'[');
+        }
+        for body in bodies(part) {
+            if written > 0 {
                 out.push(b',');
             }
             // Run bodies always serialise (strings, numbers and options of them).
-            serde_json::to_writer(&mut out, &body(item)).expect("a body serialises");
+            serde_json::to_writer(&mut out, &body).expect("a body serialises");
+            written += 1;
         }
         if i + 1 == pages {
             out.push(b']');
@@ -371,17 +377,27 @@ fn json_array_pieces<T, B: serde::Serialize>(
 
 #[cfg(test)]
 mod list_tests {
-    /// The pieces add up to the array, whatever the count against the page size.
+    /// The pieces add up to the array, whatever the count against the page size, and
+    /// whatever the pages leave out (a whole page too).
     #[test]
     fn the_pieces_of_a_list_are_one_json_array() {
+        let n_of = |i: &u32| serde_json::json!({"n": i});
         for n in [0, 1, 2, 3, 4, 7] {
             let items: Vec<u32> = (0..n).collect();
             let whole: Vec<u8> =
-                super::json_array_pieces(items.clone(), 3, |i| serde_json::json!({"n": i})).flatten().collect();
+                super::json_array_pieces(items.clone(), 3, |part| part.iter().map(n_of).collect()).flatten().collect();
             let parsed: Vec<serde_json::Value> = serde_json::from_slice(&whole).unwrap();
-            assert_eq!(parsed, items.iter().map(|i| serde_json::json!({"n": i})).collect::<Vec<_>>(), "{n} items");
+            assert_eq!(parsed, items.iter().map(n_of).collect::<Vec<_>>(), "{n} items");
+            // Only the items not in 3..6: the second page gives nothing.
+            let kept = |i: &&u32| !(3..6).contains(*i);
+            let whole: Vec<u8> =
+                super::json_array_pieces(items.clone(), 3, |part| part.iter().filter(kept).map(n_of).collect())
+                    .flatten()
+                    .collect();
+            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&whole).unwrap();
+            assert_eq!(parsed, items.iter().filter(kept).map(n_of).collect::<Vec<_>>(), "{n} items, some left out");
         }
-        assert_eq!(super::json_array_pieces(vec![1, 2, 3, 4], 3, |i| *i).count(), 2);
+        assert_eq!(super::json_array_pieces(vec![1, 2, 3, 4], 3, |p| p.to_vec()).count(), 2);
     }
 }
 

@@ -362,11 +362,11 @@ pub struct Runs {
     lab_exe: PathBuf,
     runs: RwLock<BTreeMap<RunId, Arc<Run>>>,
     /// Ended runs nobody has looked at since `lab serve` started, or for
-    /// [`EVICT_AFTER`]: their record alone (no tail, no view, no messages), so memory
-    /// and start-up do not grow with the history beyond what the list shows. The first
-    /// [`Runs::get`] makes one a [`Run`] again ([`Runs::wake_up`]); a run is in one of
-    /// the two maps, never both.
-    at_rest: RwLock<BTreeMap<RunId, Arc<RunRecord>>>,
+    /// [`EVICT_AFTER`]: their id and creation date alone (the list's order); their
+    /// record stays in the registry, read when listed or looked at, so memory does not
+    /// grow with the history. The first [`Runs::get`] makes one a [`Run`] again
+    /// ([`Runs::wake_up`]); a run is in one of the two maps, never both.
+    at_rest: RwLock<BTreeMap<RunId, String>>,
     /// Moves between `runs` and `at_rest` take turns (a lookup never sees a run in
     /// neither).
     moving: Mutex<()>,
@@ -477,13 +477,12 @@ impl Runs {
         // (one `list-sessions` for all); those whose session is gone are ended without
         // reading their history ([`Runs::end_all`]).
         let mut in_tmux = Vec::new();
-        for rec in runs.registry.list()? {
+        // Ended runs rest in the registry, read when first looked at or listed; until
+        // then their id and date are all they cost.
+        let (resting, records) = runs.registry.sift(|head| !head.may_rest())?;
+        runs.at_rest.write().unwrap().extend(resting.into_iter().map(|h| (h.id, h.created_at)));
+        for rec in records {
             let active = rec.status == Status::Active;
-            if !active && rec.worktree.as_ref().is_none_or(|w| w.discarded) {
-                // Read when first looked at; until then, its record is all it costs.
-                runs.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(rest::resting(rec)));
-                continue;
-            }
             let run = runs.attach(rec, false);
             run.found_at_start.store(true, Ordering::SeqCst);
             let rec = run.record();

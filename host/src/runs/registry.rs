@@ -57,6 +57,11 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// [`RecordHead::may_rest`], of the whole record.
+    pub fn may_rest(&self) -> bool {
+        self.status != Status::Active && self.worktree.as_ref().is_none_or(|w| w.discarded)
+    }
+
     /// Where the agent runs: its worktree (at the workdir's place in it), else the workdir.
     pub fn agent_dir(&self) -> std::path::PathBuf {
         match &self.worktree {
@@ -109,6 +114,31 @@ impl<'de> Deserialize<'de> for RunId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         RunId::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("invalid run id {s:?}")))
+    }
+}
+
+/// What start-up reads of every record ([`Registry::sift`]): enough to tell an ended
+/// run that may rest from one to follow, and to order the list.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordHead {
+    pub id: RunId,
+    pub status: Status,
+    pub created_at: String,
+    #[serde(default)]
+    worktree: Option<WorktreeHead>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct WorktreeHead {
+    #[serde(default)]
+    discarded: bool,
+}
+
+impl RecordHead {
+    /// Whether its run is over and has nothing left to watch: not active, and no
+    /// worktree but a discarded one (a kept worktree's diff is watched).
+    pub fn may_rest(&self) -> bool {
+        self.status != Status::Active && self.worktree.as_ref().is_none_or(|w| w.discarded)
     }
 }
 
@@ -339,6 +369,54 @@ impl Registry {
         }
     }
 
+    /// The records of `ids` (None where there is none, or it is damaged), read in one
+    /// transaction.
+    pub fn get_many(&self, ids: &[&RunId]) -> Result<Vec<Option<RunRecord>>> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(RUNS)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(match t.get(id.as_str())? {
+                Some(v) => serde_json::from_slice(v.value())
+                    .inspect_err(|e| tracing::warn!(run = %id, error = %e, "skipping a damaged run record"))
+                    .ok(),
+                None => None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every run, oldest first, read in two depths: the [`RecordHead`] of each, and the
+    /// whole record of those `whole` picks (the others are returned as their head, so a
+    /// long history is not decoded, nor held, at start). A damaged record is skipped
+    /// with a warning.
+    pub fn sift(&self, whole: impl Fn(&RecordHead) -> bool) -> Result<(Vec<RecordHead>, Vec<RunRecord>)> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(RUNS)?;
+        let (mut heads, mut records) = (Vec::new(), Vec::new());
+        for entry in t.iter()? {
+            let (k, v) = entry?;
+            let head = match serde_json::from_slice::<RecordHead>(v.value()) {
+                Ok(h) if whole(&h) => h,
+                Ok(h) => {
+                    heads.push(h);
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(run = k.value(), error = %e, "skipping a damaged run record");
+                    continue;
+                }
+            };
+            match serde_json::from_slice::<RunRecord>(v.value()) {
+                Ok(r) => records.push(r),
+                Err(e) => tracing::warn!(run = %head.id, error = %e, "skipping a damaged run record"),
+            }
+        }
+        heads.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        records.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        Ok((heads, records))
+    }
+
     /// Every run, oldest first. A damaged record is skipped with a warning.
     pub fn list(&self) -> Result<Vec<RunRecord>> {
         let tx = self.db.begin_read()?;
@@ -429,6 +507,49 @@ mod tests {
         assert_eq!(r.list().unwrap().len(), 5);
         assert_eq!(r.get(&RunId::parse("b").unwrap()).unwrap().unwrap().status, Status::Ended);
         assert!(r.get(&RunId::parse("zz").unwrap()).unwrap().is_none());
+    }
+
+    /// Start-up decodes the whole record of the runs to follow only; the others (over,
+    /// nothing to watch) are their head, read whole when listed, several at once.
+    #[test]
+    fn sift_reads_whole_only_the_records_it_is_asked_for() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Registry::open(&d.path().join("registry.redb")).unwrap();
+        let worktree = |discarded: bool| {
+            serde_json::from_value::<crate::worktree::Worktree>(serde_json::json!({
+                "path": "/w/wt", "branch": "lab/x", "base": "abc", "base_ref": "main", "repo": "/w",
+                "subdir": "", "discarded": discarded,
+            }))
+            .unwrap()
+        };
+        let ended = |id: &str, at: &str| RunRecord { status: Status::Ended, ..rec(id, at) };
+        r.put_all(&[
+            rec("a", "t1"),
+            ended("b", "t5"),
+            RunRecord { worktree: Some(worktree(false)), ..ended("c", "t3") },
+            RunRecord { worktree: Some(worktree(true)), status: Status::Failed, ..rec("d", "t2") },
+        ])
+        .unwrap();
+        {
+            // A head without the rest of a record, and bytes that are no record at all.
+            let tx = r.db.begin_write().unwrap();
+            let mut t = tx.open_table(RUNS).unwrap();
+            t.insert("e", br#"{"id":"e","status":"ended","created_at":"t4"}"#.as_slice()).unwrap();
+            t.insert("f", b"not json".as_slice()).unwrap();
+            drop(t);
+            tx.commit().unwrap();
+        }
+        let (heads, records) = r.sift(|h| !h.may_rest()).unwrap();
+        let ids = |v: Vec<&RunId>| v.into_iter().map(|id| id.as_str().to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(heads.iter().map(|h| &h.id).collect()), ["d", "e", "b"], "oldest first");
+        assert_eq!(ids(records.iter().map(|r| &r.id).collect()), ["a", "c"], "to follow: active, or a kept worktree");
+        assert!(records.iter().all(|r| r.prompt == "hi"), "whole records");
+        let got = r.get_many(&heads.iter().map(|h| &h.id).collect::<Vec<_>>()).unwrap();
+        assert_eq!(
+            got.iter().map(|r| r.as_ref().map(|r| r.id.as_str())).collect::<Vec<_>>(),
+            [Some("d"), None, Some("b")]
+        );
+        assert_eq!(r.get_many(&[&RunId::parse("zz").unwrap()]).unwrap(), [None]);
     }
 
     #[test]

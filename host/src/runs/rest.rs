@@ -1,9 +1,10 @@
-//! Ended runs at rest: an ended run nobody looks at is its record alone (no tail, view
-//! or message store), listed as such; a look wakes it up (its chat read then), and one
-//! nobody watches for [`EVICT_AFTER`] goes back to rest. Memory and start-up follow what
-//! is being looked at, not the length of the history.
+//! Ended runs at rest: an ended run nobody looks at is its record in the registry (no
+//! tail, view or message store; in memory its id and date), listed from there; a look
+//! wakes it up (its chat read then), and one nobody watches for [`EVICT_AFTER`] goes
+//! back to rest. Memory and start-up follow what is being looked at, not the length of
+//! the history.
 
-use super::registry::{RunRecord, Status};
+use super::registry::Status;
 use super::tailer::Tail;
 use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
@@ -12,32 +13,18 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// What an ended run at rest keeps of its record: all the list shows; its prompt
-/// (up to 256 KiB, and never listed) stays in the registry, read again when the run
-/// wakes up ([`Runs::wake_up`]). Never saved: a run at rest changes nothing.
-pub(super) fn resting(mut rec: RunRecord) -> RunRecord {
-    rec.prompt = String::new();
-    rec
-}
-
-/// A run in [`Runs::listing`].
+/// A run in [`Runs::listing`]: one being followed or looked at, or the id of one at
+/// rest (its record read from the registry when its body is made, [`Runs::bodies_of`]).
 pub enum Listed {
     Awake(Arc<Run>),
-    AtRest(Arc<RunRecord>),
+    AtRest(RunId),
 }
 
 impl Listed {
     pub fn id(&self) -> &RunId {
         match self {
             Listed::Awake(r) => &r.id,
-            Listed::AtRest(r) => &r.id,
-        }
-    }
-
-    pub fn body(&self) -> RunBody {
-        match self {
-            Listed::Awake(r) => r.body(),
-            Listed::AtRest(r) => RunBody::of(r, RunState::Ended, None, None),
+            Listed::AtRest(id) => id,
         }
     }
 }
@@ -111,14 +98,15 @@ impl Runs {
         if let Some(run) = self.get_awake(id) {
             return Some(run);
         }
-        let rest = self.at_rest.write().unwrap().remove(id)?;
-        // The whole record again (its prompt), as the registry keeps it.
+        let created_at = self.at_rest.write().unwrap().remove(id)?;
         let rec = match self.registry.get(id) {
             Ok(Some(rec)) => rec,
-            Ok(None) => Arc::unwrap_or_clone(rest),
+            Ok(None) => return None,
             Err(e) => {
-                tracing::warn!(run = %id, error = %e, "cannot read the run's record again; its prompt is not shown");
-                Arc::unwrap_or_clone(rest)
+                // Still at rest: a later look may read it.
+                tracing::warn!(run = %id, error = %e, "cannot read the run's record");
+                self.at_rest.write().unwrap().insert(id.clone(), created_at);
+                return None;
             }
         };
         let run = self.attach(rec, false);
@@ -132,7 +120,7 @@ impl Runs {
         let _turn = self.moving.lock().unwrap();
         let rec = run.record();
         let may_rest = rec.status == Status::Ended
-            && rec.worktree.as_ref().is_none_or(|w| w.discarded)
+            && rec.may_rest()
             && run.view.receiver_count() == 0
             && self.acp_session(&run.id).is_none();
         if !may_rest || self.runs.write().unwrap().remove(&run.id).is_none() {
@@ -141,18 +129,19 @@ impl Runs {
         if let Some(t) = &rec.transcript_path {
             self.transcripts.lock().unwrap().remove(Path::new(t));
         }
-        self.at_rest.write().unwrap().insert(rec.id.clone(), Arc::new(resting(rec)));
+        self.at_rest.write().unwrap().insert(rec.id, rec.created_at);
         true
     }
 
     /// Every run's body, as `GET /runs` lists them (oldest first), those at rest
     /// included.
     pub fn bodies(&self) -> Vec<RunBody> {
-        self.listing().iter().map(Listed::body).collect()
+        self.bodies_of(&self.listing())
     }
 
-    /// Every run, oldest first, those at rest included: handles only, each body made
-    /// when asked for ([`Listed::body`]), so a long list can be sent a page at a time.
+    /// Every run, oldest first, those at rest included: handles only, their bodies
+    /// made when asked for ([`Runs::bodies_of`]), so a long list is read and sent a
+    /// page at a time.
     pub fn listing(&self) -> Vec<Listed> {
         let mut v: Vec<(String, Listed)> = self
             .runs
@@ -161,8 +150,34 @@ impl Runs {
             .values()
             .map(|r| (r.record.lock().unwrap().created_at.clone(), Listed::Awake(r.clone())))
             .collect();
-        v.extend(self.at_rest.read().unwrap().values().map(|r| (r.created_at.clone(), Listed::AtRest(r.clone()))));
+        v.extend(self.at_rest.read().unwrap().iter().map(|(id, at)| (at.clone(), Listed::AtRest(id.clone()))));
         v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id().cmp(b.id())));
         v.into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// The bodies of `page` (a piece of [`Runs::listing`]), the records of those at
+    /// rest read in one registry transaction. A run whose record cannot be read is
+    /// left out (said in the log).
+    pub fn bodies_of(&self, page: &[Listed]) -> Vec<RunBody> {
+        let resting: Vec<&RunId> = page
+            .iter()
+            .filter_map(|l| match l {
+                Listed::AtRest(id) => Some(id),
+                Listed::Awake(_) => None,
+            })
+            .collect();
+        let mut records = match self.registry.get_many(&resting) {
+            Ok(v) => v.into_iter(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the records of runs at rest; they are not listed");
+                Vec::new().into_iter()
+            }
+        };
+        page.iter()
+            .filter_map(|l| match l {
+                Listed::Awake(r) => Some(r.body()),
+                Listed::AtRest(_) => records.next().flatten().map(|r| RunBody::of(&r, RunState::Ended, None, None)),
+            })
+            .collect()
     }
 }
