@@ -291,6 +291,7 @@ fn wasm_string(e: wasmtime::Error) -> String {
 impl Worker {
     fn instantiate(&self) -> Result<Live, String> {
         let limits = self.host.limits();
+        let _ticking = self.host.running();
         let mut store = Store::new(self.host.engine(), StoreState::new(limits.memory_bytes));
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(deadline_ticks(limits.call_deadline));
@@ -333,6 +334,7 @@ impl Worker {
             }
         }
         let limits = self.host.limits();
+        let _ticking = self.host.running();
         let live = self.live.as_mut().expect("instantiated above");
         live.store.data_mut().limiter.hit = false;
         live.store.set_epoch_deadline(deadline_ticks(limits.call_deadline));

@@ -60,8 +60,7 @@ impl Provider for ProviderHandle {
 
 use anyhow::{anyhow, Context as _, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Config, Engine};
@@ -96,8 +95,80 @@ pub(crate) fn wasm_err(e: wasmtime::Error) -> anyhow::Error {
     anyhow!(e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": "))
 }
 
-/// How often the engine's epoch ticks; deadlines are whole ticks.
+/// How often the engine's epoch ticks while a component runs; deadlines are whole
+/// ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The epoch's ticker: a thread that advances the engine's epoch every [`EPOCH_TICK`]
+/// while some component code runs (a call, an instantiation), and sleeps otherwise,
+/// so an idle lab does not wake a hundred times a second for nothing. A deadline is
+/// counted in ticks from the call's start, and ticks only pass while calls run: a call
+/// still meets its deadline after the wall time it names.
+struct Ticker {
+    state: Mutex<TickerState>,
+    wake: Condvar,
+    /// Ticks so far.
+    ticks: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Default)]
+struct TickerState {
+    /// Component code running now.
+    running: usize,
+    stop: bool,
+    /// The thread waits for code to run (set and cleared under the lock it releases
+    /// only while waiting).
+    parked: bool,
+}
+
+impl Ticker {
+    fn start(engine: &Engine) -> Result<Arc<Ticker>> {
+        let ticker = Arc::new(Ticker {
+            state: Mutex::new(TickerState::default()),
+            wake: Condvar::new(),
+            ticks: Default::default(),
+        });
+        let weak = engine.weak();
+        let me = ticker.clone();
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || loop {
+                {
+                    let mut state = me.state.lock().unwrap();
+                    state.parked = true;
+                    state = me.wake.wait_while(state, |s| s.running == 0 && !s.stop).unwrap();
+                    state.parked = false;
+                    if state.stop {
+                        break;
+                    }
+                }
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => {
+                        engine.increment_epoch();
+                        me.ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    None => break,
+                }
+            })
+            .context("starting the epoch ticker")?;
+        Ok(ticker)
+    }
+
+    fn stop(&self) {
+        self.state.lock().unwrap().stop = true;
+        self.wake.notify_all();
+    }
+}
+
+/// Component code is running while this lives ([`ComponentHost::running`]).
+pub(crate) struct Running(Arc<Ticker>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.state.lock().unwrap().running -= 1;
+    }
+}
 
 /// Store data: the (empty) WASI context and the memory limiter.
 pub(crate) struct StoreState {
@@ -204,12 +275,12 @@ struct HostInner {
     linker: Linker<StoreState>,
     cache: Option<CompileCache>,
     limits: Limits,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<Ticker>,
 }
 
 impl Drop for HostInner {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.ticker.stop();
     }
 }
 
@@ -261,26 +332,21 @@ impl ComponentHost {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(wasm_err).context("linking WASI")?;
         let cache = cache_dir.map(|dir| CompileCache::new(dir, &engine));
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let weak = engine.weak();
-        let stop = ticker_stop.clone();
-        std::thread::Builder::new()
-            .name("wasm-epoch".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .context("starting the epoch ticker")?;
-        Ok(ComponentHost { inner: Arc::new(HostInner { engine, linker, cache, limits, ticker_stop }) })
+        let ticker = Ticker::start(&engine)?;
+        Ok(ComponentHost { inner: Arc::new(HostInner { engine, linker, cache, limits, ticker }) })
     }
 
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// Say that component code runs (a call, an instantiation) until the guard is
+    /// dropped: the epoch ticks meanwhile, so the call's deadline can pass.
+    pub(crate) fn running(&self) -> Running {
+        let ticker = &self.inner.ticker;
+        ticker.state.lock().unwrap().running += 1;
+        ticker.wake.notify_all();
+        Running(ticker.clone())
     }
 
     pub fn limits(&self) -> Limits {
@@ -501,6 +567,30 @@ pub fn check_acp_launch(info: &model::ProviderInfo, launch: model::AcpLaunch) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The epoch ticks while component code runs, and not at all while none does.
+    #[test]
+    fn the_epoch_ticks_only_while_component_code_runs() {
+        let host = ComponentHost::new(None, Limits::default()).unwrap();
+        let ticks = || host.inner.ticker.ticks.load(std::sync::atomic::Ordering::Relaxed);
+        let running = host.running();
+        let t = std::time::Instant::now();
+        while ticks() < 2 {
+            assert!(t.elapsed() < Duration::from_secs(10), "no tick while code runs");
+            std::thread::sleep(EPOCH_TICK);
+        }
+        drop(running);
+        // The tick under way when the guard went may still land: wait until the thread
+        // waits for code to run.
+        let t = std::time::Instant::now();
+        while !host.inner.ticker.state.lock().unwrap().parked {
+            assert!(t.elapsed() < Duration::from_secs(10), "the ticker goes on with nothing running");
+            std::thread::sleep(EPOCH_TICK);
+        }
+        let idle = ticks();
+        std::thread::sleep(EPOCH_TICK * 10);
+        assert_eq!(ticks(), idle, "ticks while nothing runs");
+    }
 
     /// A core module with two linear memories (0 pages each) and `a`/`b`:
     /// `(func (param i32) (result i32) (memory.grow $a|$b (local.get 0)))`.
