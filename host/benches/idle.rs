@@ -7,8 +7,8 @@
 //! For each N: a release `lab serve` with its own home and tmux server, N runs of
 //! fake-claude that end their turn and wait in the composer (no CPU of their own),
 //! started through the HTTP API; once all are idle, a settle period
-//! (`LAB_IDLE_SETTLE_SECS`, default 40: the tailers' backstop polls reach their
-//! slowest pace after 31 s), then CPU is sampled over `LAB_IDLE_SECS` (default 30)
+//! (`LAB_IDLE_SETTLE_SECS`, default 70: the tailers' backstop polls reach their
+//! slowest pace after 63 s), then CPU is sampled over `LAB_IDLE_SECS` (default 30)
 //! from /proc/<pid>/stat: utime+stime of lab serve plus everything it spawned (live
 //! descendants and reaped children), and of the tmux server plus what it reaped (the
 //! session-closed hook's shells). The agents are the tmux server's live children;
@@ -59,7 +59,7 @@ fn measure(n: usize, settle: Duration, window: Duration) {
 
 fn main() {
     let counts = env_counts("LAB_IDLE_RUNS", "50");
-    let settle = env_secs("LAB_IDLE_SETTLE_SECS", 40);
+    let settle = env_secs("LAB_IDLE_SETTLE_SECS", 70);
     let window = env_secs("LAB_IDLE_SECS", 30);
     for n in counts {
         measure(n, settle, window);

@@ -23,7 +23,7 @@
 //!    and `GET /runs/{id}` is checked to say `"answer": {"state": "played"}`).
 //! 4. The rest of the dialogs are answered; those runs, now idle again, are reused as
 //!    idle runs and more are started up to `LAB_SCALE_IDLE` (500). After
-//!    `LAB_SCALE_IDLE_SETTLE_SECS` (40) the CPU of lab + everything it spawned and of the
+//!    `LAB_SCALE_IDLE_SETTLE_SECS` (70) the CPU of lab + everything it spawned and of the
 //!    tmux server is sampled over `LAB_SCALE_IDLE_SECS` (30) (see benches/idle.rs).
 //! 5. A second home with `LAB_SCALE_ENDED` (1,000) ended runs of `LAB_SCALE_ENDED_KIB`
 //!    (1,024) KiB of transcript each, written into its registry: `lab serve` is started,
@@ -75,7 +75,7 @@ impl Sizes {
             clicks: env_num("LAB_SCALE_CLICKS", d(20, 2)),
             answers: env_num("LAB_SCALE_ANSWERS", d(50, 3)),
             idle: env_num("LAB_SCALE_IDLE", d(500, 5)),
-            settle: env_secs("LAB_SCALE_IDLE_SETTLE_SECS", d(40, 2) as u64),
+            settle: env_secs("LAB_SCALE_IDLE_SETTLE_SECS", d(70, 2) as u64),
             window: env_secs("LAB_SCALE_IDLE_SECS", d(30, 3) as u64),
             ended: env_num("LAB_SCALE_ENDED", d(1000, 20)),
             ended_kib: env_num("LAB_SCALE_ENDED_KIB", d(1024, 16)),

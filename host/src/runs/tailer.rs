@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// The backstop poll (file notifications are the fast path): first one
-/// [`POLL_MIN`] after a change or a wake, then twice as long after each look that
-/// finds nothing new, up to [`POLL_MAX`]. A look is a `stat` of the run's files
-/// ([`Tail::changed_on_disk`]); only a change is read.
+/// The backstop poll (file notifications are the fast path, and a lost one makes every
+/// run look again): first one [`POLL_MIN`] after a change or a wake, then twice as
+/// long after each look that finds nothing new, up to [`POLL_MAX`]. A look is a `stat`
+/// of the run's files ([`Tail::changed_on_disk`]); only a change is read. A run idle
+/// for a minute is looked at once a minute: 1,000 idle runs wake lab ~16 times a
+/// second.
 pub const POLL_MIN: Duration = Duration::from_secs(1);
-pub const POLL_MAX: Duration = Duration::from_secs(16);
+pub const POLL_MAX: Duration = Duration::from_secs(64);
 
 /// The backstop poll's pace (see [`POLL_MIN`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -553,8 +555,8 @@ mod tests {
     #[test]
     fn the_backstop_poll_backs_off_while_nothing_changes_and_resets_on_a_change() {
         let mut b = Backoff::default();
-        let delays: Vec<u64> = (0..7).map(|_| b.next_delay().as_secs()).collect();
-        assert_eq!(delays, [1, 2, 4, 8, 16, 16, 16]);
+        let delays: Vec<u64> = (0..9).map(|_| b.next_delay().as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 32, 64, 64, 64]);
         b.reset();
         assert_eq!(b.next_delay(), POLL_MIN);
         assert_eq!(b.next_delay(), POLL_MIN * 2);
