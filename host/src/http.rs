@@ -337,7 +337,16 @@ const LIST_PAGE: usize = 256;
 /// `GET /runs`: one JSON array, sent a page of runs at a time, so a history of
 /// thousands of runs never sits in memory as one document.
 async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
-    let pieces = json_array_pieces(runs.listing(), LIST_PAGE, move |page| runs.bodies_of(page))
+    let listing = runs.listing();
+    let long = listing.len() > LIST_PAGE;
+    let pieces = json_array_pieces(listing, LIST_PAGE, move |page| runs.bodies_of(page))
+        // What a long list took to make goes back to the system once it is sent.
+        .chain(std::iter::once_with(move || {
+            if long {
+                crate::runs::give_back_freed_memory();
+            }
+            Vec::new()
+        }))
         .map(|piece| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(piece)));
     ([(header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(futures_util::stream::iter(pieces)))
         .into_response()

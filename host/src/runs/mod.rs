@@ -26,7 +26,7 @@ pub mod mirror;
 mod remote_runs;
 mod rest;
 pub(crate) use launch::check_spec;
-pub use rest::Listed;
+pub use rest::{give_back_freed_memory, Listed};
 pub mod liveness;
 pub mod message_store;
 pub mod playback;
