@@ -1,16 +1,36 @@
-//! lab: runs coding agents in tmux, shows every run as a live chat, and lets the
-//! operator answer the agent's dialogs. See README.md and docs/.
+//! lab: runs coding agents in tmux or over ACP, shows every run as a live chat, and
+//! lets the operator answer the agent's dialogs. See README.md and docs/.
 //!
-//! Module map (named after the seed ADR's nouns):
-//! - [`components`]: the provider plugin loader (wasmtime, sandbox, capability detection)
-//! - [`hook`]: `lab hook …`, the command the agent's hooks execute
-//! - [`runs`]: launch, [`runs::tailer`], [`runs::view`] (state derivation),
-//!   [`runs::answer_guard`], [`runs::keystrokes`], [`runs::hook_settings`], registry
-//! - [`tmux`], [`http`] (API + embedded web UI, behind [`http::guard`] and [`http::auth`])
-//! - [`token`]: the access token, session cookies and login codes
-//! - [`notify`]: the `[notify]` webhook (run state transitions → JSON POSTs)
-//! - [`worktree`]: a git worktree per run, its diff and its merge
-//! - [`fsutil`], [`paths`], [`config`]: home layout, run ids, lab.toml
+//! The map: one row per top-level module, grouped by layer (commands at the top, the
+//! home on disk at the bottom; `tests/structure.rs` checks every module has its row).
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest |
+//! | [`check`] | `lab providers check`: a provider component loaded and driven as launch and answer would |
+//! | [`scaffold`] | `lab new-provider`: a provider crate that builds outside the lab tree |
+//! | [`agent_exec`] | `lab agent-exec`: how a run's agent is started inside its tmux pane |
+//! | [`hook`] | `lab hook …`: what the agent's hooks execute (spool, marker, session files) |
+//! | [`http`] | the HTTP API and the embedded web UI, behind the Host/Origin/token guard |
+//! | [`token`] | the access token, session cookies and login codes |
+//! | [`devices`] | the browsers and phones logged in: one device session each |
+//! | [`pairing`] | pairing a phone: a one-time login link shown as a QR code |
+//! | [`notify`] | the `[notify]` webhook: run state transitions as JSON POSTs |
+//! | [`push`] | Web Push: a run that starts waiting on the operator reaches their phone |
+//! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
+//! | [`worktree`] | a git worktree per run, its diff, review and merge |
+//! | [`components`] | the provider plugin loader: wasmtime, the compile cache, the WIT versions |
+//! | [`model`] | the host's own model of what providers say, whatever their WIT version |
+//! | [`acp`] | ACP agents: the Agent Client Protocol as a second way to speak to an agent |
+//! | [`hosts`] | other machines: their runners' links, credentials and terminals |
+//! | [`runner`] | `lab runner`: lab on another machine, dialling `lab serve` |
+//! | [`terminal`] | the terminal seam: look at a run's pane and type into it, here or elsewhere |
+//! | [`tmux`] | tmux, driven through its command line on lab's own server socket |
+//! | [`config`] | `<home>/lab.toml` |
+//! | [`paths`] | lab's home directory layout and run ids |
+//! | [`ownership`] | who could have written a path lab trusts |
+//! | [`fsutil`] | file helpers: atomic writes, untrusted reads |
+//! | [`shell`] | POSIX shell quoting for hook and attach commands |
 
 pub mod acp;
 pub mod agent_exec;
