@@ -36,17 +36,8 @@ const SEEN_WRITE_EVERY: u64 = 300;
 /// A device's name at most, in characters.
 pub const MAX_NAME: usize = 64;
 
-/// How a device logged in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// The token, typed into the login form (or POSTed by a script).
-    Token,
-    /// The one-time link `lab serve` prints at start.
-    LoginLink,
-    /// A pairing code from `lab pair` or "Pair a phone".
-    Pairing,
-}
+/// How a device logged in (a login code's [`crate::token::Grant`] names it too).
+pub use crate::token::Via;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Record {

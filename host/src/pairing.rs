@@ -9,7 +9,6 @@
 
 use qrcode::{Color, EcLevel, QrCode};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// A QR code's modules, one string per row, `1` dark and `0` light (no quiet zone):
 /// what the UI draws.
@@ -61,11 +60,6 @@ pub fn terminal(qr: &Qr) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Where a running `lab serve` says it listens: `<home>/serve.json`.
-pub fn serve_file(home: &Path) -> PathBuf {
-    home.join("serve.json")
 }
 
 /// What `<home>/serve.json` holds.

@@ -151,14 +151,14 @@ impl Home {
     pub fn hosts_file(&self) -> PathBuf {
         self.root.join("hosts.json")
     }
-    /// Where a running `lab serve` says it listens (for `lab pair`).
     /// The running `lab serve`'s control socket: how the CLI reaches it (`lab pair`,
     /// `lab push-key --rotate`) without trusting whatever holds a TCP port.
     pub fn control_socket(&self) -> PathBuf {
         self.root.join("serve.sock")
     }
+    /// Where a running `lab serve` says it listens (for `lab pair`): `serve.json`.
     pub fn serve_file(&self) -> PathBuf {
-        crate::pairing::serve_file(&self.root)
+        self.root.join("serve.json")
     }
     /// What `lab paths` prints: each place lab keeps state, by name.
     pub fn layout(&self) -> Vec<(&'static str, PathBuf)> {

@@ -101,10 +101,22 @@ pub fn session_cookies<'a>(cookies: impl IntoIterator<Item = &'a str>) -> impl I
     })
 }
 
+/// How a device logged in ([`crate::devices`] keeps it with the device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The token, typed into the login form (or POSTed by a script).
+    Token,
+    /// The one-time link `lab serve` prints at start.
+    LoginLink,
+    /// A pairing code from `lab pair` or "Pair a phone".
+    Pairing,
+}
+
 /// What a login code lets in: a device of this kind and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
-    pub via: crate::devices::Via,
+    pub via: Via,
     pub name: Option<String>,
 }
 
@@ -205,7 +217,6 @@ mod tests {
 
     #[test]
     fn login_codes_work_once_and_expire() {
-        use crate::devices::Via;
         let codes = LoginCodes::default();
         let t0 = Instant::now();
         let grant = |via| Grant { via, name: None };
