@@ -89,6 +89,12 @@ impl AgentConfig {
     }
 }
 
+/// Is `entry` a valid `pass_env` entry: a variable name, or a prefix of one then `*`?
+pub fn valid_pass_env(entry: &str) -> bool {
+    let name = entry.strip_suffix('*').unwrap_or(entry);
+    (!name.is_empty() || entry == "*") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// Whether `name` may name an agent (as a provider name: `a-z0-9-_`, 1–64, a letter first).
 pub fn valid_agent_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -171,7 +177,7 @@ impl Config {
             Ok(text) => {
                 let c: Config = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 for (name, p) in &c.providers {
-                    if let Some(bad) = p.pass_env.iter().flatten().find(|e| !crate::runs::agent_env::valid_pattern(e)) {
+                    if let Some(bad) = p.pass_env.iter().flatten().find(|e| !valid_pass_env(e)) {
                         anyhow::bail!(
                             "{}: [providers.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
                             path.display()
@@ -191,7 +197,7 @@ impl Config {
                             path.display()
                         );
                     }
-                    if let Some(bad) = a.pass_env.iter().flatten().find(|e| !crate::runs::agent_env::valid_pattern(e)) {
+                    if let Some(bad) = a.pass_env.iter().flatten().find(|e| !valid_pass_env(e)) {
                         anyhow::bail!(
                             "{}: [agents.{name}] pass_env entry {bad:?} is not a variable name or a prefix ending in `*`",
                             path.display()

@@ -642,7 +642,7 @@ async fn add_push_subscription(
     let owner = standing
         .map(|axum::Extension(s)| s.owner())
         .ok_or_else(|| ApiError::internal("a push subscription without a caller"))?;
-    let sub = push.store().add(req, owner, crate::runs::now_rfc3339()).map_err(|e| {
+    let sub = push.store().add(req, owner, crate::util::time::now_rfc3339()).map_err(|e| {
         if e.contains("remove one first") {
             ApiError { status: StatusCode::CONFLICT, code: "too_many_subscriptions", message: e }
         } else {

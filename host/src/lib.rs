@@ -31,6 +31,7 @@
 //! | [`ownership`] | who could have written a path lab trusts |
 //! | [`fsutil`] | file helpers: atomic writes, untrusted reads |
 //! | [`shell`] | POSIX shell quoting for hook and attach commands |
+//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it |
 
 pub mod acp;
 pub mod agent_exec;
@@ -56,4 +57,5 @@ pub mod shell;
 pub mod terminal;
 pub mod tmux;
 pub mod token;
+pub mod util;
 pub mod worktree;

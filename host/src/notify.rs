@@ -398,7 +398,7 @@ pub fn spawn(settings: Settings, mut changes: broadcast::Receiver<Change>) -> an
                         if !transitions.observe(&settings.events, &change) {
                             continue;
                         }
-                        let p = payload(&change, &settings.base_url, crate::runs::now_rfc3339());
+                        let p = payload(&change, &settings.base_url, crate::util::time::now_rfc3339());
                         tracing::debug!(run = %p.run_id, state = event_name(p.state), "notification queued");
                         if let Some(old) = queue.push(p) {
                             tracing::warn!(run = %old.run_id, state = event_name(old.state), "the notification queue is full: dropped its oldest notification");

@@ -85,7 +85,7 @@ impl Journal {
     /// reader never sees half of one.
     pub fn append(&self, entry: Entry) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt as _;
-        let mut line = serde_json::to_vec(&Line { t: crate::runs::now_rfc3339(), entry })?;
+        let mut line = serde_json::to_vec(&Line { t: crate::util::time::now_rfc3339(), entry })?;
         line.push(b'\n');
         let mut f = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path)?;
         f.write_all(&line)

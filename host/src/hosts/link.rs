@@ -260,7 +260,7 @@ impl Hosts {
                         name.clone(),
                         Link {
                             conn,
-                            since: crate::runs::now_rfc3339(),
+                            since: crate::util::time::now_rfc3339(),
                             facts: facts.clone(),
                             out,
                             pending: pending.clone(),
@@ -293,7 +293,7 @@ impl Hosts {
             let ours = links.get(&name).is_some_and(|l| l.conn == conn);
             if ours {
                 links.remove(&name);
-                self.down_since.lock().unwrap().insert(name.clone(), crate::runs::now_rfc3339());
+                self.down_since.lock().unwrap().insert(name.clone(), crate::util::time::now_rfc3339());
             }
             ours
         };

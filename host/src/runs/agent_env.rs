@@ -66,11 +66,8 @@ pub fn matches(pattern: &str, name: &str) -> bool {
     }
 }
 
-/// Is `entry` a valid `pass_env` entry: a variable name, or a prefix of one then `*`?
-pub fn valid_pattern(entry: &str) -> bool {
-    let name = entry.strip_suffix('*').unwrap_or(entry);
-    (!name.is_empty() || entry == "*") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
+/// Is `entry` a valid `pass_env` entry (lab.toml checks its own)?
+pub use crate::config::valid_pass_env as valid_pattern;
 
 /// What [`decide`] found.
 #[derive(Debug, Default, PartialEq, Eq)]

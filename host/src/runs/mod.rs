@@ -25,6 +25,7 @@ mod launch;
 pub mod mirror;
 mod remote_runs;
 mod rest;
+pub use crate::util::time::now_rfc3339;
 pub(crate) use launch::check_spec;
 pub use rest::{give_back_freed_memory, Listed};
 pub mod liveness;
@@ -55,7 +56,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
 use tailer::Tail;
 use tokio::sync::{broadcast, watch, Notify};
 use view::{Derived, RunState};
@@ -398,10 +398,6 @@ pub struct Runs {
     acp_agents: BTreeMap<String, crate::acp::AcpAgent>,
     /// Other machines' runners ([`crate::hosts`]).
     hosts: Arc<crate::hosts::Hosts>,
-}
-
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 impl Runs {
