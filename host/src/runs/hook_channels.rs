@@ -10,7 +10,9 @@ use crate::components::Provider;
 use crate::model::{Dialog, ToolUse};
 use crate::paths::RunId;
 use std::collections::HashSet;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 /// What every reader of a run's channels needs: which run (for the log), its provider
@@ -25,7 +27,17 @@ pub struct Source {
     /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
     pub plan_roots: Vec<PathBuf>,
     /// A run on another host: its runner reads the plan files (never this machine).
-    pub remote: Option<super::remote_runs::RemoteRun>,
+    pub remote: Option<Arc<dyn Elsewhere>>,
+}
+
+/// What the tail of a run on another machine asks of where it lives (the seam between
+/// following a run and reaching its machine: `remote_runs` implements it).
+pub trait Elsewhere: Send + Sync {
+    /// The text of plan file `file` there (read by the machine's runner, from inside
+    /// the agent's home or workdir there), or why not.
+    fn read_plan<'a>(&'a self, file: &'a str) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+    /// Where a transcript its agent names (a path there) is read here: the run's mirror.
+    fn mirror(&self) -> PathBuf;
 }
 
 /// Give a plan dialog that names its plan file the file's text: read here from inside
@@ -33,7 +45,7 @@ pub struct Source {
 /// as it is (the card shows no plan text), and the log says why.
 async fn fill_plan(d: &mut Dialog, src: &Source) {
     let r = match (&src.remote, spool::plan_file_wanted(d)) {
-        (Some(remote), Some(file)) => remote.read(&file).await.map(|text| spool::set_plan(d, text)),
+        (Some(remote), Some(file)) => remote.read_plan(&file).await.map(|text| spool::set_plan(d, text)),
         (Some(_), None) => Ok(()),
         (None, _) => spool::fill_plan_from_file(d, &src.plan_roots),
     };

@@ -632,13 +632,13 @@ impl Runs {
         // reads its plan files there.
         match &rec.host {
             None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
-            Some(host) => tail.set_remote(remote_runs::RemoteRun {
+            Some(host) => tail.set_remote(Arc::new(remote_runs::RemoteRun {
                 hosts: self.hosts.clone(),
                 host: host.clone(),
                 workdir: rec.agent_dir().to_string_lossy().into_owned(),
                 home: self.config.provider(&rec.provider).env.get("HOME").cloned(),
                 mirror: self.mirror_path(&rec.id),
-            }),
+            })),
         }
         if rec.status != Status::Active {
             tail.ended = true;

@@ -359,6 +359,19 @@ pub struct RemoteRun {
     pub mirror: PathBuf,
 }
 
+impl super::hook_channels::Elsewhere for RemoteRun {
+    fn read_plan<'a>(
+        &'a self,
+        file: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>> {
+        Box::pin(self.read(file))
+    }
+
+    fn mirror(&self) -> PathBuf {
+        self.mirror.clone()
+    }
+}
+
 impl RemoteRun {
     /// How long a runner has to read a plan file.
     const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);

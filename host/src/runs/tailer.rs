@@ -3,7 +3,7 @@
 //! file — and keeps the facts the view is derived from. The decisions are in
 //! [`super::view`], [`super::answer_guard`] and [`super::spool`].
 
-use super::hook_channels::{MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel};
+use super::hook_channels::{Elsewhere, MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel};
 use super::hook_file::HookFile;
 use super::message_store::{parse_chunk, MessageStore};
 use super::transcript::{Step, TranscriptReader};
@@ -153,7 +153,7 @@ impl Tail {
     }
 
     /// A run on another host: its plan files are read by its runner.
-    pub fn set_remote(&mut self, remote: super::remote_runs::RemoteRun) {
+    pub fn set_remote(&mut self, remote: Arc<dyn Elsewhere>) {
         self.src.remote = Some(remote);
     }
 
@@ -276,7 +276,7 @@ impl Tail {
             Some(remote) => {
                 self.session.named_there = Some(named.to_string_lossy().into_owned());
                 self.session.news_there = true;
-                remote.mirror.clone()
+                remote.mirror()
             }
             None => named,
         };
@@ -865,13 +865,13 @@ mod tests {
         let mirror = d.path().join("remote").join("r-1.jsonl");
         std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
         let hosts = crate::hosts::HostCredentials::new(d.path().join("hosts.json"));
-        tail.set_remote(super::super::remote_runs::RemoteRun {
+        tail.set_remote(Arc::new(super::super::remote_runs::RemoteRun {
             hosts: Arc::new(crate::hosts::Hosts::new(hosts)),
             host: "m1".into(),
             workdir: "/w".into(),
             home: None,
             mirror: mirror.clone(),
-        });
+        }));
         tail.await_session_info();
         // A file here at the path the host names: not what is read.
         let there = d.path().join("rollout.jsonl");
