@@ -98,7 +98,8 @@ enum Command {
     },
     /// List the loaded provider components and ACP agents, or check a component.
     Providers {
-        #[arg(long)]
+        /// lab's home, as for every command; also accepted after the action.
+        #[arg(long, global = true)]
         home: Option<PathBuf>,
         #[command(subcommand)]
         action: Option<ProvidersAction>,
@@ -106,7 +107,8 @@ enum Command {
     /// The machines whose runners may connect: `add NAME` prints a new credential (once),
     /// `remove NAME` revokes it (a connected runner is cut off), `list`.
     Hosts {
-        #[arg(long)]
+        /// lab's home, as for every command; also accepted after the action.
+        #[arg(long, global = true)]
         home: Option<PathBuf>,
         #[command(subcommand)]
         action: HostsAction,
@@ -642,6 +644,41 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::token_required;
+
+    /// `--home` is taken wherever it is on the command line, after an action too.
+    #[test]
+    fn home_is_accepted_anywhere_on_the_command_line() {
+        use super::{Cli, Command, HostsAction, ProvidersAction};
+        use clap::Parser;
+        use std::path::PathBuf;
+        let parse = |args: &[&str]| Cli::try_parse_from([&["lab"], args].concat()).map(|c| c.command);
+        let h = Some(PathBuf::from("/h"));
+        for args in [["hosts", "--home", "/h", "add", "m1"], ["hosts", "add", "m1", "--home", "/h"]] {
+            match parse(&args) {
+                Ok(Command::Hosts { home, action: HostsAction::Add { name } }) => {
+                    assert_eq!((home, name.as_str()), (h.clone(), "m1"))
+                }
+                _ => panic!("{args:?}"),
+            }
+        }
+        match parse(&["providers", "check", "p.wasm", "--home", "/h"]) {
+            Ok(Command::Providers { home, action: Some(ProvidersAction::Check { file }) }) => {
+                assert_eq!((home, file), (h.clone(), PathBuf::from("p.wasm")))
+            }
+            _ => panic!("providers check … --home"),
+        }
+        for args in [
+            &["token", "--rotate", "--home", "/h"][..],
+            &["paths", "--json", "--home", "/h"],
+            &["serve", "--home", "/h"],
+        ] {
+            let home = match parse(args) {
+                Ok(Command::Token { home, .. } | Command::Paths { home, .. } | Command::Serve { home, .. }) => home,
+                _ => panic!("{args:?}"),
+            };
+            assert_eq!(home, h, "{args:?}");
+        }
+    }
 
     #[test]
     fn the_token_is_required_unless_turned_off_on_loopback() {
