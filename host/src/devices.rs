@@ -129,10 +129,11 @@ pub fn check_name(name: &str) -> Result<String, String> {
     if name.chars().count() > MAX_NAME {
         return Err(format!("name is longer than {MAX_NAME} characters"));
     }
-    if let Some(ch) = name.chars().find(|&c| {
-        c.is_control() || crate::runs::input::is_bidi_control(c) || crate::runs::input::is_invisible_format(c)
-    }) {
-        return Err(format!("name contains {}, which a device name cannot hold", crate::runs::input::char_name(ch)));
+    if let Some(ch) = name
+        .chars()
+        .find(|&c| c.is_control() || crate::util::text::is_bidi_control(c) || crate::util::text::is_invisible_format(c))
+    {
+        return Err(format!("name contains {}, which a device name cannot hold", crate::util::text::char_name(ch)));
     }
     Ok(name.to_string())
 }

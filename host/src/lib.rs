@@ -31,7 +31,7 @@
 //! | [`ownership`] | who could have written a path lab trusts |
 //! | [`fsutil`] | file helpers: atomic writes, untrusted reads |
 //! | [`shell`] | POSIX shell quoting for hook and attach commands |
-//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it |
+//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks |
 
 pub mod acp;
 pub mod agent_exec;

@@ -121,7 +121,7 @@ impl Home {
         for dir in self.private_dirs() {
             fsutil::private_dir(&dir).with_context(|| format!("making {} private (0700)", dir.display()))?;
         }
-        for file in [self.registry(), self.log_file(), crate::token::token_path(&self.root), self.devices_file()] {
+        for file in [self.registry(), self.log_file(), self.token_file(), self.devices_file()] {
             ownership::check_own(&file, Kind::File).map_err(anyhow::Error::msg)?;
             fsutil::set_mode(&file, 0o600).with_context(|| format!("making {} private (0600)", file.display()))?;
         }
@@ -151,6 +151,10 @@ impl Home {
     pub fn hosts_file(&self) -> PathBuf {
         self.root.join("hosts.json")
     }
+    /// The access token: `token` (mode 0600).
+    pub fn token_file(&self) -> PathBuf {
+        self.root.join("token")
+    }
     /// The running `lab serve`'s control socket: how the CLI reaches it (`lab pair`,
     /// `lab push-key --rotate`) without trusting whatever holds a TCP port.
     pub fn control_socket(&self) -> PathBuf {
@@ -165,7 +169,7 @@ impl Home {
         vec![
             ("home", self.root.clone()),
             ("config", self.config_file()),
-            ("token", crate::token::token_path(&self.root)),
+            ("token", self.token_file()),
             ("registry", self.registry()),
             ("runtime", self.runtime_dir()),
             ("providers", self.providers_dir()),
@@ -255,7 +259,7 @@ mod tests {
         assert_eq!(l["config"], h.config_file());
         assert_eq!(l["tmux_socket"], h.tmux_socket());
         assert_eq!(l["runtime"], h.runtime_dir());
-        assert_eq!(l["token"], crate::token::token_path(&h.root));
+        assert_eq!(l["token"], h.token_file());
         assert!(l.values().all(|p| p.starts_with("/h")));
     }
 

@@ -30,9 +30,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `<home>/token`.
+/// `<home>/token` ([`crate::paths::Home::token_file`]).
 pub fn token_path(home: &Path) -> PathBuf {
-    home.join("token")
+    crate::paths::Home::new(home.to_path_buf()).token_file()
 }
 
 /// The token in `path`, or `None` if there is no token file yet. An empty file is an

@@ -1,4 +1,5 @@
 //! Helpers every layer may use, depending on nothing of lab's: the time as lab writes
-//! it.
+//! it, and the text checks of what an operator or a device may type.
 
+pub mod text;
 pub mod time;
