@@ -144,6 +144,11 @@ impl Home {
         self.root.join("push")
     }
     /// The logged-in devices (browsers, paired phones).
+    /// Where a run on another machine has its transcript mirrored here:
+    /// `remote/<run>.jsonl`.
+    pub fn mirror_file(&self, run: &RunId) -> PathBuf {
+        self.root.join("remote").join(format!("{run}.jsonl"))
+    }
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")
     }

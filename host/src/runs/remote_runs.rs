@@ -48,7 +48,7 @@ impl Runs {
 
     /// Where a remote run's transcript is mirrored.
     pub(super) fn mirror_path(&self, id: &RunId) -> PathBuf {
-        self.home.root.join("remote").join(format!("{id}.jsonl"))
+        self.home.mirror_file(id)
     }
 
     async fn step(&self, host: &str, op: Op) -> Result<Reply, String> {
