@@ -13,7 +13,7 @@
 //! tmux command) in whatever the agent runs would reach lab's server and every run on
 //! it. Like `lab hook`, it loads nothing else.
 
-use crate::fsutil::{self, Kind, OwnerFacts};
+use crate::store::fsutil::{self, Kind, OwnerFacts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;

@@ -12,7 +12,7 @@
 
 use crate::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
 use crate::model::{Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript};
-use crate::paths::{resolve_home, Home, RunFiles, RunId};
+use crate::store::paths::{resolve_home, Home, RunFiles, RunId};
 use anyhow::{anyhow, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};

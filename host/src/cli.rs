@@ -5,7 +5,7 @@
 //! clap, no runtime, no components, so they stay tiny and fast.
 
 use crate::components::{ComponentHost, Limits, ProviderSet};
-use crate::paths::{resolve_home, Home};
+use crate::store::paths::{resolve_home, Home};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -316,7 +316,7 @@ pub fn token_required(local: std::net::SocketAddr, flag: Option<bool>, config: O
 /// The edge for a listener on `local`: flags and `[serve]` together, checked.
 fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::Result<crate::http::Edge> {
     use crate::http::guard;
-    let cfg = crate::config::Config::load(&home.config_file())?.serve;
+    let cfg = crate::store::config::Config::load(&home.config_file())?.serve;
     let allowed_hosts: Vec<String> = flags.allowed_hosts.into_iter().chain(cfg.allowed_hosts).collect();
     let allowed_origins: Vec<String> = flags.allowed_origins.into_iter().chain(cfg.allowed_origins).collect();
     if let Some(bad) = allowed_hosts.iter().find(|h| !guard::valid_host_entry(h)) {
@@ -374,7 +374,7 @@ fn serve(
     let home = Home::new(resolve_home(home)?);
     // Private modes set explicitly (not through the umask, which the agents inherit).
     home.prepare()?;
-    let log = crate::fsutil::private_file(&home.log_file())
+    let log = crate::store::fsutil::private_file(&home.log_file())
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", home.log_file().display()))?;
     init_serve_tracing(log);
     let lab_exe = std::env::current_exe()?;
@@ -485,8 +485,8 @@ impl ControlSocket {
         }
         // In the 0700 home (nobody else can reach it even for the moment before the chmod),
         // then 0600. (lab never changes its umask: the agents inherit it.)
-        let listener =
-            tokio::net::UnixListener::bind(&path).and_then(|l| crate::fsutil::set_mode(&path, 0o600).map(|()| l));
+        let listener = tokio::net::UnixListener::bind(&path)
+            .and_then(|l| crate::store::fsutil::set_mode(&path, 0o600).map(|()| l));
         match listener {
             Ok(l) => {
                 let ino =
@@ -510,7 +510,7 @@ impl ServeFileGuard {
         let addr = std::net::SocketAddr::new(connectable(local.ip()), local.port());
         let f = crate::pairing::ServeFile { addr: addr.to_string(), pid: std::process::id() };
         let path = home.serve_file();
-        crate::fsutil::write_atomic(&path, &serde_json::to_vec(&f)?, 0o600)
+        crate::store::fsutil::write_atomic(&path, &serde_json::to_vec(&f)?, 0o600)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
         Ok(ServeFileGuard(path))
     }
@@ -518,13 +518,13 @@ impl ServeFileGuard {
 
 impl Drop for ServeFileGuard {
     fn drop(&mut self) {
-        let ours = crate::fsutil::read_optional(&self.0)
+        let ours = crate::store::fsutil::read_optional(&self.0)
             .ok()
             .flatten()
             .and_then(|b| serde_json::from_slice::<crate::pairing::ServeFile>(&b).ok())
             .is_some_and(|f| f.pid == std::process::id());
         if ours {
-            let _ = crate::fsutil::remove_if_exists(&self.0);
+            let _ = crate::store::fsutil::remove_if_exists(&self.0);
         }
     }
 }
@@ -624,7 +624,7 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
         println!("skipped {}: {}", f.source, f.error);
     }
     // ACP agents (transport acp): declared by components, or lab.toml's [agents].
-    let config = crate::config::Config::load(&home.config_file())?;
+    let config = crate::store::config::Config::load(&home.config_file())?;
     let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
     let (agents, unused) = crate::acp::agents::resolve(&config, &tmux_providers, &set.acp);
     for (name, a) in &agents {

@@ -200,12 +200,12 @@ impl Devices {
     /// Open `<home>/devices.json`; missing is none, unreadable an error naming it
     /// (nothing is overwritten).
     pub fn open(path: PathBuf) -> anyhow::Result<Devices> {
-        let records = crate::fsutil::load_json_list(&path, "devices", "; move it away to log every device out")?;
+        let records = crate::store::fsutil::load_json_list(&path, "devices", "; move it away to log every device out")?;
         Ok(Devices { path, records: Mutex::new(records) })
     }
 
     fn save(&self, records: &[Record]) -> std::io::Result<()> {
-        crate::fsutil::save_json_list(&self.path, records)
+        crate::store::fsutil::save_json_list(&self.path, records)
     }
 
     /// Log a device in under `token`: its id and cookie value (`<id>.<secret>`).

@@ -25,7 +25,7 @@
 
 pub mod post;
 
-use crate::fsutil;
+use crate::store::fsutil;
 use serde_json::Value;
 use std::io::Read;
 use std::path::Path;

@@ -26,10 +26,7 @@
 //! | [`runner`] | `lab runner`: lab on another machine, dialling `lab serve` |
 //! | [`terminal`] | the terminal seam: look at a run's pane and type into it, here or elsewhere |
 //! | [`tmux`] | tmux, driven through its command line on lab's own server socket |
-//! | [`config`] | `<home>/lab.toml` |
-//! | [`paths`] | lab's home directory layout and run ids |
-//! | [`ownership`] | who could have written a path lab trusts |
-//! | [`fsutil`] | file helpers: atomic writes, untrusted reads |
+//! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
 //! | [`shell`] | POSIX shell quoting for hook and attach commands |
 //! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks |
 
@@ -38,24 +35,24 @@ pub mod agent_exec;
 pub mod check;
 pub mod cli;
 pub mod components;
-pub mod config;
 pub mod devices;
-pub mod fsutil;
 pub mod hook;
 pub mod hosts;
 pub mod http;
 pub mod model;
 pub mod notify;
-pub mod ownership;
 pub mod pairing;
-pub mod paths;
 pub mod push;
 pub mod runner;
 pub mod runs;
 pub mod scaffold;
 pub mod shell;
+pub mod store;
 pub mod terminal;
 pub mod tmux;
 pub mod token;
 pub mod util;
 pub mod worktree;
+
+// Their paths before the home on disk had its folder (`lab::paths::Home` and the like).
+pub use store::{config, fsutil, ownership, paths};

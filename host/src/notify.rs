@@ -15,11 +15,11 @@
 //! Header values (credentials) and the URL's path (an ntfy topic is its own password)
 //! are never logged.
 
-use crate::config::{Config, NotifyConfig};
 use crate::model::DialogBody;
-use crate::paths::{Home, RunId};
 use crate::runs::view::{Derived, RunState};
 use crate::runs::Change;
+use crate::store::config::{Config, NotifyConfig};
+use crate::store::paths::{Home, RunId};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -151,7 +151,7 @@ mod tests {
 /// `lab pair`: the I/O around the pure parts above.
 pub mod cli {
     use super::{is_loopback_link, qr, rebase, terminal, PairBody, ServeFile};
-    use crate::paths::{resolve_home, Home};
+    use crate::store::paths::{resolve_home, Home};
     use anyhow::{anyhow, bail, Context};
     use std::path::PathBuf;
     use std::time::Duration;
@@ -283,7 +283,7 @@ pub mod cli {
     /// when there is none.
     pub fn serve_addr(home: &Home) -> anyhow::Result<Option<String>> {
         let serve_file = home.serve_file();
-        let Some(bytes) = crate::fsutil::read_optional(&serve_file)? else { return Ok(None) };
+        let Some(bytes) = crate::store::fsutil::read_optional(&serve_file)? else { return Ok(None) };
         let f: ServeFile = serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not what `lab serve` writes", serve_file.display()))?;
         Ok(Some(f.addr))

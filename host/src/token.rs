@@ -30,15 +30,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `<home>/token` ([`crate::paths::Home::token_file`]).
+/// `<home>/token` ([`crate::store::paths::Home::token_file`]).
 pub fn token_path(home: &Path) -> PathBuf {
-    crate::paths::Home::new(home.to_path_buf()).token_file()
+    crate::store::paths::Home::new(home.to_path_buf()).token_file()
 }
 
 /// The token in `path`, or `None` if there is no token file yet. An empty file is an
 /// error (never "no password").
 pub fn read_token(path: &Path) -> std::io::Result<Option<String>> {
-    let Some(bytes) = crate::fsutil::read_optional(path)? else { return Ok(None) };
+    let Some(bytes) = crate::store::fsutil::read_optional(path)? else { return Ok(None) };
     let text = String::from_utf8(bytes)
         .map_err(|_| std::io::Error::other(format!("{} is not text; run `lab token --rotate`", path.display())))?;
     let token = text.trim();
@@ -63,9 +63,9 @@ pub fn ensure_token(home: &Path) -> std::io::Result<String> {
 pub fn rotate_token(home: &Path) -> std::io::Result<String> {
     // `lab token` may be the first thing run on a new home: make it private (0700)
     // whatever the umask, as `lab serve` would.
-    crate::fsutil::private_dir(home)?;
+    crate::store::fsutil::private_dir(home)?;
     let token = random_hex(32)?;
-    crate::fsutil::write_atomic(&token_path(home), format!("{token}\n").as_bytes(), 0o600)?;
+    crate::store::fsutil::write_atomic(&token_path(home), format!("{token}\n").as_bytes(), 0o600)?;
     Ok(token)
 }
 

@@ -5,8 +5,8 @@
 //! component, else lab.toml's `[agents]`; what loses is reported.
 
 use crate::components::ComponentFacts;
-use crate::config::{AgentConfig, Config};
 use crate::model::AcpLaunch;
+use crate::store::config::{AgentConfig, Config};
 use std::collections::BTreeMap;
 
 /// An ACP agent lab can run.

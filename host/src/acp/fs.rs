@@ -1,8 +1,8 @@
 //! The ACP file-system methods, confined to the run's workdir: a path must be absolute,
 //! have no `..`, and name a place below the workdir as the agent was told it or as it
 //! resolves; the file is then reached by walking down from the workdir without
-//! following a symlink anywhere ([`crate::fsutil::open_beneath`],
-//! [`crate::fsutil::write_beneath`]), so a link planted in the workdir (to `~/.profile`,
+//! following a symlink anywhere ([`crate::store::fsutil::open_beneath`],
+//! [`crate::store::fsutil::write_beneath`]), so a link planted in the workdir (to `~/.profile`,
 //! dangling or not) is refused, never followed out. Anything else is an error to the
 //! agent, logged by the caller.
 
@@ -62,10 +62,10 @@ pub fn confine_dir(root: &Path, requested: &str) -> Result<PathBuf, String> {
 /// most [`MAX_FILE`] bytes.
 pub fn read(root: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> Result<String, String> {
     let shown = path.display();
-    let f = crate::fsutil::open_beneath(root, path)
+    let f = crate::store::fsutil::open_beneath(root, path)
         .map_err(|e| format!("{shown}: {e}"))?
         .ok_or_else(|| format!("{shown}: no such file"))?;
-    let bytes = crate::fsutil::read_capped(f, MAX_FILE as usize).map_err(|e| format!("{shown}: {e}"))?;
+    let bytes = crate::store::fsutil::read_capped(f, MAX_FILE as usize).map_err(|e| format!("{shown}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))?;
     if line.is_none() && limit.is_none() {
         return Ok(text);
@@ -79,7 +79,7 @@ pub fn read(root: &Path, path: &Path, line: Option<u64>, limit: Option<u64>) -> 
 /// from `root` without following a symlink, created exclusively when new, an existing
 /// one only if it is a regular file.
 pub fn write(root: &Path, path: &Path, content: &str) -> Result<(), String> {
-    crate::fsutil::write_beneath(root, path, content.as_bytes(), MAX_FILE as usize)
+    crate::store::fsutil::write_beneath(root, path, content.as_bytes(), MAX_FILE as usize)
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 

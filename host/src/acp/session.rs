@@ -352,9 +352,9 @@ impl Session {
         let r = match first {
             Some(req) => {
                 let bytes = serde_json::to_vec(&req).unwrap_or_default();
-                crate::fsutil::write_atomic(&self.spool, &bytes, 0o600)
+                crate::store::fsutil::write_atomic(&self.spool, &bytes, 0o600)
             }
-            None => crate::fsutil::remove_if_exists(&self.spool),
+            None => crate::store::fsutil::remove_if_exists(&self.spool),
         };
         if let Err(e) = r {
             tracing::error!(run = %self.label, error = %e, "could not write the run's spool");
@@ -369,7 +369,7 @@ impl Session {
         for (id, req) in waiting {
             let _ = self.conn.respond(&id, Ok(req.cancelled())).await;
         }
-        let _ = crate::fsutil::remove_if_exists(&self.spool);
+        let _ = crate::store::fsutil::remove_if_exists(&self.spool);
         if self.exit_reason().is_none() {
             let _ = self.conn.notify("session/cancel", json!({"sessionId": self.session_id()})).await;
             let _ = tokio::time::timeout(STOP_GRACE, self.turn.lock()).await;

@@ -132,7 +132,8 @@ impl Terminals {
         let launch = crate::agent_exec::LaunchFile { argv: full, workdir: cwd.to_string_lossy().into_owned(), env };
         let file = self.at.runtime.join(format!("{}.{id}.launch.json", self.at.run));
         let bytes = serde_json::to_vec(&launch).map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
-        crate::fsutil::write_atomic(&file, &bytes, 0o600).map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
+        crate::store::fsutil::write_atomic(&file, &bytes, 0o600)
+            .map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
         if let Err(e) = self.at.windows.open(&id, &file) {
             let _ = std::fs::remove_file(&file);
             return Err((super::rpc::INTERNAL_ERROR, format!("could not open a terminal window: {e}")));
@@ -265,7 +266,7 @@ pub fn term_exec_main(args: &[String]) -> i32 {
             .stdout(writer.try_clone()?)
             .stderr(writer)
             .spawn()?;
-        crate::fsutil::write_atomic(Path::new(&pid_file), child.id().to_string().as_bytes(), 0o600)?;
+        crate::store::fsutil::write_atomic(Path::new(&pid_file), child.id().to_string().as_bytes(), 0o600)?;
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&out)?;
         let mut kept = 0u64;
         let mut buf = [0u8; 8192];
@@ -297,7 +298,7 @@ pub fn term_exec_main(args: &[String]) -> i32 {
         ExitStatus { exit_code: Some(127), signal: None }
     });
     let bytes = serde_json::to_vec(&st).unwrap_or_default();
-    if crate::fsutil::write_atomic(Path::new(&status), &bytes, 0o600).is_err() {
+    if crate::store::fsutil::write_atomic(Path::new(&status), &bytes, 0o600).is_err() {
         return 1;
     }
     // The window stays, showing the output, until it is released (closed: SIGHUP) or

@@ -10,7 +10,7 @@
 //! neither is writable by group or others. Anything else is ignored with a warning,
 //! and the entry is recompiled and replaced atomically (0600, in a 0700 directory).
 
-use crate::fsutil::{self, Kind};
+use crate::store::fsutil::{self, Kind};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};

@@ -467,7 +467,7 @@ impl ProviderSet {
             }
         }
         // Components another user could have written or replaced are never loaded.
-        let files = match crate::ownership::check_operator(providers_dir, crate::fsutil::Kind::Dir) {
+        let files = match crate::store::ownership::check_operator(providers_dir, crate::store::fsutil::Kind::Dir) {
             Ok(()) => component_files(providers_dir),
             Err(error) => {
                 failed.push(LoadFailure { source: Source::File(providers_dir.to_path_buf()), error });
@@ -475,7 +475,7 @@ impl ProviderSet {
             }
         };
         for path in files {
-            if let Err(error) = crate::ownership::check_operator(&path, crate::fsutil::Kind::File) {
+            if let Err(error) = crate::store::ownership::check_operator(&path, crate::store::fsutil::Kind::File) {
                 failed.push(LoadFailure { source: Source::File(path.clone()), error });
                 continue;
             }

@@ -62,7 +62,7 @@ impl HostCredentials {
 
     /// Every host, as the file says now (missing: none; unreadable: an error naming it).
     pub fn list(&self) -> anyhow::Result<Vec<HostRecord>> {
-        crate::fsutil::load_json_list(&self.path, "hosts", "; move it away and add the hosts again")
+        crate::store::fsutil::load_json_list(&self.path, "hosts", "; move it away and add the hosts again")
     }
 
     /// Add host `name`: its new credential. A name already there is refused (remove it
@@ -77,9 +77,9 @@ impl HostCredentials {
         let added = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         records.push(HostRecord { name: name.into(), credential_sha256: key_of(&credential), added });
         if let Some(dir) = self.path.parent() {
-            crate::fsutil::private_dir(dir)?;
+            crate::store::fsutil::private_dir(dir)?;
         }
-        crate::fsutil::save_json_list(&self.path, &records)?;
+        crate::store::fsutil::save_json_list(&self.path, &records)?;
         Ok(credential)
     }
 
@@ -91,7 +91,7 @@ impl HostCredentials {
         if records.len() == before {
             return Ok(false);
         }
-        crate::fsutil::save_json_list(&self.path, &records)?;
+        crate::store::fsutil::save_json_list(&self.path, &records)?;
         Ok(true)
     }
 

@@ -304,14 +304,16 @@ pub fn check_op(op: &Op) -> Result<(), String> {
             };
         }
         Op::Write { run, content, .. } => {
-            return match crate::paths::RunId::parse(run) {
+            return match crate::store::paths::RunId::parse(run) {
                 None => Err(format!("{run:?} is not a run id")),
                 Some(_) if content.len() > MAX_TEXT => Err("a launch file over the limit".into()),
                 Some(_) => Ok(()),
             };
         }
         Op::Unwatch { run } => {
-            return crate::paths::RunId::parse(run).map(|_| ()).ok_or_else(|| format!("{run:?} is not a run id"));
+            return crate::store::paths::RunId::parse(run)
+                .map(|_| ())
+                .ok_or_else(|| format!("{run:?} is not a run id"));
         }
         Op::Work { call } => return crate::worktree::call::check(call),
         Op::ReadPlan { path, workdir, home } => {
@@ -324,7 +326,7 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         }
     };
     if let Op::Watch { run, transcript, .. } = op {
-        crate::paths::RunId::parse(run).ok_or_else(|| format!("{run:?} is not a run id"))?;
+        crate::store::paths::RunId::parse(run).ok_or_else(|| format!("{run:?} is not a run id"))?;
         if transcript.as_deref().is_some_and(|t| !std::path::Path::new(t).is_absolute()) {
             return Err("a transcript path that is not absolute".into());
         }

@@ -113,7 +113,7 @@ impl Access {
             required,
             token_file: token::token_path(home),
             codes: LoginCodes::default(),
-            devices: Devices::open(crate::paths::Home::new(home.to_path_buf()).devices_file())?,
+            devices: Devices::open(crate::store::paths::Home::new(home.to_path_buf()).devices_file())?,
             revoked: tokio::sync::Notify::new(),
         })
     }

@@ -15,9 +15,9 @@ pub mod payload;
 pub mod subscriptions;
 
 use crate::notify;
-use crate::paths::Home;
 use crate::runs::view::RunState;
 use crate::runs::Change;
+use crate::store::paths::Home;
 use std::sync::Arc;
 use std::time::Duration;
 use subscriptions::{Store, Subscription};
@@ -43,14 +43,14 @@ impl Vapid {
     pub fn load_or_create(path: &std::path::Path) -> anyhow::Result<Vapid> {
         use base64::Engine;
         let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        if let Some(bytes) = crate::fsutil::read_optional(path)? {
+        if let Some(bytes) = crate::store::fsutil::read_optional(path)? {
             let text = String::from_utf8_lossy(&bytes);
             let raw = e
                 .decode(text.trim())
                 .map_err(|_| anyhow::anyhow!("{}: not a VAPID key (base64url)", path.display()))?;
             let key = ES256KeyPair::from_bytes(&raw)
                 .map_err(|err| anyhow::anyhow!("{}: not a P-256 private key ({err})", path.display()))?;
-            crate::fsutil::set_mode(path, 0o600)?;
+            crate::store::fsutil::set_mode(path, 0o600)?;
             return Ok(Vapid { key });
         }
         let vapid = Vapid::create(path)?;
@@ -63,7 +63,7 @@ impl Vapid {
         use base64::Engine;
         let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let key = ES256KeyPair::generate();
-        crate::fsutil::write_atomic(path, format!("{}\n", e.encode(key.to_bytes())).as_bytes(), 0o600)?;
+        crate::store::fsutil::write_atomic(path, format!("{}\n", e.encode(key.to_bytes())).as_bytes(), 0o600)?;
         Ok(Vapid { key })
     }
 
@@ -121,7 +121,7 @@ impl Push {
     /// `standing` says whether a subscription's owner still stands.
     pub fn open(home: &Home, standing: subscriptions::Standing) -> anyhow::Result<Arc<Push>> {
         let dir = home.push_dir();
-        crate::fsutil::private_dir(&dir)?;
+        crate::store::fsutil::private_dir(&dir)?;
         let key_file = dir.join("vapid.key");
         let vapid = std::sync::RwLock::new(Arc::new(Vapid::load_or_create(&key_file)?));
         let store = Store::open(dir.join("subscriptions.json"))?;
@@ -402,7 +402,7 @@ mod tests {
 /// `lab push-key [--rotate]`.
 pub mod cli {
     use super::{Store, Vapid};
-    use crate::paths::{resolve_home, Home};
+    use crate::store::paths::{resolve_home, Home};
     use std::path::PathBuf;
 
     pub fn run(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
@@ -410,8 +410,8 @@ pub mod cli {
         let dir = home.push_dir();
         let key_file = dir.join("vapid.key");
         if !rotate {
-            crate::fsutil::private_dir(&home.root)?;
-            crate::fsutil::private_dir(&dir)?;
+            crate::store::fsutil::private_dir(&home.root)?;
+            crate::store::fsutil::private_dir(&dir)?;
             println!("{}", Vapid::load_or_create(&key_file)?.public_key());
             return Ok(());
         }
@@ -438,8 +438,8 @@ pub mod cli {
             println!("{}", answer["public_key"].as_str().unwrap_or_default());
             return Ok(());
         }
-        crate::fsutil::private_dir(&home.root)?;
-        crate::fsutil::private_dir(&dir)?;
+        crate::store::fsutil::private_dir(&home.root)?;
+        crate::store::fsutil::private_dir(&dir)?;
         let vapid = Vapid::create(&key_file)?;
         let removed = Store::open(dir.join("subscriptions.json"))?.clear()?;
         eprintln!("lab: new VAPID key; {removed} push subscription(s) removed: press Push again on each device");

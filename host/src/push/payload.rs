@@ -4,9 +4,9 @@
 
 use crate::model::DialogBody;
 use crate::notify;
-use crate::paths::RunId;
 use crate::runs::view::RunState;
 use crate::runs::Change;
+use crate::store::paths::RunId;
 use serde::Serialize;
 
 /// The largest push lab sends, encrypted (RFC 8291 `aes128gcm`, one record).

@@ -240,12 +240,12 @@ impl Store {
     /// Open the store at `path`; a missing file is an empty store, an unreadable one
     /// an error naming it (nothing is overwritten).
     pub fn open(path: PathBuf) -> anyhow::Result<Store> {
-        let list = crate::fsutil::load_json_list(&path, "push subscriptions", "")?;
+        let list = crate::store::fsutil::load_json_list(&path, "push subscriptions", "")?;
         Ok(Store { path, list: Mutex::new(list) })
     }
 
     fn save(&self, list: &[Subscription]) -> std::io::Result<()> {
-        crate::fsutil::save_json_list(&self.path, list)
+        crate::store::fsutil::save_json_list(&self.path, list)
     }
 
     pub fn list(&self) -> Vec<Subscription> {

@@ -139,9 +139,9 @@ enum Ended {
 pub async fn run(opts: Options) -> Result<(), Fatal> {
     crate::hosts::credentials::check_name(&opts.name).map_err(Fatal)?;
     let url = stream_url(&opts.connect, opts.allow_http).map_err(Fatal)?;
-    crate::fsutil::private_dir(&opts.home)
+    crate::store::fsutil::private_dir(&opts.home)
         .map_err(|e| Fatal(format!("the runner's home {}: {e}", opts.home.display())))?;
-    let tmux = Tmux::new(crate::paths::Home::new(opts.home.clone()).tmux_socket());
+    let tmux = Tmux::new(crate::store::paths::Home::new(opts.home.clone()).tmux_socket());
     // Only the proof key is kept: the credential itself is never sent.
     let key =
         proof::key_of(&credential(opts.credential_file.as_deref(), std::env::var(CREDENTIAL_ENV).ok()).map_err(Fatal)?);
@@ -173,7 +173,7 @@ pub async fn run(opts: Options) -> Result<(), Fatal> {
 /// Do one call on this machine, as lab serve asked (if the protocol allows it): its
 /// tmux, its PATH, its run files. ([`Op::Watch`] and [`Op::Unwatch`] are the
 /// connection's: see [`connect_once`].)
-pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
+pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
     if let Err(message) = protocol::check_op(&op) {
         return Reply::Error { message };
     }
@@ -188,7 +188,7 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
         Op::Kill { target } => done(tmux.kill_session(&target)),
         Op::Resolve { program } => {
             let path = std::env::var_os("PATH");
-            return match crate::config::find_program(Path::new(&program), path.as_deref()) {
+            return match crate::store::config::find_program(Path::new(&program), path.as_deref()) {
                 Some(p) => Reply::Text { text: p.to_string_lossy().into_owned() },
                 None => Reply::Error { message: format!("`{program}` not found (on PATH unless a path)") },
             };
@@ -201,7 +201,7 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
             };
         }
         Op::Write { run, file, content } => {
-            let Some(id) = crate::paths::RunId::parse(&run) else {
+            let Some(id) = crate::store::paths::RunId::parse(&run) else {
                 return Reply::Error { message: "not a run id".into() };
             };
             let runtime = home.runtime_dir();
@@ -210,8 +210,8 @@ pub fn exec(tmux: &Tmux, home: &crate::paths::Home, op: Op) -> Reply {
                 protocol::LaunchFile::Settings => files.settings,
                 protocol::LaunchFile::Launch => files.launch,
             };
-            return match crate::fsutil::private_dir(&runtime)
-                .and_then(|()| crate::fsutil::write_atomic(&path, content.as_bytes(), 0o600))
+            return match crate::store::fsutil::private_dir(&runtime)
+                .and_then(|()| crate::store::fsutil::write_atomic(&path, content.as_bytes(), 0o600))
             {
                 Ok(()) => Reply::Done,
                 Err(e) => Reply::Error { message: format!("writing {}: {e}", path.display()) },
@@ -368,7 +368,7 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
     }
     let (mut sink, mut stream) = ws.split();
     let (out, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Up>();
-    let home = crate::paths::Home::new(opts.home.clone());
+    let home = crate::store::paths::Home::new(opts.home.clone());
     // One file watcher for the runs followed on this connection.
     let wakes = watch::Wakes::new();
     // The runs followed for this connection: stopped with it (the next one says which).
@@ -413,7 +413,7 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
                         Err(message) => Reply::Error { message },
                         Ok(()) => {
                             let Op::Watch { run, target, transcript, offset } = op else { unreachable!() };
-                            let id_ = crate::paths::RunId::parse(&run).expect("checked");
+                            let id_ = crate::store::paths::RunId::parse(&run).expect("checked");
                             let w = watch::Watch {
                                 refused: None,
                                 files: home.run_files(&id_),

@@ -7,7 +7,7 @@
 //! [`SESSION_EVERY`].
 
 use crate::hosts::protocol::{HookFile, Up};
-use crate::paths::RunFiles;
+use crate::store::paths::RunFiles;
 use crate::tmux::Tmux;
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -133,10 +133,10 @@ pub enum Chunk {
 }
 
 /// New bytes of `path` from `offset`: opened as the agent's side's files are
-/// ([`crate::fsutil::open_untrusted`]: no symlink followed, never blocking, a regular
+/// ([`crate::store::fsutil::open_untrusted`]: no symlink followed, never blocking, a regular
 /// file not of the kernel's).
 pub fn read_from(path: &std::path::Path, offset: u64) -> Chunk {
-    let mut f = match crate::fsutil::open_untrusted(path) {
+    let mut f = match crate::store::fsutil::open_untrusted(path) {
         Ok(Some(f)) => f,
         Ok(None) => return Chunk::Nothing,
         Err(e) => return Chunk::Refused(e.to_string()),
@@ -182,7 +182,7 @@ fn seek(f: &std::fs::File, offset: u64, whence: i32) -> Option<u64> {
 /// A hook file's content now (None: absent, or not a regular file of the agent's,
 /// too big or not text to be a prompt): read as [`read_from`] opens a file.
 fn hook_file(path: &std::path::Path) -> Option<String> {
-    let bytes = crate::fsutil::read_untrusted(path, HOOK_FILE_MAX as usize).ok()??;
+    let bytes = crate::store::fsutil::read_untrusted(path, HOOK_FILE_MAX as usize).ok()??;
     String::from_utf8(bytes).ok()
 }
 

@@ -11,10 +11,10 @@ use super::registry::RunRecord;
 use super::tailer::Tail;
 use super::{now_rfc3339, Read, Run, Runs};
 use crate::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
-use crate::config::find_program;
-use crate::fsutil;
 use crate::model::Answer;
-use crate::paths::RunId;
+use crate::store::config::find_program;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

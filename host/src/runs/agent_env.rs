@@ -67,7 +67,7 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 }
 
 /// Is `entry` a valid `pass_env` entry (lab.toml checks its own)?
-pub use crate::config::valid_pass_env as valid_pattern;
+pub use crate::store::config::valid_pass_env as valid_pattern;
 
 /// What [`decide`] found.
 #[derive(Debug, Default, PartialEq, Eq)]

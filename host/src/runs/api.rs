@@ -4,7 +4,7 @@
 use super::answer_guard::GuardError;
 use super::input::{ComposerLock, TextError};
 use super::view::{PendingDialog, RunState, SeqMessage};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use serde::Serialize;
 
 /// Errors the HTTP API turns into `{"error", "message"}`.

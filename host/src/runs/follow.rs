@@ -8,7 +8,7 @@ use super::registry::Status;
 use super::tailer::{self, Tail};
 use super::view::RunState;
 use super::{liveness, screen, Read, Run, Runs};
-use crate::fsutil;
+use crate::store::fsutil;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -217,8 +217,8 @@ impl Runs {
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
     pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
         if path.parent() == Some(self.home.runtime_dir().as_path()) {
-            let id = crate::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
-            return self.get_awake(&crate::paths::RunId::parse(id)?);
+            let id = crate::store::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
+            return self.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
         let id = self.transcripts.lock().unwrap().get(path).cloned()?;
         self.runs.read().unwrap().get(&id).cloned()
@@ -253,11 +253,11 @@ impl Runs {
     pub(super) fn gc_orphans(&self) {
         let now = SystemTime::now();
         self.remove_runtime_files(|name, modified| {
-            let id = crate::paths::RunFiles::owner(name).unwrap_or_default();
-            let awake = crate::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
+            let id = crate::store::paths::RunFiles::owner(name).unwrap_or_default();
+            let awake = crate::store::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
             let active = awake.is_some_and(|r| r.record().status == Status::Active);
             let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
-            crate::paths::runtime_file_is_garbage(name, active, age)
+            crate::store::paths::runtime_file_is_garbage(name, active, age)
         });
     }
 

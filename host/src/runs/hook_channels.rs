@@ -8,7 +8,7 @@ use super::spool;
 use super::view::{MarkerFact, SpoolFact};
 use crate::components::Provider;
 use crate::model::{Dialog, ToolUse};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;

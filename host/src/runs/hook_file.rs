@@ -5,8 +5,8 @@
 //! provider's; what follows from them, the tailer's.
 
 use super::transcript::{sig_of, FileSig};
-use crate::fsutil;
-use crate::paths::RunId;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 

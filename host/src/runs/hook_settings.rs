@@ -2,10 +2,10 @@
 //! asks for (`dialog-hooker.hook-wiring`), with this run's exact files baked in; and the
 //! per-run settings file the provider may make of them.
 
-use crate::fsutil;
 use crate::model::{Channel, HookBinding, HookCommand};
-use crate::paths::RunFiles;
 use crate::shell;
+use crate::store::fsutil;
+use crate::store::paths::RunFiles;
 use std::path::Path;
 
 /// The `lab hook …` command for each binding (see [`crate::hook`]).
@@ -56,7 +56,7 @@ pub fn write(runtime_dir: &Path, files: &RunFiles, document: &str) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::RunId;
+    use crate::store::paths::RunId;
     use std::os::unix::fs::PermissionsExt;
 
     fn binding(channel: Channel) -> HookBinding {

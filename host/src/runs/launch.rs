@@ -10,10 +10,10 @@ use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
 use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
 use crate::components::ProviderHandle;
-use crate::config::find_program;
-use crate::fsutil;
 use crate::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
-use crate::paths::RunId;
+use crate::store::config::find_program;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -141,7 +141,7 @@ impl Runs {
         rec: &mut RunRecord,
         provider: &ProviderHandle,
         default_program: &str,
-        files: &crate::paths::RunFiles,
+        files: &crate::store::paths::RunFiles,
     ) -> Result<Option<String>, String> {
         let pconf = self.config.provider(&rec.provider);
         let path_var = std::env::var_os("PATH");
@@ -238,7 +238,7 @@ pub(super) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
 /// files there, and the environment it starts with (before the provider's additions).
 pub(super) struct Place {
     pub lab_exe: PathBuf,
-    pub files: crate::paths::RunFiles,
+    pub files: crate::store::paths::RunFiles,
     pub env: BTreeMap<String, String>,
 }
 
@@ -329,7 +329,7 @@ pub(super) async fn prepare(
 
 /// The environment a provider's agent starts with ([`super::agent_env`]), with a
 /// warning for what is left out that the operator may have meant to pass.
-pub(super) fn agent_env(provider: &str, pconf: &crate::config::ProviderConfig) -> BTreeMap<String, String> {
+pub(super) fn agent_env(provider: &str, pconf: &crate::store::config::ProviderConfig) -> BTreeMap<String, String> {
     let d = super::agent_env::decide(std::env::vars_os(), pconf.pass_env.as_deref(), &pconf.env);
     for name in &d.not_utf8 {
         tracing::warn!(variable = %name, "not passed to the agent: lab serve's environment has it as bytes that are not UTF-8");

@@ -12,7 +12,7 @@
 
 use super::registry::Status;
 use super::{Run, Runs};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -128,8 +128,8 @@ mod tests {
     #[test]
     fn the_signal_file_is_never_a_run_s_file() {
         assert!(is_signal(SIGNAL_FILE));
-        let owner = crate::paths::RunFiles::owner(SIGNAL_FILE).unwrap();
+        let owner = crate::store::paths::RunFiles::owner(SIGNAL_FILE).unwrap();
         assert!(RunId::parse(owner).is_none(), "{owner} must not parse as a run id");
-        assert!(crate::paths::runtime_file_is_garbage(SIGNAL_FILE, false, Duration::ZERO));
+        assert!(crate::store::paths::runtime_file_is_garbage(SIGNAL_FILE, false, Duration::ZERO));
     }
 }

@@ -8,7 +8,7 @@
 use super::view::SeqMessage;
 use crate::components::{CallError, Provider};
 use crate::model::ParseOutput;
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -199,7 +199,7 @@ impl MessageStore {
 }
 
 fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut f = crate::fsutil::open_untrusted(path)?
+    let mut f = crate::store::fsutil::open_untrusted(path)?
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "the transcript is gone"))?;
     f.seek(SeekFrom::Start(offset))?;
     let mut buf = vec![0; len];

@@ -14,7 +14,7 @@
 //!   where the mirror ends if the reason is gone.
 
 use super::transcript::MAX_LINE;
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;

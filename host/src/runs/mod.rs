@@ -44,9 +44,9 @@ pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, Ru
 pub use work::WorkError;
 
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
-use crate::config::{find_program, Config};
-use crate::fsutil;
-use crate::paths::{Home, RunId};
+use crate::store::config::{find_program, Config};
+use crate::store::fsutil;
+use crate::store::paths::{Home, RunId};
 use crate::terminal::Terminal;
 use crate::tmux::Tmux;
 use input::ComposerLock;
@@ -706,7 +706,7 @@ impl Runs {
         // Temp files of hooks killed mid-write: nothing of the runs survives their end
         // (one look at runtime/ for the batch).
         let ids: Vec<&RunId> = ending.iter().map(|(run, _, _)| &run.id).collect();
-        self.remove_runtime_files(|name, _| ids.iter().any(|id| crate::paths::is_temp_of(name, id)));
+        self.remove_runtime_files(|name, _| ids.iter().any(|id| crate::store::paths::is_temp_of(name, id)));
         if let Err(e) = self.registry.put_all(&records) {
             tracing::error!(runs = records.len(), error = %e, "could not record the runs' ends");
         }
@@ -797,7 +797,7 @@ mod update_tests {
             host: None,
             remote_transcript: None,
         };
-        let tail = Tail::new_inert(id.clone(), crate::paths::RunFiles::new(&dir, &id));
+        let tail = Tail::new_inert(id.clone(), crate::store::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();
         records.put(&rec).unwrap();
         let (changes, rx) = broadcast::channel(16);

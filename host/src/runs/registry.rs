@@ -9,8 +9,8 @@
 //!   and a full read, panics caught): damage is reported without touching the file;
 //! - only then the file itself is opened (and read once, panics caught again).
 
-use crate::fsutil;
-use crate::paths::RunId;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use anyhow::{anyhow, bail, Context as _, Result};
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};

@@ -8,7 +8,7 @@ use super::registry::Status;
 use super::tailer::Tail;
 use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -6,8 +6,8 @@
 //! answer path waits on its write time ([`super::keystrokes::DrawnWait`]). This module
 //! holds the pure rules about a spooled prompt's identity.
 
-use crate::fsutil;
 use crate::model::Dialog;
+use crate::store::fsutil;
 use std::path::{Path, PathBuf};
 
 /// The answer-guard token of a spooled prompt. A prompt whose id is its transcript

@@ -10,7 +10,7 @@ use super::transcript::{Step, TranscriptReader};
 use super::view::{self, Derived, Facts, SeqMessage};
 use crate::components::Provider;
 use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
-use crate::paths::{RunFiles, RunId};
+use crate::store::paths::{RunFiles, RunId};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,8 +5,8 @@
 //! with where they start in the file and their first line number, for the provider to
 //! parse ([`super::message_store::parse_chunk`]); what they mean is the tailer's.
 
-use crate::fsutil;
-use crate::paths::RunId;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -48,7 +48,7 @@ impl Workspace {
     /// The new run's worktree, if it gets one.
     pub async fn make(
         &self,
-        run: &crate::paths::RunId,
+        run: &crate::store::paths::RunId,
         workdir: &str,
         requested: Option<bool>,
         default: Option<bool>,
@@ -85,7 +85,7 @@ impl Workspace {
     pub async fn merge(
         &self,
         worktree: &Worktree,
-        run: &crate::paths::RunId,
+        run: &crate::store::paths::RunId,
         strategy: merge::Strategy,
         message: Option<String>,
     ) -> Result<String, WorkError> {

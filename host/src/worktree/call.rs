@@ -7,7 +7,7 @@
 use super::diff::{self, Diff, Summary};
 use super::merge::{self, MergeError, Strategy};
 use super::{review, Git, Unsafe, Worktree};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -134,10 +134,10 @@ pub async fn exec(call: WorkCall, worktrees: &Path) -> WorkOutcome {
             let content = match side {
                 review::Side::New => {
                     let root = PathBuf::from(&worktree.path);
-                    let f = crate::fsutil::open_beneath(&root, &root.join(&path))
+                    let f = crate::store::fsutil::open_beneath(&root, &root.join(&path))
                         .map_err(|e| WorkFailed::BadRequest(format!("{path}: {e}")))?
                         .ok_or_else(|| WorkFailed::BadRequest(format!("{path} is not in the run's worktree")))?;
-                    crate::fsutil::read_capped(f, LINE_FILE_MAX).map_err(|e| failed(e.to_string()))?
+                    crate::store::fsutil::read_capped(f, LINE_FILE_MAX).map_err(|e| failed(e.to_string()))?
                 }
                 review::Side::Old => {
                     let spec = format!("{}:{}", worktree.base, path.trim_start_matches("./"));

@@ -217,7 +217,7 @@ fn recorded_git_dir(wt: &Worktree) -> Result<PathBuf, Unsafe> {
     }
     let name = Path::new(&wt.path).file_name().ok_or_else(|| Unsafe::Gone("the worktree has no folder name".into()))?;
     let admin = Path::new(&wt.repo).join(".git/worktrees").join(name);
-    let back = crate::fsutil::read_untrusted(&admin.join("gitdir"), 8192).ok().flatten().unwrap_or_default();
+    let back = crate::store::fsutil::read_untrusted(&admin.join("gitdir"), 8192).ok().flatten().unwrap_or_default();
     let want = Path::new(&wt.path).join(".git");
     if String::from_utf8_lossy(&back).trim_end() == want.to_string_lossy() {
         Ok(admin)
@@ -249,7 +249,7 @@ fn checked(wt: &Worktree) -> Result<Place, Unsafe> {
         ))
     };
     let git_file = work_tree.join(".git");
-    let content = match crate::fsutil::read_untrusted(&git_file, 8192) {
+    let content = match crate::store::fsutil::read_untrusted(&git_file, 8192) {
         Ok(Some(c)) => c,
         _ => return Err(replaced()),
     };

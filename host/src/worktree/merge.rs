@@ -5,7 +5,7 @@
 //! merged file, and the base moves by a fast-forward to the merge commit lab made.
 
 use super::{Git, Worktree};
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@ pub mod git;
 pub mod merge;
 pub mod review;
 
-use crate::paths::RunId;
+use crate::store::paths::RunId;
 pub use git::{Git, GitOutput, Unsafe};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -159,7 +159,7 @@ pub async fn create(repo: &Repo, dir: &Path, run: &RunId) -> Result<Worktree, St
         .map_err(|e| format!("making the run's worktree: {e}"))?;
     // The `.git` file git just wrote, before the agent runs: where the worktree's git
     // folder is, from now on named, never read from the worktree again.
-    let git_file = crate::fsutil::read_untrusted(&path.join(".git"), 8192)
+    let git_file = crate::store::fsutil::read_untrusted(&path.join(".git"), 8192)
         .map_err(|e| format!("reading the new worktree's .git: {e}"))?
         .unwrap_or_default();
     let git_dir = git::gitdir_of(&git_file)

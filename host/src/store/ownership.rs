@@ -16,9 +16,9 @@
 //!   user's or root's and writable by nobody else.
 //!
 //! The decisions are pure ([`chain_dir`], [`own_entry`], [`operator_file`]) over the
-//! facts of `lstat`/`stat` ([`crate::fsutil::OwnerFacts`]); the walks do the I/O.
+//! facts of `lstat`/`stat` ([`crate::store::fsutil::OwnerFacts`]); the walks do the I/O.
 
-use crate::fsutil::{self, Kind, OwnerFacts, Stat};
+use crate::store::fsutil::{self, Kind, OwnerFacts, Stat};
 use std::path::{Path, PathBuf};
 
 const ROOT: u32 = 0;

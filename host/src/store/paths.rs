@@ -16,7 +16,7 @@
 //! existing ones when `lab serve` starts). Operator files (`lab.toml`, `providers/`)
 //! are left as the operator made them.
 
-use crate::fsutil;
+use crate::store::fsutil;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -107,12 +107,12 @@ impl Home {
     /// entries are not fixed here: one that was ever writable by others is not
     /// trusted, it is recompiled (see the component cache).
     ///
-    /// First, nobody else may be able to plant files in it ([`crate::ownership`]): the
+    /// First, nobody else may be able to plant files in it ([`crate::store::ownership`]): the
     /// way to the home, the home, lab's directories and files in it, `lab.toml`. A
     /// violation is an error naming the path and what is wrong, and lab does not start.
     pub fn prepare(&self) -> anyhow::Result<()> {
-        use crate::fsutil::Kind;
-        use crate::ownership;
+        use crate::store::fsutil::Kind;
+        use crate::store::ownership;
         use anyhow::Context as _;
         ownership::check_home(&self.root).map_err(anyhow::Error::msg)?;
         for dir in &self.private_dirs()[1..] {
