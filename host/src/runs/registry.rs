@@ -59,7 +59,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// [`RecordHead::may_rest`], of the whole record.
     pub fn may_rest(&self) -> bool {
-        self.status != Status::Active && self.worktree.as_ref().is_none_or(|w| w.discarded)
+        may_rest(self.status, self.worktree.as_ref().map(|w| w.discarded))
     }
 
     /// Where the agent runs: its worktree (at the workdir's place in it), else the workdir.
@@ -138,8 +138,14 @@ impl RecordHead {
     /// Whether its run is over and has nothing left to watch: not active, and no
     /// worktree but a discarded one (a kept worktree's diff is watched).
     pub fn may_rest(&self) -> bool {
-        self.status != Status::Active && self.worktree.as_ref().is_none_or(|w| w.discarded)
+        may_rest(self.status, self.worktree.as_ref().map(|w| w.discarded))
     }
+}
+
+/// The rule of both `may_rest`: over, and no worktree but a discarded one (`discarded`:
+/// None without a worktree).
+fn may_rest(status: Status, discarded: Option<bool>) -> bool {
+    status != Status::Active && discarded.unwrap_or(true)
 }
 
 /// The registry's in-memory page cache ([`redb::Builder::set_cache_size`]).
