@@ -86,7 +86,7 @@ fn agent(ctl: PathBuf, args: &[String]) -> ! {
     let ours = ctl.join(format!("{run}.settings.json"));
     std::fs::write(&ours, serde_json::to_vec(&doc).unwrap()).unwrap();
     args[i] = ours.to_string_lossy().into_owned();
-    let token = lab::token::random_hex(32).unwrap();
+    let token = lab::util::secrets::random_hex(32).unwrap();
     lab::fsutil::write_atomic(&ctl.join("tokens").join(&run), token.as_bytes(), 0o600).unwrap();
     let err = Command::new(std::env::var("FAKE_CLAUDE_BIN").unwrap())
         .args(&args)
@@ -138,7 +138,7 @@ fn receiver(rt: &tokio::runtime::Runtime, runtime_dir: PathBuf, tokens: PathBuf)
                     let expected = lab::fsutil::read_optional(&tokens.join(id.to_string())).ok().flatten();
                     let given = headers.get("authorization").and_then(|v| v.to_str().ok());
                     let given = given.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("").as_bytes();
-                    if !expected.is_some_and(|t| lab::token::ct_eq(&t, given)) {
+                    if !expected.is_some_and(|t| lab::util::secrets::ct_eq(&t, given)) {
                         return StatusCode::UNAUTHORIZED;
                     }
                     let named = headers.get(lab::hook::post::CHANNEL_HEADER).and_then(|v| v.to_str().ok());

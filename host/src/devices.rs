@@ -20,7 +20,7 @@
 //! The decisions (is this cookie a live device, which one goes) are pure functions of
 //! the records, the token and the time; [`Devices`] is their one owner and does the I/O.
 
-use crate::token::{ct_eq, random_hex};
+use crate::util::secrets::{ct_eq, random_hex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

@@ -28,7 +28,7 @@
 //! | [`tmux`] | tmux, driven through its command line on lab's own server socket |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
 //! | [`shell`] | POSIX shell quoting for hook and attach commands |
-//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks |
+//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets |
 
 pub mod acp;
 pub mod agent_exec;

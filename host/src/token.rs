@@ -12,23 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::util::secrets::{ct_eq, random_hex};
+
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "lab_session";
 /// How long a login code printed at start stays valid.
 pub const LOGIN_CODE_TTL: Duration = Duration::from_secs(600);
 /// How long a pairing code (`lab pair`, "Pair a phone") stays valid.
 pub const PAIR_CODE_TTL: Duration = Duration::from_secs(300);
-
-/// `n` random bytes from the OS RNG, as lowercase hex.
-pub fn random_hex(n: usize) -> std::io::Result<String> {
-    let mut buf = vec![0u8; n];
-    getrandom::fill(&mut buf).map_err(|e| std::io::Error::other(format!("OS random number generator: {e}")))?;
-    Ok(hex(&buf))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// `<home>/token` ([`crate::store::paths::Home::token_file`]).
 pub fn token_path(home: &Path) -> PathBuf {
@@ -67,16 +58,6 @@ pub fn rotate_token(home: &Path) -> std::io::Result<String> {
     let token = random_hex(32)?;
     crate::store::fsutil::write_atomic(&token_path(home), format!("{token}\n").as_bytes(), 0o600)?;
     Ok(token)
-}
-
-/// Equality that takes the same time wherever the first difference is (the length
-/// is not secret).
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
 }
 
 /// Does the request carry `token` as `Authorization: Bearer <token>`? `authorization`
@@ -171,16 +152,6 @@ mod tests {
         assert_eq!(ensure_token(&home).unwrap(), t, "the same token the second time");
     }
     use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn constant_time_equality_is_equality() {
-        assert!(ct_eq(b"abc", b"abc"));
-        assert!(ct_eq(b"", b""));
-        assert!(!ct_eq(b"abc", b"abd"));
-        assert!(!ct_eq(b"abc", b"xbc"));
-        assert!(!ct_eq(b"abc", b"abcd"));
-        assert!(!ct_eq(b"abc", b""));
-    }
 
     #[test]
     fn tokens_are_random_private_and_rotate() {

@@ -9,7 +9,7 @@
 //! - `lab serve` reads the file on every check, so a host added or removed while it runs
 //!   counts at once (a removed host's live runner is disconnected: [`super::link`]).
 
-use crate::token::{ct_eq, random_hex};
+use crate::util::secrets::{ct_eq, random_hex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -67,7 +67,7 @@ pub mod proof {
 
     /// A fresh nonce: 32 random bytes, hex.
     pub fn nonce() -> std::io::Result<String> {
-        crate::token::random_hex(32)
+        crate::util::secrets::random_hex(32)
     }
 
     /// Whether `s` is a nonce as [`nonce`] makes them.
@@ -93,7 +93,7 @@ pub mod proof {
 
     /// Whether `offered` is `expected` (constant time).
     pub fn matches(offered: &str, expected: &str) -> bool {
-        crate::token::ct_eq(offered.as_bytes(), expected.as_bytes())
+        crate::util::secrets::ct_eq(offered.as_bytes(), expected.as_bytes())
     }
 }
 

@@ -129,7 +129,7 @@ impl Access {
         let Some(token) = self.token() else { return false };
         match owner {
             Owner::Anyone => false,
-            Owner::Token(tag) => token::ct_eq(tag.as_bytes(), devices::token_tag(&token).as_bytes()),
+            Owner::Token(tag) => crate::util::secrets::ct_eq(tag.as_bytes(), devices::token_tag(&token).as_bytes()),
             Owner::Device(id) => self.devices.is_live(id, &token, SystemTime::now()),
         }
     }
@@ -378,7 +378,8 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
     }
     let grant = match (body.token, body.code) {
         (Some(t), None) => {
-            let good = access.token().is_some_and(|tok| token::ct_eq(t.trim().as_bytes(), tok.as_bytes()));
+            let good =
+                access.token().is_some_and(|tok| crate::util::secrets::ct_eq(t.trim().as_bytes(), tok.as_bytes()));
             if !good {
                 super::refusals::log(true, &who, "POST", "/login", "wrong token");
                 return unauthorized("that is not lab's token (`lab token` prints it)").into_response();

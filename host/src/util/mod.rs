@@ -1,5 +1,6 @@
 //! Helpers every layer may use, depending on nothing of lab's: the time as lab writes
-//! it, and the text checks of what an operator or a device may type.
+//! it, the text checks of what an operator or a device may type, and secrets.
 
+pub mod secrets;
 pub mod text;
 pub mod time;
