@@ -197,7 +197,7 @@ pub fn main() -> i32 {
             )
         }
         Command::Token { home, rotate } => token(home, rotate),
-        Command::PushKey { home, rotate } => crate::push::cli::run(home, rotate),
+        Command::PushKey { home, rotate } => crate::notify::push::cli::run(home, rotate),
         Command::Pair { home, name, base_url, addr } => crate::pairing::cli::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
@@ -391,9 +391,9 @@ fn serve(
         }
         let standing = {
             let access = edge.access.clone();
-            std::sync::Arc::new(move |o: &crate::push::subscriptions::Owner| access.owner_holds(o))
+            std::sync::Arc::new(move |o: &crate::notify::push::subscriptions::Owner| access.owner_holds(o))
         };
-        let push = crate::push::Push::open(&home, standing)?;
+        let push = crate::notify::push::Push::open(&home, standing)?;
         push.spawn(runs.changes());
         tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
         if !local.ip().is_loopback() {

@@ -609,7 +609,7 @@ async fn discard(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiRe
     Ok(Json(run.body()).into_response())
 }
 
-type PushExt = axum::Extension<Arc<crate::push::Push>>;
+type PushExt = axum::Extension<Arc<crate::notify::push::Push>>;
 
 /// `GET /push/key`: lab's VAPID public key, for `pushManager.subscribe`.
 async fn push_key(axum::Extension(push): PushExt) -> Response {
@@ -634,10 +634,10 @@ async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
 async fn add_push_subscription(
     axum::Extension(push): PushExt,
     standing: Option<axum::Extension<auth::Standing>>,
-    body: Result<Json<crate::push::subscriptions::SubscriptionRequest>, JsonRejection>,
+    body: Result<Json<crate::notify::push::subscriptions::SubscriptionRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     let Json(req) = body?;
-    crate::push::subscriptions::check(&req, push.rules()).map_err(ApiError::bad_request)?;
+    crate::notify::push::subscriptions::check(&req, push.rules()).map_err(ApiError::bad_request)?;
     // Bound to the credential that made it: it ends with it (logout, rotation, expiry).
     let owner = standing
         .map(|axum::Extension(s)| s.owner())

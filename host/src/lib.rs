@@ -15,8 +15,7 @@
 //! | [`token`] | the access token, session cookies and login codes |
 //! | [`devices`] | the browsers and phones logged in: one device session each |
 //! | [`pairing`] | pairing a phone: a one-time login link shown as a QR code |
-//! | [`notify`] | the `[notify]` webhook: run state transitions as JSON POSTs |
-//! | [`push`] | Web Push: a run that starts waiting on the operator reaches their phone |
+//! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
 //! | [`components`] | the provider plugin loader: wasmtime, the compile cache, the WIT versions |
@@ -42,7 +41,6 @@ pub mod http;
 pub mod model;
 pub mod notify;
 pub mod pairing;
-pub mod push;
 pub mod runner;
 pub mod runs;
 pub mod scaffold;

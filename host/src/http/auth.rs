@@ -45,8 +45,8 @@ pub struct Standing {
 
 impl Standing {
     /// Who it is, as a push subscription's owner.
-    pub fn owner(&self) -> crate::push::subscriptions::Owner {
-        use crate::push::subscriptions::Owner;
+    pub fn owner(&self) -> crate::notify::push::subscriptions::Owner {
+        use crate::notify::push::subscriptions::Owner;
         match &self.caller {
             Caller::Anyone => Owner::Anyone,
             Caller::Device(id) => Owner::Device(id.clone()),
@@ -121,8 +121,8 @@ impl Access {
     /// Whether `owner`'s credential stands now: a device logged in and live under the
     /// current token, the current token (by its tag), anyone only while no token is
     /// required. Without a token required nothing is ever revoked.
-    pub fn owner_holds(&self, owner: &crate::push::subscriptions::Owner) -> bool {
-        use crate::push::subscriptions::Owner;
+    pub fn owner_holds(&self, owner: &crate::notify::push::subscriptions::Owner) -> bool {
+        use crate::notify::push::subscriptions::Owner;
         if !self.required {
             return true;
         }

@@ -80,7 +80,7 @@ pub async fn list(State(access): State<Arc<Access>>, caller: Option<Extension<Ca
 pub async fn revoke(
     State(access): State<Arc<Access>>,
     caller: Option<Extension<Caller>>,
-    push: Option<Extension<Arc<crate::push::Push>>>,
+    push: Option<Extension<Arc<crate::notify::push::Push>>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {

@@ -14,6 +14,10 @@
 //!
 //! Header values (credentials) and the URL's path (an ntfy topic is its own password)
 //! are never logged.
+//!
+//! [`push`] is the other way: Web Push to the operator's browsers and phones.
+
+pub mod push;
 
 use crate::model::DialogBody;
 use crate::runs::view::{Derived, RunState};
