@@ -237,7 +237,7 @@ fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
 /// `lab hosts add|list|remove`.
 fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
-    let creds = crate::hosts::HostCredentials::new(home.hosts_file());
+    let creds = crate::machines::hosts::HostCredentials::new(home.hosts_file());
     match action {
         HostsAction::Add { name } => {
             let credential = creds.add(&name, std::time::SystemTime::now())?;

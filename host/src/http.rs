@@ -133,7 +133,8 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
         .route("/devices", get(pairing::list))
         .route("/devices/{id}", axum::routing::delete(pairing::revoke))
         .with_state(edge.access.clone());
-    let runners = Router::new().route(crate::hosts::protocol::PATH, get(runners::connect)).with_state(runs.hosts());
+    let runners =
+        Router::new().route(crate::machines::hosts::protocol::PATH, get(runners::connect)).with_state(runs.hosts());
     api(runs)
         .merge(login)
         .merge(runners)

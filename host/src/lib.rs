@@ -21,10 +21,8 @@
 //! | [`components`] | the provider plugin loader: wasmtime, the compile cache, the WIT versions |
 //! | [`model`] | the host's own model of what providers say, whatever their WIT version |
 //! | [`acp`] | ACP agents: the Agent Client Protocol as a second way to speak to an agent |
-//! | [`hosts`] | other machines: their runners' links, credentials and terminals |
-//! | [`runner`] | `lab runner`: lab on another machine, dialling `lab serve` |
-//! | [`terminal`] | the terminal seam: look at a run's pane and type into it, here or elsewhere |
-//! | [`tmux`] | tmux, driven through its command line on lab's own server socket |
+//! | [`runner`] | `lab runner`: lab on another machine dialling `lab serve`, the other end of a machine's link |
+//! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (hosts) |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
 //! | [`shell`] | POSIX shell quoting for hook and attach commands |
 //! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets |
@@ -36,8 +34,8 @@ pub mod cli;
 pub mod components;
 pub mod devices;
 pub mod hook;
-pub mod hosts;
 pub mod http;
+pub mod machines;
 pub mod model;
 pub mod notify;
 pub mod pairing;
@@ -46,8 +44,6 @@ pub mod runs;
 pub mod scaffold;
 pub mod shell;
 pub mod store;
-pub mod terminal;
-pub mod tmux;
 pub mod token;
 pub mod util;
 pub mod worktree;

@@ -344,7 +344,7 @@ fn hello_with(proof: &str) -> Value {
 /// Whether `headers` carry lab serve's proof for host `name` with credential `cred`
 /// and the runner nonce `nonce`: lab serve's nonce, if so.
 fn serve_proof(headers: &tungstenite::http::HeaderMap, cred: &str, name: &str, nonce: &str) -> Option<String> {
-    use lab::hosts::protocol::proof;
+    use lab::machines::hosts::protocol::proof;
     let h = |k: &str| headers.get(k).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     let (sn, p) = (h("x-lab-serve-nonce"), h("x-lab-serve-proof"));
     proof::matches(&p, &proof::serve(&proof::key_of(cred), name, nonce, &sn)).then_some(sn)
@@ -353,7 +353,7 @@ fn serve_proof(headers: &tungstenite::http::HeaderMap, cred: &str, name: &str, n
 /// A raw client that does the handshake as `lab runner` does (lab serve's proof
 /// checked): the socket and the hello that proves `cred` on it.
 fn proven(lab: &Lab, name: &str, cred: &str) -> (tungstenite::WebSocket<std::net::TcpStream>, String) {
-    use lab::hosts::protocol::proof;
+    use lab::machines::hosts::protocol::proof;
     let nonce = proof::nonce().unwrap();
     let (ws, resp) = raw_handshake(
         lab,
@@ -399,7 +399,7 @@ fn what_is_not_a_runner_of_this_lab_is_refused_and_lab_keeps_serving() {
     let cred = add_host(&w.home, "edge");
     let lab = w.serve();
     let version = env!("CARGO_PKG_VERSION");
-    let nonce = lab::hosts::protocol::proof::nonce().unwrap();
+    let nonce = lab::machines::hosts::protocol::proof::nonce().unwrap();
     let base = |name: &'static str| {
         vec![("x-lab-runner-name", name), ("x-lab-runner-version", version), ("x-lab-runner-nonce", nonce.as_str())]
     };
@@ -560,11 +560,11 @@ fn a_runner_comes_back_when_lab_serve_restarts() {
 
 /// The terminal seam on another machine: lab's `Hosts` (in this test's process, behind
 /// the real route) and a real `lab runner` with its own home and tmux server; every
-/// call of [`lab::terminal::Terminal`] done there, and what the runner refuses.
+/// call of [`lab::machines::terminal::Terminal`] done there, and what the runner refuses.
 #[test]
 fn a_hosts_terminal_is_reached_through_its_runner() {
-    use lab::hosts::{HostCredentials, Hosts, RemoteTerminal};
-    use lab::terminal::Terminal;
+    use lab::machines::hosts::{HostCredentials, Hosts, RemoteTerminal};
+    use lab::machines::terminal::Terminal;
     use std::sync::Arc;
 
     let w = World::new();

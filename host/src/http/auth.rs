@@ -296,7 +296,7 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
     }
     // The login form; and runners, which authenticate with their host's credential
     // (checked by the route itself, token or not).
-    if req.uri().path() == "/login" || req.uri().path() == crate::hosts::protocol::PATH {
+    if req.uri().path() == "/login" || req.uri().path() == crate::machines::hosts::protocol::PATH {
         return next.run(req).await;
     }
     let (method, route, who) = (req.method().clone(), req.uri().path().to_string(), remote(req.extensions()));

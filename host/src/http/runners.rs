@@ -4,8 +4,10 @@
 //! to here; Host/Origin checks apply as everywhere.
 
 use super::{refusals, ApiError};
-use crate::hosts::protocol::{self, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER, VERSION_HEADER};
-use crate::hosts::Hosts;
+use crate::machines::hosts::protocol::{
+    self, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER, VERSION_HEADER,
+};
+use crate::machines::hosts::Hosts;
 use crate::runs::Runs;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, State};
@@ -40,7 +42,11 @@ pub async fn connect(
         ))
         .into_response();
     }
-    let key = if crate::hosts::credentials::check_name(&name).is_ok() { hosts.credentials().key(&name) } else { None };
+    let key = if crate::machines::hosts::credentials::check_name(&name).is_ok() {
+        hosts.credentials().key(&name)
+    } else {
+        None
+    };
     let Some(key) = key else {
         refusals::log(true, &remote, "GET", protocol::PATH, "a runner of a host lab does not know");
         return ApiError {
@@ -75,7 +81,7 @@ pub async fn connect(
             return ApiError::bad_request(format!("{} is a WebSocket: {e}", protocol::PATH)).into_response();
         }
     };
-    let challenge = crate::hosts::Challenge { key, runner_nonce, serve_nonce: serve_nonce.clone(), remote };
+    let challenge = crate::machines::hosts::Challenge { key, runner_nonce, serve_nonce: serve_nonce.clone(), remote };
     prove(
         upgrade
             .max_message_size(protocol::MAX_FRAME)

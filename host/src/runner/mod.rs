@@ -1,5 +1,5 @@
 //! `lab runner --connect URL --name NAME`: lab on another machine, dialling `lab serve`
-//! and keeping one authenticated WebSocket open ([`crate::hosts::protocol`]). No port
+//! and keeping one authenticated WebSocket open ([`crate::machines::hosts::protocol`]). No port
 //! is opened on the runner's machine; systemd or a container's entrypoint starts it.
 //!
 //! The credential (`lab hosts add NAME` on lab serve's machine) comes from the
@@ -19,11 +19,11 @@
 //! with the reason and exit status 1; a host whose runner is connected already refuses
 //! this one until that one is gone.
 
-use crate::hosts::protocol::{
+use crate::machines::hosts::protocol::{
     self, close, proof, Down, Op, Reply, Up, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER,
     VERSION_HEADER,
 };
-use crate::tmux::Tmux;
+use crate::machines::tmux::Tmux;
 
 pub mod watch;
 use futures_util::{SinkExt, StreamExt};
@@ -107,10 +107,10 @@ pub fn credential(file: Option<&Path>, env: Option<String>) -> Result<String, St
         })?,
     };
     let c = text.trim().to_string();
-    if !c.starts_with(crate::hosts::credentials::PREFIX) {
+    if !c.starts_with(crate::machines::hosts::credentials::PREFIX) {
         return Err(format!(
             "that is not a runner credential (they start with {}; `lab hosts add NAME` prints one)",
-            crate::hosts::credentials::PREFIX
+            crate::machines::hosts::credentials::PREFIX
         ));
     }
     Ok(c)
@@ -137,7 +137,7 @@ enum Ended {
 
 /// Run until stopped: `Ok` on SIGTERM/SIGINT, `Err` on a refusal no retry can fix.
 pub async fn run(opts: Options) -> Result<(), Fatal> {
-    crate::hosts::credentials::check_name(&opts.name).map_err(Fatal)?;
+    crate::machines::hosts::credentials::check_name(&opts.name).map_err(Fatal)?;
     let url = stream_url(&opts.connect, opts.allow_http).map_err(Fatal)?;
     crate::store::fsutil::private_dir(&opts.home)
         .map_err(|e| Fatal(format!("the runner's home {}: {e}", opts.home.display())))?;
@@ -177,7 +177,7 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
     if let Err(message) = protocol::check_op(&op) {
         return Reply::Error { message };
     }
-    let done = |r: Result<(), crate::tmux::TmuxError>| r.map(|()| Reply::Done);
+    let done = |r: Result<(), crate::machines::tmux::TmuxError>| r.map(|()| Reply::Done);
     let r = match op {
         Op::Capture { target } => tmux.capture(&target).map(|text| Reply::Text { text }),
         Op::Key { target, key } => done(tmux.send_key(&target, &key)),
@@ -218,7 +218,7 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
             };
         }
         Op::Play { target, steps, pause_ms } => {
-            use crate::terminal::Terminal as _;
+            use crate::machines::terminal::Terminal as _;
             let steps: Vec<crate::model::KeyOp> = steps
                 .into_iter()
                 .map(|s| match s {

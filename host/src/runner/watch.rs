@@ -6,9 +6,9 @@
 //! or every [`POLL`] where files cannot be watched. The session is looked for every
 //! [`SESSION_EVERY`].
 
-use crate::hosts::protocol::{HookFile, Up};
+use crate::machines::hosts::protocol::{HookFile, Up};
+use crate::machines::tmux::Tmux;
 use crate::store::paths::RunFiles;
-use crate::tmux::Tmux;
 use base64::Engine as _;
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};

@@ -329,7 +329,7 @@ impl Runs {
 
 /// Terminal windows in a run's tmux session.
 struct TmuxWindows {
-    tmux: crate::tmux::Tmux,
+    tmux: crate::machines::tmux::Tmux,
     session: String,
     lab_exe: PathBuf,
 }

@@ -2,7 +2,7 @@
 //! happens.
 //!
 //! - Fast path: the tmux server's `session-closed` hook writes [`SIGNAL_FILE`] in
-//!   `runtime/` (see [`crate::tmux`]); lab's file watcher sees it and wakes the loop
+//!   `runtime/` (see [`crate::machines::tmux`]); lab's file watcher sees it and wakes the loop
 //!   here, which asks tmux once for all session names and ends the active runs whose
 //!   session is not among them. A session closing is seen in milliseconds.
 //! - Backstop: the same reconciliation runs once at start (runs whose session died

@@ -44,11 +44,11 @@ pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, Ru
 pub use work::WorkError;
 
 use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
+use crate::machines::terminal::Terminal;
+use crate::machines::tmux::Tmux;
 use crate::store::config::{find_program, Config};
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunId};
-use crate::terminal::Terminal;
-use crate::tmux::Tmux;
 use input::ComposerLock;
 use message_store::{MessageStore, Page};
 use registry::{Registry, RunRecord, Status};
@@ -396,8 +396,8 @@ pub struct Runs {
     acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
     /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
     acp_agents: BTreeMap<String, crate::acp::AcpAgent>,
-    /// Other machines' runners ([`crate::hosts`]).
-    hosts: Arc<crate::hosts::Hosts>,
+    /// Other machines' runners ([`crate::machines::hosts`]).
+    hosts: Arc<crate::machines::hosts::Hosts>,
 }
 
 impl Runs {
@@ -454,11 +454,13 @@ impl Runs {
             acp: Mutex::new(HashMap::new()),
             acp_learned_modes: Mutex::new(HashMap::new()),
             acp_agents,
-            hosts: Arc::new(crate::hosts::Hosts::new(crate::hosts::HostCredentials::new(home_hosts))),
+            hosts: Arc::new(crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(
+                home_hosts,
+            ))),
         });
         {
             // What runners report reaches their runs, in order, one at a time.
-            let (tx, mut rx) = tokio::sync::mpsc::channel(crate::hosts::link::EVENTS_QUEUE);
+            let (tx, mut rx) = tokio::sync::mpsc::channel(crate::machines::hosts::link::EVENTS_QUEUE);
             runs.hosts.set_events(tx);
             let weak = Arc::downgrade(&runs);
             tokio::spawn(async move {
@@ -537,7 +539,7 @@ impl Runs {
         &self.tmux
     }
 
-    /// The runs' terminal ([`crate::terminal`]).
+    /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
         self.terminal.clone()
     }
@@ -566,7 +568,7 @@ impl Runs {
     }
 
     /// Other machines' runners.
-    pub fn hosts(&self) -> Arc<crate::hosts::Hosts> {
+    pub fn hosts(&self) -> Arc<crate::machines::hosts::Hosts> {
         self.hosts.clone()
     }
 

@@ -4,7 +4,7 @@
 //! (`<home>/remote/<run>.jsonl`) and writes the spool and marker the runner reports into
 //! the run's usual files, so the tailer, the view, the guard and the provider work as
 //! for a local run and do not know where it lives. The terminal is the host's
-//! ([`crate::hosts::RemoteTerminal`]). Nothing a runner says makes lab serve open a path
+//! ([`crate::machines::hosts::RemoteTerminal`]). Nothing a runner says makes lab serve open a path
 //! it names: run ids are checked against the runner's own runs, and the files written
 //! are lab serve's own.
 
@@ -13,11 +13,11 @@ use super::launch::{checked_fields, prepare, Place};
 use super::mirror::Appended;
 use super::registry::{RunRecord, Status};
 use super::Runs;
-use crate::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
-use crate::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
+use crate::machines::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
+use crate::machines::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
+use crate::machines::terminal::Terminal;
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
-use crate::terminal::Terminal;
 use base64::Engine as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -142,11 +142,13 @@ impl Runs {
         let prepared = prepare(rec, provider, &program, &place).await?;
         // A first prompt too long for one argument is typed in once the agent is ready,
         // as here, in one paste over the stream: at most what one paste carries.
-        if let Some(prompt) = prepared.typed_prompt.as_ref().filter(|p| p.len() > crate::hosts::protocol::MAX_TEXT) {
+        if let Some(prompt) =
+            prepared.typed_prompt.as_ref().filter(|p| p.len() > crate::machines::hosts::protocol::MAX_TEXT)
+        {
             return Err(format!(
                 "a first prompt of {} bytes is too long for a run on another host (at most {} bytes)",
                 prompt.len(),
-                crate::hosts::protocol::MAX_TEXT
+                crate::machines::hosts::protocol::MAX_TEXT
             ));
         }
         // The transcript is the host's: followed here through the run's mirror. One the
@@ -350,7 +352,7 @@ impl Runs {
 /// there, followed here through the run's mirror.
 #[derive(Clone)]
 pub struct RemoteRun {
-    pub hosts: Arc<crate::hosts::Hosts>,
+    pub hosts: Arc<crate::machines::hosts::Hosts>,
     pub host: String,
     pub workdir: String,
     /// The agent's HOME as lab.toml sets it (none: the runner's own).
@@ -380,10 +382,14 @@ impl RemoteRun {
     pub async fn read(&self, file: &str) -> Result<String, String> {
         let op = Op::ReadPlan { path: file.to_string(), workdir: self.workdir.clone(), home: self.home.clone() };
         match self.hosts.call(&self.host, op, Self::WITHIN).await {
-            Ok(crate::hosts::protocol::Reply::Text { text }) if text.len() as u64 <= super::spool::PLAN_FILE_MAX => {
+            Ok(crate::machines::hosts::protocol::Reply::Text { text })
+                if text.len() as u64 <= super::spool::PLAN_FILE_MAX =>
+            {
                 Ok(text)
             }
-            Ok(crate::hosts::protocol::Reply::Error { message }) => Err(format!("host {}: {message}", self.host)),
+            Ok(crate::machines::hosts::protocol::Reply::Error { message }) => {
+                Err(format!("host {}: {message}", self.host))
+            }
             Ok(_) => Err(format!("host {} answered something else than the plan's text", self.host)),
             Err(e) => Err(e),
         }

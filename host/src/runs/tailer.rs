@@ -864,9 +864,9 @@ mod tests {
         let mut tail = fake_tail(d.path(), None);
         let mirror = d.path().join("remote").join("r-1.jsonl");
         std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
-        let hosts = crate::hosts::HostCredentials::new(d.path().join("hosts.json"));
+        let hosts = crate::machines::hosts::HostCredentials::new(d.path().join("hosts.json"));
         tail.set_remote(Arc::new(super::super::remote_runs::RemoteRun {
-            hosts: Arc::new(crate::hosts::Hosts::new(hosts)),
+            hosts: Arc::new(crate::machines::hosts::Hosts::new(hosts)),
             host: "m1".into(),
             workdir: "/w".into(),
             home: None,

@@ -4,7 +4,7 @@
 
 use super::api::RunError;
 use super::work::WorkError;
-use crate::hosts::protocol::{Op, Reply};
+use crate::machines::hosts::protocol::{Op, Reply};
 use crate::worktree::call::{self, WorkCall, WorkDone, WorkFailed};
 use crate::worktree::{diff, merge, review, Worktree};
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ pub enum Workspace {
     /// This machine: new worktrees go in `worktrees`.
     Here { worktrees: PathBuf },
     /// The runner of `host`.
-    Host { hosts: Arc<crate::hosts::Hosts>, host: String },
+    Host { hosts: Arc<crate::machines::hosts::Hosts>, host: String },
 }
 
 impl Workspace {

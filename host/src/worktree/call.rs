@@ -1,7 +1,7 @@
 //! A run's git work as calls ([`WorkCall`]), done by [`exec`] on the machine where the
 //! worktree is: here for a run on this machine, by the host's runner for a run on
 //! another host (the same function there). Serializable both ways: a call goes to a
-//! runner in one frame ([`crate::hosts::protocol::Op::Work`]) and its outcome comes back as
+//! runner in one frame ([`crate::machines::hosts::protocol::Op::Work`]) and its outcome comes back as
 //! JSON ([`WorkOutcome`]).
 
 use super::diff::{self, Diff, Summary};

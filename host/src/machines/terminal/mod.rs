@@ -1,6 +1,6 @@
 //! The terminal seam: what the host needs of the terminal a run's agent is in — look
 //! at its screen, type into it, know whether it is still there, and tell an operator
-//! how to attach — and no more. [`crate::tmux::Tmux`] is the local implementation;
+//! how to attach — and no more. [`crate::machines::tmux::Tmux`] is the local implementation;
 //! [`memory::MemoryTerminal`] is one in memory, for tests of what is typed when. A
 //! runner on another host, or an agent reached over a protocol, is another
 //! implementation: a new file, not a cut through the host.

@@ -63,7 +63,7 @@ pub mod proof {
     use sha2::Sha256;
 
     /// The key both sides prove with: the credential's SHA-256, hex (what lab serve keeps).
-    pub use crate::hosts::credentials::key_of;
+    pub use crate::machines::hosts::credentials::key_of;
 
     /// A fresh nonce: 32 random bytes, hex.
     pub fn nonce() -> std::io::Result<String> {
@@ -162,7 +162,7 @@ pub enum Down {
 }
 
 /// What lab serve asks of the terminal on the runner's machine: the terminal seam
-/// ([`crate::terminal::Terminal`]) and starting and ending a session.
+/// ([`crate::machines::terminal::Terminal`]) and starting and ending a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
@@ -570,7 +570,7 @@ mod tests {
         assert!(proof::matches(&s.clone(), &s));
         // The key is the credential's SHA-256, as hosts.json keeps it.
         let d = tempfile::tempdir().unwrap();
-        let c = crate::hosts::credentials::HostCredentials::new(d.path().join("hosts.json"));
+        let c = crate::machines::hosts::credentials::HostCredentials::new(d.path().join("hosts.json"));
         let cred = c.add("edge", std::time::SystemTime::now()).unwrap();
         assert_eq!(c.list().unwrap()[0].credential_sha256, proof::key_of(&cred));
     }

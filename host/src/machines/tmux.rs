@@ -7,7 +7,7 @@
 //! [`Tmux::with_closed_signal`] path, handed over in the server's global environment
 //! so that no path is ever parsed by tmux or a shell). lab watches that file.
 
-use crate::terminal::{Terminal, TerminalError};
+use crate::machines::terminal::{Terminal, TerminalError};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,11 @@
-//! The terminal seam ([`crate::terminal::Terminal`]) on another machine: each call one
+//! The terminal seam ([`crate::machines::terminal::Terminal`]) on another machine: each call one
 //! [`Op`] over the host's runner stream, done by the runner on its own tmux server.
-//! A second implementation beside [`crate::tmux::Tmux`]: what looks at a run's screen or
+//! A second implementation beside [`crate::machines::tmux::Tmux`]: what looks at a run's screen or
 //! types into it does not know which one it has.
 
 use super::link::Hosts;
 use super::protocol::{Op, Reply};
-use crate::terminal::{Terminal, TerminalError};
+use crate::machines::terminal::{Terminal, TerminalError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ impl Terminal for RemoteTerminal {
         pause: Duration,
         sent: &mut dyn FnMut(usize),
     ) -> Result<(), TerminalError> {
-        use crate::hosts::protocol::Step;
+        use crate::machines::hosts::protocol::Step;
         let steps: Vec<Step> = steps
             .iter()
             .map(|s| match s {
