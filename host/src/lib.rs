@@ -11,10 +11,7 @@
 //! | [`scaffold`] | `lab new-provider`: a provider crate that builds outside the lab tree |
 //! | [`agent_exec`] | `lab agent-exec`: how a run's agent is started inside its tmux pane |
 //! | [`hook`] | `lab hook …`: what the agent's hooks execute (spool, marker, session files) |
-//! | [`http`] | the HTTP API and the embedded web UI, behind the Host/Origin/token guard |
-//! | [`token`] | the access token, session cookies and login codes |
-//! | [`devices`] | the browsers and phones logged in: one device session each |
-//! | [`pairing`] | pairing a phone: a one-time login link shown as a QR code |
+//! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
@@ -32,19 +29,16 @@ pub mod agent_exec;
 pub mod check;
 pub mod cli;
 pub mod components;
-pub mod devices;
+pub mod edge;
 pub mod hook;
-pub mod http;
 pub mod machines;
 pub mod model;
 pub mod notify;
-pub mod pairing;
 pub mod runner;
 pub mod runs;
 pub mod scaffold;
 pub mod shell;
 pub mod store;
-pub mod token;
 pub mod util;
 pub mod worktree;
 

@@ -574,7 +574,7 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let app = axum::Router::new()
-        .route("/runners/connect", axum::routing::get(lab::http::runners::connect))
+        .route("/runners/connect", axum::routing::get(lab::edge::http::runners::connect))
         .with_state(hosts.clone());
     rt.spawn(async move {
         axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await.unwrap();

@@ -36,8 +36,8 @@ const SEEN_WRITE_EVERY: u64 = 300;
 /// A device's name at most, in characters.
 pub const MAX_NAME: usize = 64;
 
-/// How a device logged in (a login code's [`crate::token::Grant`] names it too).
-pub use crate::token::Via;
+/// How a device logged in (a login code's [`crate::edge::token::Grant`] names it too).
+pub use crate::edge::token::Via;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Record {

@@ -3,8 +3,8 @@
 //! cookie; `/login` turns a one-time login code or the token into that cookie.
 
 use super::ApiError;
-use crate::devices::{self, Devices, Via};
-use crate::token::{self, Grant, LoginCodes, SESSION_COOKIE};
+use crate::edge::devices::{self, Devices, Via};
+use crate::edge::token::{self, Grant, LoginCodes, SESSION_COOKIE};
 use axum::extract::{ConnectInfo, FromRequest, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -85,7 +85,7 @@ pub enum Caller {
     Device(String),
 }
 
-/// The header a logged-in page sends its device key in ([`crate::devices`]): the cookie
+/// The header a logged-in page sends its device key in ([`crate::edge::devices`]): the cookie
 /// alone opens only the UI's static files.
 pub const DEVICE_KEY_HEADER: &str = "x-lab-device-key";
 /// The query parameter an event stream takes it in (an `EventSource` sends no headers);
@@ -101,7 +101,7 @@ enum Found {
 }
 
 /// How long a device's cookie is kept by its browser; lab itself ends a device unused
-/// for [`crate::devices::IDLE_LIMIT`] (400 days is the most browsers keep any cookie).
+/// for [`crate::edge::devices::IDLE_LIMIT`] (400 days is the most browsers keep any cookie).
 const COOKIE_MAX_AGE: u64 = 400 * 24 * 3600;
 
 impl Access {

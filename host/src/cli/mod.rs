@@ -3,6 +3,13 @@
 //! `lab hook …` (run by the agent's hooks, on the dialog path) and `lab agent-exec …`
 //! (which starts the agent in its pane) are dispatched before the argument parser: no
 //! clap, no runtime, no components, so they stay tiny and fast.
+//!
+//! Nothing else in lab calls into `cli`: each subcommand's own I/O lives here
+//! ([`pair`], [`push_key`], and [`local_client`] for talking to the running serve).
+
+pub mod local_client;
+pub mod pair;
+pub mod push_key;
 
 use crate::components::{ComponentHost, Limits, ProviderSet};
 use crate::store::paths::{resolve_home, Home};
@@ -193,12 +200,12 @@ pub fn main() -> i32 {
                     allowed_origins,
                     token: (require_token || no_token).then_some(require_token),
                 },
-                crate::http::ServeInfo { demo, demo_workdir, token_required: true },
+                crate::edge::http::ServeInfo { demo, demo_workdir, token_required: true },
             )
         }
         Command::Token { home, rotate } => token(home, rotate),
-        Command::PushKey { home, rotate } => crate::notify::push::cli::run(home, rotate),
-        Command::Pair { home, name, base_url, addr } => crate::pairing::cli::run(home, name, base_url, addr),
+        Command::PushKey { home, rotate } => push_key::run(home, rotate),
+        Command::Pair { home, name, base_url, addr } => pair::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
@@ -226,7 +233,8 @@ fn init_tracing(default: &str) {
 /// `lab token`: print the token (creating it on first use), or rotate it.
 fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
     let home = resolve_home(home)?;
-    let token = if rotate { crate::token::rotate_token(&home)? } else { crate::token::ensure_token(&home)? };
+    let token =
+        if rotate { crate::edge::token::rotate_token(&home)? } else { crate::edge::token::ensure_token(&home)? };
     if rotate {
         eprintln!("lab: new token; the old one and every login session no longer work");
     }
@@ -314,8 +322,8 @@ pub fn token_required(local: std::net::SocketAddr, flag: Option<bool>, config: O
 }
 
 /// The edge for a listener on `local`: flags and `[serve]` together, checked.
-fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::Result<crate::http::Edge> {
-    use crate::http::guard;
+fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::Result<crate::edge::http::Edge> {
+    use crate::edge::http::guard;
     let cfg = crate::store::config::Config::load(&home.config_file())?.serve;
     let allowed_hosts: Vec<String> = flags.allowed_hosts.into_iter().chain(cfg.allowed_hosts).collect();
     let allowed_origins: Vec<String> = flags.allowed_origins.into_iter().chain(cfg.allowed_origins).collect();
@@ -326,9 +334,9 @@ fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::R
         anyhow::bail!("allowed origin {bad:?} is not an origin (`https://name[:port]`)");
     }
     let required = token_required(local, flags.token, cfg.require_token)?;
-    let access = crate::http::auth::Access::new(&home.root, required)
+    let access = crate::edge::http::auth::Access::new(&home.root, required)
         .map_err(|e| anyhow::anyhow!("cannot set up lab's token and devices: {e}"))?;
-    Ok(crate::http::Edge {
+    Ok(crate::edge::http::Edge {
         policy: guard::Policy { bound: local, allowed_hosts, allowed_origins },
         access: std::sync::Arc::new(access),
     })
@@ -336,7 +344,7 @@ fn edge(home: &Home, local: std::net::SocketAddr, flags: EdgeFlags) -> anyhow::R
 
 /// What `lab serve` prints first, in one write: where it listens and, when a token is
 /// required, a one-time login link (never logged) and, off loopback, a warning.
-fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Result<String> {
+fn banner(local: std::net::SocketAddr, edge: &crate::edge::http::Edge) -> anyhow::Result<String> {
     let mut out = format!("lab: serving on http://{local}\n");
     if !edge.access.required {
         out += "lab: WARNING: no token (--no-token): anyone who can reach this port on this machine — another \
@@ -360,7 +368,7 @@ fn banner(local: std::net::SocketAddr, edge: &crate::http::Edge) -> anyhow::Resu
     let shown = std::net::SocketAddr::new(connectable(local.ip()), local.port());
     out += &format!(
         "lab: login link (works once, for {} minutes): http://{shown}/login?code={code}\n",
-        crate::token::LOGIN_CODE_TTL.as_secs() / 60
+        crate::edge::token::LOGIN_CODE_TTL.as_secs() / 60
     );
     Ok(out)
 }
@@ -369,7 +377,7 @@ fn serve(
     addr: String,
     home: Option<PathBuf>,
     flags: EdgeFlags,
-    mut info: crate::http::ServeInfo,
+    mut info: crate::edge::http::ServeInfo,
 ) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     // Private modes set explicitly (not through the umask, which the agents inherit).
@@ -410,8 +418,8 @@ fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
-        let control_app = crate::http::control_router(edge.access.clone()).layer(axum::Extension(push.clone()));
-        let app = crate::http::router(runs.clone(), edge)
+        let control_app = crate::edge::http::control_router(edge.access.clone()).layer(axum::Extension(push.clone()));
+        let app = crate::edge::http::router(runs.clone(), edge)
             .layer(axum::Extension(std::sync::Arc::new(info)))
             .layer(axum::Extension(push))
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -450,7 +458,7 @@ fn serve(
     })
 }
 
-/// `<home>/serve.sock`: the running serve's control socket ([`crate::http::control_router`]).
+/// `<home>/serve.sock`: the running serve's control socket ([`crate::edge::http::control_router`]).
 struct ControlSocket {
     /// None when it cannot be made (a home path too long for a socket): said in the log;
     /// the CLI then says it cannot reach this serve.
@@ -508,7 +516,7 @@ struct ServeFileGuard(PathBuf);
 impl ServeFileGuard {
     fn write(home: &Home, local: std::net::SocketAddr) -> anyhow::Result<ServeFileGuard> {
         let addr = std::net::SocketAddr::new(connectable(local.ip()), local.port());
-        let f = crate::pairing::ServeFile { addr: addr.to_string(), pid: std::process::id() };
+        let f = crate::edge::pairing::ServeFile { addr: addr.to_string(), pid: std::process::id() };
         let path = home.serve_file();
         crate::store::fsutil::write_atomic(&path, &serde_json::to_vec(&f)?, 0o600)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
@@ -521,7 +529,7 @@ impl Drop for ServeFileGuard {
         let ours = crate::store::fsutil::read_optional(&self.0)
             .ok()
             .flatten()
-            .and_then(|b| serde_json::from_slice::<crate::pairing::ServeFile>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<crate::edge::pairing::ServeFile>(&b).ok())
             .is_some_and(|f| f.pid == std::process::id());
         if ours {
             let _ = crate::store::fsutil::remove_if_exists(&self.0);

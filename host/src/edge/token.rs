@@ -4,7 +4,7 @@
 //!   replaced by `lab token --rotate`. `lab serve` reads it on every check, so a
 //!   rotation takes effect at once.
 //! - The session cookie (`lab_session`) is not the token: it names one logged-in
-//!   device ([`crate::devices`]), bound to the token, so a rotation ends every device.
+//!   device ([`crate::edge::devices`]), bound to the token, so a rotation ends every device.
 //! - Login codes: one-time, short-lived codes: the login link `lab serve` prints, and
 //!   pairing codes (`lab pair`, the UI's "Pair a phone").
 
@@ -61,7 +61,7 @@ pub fn rotate_token(home: &Path) -> std::io::Result<String> {
 }
 
 /// Does the request carry `token` as `Authorization: Bearer <token>`? `authorization`
-/// is the raw header values. (Browsers use a device's cookie: [`crate::devices`].)
+/// is the raw header values. (Browsers use a device's cookie: [`crate::edge::devices`].)
 pub fn bearer_matches<'a>(authorization: impl IntoIterator<Item = &'a str>, token: &str) -> bool {
     let bearer = authorization.into_iter().filter_map(|v| {
         let (scheme, rest) = v.trim().split_once(' ')?;
@@ -82,7 +82,7 @@ pub fn session_cookies<'a>(cookies: impl IntoIterator<Item = &'a str>) -> impl I
     })
 }
 
-/// How a device logged in ([`crate::devices`] keeps it with the device).
+/// How a device logged in ([`crate::edge::devices`] keeps it with the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Via {

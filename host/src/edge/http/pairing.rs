@@ -49,14 +49,14 @@ pub async fn pair(
                 .into(),
         });
     }
-    let name = req.name.map(|n| crate::devices::check_name(&n)).transpose().map_err(ApiError::bad_request)?;
+    let name = req.name.map(|n| crate::edge::devices::check_name(&n)).transpose().map_err(ApiError::bad_request)?;
     let code = access.pair_code(name).map_err(|e| ApiError::internal(e.to_string()))?;
     let url = format!("{}/login?code={code}", origin_of(&headers)?);
-    let qr = crate::pairing::qr(&url).map_err(ApiError::bad_request)?;
-    let ttl = crate::token::PAIR_CODE_TTL;
+    let qr = crate::edge::pairing::qr(&url).map_err(ApiError::bad_request)?;
+    let ttl = crate::edge::token::PAIR_CODE_TTL;
     let expires_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + ttl).to_string();
     tracing::info!("a pairing code was made (valid once, for {} s)", ttl.as_secs());
-    let body = crate::pairing::PairBody { url, expires_at, ttl_seconds: ttl.as_secs(), qr };
+    let body = crate::edge::pairing::PairBody { url, expires_at, ttl_seconds: ttl.as_secs(), qr };
     Ok((StatusCode::CREATED, [(header::CACHE_CONTROL, "no-store")], Json(body)).into_response())
 }
 
