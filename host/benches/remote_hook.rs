@@ -67,7 +67,7 @@ fn agent(ctl: PathBuf, args: &[String]) -> ! {
     let settings = PathBuf::from(&args[i]);
     let run = run_id_of(&settings, ".settings.json");
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-    let shim = lab::shell::join(&[exe.to_string_lossy().into_owned(), SHIM.into()]);
+    let shim = lab::util::shell::join(&[exe.to_string_lossy().into_owned(), SHIM.into()]);
     fn rewrite(v: &mut Value, shim: &str) {
         match v {
             Value::Object(m) => {
@@ -334,7 +334,7 @@ fn tmux_wrapper(ctl: &Path) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let delay = ctl.join("tmux_delay");
     std::fs::write(&delay, "0\n").unwrap();
-    let q = |p: &Path| lab::shell::join(&[p.to_string_lossy().into_owned()]);
+    let q = |p: &Path| lab::util::shell::join(&[p.to_string_lossy().into_owned()]);
     let script = format!(
         "#!/bin/sh\nread d < {delay}\n[ \"$d\" = 0 ] && exec {real} \"$@\"\nsleep \"$d\"\n{real} \"$@\"\nrc=$?\nsleep \"$d\"\nexit $rc\n",
         delay = q(&delay),

@@ -21,8 +21,7 @@
 //! | [`runner`] | `lab runner`: lab on another machine dialling `lab serve`, the other end of a machine's link |
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (hosts) |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
-//! | [`shell`] | POSIX shell quoting for hook and attach commands |
-//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets |
+//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets, POSIX shell quoting |
 
 pub mod acp;
 pub mod agent_exec;
@@ -37,7 +36,6 @@ pub mod notify;
 pub mod runner;
 pub mod runs;
 pub mod scaffold;
-pub mod shell;
 pub mod store;
 pub mod util;
 pub mod worktree;

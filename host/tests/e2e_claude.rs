@@ -151,7 +151,7 @@ fn setup_with_env(name: &'static str, script: Script, extra_env: &[(&str, &str)]
         &rec,
         format!(
             "#!/bin/sh\np=$(cat)\nt=$(date +%s%3N)\nprintf '{{\"hook\":\"%s\",\"at_ms\":%s,\"payload\":%s}}\\n' \"$1\" \"$t\" \"$p\" >> {}\nexit 0\n",
-            lab::shell::quote(w.dir.path().join("hooks.jsonl").to_str().unwrap())
+            lab::util::shell::quote(w.dir.path().join("hooks.jsonl").to_str().unwrap())
         ),
     )
     .unwrap();

@@ -620,7 +620,7 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     let socket = w.dir.path().join("runner-far").join("tmux.sock");
     let attach = term.attach_command(target);
     assert_eq!(attach[..3], ["ssh", "-t", "far"]);
-    assert_eq!(attach[3..], [lab::shell::join(["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target])]);
+    assert_eq!(attach[3..], [lab::util::shell::join(["tmux", "-S", socket.to_str().unwrap(), "attach", "-t", target])]);
     assert!(!w.home.join("tmux.sock").exists());
 
     // What lab would never ask is refused by the runner, and the stream stays up.

@@ -522,7 +522,7 @@ async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiR
     let rec = run.record();
     let term = runs.terminal_for(&rec);
     // How to attach is the terminal's to say (a terminal on another host says otherwise).
-    let attach = crate::shell::join(term.attach_command(&rec.tmux_target));
+    let attach = crate::util::shell::join(term.attach_command(&rec.tmux_target));
     let target = rec.tmux_target.clone();
     let screen = tokio::task::spawn_blocking(move || term.capture(&target)).await.ok().and_then(Result::ok);
     Ok(Json(json!({"attach": attach, "screen": screen.unwrap_or_default(), "state": run.snapshot().derived.state}))

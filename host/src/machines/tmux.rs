@@ -221,7 +221,7 @@ impl Tmux {
         // With several arguments tmux runs the command directly (no shell); a lone
         // program is quoted so no shell can reinterpret it.
         if argv.len() == 1 {
-            c.arg(crate::shell::quote(&argv[0]));
+            c.arg(crate::util::shell::quote(&argv[0]));
         } else {
             c.args(argv);
         }

@@ -3,9 +3,9 @@
 //! per-run settings file the provider may make of them.
 
 use crate::model::{Channel, HookBinding, HookCommand};
-use crate::shell;
 use crate::store::fsutil;
 use crate::store::paths::RunFiles;
+use crate::util::shell;
 use std::path::Path;
 
 /// The `lab hook …` command for each binding (see [`crate::hook`]).

@@ -186,8 +186,8 @@ pub fn damaged(path: &Path, why: &str) -> anyhow::Error {
          (mv {p} {a}) and lab starts with an empty registry; runs in tmux keep going, but lab no \
          longer lists the old ones",
         path = path.display(),
-        p = crate::shell::quote(&path.to_string_lossy()),
-        a = crate::shell::quote(&aside),
+        p = crate::util::shell::quote(&path.to_string_lossy()),
+        a = crate::util::shell::quote(&aside),
     )
 }
 

@@ -1,6 +1,8 @@
 //! Helpers every layer may use, depending on nothing of lab's: the time as lab writes
-//! it, the text checks of what an operator or a device may type, and secrets.
+//! it, the text checks of what an operator or a device may type, secrets, and POSIX
+//! shell quoting.
 
 pub mod secrets;
+pub mod shell;
 pub mod text;
 pub mod time;

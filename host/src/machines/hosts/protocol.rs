@@ -404,7 +404,7 @@ pub fn version_refusal(runner: &str) -> Option<String> {
 }
 
 /// Whether a hello's paths and environment can be used to launch there: absolute
-/// paths of plain characters ([`crate::shell::is_plain`]: they go into command lines
+/// paths of plain characters ([`crate::util::shell::is_plain`]: they go into command lines
 /// the operator pastes, which ssh hands to a second shell), variable names an
 /// environment holds.
 pub fn check_facts(home: &str, tmux_socket: &str, lab_exe: &str, env: &[(String, String)]) -> Result<(), String> {
@@ -412,7 +412,7 @@ pub fn check_facts(home: &str, tmux_socket: &str, lab_exe: &str, env: &[(String,
         if !std::path::Path::new(p).is_absolute() || p.len() > 4096 {
             return Err(format!("the hello's {what} is not an absolute path"));
         }
-        if !crate::shell::is_plain(p) {
+        if !crate::util::shell::is_plain(p) {
             return Err(format!(
                 "the hello's {what} has characters lab does not put in a command line (only letters, digits and \
 -_./=:,+@%): {:?}",

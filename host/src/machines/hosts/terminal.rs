@@ -136,7 +136,7 @@ impl Terminal for RemoteTerminal {
 /// host's shell parses them again, so the remote command goes to ssh as one word,
 /// quoted for that second shell: pasted, each part reaches tmux as it is.
 pub fn ssh_attach(host: &str, socket: &str, target: &str) -> Vec<String> {
-    let remote = crate::shell::join(["tmux", "-S", socket, "attach", "-t", target]);
+    let remote = crate::util::shell::join(["tmux", "-S", socket, "attach", "-t", target]);
     vec!["ssh".into(), "-t".into(), host.into(), remote]
 }
 
@@ -178,7 +178,7 @@ mod tests {
             format!("/x/$(touch {})'\"`x`", pwned.display()),
             "<its lab home>/tmux.sock".to_string(),
         ] {
-            let line = crate::shell::join(ssh_attach("m1", &socket, "=lab-r-1:"));
+            let line = crate::util::shell::join(ssh_attach("m1", &socket, "=lab-r-1:"));
             let got = tmux_argv_from_pasting(&line, d.path());
             assert_eq!(got, ["-S", socket.as_str(), "attach", "-t", "=lab-r-1:"], "{line}");
             assert!(!pwned.exists(), "{line} ran a command");
