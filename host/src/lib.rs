@@ -6,9 +6,7 @@
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest |
-//! | [`check`] | `lab providers check`: a provider component loaded and driven as launch and answer would |
-//! | [`scaffold`] | `lab new-provider`: a provider crate that builds outside the lab tree |
+//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand, `lab providers check`, `lab new-provider`, `lab pair`; `lab serve` wires the rest |
 //! | [`agent_exec`] | `lab agent-exec`: how a run's agent is started inside its tmux pane |
 //! | [`hook`] | `lab hook …`: what the agent's hooks execute (spool, marker, session files) |
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone |
@@ -25,7 +23,6 @@
 
 pub mod acp;
 pub mod agent_exec;
-pub mod check;
 pub mod cli;
 pub mod components;
 pub mod edge;
@@ -35,7 +32,6 @@ pub mod model;
 pub mod notify;
 pub mod runner;
 pub mod runs;
-pub mod scaffold;
 pub mod store;
 pub mod util;
 pub mod worktree;

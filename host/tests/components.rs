@@ -259,9 +259,9 @@ fn the_compile_cache_hits_and_misses_on_change() {
 
 /// `lab providers check` on the bundled hooker provider and on components built
 /// against WIT 0.1.0.
-fn report(file: &Path) -> (anyhow::Result<lab::check::Outcome>, String) {
+fn report(file: &Path) -> (anyhow::Result<lab::cli::check::Outcome>, String) {
     let mut out = Vec::new();
-    let res = lab::check::check(file, Some(std::path::PathBuf::from("/nonexistent/lab-home")), &mut out);
+    let res = lab::cli::check::check(file, Some(std::path::PathBuf::from("/nonexistent/lab-home")), &mut out);
     (res, String::from_utf8(out).unwrap())
 }
 

@@ -4,12 +4,16 @@
 //! (which starts the agent in its pane) are dispatched before the argument parser: no
 //! clap, no runtime, no components, so they stay tiny and fast.
 //!
-//! Nothing else in lab calls into `cli`: each subcommand's own I/O lives here
-//! ([`pair`], [`push_key`], and [`local_client`] for talking to the running serve).
+//! Nothing else in lab calls into `cli`. The subcommands with more to them than a call
+//! have their file here: [`check`] (`lab providers check`), [`scaffold`] (`lab
+//! new-provider`), [`pair`], [`push_key`], and [`local_client`] for talking to the
+//! running serve.
 
+pub mod check;
 pub mod local_client;
 pub mod pair;
 pub mod push_key;
+pub mod scaffold;
 
 use crate::components::{ComponentHost, Limits, ProviderSet};
 use crate::store::paths::{resolve_home, Home};
@@ -208,12 +212,14 @@ pub fn main() -> i32 {
         Command::Pair { home, name, base_url, addr } => pair::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
-        Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => crate::check::run(&file, home),
+        Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => {
+            crate::cli::check::run(&file, home)
+        }
         Command::Hosts { home, action } => hosts(home, action),
         Command::Runner { connect, name, home, credential_file, allow_http } => resolve_home(home)
             .and_then(|home| runner(crate::runner::Options { connect, name, home, credential_file, allow_http })),
         Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
-            crate::scaffold::run(name, dialog_hooker, dir, sdk_path)
+            crate::cli::scaffold::run(name, dialog_hooker, dir, sdk_path)
         }
     };
     match result {

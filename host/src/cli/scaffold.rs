@@ -14,17 +14,17 @@
 use anyhow::{bail, Context as _, Result};
 use std::path::{Path, PathBuf};
 
-const CARGO_TOML: &str = include_str!("../templates/provider/Cargo.toml.tmpl");
-const TOOLCHAIN: &str = include_str!("../templates/provider/rust-toolchain.toml.tmpl");
-const LIB_RS: &str = include_str!("../templates/provider/lib.rs.tmpl");
-const README: &str = include_str!("../templates/provider/README.md.tmpl");
-const GITIGNORE: &str = include_str!("../templates/provider/gitignore.tmpl");
+const CARGO_TOML: &str = include_str!("../../templates/provider/Cargo.toml.tmpl");
+const TOOLCHAIN: &str = include_str!("../../templates/provider/rust-toolchain.toml.tmpl");
+const LIB_RS: &str = include_str!("../../templates/provider/lib.rs.tmpl");
+const README: &str = include_str!("../../templates/provider/README.md.tmpl");
+const GITIGNORE: &str = include_str!("../../templates/provider/gitignore.tmpl");
 
 /// The WIT version new providers are built against (the SDK's, the newest this lab loads).
 const WIT_VERSION: &str = "0.2.0";
 
 /// lab's own rust-toolchain.toml, for when the SDK's checkout has none.
-const LAB_TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+const LAB_TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
 
 /// The SDK of the checkout this binary was built from.
 pub const DEFAULT_SDK_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
