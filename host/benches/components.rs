@@ -6,7 +6,7 @@
 //! Figures: compile cold vs from the on-disk cache (ratio), instantiate, per-call cost
 //! (p50/p90/p99), and transcript parsing throughput through the component in MB/s.
 
-use lab::components::{fixtures, ComponentHost, Limits, Source};
+use lab::agents::components::{fixtures, ComponentHost, Limits, Source};
 use std::time::{Duration, Instant};
 
 fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {

@@ -5,7 +5,7 @@
 //! (a) today's path: the agent's hook runs `lab hook dialog-spool <spool>`;
 //! (b) the remote path: the hook runs `lab hook dialog-spool --post <url>` (the token in
 //!     `LAB_HOOK_TOKEN`), a receiver on 127.0.0.1 checks the run's bearer token and
-//!     writes the spool with `lab::hook::apply` (the same atomic write), then lab's
+//!     writes the spool with `lab::agents::hook::apply` (the same atomic write), then lab's
 //!     usual path (inotify → tailer → SSE) takes over;
 //! (c) (b) through a TCP proxy on loopback that delays every chunk by 1, 10 and 50 ms
 //!     one way (and the first chunk by one more round trip: the TCP handshake);
@@ -92,7 +92,7 @@ fn agent(ctl: PathBuf, args: &[String]) -> ! {
         .args(&args)
         .env_remove(AGENT_ROLE)
         .env(CTL, &ctl)
-        .env(lab::hook::post::TOKEN_ENV, token)
+        .env(lab::agents::hook::post::TOKEN_ENV, token)
         .exec();
     panic!("exec fake-claude: {err}");
 }
@@ -141,7 +141,7 @@ fn receiver(rt: &tokio::runtime::Runtime, runtime_dir: PathBuf, tokens: PathBuf)
                     if !expected.is_some_and(|t| lab::util::secrets::ct_eq(&t, given)) {
                         return StatusCode::UNAUTHORIZED;
                     }
-                    let named = headers.get(lab::hook::post::CHANNEL_HEADER).and_then(|v| v.to_str().ok());
+                    let named = headers.get(lab::agents::hook::post::CHANNEL_HEADER).and_then(|v| v.to_str().ok());
                     let files = lab::paths::RunFiles::new(&runtime_dir, &id);
                     let file = match (channel.as_str(), named) {
                         ("dialog-spool", Some("dialog-spool")) => files.spool,
@@ -149,9 +149,10 @@ fn receiver(rt: &tokio::runtime::Runtime, runtime_dir: PathBuf, tokens: PathBuf)
                         ("session-info", Some("session-info")) => files.session,
                         _ => return StatusCode::BAD_REQUEST,
                     };
-                    let written =
-                        tokio::task::spawn_blocking(move || lab::hook::apply(&lab::hook::Action::Write, &file, &body))
-                            .await;
+                    let written = tokio::task::spawn_blocking(move || {
+                        lab::agents::hook::apply(&lab::agents::hook::Action::Write, &file, &body)
+                    })
+                    .await;
                     match written {
                         Ok(Ok(_)) => StatusCode::NO_CONTENT,
                         _ => StatusCode::BAD_REQUEST,

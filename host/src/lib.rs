@@ -7,28 +7,20 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`cli`] | the `lab` command line: one dispatcher for every subcommand, `lab providers check`, `lab new-provider`, `lab pair`; `lab serve` wires the rest |
-//! | [`agent_exec`] | `lab agent-exec`: how a run's agent is started inside its tmux pane |
-//! | [`hook`] | `lab hook …`: what the agent's hooks execute (spool, marker, session files) |
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
-//! | [`components`] | the provider plugin loader: wasmtime, the compile cache, the WIT versions |
-//! | [`model`] | the host's own model of what providers say, whatever their WIT version |
-//! | [`acp`] | ACP agents: the Agent Client Protocol as a second way to speak to an agent |
+//! | [`agents`] | what providers say and how lab speaks to an agent: the component loader, the model, ACP, `lab hook`, `lab agent-exec` |
 //! | [`runner`] | `lab runner`: lab on another machine dialling `lab serve`, the other end of a machine's link |
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (hosts) |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
 //! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets, POSIX shell quoting |
 
-pub mod acp;
-pub mod agent_exec;
+pub mod agents;
 pub mod cli;
-pub mod components;
 pub mod edge;
-pub mod hook;
 pub mod machines;
-pub mod model;
 pub mod notify;
 pub mod runner;
 pub mod runs;

@@ -371,7 +371,7 @@ fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
     let w = World::new();
     let providers = w.home.join("providers");
     std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(lab::components::fixtures::ACP_FIXTURE, providers.join("fake-acp.wasm")).unwrap();
+    std::fs::copy(lab::agents::components::fixtures::ACP_FIXTURE, providers.join("fake-acp.wasm")).unwrap();
     // The declared command is `fake-acp` on PATH; lab.toml points it at the build, adds
     // an env var and replaces none of the declared ones.
     w.write_config(&format!(

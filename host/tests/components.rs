@@ -1,7 +1,7 @@
 //! The plugin loader against the real components built with the project.
 
-use lab::components::{fixtures, CallErrorKind, ComponentHost, Limits, ProviderSet, Source, Version};
-use lab::model::{Answer, Content, KeyOp};
+use lab::agents::components::{fixtures, CallErrorKind, ComponentHost, Limits, ProviderSet, Source, Version};
+use lab::agents::model::{Answer, Content, KeyOp};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -105,7 +105,7 @@ fn an_acp_provider_declares_its_agent() {
     assert!(facts.capabilities.acp && !facts.dialog_hooker && !p.screen_reader());
     assert_eq!((facts.info.name.as_str(), facts.info.default_program.as_str()), ("fake-acp", "fake-acp"));
     assert_eq!(facts.info.permission_modes, ["ask", "yolo"]);
-    let launch = lab::components::acp_declaration(&facts, &p).unwrap();
+    let launch = lab::agents::components::acp_declaration(&facts, &p).unwrap();
     assert_eq!(launch.args, ["--declared-by", "component"]);
     assert_eq!(launch.env, [("FAKE_ACP_DECLARED".to_string(), "yes".to_string())]);
     assert_eq!(launch.start_timeout_secs, Some(20));
@@ -126,7 +126,7 @@ fn an_acp_provider_declares_its_agent() {
     let (facts, launch) = set.get_acp("fake-acp").expect("an ACP provider");
     assert_eq!(facts.source, Source::File(dir.join("fake-acp.wasm")));
     assert_eq!(launch.args, ["--declared-by", "component"]);
-    assert_eq!(set.loaded.len(), lab::components::BUNDLED.len());
+    assert_eq!(set.loaded.len(), lab::agents::components::BUNDLED.len());
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn bad_files_are_reported_and_skipped() {
     std::fs::write(dir.join("ignored.txt"), b"x").unwrap();
     let set = ProviderSet::load_all(&host(None), &dir);
     let names: Vec<_> = set.loaded.iter().map(|(f, _)| f.info.name.clone()).collect();
-    let mut want: Vec<String> = lab::components::BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
+    let mut want: Vec<String> = lab::agents::components::BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
     want.push("plainlog".into());
     assert_eq!(names, want);
     assert_eq!(set.failed.len(), 2, "{:?}", set.failed);
@@ -204,7 +204,7 @@ fn a_dropped_in_component_replaces_the_bundled_one_of_the_same_name() {
     let (facts, _) = set.get("claude-code").unwrap();
     assert_eq!(facts.source, Source::File(dir.join("my-claude.wasm")));
     // Replaced, not added: as many providers as are bundled.
-    assert_eq!(set.loaded.len(), lab::components::BUNDLED.len());
+    assert_eq!(set.loaded.len(), lab::agents::components::BUNDLED.len());
 }
 
 /// A component another user could have written (the file or `providers/` writable by

@@ -641,7 +641,7 @@ fn the_component_installed_from_the_providers_folder_works_the_same() {
     let Some(mut e) = setup("from_file", script) else { return };
     let dir = e.w.home.join("providers");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(lab::components::fixtures::CODEX, dir.join("codex.wasm")).unwrap();
+    std::fs::copy(lab::agents::components::fixtures::CODEX, dir.join("codex.wasm")).unwrap();
     e.restart_lab();
     let log = std::fs::read_to_string(&e.lab_log).unwrap();
     assert!(log.contains("component replaces the bundled provider"), "{log}");

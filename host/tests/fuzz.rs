@@ -15,7 +15,7 @@
 mod common;
 
 use common::*;
-use lab::components::{fixtures, CallError, CallErrorKind, ComponentHost, Limits, ProviderHandle};
+use lab::agents::components::{fixtures, CallError, CallErrorKind, ComponentHost, Limits, ProviderHandle};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Map, Value};
@@ -358,7 +358,7 @@ fn spool_marker_and_dialog_mapper_survive_anything() {
     let call = (one_of(&["AskUserQuestion", "ExitPlanMode", "Bash"]), json_bytes(dialog_input()), small_text());
     fuzz("map-dialog", 500, Duration::from_secs(8), call, |(name, input, id)| {
         let name = name.as_str().unwrap_or_default().to_string();
-        let call = lab::model::ToolUse {
+        let call = lab::agents::model::ToolUse {
             id,
             summary: name.clone(),
             name,
@@ -468,8 +468,8 @@ fn acp_request() -> impl Strategy<Value = (bool, Value)> {
     prop_oneof![permission, form, (any::<bool>(), json_value())]
 }
 
-fn acp_answers() -> impl Strategy<Value = Vec<lab::model::Answer>> {
-    use lab::model::Answer;
+fn acp_answers() -> impl Strategy<Value = Vec<lab::agents::model::Answer>> {
+    use lab::agents::model::Answer;
     let one = prop_oneof![
         (0u32..8).prop_map(Answer::Option),
         prop::collection::vec(0u32..8, 0..4).prop_map(Answer::Options),
@@ -483,7 +483,7 @@ fn acp_answers() -> impl Strategy<Value = Vec<lab::model::Answer>> {
 /// and any answers give the agent a result or a clear refusal; never a panic.
 #[test]
 fn acp_requests_and_answers_survive_anything() {
-    use lab::acp::dialog::Request;
+    use lab::agents::acp::dialog::Request;
     fuzz(
         "ACP requests",
         400,
@@ -495,7 +495,7 @@ fn acp_requests_and_answers_survive_anything() {
             let d = req.dialog();
             prop_assert!(d.is_ok(), "an accepted request maps to a dialog: {d:?}");
             let d = d.unwrap();
-            prop_assert_eq!(lab::acp::dialog::request_number(&d.id), Some(3));
+            prop_assert_eq!(lab::agents::acp::dialog::request_number(&d.id), Some(3));
             if let Ok(v) = req.result(&answers) {
                 prop_assert!(v.is_object(), "{v}");
             }
@@ -512,7 +512,7 @@ fn acp_requests_and_answers_survive_anything() {
 #[test]
 fn acp_lines_and_updates_survive_anything() {
     let dir = tempfile::tempdir().unwrap();
-    let rec = lab::acp::recorder::Recorder::new("fuzz".into(), dir.path().join("j.jsonl"));
+    let rec = lab::agents::acp::recorder::Recorder::new("fuzz".into(), dir.path().join("j.jsonl"));
     let update = (
         field(one_of(&[
             "agent_message_chunk",
@@ -537,13 +537,13 @@ fn acp_lines_and_updates_survive_anything() {
         });
     let line = prop_oneof![json_bytes(json_value()), prop::collection::vec(any::<u8>(), 0..200)];
     fuzz("ACP lines", 400, Duration::from_secs(8), (line, update), |(bytes, u)| {
-        let _ = lab::acp::rpc::parse_line(&bytes);
-        let _ = lab::acp::journal::parse(&bytes);
+        let _ = lab::agents::acp::rpc::parse_line(&bytes);
+        let _ = lab::agents::acp::journal::parse(&bytes);
         rec.update(&u);
         Ok(())
     });
     rec.flush();
-    let out = lab::acp::journal::parse(&std::fs::read(dir.path().join("j.jsonl")).unwrap_or_default());
+    let out = lab::agents::acp::journal::parse(&std::fs::read(dir.path().join("j.jsonl")).unwrap_or_default());
     assert!(out.diagnostics.is_empty(), "what the recorder wrote reads back: {:?}", out.diagnostics);
 }
 
@@ -576,7 +576,7 @@ fn verb() -> impl Strategy<Value = Verb> {
 
 /// Whether `lab hook` must write this payload: one JSON object within the limit.
 fn acceptable(stdin: &[u8]) -> bool {
-    stdin.len() <= lab::hook::MAX_PAYLOAD && serde_json::from_slice::<Value>(stdin).is_ok_and(|v| v.is_object())
+    stdin.len() <= lab::agents::hook::MAX_PAYLOAD && serde_json::from_slice::<Value>(stdin).is_ok_and(|v| v.is_object())
 }
 
 #[test]

@@ -600,10 +600,10 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
     // An answer plan goes in one call and is played there, its pauses kept there.
     let mut sent = Vec::new();
     let steps = [
-        lab::model::KeyOp::Literal("played".into()),
-        lab::model::KeyOp::Key("Space".into()),
-        lab::model::KeyOp::Literal("plan".into()),
-        lab::model::KeyOp::Key("Enter".into()),
+        lab::agents::model::KeyOp::Literal("played".into()),
+        lab::agents::model::KeyOp::Key("Space".into()),
+        lab::agents::model::KeyOp::Literal("plan".into()),
+        lab::agents::model::KeyOp::Key("Enter".into()),
     ];
     let started = Instant::now();
     term.play(target, &steps, Duration::from_millis(100), &mut |n| sent.push(n)).unwrap();
@@ -613,7 +613,7 @@ fn a_hosts_terminal_is_reached_through_its_runner() {
         term.capture(target).ok().filter(|s| s.matches("played plan").count() >= 2)
     });
     let e = term
-        .play(target, &[lab::model::KeyOp::Key("C-c; kill-server".into())], Duration::ZERO, &mut |_| {})
+        .play(target, &[lab::agents::model::KeyOp::Key("C-c; kill-server".into())], Duration::ZERO, &mut |_| {})
         .unwrap_err();
     assert!(e.message.contains("not a key name"), "{e}");
     // The runner's own tmux server, in its own home: not lab serve's.

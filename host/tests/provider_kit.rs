@@ -344,7 +344,7 @@ fn a_provider_that_misbehaves_fails_the_self_test() {
 
 #[test]
 fn check_accepts_the_plainlog_fixture() {
-    let (ok, stdout, stderr) = check(Path::new(lab::components::fixtures::PLAINLOG));
+    let (ok, stdout, stderr) = check(Path::new(lab::agents::components::fixtures::PLAINLOG));
     assert!(ok, "{stdout}\n{stderr}");
     for want in [
         "exports      base (no dialog-hooker)",
@@ -362,7 +362,7 @@ fn check_accepts_the_plainlog_fixture() {
 #[test]
 fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     let d = outside_dir();
-    let plainlog = std::fs::read(lab::components::fixtures::PLAINLOG).unwrap();
+    let plainlog = std::fs::read(lab::agents::components::fixtures::PLAINLOG).unwrap();
     // The same component, as if built against lab:provider@0.9.0 (same-length rename
     // of every interface name, so the binary stays valid).
     let mut other_version = plainlog.clone();
@@ -399,7 +399,7 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     );
 
     // A component that loads but misbehaves fails the self-test (non-zero exit).
-    let unruly = Path::new(lab::components::fixtures::UNRULY);
+    let unruly = Path::new(lab::agents::components::fixtures::UNRULY);
     let (ok, stdout, _) = check(unruly);
     assert!(ok, "unruly only misbehaves on request:\n{stdout}");
     assert!(stdout.contains("warn  launch refused a sample request"), "{stdout}");

@@ -431,13 +431,13 @@ fn plan_and_multi_question_dialogs_are_answered_from_lab() {
 
 #[test]
 fn a_transcript_only_provider_gets_no_hooks_and_unanswerable_transcript_dialogs() {
-    transcript_only_run(lab::components::fixtures::PLAINLOG);
+    transcript_only_run(lab::agents::components::fixtures::PLAINLOG);
 }
 
 /// docs/wit-compat.md rule 4: a component built against WIT 0.1.0 runs a run on this host.
 #[test]
 fn a_transcript_only_component_built_against_0_1_0_runs_a_run() {
-    transcript_only_run(lab::components::fixtures::PLAINLOG_V0_1_0);
+    transcript_only_run(lab::agents::components::fixtures::PLAINLOG_V0_1_0);
 }
 
 /// The same for a dialog-hooker component built against 0.1.0 (the claude-code
@@ -448,7 +448,7 @@ fn a_hooker_component_built_against_0_1_0_runs_a_run_and_answers() {
     let w = World::new();
     let providers = w.home.join("providers");
     std::fs::create_dir_all(&providers).unwrap();
-    std::fs::copy(lab::components::fixtures::CLAUDE_CODE_V0_1_0, providers.join("old.wasm")).unwrap();
+    std::fs::copy(lab::agents::components::fixtures::CLAUDE_CODE_V0_1_0, providers.join("old.wasm")).unwrap();
     let log = w.use_fake_claude(&ask_then_idle());
     let lab = w.serve();
     let (_, list) = lab.get("/providers");
@@ -838,7 +838,7 @@ fn a_session_gone_while_lab_was_down_ends_its_run_at_start() {
 #[test]
 fn an_unrecognised_screen_before_the_first_line_becomes_a_generic_card() {
     let w = World::with_plainlog(
-        lab::components::fixtures::PLAINLOG,
+        lab::agents::components::fixtures::PLAINLOG,
         r#"#!/bin/sh
 t="$2"; mkdir -p "$(dirname "$t")"
 printf 'Licence terms changed.\nPress Enter to accept them.\n'

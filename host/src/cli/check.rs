@@ -10,8 +10,10 @@
 //! mapped dialog whose call_id is not the call's id). Odd-but-legal results are warnings.
 //! The samples (transcript lines, dialog calls) come from the provider itself.
 
-use crate::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
-use crate::model::{Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript};
+use crate::agents::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
+use crate::agents::model::{
+    Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript,
+};
 use crate::store::paths::{resolve_home, Home, RunFiles, RunId};
 use anyhow::{anyhow, Result};
 use std::io::Write;
@@ -187,7 +189,7 @@ fn diagnose(host: &ComponentHost, bytes: &[u8], error: &str) -> (Option<Vec<Stri
         return (None, why);
     }
     let packages = match host.compile(bytes) {
-        Ok((component, _)) => crate::components::exported_packages(host.engine(), &component),
+        Ok((component, _)) => crate::agents::components::exported_packages(host.engine(), &component),
         Err(e) => {
             why.push(format!("not a valid component: {e:#}"));
             return (None, why);
@@ -243,7 +245,7 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
         (Err(e), _) => r.fail(e.to_string()),
     }
     if facts.capabilities.acp {
-        match timed(|| crate::components::acp_declaration(facts, p)) {
+        match timed(|| crate::agents::components::acp_declaration(facts, p)) {
             (Ok(l), took) => r.ok(format!(
                 "launch ({}): {} {}; env: {}",
                 ms(took),
@@ -271,7 +273,7 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
             }
             s
         }
-        Err(e) if e.kind == crate::components::CallErrorKind::Unsupported => {
+        Err(e) if e.kind == crate::agents::components::CallErrorKind::Unsupported => {
             r.info(format!("(no self-test samples: built against {})", facts.capabilities.version.package()));
             Samples::default()
         }
@@ -292,7 +294,11 @@ fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadlin
     }
 }
 
-fn sample_request(facts: &ComponentFacts, hooks: Vec<crate::model::HookCommand>, with_file: bool) -> LaunchRequest {
+fn sample_request(
+    facts: &ComponentFacts,
+    hooks: Vec<crate::agents::model::HookCommand>,
+    with_file: bool,
+) -> LaunchRequest {
     LaunchRequest {
         run_id: "r-check0000001".into(),
         session_id: "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f".into(),
@@ -316,7 +322,7 @@ fn sample_files() -> (RunId, RunFiles) {
     (run, files)
 }
 
-fn sample_hooks(bindings: &[HookBinding]) -> Vec<crate::model::HookCommand> {
+fn sample_hooks(bindings: &[HookBinding]) -> Vec<crate::agents::model::HookCommand> {
     let lab = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lab"));
     crate::runs::hook_settings::commands(&lab, &sample_files().1, bindings.to_vec())
 }
@@ -336,7 +342,7 @@ fn test_wiring(r: &mut Report, p: &ProviderHandle) -> Vec<HookBinding> {
                 let matcher = b.matcher.as_deref().map(|m| format!(" [{m}]")).unwrap_or_default();
                 r.info(format!("{}{matcher} → {:?}", b.event, b.channel));
             }
-            if !bindings.iter().any(|b| b.channel == crate::model::Channel::DialogSpool) {
+            if !bindings.iter().any(|b| b.channel == crate::agents::model::Channel::DialogSpool) {
                 r.warn("no binding feeds the dialog spool: no live dialogs");
             }
             bindings
@@ -371,7 +377,7 @@ fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, bindi
 
 fn summary(out: &ParseOutput) -> String {
     let turn = match out.turn {
-        Some(t) => format!("turn {}", if t == crate::model::TurnSignal::Idle { "idle" } else { "working" }),
+        Some(t) => format!("turn {}", if t == crate::agents::model::TurnSignal::Idle { "idle" } else { "working" }),
         None => "no turn signal".into(),
     };
     format!("{}, {}, {turn}", plural(out.messages.len(), "message"), plural(out.diagnostics.len(), "diagnostic"))
@@ -537,7 +543,7 @@ fn test_hooker(r: &mut Report, p: &ProviderHandle, bindings: &[HookBinding], dia
         _ => r.ok("blocked-state survives a malformed marker"),
     }
     match p.session_info(b"not json".to_vec()).blocking() {
-        Err(e) if e.refusal().is_none() && e.kind != crate::components::CallErrorKind::Unsupported => {
+        Err(e) if e.refusal().is_none() && e.kind != crate::agents::components::CallErrorKind::Unsupported => {
             r.fail(format!("session-info on a malformed payload: {e}"))
         }
         _ => r.ok("session-info survives a malformed payload"),
@@ -612,7 +618,7 @@ fn json_strings(v: &serde_json::Value) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::components::fixtures;
+    use crate::agents::components::fixtures;
 
     fn report(file: &Path) -> (Result<Outcome>, String) {
         let mut out = Vec::new();

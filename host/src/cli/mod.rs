@@ -15,7 +15,7 @@ pub mod pair;
 pub mod push_key;
 pub mod scaffold;
 
-use crate::components::{ComponentHost, Limits, ProviderSet};
+use crate::agents::components::{ComponentHost, Limits, ProviderSet};
 use crate::store::paths::{resolve_home, Home};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -185,9 +185,9 @@ pub fn main() -> i32 {
     // commands report bad input themselves and never panic on it.
     let rest = || args.iter().skip(2).map(|a| a.to_string_lossy().into_owned()).collect::<Vec<String>>();
     match args.get(1).and_then(|a| a.to_str()) {
-        Some("hook") => return crate::hook::main(&rest()),
-        Some("agent-exec") => return crate::agent_exec::main(&rest()),
-        Some("term-exec") => return crate::acp::terminal::term_exec_main(&rest()),
+        Some("hook") => return crate::agents::hook::main(&rest()),
+        Some("agent-exec") => return crate::agents::agent_exec::main(&rest()),
+        Some("term-exec") => return crate::agents::acp::terminal::term_exec_main(&rest()),
         _ => {}
     }
     let cli = Cli::parse_from(args);
@@ -640,7 +640,7 @@ fn list_providers(home: Option<PathBuf>) -> anyhow::Result<()> {
     // ACP agents (transport acp): declared by components, or lab.toml's [agents].
     let config = crate::store::config::Config::load(&home.config_file())?;
     let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
-    let (agents, unused) = crate::acp::agents::resolve(&config, &tmux_providers, &set.acp);
+    let (agents, unused) = crate::agents::acp::agents::resolve(&config, &tmux_providers, &set.acp);
     for (name, a) in &agents {
         let version = a.component.as_ref().map_or("-", |c| c.info.version.as_str());
         let origin = match &a.component {

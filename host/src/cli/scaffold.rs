@@ -228,7 +228,7 @@ pub fn run(name: String, dialog_hooker: bool, dir: Option<PathBuf>, sdk_path: Op
     if created.sdk.parent().is_some_and(|lab_root| created.dir.starts_with(lab_root)) {
         println!("  note: this is inside the lab checkout; it builds on its own, but belongs outside (--dir)");
     }
-    if let Some((bundled, _)) = crate::components::BUNDLED.iter().find(|(n, _)| *n == name) {
+    if let Some((bundled, _)) = crate::agents::components::BUNDLED.iter().find(|(n, _)| *n == name) {
         println!("  note: once installed it replaces lab's bundled `{bundled}` provider");
     }
     let wasm = format!("target/wasm32-wasip2/release/{}", created.wasm_file);

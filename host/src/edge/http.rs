@@ -10,7 +10,7 @@ pub mod pairing;
 pub mod refusals;
 pub mod runners;
 
-use crate::model::Answer;
+use crate::agents::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
 use crate::runs::{CreateRun, RunError, Runs};
 use axum::extract::rejection::JsonRejection;

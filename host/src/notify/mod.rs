@@ -19,7 +19,7 @@
 
 pub mod push;
 
-use crate::model::DialogBody;
+use crate::agents::model::DialogBody;
 use crate::runs::view::{Derived, RunState};
 use crate::runs::Change;
 use crate::store::config::{Config, NotifyConfig};
@@ -256,7 +256,7 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
     let dialog = after.pending_dialog.as_ref().map(|p| &p.dialog);
     let proj = one_line(project(&change.workdir), 80);
     let (title, summary) = match (after.state, dialog) {
-        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Plan { plan, .. }, .. })) => {
+        (RunState::Question, Some(crate::agents::model::Dialog { body: DialogBody::Plan { plan, .. }, .. })) => {
             let first = plan
                 .as_deref()
                 .unwrap_or("")
@@ -265,10 +265,11 @@ pub fn payload(change: &Change, base_url: &str, at: String) -> Payload {
                 .find(|l| !l.is_empty());
             (format!("{proj}: a plan awaits approval"), first.unwrap_or("The agent has a plan to approve.").to_string())
         }
-        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Permission { tool, summary, .. }, .. })) => {
-            (format!("{proj}: the agent asks for permission"), format!("{tool}: {summary}"))
-        }
-        (RunState::Question, Some(crate::model::Dialog { body: DialogBody::Generic { title, .. }, .. })) => {
+        (
+            RunState::Question,
+            Some(crate::agents::model::Dialog { body: DialogBody::Permission { tool, summary, .. }, .. }),
+        ) => (format!("{proj}: the agent asks for permission"), format!("{tool}: {summary}")),
+        (RunState::Question, Some(crate::agents::model::Dialog { body: DialogBody::Generic { title, .. }, .. })) => {
             (format!("{proj}: the agent waits on a prompt"), title.clone())
         }
         (RunState::Question, Some(d)) => {
@@ -488,7 +489,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BlockedKind, BlockedView, Dialog, DialogBody, DialogOption, Question};
+    use crate::agents::model::{BlockedKind, BlockedView, Dialog, DialogBody, DialogOption, Question};
     use crate::runs::view::{DialogSource, PendingDialog};
 
     fn addr() -> SocketAddr {

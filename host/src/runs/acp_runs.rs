@@ -1,4 +1,4 @@
-//! Runs of ACP agents ([`crate::acp`]): launching one (the agent as lab's child, a tmux
+//! Runs of ACP agents ([`crate::agents::acp`]): launching one (the agent as lab's child, a tmux
 //! session of the run's own that shows the agent's log, so attaching still shows the
 //! work and the liveness loop treats it like any run), its prompts, answers and stop,
 //! and resuming it after `lab serve` restarts (`session/load`, else the run ends with
@@ -10,8 +10,8 @@ use super::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
 use super::registry::RunRecord;
 use super::tailer::Tail;
 use super::{now_rfc3339, Read, Run, Runs};
-use crate::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
-use crate::model::Answer;
+use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
+use crate::agents::model::Answer;
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -24,7 +24,7 @@ impl Runs {
         self.acp_agents.get(name)
     }
 
-    /// Every ACP agent ([`crate::acp::agents::resolve`]: one owner per name).
+    /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
     pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AcpAgent)> {
         self.acp_agents.iter()
     }

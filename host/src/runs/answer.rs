@@ -8,8 +8,8 @@ use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
 use super::playback::{self, type_text};
 use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
-use crate::components::ProviderHandle;
-use crate::model::Answer;
+use crate::agents::components::ProviderHandle;
+use crate::agents::model::Answer;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -160,8 +160,8 @@ impl Runs {
         run: &Arc<Run>,
         provider: &ProviderHandle,
         tool_id: &str,
-        dialog: crate::model::Dialog,
-        plan: crate::model::AnswerPlan,
+        dialog: crate::agents::model::Dialog,
+        plan: crate::agents::model::AnswerPlan,
     ) -> Result<(), RunError> {
         let target = run.record().tmux_target;
         let term = self.terminal_for(&run.record());
@@ -219,7 +219,12 @@ impl Runs {
 
     /// The answer guard on the tail's current facts: the live prompt, if it is the one
     /// `tool_id` names and lab can answer it.
-    pub(super) fn guarded(&self, tail: &Tail, tool_id: &str, guard: Guard) -> Result<crate::model::Dialog, RunError> {
+    pub(super) fn guarded(
+        &self,
+        tail: &Tail,
+        tool_id: &str,
+        guard: Guard,
+    ) -> Result<crate::agents::model::Dialog, RunError> {
         let check = match guard {
             Guard::New => answer_guard::check,
             Guard::Playing => answer_guard::check_playing,

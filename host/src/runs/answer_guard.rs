@@ -2,7 +2,7 @@
 //! Evaluated under the run's lock, against a fresh read of the spool, screen and
 //! transcript. Pure, so every branch is unit-tested.
 
-use crate::model::Dialog;
+use crate::agents::model::Dialog;
 use std::collections::HashSet;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +56,7 @@ fn check_except(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::DialogBody;
+    use crate::agents::model::DialogBody;
 
     fn live(id: &str, call: Option<&str>) -> Dialog {
         Dialog {

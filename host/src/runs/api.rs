@@ -108,7 +108,7 @@ pub struct ViewBody {
     pub run_id: RunId,
     pub state: RunState,
     pub pending_dialog: Option<PendingDialog>,
-    pub blocked: Option<crate::model::BlockedView>,
+    pub blocked: Option<crate::agents::model::BlockedView>,
     /// Why `POST /runs/{id}/messages` would be refused now (`{"code", "message"}`), or
     /// null when a message can be sent.
     pub composer_lock: Option<ComposerLock>,

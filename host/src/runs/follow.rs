@@ -138,8 +138,8 @@ impl Runs {
         pane: &mut screen::PaneWatch,
         before_first_line: bool,
         running_for: std::time::Duration,
-        current: Option<crate::model::Dialog>,
-    ) -> Option<crate::model::Dialog> {
+        current: Option<crate::agents::model::Dialog>,
+    ) -> Option<crate::agents::model::Dialog> {
         let term = self.terminal_for(&run.record());
         let target = run.record().tmux_target;
         let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {

@@ -6,8 +6,8 @@
 use super::hook_file::{HookFile, Look};
 use super::spool;
 use super::view::{MarkerFact, SpoolFact};
-use crate::components::Provider;
-use crate::model::{Dialog, ToolUse};
+use crate::agents::components::Provider;
+use crate::agents::model::{Dialog, ToolUse};
 use crate::store::paths::RunId;
 use std::collections::HashSet;
 use std::future::Future;

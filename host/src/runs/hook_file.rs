@@ -55,7 +55,7 @@ impl HookFile {
         }
         self.sig = now.map(|(s, _)| s);
         let Some((sig, written)) = now else { return Look::Gone };
-        match fsutil::read_untrusted(&self.path, crate::hook::MAX_PAYLOAD) {
+        match fsutil::read_untrusted(&self.path, crate::agents::hook::MAX_PAYLOAD) {
             Ok(Some(bytes)) => Look::Written { bytes, written, mtime_ns: sig.mtime_ns },
             Ok(None) => Look::Gone,
             Err(e) => {

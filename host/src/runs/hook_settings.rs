@@ -2,13 +2,13 @@
 //! asks for (`dialog-hooker.hook-wiring`), with this run's exact files baked in; and the
 //! per-run settings file the provider may make of them.
 
-use crate::model::{Channel, HookBinding, HookCommand};
+use crate::agents::model::{Channel, HookBinding, HookCommand};
 use crate::store::fsutil;
 use crate::store::paths::RunFiles;
 use crate::util::shell;
 use std::path::Path;
 
-/// The `lab hook …` command for each binding (see [`crate::hook`]).
+/// The `lab hook …` command for each binding (see [`crate::agents::hook`]).
 pub fn commands(lab_exe: &Path, files: &RunFiles, bindings: Vec<HookBinding>) -> Vec<HookCommand> {
     let lab = lab_exe.to_string_lossy().into_owned();
     bindings
@@ -91,11 +91,13 @@ mod tests {
         let bindings = cmds.iter().map(|c| c.binding.clone()).collect();
         for cmd in commands(Path::new("/usr/bin/lab"), &plain, bindings) {
             let words: Vec<String> = cmd.command.split(' ').skip(2).map(str::to_string).collect();
-            let (action, file) = crate::hook::parse_args(&words).expect(&cmd.command);
+            let (action, file) = crate::agents::hook::parse_args(&words).expect(&cmd.command);
             assert!(file.starts_with("/run/lab/r-1."), "{}", cmd.command);
             match &cmd.binding.channel {
-                Channel::DialogClear(p) => assert_eq!(action, crate::hook::Action::Clear { pointers: p.clone() }),
-                _ => assert_eq!(action, crate::hook::Action::Write),
+                Channel::DialogClear(p) => {
+                    assert_eq!(action, crate::agents::hook::Action::Clear { pointers: p.clone() })
+                }
+                _ => assert_eq!(action, crate::agents::hook::Action::Write),
             }
         }
         assert!(validate(&[binding(Channel::DialogClear(vec!["tool_name".into()]))]).is_err());

@@ -289,7 +289,7 @@ impl Readiness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BlockedKind, BlockedView, Dialog, DialogBody, Role};
+    use crate::agents::model::{BlockedKind, BlockedView, Dialog, DialogBody, Role};
     use crate::runs::view::{DialogSource, PendingDialog};
 
     #[test]

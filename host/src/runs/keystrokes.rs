@@ -5,7 +5,7 @@
 //! drawn is [`DrawnWait`], a pure decision fed one pane check at a time.
 
 use super::screen::PaneWatch;
-use crate::model::{AnswerPlan, KeyOp};
+use crate::agents::model::{AnswerPlan, KeyOp};
 use std::time::{Duration, Instant};
 
 /// Longest pause between two ops a plan may ask for.

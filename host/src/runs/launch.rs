@@ -9,8 +9,8 @@ use super::playback::{type_text, wait_until_ready};
 use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
 use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
-use crate::components::ProviderHandle;
-use crate::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
+use crate::agents::components::ProviderHandle;
+use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -259,7 +259,7 @@ pub(super) struct Prepared {
     /// The provider's hook settings document, for `files.settings`.
     pub settings: Option<String>,
     /// For `files.launch`.
-    pub launch: crate::agent_exec::LaunchFile,
+    pub launch: crate::agents::agent_exec::LaunchFile,
     /// A first prompt too long for the command line, to type once the agent is ready.
     pub typed_prompt: Option<String>,
 }
@@ -323,7 +323,7 @@ pub(super) async fn prepare(
         Transcript::Path(p) => Some(p),
         Transcript::FromSessionInfo | Transcript::None => None,
     };
-    let launch = crate::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
+    let launch = crate::agents::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
     Ok(Prepared { settings, launch, typed_prompt })
 }
 
@@ -393,7 +393,7 @@ pub(super) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
 #[cfg(test)]
 mod program_tests {
     use super::*;
-    use crate::model::HookBinding;
+    use crate::agents::model::HookBinding;
 
     #[test]
     fn the_command_line_starts_with_lab_s_program() {

@@ -6,8 +6,8 @@
 //! bounded per run, whatever its history, and grows only with what is being looked at.
 
 use super::view::SeqMessage;
-use crate::components::{CallError, Provider};
-use crate::model::ParseOutput;
+use crate::agents::components::{CallError, Provider};
+use crate::agents::model::ParseOutput;
 use crate::store::paths::RunId;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};

@@ -43,7 +43,7 @@ pub mod workspace;
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;
 
-use crate::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
+use crate::agents::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
 use crate::store::config::{find_program, Config};
@@ -391,11 +391,11 @@ pub struct Runs {
     /// The mirrors of runs on hosts, bounded ([`mirror`]).
     mirrors: mirror::Mirrors,
     /// The ACP runs' agent sessions ([`acp_runs`]), by run.
-    acp: Mutex<HashMap<RunId, Arc<crate::acp::Session>>>,
+    acp: Mutex<HashMap<RunId, Arc<crate::agents::acp::Session>>>,
     /// The session modes each ACP agent offered in its newest session.
     acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
     /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
-    acp_agents: BTreeMap<String, crate::acp::AcpAgent>,
+    acp_agents: BTreeMap<String, crate::agents::acp::AcpAgent>,
     /// Other machines' runners ([`crate::machines::hosts`]).
     hosts: Arc<crate::machines::hosts::Hosts>,
 }
@@ -420,7 +420,7 @@ impl Runs {
             tracing::info!(provider = %f.info.name, version = %f.info.version, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
         let tmux_providers: Vec<&str> = providers.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
-        let (acp_agents, unused) = crate::acp::agents::resolve(&config, &tmux_providers, &providers.acp);
+        let (acp_agents, unused) = crate::agents::acp::agents::resolve(&config, &tmux_providers, &providers.acp);
         for line in unused {
             tracing::warn!("{line}");
         }
@@ -608,9 +608,13 @@ impl Runs {
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         let tail = match &provider {
             // lab's own journal, read natively.
-            None if acp => {
-                Tail::new(rec.id.clone(), Arc::new(crate::acp::journal::JournalReader), transcript.clone(), files, None)
-            }
+            None if acp => Tail::new(
+                rec.id.clone(),
+                Arc::new(crate::agents::acp::journal::JournalReader),
+                transcript.clone(),
+                files,
+                None,
+            ),
             Some(p) => Tail::new(
                 rec.id.clone(),
                 Arc::new(p.clone()),

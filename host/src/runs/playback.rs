@@ -6,8 +6,8 @@
 //! Every function blocks: async callers use `spawn_blocking`.
 
 use super::{input, keystrokes};
+use crate::agents::model::AnswerPlan;
 use crate::machines::terminal::{Terminal, TerminalError};
-use crate::model::AnswerPlan;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -151,8 +151,8 @@ pub async fn capture(term: &Arc<dyn Terminal>, target: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::model::KeyOp;
     use crate::machines::terminal::memory::{Input, MemoryTerminal};
-    use crate::model::KeyOp;
     use std::time::Duration;
 
     fn plan(steps: Vec<KeyOp>, pause: Duration) -> AnswerPlan {

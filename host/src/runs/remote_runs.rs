@@ -123,7 +123,7 @@ impl Runs {
     async fn launch_remote(
         &self,
         rec: &mut RunRecord,
-        provider: &crate::components::ProviderHandle,
+        provider: &crate::agents::components::ProviderHandle,
         default_program: &str,
         runner: &RunnerFacts,
     ) -> Result<Option<String>, String> {

@@ -9,7 +9,7 @@
 //! The decisions are pure; the tailer does the looking.
 
 use super::view::{Derived, DialogSource, RunState};
-use crate::model::{Dialog, DialogBody};
+use crate::agents::model::{Dialog, DialogBody};
 use std::time::{Duration, Instant};
 
 /// How often the pane is looked at while [`should_look`] says so.

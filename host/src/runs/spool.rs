@@ -6,7 +6,7 @@
 //! answer path waits on its write time ([`super::keystrokes::DrawnWait`]). This module
 //! holds the pure rules about a spooled prompt's identity.
 
-use crate::model::Dialog;
+use crate::agents::model::Dialog;
 use crate::store::fsutil;
 use std::path::{Path, PathBuf};
 
@@ -45,14 +45,14 @@ pub fn fill_plan_from_file(dialog: &mut Dialog, roots: &[PathBuf]) -> Result<(),
 /// The plan file a plan dialog names and whose text it lacks.
 pub fn plan_file_wanted(dialog: &Dialog) -> Option<String> {
     match &dialog.body {
-        crate::model::DialogBody::Plan { plan: None, plan_file: Some(file), .. } => Some(file.clone()),
+        crate::agents::model::DialogBody::Plan { plan: None, plan_file: Some(file), .. } => Some(file.clone()),
         _ => None,
     }
 }
 
 /// Give a plan dialog its plan's text.
 pub fn set_plan(dialog: &mut Dialog, text: String) {
-    if let crate::model::DialogBody::Plan { plan, .. } = &mut dialog.body {
+    if let crate::agents::model::DialogBody::Plan { plan, .. } = &mut dialog.body {
         *plan = Some(text);
     }
 }
@@ -83,7 +83,7 @@ pub fn plan_roots(agent_home: Option<&Path>, workdir: &Path) -> Vec<PathBuf> {
 /// Whether `dialog` is a plan with neither its text nor a plan file: a later parse of
 /// the same spool, with more of the transcript, may find it.
 pub fn lacks_plan_text(dialog: &Dialog) -> bool {
-    matches!(&dialog.body, crate::model::DialogBody::Plan { plan: None, plan_file: None, .. })
+    matches!(&dialog.body, crate::agents::model::DialogBody::Plan { plan: None, plan_file: None, .. })
 }
 
 /// The ids a cleared spool's prompt is known by (its own and its call's), so the
@@ -95,7 +95,7 @@ pub fn ids(dialog: &Dialog) -> impl Iterator<Item = String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::DialogBody;
+    use crate::agents::model::DialogBody;
 
     fn d(id: &str, call: Option<&str>) -> Dialog {
         Dialog {

@@ -8,8 +8,8 @@ use super::hook_file::HookFile;
 use super::message_store::{parse_chunk, MessageStore};
 use super::transcript::{Step, TranscriptReader};
 use super::view::{self, Derived, Facts, SeqMessage};
-use crate::components::Provider;
-use crate::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
+use crate::agents::components::Provider;
+use crate::agents::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
 use crate::store::paths::{RunFiles, RunId};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ struct TranscriptFacts {
     /// When an idle turn signal was last taken in.
     idle_since: Option<SystemTime>,
     /// The text (and time) of the run's last message when that message says the turn
-    /// ended on an error ([`crate::model::TURN_ERROR_KIND`]); older messages taken in
+    /// ended on an error ([`crate::agents::model::TURN_ERROR_KIND`]); older messages taken in
     /// after it do not count as later.
     turn_error: Option<(String, Option<SystemTime>)>,
     /// The newest message timestamp the transcript has shown (see [`late_flush`]).
@@ -335,7 +335,7 @@ impl Tail {
             }
             let at = stamps[msgs.len()];
             match &m.content {
-                Content::Other { kind, text } if kind == crate::model::TURN_ERROR_KIND => {
+                Content::Other { kind, text } if kind == crate::agents::model::TURN_ERROR_KIND => {
                     self.facts.turn_error = Some((text.clone(), at));
                 }
                 // A message clears it unless it is older (a prompt line written after its
@@ -636,8 +636,8 @@ mod tests {
 
     // ---- the reading rules against a fake provider ------------------------------
 
-    use crate::components::Reply;
-    use crate::model::{Blocked, DialogBody, Message, Role, SessionFacts, ToolResult};
+    use crate::agents::components::Reply;
+    use crate::agents::model::{Blocked, DialogBody, Message, Role, SessionFacts, ToolResult};
     use serde_json::{json, Value};
 
     /// A provider for a made-up agent: transcript lines `{"text"}`, `{"error"}` (a turn
@@ -663,7 +663,7 @@ mod tests {
                 if let Some(t) = v["text"].as_str() {
                     out.messages.push(Message::text(Role::Assistant, t, at));
                 } else if let Some(t) = v["error"].as_str() {
-                    let content = Content::Other { kind: crate::model::TURN_ERROR_KIND.into(), text: t.into() };
+                    let content = Content::Other { kind: crate::agents::model::TURN_ERROR_KIND.into(), text: t.into() };
                     out.messages.push(Message { role: Role::System, content, timestamp: at.into() });
                     out.turn = Some(TurnSignal::Idle);
                 } else if let Some(id) = v["use"].as_str() {
@@ -791,7 +791,7 @@ mod tests {
         assert_eq!(v.state, view::RunState::NeedsInput);
         assert_eq!(
             v.blocked.as_ref().map(|b| (b.kind, b.message.as_str())),
-            Some((crate::model::BlockedKind::Error, "Billing: Credit balance is too low"))
+            Some((crate::agents::model::BlockedKind::Error, "Billing: Credit balance is too low"))
         );
         // 2.1.198 writes the turn's prompt line after the error line: older, so still blocked.
         append(&t, &[json!({"text": "Say hello.", "at": "2026-12-01T10:00:01Z"})]);

@@ -21,7 +21,7 @@
 //! 4. The blocked marker is live while the transcript has not changed since it was
 //!    written (mtime comparison: the transcript "advanced past the block"). A turn
 //!    that ended on an error (the run's last message is the provider's
-//!    [`crate::model::TURN_ERROR_KIND`] message, the turn idle) blocks the run on kind
+//!    [`crate::agents::model::TURN_ERROR_KIND`] message, the turn idle) blocks the run on kind
 //!    [`BlockedKind::Error`] with that message, ahead of any marker, until the next
 //!    message: the agent waits for the operator to send again. The block's kind is
 //!    lab's, not the agent's ([`blocked_kind`]): `error` for a turn error, `idle` for a
@@ -31,7 +31,7 @@
 //! 5. State: dialog → `question`; live marker → `needs_input`; no transcript message
 //!    yet → `starting`; last turn signal idle → `idle`; otherwise `working`.
 
-use crate::model::{
+use crate::agents::model::{
     Blocked, BlockedKind, BlockedView, Content, Dialog, DialogBody, DialogOption, Message, Question, Role, TurnSignal,
     BLOCKED_ERROR,
 };

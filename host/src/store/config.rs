@@ -61,7 +61,7 @@ pub struct Config {
 }
 
 /// `[agents.<name>]`: an agent lab speaks the Agent Client Protocol with (see
-/// [`crate::acp`]).
+/// [`crate::agents::acp`]).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {

@@ -13,7 +13,7 @@ fn run_id(run: &Value) -> String {
 
 /// A world whose plainlog provider runs `script`.
 fn shell_agent_world(script: &str) -> World {
-    World::with_plainlog(lab::components::fixtures::PLAINLOG, script)
+    World::with_plainlog(lab::agents::components::fixtures::PLAINLOG, script)
 }
 
 /// Row 9: the agent's environment leads no tmux command to lab's server, so a `tmux

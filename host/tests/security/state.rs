@@ -208,7 +208,7 @@ fn modes_hold_whatever_the_umask_and_the_agent_keeps_the_operators() {
 
 #[test]
 fn only_lab_s_own_compiled_code_is_loaded_from_the_cache() {
-    use lab::components::{fixtures, ComponentHost, Limits};
+    use lab::agents::components::{fixtures, ComponentHost, Limits};
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("cache/components");
     let host = ComponentHost::new(Some(dir.clone()), Limits::default()).unwrap();

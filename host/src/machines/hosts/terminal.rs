@@ -96,7 +96,7 @@ impl Terminal for RemoteTerminal {
     fn play(
         &self,
         target: &str,
-        steps: &[crate::model::KeyOp],
+        steps: &[crate::agents::model::KeyOp],
         pause: Duration,
         sent: &mut dyn FnMut(usize),
     ) -> Result<(), TerminalError> {
@@ -104,8 +104,8 @@ impl Terminal for RemoteTerminal {
         let steps: Vec<Step> = steps
             .iter()
             .map(|s| match s {
-                crate::model::KeyOp::Key(k) => Step::Key(k.clone()),
-                crate::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
+                crate::agents::model::KeyOp::Key(k) => Step::Key(k.clone()),
+                crate::agents::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
             })
             .collect();
         let n = steps.len();

@@ -41,14 +41,14 @@ pub trait Terminal: Send + Sync + 'static {
     fn play(
         &self,
         target: &str,
-        steps: &[crate::model::KeyOp],
+        steps: &[crate::agents::model::KeyOp],
         pause: std::time::Duration,
         sent: &mut dyn FnMut(usize),
     ) -> Result<(), TerminalError> {
         for (i, op) in steps.iter().enumerate() {
             match op {
-                crate::model::KeyOp::Key(k) => self.key(target, k)?,
-                crate::model::KeyOp::Literal(t) => self.literal(target, t)?,
+                crate::agents::model::KeyOp::Key(k) => self.key(target, k)?,
+                crate::agents::model::KeyOp::Literal(t) => self.literal(target, t)?,
             }
             sent(i + 1);
             if i + 1 < steps.len() {

@@ -2,7 +2,7 @@
 //! shows, the run's URL, and the dialog it waits on with the options a notification can
 //! offer as buttons. Cut to fit one push (≤ [`MAX_ENCRYPTED`] bytes after encryption).
 
-use crate::model::DialogBody;
+use crate::agents::model::DialogBody;
 use crate::notify;
 use crate::runs::view::RunState;
 use crate::runs::Change;
@@ -48,7 +48,7 @@ pub struct PushPayload {
 /// The options a notification can answer with: an answerable dialog's own, except one
 /// that asks for text (a feedback option); a question only when it is one question of
 /// one choice. Empty: the notification only opens the run.
-fn options(d: &crate::model::Dialog) -> Vec<PushOption> {
+fn options(d: &crate::agents::model::Dialog) -> Vec<PushOption> {
     if !d.answerable {
         return Vec::new();
     }
@@ -130,7 +130,7 @@ pub fn encode(p: &PushPayload) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Dialog, DialogOption, Question};
+    use crate::agents::model::{Dialog, DialogOption, Question};
     use crate::runs::view::{Derived, DialogSource, PendingDialog};
 
     fn derived(state: RunState, dialog: Option<Dialog>) -> Derived {

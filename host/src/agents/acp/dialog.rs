@@ -3,7 +3,7 @@
 //! run's [`Dialog`]; the operator's [`Answer`]s → the JSON-RPC result the agent gets.
 //! The agent's own options are shown as they are; nothing here is agent-specific.
 
-use crate::model::{Answer, Dialog, DialogBody, DialogOption, Question};
+use crate::agents::model::{Answer, Dialog, DialogBody, DialogOption, Question};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 

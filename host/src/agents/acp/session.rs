@@ -9,7 +9,7 @@ use super::dialog::Request;
 use super::journal::Entry;
 use super::recorder::Recorder;
 use super::rpc::{Connection, Incoming, RpcError, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::model::Answer;
+use crate::agents::model::Answer;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `lab:provider@0.2.0`: host bindings and the one conversion each way between its
 //! types and the host's model.
 
-use crate::model as m;
+use crate::agents::model as m;
 use std::time::Duration;
 
 wasmtime::component::bindgen!({

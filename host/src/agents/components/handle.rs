@@ -12,7 +12,7 @@
 //! are 0.2.0's, so [`per_version!`] gives both versions one body).
 
 use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, ComponentHost, StoreState};
-use crate::model as m;
+use crate::agents::model as m;
 use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;

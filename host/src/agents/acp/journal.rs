@@ -5,8 +5,8 @@
 //! grows) and the chat survives restarts; a line lab cannot read is a diagnostic, never
 //! a lost chat.
 
-use crate::components::{CallError, CallErrorKind, Provider, Reply};
-use crate::model::{self, Content, Diagnostic, Message, ParseOutput, Role, ToolResult, ToolUse, TurnSignal};
+use crate::agents::components::{CallError, CallErrorKind, Provider, Reply};
+use crate::agents::model::{self, Content, Diagnostic, Message, ParseOutput, Role, ToolResult, ToolUse, TurnSignal};
 use serde::{Deserialize, Serialize};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

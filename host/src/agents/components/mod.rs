@@ -17,7 +17,7 @@ pub mod v0_3_0;
 pub use cache::CompileCache;
 pub use handle::{Call, CallError, CallErrorKind, Capabilities, ProviderHandle, Version};
 
-use crate::model;
+use crate::agents::model;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
@@ -304,7 +304,7 @@ impl std::fmt::Display for Source {
 #[derive(Debug, Clone)]
 pub struct ComponentFacts {
     pub source: Source,
-    pub info: crate::model::ProviderInfo,
+    pub info: crate::agents::model::ProviderInfo,
     /// The WIT version and the optional interfaces it exports.
     pub capabilities: Capabilities,
     pub dialog_hooker: bool,

@@ -6,7 +6,7 @@
 //! were written for ([`PAUSE`], [`SETTLE`]), and its `spool-clear` command gets the
 //! `--id-field` it always appended.
 
-use crate::model as m;
+use crate::agents::model as m;
 use std::time::Duration;
 
 wasmtime::component::bindgen!({

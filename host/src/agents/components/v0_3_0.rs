@@ -3,14 +3,14 @@
 //! [`super::v0_2_0`]'s (`with:`) and every conversion of a tmux provider's values is
 //! that module's. Only the ACP declaration converts here.
 
-use crate::model as m;
+use crate::agents::model as m;
 
 /// The tmux worlds' exports (`screen-provider` exports every one of them).
 pub mod tmux {
     wasmtime::component::bindgen!({
         path: "../wit/v0.3.0",
         world: "screen-provider",
-        with: { "lab:provider/types": crate::components::v0_2_0::w },
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
     });
 }
 
@@ -19,7 +19,7 @@ pub mod acp {
     wasmtime::component::bindgen!({
         path: "../wit/v0.3.0",
         world: "acp-provider",
-        with: { "lab:provider/types": crate::components::v0_2_0::w },
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
     });
 }
 

@@ -4,8 +4,8 @@
 //! component. A name has one owner: a tmux provider component, else an ACP provider
 //! component, else lab.toml's `[agents]`; what loses is reported.
 
-use crate::components::ComponentFacts;
-use crate::model::AcpLaunch;
+use crate::agents::components::ComponentFacts;
+use crate::agents::model::AcpLaunch;
 use crate::store::config::{AgentConfig, Config};
 use std::collections::BTreeMap;
 
@@ -100,8 +100,8 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::components::{Capabilities, Source, Version};
-    use crate::model::ProviderInfo;
+    use crate::agents::components::{Capabilities, Source, Version};
+    use crate::agents::model::ProviderInfo;
 
     fn facts(name: &str, modes: &[&str]) -> ComponentFacts {
         ComponentFacts {
