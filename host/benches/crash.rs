@@ -29,8 +29,8 @@ mod common;
 mod support;
 
 use common::*;
-use lab::paths::{Home, RunId};
 use lab::runs::registry::{Registry, Status};
+use lab::store::paths::{Home, RunId};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use support::{env_counts, env_num, history, ms, peak_and_rss_mib};

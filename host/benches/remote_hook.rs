@@ -87,7 +87,7 @@ fn agent(ctl: PathBuf, args: &[String]) -> ! {
     std::fs::write(&ours, serde_json::to_vec(&doc).unwrap()).unwrap();
     args[i] = ours.to_string_lossy().into_owned();
     let token = lab::util::secrets::random_hex(32).unwrap();
-    lab::fsutil::write_atomic(&ctl.join("tokens").join(&run), token.as_bytes(), 0o600).unwrap();
+    lab::store::fsutil::write_atomic(&ctl.join("tokens").join(&run), token.as_bytes(), 0o600).unwrap();
     let err = Command::new(std::env::var("FAKE_CLAUDE_BIN").unwrap())
         .args(&args)
         .env_remove(AGENT_ROLE)
@@ -134,15 +134,15 @@ fn receiver(rt: &tokio::runtime::Runtime, runtime_dir: PathBuf, tokens: PathBuf)
                   body: axum::body::Bytes| {
                 let (runtime_dir, tokens) = (runtime_dir.clone(), tokens.clone());
                 async move {
-                    let Some(id) = lab::paths::RunId::parse(&run) else { return StatusCode::NOT_FOUND };
-                    let expected = lab::fsutil::read_optional(&tokens.join(id.to_string())).ok().flatten();
+                    let Some(id) = lab::store::paths::RunId::parse(&run) else { return StatusCode::NOT_FOUND };
+                    let expected = lab::store::fsutil::read_optional(&tokens.join(id.to_string())).ok().flatten();
                     let given = headers.get("authorization").and_then(|v| v.to_str().ok());
                     let given = given.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or("").as_bytes();
                     if !expected.is_some_and(|t| lab::util::secrets::ct_eq(&t, given)) {
                         return StatusCode::UNAUTHORIZED;
                     }
                     let named = headers.get(lab::agents::hook::post::CHANNEL_HEADER).and_then(|v| v.to_str().ok());
-                    let files = lab::paths::RunFiles::new(&runtime_dir, &id);
+                    let files = lab::store::paths::RunFiles::new(&runtime_dir, &id);
                     let file = match (channel.as_str(), named) {
                         ("dialog-spool", Some("dialog-spool")) => files.spool,
                         ("blocked-marker", Some("blocked-marker")) => files.marker,
@@ -330,7 +330,7 @@ fn hook_paths() {
 /// after the real one: one round trip per tmux command, like `ssh host tmux …` over an
 /// open connection.
 fn tmux_wrapper(ctl: &Path) -> PathBuf {
-    let real = lab::config::find_program(Path::new("tmux"), std::env::var_os("PATH").as_deref()).expect("tmux");
+    let real = lab::store::config::find_program(Path::new("tmux"), std::env::var_os("PATH").as_deref()).expect("tmux");
     let bin = ctl.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let delay = ctl.join("tmux_delay");

@@ -49,7 +49,8 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     // Its three hook-context commands, built by the host from generic bindings.
     let wiring = c.hook_wiring().blocking().unwrap();
     assert_eq!(wiring.len(), 3);
-    let files = lab::paths::RunFiles::new(Path::new("/run/lab"), &lab::paths::RunId::parse("r-1").unwrap());
+    let files =
+        lab::store::paths::RunFiles::new(Path::new("/run/lab"), &lab::store::paths::RunId::parse("r-1").unwrap());
     let hooks = lab::runs::hook_settings::commands(Path::new("/usr/bin/lab"), &files, wiring);
     let doc = c.hook_settings("r-1".into(), hooks).blocking().unwrap().expect("a settings document");
     assert!(doc.contains("/usr/bin/lab hook dialog-spool /run/lab/r-1.spool.json"), "{doc}");

@@ -1047,7 +1047,7 @@ fn only_the_basics_and_what_lab_toml_passes_reach_the_agent() {
 
 fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registry::RunRecord {
     lab::runs::registry::RunRecord {
-        id: lab::paths::RunId::parse(id).unwrap(),
+        id: lab::store::paths::RunId::parse(id).unwrap(),
         provider: "claude-code".into(),
         workdir: "/tmp".into(),
         prompt: "a prompt that stays in the registry".into(),
@@ -1072,7 +1072,7 @@ fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
     let d = tempfile::tempdir().unwrap();
-    let home = lab::paths::Home::new(d.path().join("home"));
+    let home = lab::store::paths::Home::new(d.path().join("home"));
     home.prepare().unwrap();
     let t = d.path().join("t.jsonl");
     std::fs::write(&t, include_str!("../../providers/claude-code/testdata/session-ask-answered.jsonl")).unwrap();

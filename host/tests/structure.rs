@@ -35,6 +35,19 @@ const LIVE_STATE: &[&str] = &[
 /// Structs over [`MAX_FIELDS`] while they are cut down, each at exactly its count: one
 /// that grows fails, and one that shrinks fails until its number here is lowered (or,
 /// at [`MAX_FIELDS`] or fewer, it is moved to the capped ones).
+/// The top-level modules, layer by layer from the top: a module imports only modules
+/// of the layers below its own (lib.rs's map lists them in this order).
+const LAYERS: &[&[&str]] = &[
+    &["cli"],
+    &["edge", "runner"],
+    &["notify"],
+    &["runs"],
+    &["machines"],
+    &["agents", "worktree"],
+    &["store"],
+    &["util"],
+];
+
 const FIELD_RATCHET: &[(&str, &str, usize)] = &[("runs", "Runs", 25)];
 
 fn src() -> PathBuf {
@@ -578,4 +591,58 @@ fn the_map_in_lib_rs_names_every_top_level_module() {
     assert!(missing.is_empty(), "top-level modules missing from lib.rs's map: {missing:?}");
     let stale: Vec<&&str> = rows.iter().filter(|r| !modules.contains(r)).collect();
     assert!(stale.is_empty(), "rows of lib.rs's map that are no module: {stale:?}");
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// Each top-level edge of `graph` that does not point down the layers, as `from → to`
+/// (a module in no layer is an offender too).
+fn upward_edges(graph: &Graph) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (m, deps) in top_level(graph) {
+        let Some(from) = layer_of(&m[0]) else {
+            bad.push(format!("{} is in no layer of LAYERS", m[0]));
+            continue;
+        };
+        for d in deps {
+            if layer_of(&d[0]).is_none_or(|to| to <= from) {
+                bad.push(format!("{} → {}", m[0], d[0]));
+            }
+        }
+    }
+    bad
+}
+
+/// Dependencies point down: cli → edge, runner → notify → runs → machines → agents,
+/// worktree → store → util. A new top-level module takes a layer; an import up (or
+/// across a layer) fails here, so no cycle between top-level modules can come back.
+#[test]
+fn dependencies_point_down_the_layers() {
+    let graph = imports(&src());
+    assert_eq!(upward_edges(&graph), Vec::<String>::new(), "imports against the layers (LAYERS)");
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let rows: Vec<&str> =
+        lib.lines().filter_map(|l| l.strip_prefix("//! | [`")).filter_map(|l| l.split('`').next()).collect();
+    let order: Vec<Option<usize>> = rows.iter().map(|r| layer_of(r)).collect();
+    assert!(
+        order.iter().all(Option::is_some) && order.windows(2).all(|w| w[0] <= w[1]),
+        "lib.rs's map lists the top-level modules layer by layer, as LAYERS does: {rows:?}"
+    );
+}
+
+/// The layer gate itself: an import up, one across a layer and a module in no layer are
+/// each found; imports down are not.
+#[test]
+fn the_layer_gate_finds_an_import_up_across_or_from_nowhere() {
+    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let graph: Graph = [
+        (m("runs::tailer"), [m("store::paths"), m("agents::model"), m("util::time")].into()),
+        (m("util::time"), [m("runs::view")].into()),
+        (m("agents::acp"), [m("worktree::call"), m("store")].into()),
+        (m("newthing"), BTreeSet::new()),
+    ]
+    .into();
+    assert_eq!(upward_edges(&graph), ["agents → worktree", "newthing is in no layer of LAYERS", "util → runs"]);
 }

@@ -7,8 +7,8 @@
 pub mod delay_line;
 
 use crate::common::*;
-use lab::paths::{Home, RunId};
 use lab::runs::registry::{Registry, RunRecord, Status};
+use lab::store::paths::{Home, RunId};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Lines};
