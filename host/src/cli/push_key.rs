@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub fn run(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     let dir = home.push_dir();
-    let key_file = dir.join("vapid.key");
+    let key_file = home.vapid_key_file();
     if !rotate {
         crate::store::fsutil::private_dir(&home.root)?;
         crate::store::fsutil::private_dir(&dir)?;
@@ -40,7 +40,7 @@ pub fn run(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
     crate::store::fsutil::private_dir(&home.root)?;
     crate::store::fsutil::private_dir(&dir)?;
     let vapid = Vapid::create(&key_file)?;
-    let removed = Store::open(dir.join("subscriptions.json"))?.clear()?;
+    let removed = Store::open(home.push_subscriptions_file())?.clear()?;
     eprintln!("lab: new VAPID key; {removed} push subscription(s) removed: press Push again on each device");
     println!("{}", vapid.public_key());
     Ok(())

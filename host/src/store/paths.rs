@@ -143,12 +143,20 @@ impl Home {
     pub fn push_dir(&self) -> PathBuf {
         self.root.join("push")
     }
-    /// The logged-in devices (browsers, paired phones).
+    /// lab's VAPID key pair (mode 0600): `push/vapid.key`.
+    pub fn vapid_key_file(&self) -> PathBuf {
+        self.push_dir().join("vapid.key")
+    }
+    /// The browsers subscribed to Web Push: `push/subscriptions.json`.
+    pub fn push_subscriptions_file(&self) -> PathBuf {
+        self.push_dir().join("subscriptions.json")
+    }
     /// Where a run on another machine has its transcript mirrored here:
     /// `remote/<run>.jsonl`.
     pub fn mirror_file(&self, run: &RunId) -> PathBuf {
         self.root.join("remote").join(format!("{run}.jsonl"))
     }
+    /// The logged-in devices (browsers, paired phones).
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")
     }

@@ -122,9 +122,9 @@ impl Push {
     pub fn open(home: &Home, standing: subscriptions::Standing) -> anyhow::Result<Arc<Push>> {
         let dir = home.push_dir();
         crate::store::fsutil::private_dir(&dir)?;
-        let key_file = dir.join("vapid.key");
+        let key_file = home.vapid_key_file();
         let vapid = std::sync::RwLock::new(Arc::new(Vapid::load_or_create(&key_file)?));
-        let store = Store::open(dir.join("subscriptions.json"))?;
+        let store = Store::open(home.push_subscriptions_file())?;
         let rules = subscriptions::Rules::from_env();
         if rules.loopback {
             tracing::warn!(
