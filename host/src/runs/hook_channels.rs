@@ -31,7 +31,7 @@ pub struct Source {
 }
 
 /// What the tail of a run on another machine asks of where it lives (the seam between
-/// following a run and reaching its machine: `remote_runs` implements it).
+/// following a run and reaching its machine: `transport::remote` implements it).
 pub trait Elsewhere: Send + Sync {
     /// The text of plan file `file` there (read by the machine's runner, from inside
     /// the agent's home or workdir there), or why not.

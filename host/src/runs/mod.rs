@@ -9,7 +9,6 @@
 //! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
 //! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
-mod acp_runs;
 pub mod agent_env;
 pub mod agent_version;
 mod answer;
@@ -23,8 +22,8 @@ pub mod input;
 pub mod keystrokes;
 mod launch;
 pub mod mirror;
-mod remote_runs;
 mod rest;
+mod transport;
 pub use crate::util::time::now_rfc3339;
 pub(crate) use launch::check_spec;
 pub use rest::{give_back_freed_memory, Listed};
@@ -390,7 +389,7 @@ pub struct Runs {
     diff_counting: tokio::sync::Mutex<()>,
     /// The mirrors of runs on hosts, bounded ([`mirror`]).
     mirrors: mirror::Mirrors,
-    /// The ACP runs' agent sessions ([`acp_runs`]), by run.
+    /// The ACP runs' agent sessions ([`transport::acp`]), by run.
     acp: Mutex<HashMap<RunId, Arc<crate::agents::acp::Session>>>,
     /// The session modes each ACP agent offered in its newest session.
     acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
@@ -638,7 +637,7 @@ impl Runs {
         // reads its plan files there.
         match &rec.host {
             None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
-            Some(host) => tail.set_remote(Arc::new(remote_runs::RemoteRun {
+            Some(host) => tail.set_remote(Arc::new(transport::remote::RemoteRun {
                 hosts: self.hosts.clone(),
                 host: host.clone(),
                 workdir: rec.agent_dir().to_string_lossy().into_owned(),

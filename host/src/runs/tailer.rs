@@ -865,7 +865,7 @@ mod tests {
         let mirror = d.path().join("remote").join("r-1.jsonl");
         std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
         let hosts = crate::machines::hosts::HostCredentials::new(d.path().join("hosts.json"));
-        tail.set_remote(Arc::new(super::super::remote_runs::RemoteRun {
+        tail.set_remote(Arc::new(crate::runs::transport::remote::RemoteRun {
             hosts: Arc::new(crate::machines::hosts::Hosts::new(hosts)),
             host: "m1".into(),
             workdir: "/w".into(),

@@ -6,12 +6,12 @@
 //! is the same as for tmux runs: the journal is the run's transcript, the request that
 //! waits is its spool.
 
-use super::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
-use super::registry::RunRecord;
-use super::tailer::Tail;
-use super::{now_rfc3339, Read, Run, Runs};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
 use crate::agents::model::Answer;
+use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
+use crate::runs::registry::RunRecord;
+use crate::runs::tailer::Tail;
+use crate::runs::{now_rfc3339, Read, Run, Runs};
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -30,7 +30,7 @@ impl Runs {
     }
 
     /// Whether a run's record is an ACP run's (its transcript is a journal of lab's).
-    pub(super) fn is_acp_record(&self, rec: &RunRecord) -> bool {
+    pub(in crate::runs) fn is_acp_record(&self, rec: &RunRecord) -> bool {
         rec.transcript_path.as_deref().is_some_and(|t| Path::new(t).starts_with(self.home.acp_dir()))
     }
 
@@ -44,7 +44,7 @@ impl Runs {
         }
     }
 
-    pub(super) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
+    pub(in crate::runs) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
         self.acp.lock().unwrap().get(id).cloned()
     }
 
@@ -54,8 +54,12 @@ impl Runs {
     }
 
     /// `POST /runs` for an ACP agent.
-    pub(super) async fn create_acp(self: &Arc<Self>, req: CreateRun, agent: AcpAgent) -> Result<RunBody, RunError> {
-        let prompt = super::launch::checked_request(&req)?;
+    pub(in crate::runs) async fn create_acp(
+        self: &Arc<Self>,
+        req: CreateRun,
+        agent: AcpAgent,
+    ) -> Result<RunBody, RunError> {
+        let prompt = crate::runs::launch::checked_request(&req)?;
         if let Some(m) = &req.permission_mode {
             let known = self.acp_modes(&req.provider);
             if !known.is_empty() && !known.contains(m) {
@@ -109,7 +113,7 @@ impl Runs {
         let dir = self.home.acp_dir();
         fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
         let pconf = agent.config.as_provider();
-        let env = super::launch::agent_env(&rec.provider, &pconf);
+        let env = crate::runs::launch::agent_env(&rec.provider, &pconf);
         let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
         let wanted = PathBuf::from(&agent.config.acp[0]);
         let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
@@ -215,7 +219,7 @@ impl Runs {
 
     /// A run's end reached its ACP session (stopped, its tmux session closed, …): the
     /// agent goes too.
-    pub(super) fn drop_acp(&self, id: &RunId) {
+    pub(in crate::runs) fn drop_acp(&self, id: &RunId) {
         if let Some(s) = self.acp.lock().unwrap().remove(id) {
             tokio::spawn(async move { s.stop().await });
         }
@@ -223,7 +227,7 @@ impl Runs {
 
     /// After a restart: the active ACP runs get their agent back with `session/load`;
     /// one whose agent cannot (or is no longer configured) ends, saying why.
-    pub(super) fn resume_acp(self: &Arc<Self>, run: Arc<Run>) {
+    pub(in crate::runs) fn resume_acp(self: &Arc<Self>, run: Arc<Run>) {
         let runs = self.clone();
         tokio::spawn(async move {
             let rec = run.record();
@@ -256,7 +260,7 @@ impl Runs {
 
     /// `POST /runs/{id}/messages` for an ACP run: the next prompt (after the turn that
     /// runs, if any).
-    pub(super) async fn send_acp_message(
+    pub(in crate::runs) async fn send_acp_message(
         &self,
         run: &Arc<Run>,
         session: Arc<Session>,
@@ -275,7 +279,7 @@ impl Runs {
 
     /// `POST /runs/{id}/dialog/answer` for an ACP run: the same guard on a fresh read,
     /// then the agent's request answered with the result the operator chose.
-    pub(super) async fn answer_acp(
+    pub(in crate::runs) async fn answer_acp(
         &self,
         run: &Arc<Run>,
         session: Arc<Session>,
@@ -288,7 +292,7 @@ impl Runs {
                 if tail.ended {
                     return Err(RunError::NoDialog);
                 }
-                let dialog = self.guarded(tail, tool_id, super::answer::Guard::New)?;
+                let dialog = self.guarded(tail, tool_id, crate::runs::answer::Guard::New)?;
                 let n = acp::dialog::request_number(&dialog.id).ok_or(RunError::NotAnswerable)?;
                 match session.answer(n, &answers).await {
                     Ok(()) => {
@@ -319,7 +323,7 @@ impl Runs {
     }
 
     /// `POST /runs/{id}/stop` for an ACP run: cancel, end the agent, close its terminal.
-    pub(super) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
+    pub(in crate::runs) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
         session.stop().await;
         self.acp.lock().unwrap().remove(&run.id);
         let _ = self.close_session(run).await;

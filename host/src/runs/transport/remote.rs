@@ -8,14 +8,14 @@
 //! it names: run ids are checked against the runner's own runs, and the files written
 //! are lab serve's own.
 
-use super::api::{CreateRun, RunBody, RunError};
-use super::launch::{checked_fields, prepare, Place};
-use super::mirror::Appended;
-use super::registry::{RunRecord, Status};
-use super::Runs;
 use crate::machines::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
 use crate::machines::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
 use crate::machines::terminal::Terminal;
+use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::launch::{checked_fields, prepare, Place};
+use crate::runs::mirror::Appended;
+use crate::runs::registry::{RunRecord, Status};
+use crate::runs::Runs;
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
 use base64::Engine as _;
@@ -39,7 +39,7 @@ impl Runs {
 
     /// `Err(HostDown)` for a run whose host is not connected (nothing can be typed
     /// there now).
-    pub(super) fn reachable(&self, run: &super::Run) -> Result<(), RunError> {
+    pub(in crate::runs) fn reachable(&self, run: &crate::runs::Run) -> Result<(), RunError> {
         match run.record().host {
             Some(h) if !self.hosts.connected(&h) => Err(RunError::HostDown(h)),
             _ => Ok(()),
@@ -47,7 +47,7 @@ impl Runs {
     }
 
     /// Where a remote run's transcript is mirrored.
-    pub(super) fn mirror_path(&self, id: &RunId) -> PathBuf {
+    pub(in crate::runs) fn mirror_path(&self, id: &RunId) -> PathBuf {
         self.home.mirror_file(id)
     }
 
@@ -59,7 +59,11 @@ impl Runs {
     }
 
     /// `POST /runs` with a `host`.
-    pub(super) async fn create_remote(self: &Arc<Self>, req: CreateRun, host: String) -> Result<RunBody, RunError> {
+    pub(in crate::runs) async fn create_remote(
+        self: &Arc<Self>,
+        req: CreateRun,
+        host: String,
+    ) -> Result<RunBody, RunError> {
         if self.acp_agent(&req.provider).is_some() {
             return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
         }
@@ -174,7 +178,7 @@ impl Runs {
     }
 
     /// End a remote run's session on its host (and stop following it there).
-    pub(super) async fn close_remote(&self, rec: &RunRecord) -> Result<(), String> {
+    pub(in crate::runs) async fn close_remote(&self, rec: &RunRecord) -> Result<(), String> {
         let host = rec.host.clone().expect("a remote run");
         let _ = self.step(&host, Op::Unwatch { run: rec.id.to_string() }).await;
         match self.step(&host, Op::Alive { target: rec.tmux_target.clone() }).await? {
@@ -184,7 +188,7 @@ impl Runs {
     }
 
     /// The active runs of host `host`.
-    fn runs_on(&self, host: &str) -> Vec<Arc<super::Run>> {
+    fn runs_on(&self, host: &str) -> Vec<Arc<crate::runs::Run>> {
         self.list()
             .into_iter()
             .filter(|r| {
@@ -196,7 +200,7 @@ impl Runs {
 
     /// Runs on hosts that are not connected now (lab serve just started): shown
     /// disconnected, and ended if their runner does not come within the grace.
-    pub(super) fn await_hosts(self: &Arc<Self>) {
+    pub(in crate::runs) fn await_hosts(self: &Arc<Self>) {
         let mut hosts: Vec<String> = self.runs_on_any_host();
         hosts.sort();
         hosts.dedup();
@@ -247,7 +251,7 @@ impl Runs {
     /// Whatever waits on a runner's reply goes to a task of its own: the events come
     /// through a bounded queue that a runner's connection waits on when it is full, so
     /// waiting here for that connection to read a reply could hold both up.
-    pub(super) async fn on_host(self: &Arc<Self>, host: String, event: HostEvent) {
+    pub(in crate::runs) async fn on_host(self: &Arc<Self>, host: String, event: HostEvent) {
         match event {
             HostEvent::Connected => {
                 let runs = self.clone();
@@ -274,7 +278,7 @@ impl Runs {
     /// Have a run's runner follow it (again, or now that its agent named its
     /// transcript): the transcript its record names from where the mirror ends, its
     /// hook files, its session.
-    pub(super) async fn watch_remote(self: &Arc<Self>, run: &Arc<super::Run>) -> Result<(), String> {
+    pub(in crate::runs) async fn watch_remote(self: &Arc<Self>, run: &Arc<crate::runs::Run>) -> Result<(), String> {
         let rec = run.record();
         let Some(host) = rec.host.clone() else { return Ok(()) };
         let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
@@ -361,7 +365,7 @@ pub struct RemoteRun {
     pub mirror: PathBuf,
 }
 
-impl super::hook_channels::Elsewhere for RemoteRun {
+impl crate::runs::hook_channels::Elsewhere for RemoteRun {
     fn read_plan<'a>(
         &'a self,
         file: &'a str,
@@ -383,7 +387,7 @@ impl RemoteRun {
         let op = Op::ReadPlan { path: file.to_string(), workdir: self.workdir.clone(), home: self.home.clone() };
         match self.hosts.call(&self.host, op, Self::WITHIN).await {
             Ok(crate::machines::hosts::protocol::Reply::Text { text })
-                if text.len() as u64 <= super::spool::PLAN_FILE_MAX =>
+                if text.len() as u64 <= crate::runs::spool::PLAN_FILE_MAX =>
             {
                 Ok(text)
             }
