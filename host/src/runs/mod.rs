@@ -389,12 +389,8 @@ pub struct Runs {
     diff_counting: tokio::sync::Mutex<()>,
     /// The mirrors of runs on hosts, bounded ([`mirror`]).
     mirrors: mirror::Mirrors,
-    /// The ACP runs' agent sessions ([`transport::acp`]), by run.
-    acp: Mutex<HashMap<RunId, Arc<crate::agents::acp::Session>>>,
-    /// The session modes each ACP agent offered in its newest session.
-    acp_learned_modes: Mutex<HashMap<String, Vec<String>>>,
-    /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
-    acp_agents: BTreeMap<String, crate::agents::acp::AcpAgent>,
+    /// The ACP runs: the agents, their sessions ([`transport::acp`]).
+    acp: transport::acp::AcpRuns,
     /// Other machines' runners ([`crate::machines::hosts`]).
     hosts: Arc<crate::machines::hosts::Hosts>,
 }
@@ -450,9 +446,7 @@ impl Runs {
             diff_counting: tokio::sync::Mutex::new(()),
             catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
             mirrors,
-            acp: Mutex::new(HashMap::new()),
-            acp_learned_modes: Mutex::new(HashMap::new()),
-            acp_agents,
+            acp: transport::acp::AcpRuns::new(acp_agents),
             hosts: Arc::new(crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(
                 home_hosts,
             ))),
@@ -512,9 +506,7 @@ impl Runs {
     /// End every open event stream (called when `lab serve` is asked to stop).
     pub fn begin_shutdown(&self) {
         // ACP agents are lab serve's children: they go now, their runs stay active.
-        for s in self.acp.lock().unwrap().values() {
-            s.detach();
-        }
+        self.acp.detach_all();
         self.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.
@@ -622,7 +614,7 @@ impl Runs {
                 Some(format!("/#/runs/{}/terminal", rec.id)),
             ),
             None => {
-                if !self.acp_agents.contains_key(&rec.provider) {
+                if self.acp_agent(&rec.provider).is_none() {
                     tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
                 }
                 Tail::new_inert(rec.id.clone(), files)

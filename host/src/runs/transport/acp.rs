@@ -15,18 +15,44 @@ use crate::runs::{now_rfc3339, Read, Run, Runs};
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// What lab holds of its ACP runs, and only this transport touches: the agents it can
+/// run, each live run's agent session, and the modes each agent offered.
+pub(in crate::runs) struct AcpRuns {
+    /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
+    agents: BTreeMap<String, AcpAgent>,
+    /// The live ACP runs' agent sessions, by run.
+    sessions: Mutex<HashMap<RunId, Arc<Session>>>,
+    /// The session modes each ACP agent offered in its newest session.
+    learned_modes: Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl AcpRuns {
+    pub(in crate::runs) fn new(agents: BTreeMap<String, AcpAgent>) -> AcpRuns {
+        AcpRuns { agents, sessions: Mutex::default(), learned_modes: Mutex::default() }
+    }
+
+    /// Let every agent go (`lab serve` stops): they are its children; their runs stay
+    /// active and are resumed by the next serve.
+    pub(in crate::runs) fn detach_all(&self) {
+        for s in self.sessions.lock().unwrap().values() {
+            s.detach();
+        }
+    }
+}
 
 impl Runs {
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
     pub fn acp_agent(&self, name: &str) -> Option<&AcpAgent> {
-        self.acp_agents.get(name)
+        self.acp.agents.get(name)
     }
 
     /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
     pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AcpAgent)> {
-        self.acp_agents.iter()
+        self.acp.agents.iter()
     }
 
     /// Whether a run's record is an ACP run's (its transcript is a journal of lab's).
@@ -38,14 +64,14 @@ impl Runs {
     /// `permission_modes`, else what the agent offered in its last new session (none
     /// known before its first run).
     pub fn acp_modes(&self, name: &str) -> Vec<String> {
-        match self.acp_agents.get(name).and_then(|a| a.config.permission_modes.clone()) {
+        match self.acp.agents.get(name).and_then(|a| a.config.permission_modes.clone()) {
             Some(m) => m,
-            None => self.acp_learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
+            None => self.acp.learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
         }
     }
 
     pub(in crate::runs) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
-        self.acp.lock().unwrap().get(id).cloned()
+        self.acp.sessions.lock().unwrap().get(id).cloned()
     }
 
     fn acp_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
@@ -167,7 +193,7 @@ impl Runs {
                 let (runs, name) = (Arc::downgrade(self), rec.provider.clone());
                 Box::new(move |modes| {
                     if let Some(runs) = runs.upgrade() {
-                        runs.acp_learned_modes.lock().unwrap().insert(name.clone(), modes);
+                        runs.acp.learned_modes.lock().unwrap().insert(name.clone(), modes);
                     }
                 })
             },
@@ -203,7 +229,7 @@ impl Runs {
 
     /// Keep the run's session, and end the run when the agent's process exits by itself.
     fn adopt_acp(self: &Arc<Self>, run: &Arc<Run>, session: Arc<Session>) {
-        self.acp.lock().unwrap().insert(run.id.clone(), session.clone());
+        self.acp.sessions.lock().unwrap().insert(run.id.clone(), session.clone());
         let (runs, run) = (self.clone(), run.clone());
         tokio::spawn(async move {
             let why = session.exited().await;
@@ -220,7 +246,7 @@ impl Runs {
     /// A run's end reached its ACP session (stopped, its tmux session closed, …): the
     /// agent goes too.
     pub(in crate::runs) fn drop_acp(&self, id: &RunId) {
-        if let Some(s) = self.acp.lock().unwrap().remove(id) {
+        if let Some(s) = self.acp.sessions.lock().unwrap().remove(id) {
             tokio::spawn(async move { s.stop().await });
         }
     }
@@ -325,7 +351,7 @@ impl Runs {
     /// `POST /runs/{id}/stop` for an ACP run: cancel, end the agent, close its terminal.
     pub(in crate::runs) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
         session.stop().await;
-        self.acp.lock().unwrap().remove(&run.id);
+        self.acp.sessions.lock().unwrap().remove(&run.id);
         let _ = self.close_session(run).await;
         self.end(run, "stopped by the operator").await;
     }
