@@ -387,12 +387,10 @@ pub struct Runs {
     catch_up: tokio::sync::Semaphore,
     /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
     diff_counting: tokio::sync::Mutex<()>,
-    /// The mirrors of runs on hosts, bounded ([`mirror`]).
-    mirrors: mirror::Mirrors,
     /// The ACP runs: the agents, their sessions ([`transport::acp`]).
     acp: transport::acp::AcpRuns,
-    /// Other machines' runners ([`crate::machines::hosts`]).
-    hosts: Arc<crate::machines::hosts::Hosts>,
+    /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
+    remote: transport::remote::RemoteRuns,
 }
 
 impl Runs {
@@ -445,16 +443,16 @@ impl Runs {
             work_lock: tokio::sync::Mutex::new(()),
             diff_counting: tokio::sync::Mutex::new(()),
             catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
-            mirrors,
             acp: transport::acp::AcpRuns::new(acp_agents),
-            hosts: Arc::new(crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(
-                home_hosts,
-            ))),
+            remote: transport::remote::RemoteRuns::new(
+                crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home_hosts)),
+                mirrors,
+            ),
         });
         {
             // What runners report reaches their runs, in order, one at a time.
             let (tx, mut rx) = tokio::sync::mpsc::channel(crate::machines::hosts::link::EVENTS_QUEUE);
-            runs.hosts.set_events(tx);
+            runs.remote.hosts().set_events(tx);
             let weak = Arc::downgrade(&runs);
             tokio::spawn(async move {
                 while let Some((host, event)) = rx.recv().await {
@@ -560,7 +558,7 @@ impl Runs {
 
     /// Other machines' runners.
     pub fn hosts(&self) -> Arc<crate::machines::hosts::Hosts> {
-        self.hosts.clone()
+        self.remote.hosts()
     }
 
     /// How many active runs host `name` has.
@@ -630,7 +628,7 @@ impl Runs {
         match &rec.host {
             None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
             Some(host) => tail.set_remote(Arc::new(transport::remote::RemoteRun {
-                hosts: self.hosts.clone(),
+                hosts: self.remote.hosts(),
                 host: host.clone(),
                 workdir: rec.agent_dir().to_string_lossy().into_owned(),
                 home: self.config.provider(&rec.provider).env.get("HOME").cloned(),

@@ -124,7 +124,7 @@ impl super::Runs {
             None => Workspace::Here {
                 worktrees: self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir()),
             },
-            Some(h) => Workspace::Host { hosts: self.hosts.clone(), host: h.to_string() },
+            Some(h) => Workspace::Host { hosts: self.remote.hosts(), host: h.to_string() },
         }
     }
 }

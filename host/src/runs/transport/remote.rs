@@ -23,6 +23,29 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What lab holds of the runs on other machines, and only this transport touches: the
+/// machines' runners and the bounded mirrors of their runs' transcripts.
+pub(in crate::runs) struct RemoteRuns {
+    /// Other machines' runners ([`crate::machines::hosts`]).
+    hosts: Arc<crate::machines::hosts::Hosts>,
+    /// The mirrors of runs on hosts, bounded ([`crate::runs::mirror`]).
+    mirrors: crate::runs::mirror::Mirrors,
+}
+
+impl RemoteRuns {
+    pub(in crate::runs) fn new(
+        hosts: crate::machines::hosts::Hosts,
+        mirrors: crate::runs::mirror::Mirrors,
+    ) -> RemoteRuns {
+        RemoteRuns { hosts: Arc::new(hosts), mirrors }
+    }
+
+    /// Other machines' runners.
+    pub(in crate::runs) fn hosts(&self) -> Arc<crate::machines::hosts::Hosts> {
+        self.hosts.clone()
+    }
+}
+
 /// How long a launch step on the runner may take.
 const STEP: Duration = Duration::from_secs(15);
 
@@ -31,9 +54,11 @@ impl Runs {
     pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
         match &rec.host {
             None => self.terminal.clone(),
-            Some(host) => {
-                Arc::new(RemoteTerminal::new(self.hosts.clone(), host.clone(), tokio::runtime::Handle::current()))
-            }
+            Some(host) => Arc::new(RemoteTerminal::new(
+                self.remote.hosts.clone(),
+                host.clone(),
+                tokio::runtime::Handle::current(),
+            )),
         }
     }
 
@@ -41,7 +66,7 @@ impl Runs {
     /// there now).
     pub(in crate::runs) fn reachable(&self, run: &crate::runs::Run) -> Result<(), RunError> {
         match run.record().host {
-            Some(h) if !self.hosts.connected(&h) => Err(RunError::HostDown(h)),
+            Some(h) if !self.remote.hosts.connected(&h) => Err(RunError::HostDown(h)),
             _ => Ok(()),
         }
     }
@@ -52,7 +77,7 @@ impl Runs {
     }
 
     async fn step(&self, host: &str, op: Op) -> Result<Reply, String> {
-        match self.hosts.call(host, op, STEP).await? {
+        match self.remote.hosts.call(host, op, STEP).await? {
             Reply::Error { message } => Err(message),
             r => Ok(r),
         }
@@ -72,11 +97,11 @@ impl Runs {
             .get(&req.provider)
             .map(|(f, h)| (f.clone(), h.clone()))
             .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
-        let known = self.hosts.credentials().list().map_err(|e| RunError::Internal(e.to_string()))?;
+        let known = self.remote.hosts.credentials().list().map_err(|e| RunError::Internal(e.to_string()))?;
         if !known.iter().any(|h| h.name == host) {
             return Err(RunError::BadRequest(format!("unknown host `{host}` (`lab hosts add {host}` makes one)")));
         }
-        let runner = self.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
+        let runner = self.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
         // The workdir is the host's: checked there.
         let prompt = checked_fields(&req)?;
         self.step(&host, Op::IsDir { path: req.workdir.clone() })
@@ -204,7 +229,7 @@ impl Runs {
         let mut hosts: Vec<String> = self.runs_on_any_host();
         hosts.sort();
         hosts.dedup();
-        for host in hosts.into_iter().filter(|h| !self.hosts.connected(h)) {
+        for host in hosts.into_iter().filter(|h| !self.remote.hosts.connected(h)) {
             self.host_gone(host);
         }
     }
@@ -224,12 +249,12 @@ impl Runs {
             run.set_disconnected(true);
         }
         let grace = Duration::from_secs(self.config.runs.host_grace_secs.unwrap_or(60).clamp(1, 86_400));
-        let since = self.hosts.down_since(&host);
+        let since = self.remote.hosts.down_since(&host);
         let runs = Arc::downgrade(self);
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
             let Some(runs) = runs.upgrade() else { return };
-            if runs.hosts.connected(&host) || runs.hosts.down_since(&host) != since {
+            if runs.remote.hosts.connected(&host) || runs.remote.hosts.down_since(&host) != since {
                 return;
             }
             for run in runs.runs_on(&host) {
@@ -306,7 +331,7 @@ impl Runs {
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
                     return tracing::warn!(%host, run = %run.id, "a transcript chunk that is not base64; dropped");
                 };
-                match self.mirrors.append(&run.id, &self.mirror_path(&run.id), offset, &bytes) {
+                match self.remote.mirrors.append(&run.id, &self.mirror_path(&run.id), offset, &bytes) {
                     Ok(Appended::Added) => run.wake(),
                     Ok(Appended::Nothing) => {}
                     Ok(Appended::Stopped(why)) => run.set_transcript_stopped(Some(why)),
@@ -342,7 +367,7 @@ impl Runs {
                 let runs = self.clone();
                 tokio::spawn(async move {
                     runs.end(&run, &format!("its session on host {host} closed")).await;
-                    runs.mirrors.forget(&run.id);
+                    runs.remote.mirrors.forget(&run.id);
                 });
             }
             Up::Reply { .. } | Up::Hello { .. } => {}
