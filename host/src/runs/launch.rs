@@ -80,7 +80,7 @@ impl Runs {
             created_at: now_rfc3339(),
             ended_at: None,
             tmux_target: format!("lab-{id}"),
-            tmux_socket: self.tmux.socket.to_string_lossy().into_owned(),
+            tmux_socket: self.here.tmux.socket.to_string_lossy().into_owned(),
             session_id: None,
             transcript_path: None,
             dialog_hooker: hooker,
@@ -165,7 +165,7 @@ impl Runs {
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)
             .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
         let argv = place.agent_exec_argv();
-        let tmux = self.tmux.clone();
+        let tmux = self.here.tmux.clone();
         let name = rec.tmux_target.clone();
         tokio::task::spawn_blocking(move || tmux.new_session(&name, &argv))
             .await

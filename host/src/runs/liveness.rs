@@ -41,7 +41,7 @@ pub fn gone<'a>(active: &'a [(RunId, String)], sessions: &BTreeSet<String>) -> V
 /// and starts following the others.
 pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
     tokio::spawn(async move {
-        let tmux = runs.tmux.clone();
+        let tmux = runs.here.tmux.clone();
         // A server that outlived the last `lab serve` (or was started by someone
         // else) gets lab's hook again.
         match tokio::task::spawn_blocking(move || tmux.set_up_server()).await {
@@ -90,7 +90,7 @@ async fn reconcile(runs: &Arc<Runs>) -> bool {
     if active.is_empty() {
         return true;
     }
-    let tmux = runs.tmux.clone();
+    let tmux = runs.here.tmux.clone();
     let sessions = match tokio::task::spawn_blocking(move || tmux.list_session_names()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {

@@ -353,11 +353,8 @@ pub struct Runs {
     config: Config,
     providers: ProviderSet,
     registry: Registry,
-    /// lab's tmux server: where runs' sessions are started, listed and ended.
-    tmux: Tmux,
-    /// The same sessions as the terminal seam: everything that looks at a run's
-    /// screen or types into it goes through this.
-    terminal: Arc<dyn Terminal>,
+    /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
+    here: transport::tmux::TmuxRuns,
     lab_exe: PathBuf,
     runs: RwLock<BTreeMap<RunId, Arc<Run>>>,
     /// Ended runs nobody has looked at since `lab serve` started, or for
@@ -427,8 +424,7 @@ impl Runs {
             config,
             providers,
             registry,
-            terminal: Arc::new(tmux.clone()),
-            tmux,
+            here: transport::tmux::TmuxRuns::new(tmux),
             lab_exe,
             runs: RwLock::new(BTreeMap::new()),
             at_rest: RwLock::new(BTreeMap::new()),
@@ -508,7 +504,7 @@ impl Runs {
         self.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.
-        self.tmux.kill_server_if_empty();
+        self.here.tmux.kill_server_if_empty();
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -525,12 +521,12 @@ impl Runs {
     }
 
     pub fn tmux(&self) -> &Tmux {
-        &self.tmux
+        &self.here.tmux
     }
 
     /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
-        self.terminal.clone()
+        self.here.terminal.clone()
     }
 
     pub fn providers(&self) -> &ProviderSet {
@@ -737,7 +733,7 @@ impl Runs {
             return self.close_remote(&rec).await.map_err(RunError::Internal);
         }
         let name = rec.tmux_target;
-        let tmux = self.tmux.clone();
+        let tmux = self.here.tmux.clone();
         tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
             .await
             .map_err(|e| RunError::Internal(e.to_string()))?

@@ -184,7 +184,7 @@ impl Runs {
                 root: std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
                 env: env.clone(),
                 windows: Arc::new(TmuxWindows {
-                    tmux: self.tmux.clone(),
+                    tmux: self.here.tmux.clone(),
                     session: rec.tmux_target.clone(),
                     lab_exe: self.lab_exe.clone(),
                 }),
@@ -200,7 +200,7 @@ impl Runs {
         };
         let session = Session::start(setup, resume).await?;
         // The run's terminal: the agent's log, followed.
-        let tmux = self.tmux.clone();
+        let tmux = self.here.tmux.clone();
         let name = rec.tmux_target.clone();
         let argv: Vec<String> = ["tail", "-n", "+1", "-F"]
             .iter()

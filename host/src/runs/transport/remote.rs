@@ -53,7 +53,7 @@ impl Runs {
     /// The terminal `rec`'s run lives in: this machine's tmux, or its host's.
     pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
         match &rec.host {
-            None => self.terminal.clone(),
+            None => self.here.terminal.clone(),
             Some(host) => Arc::new(RemoteTerminal::new(
                 self.remote.hosts.clone(),
                 host.clone(),
