@@ -26,9 +26,12 @@ impl Runs {
     /// ([`input::composer_lock`]).
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
-        if let Some(session) = self.acp_session(&run.id) {
-            return self.send_acp_message(run, session, text).await;
-        }
+        self.transport(&run.record()).send_message(self, run, text).await
+    }
+
+    /// A message typed into the run's terminal ([`Runs::send_message`] of a run whose
+    /// transport types keys): pasted, then Enter.
+    pub(super) async fn type_message(&self, run: &Arc<Run>, text: String) -> Result<(), RunError> {
         self.reachable(run)?;
         let _keys = run.keys.lock().await;
         let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
@@ -79,9 +82,17 @@ impl Runs {
                 Answer::Option(_) | Answer::Options(_) => {}
             }
         }
-        if let Some(session) = self.acp_session(&run.id) {
-            return self.answer_acp(run, session, tool_id, answers).await;
-        }
+        self.transport(&run.record()).answer(self, run, tool_id, answers).await
+    }
+
+    /// An answer typed into the run's terminal ([`Runs::answer`] of a run whose
+    /// transport types keys): the provider's plan, played in the background.
+    pub(super) async fn type_answer(
+        self: &Arc<Self>,
+        run: &Arc<Run>,
+        tool_id: &str,
+        answers: Vec<Answer>,
+    ) -> Result<AnswerProgress, RunError> {
         let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);

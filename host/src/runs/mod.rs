@@ -477,12 +477,7 @@ impl Runs {
             if !active {
                 // Its chat is read when first looked at.
                 run.unread.store(true, Ordering::SeqCst);
-            } else if runs.is_acp_record(&rec) {
-                runs.resume_acp(run.clone());
-                runs.clone().spawn_tailer(run, true);
-            } else if rec.host.is_some() {
-                runs.clone().spawn_tailer(run, true);
-            } else {
+            } else if let transport::Resume::AfterLiveness(run) = runs.transport(&rec).resume(&runs, run) {
                 in_tmux.push(run);
             }
         }
@@ -716,28 +711,13 @@ impl Runs {
 
     /// `POST /runs/{id}/stop`.
     pub async fn stop(&self, run: &Arc<Run>) -> Result<(), RunError> {
-        if let Some(session) = self.acp_session(&run.id) {
-            self.stop_acp(run, session).await;
-            return Ok(());
-        }
-        let _keys = run.keys.lock().await;
-        self.close_session(run).await?;
-        self.end(run, "stopped by the operator").await;
-        Ok(())
+        self.transport(&run.record()).stop(self, run).await
     }
 
-    /// Close the run's tmux session, if it is still there.
+    /// Close the run's tmux session (here or on its machine), if it is still there.
     async fn close_session(&self, run: &Run) -> Result<(), RunError> {
         let rec = run.record();
-        if rec.host.is_some() {
-            return self.close_remote(&rec).await.map_err(RunError::Internal);
-        }
-        let name = rec.tmux_target;
-        let tmux = self.here.tmux.clone();
-        tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
-            .await
-            .map_err(|e| RunError::Internal(e.to_string()))?
-            .map_err(|e| RunError::Internal(e.to_string()))
+        self.transport(&rec).close(self, &rec).await
     }
 
     /// Keep why a run went wrong in its record (shown as its `error`).

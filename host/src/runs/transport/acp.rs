@@ -6,6 +6,7 @@
 //! is the same as for tmux runs: the journal is the run's transcript, the request that
 //! waits is its spool.
 
+use super::{Resume, Transport};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
 use crate::agents::model::Answer;
 use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
@@ -15,6 +16,7 @@ use crate::runs::{now_rfc3339, Read, Run, Runs};
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
+use futures_util::future::BoxFuture;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -41,6 +43,66 @@ impl AcpRuns {
         for s in self.sessions.lock().unwrap().values() {
             s.detach();
         }
+    }
+
+    /// Run `id`'s live agent session (none before it started or was resumed, nor after
+    /// it ended).
+    pub(in crate::runs) fn session(&self, id: &RunId) -> Option<Arc<Session>> {
+        self.sessions.lock().unwrap().get(id).cloned()
+    }
+}
+
+/// An ACP run speaks JSON-RPC to its agent while its session is live; its tmux session
+/// here only shows the agent's log. Without a live session (resuming after a restart),
+/// it is what any run here is.
+impl Transport for AcpRuns {
+    fn send_message<'a>(
+        &'a self,
+        runs: &'a Runs,
+        run: &'a Arc<Run>,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        match self.session(&run.id) {
+            Some(session) => Box::pin(runs.send_acp_message(run, session, text)),
+            None => Box::pin(runs.type_message(run, text)),
+        }
+    }
+
+    fn answer<'a>(
+        &'a self,
+        runs: &'a Arc<Runs>,
+        run: &'a Arc<Run>,
+        tool_id: &'a str,
+        answers: Vec<Answer>,
+    ) -> BoxFuture<'a, Result<AnswerProgress, RunError>> {
+        match self.session(&run.id) {
+            Some(session) => Box::pin(runs.answer_acp(run, session, tool_id, answers)),
+            None => Box::pin(runs.type_answer(run, tool_id, answers)),
+        }
+    }
+
+    /// The session that shows the agent's log, here.
+    fn close<'a>(&'a self, runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(runs.here.kill_session(rec.tmux_target.clone()))
+    }
+
+    /// The agent asked to stop (its session ends), then the run closed and ended.
+    fn stop<'a>(&'a self, runs: &'a Runs, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
+        match self.session(&run.id) {
+            Some(session) => Box::pin(async move {
+                runs.stop_acp(run, session).await;
+                Ok(())
+            }),
+            None => Box::pin(super::close_and_end(self, runs, run)),
+        }
+    }
+
+    /// The agent started again and asked to load its session (`session/load`); the run
+    /// ends with the reason when it cannot.
+    fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
+        runs.resume_acp(run.clone());
+        runs.clone().spawn_tailer(run, true);
+        Resume::Followed
     }
 }
 

@@ -15,10 +15,12 @@ use crate::runs::api::{CreateRun, RunBody, RunError};
 use crate::runs::launch::{checked_fields, prepare, Place};
 use crate::runs::mirror::Appended;
 use crate::runs::registry::{RunRecord, Status};
+use crate::runs::transport::{Resume, Transport};
 use crate::runs::Runs;
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
 use base64::Engine as _;
+use futures_util::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,31 +48,37 @@ impl RemoteRuns {
     }
 }
 
-/// How long a launch step on the runner may take.
-const STEP: Duration = Duration::from_secs(15);
-
-impl Runs {
-    /// The terminal `rec`'s run lives in: this machine's tmux, or its host's.
-    pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
-        match &rec.host {
-            None => self.here.terminal.clone(),
-            Some(host) => Arc::new(RemoteTerminal::new(
-                self.remote.hosts.clone(),
-                host.clone(),
-                tokio::runtime::Handle::current(),
-            )),
-        }
+impl Transport for RemoteRuns {
+    /// The host's terminal, through its runner.
+    fn terminal(&self, _runs: &Runs, rec: &RunRecord) -> Arc<dyn Terminal> {
+        let host = rec.host.clone().unwrap_or_default();
+        Arc::new(RemoteTerminal::new(self.hosts.clone(), host, tokio::runtime::Handle::current()))
     }
 
-    /// `Err(HostDown)` for a run whose host is not connected (nothing can be typed
-    /// there now).
-    pub(in crate::runs) fn reachable(&self, run: &crate::runs::Run) -> Result<(), RunError> {
-        match run.record().host {
-            Some(h) if !self.remote.hosts.connected(&h) => Err(RunError::HostDown(h)),
+    /// `Err(HostDown)` while the run's host is not connected.
+    fn reachable(&self, rec: &RunRecord) -> Result<(), RunError> {
+        match &rec.host {
+            Some(h) if !self.hosts.connected(h) => Err(RunError::HostDown(h.clone())),
             _ => Ok(()),
         }
     }
 
+    /// Its watch there ended and its session killed, through the runner.
+    fn close<'a>(&'a self, runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move { runs.close_remote(rec).await.map_err(RunError::Internal) })
+    }
+
+    /// Followed now: what its runner sends up is mirrored when the host connects.
+    fn resume(&self, runs: &Arc<Runs>, run: Arc<crate::runs::Run>) -> Resume {
+        runs.clone().spawn_tailer(run, true);
+        Resume::Followed
+    }
+}
+
+/// How long a launch step on the runner may take.
+const STEP: Duration = Duration::from_secs(15);
+
+impl Runs {
     /// Where a remote run's transcript is mirrored.
     pub(in crate::runs) fn mirror_path(&self, id: &RunId) -> PathBuf {
         self.home.mirror_file(id)

@@ -1,8 +1,13 @@
 //! Runs in lab's tmux on this machine: the agent in its own session, looked at and typed
 //! into through the terminal seam, closed by ending its session.
 
+use super::{Resume, Transport};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
+use crate::runs::api::RunError;
+use crate::runs::registry::RunRecord;
+use crate::runs::{Run, Runs};
+use futures_util::future::BoxFuture;
 use std::sync::Arc;
 
 /// What lab holds of the runs in its tmux here, and only the transports touch: lab's
@@ -18,5 +23,25 @@ pub(in crate::runs) struct TmuxRuns {
 impl TmuxRuns {
     pub(in crate::runs) fn new(tmux: Tmux) -> TmuxRuns {
         TmuxRuns { terminal: Arc::new(tmux.clone()), tmux }
+    }
+
+    /// End tmux session `name` here, if it is still there.
+    pub(in crate::runs) async fn kill_session(&self, name: String) -> Result<(), RunError> {
+        let tmux = self.tmux.clone();
+        tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
+            .await
+            .map_err(|e| RunError::Internal(e.to_string()))?
+            .map_err(|e| RunError::Internal(e.to_string()))
+    }
+}
+
+impl Transport for TmuxRuns {
+    fn close<'a>(&'a self, _runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(self.kill_session(rec.tmux_target.clone()))
+    }
+
+    /// Looked for with every run here, in one `list-sessions`.
+    fn resume(&self, _runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
+        Resume::AfterLiveness(run)
     }
 }
