@@ -96,7 +96,7 @@ impl Runs {
     /// failed with `msg` and its first view published; the error to answer.
     pub(super) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
         if let Some(wt) = &rec.worktree {
-            if let Err(e) = self.workspace_for(rec.host.as_deref()).remove(wt).await {
+            if let Err(e) = self.workspace_of(&rec).remove(wt).await {
                 tracing::warn!(run = %rec.id, error = %e, "could not remove the failed run's worktree");
             }
         }

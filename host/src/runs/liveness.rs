@@ -84,7 +84,7 @@ async fn reconcile(runs: &Arc<Runs>) -> bool {
         .into_iter()
         .filter(|r| {
             let rec = r.record();
-            rec.status == Status::Active && rec.host.is_none()
+            rec.status == Status::Active && runs.transport(&rec).session_here()
         })
         .collect();
     if active.is_empty() {

@@ -552,19 +552,6 @@ impl Runs {
         self.remote.hosts()
     }
 
-    /// How many active runs host `name` has.
-    pub fn active_runs_on(&self, name: &str) -> usize {
-        self.runs
-            .read()
-            .unwrap()
-            .values()
-            .filter(|r| {
-                let rec = r.record.lock().unwrap();
-                rec.status == Status::Active && rec.host.as_deref() == Some(name)
-            })
-            .count()
-    }
-
     pub fn list(&self) -> Vec<Arc<Run>> {
         // The sort key once per run (not a clone of the whole record, prompt included,
         // per comparison).
@@ -703,7 +690,7 @@ impl Runs {
             let derived = tail.derive().await;
             run.publish(&tail, derived);
             drop(tail);
-            self.drop_acp(&run.id);
+            self.transport(&run.record()).ended(&run.id);
             tracing::info!(run = %run.id, why, "run ended");
             run.wake();
         }

@@ -135,7 +135,7 @@ impl Runs {
         let may_rest = rec.status == Status::Ended
             && rec.may_rest()
             && run.view.receiver_count() == 0
-            && self.acp_session(&run.id).is_none();
+            && !self.transport(&rec).holds_live(&run.id);
         if !may_rest || self.runs.write().unwrap().remove(&run.id).is_none() {
             return false;
         }

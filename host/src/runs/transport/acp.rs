@@ -97,6 +97,18 @@ impl Transport for AcpRuns {
         }
     }
 
+    /// While its agent's session is live.
+    fn holds_live(&self, id: &RunId) -> bool {
+        self.session(id).is_some()
+    }
+
+    /// The agent goes too (its session stopped, in the background).
+    fn ended(&self, id: &RunId) {
+        if let Some(s) = self.sessions.lock().unwrap().remove(id) {
+            tokio::spawn(async move { s.stop().await });
+        }
+    }
+
     /// The agent started again and asked to load its session (`session/load`); the run
     /// ends with the reason when it cannot.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
@@ -130,10 +142,6 @@ impl Runs {
             Some(m) => m,
             None => self.acp.learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
         }
-    }
-
-    pub(in crate::runs) fn acp_session(&self, id: &RunId) -> Option<Arc<Session>> {
-        self.acp.sessions.lock().unwrap().get(id).cloned()
     }
 
     fn acp_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
@@ -303,14 +311,6 @@ impl Runs {
             let _ = runs.close_session(&run).await;
             runs.end(&run, "the agent exited").await;
         });
-    }
-
-    /// A run's end reached its ACP session (stopped, its tmux session closed, …): the
-    /// agent goes too.
-    pub(in crate::runs) fn drop_acp(&self, id: &RunId) {
-        if let Some(s) = self.acp.sessions.lock().unwrap().remove(id) {
-            tokio::spawn(async move { s.stop().await });
-        }
     }
 
     /// After a restart: the active ACP runs get their agent back with `session/load`;

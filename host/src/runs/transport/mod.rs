@@ -16,7 +16,9 @@ use crate::agents::model::Answer;
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{AnswerProgress, RunError};
 use crate::runs::registry::RunRecord;
+use crate::runs::workspace::Workspace;
 use crate::runs::{Run, Runs};
+use crate::store::paths::RunId;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 
@@ -74,6 +76,26 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// An active run found in the registry when `lab serve` starts: pick it up.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume;
+
+    /// Whether the run's session is in lab's tmux here, where the liveness loop looks
+    /// for it (elsewhere, its machine's runner reports its end).
+    fn session_here(&self) -> bool {
+        true
+    }
+
+    /// Where the run's git work is done: this machine's worktrees.
+    fn workspace(&self, runs: &Runs, _rec: &RunRecord) -> Workspace {
+        runs.workspace_for(None)
+    }
+
+    /// Whether this transport still holds something live for run `id` (an agent
+    /// process, a session) that keeps the run from resting.
+    fn holds_live(&self, _id: &RunId) -> bool {
+        false
+    }
+
+    /// Run `id` has ended: let go of what is still held for it.
+    fn ended(&self, _id: &RunId) {}
 }
 
 impl Runs {
@@ -91,6 +113,11 @@ impl Runs {
     /// The terminal `rec`'s run lives in: this machine's tmux, or its host's.
     pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
         self.transport(rec).terminal(self, rec)
+    }
+
+    /// Where `rec`'s run does its git work (worktrees, diffs, merges).
+    pub(in crate::runs) fn workspace_of(&self, rec: &RunRecord) -> Workspace {
+        self.transport(rec).workspace(self, rec)
     }
 
     /// `Err` when nothing can be typed to the run now (its host is not connected).

@@ -68,6 +68,16 @@ impl Transport for RemoteRuns {
         Box::pin(async move { runs.close_remote(rec).await.map_err(RunError::Internal) })
     }
 
+    /// Its runner reports its end.
+    fn session_here(&self) -> bool {
+        false
+    }
+
+    /// On its host, through the runner.
+    fn workspace(&self, runs: &Runs, rec: &RunRecord) -> crate::runs::workspace::Workspace {
+        runs.workspace_for(rec.host.as_deref())
+    }
+
     /// Followed now: what its runner sends up is mirrored when the host connects.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<crate::runs::Run>) -> Resume {
         runs.clone().spawn_tailer(run, true);
@@ -218,6 +228,11 @@ impl Runs {
             Reply::Alive { alive: false } => Ok(()),
             _ => self.step(&host, Op::Kill { target: rec.tmux_target.clone() }).await.map(|_| ()),
         }
+    }
+
+    /// How many active runs host `name` has.
+    pub fn active_runs_on(&self, name: &str) -> usize {
+        self.runs_on(name).len()
     }
 
     /// The active runs of host `host`.
