@@ -569,50 +569,10 @@ impl Runs {
     /// Make the in-memory handle for a record. `prompt_pending`: lab has yet to type
     /// its first prompt (the composer stays locked until it has).
     fn attach(&self, rec: RunRecord, prompt_pending: bool) -> Arc<Run> {
-        let acp = self.is_acp_record(&rec);
-        let provider = if acp { None } else { self.providers.get(&rec.provider).map(|(_, h)| h.clone()) };
-        let files = self.home.run_files(&rec.id);
+        let transport = self.transport(&rec);
+        let (provider, mut tail) = transport.reader(self, &rec);
+        transport.plan_files(self, &rec, &mut tail);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        let tail = match &provider {
-            // lab's own journal, read natively.
-            None if acp => Tail::new(
-                rec.id.clone(),
-                Arc::new(crate::agents::acp::journal::JournalReader),
-                transcript.clone(),
-                files,
-                None,
-            ),
-            Some(p) => Tail::new(
-                rec.id.clone(),
-                Arc::new(p.clone()),
-                transcript.clone(),
-                files,
-                Some(format!("/#/runs/{}/terminal", rec.id)),
-            ),
-            None => {
-                if self.acp_agent(&rec.provider).is_none() {
-                    tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
-                }
-                Tail::new_inert(rec.id.clone(), files)
-            }
-        };
-        let mut tail = tail;
-        // The agent's home as its launch gets it: lab.toml's `env` for the provider,
-        // else lab serve's own.
-        let agent_home =
-            self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
-        // A run on another host: no path its payloads name is read here; its runner
-        // reads its plan files there.
-        match &rec.host {
-            None => tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir())),
-            Some(host) => tail.set_remote(Arc::new(transport::remote::RemoteRun {
-                hosts: self.remote.hosts(),
-                host: host.clone(),
-                workdir: rec.agent_dir().to_string_lossy().into_owned(),
-                home: self.config.provider(&rec.provider).env.get("HOME").cloned(),
-                mirror: self.mirror_path(&rec.id),
-            })),
-        }
         if rec.status != Status::Active {
             tail.ended = true;
         } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {
@@ -626,6 +586,33 @@ impl Runs {
         }
         self.runs.write().unwrap().insert(run.id.clone(), run.clone());
         run
+    }
+
+    /// How a run whose transcript its provider reads is read: the provider's tail, or
+    /// an inert one (no chat) when the provider is not loaded.
+    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+        let files = self.home.run_files(&rec.id);
+        let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
+        match self.providers.get(&rec.provider).map(|(_, h)| h.clone()) {
+            Some(p) => {
+                let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
+                let tail = Tail::new(rec.id.clone(), Arc::new(p.clone()), transcript, files, terminal);
+                (Some(p), tail)
+            }
+            None => {
+                tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
+                (None, Tail::new_inert(rec.id.clone(), files))
+            }
+        }
+    }
+
+    /// The plan files a run here names are read here, under its agent's directories:
+    /// its workdir and the agent's home as its launch gets it (lab.toml's `env` for the
+    /// provider, else lab serve's own).
+    pub(in crate::runs) fn plan_files_here(&self, rec: &RunRecord, tail: &mut Tail) {
+        let agent_home =
+            self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
+        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
     }
 
     /// End a run: last read of its transcript, delete its spool, marker and settings

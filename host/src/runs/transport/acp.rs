@@ -8,6 +8,7 @@
 
 use super::{Resume, Transport};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
+use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
 use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
@@ -95,6 +96,13 @@ impl Transport for AcpRuns {
             }),
             None => Box::pin(super::close_and_end(self, runs, run)),
         }
+    }
+
+    /// lab's own journal, read natively; no provider.
+    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+        let reader = Arc::new(acp::journal::JournalReader);
+        let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
+        (None, Tail::new(rec.id.clone(), reader, transcript, runs.home.run_files(&rec.id), None))
     }
 
     /// While its agent's session is live.

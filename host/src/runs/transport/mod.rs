@@ -12,10 +12,12 @@ pub(crate) mod acp;
 pub(crate) mod remote;
 pub(crate) mod tmux;
 
+use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{AnswerProgress, RunError};
 use crate::runs::registry::RunRecord;
+use crate::runs::tailer::Tail;
 use crate::runs::workspace::Workspace;
 use crate::runs::{Run, Runs};
 use crate::store::paths::RunId;
@@ -76,6 +78,17 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// An active run found in the registry when `lab serve` starts: pick it up.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume;
+
+    /// How the run's chat is read: its provider (and the tail over its transcript).
+    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+        runs.provider_reader(rec)
+    }
+
+    /// Where the plan files the run's dialogs name are read: here, under its agent's
+    /// directories.
+    fn plan_files(&self, runs: &Runs, rec: &RunRecord, tail: &mut Tail) {
+        runs.plan_files_here(rec, tail)
+    }
 
     /// Whether the run's session is in lab's tmux here, where the liveness loop looks
     /// for it (elsewhere, its machine's runner reports its end).

@@ -68,6 +68,17 @@ impl Transport for RemoteRuns {
         Box::pin(async move { runs.close_remote(rec).await.map_err(RunError::Internal) })
     }
 
+    /// No path its payloads name is read here: its runner reads its plan files there.
+    fn plan_files(&self, runs: &Runs, rec: &RunRecord, tail: &mut crate::runs::tailer::Tail) {
+        tail.set_remote(Arc::new(RemoteRun {
+            hosts: self.hosts.clone(),
+            host: rec.host.clone().unwrap_or_default(),
+            workdir: rec.agent_dir().to_string_lossy().into_owned(),
+            home: runs.config.provider(&rec.provider).env.get("HOME").cloned(),
+            mirror: runs.mirror_path(&rec.id),
+        }));
+    }
+
     /// Its runner reports its end.
     fn session_here(&self) -> bool {
         false
