@@ -19,14 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 impl Runs {
-    /// Launch a run.
+    /// `POST /runs`: launch a run, the way its request asks for ([`Runs::transport_for`]).
     pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
-        if let Some(host) = req.host.clone() {
-            return self.create_remote(req, host).await;
-        }
-        if let Some(agent) = self.acp_agent(&req.provider).cloned() {
-            return self.create_acp(req, agent).await;
-        }
+        self.transport_for(&req).launch(self, req).await
+    }
+
+    /// Launch a run in lab's tmux here.
+    pub(super) async fn create_here(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
         let (facts, provider) = self
             .providers
             .get(&req.provider)
@@ -37,7 +36,7 @@ impl Runs {
         let id = RunId::generate();
         let files = self.home.run_files(&id);
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
-        rec.worktree = self.make_worktree(&req, &id).await?;
+        rec.worktree = self.make_worktree(&rec, &req).await?;
 
         let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
             Ok(typed) => typed,
@@ -114,19 +113,17 @@ impl Runs {
         RunError::LaunchFailed(msg)
     }
 
-    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]), on the
-    /// machine the run is on (its `host`'s: there, in the runner's home).
+    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]), in its
+    /// record's workspace (on its host, that is there, in the runner's home).
     pub(super) async fn make_worktree(
         &self,
+        rec: &RunRecord,
         req: &CreateRun,
-        id: &RunId,
     ) -> Result<Option<crate::worktree::Worktree>, RunError> {
-        let wt = self
-            .workspace_for(req.host.as_deref())
-            .make(id, &req.workdir, req.worktree, self.config.runs.worktree)
-            .await?;
+        let id = &rec.id;
+        let wt = self.workspace_of(rec).make(id, &req.workdir, req.worktree, self.config.runs.worktree).await?;
         if let Some(wt) = &wt {
-            tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, host = ?req.host, "made the run's worktree");
+            tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, host = ?rec.host, "made the run's worktree");
         }
         Ok(wt)
     }

@@ -118,13 +118,15 @@ impl From<WorkFailed> for WorkError {
 }
 
 impl super::Runs {
-    /// Where the git work of a run on `host` (None: this machine) is done.
-    pub(super) fn workspace_for(&self, host: Option<&str>) -> Workspace {
-        match host {
-            None => Workspace::Here {
-                worktrees: self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir()),
-            },
-            Some(h) => Workspace::Host { hosts: self.remote.hosts(), host: h.to_string() },
+    /// Where the git work of a run on this machine is done.
+    pub(super) fn workspace_here(&self) -> Workspace {
+        Workspace::Here {
+            worktrees: self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir()),
         }
+    }
+
+    /// Where the git work of a run on `host` is done: there, through its runner.
+    pub(super) fn workspace_on(&self, host: &str) -> Workspace {
+        Workspace::Host { hosts: self.remote.hosts(), host: host.to_string() }
     }
 }

@@ -57,6 +57,15 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
+    fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
+        match self.agents.get(&req.provider).cloned() {
+            Some(agent) => Box::pin(runs.create_acp(req, agent)),
+            None => {
+                Box::pin(std::future::ready(Err(RunError::BadRequest(format!("unknown provider `{}`", req.provider)))))
+            }
+        }
+    }
+
     fn send_message<'a>(
         &'a self,
         runs: &'a Runs,
@@ -177,7 +186,7 @@ impl Runs {
         let (journal, stderr) = self.acp_files(&id);
         let mut rec = self.new_record(&id, &req.provider, &req, prompt.clone(), true);
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
-        rec.worktree = self.make_worktree(&req, &id).await?;
+        rec.worktree = self.make_worktree(&rec, &req).await?;
         let started = match self.start_acp(&rec, &agent, None).await {
             Ok(s) => Ok(s),
             Err(e) => Err(e.to_string()),

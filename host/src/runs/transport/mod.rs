@@ -15,7 +15,7 @@ pub(crate) mod tmux;
 use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
 use crate::machines::terminal::Terminal;
-use crate::runs::api::{AnswerProgress, RunError};
+use crate::runs::api::{AnswerProgress, CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
 use crate::runs::workspace::Workspace;
@@ -33,9 +33,12 @@ pub(in crate::runs) enum Resume {
     AfterLiveness(Arc<Run>),
 }
 
-/// How lab reaches a run: launch aside (it makes the record that names the transport),
-/// every operation whose way differs with where the run lives or how lab speaks to it.
+/// How lab reaches a run: every operation whose way differs with where the run lives
+/// or how lab speaks to it.
 pub(in crate::runs) trait Transport: Send + Sync {
+    /// `POST /runs`: launch the run the request asks for, record it and follow it.
+    fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>>;
+
     /// The terminal the run's agent lives in: looked at, typed into, attached to.
     fn terminal(&self, runs: &Runs, _rec: &RunRecord) -> Arc<dyn Terminal> {
         runs.here.terminal.clone()
@@ -98,7 +101,7 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// Where the run's git work is done: this machine's worktrees.
     fn workspace(&self, runs: &Runs, _rec: &RunRecord) -> Workspace {
-        runs.workspace_for(None)
+        runs.workspace_here()
     }
 
     /// Whether this transport still holds something live for run `id` (an agent
@@ -112,7 +115,19 @@ pub(in crate::runs) trait Transport: Send + Sync {
 }
 
 impl Runs {
-    /// How `rec`'s run is reached: the one place that asks.
+    /// How the run `req` asks for is launched: on its `host`, as the ACP agent it
+    /// names, or in lab's tmux here. With [`Runs::transport`], the only places that ask.
+    pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> &dyn Transport {
+        if req.host.is_some() {
+            &self.remote
+        } else if self.acp_agent(&req.provider).is_some() {
+            &self.acp
+        } else {
+            &self.here
+        }
+    }
+
+    /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that ask.
     pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> &dyn Transport {
         if self.is_acp_record(rec) {
             &self.acp

@@ -49,6 +49,11 @@ impl RemoteRuns {
 }
 
 impl Transport for RemoteRuns {
+    fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
+        let host = req.host.clone().unwrap_or_default();
+        Box::pin(runs.create_remote(req, host))
+    }
+
     /// The host's terminal, through its runner.
     fn terminal(&self, _runs: &Runs, rec: &RunRecord) -> Arc<dyn Terminal> {
         let host = rec.host.clone().unwrap_or_default();
@@ -86,7 +91,7 @@ impl Transport for RemoteRuns {
 
     /// On its host, through the runner.
     fn workspace(&self, runs: &Runs, rec: &RunRecord) -> crate::runs::workspace::Workspace {
-        runs.workspace_for(rec.host.as_deref())
+        runs.workspace_on(rec.host.as_deref().unwrap_or_default())
     }
 
     /// Followed now: what its runner sends up is mirrored when the host connects.
@@ -142,7 +147,7 @@ impl Runs {
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();
         // Its worktree, as for a run here, made there (in the runner's home).
-        rec.worktree = self.make_worktree(&req, &id).await?;
+        rec.worktree = self.make_worktree(&rec, &req).await?;
         let typed_prompt = match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
             Ok(typed) => typed,
             Err(msg) => {

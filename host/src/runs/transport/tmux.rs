@@ -4,7 +4,7 @@
 use super::{Resume, Transport};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
-use crate::runs::api::RunError;
+use crate::runs::api::{CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
 use crate::runs::{Run, Runs};
 use futures_util::future::BoxFuture;
@@ -36,6 +36,10 @@ impl TmuxRuns {
 }
 
 impl Transport for TmuxRuns {
+    fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
+        Box::pin(runs.create_here(req))
+    }
+
     fn close<'a>(&'a self, _runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(self.kill_session(rec.tmux_target.clone()))
     }
