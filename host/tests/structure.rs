@@ -646,3 +646,74 @@ fn the_layer_gate_finds_an_import_up_across_or_from_nowhere() {
     .into();
     assert_eq!(upward_edges(&graph), ["agents → worktree", "newthing is in no layer of LAYERS", "util → runs"]);
 }
+
+// ---- where a run lives ------------------------------------------------------------------------
+
+/// How production code asks where a run lives or how lab speaks to it: a branch on
+/// the `host` of a run's record (`rec`, `run.record()`) or request (`req`), or on its
+/// being an ACP run.
+fn place_question_words() -> Vec<String> {
+    let mut words: Vec<String> = ["is_acp_record(", "acp_session(", "acp_agent("].map(String::from).to_vec();
+    for value in ["rec", "req", "record()", "record"] {
+        for asked in [".is_some()", ".is_none()", ".as_deref()", ".as_ref()", " {", " else"] {
+            words.push(format!("{value}.host{asked}"));
+        }
+    }
+    words
+}
+
+/// Where those questions may be asked: the transports (`runs/transport/`, picked by
+/// `Runs::transport` and `Runs::transport_for`), and the run's record, whose fields say
+/// where it lives.
+fn may_ask_where_a_run_lives(rel: &Path) -> bool {
+    rel.starts_with("runs/transport") || rel == Path::new("runs/registry.rs")
+}
+
+/// Each place question in `code` (production code, scrubbed), as `line: question`.
+fn place_questions(code: &str) -> Vec<String> {
+    let words = place_question_words();
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        found.extend(words.iter().filter(|w| line.contains(w.as_str())).map(|w| format!("line {}: {w}", n + 1)));
+    }
+    found
+}
+
+/// wezterm's `Domain`: the mux never asks "is this remote?". Outside the transports,
+/// nothing in host/src branches on where a run lives or how lab speaks to it, so a new
+/// place (a machine over SSH, a sandbox) is a new transport file, not a cut through.
+#[test]
+fn only_the_transports_ask_where_a_run_lives() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.iter().any(|f| f.ends_with("runs/transport/mod.rs")), "the transports were found");
+    let mut asked = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).unwrap();
+        if may_ask_where_a_run_lives(rel) {
+            continue;
+        }
+        let code = production_code(&std::fs::read_to_string(f).unwrap());
+        asked.extend(place_questions(&code).into_iter().map(|q| format!("{}: {q}", rel.display())));
+    }
+    assert!(asked.is_empty(), "where a run lives is asked outside runs/transport/: {asked:#?}");
+}
+
+/// The question gate itself: a branch on a run's host or on ACP is found; the same words
+/// in a comment, a string or a test module are not.
+#[test]
+fn the_place_gate_finds_a_branch_on_a_host_and_nothing_in_comments() {
+    let code = production_code(
+        "fn f(rec: &R) {\n    if rec.host.is_some() {}\n    // rec.host.is_some()\n    let s = \"acp_session(\";\n    \
+         match &rec.host {\n        _ => {}\n    }\n}\n#[cfg(test)]\nmod tests {\n    fn g() { runs.is_acp_record(&r); }\n}\n",
+    );
+    assert_eq!(place_questions(&code), ["line 2: rec.host.is_some()", "line 5: rec.host {"]);
+    assert_eq!(
+        place_questions("if let Some(h) = run.record().host.as_deref() {}"),
+        ["line 1: record().host.as_deref()"]
+    );
+    assert!(place_questions("match &origin.host {").is_empty(), "a URL's host is no run's");
+    assert!(may_ask_where_a_run_lives(Path::new("runs/transport/acp.rs")));
+    assert!(!may_ask_where_a_run_lives(Path::new("runs/launch.rs")));
+}
