@@ -9,8 +9,10 @@ use super::tailer::{self, Tail};
 use super::view::RunState;
 use super::{liveness, screen, Read, Run, Runs};
 use crate::store::fsutil;
+use crate::store::paths::RunId;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// What the tailer's refresh saw of the run, for what it does next.
@@ -26,6 +28,17 @@ struct Seen {
 
 /// How many runs found at start read their transcript at once ([`Runs::spawn_tailer`]).
 pub const CATCH_UP_AT_ONCE: usize = 2;
+
+/// What lab watches for its runs' file notifications, and only following touches: one
+/// watcher (the runtime directory, and each transcript's directory once), and which
+/// run each transcript is.
+#[derive(Default)]
+pub(super) struct FileWatch {
+    /// Transcript file → run.
+    pub(super) transcripts: Mutex<HashMap<PathBuf, RunId>>,
+    watched_dirs: Mutex<Vec<PathBuf>>,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+}
 
 impl Runs {
     /// Follow a run until it ends: a full refresh on every wake (file notifications,
@@ -47,7 +60,8 @@ impl Runs {
             let mut catch_up = catch_up;
             loop {
                 if refresh {
-                    let turn = if std::mem::take(&mut catch_up) { self.catch_up.acquire().await.ok() } else { None };
+                    let turn =
+                        if std::mem::take(&mut catch_up) { self.turns.catch_up.acquire().await.ok() } else { None };
                     let (seen, derived) = run
                         .update(&self.registry, Read::Channels, async |tail: &mut Tail| Seen {
                             ended: tail.ended,
@@ -125,7 +139,7 @@ impl Runs {
     /// Notifications of the run's transcript reach its tailer (a path named late, by
     /// the session info, too).
     fn follow_transcript(&self, run: &Arc<Run>, transcript: &Path) {
-        let mut map = self.transcripts.lock().unwrap();
+        let mut map = self.files.transcripts.lock().unwrap();
         if !map.contains_key(transcript) {
             map.insert(transcript.to_path_buf(), run.id.clone());
         }
@@ -182,7 +196,7 @@ impl Runs {
             }
         })?;
         watcher.watch(&self.home.runtime_dir(), notify::RecursiveMode::NonRecursive)?;
-        *self.watcher.lock().unwrap() = Some(watcher);
+        *self.files.watcher.lock().unwrap() = Some(watcher);
         let me = Arc::downgrade(self);
         tokio::spawn(async move {
             while let Some(path) = rx.recv().await {
@@ -220,7 +234,7 @@ impl Runs {
             let id = crate::store::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
             return self.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
-        let id = self.transcripts.lock().unwrap().get(path).cloned()?;
+        let id = self.files.transcripts.lock().unwrap().get(path).cloned()?;
         self.runs.read().unwrap().get(&id).cloned()
     }
 
@@ -229,14 +243,14 @@ impl Runs {
     pub(super) fn watch_transcript_dir(&self, transcript: &Path) -> bool {
         use notify::Watcher;
         let Some(dir) = transcript.parent() else { return false };
-        let mut watched = self.watched_dirs.lock().unwrap();
+        let mut watched = self.files.watched_dirs.lock().unwrap();
         if watched.iter().any(|d| d == dir) {
             return true;
         }
         if !dir.is_dir() {
             return false;
         }
-        if let Some(w) = self.watcher.lock().unwrap().as_mut() {
+        if let Some(w) = self.files.watcher.lock().unwrap().as_mut() {
             match w.watch(dir, notify::RecursiveMode::NonRecursive) {
                 Ok(()) => {
                     watched.push(dir.to_path_buf());

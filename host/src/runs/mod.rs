@@ -51,7 +51,7 @@ use crate::store::paths::{Home, RunId};
 use input::ComposerLock;
 use message_store::{MessageStore, Page};
 use registry::{Registry, RunRecord, Status};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -366,10 +366,9 @@ pub struct Runs {
     /// Moves between `runs` and `at_rest` take turns (a lookup never sees a run in
     /// neither).
     moving: Mutex<()>,
-    /// Transcript file → run, for file notifications.
-    transcripts: Mutex<HashMap<PathBuf, RunId>>,
-    watched_dirs: Mutex<Vec<PathBuf>>,
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// The file notifications: the watcher and which run each transcript is
+    /// ([`follow::FileWatch`]).
+    files: follow::FileWatch,
     /// Flips to true when `lab serve` shuts down, so open event streams end.
     shutdown: watch::Sender<bool>,
     /// Every run's view changes ([`Runs::changes`]).
@@ -378,16 +377,32 @@ pub struct Runs {
     liveness: Notify,
     /// Each agent program's own version, asked once per program file.
     agent_versions: Arc<agent_version::VersionCache>,
-    /// Merges and discards take turns (they move branches of shared repositories).
-    work_lock: tokio::sync::Mutex<()>,
-    /// Turns for the first reads of runs found at start ([`follow::CATCH_UP_AT_ONCE`]).
-    catch_up: tokio::sync::Semaphore,
-    /// Diff summaries are counted one at a time ([`Runs::spawn_diff_watch`]).
-    diff_counting: tokio::sync::Mutex<()>,
+    /// The work that takes turns across runs ([`Turns`]).
+    turns: Turns,
     /// The ACP runs: the agents, their sessions ([`transport::acp`]).
     acp: transport::acp::AcpRuns,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
     remote: transport::remote::RemoteRuns,
+}
+
+/// The work that takes turns across runs, so that many runs do not do it at once.
+struct Turns {
+    /// Merges and discards (they move branches of shared repositories).
+    work: tokio::sync::Mutex<()>,
+    /// The first reads of runs found at start ([`follow::CATCH_UP_AT_ONCE`] at once).
+    catch_up: tokio::sync::Semaphore,
+    /// Diff summaries, counted one at a time ([`Runs::spawn_diff_watch`]).
+    diff_counting: tokio::sync::Mutex<()>,
+}
+
+impl Default for Turns {
+    fn default() -> Turns {
+        Turns {
+            work: tokio::sync::Mutex::new(()),
+            catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
+            diff_counting: tokio::sync::Mutex::new(()),
+        }
+    }
 }
 
 impl Runs {
@@ -429,16 +444,12 @@ impl Runs {
             runs: RwLock::new(BTreeMap::new()),
             at_rest: RwLock::new(BTreeMap::new()),
             moving: Mutex::new(()),
-            transcripts: Mutex::new(HashMap::new()),
-            watched_dirs: Mutex::new(Vec::new()),
-            watcher: Mutex::new(None),
+            files: follow::FileWatch::default(),
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
             liveness: Notify::new(),
             agent_versions: Arc::default(),
-            work_lock: tokio::sync::Mutex::new(()),
-            diff_counting: tokio::sync::Mutex::new(()),
-            catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
+            turns: Turns::default(),
             acp: transport::acp::AcpRuns::new(acp_agents),
             remote: transport::remote::RemoteRuns::new(
                 crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home_hosts)),
@@ -582,7 +593,7 @@ impl Runs {
         tail.prompt_pending = prompt_pending;
         let run = Run::new(rec, tail, provider, self.changes.clone());
         if let Some(t) = transcript {
-            self.transcripts.lock().unwrap().insert(t, run.id.clone());
+            self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
         self.runs.write().unwrap().insert(run.id.clone(), run.clone());
         run

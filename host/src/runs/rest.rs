@@ -140,7 +140,7 @@ impl Runs {
             return false;
         }
         if let Some(t) = &rec.transcript_path {
-            self.transcripts.lock().unwrap().remove(Path::new(t));
+            self.files.transcripts.lock().unwrap().remove(Path::new(t));
         }
         self.at_rest.write().unwrap().insert(rec.id, rec.created_at);
         true

@@ -76,7 +76,7 @@ impl Runs {
             return false;
         };
         let counted = {
-            let _one_at_a_time = self.diff_counting.lock().await;
+            let _one_at_a_time = self.turns.diff_counting.lock().await;
             self.workspace_of(&run.record()).summary(&wt).await
         };
         match counted {
@@ -133,7 +133,7 @@ impl Runs {
                 return Err(RunError::TooLarge("message is longer than 64 KiB".into()).into());
             }
         }
-        let _turn = self.work_lock.lock().await;
+        let _turn = self.turns.work.lock().await;
         let wt = worktree_of(run)?;
         let commit = self.workspace_of(&run.record()).merge(&wt, &run.id, strategy, message).await?;
         tracing::info!(run = %run.id, commit = %commit, base = ?wt.base_ref, "merged the run's branch");
@@ -154,7 +154,7 @@ impl Runs {
         if run.record().status == super::registry::Status::Active {
             return Err(RunError::RunActive);
         }
-        let _turn = self.work_lock.lock().await;
+        let _turn = self.turns.work.lock().await;
         let Some(wt) = run.record().worktree else {
             return Err(RunError::NoWorktree("the run has no worktree".into()));
         };
