@@ -235,7 +235,7 @@ impl Runs {
             return self.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
         let id = self.files.transcripts.lock().unwrap().get(path).cloned()?;
-        self.runs.read().unwrap().get(&id).cloned()
+        self.lives.awake.read().unwrap().get(&id).cloned()
     }
 
     /// Watch the directory of a run's transcript; whether it is watched (false: not

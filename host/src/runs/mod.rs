@@ -356,16 +356,8 @@ pub struct Runs {
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
     here: transport::tmux::TmuxRuns,
     lab_exe: PathBuf,
-    runs: RwLock<BTreeMap<RunId, Arc<Run>>>,
-    /// Ended runs nobody has looked at since `lab serve` started, or for
-    /// [`EVICT_AFTER`]: their id and creation date alone (the list's order); their
-    /// record stays in the registry, read when listed or looked at, so memory does not
-    /// grow with the history. The first [`Runs::get`] makes one a [`Run`] again
-    /// ([`Runs::wake_up`]); a run is in one of the two maps, never both.
-    at_rest: RwLock<BTreeMap<RunId, String>>,
-    /// Moves between `runs` and `at_rest` take turns (a lookup never sees a run in
-    /// neither).
-    moving: Mutex<()>,
+    /// Where each run is: awake or at rest ([`Lives`]).
+    lives: Lives,
     /// The file notifications: the watcher and which run each transcript is
     /// ([`follow::FileWatch`]).
     files: follow::FileWatch,
@@ -383,6 +375,22 @@ pub struct Runs {
     acp: transport::acp::AcpRuns,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
     remote: transport::remote::RemoteRuns,
+}
+
+/// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
+#[derive(Default)]
+struct Lives {
+    /// The runs in memory.
+    awake: RwLock<BTreeMap<RunId, Arc<Run>>>,
+    /// Ended runs nobody has looked at since `lab serve` started, or for
+    /// [`EVICT_AFTER`]: their id and creation date alone (the list's order); their
+    /// record stays in the registry, read when listed or looked at, so memory does not
+    /// grow with the history. The first [`Runs::get`] makes one a [`Run`] again
+    /// ([`Runs::wake_up`]); a run is in one of the two maps, never both.
+    at_rest: RwLock<BTreeMap<RunId, String>>,
+    /// Moves between `awake` and `at_rest` take turns (a lookup never sees a run in
+    /// neither).
+    moving: Mutex<()>,
 }
 
 /// The work that takes turns across runs, so that many runs do not do it at once.
@@ -441,9 +449,7 @@ impl Runs {
             registry,
             here: transport::tmux::TmuxRuns::new(tmux),
             lab_exe,
-            runs: RwLock::new(BTreeMap::new()),
-            at_rest: RwLock::new(BTreeMap::new()),
-            moving: Mutex::new(()),
+            lives: Lives::default(),
             files: follow::FileWatch::default(),
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
@@ -476,7 +482,7 @@ impl Runs {
         // Ended runs rest in the registry, read when first looked at or listed; until
         // then their id and date are all they cost.
         let (resting, records) = runs.registry.sift(|head| !head.may_rest())?;
-        runs.at_rest.write().unwrap().extend(resting.into_iter().map(|h| (h.id, h.created_at)));
+        runs.lives.at_rest.write().unwrap().extend(resting.into_iter().map(|h| (h.id, h.created_at)));
         for rec in records {
             let active = rec.status == Status::Active;
             let run = runs.attach(rec, false);
@@ -552,7 +558,7 @@ impl Runs {
 
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
         let id = RunId::parse(id).ok_or(RunError::NotFound)?;
-        if let Some(run) = self.runs.read().unwrap().get(&id) {
+        if let Some(run) = self.lives.awake.read().unwrap().get(&id) {
             return Ok(run.clone());
         }
         self.wake_up(&id).ok_or(RunError::NotFound)
@@ -567,7 +573,8 @@ impl Runs {
         // The sort key once per run (not a clone of the whole record, prompt included,
         // per comparison).
         let mut v: Vec<(String, Arc<Run>)> = self
-            .runs
+            .lives
+            .awake
             .read()
             .unwrap()
             .values()
@@ -595,7 +602,7 @@ impl Runs {
         if let Some(t) = transcript {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
-        self.runs.write().unwrap().insert(run.id.clone(), run.clone());
+        self.lives.awake.write().unwrap().insert(run.id.clone(), run.clone());
         run
     }
 

@@ -81,7 +81,7 @@ impl Runs {
     /// back at rest; how many runs let something go.
     pub fn evict_unwatched(&self, idle: std::time::Duration) -> usize {
         let mut n = 0;
-        let awake: Vec<Arc<Run>> = self.runs.read().unwrap().values().cloned().collect();
+        let awake: Vec<Arc<Run>> = self.lives.awake.read().unwrap().values().cloned().collect();
         for run in awake {
             let unwatched = run.view.receiver_count() == 0 && run.looked_at.lock().unwrap().elapsed() >= idle;
             if !unwatched {
@@ -101,24 +101,24 @@ impl Runs {
     /// A run that is a [`Run`] now, if it is one: never one at rest (for what only
     /// concerns runs being followed: file notifications, leftovers).
     pub(super) fn get_awake(&self, id: &RunId) -> Option<Arc<Run>> {
-        self.runs.read().unwrap().get(id).cloned()
+        self.lives.awake.read().unwrap().get(id).cloned()
     }
 
     /// Make an ended run at rest a [`Run`] again (its chat read when it is looked at,
     /// [`Runs::ensure_loaded`]); None if there is no such run.
     pub(super) fn wake_up(&self, id: &RunId) -> Option<Arc<Run>> {
-        let _turn = self.moving.lock().unwrap();
+        let _turn = self.lives.moving.lock().unwrap();
         if let Some(run) = self.get_awake(id) {
             return Some(run);
         }
-        let created_at = self.at_rest.write().unwrap().remove(id)?;
+        let created_at = self.lives.at_rest.write().unwrap().remove(id)?;
         let rec = match self.registry.get(id) {
             Ok(Some(rec)) => rec,
             Ok(None) => return None,
             Err(e) => {
                 // Still at rest: a later look may read it.
                 tracing::warn!(run = %id, error = %e, "cannot read the run's record");
-                self.at_rest.write().unwrap().insert(id.clone(), created_at);
+                self.lives.at_rest.write().unwrap().insert(id.clone(), created_at);
                 return None;
             }
         };
@@ -130,19 +130,19 @@ impl Runs {
     /// Put an ended run that nobody watches back at rest: its record alone stays.
     /// Whether it went to rest.
     pub(super) fn put_to_rest(&self, run: &Arc<Run>) -> bool {
-        let _turn = self.moving.lock().unwrap();
+        let _turn = self.lives.moving.lock().unwrap();
         let rec = run.record();
         let may_rest = rec.status == Status::Ended
             && rec.may_rest()
             && run.view.receiver_count() == 0
             && !self.transport(&rec).holds_live(&run.id);
-        if !may_rest || self.runs.write().unwrap().remove(&run.id).is_none() {
+        if !may_rest || self.lives.awake.write().unwrap().remove(&run.id).is_none() {
             return false;
         }
         if let Some(t) = &rec.transcript_path {
             self.files.transcripts.lock().unwrap().remove(Path::new(t));
         }
-        self.at_rest.write().unwrap().insert(rec.id, rec.created_at);
+        self.lives.at_rest.write().unwrap().insert(rec.id, rec.created_at);
         true
     }
 
@@ -157,13 +157,14 @@ impl Runs {
     /// page at a time.
     pub fn listing(&self) -> Vec<Listed> {
         let mut v: Vec<(String, Listed)> = self
-            .runs
+            .lives
+            .awake
             .read()
             .unwrap()
             .values()
             .map(|r| (r.record.lock().unwrap().created_at.clone(), Listed::Awake(r.clone())))
             .collect();
-        v.extend(self.at_rest.read().unwrap().iter().map(|(id, at)| (at.clone(), Listed::AtRest(id.clone()))));
+        v.extend(self.lives.at_rest.read().unwrap().iter().map(|(id, at)| (at.clone(), Listed::AtRest(id.clone()))));
         v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id().cmp(b.id())));
         v.into_iter().map(|(_, l)| l).collect()
     }
