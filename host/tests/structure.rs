@@ -48,7 +48,7 @@ const LAYERS: &[&[&str]] = &[
     &["util"],
 ];
 
-const FIELD_RATCHET: &[(&str, &str, usize)] = &[("runs", "Runs", 15)];
+const FIELD_RATCHET: &[(&str, &str, usize)] = &[("runs", "Runs", 13)];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

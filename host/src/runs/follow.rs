@@ -202,7 +202,7 @@ impl Runs {
             while let Some(path) = rx.recv().await {
                 let Some(runs) = me.upgrade() else { break };
                 match path {
-                    Some(path) if runs.is_liveness_signal(&path) => runs.liveness.notify_one(),
+                    Some(path) if runs.is_liveness_signal(&path) => runs.here.liveness.notify_one(),
                     Some(path) => {
                         if let Some(run) = runs.run_for_path(&path) {
                             run.wake();
@@ -210,7 +210,7 @@ impl Runs {
                     }
                     None => {
                         tracing::debug!("file notifications were lost; every run looks again");
-                        runs.liveness.notify_one();
+                        runs.here.liveness.notify_one();
                         for run in runs.list() {
                             run.wake();
                         }

@@ -153,7 +153,7 @@ impl Runs {
             )
         })?;
         let place =
-            Place { lab_exe: self.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
+            Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
         let prepared = prepare(rec, provider, &program.to_string_lossy(), &place).await?;
         if let Some(doc) = &prepared.settings {
             hook_settings::write(&self.home.runtime_dir(), files, doc)?;

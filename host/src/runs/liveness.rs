@@ -66,7 +66,7 @@ pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
                 }
             }
             tokio::select! {
-                _ = runs.liveness.notified() => {}
+                _ = runs.here.liveness.notified() => {}
                 _ = tokio::time::sleep(RECONCILE_INTERVAL) => {}
             }
         }

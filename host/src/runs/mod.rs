@@ -355,7 +355,6 @@ pub struct Runs {
     registry: Registry,
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
     here: transport::tmux::TmuxRuns,
-    lab_exe: PathBuf,
     /// Where each run is: awake or at rest ([`Lives`]).
     lives: Lives,
     /// The file notifications: the watcher and which run each transcript is
@@ -365,8 +364,6 @@ pub struct Runs {
     shutdown: watch::Sender<bool>,
     /// Every run's view changes ([`Runs::changes`]).
     changes: broadcast::Sender<Change>,
-    /// Wakes the liveness loop: tmux reported a closed session ([`liveness`]).
-    liveness: Notify,
     /// Each agent program's own version, asked once per program file.
     agent_versions: Arc<agent_version::VersionCache>,
     /// The work that takes turns across runs ([`Turns`]).
@@ -447,13 +444,11 @@ impl Runs {
             config,
             providers,
             registry,
-            here: transport::tmux::TmuxRuns::new(tmux),
-            lab_exe,
+            here: transport::tmux::TmuxRuns::new(tmux, lab_exe),
             lives: Lives::default(),
             files: follow::FileWatch::default(),
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
-            liveness: Notify::new(),
             agent_versions: Arc::default(),
             turns: Turns::default(),
             acp: transport::acp::AcpRuns::new(acp_agents),

@@ -267,13 +267,13 @@ impl Runs {
                 run: rec.id.to_string(),
                 dir: dir.clone(),
                 runtime: self.home.runtime_dir(),
-                lab_exe: self.lab_exe.clone(),
+                lab_exe: self.here.lab_exe.clone(),
                 root: std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
                 env: env.clone(),
                 windows: Arc::new(TmuxWindows {
                     tmux: self.here.tmux.clone(),
                     session: rec.tmux_target.clone(),
-                    lab_exe: self.lab_exe.clone(),
+                    lab_exe: self.here.lab_exe.clone(),
                 }),
             }))),
             on_modes: {

@@ -8,7 +8,9 @@ use crate::runs::api::{CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
 use crate::runs::{Run, Runs};
 use futures_util::future::BoxFuture;
+use std::path::PathBuf;
 use std::sync::Arc;
+use tokio::sync::Notify;
 
 /// What lab holds of the runs in its tmux here, and only the transports touch: lab's
 /// tmux server and the same sessions as the terminal seam.
@@ -18,11 +20,15 @@ pub(in crate::runs) struct TmuxRuns {
     /// The same sessions as the terminal seam: everything that looks at a run's
     /// screen or types into it goes through this.
     pub(in crate::runs) terminal: Arc<dyn Terminal>,
+    /// lab's own binary: what a run's pane runs (`lab agent-exec`) and its hooks call.
+    pub(in crate::runs) lab_exe: PathBuf,
+    /// Wakes the liveness loop: tmux reported a closed session ([`crate::runs::liveness`]).
+    pub(in crate::runs) liveness: Notify,
 }
 
 impl TmuxRuns {
-    pub(in crate::runs) fn new(tmux: Tmux) -> TmuxRuns {
-        TmuxRuns { terminal: Arc::new(tmux.clone()), tmux }
+    pub(in crate::runs) fn new(tmux: Tmux, lab_exe: PathBuf) -> TmuxRuns {
+        TmuxRuns { terminal: Arc::new(tmux.clone()), tmux, lab_exe, liveness: Notify::new() }
     }
 
     /// End tmux session `name` here, if it is still there.
