@@ -28,6 +28,7 @@ impl Runs {
     pub(super) async fn create_here(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
         let (facts, provider) = self
             .providers
+            .set
             .get(&req.provider)
             .map(|(f, h)| (f.clone(), h.clone()))
             .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;

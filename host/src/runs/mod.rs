@@ -351,7 +351,8 @@ pub(super) enum Read {
 pub struct Runs {
     home: Home,
     config: Config,
-    providers: ProviderSet,
+    /// The providers lab serve runs with ([`Providers`]).
+    providers: Providers,
     registry: Registry,
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
     here: transport::tmux::TmuxRuns,
@@ -364,14 +365,19 @@ pub struct Runs {
     shutdown: watch::Sender<bool>,
     /// Every run's view changes ([`Runs::changes`]).
     changes: broadcast::Sender<Change>,
-    /// Each agent program's own version, asked once per program file.
-    agent_versions: Arc<agent_version::VersionCache>,
     /// The work that takes turns across runs ([`Turns`]).
     turns: Turns,
     /// The ACP runs: the agents, their sessions ([`transport::acp`]).
     acp: transport::acp::AcpRuns,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
     remote: transport::remote::RemoteRuns,
+}
+
+/// The providers lab serve runs with: the components loaded at start, and each agent
+/// program's own version, asked once per program file.
+struct Providers {
+    set: ProviderSet,
+    versions: Arc<agent_version::VersionCache>,
 }
 
 /// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
@@ -442,14 +448,13 @@ impl Runs {
         let runs = Arc::new(Runs {
             home,
             config,
-            providers,
+            providers: Providers { set: providers, versions: Arc::default() },
             registry,
             here: transport::tmux::TmuxRuns::new(tmux, lab_exe),
             lives: Lives::default(),
             files: follow::FileWatch::default(),
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
-            agent_versions: Arc::default(),
             turns: Turns::default(),
             acp: transport::acp::AcpRuns::new(acp_agents),
             remote: transport::remote::RemoteRuns::new(
@@ -496,7 +501,7 @@ impl Runs {
         runs.gc_orphans();
         runs.await_hosts();
         // Each agent's own version, asked now in the background for GET /providers.
-        for (f, _) in &runs.providers.loaded {
+        for (f, _) in &runs.providers.set.loaded {
             runs.agent_version(&f.info.name, &f.info.default_program);
         }
         liveness::spawn(runs.clone(), in_tmux);
@@ -537,7 +542,7 @@ impl Runs {
     }
 
     pub fn providers(&self) -> &ProviderSet {
-        &self.providers
+        &self.providers.set
     }
 
     /// The version of the agent program a run of `provider` would start (lab.toml's
@@ -548,7 +553,7 @@ impl Runs {
         let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
         let path = pconf.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
         let program = find_program(&wanted, path.as_deref())?;
-        self.agent_versions.lookup(&program, path)
+        self.providers.versions.lookup(&program, path)
     }
 
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
@@ -606,7 +611,7 @@ impl Runs {
     pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        match self.providers.get(&rec.provider).map(|(_, h)| h.clone()) {
+        match self.providers.set.get(&rec.provider).map(|(_, h)| h.clone()) {
             Some(p) => {
                 let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
                 let tail = Tail::new(rec.id.clone(), Arc::new(p.clone()), transcript, files, terminal);

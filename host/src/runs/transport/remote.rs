@@ -128,6 +128,7 @@ impl Runs {
         }
         let (facts, provider) = self
             .providers
+            .set
             .get(&req.provider)
             .map(|(f, h)| (f.clone(), h.clone()))
             .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
