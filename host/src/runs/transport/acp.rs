@@ -22,6 +22,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// An ACP run's journal (its chat, lab's own transcript of it) in `acp_dir`.
+pub(in crate::runs) fn journal_of(acp_dir: &Path, id: &RunId) -> PathBuf {
+    acp_dir.join(format!("{id}.jsonl"))
+}
+
 /// What lab holds of its ACP runs, and only this transport touches: the agents it can
 /// run, each live run's agent session, and the modes each agent offered.
 pub(in crate::runs) struct AcpRuns {
@@ -146,11 +151,6 @@ impl Runs {
         self.acp.agents.iter()
     }
 
-    /// Whether a run's record is an ACP run's (its transcript is a journal of lab's).
-    pub(in crate::runs) fn is_acp_record(&self, rec: &RunRecord) -> bool {
-        rec.transcript_path.as_deref().is_some_and(|t| Path::new(t).starts_with(self.home.acp_dir()))
-    }
-
     /// The modes an ACP agent takes (`permission_mode`), its default first: lab.toml's
     /// `permission_modes`, else what the agent offered in its last new session (none
     /// known before its first run).
@@ -163,7 +163,7 @@ impl Runs {
 
     fn acp_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
         let dir = self.home.acp_dir();
-        (dir.join(format!("{id}.jsonl")), dir.join(format!("{id}.stderr.log")))
+        (journal_of(&dir, id), dir.join(format!("{id}.stderr.log")))
     }
 
     /// `POST /runs` for an ACP agent.
@@ -458,5 +458,22 @@ impl acp::terminal::Windows for TmuxWindows {
         if let Err(e) = self.tmux.kill_window(&self.session, name) {
             tracing::debug!(window = name, error = %e, "closing a terminal window");
         }
+    }
+}
+
+#[cfg(test)]
+mod transport_tests {
+    use super::*;
+
+    /// Without a live agent session (before it starts, after it ended) an ACP run holds
+    /// nothing that keeps it from resting, and its end lets go of nothing.
+    #[test]
+    fn without_a_live_session_an_acp_run_holds_nothing() {
+        let acp = AcpRuns::new(BTreeMap::new());
+        let id = RunId::parse("r-1").unwrap();
+        assert!(acp.session(&id).is_none());
+        assert!(!acp.holds_live(&id));
+        acp.ended(&id);
+        assert!(acp.session(&id).is_none() && !acp.holds_live(&id));
     }
 }

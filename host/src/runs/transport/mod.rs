@@ -22,7 +22,44 @@ use crate::runs::workspace::Workspace;
 use crate::runs::{Run, Runs};
 use crate::store::paths::RunId;
 use futures_util::future::BoxFuture;
+use std::path::Path;
 use std::sync::Arc;
+
+/// The ways lab reaches a run, one [`Transport`] each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::runs) enum Way {
+    /// In lab's tmux here.
+    Here,
+    /// In tmux on another machine, through its runner.
+    Remote,
+    /// An ACP agent, lab's child here, over JSON-RPC.
+    Acp,
+}
+
+/// How a recorded run is reached. An ACP run is known by what lab set, never by what
+/// an agent said: no host, and as transcript exactly its own journal in `acp_dir`
+/// (a transcript an agent named elsewhere under `acp_dir` does not make a run ACP).
+pub(in crate::runs) fn way_of(rec: &RunRecord, acp_dir: &Path) -> Way {
+    if rec.host.is_some() {
+        Way::Remote
+    } else if rec.transcript_path.as_deref().is_some_and(|t| Path::new(t) == acp::journal_of(acp_dir, &rec.id)) {
+        Way::Acp
+    } else {
+        Way::Here
+    }
+}
+
+/// How a requested run is launched: on the host it names, as the ACP agent its
+/// provider names (`acp_agent`), else in lab's tmux here.
+pub(in crate::runs) fn way_for(req: &CreateRun, acp_agent: bool) -> Way {
+    if req.host.is_some() {
+        Way::Remote
+    } else if acp_agent {
+        Way::Acp
+    } else {
+        Way::Here
+    }
+}
 
 /// What an active run found in the registry at start needs before it is followed.
 pub(in crate::runs) enum Resume {
@@ -118,23 +155,19 @@ impl Runs {
     /// How the run `req` asks for is launched: on its `host`, as the ACP agent it
     /// names, or in lab's tmux here. With [`Runs::transport`], the only places that ask.
     pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> &dyn Transport {
-        if req.host.is_some() {
-            &self.remote
-        } else if self.acp_agent(&req.provider).is_some() {
-            &self.acp
-        } else {
-            &self.here
-        }
+        self.by_way(way_for(req, self.acp_agent(&req.provider).is_some()))
     }
 
     /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that ask.
     pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> &dyn Transport {
-        if self.is_acp_record(rec) {
-            &self.acp
-        } else if rec.host.is_some() {
-            &self.remote
-        } else {
-            &self.here
+        self.by_way(way_of(rec, &self.home.acp_dir()))
+    }
+
+    fn by_way(&self, way: Way) -> &dyn Transport {
+        match way {
+            Way::Here => &self.here,
+            Way::Remote => &self.remote,
+            Way::Acp => &self.acp,
         }
     }
 
@@ -166,4 +199,48 @@ pub(in crate::runs) async fn close_and_end<T: Transport + ?Sized>(
     t.close(runs, &run.record()).await?;
     runs.end(run, "stopped by the operator").await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::paths::RunId;
+
+    pub(super) fn record(id: &str, host: Option<&str>, transcript: Option<&str>) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "provider": "p", "workdir": "/w", "prompt": "hi", "permission_mode": null,
+            "status": "active", "created_at": "t0", "ended_at": null, "tmux_target": format!("lab-{id}"),
+            "tmux_socket": "/s", "session_id": null, "transcript_path": transcript, "dialog_hooker": true,
+            "error": null, "host": host,
+        }))
+        .unwrap()
+    }
+
+    fn request(host: Option<&str>) -> CreateRun {
+        serde_json::from_value(serde_json::json!({ "provider": "p", "workdir": "/w", "prompt": "hi", "host": host }))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_recorded_run_is_reached_the_way_lab_set_never_the_way_an_agent_named() {
+        let acp = Path::new("/home/op/.lab/acp");
+        let own = acp::journal_of(acp, &RunId::parse("r-1").unwrap());
+        assert_eq!(way_of(&record("r-1", None, Some(own.to_str().unwrap())), acp), Way::Acp);
+        assert_eq!(way_of(&record("r-1", None, Some("/home/op/.claude/t.jsonl")), acp), Way::Here);
+        assert_eq!(way_of(&record("r-1", None, None), acp), Way::Here);
+        assert_eq!(way_of(&record("r-1", Some("m1"), Some("/home/op/.lab/remote/r-1.jsonl")), acp), Way::Remote);
+        // A transcript an agent named under acp/ (another run's journal, or a path that
+        // climbs out) does not make a run ACP.
+        for named in ["/home/op/.lab/acp/r-2.jsonl", "/home/op/.lab/acp/../acp/r-1.jsonl", "/home/op/.lab/acp/x"] {
+            assert_eq!(way_of(&record("r-1", None, Some(named)), acp), Way::Here, "{named}");
+        }
+    }
+
+    #[test]
+    fn a_requested_run_is_launched_on_its_host_then_as_an_acp_agent_then_here() {
+        assert_eq!(way_for(&request(Some("m1")), false), Way::Remote);
+        assert_eq!(way_for(&request(Some("m1")), true), Way::Remote, "refused there: ACP runs here only");
+        assert_eq!(way_for(&request(None), true), Way::Acp);
+        assert_eq!(way_for(&request(None), false), Way::Here);
+    }
 }

@@ -470,3 +470,24 @@ impl RemoteRun {
 fn unknown(host: &str, run: &str) {
     tracing::debug!(%host, run = %run.chars().take(80).collect::<String>(), "a runner spoke of a run it does not have; ignored");
 }
+
+#[cfg(test)]
+mod transport_tests {
+    use super::*;
+    use crate::machines::hosts::{HostCredentials, Hosts};
+
+    /// A run on a host that is not connected: nothing can be typed to it (a clear
+    /// `host_down`, not a hang), its session is not looked for here, and its terminal
+    /// and git work are its host's.
+    #[test]
+    fn a_run_on_a_host_that_is_not_connected_is_not_reachable_and_not_looked_for_here() {
+        let d = tempfile::tempdir().unwrap();
+        let remote = RemoteRuns::new(
+            Hosts::new(HostCredentials::new(d.path().join("hosts.json"))),
+            crate::runs::mirror::Mirrors::new(None, None),
+        );
+        let rec = crate::runs::transport::tests::record("r-1", Some("m1"), None);
+        assert!(matches!(remote.reachable(&rec), Err(RunError::HostDown(h)) if h == "m1"));
+        assert!(!remote.session_here());
+    }
+}

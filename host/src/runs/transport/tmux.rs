@@ -55,3 +55,31 @@ impl Transport for TmuxRuns {
         Resume::AfterLiveness(run)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Real tmux on a socket of the test's own: closing a run here ends its session,
+    /// and closing one whose session is gone already is no error.
+    #[tokio::test]
+    async fn closing_a_run_here_ends_its_session_and_a_gone_one_is_no_error() {
+        let d = tempfile::Builder::new().prefix("lab-transport").tempdir_in("/tmp").unwrap();
+        let here = TmuxRuns::new(Tmux::new(d.path().join("s")), PathBuf::from("/nonexistent/lab"));
+        struct Cleanup<'a>(&'a Tmux);
+        impl Drop for Cleanup<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.kill_session("lab-r-1");
+                self.0.kill_server_if_empty();
+            }
+        }
+        let _cleanup = Cleanup(&here.tmux);
+        here.tmux.new_session("lab-r-1", &["cat".into()]).unwrap();
+        assert!(here.tmux.has_session("lab-r-1"));
+        here.kill_session("lab-r-1".into()).await.unwrap();
+        assert!(!here.tmux.has_session("lab-r-1"));
+        here.kill_session("lab-r-1".into()).await.expect("a session gone already is no error");
+        let rec = super::super::tests::record("r-1", None, None);
+        assert!(here.reachable(&rec).is_ok() && here.session_here(), "here: always reachable, looked for here");
+    }
+}
