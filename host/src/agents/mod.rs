@@ -2,6 +2,7 @@
 //! to an agent. Every agent's own knowledge lives in its provider component.
 //!
 //! - [`model`]: the host's own model of what providers say, whatever their WIT version.
+//! - [`provider`]: what lab asks of a provider (the whole trait), apart from wasm.
 //! - [`components`]: the provider plugin loader (wasmtime, the compile cache, the WIT
 //!   versions).
 //! - [`acp`]: the Agent Client Protocol, the second way to speak to an agent.
@@ -13,3 +14,4 @@ pub mod agent_exec;
 pub mod components;
 pub mod hook;
 pub mod model;
+pub mod provider;

@@ -13,6 +13,7 @@
 
 use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, ComponentHost, StoreState};
 use crate::agents::model as m;
+use crate::agents::provider::{CallError, CallErrorKind};
 use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -20,60 +21,6 @@ use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
-
-/// Why a call into a component failed. The host keeps serving either way.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallError {
-    pub provider: String,
-    pub function: &'static str,
-    pub kind: CallErrorKind,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallErrorKind {
-    /// The component answered with its own error (a `result` error value): a message
-    /// meant for the operator.
-    Refused(String),
-    /// The call ran past its deadline and was interrupted.
-    Timeout { millis: u128 },
-    /// The component tried to grow its memory past the cap.
-    OutOfMemory { cap_mib: usize },
-    /// The component trapped (panic, unreachable, …).
-    Trap(String),
-    /// The component does not export the interface the function belongs to (or its
-    /// WIT version has no such function).
-    Unsupported,
-    /// The component could not be (re)instantiated, or its thread is gone.
-    Unavailable(String),
-}
-
-impl CallError {
-    /// The provider's own message, if it refused.
-    pub fn refusal(&self) -> Option<&str> {
-        match &self.kind {
-            CallErrorKind::Refused(msg) => Some(msg),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let who = format!("provider `{}`: `{}`", self.provider, self.function);
-        match &self.kind {
-            CallErrorKind::Refused(msg) => write!(f, "{msg}"),
-            CallErrorKind::Timeout { millis } => write!(f, "{who} ran past its {millis} ms deadline and was stopped"),
-            CallErrorKind::OutOfMemory { cap_mib } => {
-                write!(f, "{who} hit the {cap_mib} MiB memory cap and was stopped")
-            }
-            CallErrorKind::Trap(msg) => write!(f, "{who} trapped: {msg}"),
-            CallErrorKind::Unsupported => write!(f, "{who} is not exported by this component"),
-            CallErrorKind::Unavailable(msg) => write!(f, "{who} is unavailable: {msg}"),
-        }
-    }
-}
-
-impl std::error::Error for CallError {}
 
 /// The WIT package version a component was built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

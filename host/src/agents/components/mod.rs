@@ -15,27 +15,12 @@ pub mod v0_2_0;
 pub mod v0_3_0;
 
 pub use cache::CompileCache;
-pub use handle::{Call, CallError, CallErrorKind, Capabilities, ProviderHandle, Version};
+pub use handle::{Call, Capabilities, ProviderHandle, Version};
+// Their paths before the provider trait had its own file.
+pub use crate::agents::provider::{CallError, CallErrorKind, Provider, Reply};
 
 use crate::agents::model;
-use std::future::{Future, IntoFuture};
-use std::pin::Pin;
-
-/// A provider's answer on its way.
-pub type Reply<T> = Pin<Box<dyn Future<Output = Result<T, CallError>> + Send>>;
-
-/// What following a run needs of its provider: the host-side face of a component. In
-/// `lab serve` it is a [`ProviderHandle`] (a component on its own thread); the tailer's
-/// unit tests drive it with a fake, so the reading rules are tested without wasm.
-pub trait Provider: Send + Sync {
-    /// Whether it captures prompts live (the spool is authoritative).
-    fn dialog_hooker(&self) -> bool;
-    fn parse_transcript(&self, chunk: Vec<u8>) -> Reply<model::ParseOutput>;
-    fn map_dialog(&self, call: model::ToolUse) -> Reply<Option<model::Dialog>>;
-    fn pending_dialog(&self, spool: Vec<u8>, open_calls: Vec<model::ToolUse>) -> Reply<Option<model::Dialog>>;
-    fn blocked_state(&self, marker: Vec<u8>) -> Reply<model::Blocked>;
-    fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts>;
-}
+use std::future::IntoFuture;
 
 impl Provider for ProviderHandle {
     fn dialog_hooker(&self) -> bool {
@@ -55,6 +40,36 @@ impl Provider for ProviderHandle {
     }
     fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts> {
         ProviderHandle::session_info(self, payload).into_future()
+    }
+    fn name(&self) -> String {
+        ProviderHandle::name(self)
+    }
+    fn screen_reader(&self) -> bool {
+        ProviderHandle::screen_reader(self)
+    }
+    fn info(&self) -> Reply<model::ProviderInfo> {
+        ProviderHandle::info(self).into_future()
+    }
+    fn launch(&self, req: model::LaunchRequest) -> Reply<model::LaunchSpec> {
+        ProviderHandle::launch(self, req).into_future()
+    }
+    fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
+        ProviderHandle::hook_wiring(self).into_future()
+    }
+    fn hook_settings(&self, run_id: String, hooks: Vec<model::HookCommand>) -> Reply<Option<String>> {
+        ProviderHandle::hook_settings(self, run_id, hooks).into_future()
+    }
+    fn plan_answer(&self, dialog: model::Dialog, answers: Vec<model::Answer>) -> Reply<model::AnswerPlan> {
+        ProviderHandle::plan_answer(self, dialog, answers).into_future()
+    }
+    fn is_drawn(&self, dialog: model::Dialog, pane: String) -> Reply<bool> {
+        ProviderHandle::is_drawn(self, dialog, pane).into_future()
+    }
+    fn read_screen(&self, pane: String) -> Reply<Option<model::Dialog>> {
+        ProviderHandle::read_screen(self, pane).into_future()
+    }
+    fn self_test_samples(&self) -> Reply<model::Samples> {
+        ProviderHandle::self_test_samples(self).into_future()
     }
 }
 
