@@ -8,8 +8,8 @@ use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
 use super::playback::{self, type_text};
 use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
-use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
+use crate::agents::provider::Provider;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -139,7 +139,7 @@ impl Runs {
                 Some(k) => k,
                 None => keys_of_run.lock_owned().await,
             };
-            let result = runs.play_answer(&run2, &provider, &tool_id, dialog, plan).await;
+            let result = runs.play_answer(&run2, provider.as_ref(), &tool_id, dialog, plan).await;
             if let Err(e) = &result {
                 // Not played: the prompt is offered again if it is still there.
                 run2.update(&runs.registry, Read::AsIs, async |tail: &mut Tail| tail.unmark_answered(&tool_id)).await;
@@ -169,7 +169,7 @@ impl Runs {
     async fn play_answer(
         &self,
         run: &Arc<Run>,
-        provider: &ProviderHandle,
+        provider: &dyn Provider,
         tool_id: &str,
         dialog: crate::agents::model::Dialog,
         plan: crate::agents::model::AnswerPlan,
@@ -178,7 +178,7 @@ impl Runs {
         let term = self.terminal_for(&run.record());
         // A provider that fails to tell is taken as "not drawn": fail closed.
         let drawn = |pane: String| {
-            let (provider, dialog) = (provider.clone(), dialog.clone());
+            let dialog = dialog.clone();
             async move { provider.is_drawn(dialog, pane).await.unwrap_or(false) }
         };
         let live = || self.still_live(run, tool_id);

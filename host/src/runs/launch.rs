@@ -9,8 +9,8 @@ use super::playback::{type_text, wait_until_ready};
 use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
 use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
-use crate::agents::components::ProviderHandle;
 use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
+use crate::agents::provider::Provider;
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -137,7 +137,7 @@ impl Runs {
     pub(super) async fn launch(
         &self,
         rec: &mut RunRecord,
-        provider: &ProviderHandle,
+        provider: &dyn Provider,
         default_program: &str,
         files: &crate::store::paths::RunFiles,
     ) -> Result<Option<String>, String> {
@@ -267,7 +267,7 @@ pub(super) struct Prepared {
 /// session id and transcript path.
 pub(super) async fn prepare(
     rec: &mut RunRecord,
-    provider: &ProviderHandle,
+    provider: &dyn Provider,
     program: &str,
     place: &Place,
 ) -> Result<Prepared, String> {

@@ -42,7 +42,8 @@ pub mod workspace;
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;
 
-use crate::agents::components::{ComponentHost, Limits, ProviderHandle, ProviderSet};
+use crate::agents::components::{ComponentHost, Limits, ProviderSet};
+use crate::agents::provider::Provider;
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
 use crate::store::config::{find_program, Config};
@@ -113,7 +114,7 @@ pub struct Run {
     looked_at: Mutex<std::time::Instant>,
     view: watch::Sender<Snapshot>,
     wake: Notify,
-    provider: Option<ProviderHandle>,
+    provider: Option<Arc<dyn Provider>>,
     changes: broadcast::Sender<Change>,
     /// The next view published is the first of a run found at start-up: it is reported
     /// with no `before` (see [`Change::before`]).
@@ -125,7 +126,7 @@ impl Run {
     fn new(
         rec: RunRecord,
         tail: Tail,
-        provider: Option<ProviderHandle>,
+        provider: Option<Arc<dyn Provider>>,
         changes: broadcast::Sender<Change>,
     ) -> Arc<Run> {
         let messages = tail.messages();
@@ -608,13 +609,13 @@ impl Runs {
 
     /// How a run whose transcript its provider reads is read: the provider's tail, or
     /// an inert one (no chat) when the provider is not loaded.
-    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        match self.providers.set.get(&rec.provider).map(|(_, h)| h.clone()) {
+        match self.providers.set.get(&rec.provider).map(|(_, h)| Arc::new(h.clone()) as Arc<dyn Provider>) {
             Some(p) => {
                 let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
-                let tail = Tail::new(rec.id.clone(), Arc::new(p.clone()), transcript, files, terminal);
+                let tail = Tail::new(rec.id.clone(), p.clone(), transcript, files, terminal);
                 (Some(p), tail)
             }
             None => {

@@ -8,8 +8,8 @@
 
 use super::{Resume, Transport};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
-use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
+use crate::agents::provider::Provider;
 use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
@@ -113,7 +113,7 @@ impl Transport for AcpRuns {
     }
 
     /// lab's own journal, read natively; no provider.
-    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
         let reader = Arc::new(acp::journal::JournalReader);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         (None, Tail::new(rec.id.clone(), reader, transcript, runs.home.run_files(&rec.id), None))

@@ -12,8 +12,8 @@ pub(crate) mod acp;
 pub(crate) mod remote;
 pub(crate) mod tmux;
 
-use crate::agents::components::ProviderHandle;
 use crate::agents::model::Answer;
+use crate::agents::provider::Provider;
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{AnswerProgress, CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
@@ -120,7 +120,7 @@ pub(in crate::runs) trait Transport: Send + Sync {
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume;
 
     /// How the run's chat is read: its provider (and the tail over its transcript).
-    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<ProviderHandle>, Tail) {
+    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
         runs.provider_reader(rec)
     }
 
@@ -226,7 +226,7 @@ mod tests {
         let acp = Path::new("/home/op/.lab/acp");
         let own = acp::journal_of(acp, &RunId::parse("r-1").unwrap());
         assert_eq!(way_of(&record("r-1", None, Some(own.to_str().unwrap())), acp), Way::Acp);
-        assert_eq!(way_of(&record("r-1", None, Some("/home/op/.claude/t.jsonl")), acp), Way::Here);
+        assert_eq!(way_of(&record("r-1", None, Some("/home/op/.agent/t.jsonl")), acp), Way::Here);
         assert_eq!(way_of(&record("r-1", None, None), acp), Way::Here);
         assert_eq!(way_of(&record("r-1", Some("m1"), Some("/home/op/.lab/remote/r-1.jsonl")), acp), Way::Remote);
         // A transcript an agent named under acp/ (another run's journal, or a path that

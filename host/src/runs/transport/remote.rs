@@ -187,7 +187,7 @@ impl Runs {
     async fn launch_remote(
         &self,
         rec: &mut RunRecord,
-        provider: &crate::agents::components::ProviderHandle,
+        provider: &dyn crate::agents::provider::Provider,
         default_program: &str,
         runner: &RunnerFacts,
     ) -> Result<Option<String>, String> {
