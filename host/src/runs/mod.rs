@@ -2,10 +2,14 @@
 //! [`tailer::Tail`], changed only through [`Run::update`] — its key lock and its
 //! published view) and [`Runs`] (every run, the registry, the providers, the file
 //! watcher), with what `Runs` does to one run as a whole: start-up, lookup, the end.
-//! `Runs`' other methods live beside what they do: `launch` (starting agents),
+//!
+//! Where a run lives and how lab speaks to it (tmux here, tmux on another machine, an
+//! ACP agent) is a `Transport` each, in `transport/`: nothing else here asks.
+//! `Runs`' other methods live beside what they do: `launch` (starting agents here),
 //! `follow` (the tailer task, file notifications, screen looks, leftovers), `answer`
-//! (messages and answer plans), `rest` (ended runs kept as their record until looked
-//! at); `api` has the bodies and errors, [`liveness`] learns of ended sessions. The decisions are pure modules: [`view`] (state derivation),
+//! (messages and answer plans typed into a terminal), `rest` (ended runs kept as their
+//! record until looked at); `api` has the bodies and errors, [`liveness`] learns of
+//! ended sessions. The decisions are pure modules: [`view`] (state derivation),
 //! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
 //! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
