@@ -1,5 +1,5 @@
 //! What lab asks of a provider, apart from how it is loaded: the [`Provider`] trait,
-//! every call that launch, answer, `lab providers check` and the tailer make, and the
+//! every call that launch, answer and the tailer make, and the
 //! one error a call ends in ([`CallError`]). In `lab serve` a provider is a wasm
 //! component ([`crate::agents::components::ProviderHandle`], on its own thread); tests
 //! drive the same calls with a fake, so the rules around them are tested without wasm.
@@ -22,17 +22,9 @@ pub trait Provider: Send + Sync {
     fn blocked_state(&self, marker: Vec<u8>) -> Reply<model::Blocked>;
     fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts>;
 
-    /// The name it was loaded under (none for a fake that does not say).
-    fn name(&self) -> String {
-        String::new()
-    }
     /// Whether it reads prompts off the agent's screen (`screen-reader`).
     fn screen_reader(&self) -> bool {
         false
-    }
-    /// Its name, version and default program.
-    fn info(&self) -> Reply<model::ProviderInfo> {
-        unsupported("info")
     }
     /// How to start its agent for a run.
     fn launch(&self, _req: model::LaunchRequest) -> Reply<model::LaunchSpec> {
@@ -57,10 +49,6 @@ pub trait Provider: Send + Sync {
     /// The prompt `pane` shows, if any.
     fn read_screen(&self, _pane: String) -> Reply<Option<model::Dialog>> {
         unsupported("read-screen")
-    }
-    /// Samples `lab providers check` drives it with.
-    fn self_test_samples(&self) -> Reply<model::Samples> {
-        unsupported("self-test-samples")
     }
 }
 
@@ -157,7 +145,7 @@ mod tests {
         let p: &dyn Provider = &Reader;
         let e = p.read_screen("pane".into()).await.unwrap_err();
         assert_eq!((e.function, &e.kind), ("read-screen", &CallErrorKind::Unsupported));
-        assert!(p.hook_wiring().await.is_err() && p.self_test_samples().await.is_err());
+        assert!(p.hook_wiring().await.is_err());
         assert!(!p.screen_reader());
     }
 }

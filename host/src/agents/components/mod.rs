@@ -41,14 +41,8 @@ impl Provider for ProviderHandle {
     fn session_info(&self, payload: Vec<u8>) -> Reply<model::SessionFacts> {
         ProviderHandle::session_info(self, payload).into_future()
     }
-    fn name(&self) -> String {
-        ProviderHandle::name(self)
-    }
     fn screen_reader(&self) -> bool {
         ProviderHandle::screen_reader(self)
-    }
-    fn info(&self) -> Reply<model::ProviderInfo> {
-        ProviderHandle::info(self).into_future()
     }
     fn launch(&self, req: model::LaunchRequest) -> Reply<model::LaunchSpec> {
         ProviderHandle::launch(self, req).into_future()
@@ -67,9 +61,6 @@ impl Provider for ProviderHandle {
     }
     fn read_screen(&self, pane: String) -> Reply<Option<model::Dialog>> {
         ProviderHandle::read_screen(self, pane).into_future()
-    }
-    fn self_test_samples(&self) -> Reply<model::Samples> {
-        ProviderHandle::self_test_samples(self).into_future()
     }
 }
 
