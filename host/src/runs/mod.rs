@@ -450,6 +450,7 @@ impl Runs {
         }
         let home_hosts = home.hosts_file();
         let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
+        let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
             home,
             config,
@@ -461,7 +462,7 @@ impl Runs {
             shutdown: watch::channel(false).0,
             changes: broadcast::channel(CHANGES_CAPACITY).0,
             turns: Turns::default(),
-            acp: transport::acp::AcpRuns::new(acp_agents),
+            acp: transport::acp::AcpRuns::new(acp_dir, acp_agents),
             remote: transport::remote::RemoteRuns::new(
                 crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home_hosts)),
                 mirrors,

@@ -27,9 +27,18 @@ pub(in crate::runs) fn journal_of(acp_dir: &Path, id: &RunId) -> PathBuf {
     acp_dir.join(format!("{id}.jsonl"))
 }
 
+/// Whether `path` is [`journal_of`] run `id`, without making that path (asked for
+/// every run on the liveness loop's turns).
+pub(in crate::runs) fn is_journal_of(path: &Path, acp_dir: &Path, id: &RunId) -> bool {
+    path.parent() == Some(acp_dir)
+        && path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")) == Some(id.as_str())
+}
+
 /// What lab holds of its ACP runs, and only this transport touches: the agents it can
 /// run, each live run's agent session, and the modes each agent offered.
 pub(in crate::runs) struct AcpRuns {
+    /// `<home>/acp`: the ACP runs' journals.
+    dir: PathBuf,
     /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
     agents: BTreeMap<String, AcpAgent>,
     /// The live ACP runs' agent sessions, by run.
@@ -39,8 +48,13 @@ pub(in crate::runs) struct AcpRuns {
 }
 
 impl AcpRuns {
-    pub(in crate::runs) fn new(agents: BTreeMap<String, AcpAgent>) -> AcpRuns {
-        AcpRuns { agents, sessions: Mutex::default(), learned_modes: Mutex::default() }
+    pub(in crate::runs) fn new(dir: PathBuf, agents: BTreeMap<String, AcpAgent>) -> AcpRuns {
+        AcpRuns { dir, agents, sessions: Mutex::default(), learned_modes: Mutex::default() }
+    }
+
+    /// `<home>/acp`: the ACP runs' journals.
+    pub(in crate::runs) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Let every agent go (`lab serve` stops): they are its children; their runs stay
@@ -469,7 +483,7 @@ mod transport_tests {
     /// nothing that keeps it from resting, and its end lets go of nothing.
     #[test]
     fn without_a_live_session_an_acp_run_holds_nothing() {
-        let acp = AcpRuns::new(BTreeMap::new());
+        let acp = AcpRuns::new(PathBuf::from("/home/op/.lab/acp"), BTreeMap::new());
         let id = RunId::parse("r-1").unwrap();
         assert!(acp.session(&id).is_none());
         assert!(!acp.holds_live(&id));

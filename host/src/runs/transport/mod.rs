@@ -42,7 +42,7 @@ pub(in crate::runs) enum Way {
 pub(in crate::runs) fn way_of(rec: &RunRecord, acp_dir: &Path) -> Way {
     if rec.host.is_some() {
         Way::Remote
-    } else if rec.transcript_path.as_deref().is_some_and(|t| Path::new(t) == acp::journal_of(acp_dir, &rec.id)) {
+    } else if rec.transcript_path.as_deref().is_some_and(|t| acp::is_journal_of(Path::new(t), acp_dir, &rec.id)) {
         Way::Acp
     } else {
         Way::Here
@@ -160,7 +160,7 @@ impl Runs {
 
     /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that ask.
     pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> &dyn Transport {
-        self.by_way(way_of(rec, &self.home.acp_dir()))
+        self.by_way(way_of(rec, self.acp.dir()))
     }
 
     fn by_way(&self, way: Way) -> &dyn Transport {
