@@ -285,3 +285,46 @@ fn check_passes_components_built_against_0_1_0() {
         assert!(text.contains("(no self-test samples: built against lab:provider@0.1.0)"), "{text}");
     }
 }
+
+/// The folder's changes, loaded while the old builds go on: a new build serves, a live
+/// handle of the old one still answers, a corrupt build is refused and the one before
+/// stays, a removed file is gone.
+#[test]
+fn a_reload_swaps_builds_and_keeps_the_old_ones_working() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("providers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("plainlog.wasm");
+    std::fs::copy(fixtures::PLAINLOG_V0_2_0, &file).unwrap();
+    let h = host(None);
+    let one = ProviderSet::load_all(&h, &dir);
+    let (old_facts, old) = one.get("plainlog").unwrap().clone();
+    assert_eq!(old_facts.capabilities.version, Version::V0_2_0);
+
+    // Unchanged: the same build (nothing compiled again).
+    let same = one.reload(&h, &dir);
+    assert_eq!(same.get("plainlog").unwrap().0.digest, old_facts.digest);
+
+    std::fs::copy(fixtures::PLAINLOG, &file).unwrap();
+    let two = one.reload(&h, &dir);
+    let (new_facts, _) = two.get("plainlog").unwrap();
+    assert_eq!(new_facts.capabilities.version, Version::V0_3_0);
+    assert_ne!(new_facts.digest, old_facts.digest);
+    assert!(two.failed.is_empty(), "{:?}", two.failed);
+    drop(one);
+    // The old build's instance still serves whoever holds it.
+    let out = old.parse_transcript(b"{\"role\":\"user\",\"text\":\"hi\",\"ts\":\"t1\"}\n".to_vec()).blocking().unwrap();
+    assert_eq!(out.messages.len(), 1, "{out:?}");
+
+    std::fs::write(&file, b"\0asm but not really").unwrap();
+    let three = two.reload(&h, &dir);
+    assert_eq!(three.get("plainlog").unwrap().0.digest, new_facts.digest, "the build before stays");
+    assert_eq!(three.failed.len(), 1);
+    let why = &three.failed[0].error;
+    assert!(why.contains("not a loadable WebAssembly component") && why.contains("stays in service"), "{why}");
+
+    std::fs::remove_file(&file).unwrap();
+    let four = three.reload(&h, &dir);
+    assert!(four.get("plainlog").is_none() && four.failed.is_empty());
+    assert_eq!(four.loaded.len(), lab::agents::components::BUNDLED.len());
+}

@@ -123,6 +123,7 @@ mod tests {
             dialog_hooker: false,
             wit_packages: vec!["lab:provider@0.3.0".into()],
             from_cache: false,
+            digest: "0123456789abcdef".into(),
         }
     }
 

@@ -10,12 +10,14 @@
 
 mod cache;
 mod handle;
+mod set;
 pub mod v0_1_0;
 pub mod v0_2_0;
 pub mod v0_3_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
+pub use set::{digest, ProviderSet};
 // Their paths before the provider trait had its own file.
 pub use crate::agents::provider::{CallError, CallErrorKind, Provider, Reply};
 
@@ -318,6 +320,9 @@ pub struct ComponentFacts {
     pub wit_packages: Vec<String>,
     /// Whether the compiled code came from the on-disk cache.
     pub from_cache: bool,
+    /// The component's bytes' SHA-256, as 16 hex digits: which build it is (two builds
+    /// may say the same version).
+    pub digest: String,
 }
 
 /// A component that failed to load, with the reason.
@@ -424,7 +429,8 @@ impl ComponentHost {
             anyhow::bail!("the provider's name {:?} is not a valid name ([A-Za-z0-9_-]+)", info.name);
         }
         handle.set_name(&info.name);
-        Ok((ComponentFacts { source, info, capabilities, dialog_hooker, wit_packages, from_cache }, handle))
+        let digest = digest(bytes);
+        Ok((ComponentFacts { source, info, capabilities, dialog_hooker, wit_packages, from_cache, digest }, handle))
     }
 
     /// Load a component file.
@@ -450,103 +456,6 @@ pub fn exported_packages(engine: &Engine, component: &Component) -> Vec<String> 
         }
     }
     out
-}
-
-/// All providers lab knows: the bundled ones plus `<home>/providers/*.wasm`. A file
-/// whose provider name equals a bundled one replaces it. Tmux providers are kept
-/// loaded (`loaded`); an ACP provider's declaration is read once (`acp`).
-pub struct ProviderSet {
-    pub loaded: Vec<(ComponentFacts, ProviderHandle)>,
-    /// ACP providers (WIT 0.3.0 `acp-agent`): who each is and how to start its agent.
-    pub acp: Vec<(ComponentFacts, model::AcpLaunch)>,
-    pub failed: Vec<LoadFailure>,
-}
-
-impl ProviderSet {
-    pub fn load_all(host: &ComponentHost, providers_dir: &Path) -> ProviderSet {
-        let mut loaded: Vec<(ComponentFacts, ProviderHandle)> = Vec::new();
-        let mut failed = Vec::new();
-        for (name, bytes) in BUNDLED {
-            match host.load(Source::Bundled(name), bytes) {
-                Ok(p) => loaded.push(p),
-                Err(e) => failed.push(LoadFailure { source: Source::Bundled(name), error: format!("{e:#}") }),
-            }
-        }
-        // Components another user could have written or replaced are never loaded.
-        let files = match crate::store::ownership::check_operator(providers_dir, crate::store::fsutil::Kind::Dir) {
-            Ok(()) => component_files(providers_dir),
-            Err(error) => {
-                failed.push(LoadFailure { source: Source::File(providers_dir.to_path_buf()), error });
-                Vec::new()
-            }
-        };
-        for path in files {
-            if let Err(error) = crate::store::ownership::check_operator(&path, crate::store::fsutil::Kind::File) {
-                failed.push(LoadFailure { source: Source::File(path.clone()), error });
-                continue;
-            }
-            match host.load_file(&path) {
-                Ok((facts, handle)) => {
-                    if let Some(i) = loaded.iter().position(|(f, _)| f.info.name == facts.info.name) {
-                        if matches!(loaded[i].0.source, Source::Bundled(_)) {
-                            tracing::info!(provider = %facts.info.name, file = %path.display(), "component replaces the bundled provider");
-                            loaded[i] = (facts, handle);
-                        } else {
-                            failed.push(LoadFailure {
-                                source: Source::File(path.clone()),
-                                error: format!(
-                                    "a provider named `{}` is already loaded from {}",
-                                    facts.info.name, loaded[i].0.source
-                                ),
-                            });
-                        }
-                    } else {
-                        loaded.push((facts, handle));
-                    }
-                }
-                Err(e) => failed.push(LoadFailure { source: Source::File(path.clone()), error: format!("{e:#}") }),
-            }
-        }
-        // ACP providers: their declaration is all lab needs of them.
-        let mut acp = Vec::new();
-        loaded.retain(|(facts, handle)| {
-            if !facts.capabilities.acp {
-                return true;
-            }
-            match acp_declaration(facts, handle) {
-                Ok(launch) => acp.push((facts.clone(), launch)),
-                Err(error) => failed.push(LoadFailure { source: facts.source.clone(), error }),
-            }
-            false
-        });
-        for f in &failed {
-            tracing::warn!(component = %f.source, error = %f.error, "skipped a provider component");
-        }
-        ProviderSet { loaded, acp, failed }
-    }
-
-    /// A loaded tmux provider.
-    pub fn get(&self, name: &str) -> Option<&(ComponentFacts, ProviderHandle)> {
-        self.loaded.iter().find(|(f, _)| f.info.name == name)
-    }
-
-    /// An ACP provider's declaration.
-    pub fn get_acp(&self, name: &str) -> Option<&(ComponentFacts, model::AcpLaunch)> {
-        self.acp.iter().find(|(f, _)| f.info.name == name)
-    }
-}
-
-/// The `.wasm` files in `dir`, sorted (none if it cannot be read).
-fn component_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    files.sort();
-    files
 }
 
 /// What an ACP provider declares, checked ([`check_acp_launch`]).
