@@ -7,6 +7,7 @@ pub mod cors;
 pub mod guard;
 pub mod headers;
 pub mod pairing;
+mod providers;
 pub mod refusals;
 pub mod runners;
 
@@ -166,7 +167,7 @@ pub fn control_router(access: Arc<auth::Access>) -> Router {
 fn api(runs: Arc<Runs>) -> Router {
     Router::new()
         .route("/info", get(info))
-        .route("/providers", get(providers))
+        .route("/providers", get(providers::providers))
         .route("/hosts", get(runners::list))
         .route("/runs", get(list_runs).post(create_run))
         .route("/runs/{id}", get(get_run))
@@ -293,43 +294,6 @@ async fn info(served: Option<axum::Extension<Arc<ServeInfo>>>) -> impl IntoRespo
         "demo_workdir": served.demo_workdir,
         "token_required": served.token_required,
     }))
-}
-
-async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoResponse {
-    let loaded = &runs.providers().loaded;
-    let list: Vec<_> = loaded
-        .iter()
-        .map(|(f, _)| {
-            let agent_version = runs.agent_version(&f.info.name, &f.info.default_program);
-            json!({
-                "name": f.info.name,
-                "display_name": f.info.display_name,
-                "version": f.info.version,
-                "agent_version": agent_version,
-                "description": f.info.description,
-                "permission_modes": f.info.permission_modes,
-                "dialog_hooker": f.dialog_hooker,
-                "screen_reader": f.capabilities.screen_reader,
-                "wit": f.capabilities.version.package(),
-                "transport": "tmux",
-            })
-        })
-        .chain(runs.acp_agents().map(|(name, a)| {
-            json!({
-                "name": name,
-                "display_name": a.display_name(name),
-                "version": a.component.as_ref().map(|c| c.info.version.clone()),
-                "agent_version": null,
-                "description": a.description(),
-                "permission_modes": runs.acp_modes(name),
-                "dialog_hooker": true,
-                "screen_reader": false,
-                "wit": a.component.as_ref().map(|c| c.capabilities.version.package()),
-                "transport": "acp",
-            })
-        }))
-        .collect();
-    Json(list)
 }
 
 /// How many runs one piece of `GET /runs`'s answer holds.

@@ -93,7 +93,7 @@ impl Runs {
         tool_id: &str,
         answers: Vec<Answer>,
     ) -> Result<AnswerProgress, RunError> {
-        let provider = run.provider.clone().ok_or(RunError::NotAnswerable)?;
+        let provider = run.provider.as_ref().map(|p| p.provider.clone()).ok_or(RunError::NotAnswerable)?;
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);
         }

@@ -158,6 +158,10 @@ pub struct RunBody {
     pub diff: Option<crate::worktree::diff::Summary>,
     /// The host it runs on (null: this machine).
     pub host: Option<String>,
+    /// The build of its provider a live run uses: the one it started with, or after
+    /// lab serve restarted, the one serving then (left out for ended and ACP runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_build: Option<super::providers::Build>,
 }
 
 impl RunBody {
@@ -186,6 +190,7 @@ impl RunBody {
             worktree: r.worktree.clone(),
             diff,
             host: r.host.clone(),
+            provider_build: None,
         }
     }
 }

@@ -164,7 +164,7 @@ impl Runs {
             // Still moving: keep what was read before (if anything) until it settles.
             return current;
         }
-        let read = match &run.provider {
+        let read = match run.provider.as_ref().map(|p| &p.provider) {
             Some(p) if p.screen_reader() => match p.read_screen(text.clone()).await {
                 Ok(d) => d,
                 Err(e) => {

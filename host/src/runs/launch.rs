@@ -26,12 +26,8 @@ impl Runs {
 
     /// Launch a run in lab's tmux here.
     pub(super) async fn create_here(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
-        let (facts, provider) = self
-            .providers
-            .set
-            .get(&req.provider)
-            .map(|(f, h)| (f.clone(), h.clone()))
-            .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
+        let pinned = self.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
+        let facts = pinned.facts.clone();
         let prompt = checked_request(&req)?;
 
         let id = RunId::generate();
@@ -39,18 +35,19 @@ impl Runs {
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
         rec.worktree = self.make_worktree(&rec, &req).await?;
 
-        let typed_prompt = match self.launch(&mut rec, &provider, &facts.info.default_program, &files).await {
-            Ok(typed) => typed,
-            Err(msg) => {
-                for f in files.all() {
-                    let _ = fsutil::remove_if_exists(f);
+        let typed_prompt =
+            match self.launch(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files).await {
+                Ok(typed) => typed,
+                Err(msg) => {
+                    for f in files.all() {
+                        let _ = fsutil::remove_if_exists(f);
+                    }
+                    return Err(self.launch_failed(rec, msg).await);
                 }
-                return Err(self.launch_failed(rec, msg).await);
-            }
-        };
+            };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
-        let run = self.attach(rec, typed_prompt.is_some());
+        let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
         if let Some(prompt) = typed_prompt {
             self.clone().spawn_first_prompt(run.clone(), prompt);
         }
@@ -108,7 +105,7 @@ impl Runs {
         }
         let id = rec.id.clone();
         // Its first view says so (a record not active: the tail has ended).
-        let run = self.attach(rec, false);
+        let run = self.attach(rec, false, None);
         run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
         tracing::warn!(run = %id, error = %msg, "launch failed");
         RunError::LaunchFailed(msg)

@@ -34,6 +34,7 @@ pub use rest::{give_back_freed_memory, Listed};
 pub mod liveness;
 pub mod message_store;
 pub mod playback;
+pub mod providers;
 pub mod registry;
 pub mod screen;
 pub mod spool;
@@ -47,7 +48,6 @@ pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, Ru
 pub use work::WorkError;
 
 use crate::agents::components::{ComponentHost, Limits, ProviderSet};
-use crate::agents::provider::Provider;
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
 use crate::store::config::{find_program, Config};
@@ -55,6 +55,7 @@ use crate::store::fsutil;
 use crate::store::paths::{Home, RunId};
 use input::ComposerLock;
 use message_store::{MessageStore, Page};
+use providers::{Build, Pinned, Providers};
 use registry::{Registry, RunRecord, Status};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -118,7 +119,8 @@ pub struct Run {
     looked_at: Mutex<std::time::Instant>,
     view: watch::Sender<Snapshot>,
     wake: Notify,
-    provider: Option<Arc<dyn Provider>>,
+    /// Its provider: the build it started with, kept until it ends.
+    provider: Option<Pinned>,
     changes: broadcast::Sender<Change>,
     /// The next view published is the first of a run found at start-up: it is reported
     /// with no `before` (see [`Change::before`]).
@@ -127,12 +129,7 @@ pub struct Run {
 
 impl Run {
     /// A run as found or created, before its first view: `starting` (or `ended`).
-    fn new(
-        rec: RunRecord,
-        tail: Tail,
-        provider: Option<Arc<dyn Provider>>,
-        changes: broadcast::Sender<Change>,
-    ) -> Arc<Run> {
+    fn new(rec: RunRecord, tail: Tail, pinned: Option<Pinned>, changes: broadcast::Sender<Change>) -> Arc<Run> {
         let messages = tail.messages();
         let initial = Snapshot {
             derived: Derived {
@@ -159,7 +156,7 @@ impl Run {
             looked_at: Mutex::new(std::time::Instant::now()),
             view,
             wake: Notify::new(),
-            provider,
+            provider: pinned,
             changes,
             found_at_start: AtomicBool::new(false),
             unread: AtomicBool::new(false),
@@ -185,7 +182,14 @@ impl Run {
             let v = self.view.borrow();
             (v.derived.state, v.answer.clone(), v.diff)
         };
-        RunBody::of(&self.record.lock().unwrap(), state, answer, diff)
+        let rec = self.record.lock().unwrap();
+        let mut body = RunBody::of(&rec, state, answer, diff);
+        // A live run's: which build it uses now (an ended one's is the record's alone,
+        // as listed at rest).
+        if rec.status == Status::Active {
+            body.provider_build = self.provider.as_ref().map(|p| Build::of(&p.facts));
+        }
+        body
     }
 
     /// The view with the messages `page` selects (all of them by default).
@@ -356,7 +360,7 @@ pub(super) enum Read {
 pub struct Runs {
     home: Home,
     config: Config,
-    /// The providers lab serve runs with ([`Providers`]).
+    /// The providers lab serve runs with, swapped while it serves ([`providers`]).
     providers: Providers,
     registry: Registry,
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
@@ -376,13 +380,6 @@ pub struct Runs {
     acp: transport::acp::AcpRuns,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
     remote: transport::remote::RemoteRuns,
-}
-
-/// The providers lab serve runs with: the components loaded at start, and each agent
-/// program's own version, asked once per program file.
-struct Providers {
-    set: ProviderSet,
-    versions: Arc<agent_version::VersionCache>,
 }
 
 /// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
@@ -432,29 +429,36 @@ impl Runs {
         let registry = Registry::open(&home.registry())?;
         let cache = home.component_cache();
         let providers_dir = home.providers_dir();
-        let providers = tokio::task::spawn_blocking(move || -> anyhow::Result<ProviderSet> {
+        // A place to drop providers into, from the start (made as the operator's own:
+        // an existing one is left as it is, and checked when loaded).
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            match std::fs::DirBuilder::new().mode(0o755).create(&providers_dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    tracing::warn!(dir = %providers_dir.display(), error = %e, "could not make the providers folder");
+                }
+                _ => {}
+            }
+        }
+        // The folder as it was when loaded: a change from then on is loaded too.
+        let look = providers::look(&providers_dir);
+        let providers = tokio::task::spawn_blocking(move || -> anyhow::Result<Providers> {
             let host = ComponentHost::new(Some(cache), Limits::default())?;
-            Ok(ProviderSet::load_all(&host, &providers_dir))
+            Ok(Providers::load(host, providers_dir))
         })
         .await??;
-        for (f, _) in &providers.loaded {
-            tracing::info!(provider = %f.info.name, version = %f.info.version, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
+        let set = providers.now();
+        for (f, _) in &set.loaded {
+            tracing::info!(provider = %f.info.name, version = %f.info.version, build = %f.digest, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
-        let tmux_providers: Vec<&str> = providers.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
-        let (acp_agents, unused) = crate::agents::acp::agents::resolve(&config, &tmux_providers, &providers.acp);
-        for line in unused {
-            tracing::warn!("{line}");
-        }
-        for (name, a) in &acp_agents {
-            tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
-        }
+        let acp_agents = acp_agents(&config, &set);
         let home_hosts = home.hosts_file();
         let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
         let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
             home,
             config,
-            providers: Providers { set: providers, versions: Arc::default() },
+            providers,
             registry,
             here: transport::tmux::TmuxRuns::new(tmux, lab_exe),
             lives: Lives::default(),
@@ -491,7 +495,7 @@ impl Runs {
         runs.lives.at_rest.write().unwrap().extend(resting.into_iter().map(|h| (h.id, h.created_at)));
         for rec in records {
             let active = rec.status == Status::Active;
-            let run = runs.attach(rec, false);
+            let run = runs.attach(rec, false, None);
             run.found_at_start.store(true, Ordering::SeqCst);
             let rec = run.record();
             if rec.worktree.as_ref().is_some_and(|w| !w.discarded) {
@@ -507,9 +511,10 @@ impl Runs {
         runs.gc_orphans();
         runs.await_hosts();
         // Each agent's own version, asked now in the background for GET /providers.
-        for (f, _) in &runs.providers.set.loaded {
+        for (f, _) in &set.loaded {
             runs.agent_version(&f.info.name, &f.info.default_program);
         }
+        runs.clone().spawn_provider_watch(look);
         liveness::spawn(runs.clone(), in_tmux);
         runs.clone().spawn_evictions();
         Ok(runs)
@@ -547,8 +552,58 @@ impl Runs {
         self.here.terminal.clone()
     }
 
-    pub fn providers(&self) -> &ProviderSet {
-        &self.providers.set
+    /// The providers serving new runs now.
+    pub fn providers(&self) -> Arc<ProviderSet> {
+        self.providers.now()
+    }
+
+    /// The providers removed while lab served, by name.
+    pub fn removed_providers(&self) -> BTreeMap<String, providers::Removed> {
+        self.providers.removed()
+    }
+
+    /// Which build each awake, active run uses, by provider name: `(run, build)`.
+    pub fn builds_in_use(&self) -> BTreeMap<String, Vec<(RunId, Build)>> {
+        let mut out: BTreeMap<String, Vec<(RunId, Build)>> = BTreeMap::new();
+        for run in self.lives.awake.read().unwrap().values() {
+            let Some(build) = run.provider.as_ref().map(|p| Build::of(&p.facts)) else { continue };
+            let rec = run.record.lock().unwrap();
+            if rec.status == Status::Active {
+                out.entry(rec.provider.clone()).or_default().push((run.id.clone(), build));
+            }
+        }
+        out
+    }
+
+    /// Watch `<home>/providers/` ([`providers`]): a change that held still is loaded
+    /// and serves new runs; the ACP agents are resolved again with it.
+    fn spawn_provider_watch(self: Arc<Self>, look: Vec<(String, [i64; 8])>) {
+        let weak = Arc::downgrade(&self);
+        let mut shutdown = self.shutdown_signal();
+        drop(self);
+        tokio::spawn(async move {
+            let mut watch = providers::Watch::new(look);
+            let mut tick = tokio::time::interval(providers::LOOK_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = shutdown.changed() => break,
+                }
+                let Some(runs) = weak.upgrade() else { break };
+                let dir = runs.home.providers_dir();
+                let look = tokio::task::spawn_blocking(move || providers::look(&dir)).await.unwrap_or_default();
+                if !watch.seen(look) {
+                    continue;
+                }
+                let runs2 = runs.clone();
+                let Ok(set) = tokio::task::spawn_blocking(move || runs2.providers.reload()).await else { continue };
+                runs.acp.set_agents(acp_agents(&runs.config, &set));
+                for (f, _) in &set.loaded {
+                    runs.agent_version(&f.info.name, &f.info.default_program);
+                }
+            }
+        });
     }
 
     /// The version of the agent program a run of `provider` would start (lab.toml's
@@ -592,19 +647,20 @@ impl Runs {
 
     /// Make the in-memory handle for a record. `prompt_pending`: lab has yet to type
     /// its first prompt (the composer stays locked until it has).
-    fn attach(&self, rec: RunRecord, prompt_pending: bool) -> Arc<Run> {
+    /// `pinned`: the provider build it was launched with (else the one serving now).
+    fn attach(&self, rec: RunRecord, prompt_pending: bool, pinned: Option<Pinned>) -> Arc<Run> {
         let transport = self.transport(&rec);
-        let (provider, mut tail) = transport.reader(self, &rec);
+        let (pinned, mut tail) = transport.reader(self, &rec, pinned);
         transport.plan_files(self, &rec, &mut tail);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         if rec.status != Status::Active {
             tail.ended = true;
-        } else if transcript.is_none() && provider.as_ref().is_some_and(|p| p.dialog_hooker()) {
+        } else if transcript.is_none() && pinned.as_ref().is_some_and(|p| p.provider.dialog_hooker()) {
             // The agent names its transcript through its session-info hook (if at all).
             tail.await_session_info();
         }
         tail.prompt_pending = prompt_pending;
-        let run = Run::new(rec, tail, provider, self.changes.clone());
+        let run = Run::new(rec, tail, pinned, self.changes.clone());
         if let Some(t) = transcript {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
@@ -612,19 +668,20 @@ impl Runs {
         run
     }
 
-    /// How a run whose transcript its provider reads is read: the provider's tail, or
-    /// an inert one (no chat) when the provider is not loaded.
-    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
+    /// How a run whose transcript its provider reads is read: the provider's tail (of
+    /// the build `pinned`, else the one serving now), or an inert one (no chat) when
+    /// the provider is not loaded.
+    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
         let files = self.home.run_files(&rec.id);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        match self.providers.set.get(&rec.provider).map(|(_, h)| Arc::new(h.clone()) as Arc<dyn Provider>) {
-            Some(p) => {
+        match pinned.map_or_else(|| self.providers.pin(&rec.provider), Ok) {
+            Ok(p) => {
                 let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
-                let tail = Tail::new(rec.id.clone(), p.clone(), transcript, files, terminal);
+                let tail = Tail::new(rec.id.clone(), p.provider.clone(), transcript, files, terminal);
                 (Some(p), tail)
             }
-            None => {
-                tracing::warn!(run = %rec.id, provider = %rec.provider, "the run's provider is not loaded; its chat cannot be read");
+            Err(why) => {
+                tracing::warn!(run = %rec.id, provider = %rec.provider, "{why}; the run's chat cannot be read");
                 (None, Tail::new_inert(rec.id.clone(), files))
             }
         }
@@ -729,6 +786,20 @@ impl Runs {
             tracing::error!(run = %run.id, error = %e, "could not record the error");
         }
     }
+}
+
+/// The ACP agents lab can run with `set` ([`crate::agents::acp::agents::resolve`]),
+/// what is left unused warned of.
+fn acp_agents(config: &Config, set: &ProviderSet) -> BTreeMap<String, crate::agents::acp::AcpAgent> {
+    let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
+    let (agents, unused) = crate::agents::acp::agents::resolve(config, &tmux_providers, &set.acp);
+    for line in unused {
+        tracing::warn!("{line}");
+    }
+    for (name, a) in &agents {
+        tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
+    }
+    agents
 }
 
 #[cfg(test)]

@@ -122,7 +122,7 @@ impl Runs {
                 return None;
             }
         };
-        let run = self.attach(rec, false);
+        let run = self.attach(rec, false, None);
         run.unread.store(true, Ordering::SeqCst);
         Some(run)
     }

@@ -9,8 +9,8 @@
 use super::{Resume, Transport};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
 use crate::agents::model::Answer;
-use crate::agents::provider::Provider;
 use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
+use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
 use crate::runs::{now_rfc3339, Read, Run, Runs};
@@ -39,8 +39,9 @@ pub(in crate::runs) fn is_journal_of(path: &Path, acp_dir: &Path, id: &RunId) ->
 pub(in crate::runs) struct AcpRuns {
     /// `<home>/acp`: the ACP runs' journals.
     dir: PathBuf,
-    /// The ACP agents lab can run, by name (lab.toml's and components' declarations).
-    agents: BTreeMap<String, AcpAgent>,
+    /// The ACP agents lab can run, by name (lab.toml's and components' declarations),
+    /// swapped whole when the providers are.
+    agents: std::sync::RwLock<Arc<BTreeMap<String, AcpAgent>>>,
     /// The live ACP runs' agent sessions, by run.
     sessions: Mutex<HashMap<RunId, Arc<Session>>>,
     /// The session modes each ACP agent offered in its newest session.
@@ -49,7 +50,21 @@ pub(in crate::runs) struct AcpRuns {
 
 impl AcpRuns {
     pub(in crate::runs) fn new(dir: PathBuf, agents: BTreeMap<String, AcpAgent>) -> AcpRuns {
-        AcpRuns { dir, agents, sessions: Mutex::default(), learned_modes: Mutex::default() }
+        AcpRuns {
+            dir,
+            agents: std::sync::RwLock::new(Arc::new(agents)),
+            sessions: Mutex::default(),
+            learned_modes: Mutex::default(),
+        }
+    }
+
+    /// The agents lab can run from now on (runs live go on with theirs).
+    pub(in crate::runs) fn set_agents(&self, agents: BTreeMap<String, AcpAgent>) {
+        *self.agents.write().unwrap() = Arc::new(agents);
+    }
+
+    fn agents(&self) -> Arc<BTreeMap<String, AcpAgent>> {
+        self.agents.read().unwrap().clone()
     }
 
     /// `<home>/acp`: the ACP runs' journals.
@@ -77,7 +92,7 @@ impl AcpRuns {
 /// it is what any run here is.
 impl Transport for AcpRuns {
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
-        match self.agents.get(&req.provider).cloned() {
+        match self.agents().get(&req.provider).cloned() {
             Some(agent) => Box::pin(runs.create_acp(req, agent)),
             None => {
                 Box::pin(std::future::ready(Err(RunError::BadRequest(format!("unknown provider `{}`", req.provider)))))
@@ -127,7 +142,7 @@ impl Transport for AcpRuns {
     }
 
     /// lab's own journal, read natively; no provider.
-    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
+    fn reader(&self, runs: &Runs, rec: &RunRecord, _pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
         let reader = Arc::new(acp::journal::JournalReader);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
         (None, Tail::new(rec.id.clone(), reader, transcript, runs.home.run_files(&rec.id), None))
@@ -156,20 +171,20 @@ impl Transport for AcpRuns {
 
 impl Runs {
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
-    pub fn acp_agent(&self, name: &str) -> Option<&AcpAgent> {
-        self.acp.agents.get(name)
+    pub fn acp_agent(&self, name: &str) -> Option<AcpAgent> {
+        self.acp.agents().get(name).cloned()
     }
 
     /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
-    pub fn acp_agents(&self) -> impl Iterator<Item = (&String, &AcpAgent)> {
-        self.acp.agents.iter()
+    pub fn acp_agents(&self) -> Arc<BTreeMap<String, AcpAgent>> {
+        self.acp.agents()
     }
 
     /// The modes an ACP agent takes (`permission_mode`), its default first: lab.toml's
     /// `permission_modes`, else what the agent offered in its last new session (none
     /// known before its first run).
     pub fn acp_modes(&self, name: &str) -> Vec<String> {
-        match self.acp.agents.get(name).and_then(|a| a.config.permission_modes.clone()) {
+        match self.acp.agents().get(name).and_then(|a| a.config.permission_modes.clone()) {
             Some(m) => m,
             None => self.acp.learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
         }
@@ -218,7 +233,7 @@ impl Runs {
 
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "ACP run launched");
-        let run = self.attach(rec, false);
+        let run = self.attach(rec, false, None);
         self.adopt_acp(&run, session.clone());
         session.prompt(prompt);
         if run.record().worktree.is_some() {
@@ -350,7 +365,7 @@ impl Runs {
         let runs = self.clone();
         tokio::spawn(async move {
             let rec = run.record();
-            let why = match (runs.acp_agent(&rec.provider).cloned(), rec.session_id.clone()) {
+            let why = match (runs.acp_agent(&rec.provider), rec.session_id.clone()) {
                 (None, _) => format!("lab restarted and no ACP agent `{}` is configured any more", rec.provider),
                 (Some(_), None) => "lab restarted before the agent's session began".to_string(),
                 (Some(agent), Some(sid)) => {

@@ -13,9 +13,9 @@ pub(crate) mod remote;
 pub(crate) mod tmux;
 
 use crate::agents::model::Answer;
-use crate::agents::provider::Provider;
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{AnswerProgress, CreateRun, RunBody, RunError};
+use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
 use crate::runs::workspace::Workspace;
@@ -120,8 +120,8 @@ pub(in crate::runs) trait Transport: Send + Sync {
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume;
 
     /// How the run's chat is read: its provider (and the tail over its transcript).
-    fn reader(&self, runs: &Runs, rec: &RunRecord) -> (Option<Arc<dyn Provider>>, Tail) {
-        runs.provider_reader(rec)
+    fn reader(&self, runs: &Runs, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
+        runs.provider_reader(rec, pinned)
     }
 
     /// Where the plan files the run's dialogs name are read: here, under its agent's

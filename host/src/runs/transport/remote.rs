@@ -126,12 +126,8 @@ impl Runs {
         if self.acp_agent(&req.provider).is_some() {
             return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
         }
-        let (facts, provider) = self
-            .providers
-            .set
-            .get(&req.provider)
-            .map(|(f, h)| (f.clone(), h.clone()))
-            .ok_or_else(|| RunError::BadRequest(format!("unknown provider `{}`", req.provider)))?;
+        let pinned = self.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
+        let facts = pinned.facts.clone();
         let known = self.remote.hosts.credentials().list().map_err(|e| RunError::Internal(e.to_string()))?;
         if !known.iter().any(|h| h.name == host) {
             return Err(RunError::BadRequest(format!("unknown host `{host}` (`lab hosts add {host}` makes one)")));
@@ -149,16 +145,17 @@ impl Runs {
         rec.tmux_socket = runner.tmux_socket.clone();
         // Its worktree, as for a run here, made there (in the runner's home).
         rec.worktree = self.make_worktree(&rec, &req).await?;
-        let typed_prompt = match self.launch_remote(&mut rec, &provider, &facts.info.default_program, &runner).await {
-            Ok(typed) => typed,
-            Err(msg) => {
-                let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
-                return Err(self.launch_failed(rec, msg).await);
-            }
-        };
+        let typed_prompt =
+            match self.launch_remote(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &runner).await {
+                Ok(typed) => typed,
+                Err(msg) => {
+                    let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
+                    return Err(self.launch_failed(rec, msg).await);
+                }
+            };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
-        let run = self.attach(rec, typed_prompt.is_some());
+        let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
         if let Some(prompt) = typed_prompt {
             self.clone().spawn_first_prompt(run.clone(), prompt);
         }
