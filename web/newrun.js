@@ -7,6 +7,7 @@ import { store } from "./store.js";
 const newRunDetails = document.getElementById("new-run");
 const newRunForm = document.getElementById("new-run-form");
 const providerSelect = document.getElementById("nr-provider");
+const providerRefused = document.getElementById("nr-provider-refused");
 const modeField = document.getElementById("nr-mode-field");
 const modeSelect = document.getElementById("nr-mode");
 const hostField = document.getElementById("nr-host-field");
@@ -16,8 +17,9 @@ let wantedMode = null;
 
 newRunDetails.addEventListener("toggle", () => {
   newRunDetails.dataset.touched = "1";
-  // Which hosts are connected changes: asked again each time the form opens.
-  if (newRunDetails.open) loadHosts();
+  // Which hosts are connected, and which providers serve (they are swapped while lab
+  // serves), change: asked again each time the form opens.
+  if (newRunDetails.open) { loadHosts(); loadProviders(); }
 });
 
 /**
@@ -41,31 +43,49 @@ onRunsPolled((runs) => {
   if (!runs.length && !newRunDetails.open && !newRunDetails.dataset.touched) newRunDetails.open = true;
 });
 
+/** How often the providers are asked again (they are swapped while lab serves). */
+const PROVIDERS_EVERY_MS = 15000;
+let providersTimer = null;
+
 export async function loadProviders() {
+  if (!providersTimer) providersTimer = setInterval(loadProviders, PROVIDERS_EVERY_MS);
   const res = await api("GET", "providers");
-  providerSelect.replaceChildren();
   if (!res.ok || !Array.isArray(res.data)) {
-    providerSelect.append(h("option", { value: "" }, "(providers unavailable)"));
+    providerSelect.replaceChildren(h("option", { value: "" }, "(providers unavailable)"));
+    delete providerSelect.dataset.sig;
     showFormError(res.ok ? "Unexpected /providers response" : res.message);
     return;
   }
   store.providers = res.data;
-  if (!res.data.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
-  for (const p of res.data) {
+  // The open run shows which build it uses, and whether new runs get another.
+  if (store.currentView && store.currentView.onRunsUpdated) store.currentView.onRunsUpdated();
+  // Redrawn only when something changed (not under an operator choosing).
+  const sig = JSON.stringify(res.data);
+  if (providerSelect.dataset.sig === sig) return;
+  providerSelect.dataset.sig = sig;
+  providerSelect.replaceChildren();
+  const keep = providerSelect.dataset.chosen;
+  // Those serving new runs are offered; a removed one's live runs still name it.
+  const serving = res.data.filter((p) => !p.state || p.state === "serving");
+  if (!serving.length) providerSelect.append(h("option", { value: "" }, "(no providers loaded)"));
+  for (const p of serving) {
     // The agent's name and, where lab could ask it, the agent's own version; the
-    // provider's version is not the agent's (it goes in the tooltip).
+    // provider's version, build and source are not the agent's (they go in the tooltip).
     const agent = `${p.display_name || p.name}${p.agent_version ? ` ${p.agent_version}` : ""}`;
     const label = `${agent}${p.dialog_hooker ? "" : " (no live dialogs)"}`;
-    const title = `provider ${p.name}${p.version ? ` ${p.version}` : ""}`;
-    providerSelect.append(h("option", { value: p.name, title }, label));
+    providerSelect.append(h("option", { value: p.name, title: providerTitle(p) }, label));
   }
-  // The provider used last, else the first one lab lists.
-  const remembered = localStorage.getItem("lab.provider");
-  if (remembered && res.data.some((p) => p.name === remembered)) providerSelect.value = remembered;
-  else if (res.data.length) providerSelect.value = res.data[0].name;
+  // Files lab refused, and why: a build dropped in that does not serve.
+  const refused = res.data.flatMap((p) => p.state === "refused"
+    ? [`${p.source}: ${p.error}`]
+    : (Array.isArray(p.refused) ? p.refused.map((r) => `${r.source}: ${r.error}`) : []));
+  providerRefused.hidden = !refused.length;
+  providerRefused.textContent = refused.length ? `Refused: ${refused.join("; ")}` : "";
+  // The provider chosen before, else used last, else the first one lab lists.
+  const remembered = keep || localStorage.getItem("lab.provider");
+  if (remembered && serving.some((p) => p.name === remembered)) providerSelect.value = remembered;
+  else if (serving.length) providerSelect.value = serving[0].name;
   showModes();
-  // The open run names its agent by the provider's display name.
-  if (store.currentView && store.currentView.onRunsUpdated) store.currentView.onRunsUpdated();
 }
 
 /**
@@ -84,7 +104,17 @@ function showModes() {
   else if (modes.length) modeSelect.value = modes[0];
 }
 
-providerSelect.addEventListener("change", showModes);
+providerSelect.addEventListener("change", () => {
+  providerSelect.dataset.chosen = providerSelect.value;
+  showModes();
+});
+
+/** A provider's version, build and source, for its tooltip. */
+export function providerTitle(p) {
+  const build = p.digest ? `, build ${p.digest}` : "";
+  const from = p.source ? `, from ${p.source}` : "";
+  return `provider ${p.name}${p.version ? ` ${p.version}` : ""}${build}${from}`;
+}
 
 function showFormError(msg) {
   const el = newRunForm.querySelector(".form-error");

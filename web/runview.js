@@ -19,6 +19,21 @@ const LOCK_CODES = ["dialog_pending", "agent_waiting", "tool_pending", "prompt_p
 
 const CONN_LABEL = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", offline: "offline — retrying" };
 
+
+/**
+ * The run's provider; for a live run, the build it uses (the one it started with) and
+ * whether that is still the build new runs get.
+ */
+function providerBit(run) {
+  const b = run.provider_build;
+  if (!b) return h("span", { "data-testid": "run-provider" }, run.provider || "");
+  const serving = store.providers.find((p) => p.name === run.provider && p.state === "serving");
+  const older = serving && serving.digest && serving.digest !== b.digest;
+  const text = `${run.provider} ${b.version} · build ${b.digest.slice(0, 8)}${older ? " (not the build new runs get)" : ""}`;
+  const title = `provider ${run.provider} ${b.version}, build ${b.digest}, from ${b.source}`;
+  return h("span", { "data-testid": "run-provider", "data-build": b.digest, title }, text);
+}
+
 export class RunView {
   constructor(root, runId) {
     this.root = root;
@@ -208,14 +223,16 @@ export class RunView {
     if (run) {
       const bits = [
         h("span", { class: "mono", title: "Run id" }, run.id),
-        h("span", {}, run.provider || ""),
+        providerBit(run),
         h("span", { class: "mono", title: "Working directory" }, run.workdir || ""),
         run.created_at ? h("span", { title: fullTime(run.created_at) }, `started ${ago(run.created_at)}`) : null,
         run.ended_at ? h("span", { title: fullTime(run.ended_at) }, `ended ${ago(run.ended_at)}`) : null,
         run.session_id ? h("span", { class: "mono", title: "Session id" }, `session ${shortId(run.session_id)}`) : null,
         run.host ? h("span", { "data-testid": "run-host", title: "The host it runs on" }, `on ${run.host}`) : null,
       ].filter(Boolean);
-      const sig = JSON.stringify([run.id, run.provider, run.workdir, run.created_at, run.ended_at, run.session_id, run.host, ago(run.created_at)]);
+      const b = run.provider_build;
+      const serving = store.providers.find((p) => p.name === run.provider && p.state === "serving");
+      const sig = JSON.stringify([run.id, run.provider, b, serving && serving.digest, run.workdir, run.created_at, run.ended_at, run.session_id, run.host, ago(run.created_at)]);
       if (this.metaEl.dataset.sig !== sig) {
         this.metaEl.dataset.sig = sig;
         this.metaEl.replaceChildren(...bits.flatMap((b, i) => (i ? [h("span", { class: "sep", "aria-hidden": "true" }, "·"), b] : [b])));

@@ -449,12 +449,43 @@ describe("lab web UI in a real browser", () => {
     // Each option names the agent (display name), never the provider's own version as if it were the agent's.
     const first = page.locator("#nr-provider option").first();
     assert.equal((await first.textContent()).trim(), [providers[0].display_name || providers[0].name, providers[0].agent_version].filter(Boolean).join(" "));
-    assert.equal(await first.getAttribute("title"), `provider ${providers[0].name} ${providers[0].version}`);
+    // Its tooltip: the provider's version, build and source.
+    assert.equal(await first.getAttribute("title"), `provider ${providers[0].name} ${providers[0].version}, build ${providers[0].digest}, from ${providers[0].source}`);
     // No agent's name in the UI's code.
     for (const m of fs.readdirSync(WEB_DIR).filter((f) => f.endsWith(".js"))) {
       assert.doesNotMatch(fs.readFileSync(path.join(WEB_DIR, m), "utf8"), /claude/i, `web/${m} names an agent`);
     }
     await screenshot(page, "01-home");
+  });
+
+  scenario("a provider swapped while the UI is open: the run shows the build it uses, the form the new one and what was refused", { script: askScript(), prompt: "Add persistence" }, async ({ world, page }) => {
+    await waitQuestionCard(page);
+    const serving = async () => (await world.api("GET", "/providers")).body.find((p) => p.name === "claude-code" && p.state === "serving");
+    const bundled = await serving();
+    const runProvider = page.getByTestId("run-provider");
+    await waitFor(async () => (await runProvider.getAttribute("data-build")) === bundled.digest, { what: "the run's build in its header" });
+    assert.doesNotMatch(await runProvider.textContent(), /not the build new runs get/);
+    assert.equal(await runProvider.getAttribute("title"), `provider claude-code ${bundled.version}, build ${bundled.digest}, from bundled:claude-code`);
+    // Another build of the provider dropped in while lab serves.
+    const file = path.join(world.home, "providers", "claude-code.wasm");
+    fs.copyFileSync(path.join(REPO_DIR, "host/tests/fixtures/wit-0.2.0/lab_provider_claude_code.wasm"), file);
+    const swapped = await waitFor(async () => { const p = await serving(); return p.source === file ? p : null; }, { what: "the new build to serve" });
+    // The form, opened, offers the new build; the run says it is on another one.
+    const summary = page.locator("#new-run > summary");
+    await summary.click();
+    const option = page.locator("#nr-provider option[value=claude-code]");
+    await waitFor(async () => (await option.getAttribute("title")) === `provider claude-code ${swapped.version}, build ${swapped.digest}, from ${file}`, { what: "the new build in the form" });
+    await waitFor(async () => /not the build new runs get/.test(await runProvider.textContent()), { what: "the run marked as on another build" });
+    assert.equal(await runProvider.getAttribute("data-build"), bundled.digest, "the run keeps its build");
+    // A corrupt build: refused, said under the provider select; the build before serves.
+    fs.writeFileSync(file, "\0asm not a component");
+    await waitFor(async () => ((await serving()).refused || []).length > 0, { what: "the refusal in GET /providers" });
+    await summary.click();
+    await summary.click();
+    const note = page.getByTestId("new-run-provider-refused");
+    await waitFor(async () => /not a loadable WebAssembly component/.test(await note.textContent()), { what: "the refusal under the provider select" });
+    assert.ok(await note.isVisible());
+    assert.equal(await option.getAttribute("title"), `provider claude-code ${swapped.version}, build ${swapped.digest}, from ${file}`);
   });
 
   scenario("question card: click option 2 → answering → card gone, tool_result in chat, composer unlocks", { script: askScript(), prompt: "Add persistence" }, async ({ world, page, id }) => {
