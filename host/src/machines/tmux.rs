@@ -358,6 +358,35 @@ impl Terminal for Tmux {
     }
 }
 
+impl crate::machines::terminal::Sessions for Tmux {
+    fn start(&self, target: &str, argv: &[String]) -> Result<(), TerminalError> {
+        Ok(self.new_session(target, argv)?)
+    }
+
+    fn names(&self) -> Result<BTreeSet<String>, TerminalError> {
+        Ok(self.list_session_names()?)
+    }
+
+    fn end(&self, target: &str) -> Result<(), TerminalError> {
+        if self.has_session(target) {
+            self.kill_session(target)?;
+        }
+        Ok(())
+    }
+
+    fn place(&self) -> String {
+        self.socket.to_string_lossy().into_owned()
+    }
+
+    fn set_up(&self) -> Result<(), TerminalError> {
+        self.set_up_server().map(|_| ()).map_err(Into::into)
+    }
+
+    fn shut_down(&self) {
+        self.kill_server_if_empty();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

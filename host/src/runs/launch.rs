@@ -77,7 +77,7 @@ impl Runs {
             created_at: now_rfc3339(),
             ended_at: None,
             tmux_target: format!("lab-{id}"),
-            tmux_socket: self.here.tmux.socket.to_string_lossy().into_owned(),
+            tmux_socket: self.here.sessions.place(),
             session_id: None,
             transcript_path: None,
             dialog_hooker: hooker,
@@ -160,9 +160,9 @@ impl Runs {
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)
             .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
         let argv = place.agent_exec_argv();
-        let tmux = self.here.tmux.clone();
+        let sessions = self.here.sessions.clone();
         let name = rec.tmux_target.clone();
-        tokio::task::spawn_blocking(move || tmux.new_session(&name, &argv))
+        tokio::task::spawn_blocking(move || sessions.start(&name, &argv))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;

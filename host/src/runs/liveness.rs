@@ -41,10 +41,10 @@ pub fn gone<'a>(active: &'a [(RunId, String)], sessions: &BTreeSet<String>) -> V
 /// and starts following the others.
 pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
     tokio::spawn(async move {
-        let tmux = runs.here.tmux.clone();
+        let sessions = runs.here.sessions.clone();
         // A server that outlived the last `lab serve` (or was started by someone
         // else) gets lab's hook again.
-        match tokio::task::spawn_blocking(move || tmux.set_up_server()).await {
+        match tokio::task::spawn_blocking(move || sessions.set_up()).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot set up the tmux server; runs' ends are found by polling"),
             Err(e) => tracing::warn!(error = %e, "setting up the tmux server failed"),
@@ -90,8 +90,8 @@ async fn reconcile(runs: &Arc<Runs>) -> bool {
     if active.is_empty() {
         return true;
     }
-    let tmux = runs.here.tmux.clone();
-    let sessions = match tokio::task::spawn_blocking(move || tmux.list_session_names()).await {
+    let here = runs.here.sessions.clone();
+    let sessions = match tokio::task::spawn_blocking(move || here.names()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot list tmux sessions; trying again later");

@@ -527,7 +527,7 @@ impl Runs {
         self.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.
-        self.here.tmux.kill_server_if_empty();
+        self.here.sessions.shut_down();
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
@@ -549,7 +549,7 @@ impl Runs {
 
     /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
-        self.here.terminal.clone()
+        self.here.terminal()
     }
 
     /// The providers serving new runs now.

@@ -3,7 +3,7 @@
 //! agent, played by the test). Nothing is spawned; for tests of the answer path's
 //! timing without tmux.
 
-use super::{Terminal, TerminalError};
+use super::{Sessions, Terminal, TerminalError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -29,6 +29,8 @@ struct Screen {
 #[derive(Default)]
 pub struct MemoryTerminal {
     screens: Mutex<HashMap<String, Screen>>,
+    /// What each session was started with ([`Sessions::start`]), ended or not.
+    started: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl MemoryTerminal {
@@ -49,6 +51,11 @@ impl MemoryTerminal {
     /// The session ends: its screen is gone.
     pub fn close(&self, target: &str) {
         self.screens.lock().unwrap().remove(target);
+    }
+
+    /// What session `target` was started with, if lab started it.
+    pub fn started(&self, target: &str) -> Option<Vec<String>> {
+        self.started.lock().unwrap().get(target).cloned()
     }
 
     /// Everything typed into `target`, in order, with when it arrived.
@@ -96,6 +103,32 @@ impl Terminal for MemoryTerminal {
 
     fn attach_command(&self, target: &str) -> Vec<String> {
         vec!["memory-terminal".into(), target.to_string()]
+    }
+}
+
+impl Sessions for MemoryTerminal {
+    /// Opens an empty screen (the test draws the agent on it).
+    fn start(&self, target: &str, argv: &[String]) -> Result<(), TerminalError> {
+        let mut screens = self.screens.lock().unwrap();
+        if screens.contains_key(target) {
+            return Err(TerminalError { action: "start".into(), message: format!("duplicate session: {target}") });
+        }
+        screens.insert(target.to_string(), Screen::default());
+        self.started.lock().unwrap().insert(target.to_string(), argv.to_vec());
+        Ok(())
+    }
+
+    fn names(&self) -> Result<std::collections::BTreeSet<String>, TerminalError> {
+        Ok(self.screens.lock().unwrap().keys().cloned().collect())
+    }
+
+    fn end(&self, target: &str) -> Result<(), TerminalError> {
+        self.close(target);
+        Ok(())
+    }
+
+    fn place(&self) -> String {
+        "memory".into()
     }
 }
 

@@ -18,6 +18,27 @@ pub struct TerminalError {
     pub message: String,
 }
 
+/// A terminal whose sessions lab starts and ends itself, all in one place (lab's tmux
+/// server here; one in memory for tests): what launching a run, ending it and learning
+/// that its session went need beyond [`Terminal`].
+pub trait Sessions: Terminal {
+    /// Start `argv` in a new session `target` (nothing secret or large in `argv`).
+    fn start(&self, target: &str, argv: &[String]) -> Result<(), TerminalError>;
+    /// The names of every session there now, in one look.
+    fn names(&self) -> Result<std::collections::BTreeSet<String>, TerminalError>;
+    /// End session `target`, if it is still there.
+    fn end(&self, target: &str) -> Result<(), TerminalError>;
+    /// Where the sessions are, as a record keeps it (tmux: its socket).
+    fn place(&self) -> String;
+    /// Get ready to tell lab when a session ends (tmux: its hook on a server that
+    /// outlived the last `lab serve`).
+    fn set_up(&self) -> Result<(), TerminalError> {
+        Ok(())
+    }
+    /// lab stops: let go of what it holds with no session left (tmux: an empty server).
+    fn shut_down(&self) {}
+}
+
 /// The terminal sessions runs live in, each named by lab (`target`).
 pub trait Terminal: Send + Sync + 'static {
     /// The visible text of `target`'s screen.

@@ -316,7 +316,7 @@ impl Runs {
         };
         let session = Session::start(setup, resume).await?;
         // The run's terminal: the agent's log, followed.
-        let tmux = self.here.tmux.clone();
+        let sessions = self.here.sessions.clone();
         let name = rec.tmux_target.clone();
         let argv: Vec<String> = ["tail", "-n", "+1", "-F"]
             .iter()
@@ -326,10 +326,10 @@ impl Runs {
         let made =
             tokio::task::spawn_blocking(
                 move || {
-                    if tmux.has_session(&name) {
+                    if sessions.alive(&name) {
                         Ok(())
                     } else {
-                        tmux.new_session(&name, &argv)
+                        sessions.start(&name, &argv)
                     }
                 },
             )

@@ -78,7 +78,7 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// The terminal the run's agent lives in: looked at, typed into, attached to.
     fn terminal(&self, runs: &Runs, _rec: &RunRecord) -> Arc<dyn Terminal> {
-        runs.here.terminal.clone()
+        runs.here.terminal()
     }
 
     /// `Err` when nothing can be typed to the run now (its machine is not connected).

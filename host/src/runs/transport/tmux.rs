@@ -2,7 +2,7 @@
 //! into through the terminal seam, closed by ending its session.
 
 use super::{Resume, Transport};
-use crate::machines::terminal::Terminal;
+use crate::machines::terminal::{Sessions, Terminal};
 use crate::machines::tmux::Tmux;
 use crate::runs::api::{CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
@@ -15,11 +15,12 @@ use tokio::sync::Notify;
 /// What lab holds of the runs in its tmux here, and only the transports touch: lab's
 /// tmux server and the same sessions as the terminal seam.
 pub(in crate::runs) struct TmuxRuns {
-    /// lab's tmux server: where runs' sessions are started, listed and ended.
+    /// lab's tmux server, for what only tmux has (an ACP run's windows).
     pub(in crate::runs) tmux: Tmux,
-    /// The same sessions as the terminal seam: everything that looks at a run's
-    /// screen or types into it goes through this.
-    pub(in crate::runs) terminal: Arc<dyn Terminal>,
+    /// The runs' sessions, through the terminal seam: where they are started, listed
+    /// and ended, and everything that looks at a run's screen or types into it (lab's
+    /// tmux server; in tests, one in memory).
+    pub(in crate::runs) sessions: Arc<dyn Sessions>,
     /// lab's own binary: what a run's pane runs (`lab agent-exec`) and its hooks call.
     pub(in crate::runs) lab_exe: PathBuf,
     /// Wakes the liveness loop: tmux reported a closed session ([`crate::runs::liveness`]).
@@ -28,13 +29,24 @@ pub(in crate::runs) struct TmuxRuns {
 
 impl TmuxRuns {
     pub(in crate::runs) fn new(tmux: Tmux, lab_exe: PathBuf) -> TmuxRuns {
-        TmuxRuns { terminal: Arc::new(tmux.clone()), tmux, lab_exe, liveness: Notify::new() }
+        TmuxRuns::on(Arc::new(tmux.clone()), tmux, lab_exe)
     }
 
-    /// End tmux session `name` here, if it is still there.
+    /// Runs whose sessions are `sessions` (lab's tmux server is still named, for an
+    /// ACP run's windows).
+    pub(in crate::runs) fn on(sessions: Arc<dyn Sessions>, tmux: Tmux, lab_exe: PathBuf) -> TmuxRuns {
+        TmuxRuns { sessions, tmux, lab_exe, liveness: Notify::new() }
+    }
+
+    /// The sessions as the terminal seam.
+    pub(in crate::runs) fn terminal(&self) -> Arc<dyn Terminal> {
+        self.sessions.clone()
+    }
+
+    /// End session `name` here, if it is still there.
     pub(in crate::runs) async fn kill_session(&self, name: String) -> Result<(), RunError> {
-        let tmux = self.tmux.clone();
-        tokio::task::spawn_blocking(move || if tmux.has_session(&name) { tmux.kill_session(&name) } else { Ok(()) })
+        let sessions = self.sessions.clone();
+        tokio::task::spawn_blocking(move || sessions.end(&name))
             .await
             .map_err(|e| RunError::Internal(e.to_string()))?
             .map_err(|e| RunError::Internal(e.to_string()))
