@@ -47,10 +47,10 @@ pub mod workspace;
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;
 
-use crate::agents::components::{ComponentHost, Limits, ProviderSet};
+use crate::agents::components::{ComponentHost, Limits};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
-use crate::store::config::{find_program, Config};
+use crate::store::config::Config;
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunId};
 use input::ComposerLock;
@@ -357,6 +357,14 @@ pub(super) enum Read {
     AsIs,
 }
 
+/// Where [`Runs`] reaches the world, when given from outside ([`Runs::start_with`]):
+/// tests give a terminal in memory and providers of their own.
+pub struct Seams {
+    /// Where runs' sessions are started, looked at and typed into.
+    pub sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    pub providers: Providers,
+}
+
 pub struct Runs {
     home: Home,
     config: Config,
@@ -422,6 +430,12 @@ impl Runs {
     /// Load providers, open the registry, resume active runs (their tmux sessions
     /// outlive `lab serve`), end the ones whose session is gone, and start watching.
     pub async fn start(home: Home, lab_exe: PathBuf) -> anyhow::Result<Arc<Runs>> {
+        Runs::start_with(home, lab_exe, None).await
+    }
+
+    /// [`Runs::start`] on `seams` given from outside, else lab's tmux server and the
+    /// providers loaded from the bundle and `<home>/providers/`.
+    pub async fn start_with(home: Home, lab_exe: PathBuf, seams: Option<Seams>) -> anyhow::Result<Arc<Runs>> {
         home.prepare()?;
         let config = Config::load(&home.config_file())?;
         let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
@@ -442,25 +456,31 @@ impl Runs {
         }
         // The folder as it was when loaded: a change from then on is loaded too.
         let look = providers::look(&providers_dir);
-        let providers = tokio::task::spawn_blocking(move || -> anyhow::Result<Providers> {
-            let host = ComponentHost::new(Some(cache), Limits::default())?;
-            Ok(Providers::load(host, providers_dir))
-        })
-        .await??;
+        let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
+        let Seams { sessions, providers } = match seams {
+            Some(seams) => seams,
+            None => Seams {
+                sessions: Arc::new(tmux.clone()),
+                providers: tokio::task::spawn_blocking(move || -> anyhow::Result<Providers> {
+                    let host = ComponentHost::new(Some(cache), Limits::default())?;
+                    Ok(Providers::load(host, providers_dir))
+                })
+                .await??,
+            },
+        };
         let set = providers.now();
         for (f, _) in &set.loaded {
             tracing::info!(provider = %f.info.name, version = %f.info.version, build = %f.digest, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
-        let acp_agents = acp_agents(&config, &set);
+        let acp_agents = providers::acp_agents(&config, &set);
         let home_hosts = home.hosts_file();
-        let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
         let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
             home,
             config,
             providers,
             registry,
-            here: transport::tmux::TmuxRuns::new(tmux, lab_exe),
+            here: transport::tmux::TmuxRuns::on(sessions, tmux, lab_exe),
             lives: Lives::default(),
             files: follow::FileWatch::default(),
             shutdown: watch::channel(false).0,
@@ -550,71 +570,6 @@ impl Runs {
     /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
         self.here.terminal()
-    }
-
-    /// The providers serving new runs now.
-    pub fn providers(&self) -> Arc<ProviderSet> {
-        self.providers.now()
-    }
-
-    /// The providers removed while lab served, by name.
-    pub fn removed_providers(&self) -> BTreeMap<String, providers::Removed> {
-        self.providers.removed()
-    }
-
-    /// Which build each awake, active run uses, by provider name: `(run, build)`.
-    pub fn builds_in_use(&self) -> BTreeMap<String, Vec<(RunId, Build)>> {
-        let mut out: BTreeMap<String, Vec<(RunId, Build)>> = BTreeMap::new();
-        for run in self.lives.awake.read().unwrap().values() {
-            let Some(build) = run.provider.as_ref().map(|p| Build::of(&p.facts)) else { continue };
-            let rec = run.record.lock().unwrap();
-            if rec.status == Status::Active {
-                out.entry(rec.provider.clone()).or_default().push((run.id.clone(), build));
-            }
-        }
-        out
-    }
-
-    /// Watch `<home>/providers/` ([`providers`]): a change that held still is loaded
-    /// and serves new runs; the ACP agents are resolved again with it.
-    fn spawn_provider_watch(self: Arc<Self>, look: Vec<(String, [i64; 8])>) {
-        let weak = Arc::downgrade(&self);
-        let mut shutdown = self.shutdown_signal();
-        drop(self);
-        tokio::spawn(async move {
-            let mut watch = providers::Watch::new(look);
-            let mut tick = tokio::time::interval(providers::LOOK_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = shutdown.changed() => break,
-                }
-                let Some(runs) = weak.upgrade() else { break };
-                let dir = runs.home.providers_dir();
-                let look = tokio::task::spawn_blocking(move || providers::look(&dir)).await.unwrap_or_default();
-                if !watch.seen(look) {
-                    continue;
-                }
-                let runs2 = runs.clone();
-                let Ok(set) = tokio::task::spawn_blocking(move || runs2.providers.reload()).await else { continue };
-                runs.acp.set_agents(acp_agents(&runs.config, &set));
-                for (f, _) in &set.loaded {
-                    runs.agent_version(&f.info.name, &f.info.default_program);
-                }
-            }
-        });
-    }
-
-    /// The version of the agent program a run of `provider` would start (lab.toml's
-    /// `program`, else `default_program` on PATH), if it said one (`--version`, asked in
-    /// the background: `None` until it answered).
-    pub fn agent_version(&self, provider: &str, default_program: &str) -> Option<String> {
-        let pconf = self.config.provider(provider);
-        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
-        let path = pconf.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
-        let program = find_program(&wanted, path.as_deref())?;
-        self.providers.versions.lookup(&program, path)
     }
 
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
@@ -786,20 +741,6 @@ impl Runs {
             tracing::error!(run = %run.id, error = %e, "could not record the error");
         }
     }
-}
-
-/// The ACP agents lab can run with `set` ([`crate::agents::acp::agents::resolve`]),
-/// what is left unused warned of.
-fn acp_agents(config: &Config, set: &ProviderSet) -> BTreeMap<String, crate::agents::acp::AcpAgent> {
-    let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
-    let (agents, unused) = crate::agents::acp::agents::resolve(config, &tmux_providers, &set.acp);
-    for line in unused {
-        tracing::warn!("{line}");
-    }
-    for (name, a) in &agents {
-        tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
-    }
-    agents
 }
 
 #[cfg(test)]

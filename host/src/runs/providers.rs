@@ -6,8 +6,12 @@
 //! (its [`Pinned`]) until it ends, whatever is swapped in meanwhile. What changed is
 //! logged; a removed provider's name is kept, so a run asked of it is refused with why.
 
+use super::registry::Status;
+use super::Runs;
 use crate::agents::components::{ComponentFacts, ComponentHost, ProviderSet};
 use crate::agents::provider::Provider;
+use crate::store::config::{find_program, Config};
+use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -50,9 +54,12 @@ pub struct Removed {
 
 /// The providers: the set serving now, swapped whole on a change; the names removed.
 pub struct Providers {
-    host: ComponentHost,
+    /// What loads components (none: the providers are [`Providers::fixed`]).
+    host: Option<ComponentHost>,
     dir: PathBuf,
     set: RwLock<Arc<ProviderSet>>,
+    /// Providers given in code ([`Providers::fixed`]).
+    fixed: Vec<Pinned>,
     removed: Mutex<BTreeMap<String, Removed>>,
     /// The agents' own versions, asked in the background.
     pub versions: Arc<super::agent_version::VersionCache>,
@@ -62,7 +69,27 @@ impl Providers {
     /// Load the bundled providers and the folder's (blocks: it compiles).
     pub fn load(host: ComponentHost, dir: PathBuf) -> Providers {
         let set = ProviderSet::load_all(&host, &dir);
-        Providers { host, dir, set: RwLock::new(Arc::new(set)), removed: Mutex::default(), versions: Arc::default() }
+        Providers {
+            host: Some(host),
+            dir,
+            set: RwLock::new(Arc::new(set)),
+            fixed: Vec::new(),
+            removed: Mutex::default(),
+            versions: Arc::default(),
+        }
+    }
+
+    /// Providers given in code, none loaded and the folder not read (tests: a fake
+    /// provider, no wasm).
+    pub fn fixed(pins: Vec<Pinned>) -> Providers {
+        Providers {
+            host: None,
+            dir: PathBuf::new(),
+            set: RwLock::new(Arc::new(ProviderSet::empty())),
+            fixed: pins,
+            removed: Mutex::default(),
+            versions: Arc::default(),
+        }
     }
 
     /// The set serving now.
@@ -74,6 +101,9 @@ impl Providers {
     pub fn pin(&self, name: &str) -> Result<Pinned, String> {
         if let Some((facts, handle)) = self.now().get(name) {
             return Ok(Pinned { facts: facts.clone(), provider: Arc::new(handle.clone()) });
+        }
+        if let Some(p) = self.fixed.iter().find(|p| p.facts.info.name == name) {
+            return Ok(p.clone());
         }
         match self.removed.lock().unwrap().get(name) {
             Some(r) => Err(format!(
@@ -93,7 +123,8 @@ impl Providers {
     /// Returns the set now serving.
     pub fn reload(&self) -> Arc<ProviderSet> {
         let before = self.now();
-        let next = Arc::new(before.reload(&self.host, &self.dir));
+        let Some(host) = &self.host else { return before };
+        let next = Arc::new(before.reload(host, &self.dir));
         let changes = changes(&before, &next);
         {
             let mut removed = self.removed.lock().unwrap();
@@ -199,6 +230,87 @@ impl<L: PartialEq + Clone> Watch<L> {
         self.last = Some(look);
         false
     }
+}
+
+impl Runs {
+    /// The providers serving new runs now.
+    pub fn providers(&self) -> Arc<ProviderSet> {
+        self.providers.now()
+    }
+
+    /// The providers removed while lab served, by name.
+    pub fn removed_providers(&self) -> BTreeMap<String, Removed> {
+        self.providers.removed()
+    }
+
+    /// Which build each awake, active run uses, by provider name: `(run, build)`.
+    pub fn builds_in_use(&self) -> BTreeMap<String, Vec<(RunId, Build)>> {
+        let mut out: BTreeMap<String, Vec<(RunId, Build)>> = BTreeMap::new();
+        for run in self.lives.awake.read().unwrap().values() {
+            let Some(build) = run.provider.as_ref().map(|p| Build::of(&p.facts)) else { continue };
+            let rec = run.record.lock().unwrap();
+            if rec.status == Status::Active {
+                out.entry(rec.provider.clone()).or_default().push((run.id.clone(), build));
+            }
+        }
+        out
+    }
+
+    /// Watch `<home>/providers/` ([`providers`]): a change that held still is loaded
+    /// and serves new runs; the ACP agents are resolved again with it.
+    pub(super) fn spawn_provider_watch(self: Arc<Self>, loaded: Vec<(String, [i64; 8])>) {
+        let weak = Arc::downgrade(&self);
+        let mut shutdown = self.shutdown_signal();
+        drop(self);
+        tokio::spawn(async move {
+            let mut watch = Watch::new(loaded);
+            let mut tick = tokio::time::interval(LOOK_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = shutdown.changed() => break,
+                }
+                let Some(runs) = weak.upgrade() else { break };
+                let dir = runs.home.providers_dir();
+                let look = tokio::task::spawn_blocking(move || look(&dir)).await.unwrap_or_default();
+                if !watch.seen(look) {
+                    continue;
+                }
+                let runs2 = runs.clone();
+                let Ok(set) = tokio::task::spawn_blocking(move || runs2.providers.reload()).await else { continue };
+                runs.acp.set_agents(acp_agents(&runs.config, &set));
+                for (f, _) in &set.loaded {
+                    runs.agent_version(&f.info.name, &f.info.default_program);
+                }
+            }
+        });
+    }
+
+    /// The version of the agent program a run of `provider` would start (lab.toml's
+    /// `program`, else `default_program` on PATH), if it said one (`--version`, asked in
+    /// the background: `None` until it answered).
+    pub fn agent_version(&self, provider: &str, default_program: &str) -> Option<String> {
+        let pconf = self.config.provider(provider);
+        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
+        let path = pconf.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+        let program = find_program(&wanted, path.as_deref())?;
+        self.providers.versions.lookup(&program, path)
+    }
+}
+
+/// The ACP agents lab can run with `set` ([`crate::agents::acp::agents::resolve`]),
+/// what is left unused warned of.
+pub(super) fn acp_agents(config: &Config, set: &ProviderSet) -> BTreeMap<String, crate::agents::acp::AcpAgent> {
+    let tmux_providers: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
+    let (agents, unused) = crate::agents::acp::agents::resolve(config, &tmux_providers, &set.acp);
+    for line in unused {
+        tracing::warn!("{line}");
+    }
+    for (name, a) in &agents {
+        tracing::info!(provider = %name, from = %a.origin(name), "ACP agent");
+    }
+    agents
 }
 
 #[cfg(test)]

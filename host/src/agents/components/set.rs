@@ -55,6 +55,17 @@ pub struct ProviderSet {
 }
 
 impl ProviderSet {
+    /// No provider at all.
+    pub fn empty() -> ProviderSet {
+        ProviderSet {
+            loaded: Vec::new(),
+            acp: Vec::new(),
+            failed: Vec::new(),
+            bundled: Vec::new(),
+            bundled_failed: Vec::new(),
+        }
+    }
+
     /// The bundled providers and every file in `providers_dir`, loaded.
     pub fn load_all(host: &ComponentHost, providers_dir: &Path) -> ProviderSet {
         let mut bundled = Vec::new();

@@ -28,10 +28,6 @@ pub(in crate::runs) struct TmuxRuns {
 }
 
 impl TmuxRuns {
-    pub(in crate::runs) fn new(tmux: Tmux, lab_exe: PathBuf) -> TmuxRuns {
-        TmuxRuns::on(Arc::new(tmux.clone()), tmux, lab_exe)
-    }
-
     /// Runs whose sessions are `sessions` (lab's tmux server is still named, for an
     /// ACP run's windows).
     pub(in crate::runs) fn on(sessions: Arc<dyn Sessions>, tmux: Tmux, lab_exe: PathBuf) -> TmuxRuns {
@@ -77,7 +73,10 @@ mod tests {
     #[tokio::test]
     async fn closing_a_run_here_ends_its_session_and_a_gone_one_is_no_error() {
         let d = tempfile::Builder::new().prefix("lab-transport").tempdir_in("/tmp").unwrap();
-        let here = TmuxRuns::new(Tmux::new(d.path().join("s")), PathBuf::from("/nonexistent/lab"));
+        let here = {
+            let tmux = Tmux::new(d.path().join("s"));
+            TmuxRuns::on(Arc::new(tmux.clone()), tmux, PathBuf::from("/nonexistent/lab"))
+        };
         struct Cleanup<'a>(&'a Tmux);
         impl Drop for Cleanup<'_> {
             fn drop(&mut self) {
