@@ -50,6 +50,45 @@ pub trait Provider: Send + Sync {
     fn read_screen(&self, _pane: String) -> Reply<Option<model::Dialog>> {
         unsupported("read-screen")
     }
+
+    /// Who the provider is (asked once when loaded; again by `lab providers check`).
+    fn info(&self) -> Reply<model::ProviderInfo> {
+        unsupported("info")
+    }
+    /// Transcript lines and dialog calls of its own agent, for `lab providers check`.
+    fn self_test_samples(&self) -> Reply<model::Samples> {
+        unsupported("self-test-samples")
+    }
+    /// An ACP provider: how to start the agent it declares.
+    fn acp_launch(&self) -> Reply<model::AcpLaunch> {
+        unsupported("launch")
+    }
+}
+
+/// A call's answer waited for on this thread, for callers outside any async runtime
+/// (`lab providers check`, loading a component).
+pub trait Blocking<T> {
+    fn blocking(self) -> Result<T, CallError>;
+}
+
+impl<T> Blocking<T> for Reply<T> {
+    fn blocking(mut self) -> Result<T, CallError> {
+        use std::task::{Context, Poll, Wake};
+        struct Unpark(std::thread::Thread);
+        impl Wake for Unpark {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = std::sync::Arc::new(Unpark(std::thread::current())).into();
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            match self.as_mut().poll(&mut cx) {
+                Poll::Ready(r) => return r,
+                Poll::Pending => std::thread::park(),
+            }
+        }
+    }
 }
 
 /// The answer of a call a provider does not make (a tailer-only fake, an older WIT).
@@ -147,5 +186,19 @@ mod tests {
         assert_eq!((e.function, &e.kind), ("read-screen", &CallErrorKind::Unsupported));
         assert!(p.hook_wiring().await.is_err());
         assert!(!p.screen_reader());
+        assert_eq!(p.self_test_samples().blocking().unwrap_err().function, "self-test-samples");
+    }
+
+    /// A reply that is not ready at once is waited for on the calling thread.
+    #[test]
+    fn a_reply_is_waited_for_without_a_runtime() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+        let reply: Reply<u32> = Box::pin(async move { Ok(rx.await.unwrap()) });
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tx.send(7).unwrap();
+        });
+        assert_eq!(reply.blocking(), Ok(7));
+        sender.join().unwrap();
     }
 }

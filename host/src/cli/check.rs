@@ -10,10 +10,11 @@
 //! mapped dialog whose call_id is not the call's id). Odd-but-legal results are warnings.
 //! The samples (transcript lines, dialog calls) come from the provider itself.
 
-use crate::agents::components::{ComponentFacts, ComponentHost, Limits, ProviderHandle, BUNDLED, WIT_PACKAGES};
+use crate::agents::components::{ComponentFacts, ComponentHost, Limits, BUNDLED, WIT_PACKAGES};
 use crate::agents::model::{
     Answer, Dialog, DialogBody, HookBinding, LaunchRequest, ParseOutput, Samples, ToolUse, Transcript,
 };
+use crate::agents::provider::{Blocking as _, Provider};
 use crate::store::paths::{resolve_home, Home, RunFiles, RunId};
 use anyhow::{anyhow, Result};
 use std::io::Write;
@@ -239,7 +240,7 @@ fn plural(n: usize, one: &str) -> String {
     format!("{n} {one}{}", if n == 1 { "" } else { "s" })
 }
 
-fn self_test(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, deadline: Duration) {
+fn self_test(r: &mut Report, facts: &ComponentFacts, p: &dyn Provider, deadline: Duration) {
     match timed(|| p.info().blocking()) {
         (Ok(_), took) => r.ok(format!("info ({})", ms(took))),
         (Err(e), _) => r.fail(e.to_string()),
@@ -327,7 +328,7 @@ fn sample_hooks(bindings: &[HookBinding]) -> Vec<crate::agents::model::HookComma
     crate::runs::hook_settings::commands(&lab, &sample_files().1, bindings.to_vec())
 }
 
-fn test_wiring(r: &mut Report, p: &ProviderHandle) -> Vec<HookBinding> {
+fn test_wiring(r: &mut Report, p: &dyn Provider) -> Vec<HookBinding> {
     match p.hook_wiring().blocking() {
         Err(e) => {
             r.fail(e.to_string());
@@ -350,7 +351,7 @@ fn test_wiring(r: &mut Report, p: &ProviderHandle) -> Vec<HookBinding> {
     }
 }
 
-fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &ProviderHandle, bindings: &[HookBinding], with_file: bool) {
+fn test_launch(r: &mut Report, facts: &ComponentFacts, p: &dyn Provider, bindings: &[HookBinding], with_file: bool) {
     let request = sample_request(facts, sample_hooks(bindings), with_file);
     let (program, hooks) = (request.program.clone(), request.hooks.clone());
     let (res, took) = timed(|| p.launch(request).blocking());
@@ -383,7 +384,7 @@ fn summary(out: &ParseOutput) -> String {
     format!("{}, {}, {turn}", plural(out.messages.len(), "message"), plural(out.diagnostics.len(), "diagnostic"))
 }
 
-fn test_parse(r: &mut Report, p: &ProviderHandle, samples: &Samples, deadline: Duration) {
+fn test_parse(r: &mut Report, p: &dyn Provider, samples: &Samples, deadline: Duration) {
     let mut chunk = String::new();
     for line in &samples.transcript_lines {
         chunk.push_str(line.trim_end_matches('\n'));
@@ -471,7 +472,7 @@ fn call(id: &str, name: &str, input: &str) -> ToolUse {
 }
 
 /// Map the provider's sample dialog calls; the dialogs it yields (for the hooker tests).
-fn test_map_dialog(r: &mut Report, p: &ProviderHandle, samples: &Samples) -> Vec<Dialog> {
+fn test_map_dialog(r: &mut Report, p: &dyn Provider, samples: &Samples) -> Vec<Dialog> {
     let mut dialogs = Vec::new();
     for c in samples.dialog_calls.iter().cloned() {
         let (id, name) = (c.id.clone(), c.name.clone());
@@ -512,7 +513,7 @@ fn test_map_dialog(r: &mut Report, p: &ProviderHandle, samples: &Samples) -> Vec
     dialogs
 }
 
-fn test_hooker(r: &mut Report, p: &ProviderHandle, bindings: &[HookBinding], dialogs: &[Dialog]) {
+fn test_hooker(r: &mut Report, p: &dyn Provider, bindings: &[HookBinding], dialogs: &[Dialog]) {
     let hooks = sample_hooks(bindings);
     match timed(|| p.hook_settings("r-check0000001".into(), hooks.clone()).blocking()) {
         (Err(e), _) if e.refusal().is_some() => {

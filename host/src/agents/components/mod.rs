@@ -64,6 +64,15 @@ impl Provider for ProviderHandle {
     fn read_screen(&self, pane: String) -> Reply<Option<model::Dialog>> {
         ProviderHandle::read_screen(self, pane).into_future()
     }
+    fn info(&self) -> Reply<model::ProviderInfo> {
+        ProviderHandle::info(self).into_future()
+    }
+    fn self_test_samples(&self) -> Reply<model::Samples> {
+        ProviderHandle::self_test_samples(self).into_future()
+    }
+    fn acp_launch(&self) -> Reply<model::AcpLaunch> {
+        ProviderHandle::acp_launch(self).into_future()
+    }
 }
 
 use anyhow::{anyhow, Context as _, Result};
@@ -459,8 +468,9 @@ pub fn exported_packages(engine: &Engine, component: &Component) -> Vec<String> 
 }
 
 /// What an ACP provider declares, checked ([`check_acp_launch`]).
-pub fn acp_declaration(facts: &ComponentFacts, handle: &ProviderHandle) -> Result<model::AcpLaunch, String> {
-    let launch = handle.acp_launch().blocking().map_err(|e| e.to_string())?;
+pub fn acp_declaration(facts: &ComponentFacts, provider: &dyn Provider) -> Result<model::AcpLaunch, String> {
+    use crate::agents::provider::Blocking as _;
+    let launch = provider.acp_launch().blocking().map_err(|e| e.to_string())?;
     check_acp_launch(&facts.info, launch)
 }
 
