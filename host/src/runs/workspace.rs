@@ -1,43 +1,46 @@
-//! Where a run's worktree is and its git work is done: on this machine, or on the run's
-//! host by its runner. Both do the same calls ([`crate::worktree::call::exec`]); a
-//! run on a host never has its worktree's paths opened here.
+//! Where a run's worktree is and its git work is done: a [`WorkPlace`] — this machine
+//! ([`Here`]), or a run's host by its runner (the remote transport's). Every place
+//! does the same calls ([`crate::worktree::call::exec`]); a run on a host never has
+//! its worktree's paths opened here. [`Workspace`] is the work itself, wherever.
 
 use super::api::RunError;
 use super::work::WorkError;
-use crate::machines::hosts::protocol::{Op, Reply};
 use crate::worktree::call::{self, WorkCall, WorkDone, WorkFailed};
 use crate::worktree::{diff, merge, review, Worktree};
+use futures_util::future::BoxFuture;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
-/// The most bytes of patches a diff from a host carries (it travels in one frame).
-pub const HOST_DIFF_LIMIT: usize = 512 << 10;
-/// How long a host has for one piece of git work (git's own limit, and the way).
-const HOST_WITHIN: Duration = Duration::from_secs(crate::worktree::GIT_TIMEOUT.as_secs() + 15);
-
-pub enum Workspace {
-    /// This machine: new worktrees go in `worktrees`.
-    Here { worktrees: PathBuf },
-    /// The runner of `host`.
-    Host { hosts: Arc<crate::machines::hosts::Hosts>, host: String },
+/// Where git work is done.
+pub trait WorkPlace: Send + Sync {
+    /// Do `call` there.
+    fn exec(&self, call: WorkCall) -> BoxFuture<'_, Result<WorkDone, WorkFailed>>;
+    /// The most bytes of patches one diff from there carries.
+    fn diff_limit(&self) -> usize {
+        diff::PATCH_TOTAL_LIMIT
+    }
 }
 
+/// This machine: new worktrees go in `worktrees`.
+pub struct Here {
+    pub worktrees: PathBuf,
+}
+
+impl WorkPlace for Here {
+    fn exec(&self, c: WorkCall) -> BoxFuture<'_, Result<WorkDone, WorkFailed>> {
+        Box::pin(call::exec(c, &self.worktrees))
+    }
+}
+
+/// A run's git work, done where its worktree is.
+pub struct Workspace(Box<dyn WorkPlace>);
+
 impl Workspace {
+    pub fn at(place: impl WorkPlace + 'static) -> Workspace {
+        Workspace(Box::new(place))
+    }
+
     async fn call(&self, call: WorkCall) -> Result<WorkDone, WorkFailed> {
-        match self {
-            Workspace::Here { worktrees } => call::exec(call, worktrees).await,
-            Workspace::Host { hosts, host } => {
-                match hosts.call(host, Op::Work { call: Box::new(call) }, HOST_WITHIN).await {
-                    Ok(Reply::Text { text }) => serde_json::from_str::<call::WorkOutcome>(&text).map_err(|e| {
-                        WorkFailed::Failed(format!("host {host} answered what is not a work outcome: {e}"))
-                    })?,
-                    Ok(Reply::Error { message }) => Err(WorkFailed::Failed(format!("host {host}: {message}"))),
-                    Ok(other) => Err(WorkFailed::Failed(format!("host {host} answered {other:?}"))),
-                    Err(e) => Err(WorkFailed::Failed(e)),
-                }
-            }
-        }
+        self.0.exec(call).await
     }
 
     /// `call`'s outcome, when it is what `pick` takes.
@@ -68,10 +71,7 @@ impl Workspace {
     }
 
     pub async fn diff(&self, worktree: &Worktree) -> Result<diff::Diff, RunError> {
-        let limit = match self {
-            Workspace::Here { .. } => diff::PATCH_TOTAL_LIMIT,
-            Workspace::Host { .. } => HOST_DIFF_LIMIT,
-        };
+        let limit = self.0.diff_limit();
         let c = WorkCall::Diff { worktree: worktree.clone(), limit };
         Ok(self.call_for(c, |d| if let WorkDone::Diff(d) = d { Some(d) } else { None }).await?)
     }
@@ -120,13 +120,8 @@ impl From<WorkFailed> for WorkError {
 impl super::Runs {
     /// Where the git work of a run on this machine is done.
     pub(super) fn workspace_here(&self) -> Workspace {
-        Workspace::Here {
+        Workspace::at(Here {
             worktrees: self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir()),
-        }
-    }
-
-    /// Where the git work of a run on `host` is done: there, through its runner.
-    pub(super) fn workspace_on(&self, host: &str) -> Workspace {
-        Workspace::Host { hosts: self.remote.hosts(), host: host.to_string() }
+        })
     }
 }

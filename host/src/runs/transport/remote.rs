@@ -16,9 +16,11 @@ use crate::runs::launch::{checked_fields, prepare, Place};
 use crate::runs::mirror::Appended;
 use crate::runs::registry::{RunRecord, Status};
 use crate::runs::transport::{Resume, Transport};
+use crate::runs::workspace::{WorkPlace, Workspace};
 use crate::runs::Runs;
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
+use crate::worktree::call::{WorkCall, WorkDone, WorkFailed, WorkOutcome};
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use std::path::PathBuf;
@@ -90,8 +92,9 @@ impl Transport for RemoteRuns {
     }
 
     /// On its host, through the runner.
-    fn workspace(&self, runs: &Runs, rec: &RunRecord) -> crate::runs::workspace::Workspace {
-        runs.workspace_on(rec.host.as_deref().unwrap_or_default())
+    /// There, through its runner.
+    fn workspace(&self, _runs: &Runs, rec: &RunRecord) -> Workspace {
+        Workspace::at(HostWork { hosts: self.hosts(), host: rec.host.clone().unwrap_or_default() })
     }
 
     /// Followed now: what its runner sends up is mirrored when the host connects.
@@ -466,6 +469,36 @@ impl RemoteRun {
 /// At debug level: a runner cannot fill lab's log by making them up.
 fn unknown(host: &str, run: &str) {
     tracing::debug!(%host, run = %run.chars().take(80).collect::<String>(), "a runner spoke of a run it does not have; ignored");
+}
+
+/// The most bytes of patches a diff from a host carries (it travels in one frame).
+pub const HOST_DIFF_LIMIT: usize = 512 << 10;
+/// How long a host has for one piece of git work (git's own limit, and the way).
+const HOST_WITHIN: Duration = Duration::from_secs(crate::worktree::GIT_TIMEOUT.as_secs() + 15);
+
+/// Git work done on a run's host, by its runner.
+struct HostWork {
+    hosts: Arc<crate::machines::hosts::Hosts>,
+    host: String,
+}
+
+impl WorkPlace for HostWork {
+    fn exec(&self, call: WorkCall) -> BoxFuture<'_, Result<WorkDone, WorkFailed>> {
+        Box::pin(async move {
+            let host = &self.host;
+            match self.hosts.call(host, Op::Work { call: Box::new(call) }, HOST_WITHIN).await {
+                Ok(Reply::Text { text }) => serde_json::from_str::<WorkOutcome>(&text)
+                    .map_err(|e| WorkFailed::Failed(format!("host {host} answered what is not a work outcome: {e}")))?,
+                Ok(Reply::Error { message }) => Err(WorkFailed::Failed(format!("host {host}: {message}"))),
+                Ok(other) => Err(WorkFailed::Failed(format!("host {host} answered {other:?}"))),
+                Err(e) => Err(WorkFailed::Failed(e)),
+            }
+        })
+    }
+
+    fn diff_limit(&self) -> usize {
+        HOST_DIFF_LIMIT
+    }
 }
 
 #[cfg(test)]
