@@ -473,3 +473,35 @@ read:{wd}/pipe;write:{wd}/pipe=x;write:{wd}/ok.txt=fine;say:done"
     assert!(!has_text(&v, "s3cret"));
     assert_eq!(std::fs::read_to_string(w.workdir.join("ok.txt")).unwrap(), "fine");
 }
+
+/// An ACP provider component dropped in while lab serves is listed and runs; removed,
+/// new runs of it are refused with why while its live run goes on taking prompts.
+#[test]
+fn an_acp_component_swapped_while_lab_serves() {
+    let w = World::new();
+    w.write_config(&format!("[providers.fake-acp]\nprogram = {:?}\n", fake_acp().display().to_string()));
+    let lab = w.serve();
+    let listed = |state: &str| {
+        let (s, providers) = lab.get("/providers");
+        assert_eq!(s, 200, "{providers}");
+        providers.as_array().unwrap().iter().find(|p| p["name"] == "fake-acp" && p["state"] == state).cloned()
+    };
+    assert!(listed("serving").is_none());
+
+    let file = w.home.join("providers").join("fake-acp.wasm");
+    std::fs::copy(lab::agents::components::fixtures::ACP_FIXTURE, &file).unwrap();
+    let p = wait_for(Duration::from_secs(20), "the ACP provider to serve", || listed("serving"));
+    assert_eq!((p["transport"].as_str(), p["source"].as_str()), (Some("acp"), file.to_str()), "{p}");
+    let run = lab.create_run_in(&w.workdir, "fake-acp", "say:hello", Some("yolo"));
+    let id = run["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && has_text(v, "hello"));
+
+    std::fs::remove_file(&file).unwrap();
+    wait_for(Duration::from_secs(20), "the ACP provider to be removed", || listed("removed"));
+    let (s, e) = lab.post("/runs", &json!({"provider": "fake-acp", "workdir": w.workdir, "prompt": "say:x"}));
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("provider `fake-acp` was removed"), "{e}");
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "say:still here"}));
+    assert_eq!(s, 202, "{e}");
+    lab.wait_view(&id, "the live run's next turn", |v| v["state"] == "idle" && has_text(v, "still here"));
+}
