@@ -8,8 +8,9 @@
 //! `Runs`' other methods live beside what they do: `launch` (starting agents here),
 //! `follow` (the tailer task, file notifications, screen looks, leftovers), `answer`
 //! (messages and answer plans typed into a terminal), `rest` (ended runs kept as their
-//! record until looked at); `api` has the bodies and errors, [`liveness`] learns of
-//! ended sessions. The decisions are pure modules: [`view`] (state derivation),
+//! record until looked at), [`providers`] (the providers serving new runs, swapped
+//! while lab serves; each run keeps the build it started with); `api` has the bodies
+//! and errors, [`liveness`] learns of ended sessions. The decisions are pure modules: [`view`] (state derivation),
 //! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
 //! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
 
