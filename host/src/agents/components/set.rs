@@ -90,7 +90,7 @@ impl ProviderSet {
                 Ok(()) => merge(&prev, &self.bundled, scan(providers_dir), |source, bytes| load(host, source, bytes)),
                 Err(error) => {
                     let mut kept = self.bundled.clone();
-                    for entry in prev.into_iter().filter(|(f, _)| matches!(f.source, Source::File(_))) {
+                    for entry in prev.iter().filter(|(f, _)| matches!(f.source, Source::File(_))).cloned() {
                         match kept.iter().position(|(f, _)| f.info.name == entry.0.info.name) {
                             Some(i) => kept[i] = entry,
                             None => kept.push(entry),
@@ -99,6 +99,15 @@ impl ProviderSet {
                     (kept, vec![LoadFailure { source: Source::File(providers_dir.to_path_buf()), error }])
                 }
             };
+        for (f, _) in
+            entries.iter().filter(|(f, _)| !prev.iter().any(|(p, _)| p.source == f.source && p.digest == f.digest))
+        {
+            if let (Source::File(path), true) =
+                (&f.source, self.bundled.iter().any(|(b, _)| b.info.name == f.info.name))
+            {
+                tracing::info!(provider = %f.info.name, file = %path.display(), "component replaces the bundled provider");
+            }
+        }
         failed.splice(0..0, self.bundled_failed.iter().cloned());
         for f in &failed {
             tracing::warn!(component = %f.source, error = %f.error, "refused a provider component");
