@@ -444,11 +444,11 @@ impl Runs {
         let registry = Registry::open(&home.registry())?;
         let cache = home.component_cache();
         let providers_dir = home.providers_dir();
-        // A place to drop providers into, from the start (made as the operator's own:
+        // A place to drop providers into, from the start (private, as all of lab's home;
         // an existing one is left as it is, and checked when loaded).
         {
             use std::os::unix::fs::DirBuilderExt;
-            match std::fs::DirBuilder::new().mode(0o755).create(&providers_dir) {
+            match std::fs::DirBuilder::new().mode(0o700).create(&providers_dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
                     tracing::warn!(dir = %providers_dir.display(), error = %e, "could not make the providers folder");
                 }
