@@ -5,7 +5,10 @@
 //! - [`tmux`]: tmux driven through its command line on lab's own server socket.
 //! - [`hosts`]: the other machines lab serve knows (their credentials, links and
 //!   terminals; the wire keeps the word "host": `lab hosts …`, `GET /hosts`).
+//! - [`ssh`]: reaching a machine with the system OpenSSH client (one master per
+//!   machine, every call bounded, host keys checked strictly).
 
 pub mod hosts;
+pub mod ssh;
 pub mod terminal;
 pub mod tmux;

@@ -209,23 +209,27 @@ impl Machine {
         String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
     }
 
-    fn take_down(&mut self) -> Vec<String> {
-        let mut left = Vec::new();
+    /// Kill every process in the machine's namespace (only what the test started
+    /// there); what is still there after 10 s.
+    pub fn kill_all(&self) -> Vec<String> {
         let start = Instant::now();
         loop {
             let pids = self.pids();
             if pids.is_empty() {
-                break;
+                return Vec::new();
             }
             if start.elapsed() > Duration::from_secs(10) {
-                left.push(format!("processes still in the namespace: {pids:?}"));
-                break;
+                return vec![format!("processes still in the namespace: {pids:?}")];
             }
             for p in pids {
                 let _ = Command::new("kill").args(["-KILL", &p.to_string()]).stderr(Stdio::null()).status();
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    fn take_down(&mut self) -> Vec<String> {
+        let mut left = self.kill_all();
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();

@@ -4,6 +4,7 @@
 
 mod agent_bin;
 pub mod machine;
+pub mod sshd;
 #[allow(unused_imports)] // not every suite or bench drives a real agent
 pub use agent_bin::agent_bin;
 

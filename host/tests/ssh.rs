@@ -1,0 +1,96 @@
+//! Reaching a machine with the system OpenSSH client, against a real OpenSSH server on
+//! a machine the test makes ([`common::sshd`]): one master per machine, commands
+//! through it, a stale socket dialled again without a hang, and host keys checked
+//! strictly — an unknown and a changed key refused with the fingerprint and how to
+//! accept it, a key the machine does not take refused as such.
+
+mod common;
+
+use common::sshd::{fingerprint, keygen, SshMachine};
+use lab::machines::ssh::{Master, SshError, SshTarget};
+use std::time::{Duration, Instant};
+
+const WITHIN: Duration = Duration::from_secs(15);
+
+fn target(s: &SshMachine) -> SshTarget {
+    SshTarget {
+        destination: s.destination(),
+        port: None,
+        identity: Some(s.client_key.clone()),
+        known_hosts: Some(s.known_hosts.clone()),
+    }
+}
+
+/// The pid of the master serving `control` (`ssh -O check` says it).
+fn master_pid(s: &SshMachine, control: &std::path::Path) -> u32 {
+    let out = std::process::Command::new("ssh")
+        .args(["-o", &format!("ControlPath={}", control.display()), "-O", "check", &s.destination()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let pid = said.split("pid=").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok());
+    pid.unwrap_or_else(|| panic!("no master: {said}"))
+}
+
+#[test]
+fn one_master_per_machine_commands_through_it_and_host_keys_checked_strictly() {
+    let Some(s) = SshMachine::new() else { return };
+    let dir = tempfile::Builder::new().prefix("lab-ssh").tempdir_in("/tmp").unwrap();
+    let offered = fingerprint(&s.host_key_pub);
+
+    // An unknown host key: refused, with what the machine offers and how to accept it.
+    let empty = dir.path().join("empty_known_hosts");
+    std::fs::write(&empty, "").unwrap();
+    let unknown = Master::new(SshTarget { known_hosts: Some(empty.clone()), ..target(&s) }, dir.path().join("u.sock"));
+    let e = unknown.up().unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, SshError::HostKey(_)), "{e:?}");
+    assert!(text.contains(&format!("ED25519 {offered}")), "{text}");
+    assert!(text.contains(&format!("ssh-keyscan -p 22 {} >> {}", s.m.addr, empty.display())), "{text}");
+    assert!(!dir.path().join("u.sock").exists());
+
+    // Known: one master, and commands through it.
+    let control = dir.path().join("m.sock");
+    let master = Master::new(target(&s), control.clone());
+    let t = Instant::now();
+    master.up().unwrap_or_else(|e| panic!("{e}\n{}", s.sshd_log()));
+    eprintln!("master up in {} ms", t.elapsed().as_millis());
+    let out = master.run("uname -s; id -un", b"", WITHIN).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("Linux\n{}\n", s.user));
+    let t = Instant::now();
+    let out = master.run("cat", b"through the master", WITHIN).unwrap();
+    eprintln!("a command through the master in {} ms", t.elapsed().as_millis());
+    assert_eq!(out.stdout, b"through the master");
+    assert_eq!(master.run("exit 42", b"", WITHIN).unwrap().status.code(), Some(42));
+    let pid = master_pid(&s, &control);
+
+    // Its master killed (the socket stays behind): dialled again, no hang.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    common::wait_for(Duration::from_secs(10), "the master to go", || {
+        (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+    assert!(control.exists(), "a stale socket");
+    assert!(!master.alive());
+    let t = Instant::now();
+    assert_eq!(master.run("echo again", b"", WITHIN).unwrap().stdout, b"again\n");
+    eprintln!("a stale socket replaced and the command run in {} ms", t.elapsed().as_millis());
+    assert_ne!(master_pid(&s, &control), pid, "a new master");
+    master.exit();
+    assert!(!control.exists());
+
+    // A changed host key: refused, with the key it now offers.
+    let other = dir.path().join("other");
+    keygen(&other);
+    let changed_file = dir.path().join("changed_known_hosts");
+    let other_pub = std::fs::read_to_string(other.with_extension("pub")).unwrap();
+    std::fs::write(&changed_file, format!("{} {other_pub}", s.m.addr)).unwrap();
+    let changed = Master::new(SshTarget { known_hosts: Some(changed_file), ..target(&s) }, dir.path().join("c.sock"));
+    let e = changed.up().unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, SshError::HostKey(_)) && text.contains("has CHANGED") && text.contains(&offered), "{text}");
+
+    // A key the machine does not take.
+    let denied = Master::new(SshTarget { identity: Some(other), ..target(&s) }, dir.path().join("d.sock"));
+    let e = denied.up().unwrap_err();
+    assert!(matches!(e, SshError::Denied(_)) && e.to_string().contains("Permission denied"), "{e:?}");
+}
