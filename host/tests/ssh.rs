@@ -94,3 +94,46 @@ fn one_master_per_machine_commands_through_it_and_host_keys_checked_strictly() {
     let e = denied.up().unwrap_err();
     assert!(matches!(e, SshError::Denied(_)) && e.to_string().contains("Permission denied"), "{e:?}");
 }
+
+/// lab put on a machine over ssh: uploaded once (checked by its hash there), found the
+/// next time, a damaged copy replaced, a binary that is not the version it should be
+/// refused.
+#[test]
+fn lab_is_put_on_a_machine_once_and_checked_by_its_hash() {
+    use lab::machines::ssh::bootstrap::{build_name, ensure_lab};
+    use sha2::Digest;
+    let Some(s) = SshMachine::new() else { return };
+    let dir = tempfile::Builder::new().prefix("lab-ssh").tempdir_in("/tmp").unwrap();
+    let master = Master::new(target(&s), dir.path().join("m.sock"));
+    master.up().unwrap_or_else(|e| panic!("{e}\n{}", s.sshd_log()));
+    let version = env!("CARGO_PKG_VERSION");
+    let binary = std::path::Path::new(common::LAB);
+    let bytes = std::fs::read(binary).unwrap();
+    let sha: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let there = s.m.user_home.join(".cache/lab/bin").join(build_name(version, &sha));
+
+    let t = Instant::now();
+    let first = ensure_lab(&master, binary, version).unwrap();
+    eprintln!("bootstrap, cold ({} MB uploaded): {} ms", bytes.len() >> 20, t.elapsed().as_millis());
+    assert!(first.uploaded && first.system.starts_with("Linux"), "{first:?}");
+    assert_eq!(std::path::Path::new(&first.path), there);
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(&there).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (s.m.uid, 0o700), "the machine user's own, private");
+    assert_eq!(std::fs::read(&there).unwrap(), bytes);
+
+    let t = Instant::now();
+    let again = ensure_lab(&master, binary, version).unwrap();
+    eprintln!("bootstrap, warm: {} ms", t.elapsed().as_millis());
+    assert!(!again.uploaded, "{again:?}");
+
+    // A damaged copy (its hash is not the build's) is replaced.
+    std::fs::write(&there, b"#!/bin/sh\necho lab 6.6.6\n").unwrap();
+    assert!(ensure_lab(&master, binary, version).unwrap().uploaded);
+    assert_eq!(std::fs::read(&there).unwrap(), bytes);
+
+    // A binary that does not say the version lab expects is refused.
+    let e = ensure_lab(&master, binary, "9.9.9").unwrap_err().to_string();
+    assert!(e.contains(&format!("says \"lab {version}\", not \"lab 9.9.9\"")), "{e}");
+    master.exit();
+}

@@ -12,6 +12,9 @@
 //! - Host keys are checked strictly (`StrictHostKeyChecking=yes`, batch mode: no
 //!   prompt): an unknown or changed key fails with the fingerprint the machine offers
 //!   and how to accept it ([`Refusal`]), never a silent accept.
+//! - [`bootstrap`]: lab of this exact build put on the machine (checked by its hash).
+
+pub mod bootstrap;
 
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
