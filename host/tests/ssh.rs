@@ -137,3 +137,50 @@ fn lab_is_put_on_a_machine_once_and_checked_by_its_hash() {
     assert!(e.contains(&format!("says \"lab {version}\", not \"lab 9.9.9\"")), "{e}");
     master.exit();
 }
+
+/// `lab hosts add NAME --ssh …`: the machine reached first (its host key checked: an
+/// unknown one refuses the add, with what it offers), lab put there, then recorded and
+/// listed with how it is reached; removed like any host.
+#[test]
+fn lab_hosts_add_over_ssh_reaches_the_machine_then_records_it() {
+    let Some(s) = SshMachine::new() else { return };
+    let home = tempfile::Builder::new().prefix("lab-h").tempdir_in("/tmp").unwrap();
+    let lab = |args: &[&str]| {
+        let out =
+            std::process::Command::new(common::LAB).args(["hosts", "--home"]).arg(home.path()).args(args).output();
+        let out = out.unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (key, known) = (s.client_key.to_str().unwrap(), s.known_hosts.to_str().unwrap());
+    let empty = home.path().join("empty_known_hosts");
+    std::fs::write(&empty, "").unwrap();
+    let dest = s.destination();
+
+    let (ok, _, err) =
+        lab(&["add", "far", "--ssh", &dest, "--identity", key, "--known-hosts", empty.to_str().unwrap()]);
+    assert!(!ok, "{err}");
+    assert!(err.contains(&fingerprint(&s.host_key_pub)) && err.contains("host `far` was not added"), "{err}");
+    assert!(!lab(&["list"]).1.contains("far"));
+
+    let (ok, out, err) = lab(&["add", "far", "--ssh", &dest, "--identity", key, "--known-hosts", known]);
+    assert!(ok, "{err}");
+    assert!(out.is_empty(), "no credential for a host reached over ssh: {out}");
+    assert!(err.contains(&format!("host `far` added (ssh {dest}): Linux")) && err.contains("uploaded at"), "{err}");
+    let (_, list, _) = lab(&["list"]);
+    let row = list.lines().find(|l| l.starts_with("far ")).unwrap_or_else(|| panic!("{list}"));
+    assert!(row.ends_with(&format!("ssh {dest}")), "{row}");
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.path().join("hosts.json")).unwrap()).unwrap();
+    assert_eq!(file[0]["ssh"]["destination"], dest.as_str(), "{file}");
+    assert_eq!(file[0]["credential_sha256"], "", "{file}");
+    assert!(!home.path().join("runtime/ssh-far.sock").exists(), "no master left behind");
+
+    let (ok, _, err) = lab(&["add", "far", "--ssh", &dest]);
+    assert!(!ok && err.contains("exists"), "{err}");
+    assert!(lab(&["remove", "far"]).0);
+    assert!(!lab(&["list"]).1.contains("far"));
+}

@@ -164,8 +164,24 @@ enum Command {
 
 #[derive(Subcommand)]
 enum HostsAction {
-    /// Add a host: its credential on stdout (shown once; lab keeps only its hash).
-    Add { name: String },
+    /// Add a host. With --ssh, one lab reaches with the system ssh client (reached now:
+    /// its host key checked, lab put there); else one whose runner dials back, with
+    /// its credential on stdout (shown once; lab keeps only its hash).
+    Add {
+        name: String,
+        /// `[user@]host` (or an alias of your ssh config): lab reaches it over ssh.
+        #[arg(long, value_name = "[USER@]HOST")]
+        ssh: Option<String>,
+        /// Its ssh port (else your ssh config's, else 22).
+        #[arg(long, requires = "ssh")]
+        port: Option<u16>,
+        /// The private key to log in with (only it).
+        #[arg(long, requires = "ssh", value_name = "FILE")]
+        identity: Option<PathBuf>,
+        /// The known-hosts file its host key is checked against (else yours).
+        #[arg(long, requires = "ssh", value_name = "FILE")]
+        known_hosts: Option<PathBuf>,
+    },
     /// The hosts that may connect.
     List,
     /// Revoke a host's credential; its runner is disconnected within seconds.
@@ -254,7 +270,22 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     let creds = crate::machines::hosts::HostCredentials::new(home.hosts_file());
     match action {
-        HostsAction::Add { name } => {
+        HostsAction::Add { name, ssh: Some(destination), port, identity, known_hosts } => {
+            let absolute = |p: Option<PathBuf>| -> anyhow::Result<Option<PathBuf>> {
+                Ok(match p {
+                    Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+                    p => p,
+                })
+            };
+            let target = crate::machines::ssh::SshTarget {
+                destination,
+                port,
+                identity: absolute(identity)?,
+                known_hosts: absolute(known_hosts)?,
+            };
+            add_ssh_host(&home, &creds, &name, target)?;
+        }
+        HostsAction::Add { name, .. } => {
             let credential = creds.add(&name, std::time::SystemTime::now())?;
             println!("{credential}");
             eprintln!(
@@ -266,19 +297,74 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
             );
         }
         HostsAction::List => {
-            println!("{:<33} ADDED", "NAME");
+            println!("{:<33} {:<21} REACHED", "NAME", "ADDED");
             for h in creds.list()? {
                 let added =
                     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(h.added));
-                println!("{:<33} {added}", h.name);
+                let reached = match &h.ssh {
+                    Some(t) => format!("ssh {}", t.destination),
+                    None => "dial-back".into(),
+                };
+                println!("{:<33} {:<21} {reached}", h.name, added.to_string());
             }
         }
         HostsAction::Remove { name } => {
+            let ssh = creds.list()?.into_iter().find(|h| h.name == name).and_then(|h| h.ssh);
             if !creds.remove(&name)? {
                 anyhow::bail!("no host `{name}` (`lab hosts list` shows them)");
             }
+            if let Some(target) = ssh {
+                // Its ssh master, if one is up, goes too.
+                crate::machines::ssh::Master::new(target, home.ssh_control(&name)).exit();
+            }
             eprintln!(
                 "lab: host `{name}` removed; a runner still connected with its credential is cut off within seconds"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `lab hosts add NAME --ssh …`: reach the machine now — its host key checked (an
+/// unknown or changed one refuses the add, with how to accept it), lab of this build
+/// put there — then record it. A machine that cannot be reached now (down, no route)
+/// is added with a warning; lab reaches it when it is back.
+fn add_ssh_host(
+    home: &Home,
+    creds: &crate::machines::hosts::HostCredentials,
+    name: &str,
+    target: crate::machines::ssh::SshTarget,
+) -> anyhow::Result<()> {
+    use crate::machines::ssh::{bootstrap, Master, SshError};
+    crate::machines::hosts::credentials::check_name(name).map_err(anyhow::Error::msg)?;
+    target.check().map_err(anyhow::Error::msg)?;
+    if creds.list()?.iter().any(|h| h.name == name) {
+        anyhow::bail!("host `{name}` exists; `lab hosts remove {name}` first");
+    }
+    crate::store::fsutil::private_dir(&home.runtime_dir())?;
+    let master = Master::new(target.clone(), home.ssh_control(name));
+    let reached = master.up().and_then(|()| {
+        let exe = std::env::current_exe().map_err(|e| SshError::Failed(format!("lab's own binary: {e}")))?;
+        bootstrap::ensure_lab(&master, &exe, env!("CARGO_PKG_VERSION"))
+    });
+    master.exit();
+    match reached {
+        Err(e @ (SshError::HostKey(_) | SshError::Denied(_) | SshError::Unsuitable(_))) => {
+            anyhow::bail!("{e}\nhost `{name}` was not added")
+        }
+        Err(e) => {
+            creds.add_ssh(name, target.clone(), std::time::SystemTime::now())?;
+            eprintln!("lab: host `{name}` added (ssh {}), but not reached now: {e}", target.destination);
+        }
+        Ok(lab) => {
+            creds.add_ssh(name, target.clone(), std::time::SystemTime::now())?;
+            eprintln!(
+                "lab: host `{name}` added (ssh {}): {}; lab {} {} at {}",
+                target.destination,
+                lab.system,
+                env!("CARGO_PKG_VERSION"),
+                if lab.uploaded { "uploaded" } else { "already there" },
+                lab.path
             );
         }
     }
@@ -350,12 +436,19 @@ mod tests {
         let h = Some(PathBuf::from("/h"));
         for args in [["hosts", "--home", "/h", "add", "m1"], ["hosts", "add", "m1", "--home", "/h"]] {
             match parse(&args) {
-                Ok(Command::Hosts { home, action: HostsAction::Add { name } }) => {
+                Ok(Command::Hosts { home, action: HostsAction::Add { name, ssh: None, .. } }) => {
                     assert_eq!((home, name.as_str()), (h.clone(), "m1"))
                 }
                 _ => panic!("{args:?}"),
             }
         }
+        match parse(&["hosts", "add", "far", "--ssh", "lab@10.0.0.2", "--port", "2222", "--home", "/h"]) {
+            Ok(Command::Hosts { action: HostsAction::Add { ssh: Some(dest), port: Some(2222), .. }, .. }) => {
+                assert_eq!(dest, "lab@10.0.0.2")
+            }
+            _ => panic!("hosts add --ssh"),
+        }
+        assert!(parse(&["hosts", "add", "m1", "--port", "22"]).is_err(), "--port goes with --ssh");
         match parse(&["providers", "check", "p.wasm", "--home", "/h"]) {
             Ok(Command::Providers { home, action: Some(ProvidersAction::Check { file }) }) => {
                 assert_eq!((home, file), (h.clone(), PathBuf::from("p.wasm")))

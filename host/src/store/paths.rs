@@ -164,6 +164,10 @@ impl Home {
     pub fn hosts_file(&self) -> PathBuf {
         self.root.join("hosts.json")
     }
+    /// The ssh master's socket for host `name` (in the private runtime folder).
+    pub fn ssh_control(&self, name: &str) -> PathBuf {
+        self.runtime_dir().join(format!("ssh-{name}.sock"))
+    }
     /// The access token: `token` (mode 0600).
     pub fn token_file(&self) -> PathBuf {
         self.root.join("token")

@@ -1,5 +1,7 @@
-//! The runners lab accepts: one credential per host name, made by `lab hosts add NAME`,
-//! revoked by `lab hosts remove NAME`.
+//! The hosts lab knows: a runner that dials back, with one credential per host name
+//! (made by `lab hosts add NAME`), or a machine lab reaches over ssh (`lab hosts add
+//! NAME --ssh …`: no credential, the ssh link is the authentication); both removed by
+//! `lab hosts remove NAME`.
 //!
 //! - `<home>/hosts.json` (0600, written whole and atomically) keeps each host's name,
 //!   when it was added and the SHA-256 of its credential; the credential itself is
@@ -21,8 +23,12 @@ pub const PREFIX: &str = "labr_";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostRecord {
     pub name: String,
-    /// SHA-256 of the credential, hex.
+    /// SHA-256 of the credential, hex (empty for a host reached over ssh: none).
+    #[serde(default)]
     pub credential_sha256: String,
+    /// Where lab reaches it over ssh (none: its runner dials back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<crate::machines::ssh::SshTarget>,
     /// Unix seconds.
     pub added: u64,
 }
@@ -75,12 +81,29 @@ impl HostCredentials {
         }
         let credential = format!("{PREFIX}{}", random_hex(32)?);
         let added = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        records.push(HostRecord { name: name.into(), credential_sha256: key_of(&credential), added });
+        records.push(HostRecord { name: name.into(), credential_sha256: key_of(&credential), ssh: None, added });
         if let Some(dir) = self.path.parent() {
             crate::store::fsutil::private_dir(dir)?;
         }
         crate::store::fsutil::save_json_list(&self.path, &records)?;
         Ok(credential)
+    }
+
+    /// Add host `name`, reached over ssh at `target`. A name already there is refused.
+    pub fn add_ssh(&self, name: &str, target: crate::machines::ssh::SshTarget, now: SystemTime) -> anyhow::Result<()> {
+        check_name(name).map_err(anyhow::Error::msg)?;
+        target.check().map_err(anyhow::Error::msg)?;
+        let mut records = self.list()?;
+        if records.iter().any(|r| r.name == name) {
+            anyhow::bail!("host `{name}` exists; `lab hosts remove {name}` first");
+        }
+        let added = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        records.push(HostRecord { name: name.into(), credential_sha256: String::new(), ssh: Some(target), added });
+        if let Some(dir) = self.path.parent() {
+            crate::store::fsutil::private_dir(dir)?;
+        }
+        crate::store::fsutil::save_json_list(&self.path, &records)?;
+        Ok(())
     }
 
     /// Remove host `name`: `Ok(false)` when there is none.
@@ -100,7 +123,8 @@ impl HostCredentials {
     /// be read (said in the log: nobody is accepted then).
     pub fn key(&self, name: &str) -> Option<String> {
         match self.list() {
-            Ok(records) => records.into_iter().find(|r| r.name == name).map(|r| r.credential_sha256),
+            // A host reached over ssh has no credential: no runner dials in as it.
+            Ok(records) => records.into_iter().find(|r| r.name == name && r.ssh.is_none()).map(|r| r.credential_sha256),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the hosts file: no runner is accepted");
                 None
@@ -170,5 +194,22 @@ mod tests {
         assert!(!c.is_current("a", &key_of("labr_x")));
         assert!(c.add("a", SystemTime::now()).unwrap_err().to_string().contains("not lab's list of hosts"));
         assert_eq!(std::fs::read(&path).unwrap(), b"{not json");
+    }
+
+    #[test]
+    fn a_host_reached_over_ssh_has_no_credential_a_runner_could_dial_in_with() {
+        let d = tempfile::tempdir().unwrap();
+        let c = HostCredentials::new(d.path().join("hosts.json"));
+        let target = crate::machines::ssh::SshTarget { destination: "lab@10.0.0.2".into(), ..Default::default() };
+        c.add_ssh("far", target.clone(), SystemTime::now()).unwrap();
+        let far = c.list().unwrap().into_iter().find(|r| r.name == "far").unwrap();
+        assert_eq!((far.ssh, far.credential_sha256.as_str()), (Some(target.clone()), ""));
+        assert_eq!(c.key("far"), None);
+        assert!(!c.is_current("far", &key_of("")), "no key, not even the empty one's");
+        assert!(c.add_ssh("far", target.clone(), SystemTime::now()).unwrap_err().to_string().contains("exists"));
+        assert!(c.add("far", SystemTime::now()).is_err());
+        let bad = crate::machines::ssh::SshTarget { destination: "-oProxyCommand=x".into(), ..Default::default() };
+        assert!(c.add_ssh("other", bad, SystemTime::now()).is_err());
+        assert!(c.remove("far").unwrap());
     }
 }

@@ -83,7 +83,7 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
     let text = String::from_utf8_lossy(&out.stdout);
     let found = parse_probe(&text).map_err(|e| SshError::Failed(format!("looking at {dest}: {e}")))?;
     if !runs_on(&found.system) {
-        return Err(SshError::Failed(format!(
+        return Err(SshError::Unsuitable(format!(
             "{dest} is `{}`; this lab is a {} {} build and cannot run there",
             found.system,
             std::env::consts::OS,
@@ -91,7 +91,7 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
         )));
     }
     if !found.tmux {
-        return Err(SshError::Failed(format!(
+        return Err(SshError::Unsuitable(format!(
             "{dest} has no tmux (runs live in tmux there): install it on that machine (e.g. apt-get install tmux)"
         )));
     }

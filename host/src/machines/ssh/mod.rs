@@ -109,6 +109,10 @@ pub enum SshError {
     /// The machine refused the login.
     #[error("{0}")]
     Denied(String),
+    /// The machine is reached but lab cannot run there (another OS or architecture,
+    /// no tmux).
+    #[error("{0}")]
+    Unsuitable(String),
     #[error("{0}")]
     Failed(String),
     #[error("ssh {what} did not finish within {} s", .within.as_secs())]
