@@ -155,6 +155,7 @@ fn a_runner_dials_in_is_listed_goes_down_when_killed_or_revoked_and_a_second_is_
     let lab = w.serve();
     let h = host(&lab, "build-2").expect("listed before it connects");
     assert_eq!((&h["state"], &h["runs"], &h["version"]), (&"down".into(), &0.into(), &Value::Null), "{h}");
+    assert_eq!(h["transport"], "dial-back", "{h}");
 
     let mut first = runner(&w, &lab.url, "build-2", &cred, &[]);
     let h = wait_state(&lab, "build-2", "connected");

@@ -44,6 +44,9 @@ pub struct Challenge {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HostBody {
     pub name: String,
+    /// How lab reaches it: "ssh" (lab dials it with the system ssh client) or
+    /// "dial-back" (its runner dials lab serve).
+    pub transport: &'static str,
     /// "connected" or "down" ("connecting" is for hosts lab dials itself).
     pub state: &'static str,
     /// Runs of this host that are active.
@@ -179,13 +182,13 @@ impl Hosts {
     /// Every host with a credential, and any still connected whose credential went.
     /// `active_runs`: how many active runs a host has.
     pub fn list(&self, active_runs: impl Fn(&str) -> usize) -> Vec<HostBody> {
-        let mut names: Vec<String> = match self.credentials.list() {
-            Ok(records) => records.into_iter().map(|r| r.name).collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the hosts file");
-                Vec::new()
-            }
-        };
+        let records = self.credentials.list().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the hosts file");
+            Vec::new()
+        });
+        let over_ssh: std::collections::BTreeSet<String> =
+            records.iter().filter(|r| r.ssh.is_some()).map(|r| r.name.clone()).collect();
+        let mut names: Vec<String> = records.into_iter().map(|r| r.name).collect();
         let links = self.links.lock().unwrap();
         let down = self.down_since.lock().unwrap();
         names.extend(links.keys().cloned());
@@ -196,6 +199,7 @@ impl Hosts {
             .map(|name| {
                 let link = links.get(&name);
                 HostBody {
+                    transport: if over_ssh.contains(&name) { "ssh" } else { "dial-back" },
                     runs: active_runs(&name),
                     state: if link.is_some() { "connected" } else { "down" },
                     version: link.map(|_| protocol::VERSION.to_string()),
