@@ -12,6 +12,16 @@ use std::time::{Duration, Instant};
 
 const WITHIN: Duration = Duration::from_secs(15);
 
+/// Ends a master when the test does, passed or failed (a master left in the
+/// background would otherwise live until its keep-alives miss the machine).
+struct Ends<'a>(&'a Master);
+
+impl Drop for Ends<'_> {
+    fn drop(&mut self) {
+        self.0.exit();
+    }
+}
+
 fn target(s: &SshMachine) -> SshTarget {
     SshTarget {
         destination: s.destination(),
@@ -52,6 +62,7 @@ fn one_master_per_machine_commands_through_it_and_host_keys_checked_strictly() {
     // Known: one master, and commands through it.
     let control = dir.path().join("m.sock");
     let master = Master::new(target(&s), control.clone());
+    let _ends = Ends(&master);
     let t = Instant::now();
     master.up().unwrap_or_else(|e| panic!("{e}\n{}", s.sshd_log()));
     eprintln!("master up in {} ms", t.elapsed().as_millis());
@@ -105,6 +116,7 @@ fn lab_is_put_on_a_machine_once_and_checked_by_its_hash() {
     let Some(s) = SshMachine::new() else { return };
     let dir = tempfile::Builder::new().prefix("lab-ssh").tempdir_in("/tmp").unwrap();
     let master = Master::new(target(&s), dir.path().join("m.sock"));
+    let _ends = Ends(&master);
     master.up().unwrap_or_else(|e| panic!("{e}\n{}", s.sshd_log()));
     let version = env!("CARGO_PKG_VERSION");
     let binary = std::path::Path::new(common::LAB);
