@@ -47,6 +47,19 @@ impl Runs {
             };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
+        let run = self.follow_launched(rec, typed_prompt, pinned);
+        Ok(run.body())
+    }
+
+    /// A run just launched and recorded, followed from now on: in memory on the build
+    /// it was launched with, its first prompt typed once the agent is ready (one too
+    /// long for the command line), its worktree's diff counted, its tailer started.
+    pub(super) fn follow_launched(
+        self: &Arc<Self>,
+        rec: RunRecord,
+        typed_prompt: Option<String>,
+        pinned: super::providers::Pinned,
+    ) -> Arc<Run> {
         let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
         if let Some(prompt) = typed_prompt {
             self.clone().spawn_first_prompt(run.clone(), prompt);
@@ -55,7 +68,7 @@ impl Runs {
             self.clone().spawn_diff_watch(run.clone());
         }
         self.clone().spawn_tailer(run.clone(), false);
-        Ok(run.body())
+        run
     }
 
     /// A new run's record, active from now (what its launch learns is added to it).

@@ -564,10 +564,6 @@ impl Runs {
         &self.home
     }
 
-    pub fn tmux(&self) -> &Tmux {
-        &self.here.tmux
-    }
-
     /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
         self.here.terminal()

@@ -158,14 +158,7 @@ impl Runs {
             };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
-        let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
-        if let Some(prompt) = typed_prompt {
-            self.clone().spawn_first_prompt(run.clone(), prompt);
-        }
-        if run.record().worktree.is_some() {
-            self.clone().spawn_diff_watch(run.clone());
-        }
-        self.clone().spawn_tailer(run.clone(), false);
+        let run = self.follow_launched(rec, typed_prompt, pinned);
         // Followed once it is a run here: what the runner reports from now on has a
         // run to go to (the runner sends what the files hold when it starts).
         let rec = run.record();
