@@ -62,13 +62,7 @@ fn main() {
         // Cold again next round: the build removed there.
         master.run(&format!("rm -f '{}'", lab.path), b"", WITHIN).unwrap();
         // A stale socket: its master killed.
-        let out = std::process::Command::new("ssh")
-            .args(["-o", &format!("ControlPath={}", dir.path().join("m.sock").display()), "-O", "check", "x"])
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr);
-        let pid: i32 =
-            said.split("pid=").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok()).unwrap();
+        let pid = common::sshd::master_pid(&dir.path().join("m.sock")) as i32;
         unsafe { libc::kill(pid, libc::SIGKILL) };
         common::wait_for(Duration::from_secs(10), "the master to go", || {
             (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::sshd::{fingerprint, keygen, SshMachine};
+use common::sshd::{fingerprint, keygen, master_pid, SshMachine};
 use lab::machines::ssh::{Master, SshError, SshTarget};
 use std::time::{Duration, Instant};
 
@@ -29,17 +29,6 @@ fn target(s: &SshMachine) -> SshTarget {
         identity: Some(s.client_key.clone()),
         known_hosts: Some(s.known_hosts.clone()),
     }
-}
-
-/// The pid of the master serving `control` (`ssh -O check` says it).
-fn master_pid(s: &SshMachine, control: &std::path::Path) -> u32 {
-    let out = std::process::Command::new("ssh")
-        .args(["-o", &format!("ControlPath={}", control.display()), "-O", "check", &s.destination()])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
-    let pid = said.split("pid=").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok());
-    pid.unwrap_or_else(|| panic!("no master: {said}"))
 }
 
 #[test]
@@ -73,7 +62,7 @@ fn one_master_per_machine_commands_through_it_and_host_keys_checked_strictly() {
     eprintln!("a command through the master in {} ms", t.elapsed().as_millis());
     assert_eq!(out.stdout, b"through the master");
     assert_eq!(master.run("exit 42", b"", WITHIN).unwrap().status.code(), Some(42));
-    let pid = master_pid(&s, &control);
+    let pid = master_pid(&control);
 
     // Its master killed (the socket stays behind): dialled again, no hang.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -85,7 +74,7 @@ fn one_master_per_machine_commands_through_it_and_host_keys_checked_strictly() {
     let t = Instant::now();
     assert_eq!(master.run("echo again", b"", WITHIN).unwrap().stdout, b"again\n");
     eprintln!("a stale socket replaced and the command run in {} ms", t.elapsed().as_millis());
-    assert_ne!(master_pid(&s, &control), pid, "a new master");
+    assert_ne!(master_pid(&control), pid, "a new master");
     master.exit();
     assert!(!control.exists());
 

@@ -51,6 +51,17 @@ pub fn keygen(path: &Path) {
     must(run("ssh-keygen", &["-q", "-t", "ed25519", "-N", "", "-f", path.to_str().unwrap()]), "ssh-keygen");
 }
 
+/// The pid of the ssh master serving `control` (`ssh -O check` says it).
+pub fn master_pid(control: &Path) -> u32 {
+    let out = Command::new("ssh")
+        .args(["-o", &format!("ControlPath={}", control.display()), "-O", "check", "any"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let pid = said.split("pid=").nth(1).and_then(|r| r.split(')').next()).and_then(|p| p.parse().ok());
+    pid.unwrap_or_else(|| panic!("no master at {}: {said}", control.display()))
+}
+
 impl SshMachine {
     /// A machine with sshd; `None` (after a loud SKIPPED) where this process cannot
     /// make one.
