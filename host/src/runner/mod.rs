@@ -20,11 +20,12 @@
 //! this one until that one is gone.
 
 use crate::machines::hosts::protocol::{
-    self, close, proof, Down, Op, Reply, Up, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER,
+    self, close, proof, Op, Reply, Up, NAME_HEADER, NONCE_HEADER, SERVE_NONCE_HEADER, SERVE_PROOF_HEADER,
     VERSION_HEADER,
 };
 use crate::machines::tmux::Tmux;
 
+pub mod session;
 pub mod watch;
 use futures_util::{SinkExt, StreamExt};
 use std::path::{Path, PathBuf};
@@ -172,7 +173,7 @@ pub async fn run(opts: Options) -> Result<(), Fatal> {
 
 /// Do one call on this machine, as lab serve asked (if the protocol allows it): its
 /// tmux, its PATH, its run files. ([`Op::Watch`] and [`Op::Unwatch`] are the
-/// connection's: see [`connect_once`].)
+/// link's: see [`session::Session`].)
 pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
     if let Err(message) = protocol::check_op(&op) {
         return Reply::Error { message };
@@ -368,21 +369,7 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
     }
     let (mut sink, mut stream) = ws.split();
     let (out, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<Up>();
-    let home = crate::store::paths::Home::new(opts.home.clone());
-    // One file watcher for the runs followed on this connection.
-    let wakes = watch::Wakes::new();
-    // The runs followed for this connection: stopped with it (the next one says which).
-    let mut watches: std::collections::HashMap<String, tokio::task::JoinHandle<()>> = Default::default();
-    struct AbortAll<'a>(&'a mut std::collections::HashMap<String, tokio::task::JoinHandle<()>>);
-    impl Drop for AbortAll<'_> {
-        fn drop(&mut self) {
-            for (_, h) in self.0.drain() {
-                h.abort();
-            }
-        }
-    }
-    let watches = AbortAll(&mut watches);
-    let mut welcomed = false;
+    let mut session = session::Session::new(tmux.clone(), crate::store::paths::Home::new(opts.home.clone()), out);
     loop {
         let frame = tokio::select! {
             f = tokio::time::timeout(SILENT_LIMIT, stream.next()) => f,
@@ -401,52 +388,16 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
             Ok(Some(Ok(f))) => f,
         };
         match frame {
-            Message::Text(t) => match protocol::decode::<Down>(t.as_str()) {
-                Ok(Down::Welcome { version }) if !welcomed => {
-                    welcomed = true;
-                    tracing::info!(url = %url, name = %opts.name, lab_serve = %version, "connected to lab serve");
+            Message::Text(t) => {
+                let welcomed = session.welcomed();
+                if let Err(why) = session.on_frame(t.as_str()) {
+                    return Ended::Fatal(why);
+                }
+                if !welcomed && session.welcomed() {
+                    tracing::info!(url = %url, name = %opts.name, "connected to lab serve");
                     eprintln!("lab runner: connected to {url} as host `{}`", opts.name);
                 }
-                Ok(Down::Call { id, op: Op::Watch { run, target, transcript, offset } }) if welcomed => {
-                    let op = Op::Watch { run, target, transcript, offset };
-                    let reply = match protocol::check_op(&op) {
-                        Err(message) => Reply::Error { message },
-                        Ok(()) => {
-                            let Op::Watch { run, target, transcript, offset } = op else { unreachable!() };
-                            let id_ = crate::store::paths::RunId::parse(&run).expect("checked");
-                            let w = watch::Watch {
-                                refused: None,
-                                files: home.run_files(&id_),
-                                run: run.clone(),
-                                target,
-                                transcript: transcript.map(PathBuf::from),
-                                offset,
-                            };
-                            let task = tokio::spawn(watch::follow(w, tmux.clone(), wakes.clone(), out.clone()));
-                            if let Some(old) = watches.0.insert(run, task) {
-                                old.abort();
-                            }
-                            Reply::Done
-                        }
-                    };
-                    let _ = out.send(Up::Reply { id, reply });
-                }
-                Ok(Down::Call { id, op: Op::Unwatch { run } }) if welcomed => {
-                    if let Some(task) = watches.0.remove(&run) {
-                        task.abort();
-                    }
-                    let _ = out.send(Up::Reply { id, reply: Reply::Done });
-                }
-                Ok(Down::Call { id, op }) if welcomed => {
-                    // Each call on a thread of its own: a slow tmux never holds up the stream.
-                    let (tmux, home, out) = (tmux.clone(), home.clone(), out.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let _ = out.send(Up::Reply { id, reply: exec(&tmux, &home, op) });
-                    });
-                }
-                Ok(other) => return Ended::Fatal(format!("lab serve sent {other:?} out of turn")),
-                Err(e) => return Ended::Fatal(format!("lab serve sent what this runner does not speak: {e}")),
-            },
+            }
             Message::Close(Some(f)) => {
                 let why = format!("lab serve closed the connection: {}", f.reason);
                 return match u16::from(f.code) {

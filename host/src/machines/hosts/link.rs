@@ -338,6 +338,7 @@ impl Hosts {
                                     }
                                     continue;
                                 }
+                                Ok(Up::Pong) => continue,
                                 Ok(Up::Hello { .. }) => "a second hello".to_string(),
                                 Ok(up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. })) => {
                                     self.report(name, HostEvent::Report(up)).await;

@@ -125,6 +125,8 @@ pub enum Up {
     RunFile { run: String, file: HookFile, content: Option<String> },
     /// A watched run's terminal session is gone.
     Ended { run: String },
+    /// The answer to [`Down::Ping`].
+    Pong,
 }
 
 /// The hook files a runner sends up. The session info may name the run's transcript:
@@ -159,6 +161,9 @@ pub enum Down {
     },
     /// Do `op` on the runner's terminal; answered by one [`Up::Reply`].
     Call { id: u64, op: Op },
+    /// Answered by [`Up::Pong`]: a link that carries no pings of its own (an ssh
+    /// session's stdio) is known alive by these.
+    Ping,
 }
 
 /// What lab serve asks of the terminal on the runner's machine: the terminal seam
@@ -453,6 +458,8 @@ mod tests {
         assert_eq!(decode::<Up>(&text).unwrap(), up);
         let down = Down::Welcome { version: VERSION.into() };
         assert_eq!(decode::<Down>(&encode(&down)).unwrap(), down);
+        assert_eq!(encode(&Down::Ping), r#"{"type":"ping"}"#);
+        assert_eq!(decode::<Up>(r#"{"type":"pong"}"#).unwrap(), Up::Pong);
         let session = Up::RunFile { run: "r-1".into(), file: HookFile::Session, content: Some("{}".into()) };
         assert_eq!(decode::<Up>(&encode(&session)).unwrap(), session);
         for bad in [

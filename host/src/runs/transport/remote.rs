@@ -403,7 +403,7 @@ impl Runs {
                     runs.remote.mirrors.forget(&run.id);
                 });
             }
-            Up::Reply { .. } | Up::Hello { .. } => {}
+            Up::Reply { .. } | Up::Hello { .. } | Up::Pong => {}
         }
     }
 }
