@@ -205,6 +205,9 @@ pub fn main() -> i32 {
         Some("hook") => return crate::agents::hook::main(&rest()),
         Some("agent-exec") => return crate::agents::agent_exec::main(&rest()),
         Some("term-exec") => return crate::agents::acp::terminal::term_exec_main(&rest()),
+        Some("runner") if matches!(args.get(2).and_then(|a| a.to_str()), Some("daemon" | "proxy")) => {
+            return crate::runner::daemon::main(&rest());
+        }
         _ => {}
     }
     let cli = Cli::parse_from(args);

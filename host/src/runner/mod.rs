@@ -25,6 +25,7 @@ use crate::machines::hosts::protocol::{
 };
 use crate::machines::tmux::Tmux;
 
+pub mod daemon;
 pub mod session;
 pub mod watch;
 use futures_util::{SinkExt, StreamExt};
@@ -126,6 +127,21 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The runner's first frame: `proof` and what it is on this machine.
+pub fn hello(proof: String, home: &Path, tmux: &Tmux) -> Up {
+    Up::Hello {
+        proof,
+        hostname: hostname(),
+        home: home.display().to_string(),
+        tmux_socket: tmux.socket.display().to_string(),
+        lab_exe: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        env: crate::runs::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
+            .env
+            .into_iter()
+            .collect(),
+    }
 }
 
 /// How one connection ended.
@@ -263,7 +279,7 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
 /// `up` encoded, if it fits in a frame lab serve takes ([`protocol::MAX_FRAME`]; a
 /// larger one would end the connection): a reply too large becomes an error reply,
 /// anything else too large is dropped (and logged).
-fn fit_frame(up: Up) -> Option<String> {
+pub(crate) fn fit_frame(up: Up) -> Option<String> {
     let frame = protocol::encode(&up);
     if frame.len() <= protocol::MAX_FRAME {
         return Some(frame);
@@ -353,17 +369,7 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
         }
         Err(e) => return Ended::Retry(format!("cannot reach {url}: {e}")),
     };
-    let hello = Up::Hello {
-        proof: proof::runner(key, &opts.name, &runner_nonce, &serve_nonce),
-        hostname: hostname(),
-        home: opts.home.display().to_string(),
-        tmux_socket: tmux.socket.display().to_string(),
-        lab_exe: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
-        env: crate::runs::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
-            .env
-            .into_iter()
-            .collect(),
-    };
+    let hello = hello(proof::runner(key, &opts.name, &runner_nonce, &serve_nonce), &opts.home, tmux);
     if let Err(e) = ws.send(Message::Text(protocol::encode(&hello).into())).await {
         return Ended::Retry(format!("the connection broke: {e}"));
     }

@@ -165,6 +165,15 @@ impl Home {
         self.root.join("hosts.json")
     }
     /// The ssh master's socket for host `name` (in the private runtime folder).
+    /// The runner daemon's socket (`lab runner daemon`, on a machine lab reaches over
+    /// ssh): in the 0700 runtime folder.
+    pub fn runner_socket(&self) -> PathBuf {
+        self.runtime_dir().join("runner.sock")
+    }
+    /// The runner daemon's log.
+    pub fn runner_log(&self) -> PathBuf {
+        self.logs_dir().join("runner.log")
+    }
     pub fn ssh_control(&self, name: &str) -> PathBuf {
         self.runtime_dir().join(format!("ssh-{name}.sock"))
     }

@@ -5,6 +5,7 @@
 //! ([`terminal`]).
 
 pub mod credentials;
+pub mod lines;
 pub mod link;
 pub mod protocol;
 pub mod terminal;
