@@ -185,3 +185,130 @@ fn lab_hosts_add_over_ssh_reaches_the_machine_then_records_it() {
     assert!(lab(&["remove", "far"]).0);
     assert!(!lab(&["list"]).1.contains("far"));
 }
+
+/// A run on a machine lab reaches over ssh: `lab hosts add --ssh` puts lab there,
+/// lab serve starts the machine's runner daemon through its proxy and links to it with
+/// no credential and no port of its own; fake-claude runs there, its question answered
+/// from lab's API. Then the link is cut (the machine's network down and lab's ssh
+/// master killed) for 10 s while a question waits: the host shows `connecting` with
+/// the last error, the run `disconnected`; the answer sent into the cut fails visibly;
+/// the agent goes on there (answered at the machine's own terminal), writes, and
+/// raises a new question during the cut. When the link is back nothing it wrote is
+/// missing, and that question is answered from lab.
+#[test]
+fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
+    use common::{fake_claude, three_options, wait_for, World};
+    use serde_json::{json, Value};
+    let Some(s) = SshMachine::new() else { return };
+    let w = World::new();
+    let m = &s.m;
+    m.install("fake-claude", &fake_claude());
+    // Over ssh the runner starts through the user's login shell: its PATH is the
+    // machine's, as `.profile` makes it.
+    m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
+    let script = json!({"steps": [
+        {"say": "Looking."}, {"ask": three_options()}, {"say": "Written during the cut."},
+        {"ask": three_options()}, {"say": "Both answered."}, {"idle": {}}
+    ]});
+    m.write(&m.workdir.join("script.json"), &serde_json::to_vec(&script).unwrap());
+    w.write_config(
+        "[providers.claude-code]\nprogram = \"fake-claude\"\n\
+         env = { FAKE_CLAUDE_SCRIPT = \"script.json\", FAKE_CLAUDE_LOG = \"fake.log\" }\n",
+    );
+    let dest = s.destination();
+    let add = std::process::Command::new(common::LAB)
+        .args(["hosts", "--home"])
+        .arg(&w.home)
+        .args(["add", "m1", "--ssh", &dest, "--identity"])
+        .arg(&s.client_key)
+        .arg("--known-hosts")
+        .arg(&s.known_hosts)
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let lab = common::Lab::start(&w);
+    let host = |lab: &common::Lab| -> Value {
+        let (st, list) = lab.get("/hosts");
+        assert_eq!(st, 200, "{list}");
+        list.as_array().unwrap().iter().find(|h| h["name"] == "m1").cloned().expect("host m1 listed")
+    };
+    let connected = |lab: &common::Lab, what: &str| {
+        wait_for(Duration::from_secs(60), what, || Some(host(lab)).filter(|h| h["state"] == "connected"))
+    };
+    let h = connected(&lab, "host m1 linked over ssh");
+    assert_eq!((&h["transport"], &h["version"]), (&json!("ssh"), &json!(env!("CARGO_PKG_VERSION"))), "{h}");
+    let runner_home = m.user_home.join(".local/state/lab/runner");
+    assert!(runner_home.join("runtime/runner.sock").exists(), "the runner daemon's socket there");
+
+    let (st, run) = lab.post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Pick a database.", "host": "m1"}),
+    );
+    assert_eq!(st, 201, "{run}");
+    let sock = runner_home.join("tmux.sock");
+    assert_eq!(run["tmux_socket"], sock.to_str().unwrap(), "{run}");
+    let (id, target) = (run["id"].as_str().unwrap().to_string(), run["tmux_target"].as_str().unwrap().to_string());
+    let answer = |lab: &common::Lab, v: &Value| {
+        let tool_id = &v["pending_dialog"]["tool_id"];
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 1}]}))
+    };
+    let log = m.workdir.join("fake.log");
+    let events = |name: &str| World::log_events(&log).into_iter().filter(|e| e["event"] == name).count();
+    let v = lab.wait_view(&id, "the first question", |v| v["pending_dialog"]["source"] == "spool");
+
+    // The cut: the machine's network down, lab's ssh master killed.
+    let control = w.home.join("runtime/ssh-m1.sock");
+    let master = master_pid(&control);
+    let cut_at = Instant::now();
+    m.set_link(false);
+    unsafe { libc::kill(master as i32, libc::SIGKILL) };
+    let h = wait_for(Duration::from_secs(30), "the host seen cut", || {
+        Some(host(&lab)).filter(|h| h["state"] != "connected")
+    });
+    assert_eq!(h["state"], "connecting", "{h}");
+    lab.wait_view(&id, "the run marked disconnected", |v| v["disconnected"] == true);
+    // The answer sent into the cut fails visibly; the question still waits.
+    let (st, b) = answer(&lab, &v);
+    assert!(st >= 400, "an answer into a cut is refused, never played: {st} {b}");
+    assert!(b.to_string().contains("m1"), "it names the host: {b}");
+    assert_eq!(events("answer"), 0);
+    // The agent goes on there meanwhile: answered at the machine's own terminal, it
+    // writes and asks again.
+    let keys = m.run("tmux", &["-S", sock.to_str().unwrap(), "send-keys", "-t", &target, "Enter"]);
+    assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
+    wait_for(Duration::from_secs(30), "the second question there", || {
+        (World::log_events(&log).iter().filter(|e| e["event"] == "ready" && e["widget"] == "ask").count() >= 2)
+            .then_some(())
+    });
+    let h = host(&lab);
+    assert!(h["last_error"].as_str().is_some_and(|e| !e.is_empty()), "the last error is shown: {h}");
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(cut_at.elapsed()));
+    m.set_link(true);
+    let back_at = Instant::now();
+    connected(&lab, "host m1 linked again");
+    eprintln!("linked again {} ms after the link came back", back_at.elapsed().as_millis());
+
+    let v = lab.wait_view(&id, "the second question, after the cut", |v| {
+        v["pending_dialog"]["source"] == "spool" && v["messages"].to_string().contains("Written during the cut.")
+    });
+    assert_eq!(v["disconnected"], false, "{v}");
+    let (st, b) = answer(&lab, &v);
+    assert_eq!(st, 202, "{b}");
+    wait_for(Duration::from_secs(30), "the second answer there", || (events("answer") == 2).then_some(()));
+    let v = lab.wait_view(&id, "the turn's end", |v| v["messages"].to_string().contains("Both answered."));
+    let text = v["messages"].to_string();
+    assert!(text.contains("PostgreSQL") && text.contains("SQLite"), "both answers in the chat: {text}");
+    let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "nothing lost, nothing twice");
+
+    let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
+    drop(lab);
+    let out = std::process::Command::new(common::LAB)
+        .args(["hosts", "--home"])
+        .arg(&w.home)
+        .args(["remove", "m1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -505,6 +505,13 @@ impl Runs {
                 }
             });
         }
+        // Hosts lab reaches over ssh: linked by lab serve itself, for as long as it runs.
+        crate::machines::hosts::over_ssh::spawn(
+            runs.remote.hosts(),
+            runs.home.clone(),
+            runs.here.lab_exe.clone(),
+            runs.shutdown.subscribe(),
+        );
         runs.start_watcher()?;
         // Active runs in lab's tmux: followed once liveness has seen their session
         // (one `list-sessions` for all); those whose session is gone are ended without

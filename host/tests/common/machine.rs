@@ -41,6 +41,8 @@ pub struct Machine {
     pub workdir: PathBuf,
     /// Its programs (first on its PATH).
     pub bin: PathBuf,
+    /// The machine's end of the veth pair (in its namespace).
+    dev: String,
     children: Vec<Child>,
     removed: bool,
 }
@@ -97,6 +99,7 @@ impl Machine {
             user_home: root.join("a"),
             workdir: root.join("w"),
             bin: root.join("bin"),
+            dev: format!("lmn{idx}"),
             root,
             children: Vec::new(),
             removed: false,
@@ -118,6 +121,13 @@ impl Machine {
         std::fs::set_permissions(&m.root, std::fs::Permissions::from_mode(0o700)).unwrap();
         m.install("lab", Path::new(super::LAB));
         Some(m)
+    }
+
+    /// The machine's link up or down (down: it is cut off, as by a network fault; its
+    /// processes go on).
+    pub fn set_link(&self, up: bool) {
+        let state = if up { "up" } else { "down" };
+        ok(&ip(&["-n", &self.ns, "link", "set", &self.dev, state]), "the machine's link");
     }
 
     /// Make `path` the machine user's.

@@ -869,7 +869,7 @@ impl Agent {
             self.log.event(json!({"event": "step", "index": i}));
             match step {
                 Step::Say(text) => {
-                    let next = steps[i + 1..].iter().find(|s| !matches!(s, Step::SleepMs(_)));
+                    let next = steps[i + 1..].iter().find(|s| !matches!(s, Step::SleepMs(_) | Step::WaitFile(_)));
                     let stop_reason = match next {
                         None | Some(Step::Idle(_)) => Some("end_turn"),
                         Some(Step::Ask(_) | Step::Plan(_) | Step::Bash(_) | Step::Write(_)) => Some("tool_use"),
@@ -897,6 +897,15 @@ impl Agent {
                     self.screen.draw(&[]);
                 }
                 Step::SleepMs(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                Step::WaitFile(path) => {
+                    let start = std::time::Instant::now();
+                    while !std::path::Path::new(path).exists() && start.elapsed() < Duration::from_secs(120) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    self.log.event(
+                        json!({"event": "wait_file", "path": path, "found": std::path::Path::new(path).exists()}),
+                    );
+                }
                 Step::Exit(code) => self.exit(*code),
             }
         }

@@ -38,6 +38,9 @@ pub enum Step {
     Idle(IdleStep),
     ApiError(ApiErrorStep),
     SleepMs(u64),
+    /// Wait until this file (relative to the workdir) exists, for at most two minutes:
+    /// a test says "go on" with a fact, not a guessed delay.
+    WaitFile(String),
     Exit(i32),
 }
 

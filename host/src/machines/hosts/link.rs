@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// The calls of one connection waiting for their reply, by id.
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
+pub(super) type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 
 /// How often lab serve pings a runner (and re-checks its credential).
 pub const PING_EVERY: Duration = Duration::from_secs(5);
@@ -47,7 +47,7 @@ pub struct HostBody {
     /// How lab reaches it: "ssh" (lab dials it with the system ssh client) or
     /// "dial-back" (its runner dials lab serve).
     pub transport: &'static str,
-    /// "connected" or "down" ("connecting" is for hosts lab dials itself).
+    /// "connected", "connecting" (lab dials it, over ssh, and is trying) or "down".
     pub state: &'static str,
     /// Runs of this host that are active.
     pub runs: usize,
@@ -57,6 +57,17 @@ pub struct HostBody {
     pub since: Option<String>,
     /// The machine's own name, as its runner says (null while down).
     pub hostname: Option<String>,
+    /// Why the last try to reach it failed, or its last link ended (null: none yet).
+    pub last_error: Option<String>,
+}
+
+/// A host lab dials itself (over ssh), while it is not connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialing {
+    /// Trying again (`connecting`), or waiting on the operator (`down`: a refusal
+    /// another try would not fix, retried seldom).
+    pub trying: bool,
+    pub last_error: Option<String>,
 }
 
 struct Link {
@@ -109,6 +120,8 @@ pub struct Hosts {
     events: Mutex<Option<Events>>,
     /// When each host last went down (while lab serve runs).
     down_since: Mutex<BTreeMap<String, String>>,
+    /// The hosts lab dials itself, while not connected.
+    dialing: Mutex<BTreeMap<String, Dialing>>,
     next_conn: AtomicU64,
 }
 
@@ -119,6 +132,7 @@ impl Hosts {
             links: Mutex::new(BTreeMap::new()),
             events: Mutex::new(None),
             down_since: Mutex::new(BTreeMap::new()),
+            dialing: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
         }
     }
@@ -142,8 +156,17 @@ impl Hosts {
         *self.events.lock().unwrap() = Some(events);
     }
 
+    /// Host `name` (which lab dials) is not connected: trying again or not, and why.
+    pub fn set_dialing(&self, name: &str, dialing: Option<Dialing>) {
+        let mut d = self.dialing.lock().unwrap();
+        match dialing {
+            Some(x) => d.insert(name.to_string(), x),
+            None => d.remove(name),
+        };
+    }
+
     /// Hand `event` to the runs, waiting while the queue is full.
-    async fn report(&self, name: &str, event: HostEvent) {
+    pub(super) async fn report(&self, name: &str, event: HostEvent) {
         let tx = self.events.lock().unwrap().clone();
         if let Some(tx) = tx {
             let _ = tx.send((name.to_string(), event)).await;
@@ -191,6 +214,7 @@ impl Hosts {
         let mut names: Vec<String> = records.into_iter().map(|r| r.name).collect();
         let links = self.links.lock().unwrap();
         let down = self.down_since.lock().unwrap();
+        let dialing = self.dialing.lock().unwrap();
         names.extend(links.keys().cloned());
         names.sort();
         names.dedup();
@@ -198,10 +222,16 @@ impl Hosts {
             .into_iter()
             .map(|name| {
                 let link = links.get(&name);
+                let dial = dialing.get(&name).filter(|_| link.is_none());
                 HostBody {
                     transport: if over_ssh.contains(&name) { "ssh" } else { "dial-back" },
                     runs: active_runs(&name),
-                    state: if link.is_some() { "connected" } else { "down" },
+                    state: match (link, dial) {
+                        (Some(_), _) => "connected",
+                        (None, Some(d)) if d.trying => "connecting",
+                        _ => "down",
+                    },
+                    last_error: dial.and_then(|d| d.last_error.clone()),
                     version: link.map(|_| protocol::VERSION.to_string()),
                     since: link.map(|l| l.since.clone()).or_else(|| down.get(&name).cloned()),
                     hostname: link.map(|l| l.facts.hostname.clone()),
@@ -214,7 +244,7 @@ impl Hosts {
     /// One runner's connection, from its upgrade to its end (the caller knew its host
     /// and version, and sent lab serve's proof).
     pub async fn serve(&self, name: String, challenge: Challenge, mut socket: WebSocket) {
-        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let conn = self.next_conn();
         let remote = challenge.remote.clone();
         let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
             Ok(Some(Ok(Message::Text(t)))) => match protocol::decode::<Up>(t.as_str()) {
@@ -255,26 +285,7 @@ impl Hosts {
         let home = facts.home.clone();
         let (out, mut out_rx) = mpsc::unbounded_channel();
         let pending: Pending = Arc::default();
-        let busy = {
-            let mut links = self.links.lock().unwrap();
-            match links.get(&name) {
-                Some(live) => Some(live.facts.hostname.clone()),
-                None => {
-                    links.insert(
-                        name.clone(),
-                        Link {
-                            conn,
-                            since: crate::util::time::now_rfc3339(),
-                            facts: facts.clone(),
-                            out,
-                            pending: pending.clone(),
-                        },
-                    );
-                    None
-                }
-            }
-        };
-        if let Some(live) = busy {
+        if let Err(live) = self.attach(&name, conn, facts, out, pending.clone()) {
             // One use of a credential never disconnects the runner that holds it.
             tracing::warn!(host = %name, %remote, %hostname, live = %live, "refused a second runner of a connected host");
             let why = format!(
@@ -292,19 +303,69 @@ impl Hosts {
         } else {
             self.follow(&name, &challenge.key, &mut socket, &mut out_rx, &pending).await
         };
+        self.detach(&name, conn).await;
+        tracing::info!(host = %name, %why, "runner disconnected");
+    }
+
+    /// A new connection number.
+    pub(super) fn next_conn(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Host `name`'s runner is connected as `conn` (Err: another is, on the machine
+    /// named).
+    pub(super) fn attach(
+        &self,
+        name: &str,
+        conn: u64,
+        facts: RunnerFacts,
+        out: mpsc::UnboundedSender<String>,
+        pending: Pending,
+    ) -> Result<(), String> {
+        let mut links = self.links.lock().unwrap();
+        if let Some(live) = links.get(name) {
+            return Err(live.facts.hostname.clone());
+        }
+        let since = crate::util::time::now_rfc3339();
+        links.insert(name.to_string(), Link { conn, since, facts, out, pending });
+        self.dialing.lock().unwrap().remove(name);
+        Ok(())
+    }
+
+    /// Connection `conn` of host `name` ended: the runs are told, if it was the live one.
+    pub(super) async fn detach(&self, name: &str, conn: u64) {
         let gone = {
             let mut links = self.links.lock().unwrap();
-            let ours = links.get(&name).is_some_and(|l| l.conn == conn);
+            let ours = links.get(name).is_some_and(|l| l.conn == conn);
             if ours {
-                links.remove(&name);
-                self.down_since.lock().unwrap().insert(name.clone(), crate::util::time::now_rfc3339());
+                links.remove(name);
+                self.down_since.lock().unwrap().insert(name.to_string(), crate::util::time::now_rfc3339());
             }
             ours
         };
         if gone {
-            self.report(&name, HostEvent::Down).await;
+            self.report(name, HostEvent::Down).await;
         }
-        tracing::info!(host = %name, %why, "runner disconnected");
+    }
+
+    /// A frame from host `name`'s runner after its hello: a reply to its waiting call,
+    /// or a report for the runs. `Err`: what breaks the protocol.
+    pub(super) async fn on_up(&self, name: &str, up: Up, pending: &Pending) -> Result<(), String> {
+        match up {
+            Up::Reply { id, reply } => {
+                // A reply nobody waits for any more (its call timed out) is dropped.
+                if let Some(tx) = pending.lock().unwrap().remove(&id) {
+                    let _ = tx.send(reply);
+                }
+                Ok(())
+            }
+            Up::Pong => Ok(()),
+            Up::Hello { .. } => Err("a second hello".to_string()),
+            up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. }) => {
+                self.report(name, HostEvent::Report(up)).await;
+                Ok(())
+            }
+        }
     }
 
     /// Read frames until the connection ends: why it ended.
@@ -331,19 +392,10 @@ impl Hosts {
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                         Some(Ok(Message::Text(t))) => {
                             let why = match protocol::decode::<Up>(t.as_str()) {
-                                Ok(Up::Reply { id, reply }) => {
-                                    // A reply nobody waits for any more (its call timed out) is dropped.
-                                    if let Some(tx) = pending.lock().unwrap().remove(&id) {
-                                        let _ = tx.send(reply);
-                                    }
-                                    continue;
-                                }
-                                Ok(Up::Pong) => continue,
-                                Ok(Up::Hello { .. }) => "a second hello".to_string(),
-                                Ok(up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. })) => {
-                                    self.report(name, HostEvent::Report(up)).await;
-                                    continue;
-                                }
+                                Ok(up) => match self.on_up(name, up, pending).await {
+                                    Ok(()) => continue,
+                                    Err(why) => why,
+                                },
                                 Err(e) => e.to_string(),
                             };
                             let _ = socket.send(close_frame(close::PROTOCOL, &why)).await;

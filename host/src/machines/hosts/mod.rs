@@ -7,6 +7,7 @@
 pub mod credentials;
 pub mod lines;
 pub mod link;
+pub mod over_ssh;
 pub mod protocol;
 pub mod terminal;
 

@@ -27,6 +27,8 @@ pub struct Installed {
     pub uploaded: bool,
     /// `uname -sm` there.
     pub system: String,
+    /// The build's name: the start of its SHA-256 (16 hex digits).
+    pub build: String,
 }
 
 /// What one look at the machine found.
@@ -71,9 +73,9 @@ fn parse_probe(text: &str) -> Result<Probe, String> {
 /// is an error naming what is missing.
 pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Installed, SshError> {
     let dest = &master.target().destination;
-    let bytes = std::fs::read(binary).map_err(|e| SshError::Failed(format!("reading {}: {e}", binary.display())))?;
-    let sha: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let sha = hash_of(binary).map_err(|e| SshError::Failed(format!("reading {}: {e}", binary.display())))?;
     let name = build_name(version, &sha);
+    let build = sha[..16].to_string();
     let probe = format!(
         "echo \"system=$(uname -sm)\"; if command -v tmux >/dev/null 2>&1; then echo tmux=yes; else echo tmux=no; fi; \
          p=\"{DIR}/{name}\"; echo \"path=$p\"; \
@@ -96,7 +98,11 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
         )));
     }
     if found.sha256.as_deref() == Some(sha.as_str()) {
-        return Ok(Installed { path: found.path, uploaded: false, system: found.system });
+        return Ok(Installed { path: found.path, uploaded: false, system: found.system, build });
+    }
+    let bytes = std::fs::read(binary).map_err(|e| SshError::Failed(format!("reading {}: {e}", binary.display())))?;
+    if Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>() != sha {
+        return Err(SshError::Failed(format!("{} changed while lab serve ran: restart it", binary.display())));
     }
     let upload = format!(
         "set -e; d=\"{DIR}\"; mkdir -p \"$d\"; chmod 700 \"$d\"; t=\"$d/.{name}.$$\"; \
@@ -114,7 +120,28 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
     if said != format!("lab {version}") {
         return Err(SshError::Failed(format!("lab uploaded to {dest} says {said:?}, not \"lab {version}\"")));
     }
-    Ok(Installed { path: found.path, uploaded: true, system: found.system })
+    Ok(Installed { path: found.path, uploaded: true, system: found.system, build })
+}
+
+/// The SHA-256 of `binary` (hex), hashed once per file, size and change time: a
+/// reconnect does not read the whole binary again.
+fn hash_of(binary: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    type Key = (std::path::PathBuf, u64, i64, i64);
+    static SEEN: std::sync::Mutex<Option<(Key, String)>> = std::sync::Mutex::new(None);
+    let m = std::fs::metadata(binary)?;
+    let key: Key = (binary.to_path_buf(), m.len(), m.ctime(), m.ctime_nsec());
+    if let Some((k, sha)) = SEEN.lock().unwrap().as_ref() {
+        if *k == key {
+            return Ok(sha.clone());
+        }
+    }
+    let mut f = std::fs::File::open(binary)?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    let sha: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    *SEEN.lock().unwrap() = Some((key, sha.clone()));
+    Ok(sha)
 }
 
 #[cfg(test)]

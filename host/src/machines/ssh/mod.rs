@@ -241,6 +241,14 @@ impl Master {
         run_within(c, stdin, within)
     }
 
+    /// `command` (a shell command line there) as a session through the master, its
+    /// stdio the caller's to set (the caller makes sure the master is up).
+    pub fn session(&self, command: &str) -> Command {
+        let mut c = self.ssh();
+        c.args(["-o", "ControlMaster=no", &self.target.destination, command]);
+        c
+    }
+
     /// End the master (and its socket).
     pub fn exit(&self) {
         if self.control.exists() {

@@ -1,0 +1,271 @@
+//! Hosts lab reaches over ssh (`lab hosts add NAME --ssh …`): lab serve keeps each
+//! linked itself. One try: the machine's master up ([`Master::up`]), lab of this build
+//! there ([`bootstrap::ensure_lab`]), then `lab runner proxy` run through the master,
+//! and the runner protocol as lines over that session's stdio
+//! ([`super::lines`]) — the same calls and reports as a dial-back runner's, into the
+//! same [`Hosts`]: the runs do not know which way their host is reached.
+//!
+//! A link that ends (ssh killed, the network gone: a ping every [`PING_EVERY`] unanswered
+//! for [`SILENT_LIMIT`]) is dialled again at once, then backing off to [`LAST_RETRY`]
+//! while it fails; the host shows `connecting` with the last error meanwhile. A
+//! refusal another try will not fix (a host key not known or changed, the login
+//! refused, a machine lab cannot run on, a runner there newer than this lab) shows
+//! `down` with its reason and is tried again only every [`REFUSED_RETRY`] (never a
+//! refused login every few seconds). The runs on the machine go on meanwhile: its
+//! runner daemon and tmux outlive the link; when it is back, the runs are followed
+//! again from what lab holds of them.
+
+use super::lines::{read_frame, write_frame};
+use super::link::{Dialing, HostEvent, Hosts, Pending, RunnerFacts, PING_EVERY, SILENT_LIMIT};
+use super::protocol::{self, Down, Up};
+use crate::machines::ssh::{bootstrap, Master, SshError, SshTarget};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::sync::{mpsc, watch};
+
+/// The first wait before dialling again after a failed try.
+pub const FIRST_RETRY: Duration = Duration::from_millis(250);
+/// The longest wait between failed tries.
+pub const LAST_RETRY: Duration = Duration::from_secs(2);
+/// The wait after a refusal another try will not fix.
+pub const REFUSED_RETRY: Duration = Duration::from_secs(60);
+/// How long the runner has to say hello once its proxy runs.
+pub const HELLO_WITHIN: Duration = Duration::from_secs(15);
+/// Where the runner keeps its home there (expanded by the machine's shell).
+pub const REMOTE_HOME: &str = "${XDG_STATE_HOME:-$HOME/.local/state}/lab/runner";
+/// How often the hosts file is read for hosts added or removed.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// Why one try ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ended {
+    /// The link was up, and ended: dial again at once.
+    Cut(String),
+    /// It did not get up: dial again, backing off.
+    Failed(String),
+    /// Another try will not fix it.
+    Refused(String),
+    /// The host was removed, or lab serve stops.
+    Stopped,
+}
+
+fn failed(e: SshError) -> Ended {
+    match e {
+        SshError::HostKey(m) | SshError::Denied(m) | SshError::Unsuitable(m) => Ended::Refused(m),
+        e => Ended::Failed(e.to_string()),
+    }
+}
+
+/// Keep every ssh host of the hosts file linked, for as long as lab serve runs (until
+/// `stop` says true): a host added is dialled within [`LOOK_EVERY`], one removed
+/// unlinked.
+pub fn spawn(hosts: Arc<Hosts>, home: crate::store::paths::Home, lab_exe: PathBuf, stop: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        let mut kept: std::collections::BTreeMap<String, (SshTarget, watch::Sender<bool>)> = Default::default();
+        let mut stop = stop;
+        loop {
+            let wanted: std::collections::BTreeMap<String, SshTarget> = match hosts.credentials().list() {
+                Ok(list) => list.into_iter().filter_map(|r| Some((r.name, r.ssh?))).collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the hosts file");
+                    kept.iter().map(|(n, (t, _))| (n.clone(), t.clone())).collect()
+                }
+            };
+            kept.retain(|name, (target, end)| {
+                let keep = wanted.get(name) == Some(target);
+                if !keep {
+                    let _ = end.send(true);
+                }
+                keep
+            });
+            for (name, target) in wanted {
+                if kept.contains_key(&name) {
+                    continue;
+                }
+                let (end, ended) = watch::channel(false);
+                let master = Arc::new(Master::new(target.clone(), home.ssh_control(&name)));
+                tokio::spawn(keep(hosts.clone(), name.clone(), master, lab_exe.clone(), ended));
+                kept.insert(name, (target, end));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(LOOK_EVERY) => {}
+                _ = stop.changed() => {}
+            }
+            if *stop.borrow() {
+                for (_, (_, end)) in kept {
+                    let _ = end.send(true);
+                }
+                return;
+            }
+        }
+    });
+}
+
+/// Keep host `name` linked until `ended` says true.
+async fn keep(
+    hosts: Arc<Hosts>,
+    name: String,
+    master: Arc<Master>,
+    lab_exe: PathBuf,
+    mut ended: watch::Receiver<bool>,
+) {
+    let mut wait = Duration::ZERO;
+    let mut last_error: Option<String> = None;
+    loop {
+        hosts.set_dialing(&name, Some(Dialing { trying: true, last_error: last_error.clone() }));
+        let r = tokio::select! {
+            r = link_once(&hosts, &name, &master, &lab_exe) => r,
+            _ = ended.changed() => Ended::Stopped,
+        };
+        let (why, next, trying) = match r {
+            Ended::Stopped => break,
+            Ended::Cut(why) => (why, Duration::ZERO, true),
+            Ended::Failed(why) => {
+                let w = (wait * 2).clamp(FIRST_RETRY, LAST_RETRY);
+                (why, w, true)
+            }
+            Ended::Refused(why) => (why, REFUSED_RETRY, false),
+        };
+        if *ended.borrow() {
+            break;
+        }
+        tracing::warn!(host = %name, %why, retry_in_ms = next.as_millis() as u64, "host not linked");
+        last_error = Some(why.clone());
+        hosts.set_dialing(&name, Some(Dialing { trying, last_error: Some(why) }));
+        wait = next;
+        tokio::select! {
+            _ = tokio::time::sleep(next) => {}
+            _ = ended.changed() => break,
+        }
+    }
+    hosts.set_dialing(&name, None);
+    tracing::info!(host = %name, "no longer linked over ssh (removed, or lab serve stops)");
+}
+
+/// One try: dial, link, follow the link to its end.
+async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &std::path::Path) -> Ended {
+    let (m, exe) = (master.clone(), lab_exe.to_path_buf());
+    let installed = match tokio::task::spawn_blocking(move || {
+        m.up()?;
+        bootstrap::ensure_lab(&m, &exe, protocol::VERSION)
+    })
+    .await
+    {
+        Ok(Ok(i)) => i,
+        Ok(Err(e)) => return failed(e),
+        Err(e) => return Ended::Failed(format!("the dial task failed: {e}")),
+    };
+    let command = format!(
+        "exec {} runner proxy --home \"{REMOTE_HOME}\" --build {}",
+        crate::util::shell::quote(&installed.path),
+        crate::util::shell::quote(&installed.build)
+    );
+    let mut c = tokio::process::Command::from(master.session(&command));
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = match c.spawn() {
+        Ok(c) => c,
+        Err(e) => return Ended::Failed(format!("cannot run ssh: {e}")),
+    };
+    let (Some(mut to), Some(from), Some(mut err)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Ended::Failed("ssh's stdio".into());
+    };
+    // What ssh and the proxy say on stderr: the reason when the link ends.
+    let said = tokio::spawn(async move {
+        let mut text = Vec::new();
+        let _ = (&mut err).take(64 << 10).read_to_end(&mut text).await;
+        String::from_utf8_lossy(&text).trim().to_string()
+    });
+    let reason = |said: String, fallback: &str| {
+        let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(fallback).trim().to_string();
+        let last: String = last.chars().filter(|c| !c.is_control()).take(300).collect();
+        if last.contains("newer than this lab serve") {
+            Ended::Refused(last.trim_start_matches("lab runner: ").to_string())
+        } else {
+            Ended::Failed(last)
+        }
+    };
+    let mut from = BufReader::new(from);
+    let mut buf = Vec::new();
+    let hello = match tokio::time::timeout(HELLO_WITHIN, read_frame(&mut from, &mut buf)).await {
+        Ok(Ok(Some(line))) => protocol::decode::<Up>(&line).map_err(|e| e.to_string()),
+        Ok(Ok(None)) | Ok(Err(_)) => {
+            let _ = child.wait().await;
+            return reason(said.await.unwrap_or_default(), "the runner there ended before its hello");
+        }
+        Err(_) => return Ended::Failed(format!("the runner there said no hello within {} s", HELLO_WITHIN.as_secs())),
+    };
+    let facts = match hello {
+        Ok(Up::Hello { hostname, home, tmux_socket, lab_exe, env, .. }) => {
+            match protocol::check_facts(&home, &tmux_socket, &lab_exe, &env) {
+                Ok(()) => RunnerFacts { hostname: protocol::clean_label(&hostname), home, tmux_socket, lab_exe, env },
+                Err(why) => return Ended::Refused(why),
+            }
+        }
+        Ok(other) => return Ended::Refused(format!("the runner there began with {other:?}, not its hello")),
+        Err(e) => return Ended::Refused(format!("the runner there does not speak this protocol: {e}")),
+    };
+    let conn = hosts.next_conn();
+    let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let pending: Pending = Arc::default();
+    if let Err(live) = hosts.attach(name, conn, facts.clone(), out, pending.clone()) {
+        return Ended::Refused(format!("host `{name}` has another runner connected (on {live})"));
+    }
+    tracing::info!(host = %name, hostname = %facts.hostname, uploaded = installed.uploaded, "linked over ssh");
+    hosts.report(name, HostEvent::Connected).await;
+    let welcome = protocol::encode(&Down::Welcome { version: protocol::VERSION.to_string() });
+    let ping = protocol::encode(&Down::Ping);
+    let why = if write_frame(&mut to, &welcome).await.is_err() {
+        "the link broke".to_string()
+    } else {
+        let mut heard = Instant::now();
+        let mut tick = tokio::time::interval(PING_EVERY);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                line = read_frame(&mut from, &mut buf) => match line {
+                    Ok(Some(text)) => {
+                        heard = Instant::now();
+                        let r = match protocol::decode::<Up>(&text) {
+                            Ok(up) => hosts.on_up(name, up, &pending).await,
+                            Err(e) => Err(e.to_string()),
+                        };
+                        if let Err(why) = r {
+                            break format!("the runner broke the protocol: {why}");
+                        }
+                    }
+                    Ok(None) => break "the link ended".to_string(),
+                    Err(e) => break format!("the link broke: {e}"),
+                },
+                Some(frame) = out_rx.recv() => {
+                    if write_frame(&mut to, &frame).await.is_err() {
+                        break "the link broke".to_string();
+                    }
+                }
+                _ = tick.tick() => {
+                    if heard.elapsed() > SILENT_LIMIT {
+                        break format!("the runner there was silent for {} s", SILENT_LIMIT.as_secs());
+                    }
+                    if write_frame(&mut to, &ping).await.is_err() {
+                        break "the link broke".to_string();
+                    }
+                }
+            }
+        }
+    };
+    hosts.detach(name, conn).await;
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+    let said = tokio::time::timeout(Duration::from_secs(1), said).await.ok().and_then(|r| r.ok()).unwrap_or_default();
+    let why = match said.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(l) => format!("{why} ({})", l.chars().filter(|c| !c.is_control()).take(200).collect::<String>()),
+        None => why,
+    };
+    tracing::info!(host = %name, %why, "ssh link ended");
+    Ended::Cut(why)
+}
