@@ -34,6 +34,7 @@ fn main() {
         port: None,
         identity: Some(s.client_key.clone()),
         known_hosts: Some(s.known_hosts.clone()),
+        lab: None,
     };
     let master = Master::new(target, dir.path().join("m.sock"));
     let binary = Path::new(common::LAB);

@@ -28,6 +28,7 @@ fn target(s: &SshMachine) -> SshTarget {
         port: None,
         identity: Some(s.client_key.clone()),
         known_hosts: Some(s.known_hosts.clone()),
+        lab: None,
     }
 }
 
@@ -300,6 +301,17 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
     assert!(text.contains("PostgreSQL") && text.contains("SQLite"), "both answers in the chat: {text}");
     let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "nothing lost, nothing twice");
+
+    // The attach command reaches the machine as lab does.
+    let (_, t) = lab.get(&format!("/runs/{id}/terminal"));
+    let attach = t["attach"].as_str().unwrap();
+    let want = format!(
+        "ssh -t -i {} -o UserKnownHostsFile={} {dest} 'tmux -S {}",
+        s.client_key.display(),
+        s.known_hosts.display(),
+        sock.display()
+    );
+    assert!(attach.starts_with(&want), "{attach}\nnot {want}");
 
     let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");

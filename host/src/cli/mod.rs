@@ -285,6 +285,7 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
                 port,
                 identity: absolute(identity)?,
                 known_hosts: absolute(known_hosts)?,
+                lab: None,
             };
             add_ssh_host(&home, &creds, &name, target)?;
         }

@@ -58,6 +58,22 @@ pub struct Config {
     pub runs: RunsConfig,
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
+    #[serde(default)]
+    pub hosts: BTreeMap<String, HostConfig>,
+}
+
+/// `[hosts.<name>]`: a machine lab reaches over ssh (as `lab hosts add NAME --ssh`
+/// records one); checked when lab serve starts.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// `[user@]host`, or an alias of the operator's ssh config.
+    pub ssh: String,
+    pub port: Option<u16>,
+    pub identity: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    /// Where lab's builds go there (absolute, or `~/…`).
+    pub lab: Option<String>,
 }
 
 /// `[agents.<name>]`: an agent lab speaks the Agent Client Protocol with (see

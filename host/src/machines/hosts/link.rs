@@ -122,6 +122,8 @@ pub struct Hosts {
     down_since: Mutex<BTreeMap<String, String>>,
     /// The hosts lab dials itself, while not connected.
     dialing: Mutex<BTreeMap<String, Dialing>>,
+    /// The hosts lab.toml names (`[hosts.<name>]`), reached over ssh.
+    configured: Mutex<BTreeMap<String, crate::machines::ssh::SshTarget>>,
     next_conn: AtomicU64,
 }
 
@@ -133,6 +135,7 @@ impl Hosts {
             events: Mutex::new(None),
             down_since: Mutex::new(BTreeMap::new()),
             dialing: Mutex::new(BTreeMap::new()),
+            configured: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
         }
     }
@@ -154,6 +157,25 @@ impl Hosts {
     /// Where runners' reports go (one follower: the runs).
     pub fn set_events(&self, events: Events) {
         *self.events.lock().unwrap() = Some(events);
+    }
+
+    /// The hosts lab.toml names (set when lab serve starts).
+    pub fn set_configured(&self, hosts: BTreeMap<String, crate::machines::ssh::SshTarget>) {
+        *self.configured.lock().unwrap() = hosts;
+    }
+
+    /// Every host lab reaches over ssh: added with `lab hosts add --ssh`, or named in
+    /// lab.toml (an added one wins over a lab.toml one of the same name).
+    pub fn over_ssh(&self) -> anyhow::Result<BTreeMap<String, crate::machines::ssh::SshTarget>> {
+        let mut all = self.configured.lock().unwrap().clone();
+        for r in self.credentials.list()? {
+            if let Some(t) = r.ssh {
+                all.insert(r.name, t);
+            } else {
+                all.remove(&r.name);
+            }
+        }
+        Ok(all)
     }
 
     /// Host `name` (which lab dials) is not connected: trying again or not, and why.
@@ -209,9 +231,15 @@ impl Hosts {
             tracing::warn!(error = %e, "cannot read the hosts file");
             Vec::new()
         });
-        let over_ssh: std::collections::BTreeSet<String> =
+        let mut over_ssh: std::collections::BTreeSet<String> =
             records.iter().filter(|r| r.ssh.is_some()).map(|r| r.name.clone()).collect();
-        let mut names: Vec<String> = records.into_iter().map(|r| r.name).collect();
+        let mut names: Vec<String> = records.iter().map(|r| r.name.clone()).collect();
+        for name in self.configured.lock().unwrap().keys() {
+            if !names.contains(name) {
+                over_ssh.insert(name.clone());
+                names.push(name.clone());
+            }
+        }
         let links = self.links.lock().unwrap();
         let down = self.down_since.lock().unwrap();
         let dialing = self.dialing.lock().unwrap();

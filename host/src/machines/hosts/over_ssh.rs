@@ -58,7 +58,31 @@ fn failed(e: SshError) -> Ended {
     }
 }
 
-/// Keep every ssh host of the hosts file linked, for as long as lab serve runs (until
+/// The hosts lab.toml names (`[hosts.<name>]`), checked: a bad one is an error naming
+/// it (lab serve does not start with it).
+pub fn configured(
+    config: &crate::store::config::Config,
+) -> Result<std::collections::BTreeMap<String, SshTarget>, String> {
+    config
+        .hosts
+        .iter()
+        .map(|(name, h)| {
+            let target = SshTarget {
+                destination: h.ssh.clone(),
+                port: h.port,
+                identity: h.identity.clone(),
+                known_hosts: h.known_hosts.clone(),
+                lab: h.lab.clone(),
+            };
+            super::credentials::check_name(name)
+                .and_then(|()| target.check())
+                .map(|()| (name.clone(), target))
+                .map_err(|e| format!("lab.toml [hosts.{name}]: {e}"))
+        })
+        .collect()
+}
+
+/// Keep every ssh host of the hosts file and lab.toml linked, for as long as lab serve runs (until
 /// `stop` says true): a host added is dialled within [`LOOK_EVERY`], one removed
 /// unlinked.
 pub fn spawn(hosts: Arc<Hosts>, home: crate::store::paths::Home, lab_exe: PathBuf, stop: watch::Receiver<bool>) {
@@ -66,8 +90,8 @@ pub fn spawn(hosts: Arc<Hosts>, home: crate::store::paths::Home, lab_exe: PathBu
         let mut kept: std::collections::BTreeMap<String, (SshTarget, watch::Sender<bool>)> = Default::default();
         let mut stop = stop;
         loop {
-            let wanted: std::collections::BTreeMap<String, SshTarget> = match hosts.credentials().list() {
-                Ok(list) => list.into_iter().filter_map(|r| Some((r.name, r.ssh?))).collect(),
+            let wanted: std::collections::BTreeMap<String, SshTarget> = match hosts.over_ssh() {
+                Ok(all) => all,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the hosts file");
                     kept.iter().map(|(n, (t, _))| (n.clone(), t.clone())).collect()
@@ -268,4 +292,50 @@ async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &st
     };
     tracing::info!(host = %name, %why, "ssh link ended");
     Ended::Cut(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machines::hosts::HostCredentials;
+
+    #[test]
+    fn lab_toml_hosts_are_checked_and_listed_beside_added_ones() {
+        let config: crate::store::config::Config = toml::from_str(
+            "[hosts.build-2]\nssh = \"lab@10.0.0.2\"\nport = 2222\nidentity = \"/k/id\"\nknown_hosts = \"/k/kh\"\n\
+             lab = \"~/opt/lab\"\n[hosts.gpu]\nssh = \"gpu-box\"\n",
+        )
+        .unwrap();
+        let hosts = configured(&config).unwrap();
+        let t = &hosts["build-2"];
+        assert_eq!((t.destination.as_str(), t.port, t.lab.as_deref()), ("lab@10.0.0.2", Some(2222), Some("~/opt/lab")));
+        assert_eq!(hosts["gpu"].destination, "gpu-box");
+        for (bad, why) in [
+            ("[hosts.Bad]\nssh = \"h\"\n", "[hosts.Bad]"),
+            ("[hosts.a]\nssh = \"-oProxyCommand=x\"\n", "not an ssh destination"),
+            ("[hosts.a]\nssh = \"h\"\nidentity = \"key\"\n", "absolute"),
+            ("[hosts.a]\nssh = \"h\"\nlab = \"$(id)\"\n", "lab ="),
+        ] {
+            let c: crate::store::config::Config = toml::from_str(bad).unwrap();
+            let e = configured(&c).unwrap_err();
+            assert!(e.contains(why) && e.contains("lab.toml"), "{bad}: {e}");
+        }
+        assert!(toml::from_str::<crate::store::config::Config>("[hosts.a]\nssh = \"h\"\nuser = \"x\"\n").is_err());
+
+        let d = tempfile::tempdir().unwrap();
+        let creds = HostCredentials::new(d.path().join("hosts.json"));
+        creds.add("gpu", std::time::SystemTime::now()).unwrap();
+        let h = Hosts::new(creds);
+        h.set_configured(hosts);
+        // `gpu` was added as a dial-back host: that wins over lab.toml's.
+        assert_eq!(h.over_ssh().unwrap().keys().collect::<Vec<_>>(), ["build-2"]);
+        h.set_dialing("build-2", Some(Dialing { trying: true, last_error: Some("No route to host".into()) }));
+        let list = h.list(|_| 0);
+        let row = |n: &str| list.iter().find(|b| b.name == n).unwrap().clone();
+        assert_eq!((row("build-2").transport, row("build-2").state), ("ssh", "connecting"));
+        assert_eq!(row("build-2").last_error.as_deref(), Some("No route to host"));
+        assert_eq!((row("gpu").transport, row("gpu").state), ("dial-back", "down"));
+        h.set_dialing("build-2", Some(Dialing { trying: false, last_error: Some("refused".into()) }));
+        assert_eq!(h.list(|_| 0)[0].state, "down");
+    }
 }

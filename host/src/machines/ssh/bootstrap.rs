@@ -15,8 +15,19 @@ use std::time::Duration;
 const PROBE_WITHIN: Duration = Duration::from_secs(20);
 /// How long an upload may take (a release build is ~40 MB; a debug one ~180 MB).
 pub const UPLOAD_WITHIN: Duration = Duration::from_secs(180);
-/// Where lab's builds go there (expanded by the machine's shell).
-const DIR: &str = "${XDG_CACHE_HOME:-$HOME/.cache}/lab/bin";
+/// Where lab's builds go there unless the host says (expanded by the machine's shell).
+pub const DEFAULT_DIR: &str = "${XDG_CACHE_HOME:-$HOME/.cache}/lab/bin";
+
+/// The folder lab's builds go in there, for the machine's shell (inside double quotes).
+fn dir_of(target: &super::SshTarget) -> String {
+    match target.lab.as_deref() {
+        Some(d) => match d.strip_prefix("~/") {
+            Some(rest) => format!("$HOME/{rest}"),
+            None => d.to_string(),
+        },
+        None => DEFAULT_DIR.to_string(),
+    }
+}
 
 /// lab on a machine, ready to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,9 +87,10 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
     let sha = hash_of(binary).map_err(|e| SshError::Failed(format!("reading {}: {e}", binary.display())))?;
     let name = build_name(version, &sha);
     let build = sha[..16].to_string();
+    let dir = dir_of(master.target());
     let probe = format!(
         "echo \"system=$(uname -sm)\"; if command -v tmux >/dev/null 2>&1; then echo tmux=yes; else echo tmux=no; fi; \
-         p=\"{DIR}/{name}\"; echo \"path=$p\"; \
+         p=\"{dir}/{name}\"; echo \"path=$p\"; \
          if [ -x \"$p\" ]; then echo \"sha256=$(sha256sum \"$p\" | cut -d' ' -f1)\"; else echo sha256=; fi"
     );
     let out = master.run(&probe, b"", PROBE_WITHIN)?;
@@ -105,7 +117,7 @@ pub fn ensure_lab(master: &Master, binary: &Path, version: &str) -> Result<Insta
         return Err(SshError::Failed(format!("{} changed while lab serve ran: restart it", binary.display())));
     }
     let upload = format!(
-        "set -e; d=\"{DIR}\"; mkdir -p \"$d\"; chmod 700 \"$d\"; t=\"$d/.{name}.$$\"; \
+        "set -e; d=\"{dir}\"; mkdir -p \"$d\"; chmod 700 \"$d\"; t=\"$d/.{name}.$$\"; \
          trap 'rm -f \"$t\"' EXIT; cat > \"$t\"; chmod 700 \"$t\"; \
          s=$(sha256sum \"$t\" | cut -d' ' -f1); \
          if [ \"$s\" != \"{sha}\" ]; then echo \"the upload arrived as $s, not {sha}\" >&2; exit 3; fi; \

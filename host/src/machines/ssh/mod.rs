@@ -43,6 +43,10 @@ pub struct SshTarget {
     /// The known-hosts file its host key is checked against (else the operator's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_hosts: Option<PathBuf>,
+    /// The folder lab's builds go in there: absolute, or `~/…` (else
+    /// [`bootstrap::DEFAULT_DIR`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<String>,
 }
 
 impl SshTarget {
@@ -67,7 +71,36 @@ impl SshTarget {
                 return Err(format!("{what} must be an absolute path"));
             }
         }
+        if let Some(dir) = &self.lab {
+            let rest = dir.strip_prefix("~/").or_else(|| dir.strip_prefix('/'));
+            let plain = rest.is_some_and(|r| {
+                !r.is_empty()
+                    && r.len() < 1024
+                    && r.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/+@%,:=".contains(&b))
+            });
+            if !plain || dir.split('/').any(|part| part == "..") {
+                return Err(format!(
+                    "lab = {dir:?}: where lab goes there is an absolute path or ~/…, of letters, digits and ._-/+@%,:="
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The options an operator's own `ssh` needs to reach it as lab does (for the attach
+    /// command lab shows): its port, key and known hosts.
+    pub fn attach_options(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(p) = self.port {
+            a.extend(["-p".into(), p.to_string()]);
+        }
+        if let Some(i) = &self.identity {
+            a.extend(["-i".into(), i.display().to_string()]);
+        }
+        if let Some(k) = &self.known_hosts {
+            a.extend(["-o".into(), format!("UserKnownHostsFile={}", k.display())]);
+        }
+        a
     }
 
     /// The options of every ssh lab runs to reach it, through the master at `control`.
@@ -387,6 +420,12 @@ mod tests {
         for bad in ["", "-oProxyCommand=touch /tmp/x", "a b", "u@-oX", "@host", "me@", "h;rm", "h\n"] {
             assert!(t(bad).is_err(), "{bad:?}");
         }
+        let dir = |d: &str| SshTarget { destination: "h".into(), lab: Some(d.into()), ..SshTarget::default() }.check();
+        assert_eq!(dir("~/bin/lab"), Ok(()));
+        assert_eq!(dir("/opt/lab"), Ok(()));
+        for bad in ["bin", "~", "/", "~/$(id)", "/a b", "/a/../b", "~/\"x"] {
+            assert!(dir(bad).is_err(), "{bad}");
+        }
         let relative = SshTarget { destination: "h".into(), identity: Some("key".into()), ..SshTarget::default() };
         assert!(relative.check().unwrap_err().contains("identity"));
     }
@@ -398,6 +437,7 @@ mod tests {
             port: Some(2222),
             identity: Some("/k/id".into()),
             known_hosts: Some("/k/known".into()),
+            lab: None,
         };
         let a = t.options(Path::new("/run/lab/m.sock")).join(" ");
         for want in [
