@@ -324,3 +324,97 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The real `claude` on a machine lab.toml names (`[hosts.m1]`, lab's builds in a
+/// folder of its choosing there), against the Messages stand-in on this side of the
+/// link: its question answered from lab's API, through the runner lab serve started
+/// over ssh.
+#[test]
+fn the_real_claude_on_a_machine_lab_toml_names_is_answered_over_ssh() {
+    use common::{agent_bin, claude_offline_env, three_options, wait_for, World, STANDIN_KEY};
+    use messages_standin::{Matcher, Reply, Script, Standin};
+    use serde_json::json;
+    let Some(claude) = agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the real claude over ssh") else {
+        return;
+    };
+    let Some(s) = SshMachine::new() else { return };
+    let m = &s.m;
+    let w = World::new();
+    let version = {
+        let out =
+            std::process::Command::new(&claude).arg("--version").env("DISABLE_AUTOUPDATER", "1").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("unknown").to_string()
+    };
+    m.install("claude", &claude);
+    m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
+    // The machine's user has used claude before: onboarding done, the key approved, the
+    // workdir trusted.
+    let seed = json!({
+        "hasCompletedOnboarding": true,
+        "firstStartVersion": version,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
+        "projects": {m.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
+    });
+    m.write(&m.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
+    let script = Script::new()
+        .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "I need to ask you."))
+        .after_tool_result("Thanks, noted your choice.")
+        .side_reply("Pick a database");
+    let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
+    let env: Vec<String> = claude_offline_env(standin.base_url()).iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {} }}\n\n\
+         [hosts.m1]\nssh = \"{}\"\nidentity = \"{}\"\nknown_hosts = \"{}\"\nlab = \"~/lab-builds\"\n",
+        env.join(", "),
+        s.destination(),
+        s.client_key.display(),
+        s.known_hosts.display()
+    ));
+    let lab = common::Lab::start_with(&w, |cmd| {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE") || k == "TMUX" || k == "TMUX_PANE" {
+                cmd.env_remove(&k);
+            }
+        }
+    });
+    let h = wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
+        let (_, list) = lab.get("/hosts");
+        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
+    });
+    assert_eq!(h["transport"], "ssh", "{h}");
+    let builds: Vec<String> = std::fs::read_dir(m.user_home.join("lab-builds"))
+        .expect("lab's builds where lab.toml says")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(builds.iter().any(|b| b.starts_with(&format!("lab-{}-", env!("CARGO_PKG_VERSION")))), "{builds:?}");
+
+    let (st, run) = lab.post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Please pick a database for me.", "host": "m1"}),
+    );
+    assert_eq!(st, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_for(Duration::from_secs(90), "claude's question", || {
+        Some(lab.view(&id)).filter(|v| v["pending_dialog"]["source"] == "spool")
+    });
+    let d = &v["pending_dialog"];
+    assert_eq!((&d["kind"], &d["answerable"]), (&json!("question"), &json!(true)), "{d}");
+    let tool_id = d["tool_id"].as_str().unwrap().to_string();
+    let (st, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": [{"option": 1}]}));
+    assert_eq!(st, 202, "{b}");
+    let (result, is_error) =
+        standin.wait_for_tool_result(&tool_id, Duration::from_secs(60)).expect("claude sent the answer to the model");
+    assert!(result.contains("\"Which database should we use?\"=\"SQLite\""), "{result}");
+    assert!(!is_error);
+    wait_for(Duration::from_secs(60), "the turn's end", || {
+        Some(lab.view(&id))
+            .filter(|v| v["state"] == "idle" && v["messages"].to_string().contains("Thanks, noted your choice."))
+    });
+    let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
+    drop(lab);
+    standin.shutdown();
+}

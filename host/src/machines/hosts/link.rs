@@ -159,6 +159,12 @@ impl Hosts {
         *self.events.lock().unwrap() = Some(events);
     }
 
+    /// Whether `name` is a host: added (`lab hosts add`) or named in lab.toml.
+    pub fn known(&self, name: &str) -> anyhow::Result<bool> {
+        Ok(self.configured.lock().unwrap().contains_key(name)
+            || self.credentials.list()?.iter().any(|h| h.name == name))
+    }
+
     /// The hosts lab.toml names (set when lab serve starts).
     pub fn set_configured(&self, hosts: BTreeMap<String, crate::machines::ssh::SshTarget>) {
         *self.configured.lock().unwrap() = hosts;

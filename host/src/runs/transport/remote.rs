@@ -131,9 +131,11 @@ impl Runs {
         }
         let pinned = self.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
         let facts = pinned.facts.clone();
-        let known = self.remote.hosts.credentials().list().map_err(|e| RunError::Internal(e.to_string()))?;
-        if !known.iter().any(|h| h.name == host) {
-            return Err(RunError::BadRequest(format!("unknown host `{host}` (`lab hosts add {host}` makes one)")));
+        let known = self.remote.hosts.known(&host).map_err(|e| RunError::Internal(e.to_string()))?;
+        if !known {
+            return Err(RunError::BadRequest(format!(
+                "unknown host `{host}` (`lab hosts add {host}` or lab.toml [hosts.{host}] makes one)"
+            )));
         }
         let runner = self.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
         // The workdir is the host's: checked there.
