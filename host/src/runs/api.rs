@@ -45,7 +45,10 @@ pub enum RunError {
     #[error("{0}")]
     LaunchFailed(String),
     /// The run's host has no runner connected.
-    #[error("host `{0}` is not connected: start its runner (`lab runner --connect … --name {0}`)")]
+    #[error(
+        "host `{0}` is not connected, so nothing was sent: GET /hosts says why (a host over ssh is dialled again by \
+         lab; a dial-back host needs its `lab runner --connect … --name {0}` running)"
+    )]
     HostDown(String),
     #[error("{0}")]
     Internal(String),

@@ -82,6 +82,18 @@ pub fn configured(
         .collect()
 }
 
+/// Why a link ended before the runner's hello, from what ssh and the proxy said on
+/// stderr (their last line): a runner there newer than this lab is a refusal.
+fn before_hello(said: &str) -> Ended {
+    let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("the runner there ended before its hello");
+    let last: String = last.trim().chars().filter(|c| !c.is_control()).take(300).collect();
+    if last.contains("newer than this lab serve") {
+        Ended::Refused(last.trim_start_matches("lab runner: ").to_string())
+    } else {
+        Ended::Failed(last)
+    }
+}
+
 /// Keep every ssh host of the hosts file and lab.toml linked, for as long as lab serve runs (until
 /// `stop` says true): a host added is dialled within [`LOOK_EVERY`], one removed
 /// unlinked.
@@ -137,12 +149,19 @@ async fn keep(
 ) {
     let mut wait = Duration::ZERO;
     let mut last_error: Option<String> = None;
+    // lab of this build there, checked by its hash on this lab serve's first link: not
+    // hashed there again after a cut (a link that ends before the runner's hello checks
+    // it again).
+    let mut checked: Option<bootstrap::Installed> = None;
     loop {
         hosts.set_dialing(&name, Some(Dialing { trying: true, last_error: last_error.clone() }));
         let r = tokio::select! {
-            r = link_once(&hosts, &name, &master, &lab_exe) => r,
+            r = link_once(&hosts, &name, &master, &lab_exe, &mut checked) => r,
             _ = ended.changed() => Ended::Stopped,
         };
+        if !matches!(r, Ended::Cut(_)) {
+            checked = None;
+        }
         let (why, next, trying) = match r {
             Ended::Stopped => break,
             Ended::Cut(why) => (why, Duration::ZERO, true),
@@ -169,15 +188,29 @@ async fn keep(
 }
 
 /// One try: dial, link, follow the link to its end.
-async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &std::path::Path) -> Ended {
-    let (m, exe) = (master.clone(), lab_exe.to_path_buf());
+async fn link_once(
+    hosts: &Hosts,
+    name: &str,
+    master: &Arc<Master>,
+    lab_exe: &std::path::Path,
+    checked: &mut Option<bootstrap::Installed>,
+) -> Ended {
+    let (m, exe, known) = (master.clone(), lab_exe.to_path_buf(), checked.clone());
+    let started = Instant::now();
     let installed = match tokio::task::spawn_blocking(move || {
         m.up()?;
-        bootstrap::ensure_lab(&m, &exe, protocol::VERSION)
+        let up = started.elapsed();
+        match known {
+            Some(i) => Ok((bootstrap::Installed { uploaded: false, ..i }, up)),
+            None => bootstrap::ensure_lab(&m, &exe, protocol::VERSION).map(|i| (i, up)),
+        }
     })
     .await
     {
-        Ok(Ok(i)) => i,
+        Ok(Ok((i, up))) => {
+            tracing::debug!(host = %name, master_ms = up.as_millis() as u64, lab_ms = (started.elapsed() - up).as_millis() as u64, "reached");
+            i
+        }
         Ok(Err(e)) => return failed(e),
         Err(e) => return Ended::Failed(format!("the dial task failed: {e}")),
     };
@@ -205,22 +238,13 @@ async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &st
         let _ = (&mut err).take(64 << 10).read_to_end(&mut text).await;
         String::from_utf8_lossy(&text).trim().to_string()
     });
-    let reason = |said: String, fallback: &str| {
-        let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(fallback).trim().to_string();
-        let last: String = last.chars().filter(|c| !c.is_control()).take(300).collect();
-        if last.contains("newer than this lab serve") {
-            Ended::Refused(last.trim_start_matches("lab runner: ").to_string())
-        } else {
-            Ended::Failed(last)
-        }
-    };
     let mut from = BufReader::new(from);
     let mut buf = Vec::new();
     let hello = match tokio::time::timeout(HELLO_WITHIN, read_frame(&mut from, &mut buf)).await {
         Ok(Ok(Some(line))) => protocol::decode::<Up>(&line).map_err(|e| e.to_string()),
         Ok(Ok(None)) | Ok(Err(_)) => {
             let _ = child.wait().await;
-            return reason(said.await.unwrap_or_default(), "the runner there ended before its hello");
+            return before_hello(&said.await.unwrap_or_default());
         }
         Err(_) => return Ended::Failed(format!("the runner there said no hello within {} s", HELLO_WITHIN.as_secs())),
     };
@@ -234,13 +258,20 @@ async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &st
         Ok(other) => return Ended::Refused(format!("the runner there began with {other:?}, not its hello")),
         Err(e) => return Ended::Refused(format!("the runner there does not speak this protocol: {e}")),
     };
+    *checked = Some(installed.clone());
     let conn = hosts.next_conn();
     let (out, mut out_rx) = mpsc::unbounded_channel::<String>();
     let pending: Pending = Arc::default();
     if let Err(live) = hosts.attach(name, conn, facts.clone(), out, pending.clone()) {
         return Ended::Refused(format!("host `{name}` has another runner connected (on {live})"));
     }
-    tracing::info!(host = %name, hostname = %facts.hostname, uploaded = installed.uploaded, "linked over ssh");
+    tracing::info!(
+        host = %name,
+        hostname = %facts.hostname,
+        uploaded = installed.uploaded,
+        ms = started.elapsed().as_millis() as u64,
+        "linked over ssh"
+    );
     hosts.report(name, HostEvent::Connected).await;
     let welcome = protocol::encode(&Down::Welcome { version: protocol::VERSION.to_string() });
     let ping = protocol::encode(&Down::Ping);
@@ -298,6 +329,20 @@ async fn link_once(hosts: &Hosts, name: &str, master: &Arc<Master>, lab_exe: &st
 mod tests {
     use super::*;
     use crate::machines::hosts::HostCredentials;
+
+    #[test]
+    fn what_ended_a_link_before_its_hello() {
+        let newer =
+            "lab runner: the runner on this machine is lab 9.0.0 (build ab), newer than this lab serve's 0.1.0 \
+                     (build cd): run lab 9.0.0 or newer on lab serve's machine too\n";
+        let Ended::Refused(why) = before_hello(newer) else { panic!("a newer runner is a refusal") };
+        assert!(why.starts_with("the runner on this machine is lab 9.0.0") && why.contains("0.1.0"), "{why}");
+        assert_eq!(
+            before_hello("bash: line 1: /x/lab-0.1.0-ab: No such file or directory\n\n"),
+            Ended::Failed("bash: line 1: /x/lab-0.1.0-ab: No such file or directory".into())
+        );
+        assert_eq!(before_hello(""), Ended::Failed("the runner there ended before its hello".into()));
+    }
 
     #[test]
     fn lab_toml_hosts_are_checked_and_listed_beside_added_ones() {
