@@ -157,6 +157,18 @@ fn the_daemon_outlives_its_proxy_and_a_new_build_replaces_it_while_runs_go_on() 
     let r = p.call(1, json!({"op": "start", "target": target, "argv": ["sleep", "300"]}));
     assert_eq!(r, json!({"reply": "done"}));
     assert_eq!(p.call(2, json!({"op": "alive", "target": target})), json!({"reply": "alive", "alive": true}));
+    // An answer for a provider build this runner does not have: nothing typed, said so
+    // (lab serve then plays it itself).
+    let dialog = json!({"id": "t1", "call_id": null, "tool_name": "AskUserQuestion", "answerable": true,
+        "deep_link": null, "body": {"generic": {"title": "Q", "text": "", "options": []}}});
+    let r = p.call(
+        9,
+        json!({"op": "answer", "target": target, "build": "00000000deadbeef", "dialog": dialog,
+               "steps": [{"key": "Enter"}], "pause_ms": 0, "settle_ms": 0, "look_ms": 100}),
+    );
+    assert_eq!(r["reply"], "text", "{r}");
+    let answered: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
+    assert_eq!(answered["typed"], "no", "{answered}");
     // Refused like any runner's: only what lab would ask.
     let r = p.call(3, json!({"op": "kill", "target": "main"}));
     assert_eq!(r["reply"], "error", "{r}");

@@ -149,13 +149,13 @@ pub struct ParseOutput {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DialogOption {
     pub label: String,
     pub description: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Question {
     pub header: String,
     pub question: String,
@@ -163,7 +163,9 @@ pub struct Question {
     pub options: Vec<DialogOption>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serialised as-is for a runner (the drawn check next to the agent), never as an API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum DialogBody {
     Question(Vec<Question>),
     Plan {
@@ -188,7 +190,8 @@ pub enum DialogBody {
 }
 
 /// A prompt the agent waits on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Dialog {
     /// The answer-guard token.
     pub id: String,

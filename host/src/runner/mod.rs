@@ -25,6 +25,7 @@ use crate::machines::hosts::protocol::{
 };
 use crate::machines::tmux::Tmux;
 
+pub mod answer;
 pub mod daemon;
 pub mod session;
 pub mod watch;
@@ -269,8 +270,8 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
                 Err(e) => Reply::Error { message: e.to_string() },
             };
         }
-        Op::Watch { .. } | Op::Unwatch { .. } => {
-            return Reply::Error { message: "watching is the connection's".into() };
+        Op::Watch { .. } | Op::Unwatch { .. } | Op::Answer { .. } => {
+            return Reply::Error { message: "watching and answering are the link's".into() };
         }
     };
     r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })

@@ -45,6 +45,8 @@ impl Session {
             Down::Welcome { version } if !self.welcomed => {
                 self.welcomed = true;
                 tracing::info!(lab_serve = %version, "welcomed by lab serve");
+                let home = self.home.clone();
+                tokio::task::spawn_blocking(move || super::answer::preload(&home));
             }
             Down::Ping if self.welcomed => {
                 let _ = self.out.send(Up::Pong);
@@ -58,6 +60,23 @@ impl Session {
                     task.abort();
                 }
                 let _ = self.out.send(Up::Reply { id, reply: Reply::Done });
+            }
+            Down::Call { id, op: op @ Op::Answer { .. } } if self.welcomed => {
+                let out = self.out.clone();
+                let reply = protocol::check_op(&op).err().map(|message| Reply::Error { message });
+                let tmux = self.tmux.clone();
+                tokio::spawn(async move {
+                    let reply = match (reply, op) {
+                        (Some(refused), _) => refused,
+                        (None, Op::Answer { target, build, dialog, steps, pause_ms, settle_ms, look_ms }) => {
+                            let ms = |n: u32| std::time::Duration::from_millis(n.into());
+                            let (pause, settle, look) = (ms(pause_ms), ms(settle_ms), ms(look_ms));
+                            super::answer::answer(tmux, target, build, *dialog, steps, pause, settle, look).await
+                        }
+                        (None, _) => Reply::Error { message: "not an answer".into() },
+                    };
+                    let _ = out.send(Up::Reply { id, reply });
+                });
             }
             Down::Call { id, op } if self.welcomed => {
                 let (tmux, home, out) = (self.tmux.clone(), self.home.clone(), self.out.clone());

@@ -194,8 +194,19 @@ impl Runs {
                 run2.update_answer(&id, |a| a.replays = n)
             }
         };
+        // On another machine: the drawn check and the keys there, in one trip, with the
+        // build this run pinned (the runner bundles the same builds, by digest).
+        let there = match (&run.record().host, &run.provider) {
+            (Some(_), Some(pinned)) => Some(crate::machines::terminal::There {
+                build: pinned.facts.digest.clone(),
+                dialog: dialog.clone(),
+                plan: plan.clone(),
+                look: plan.drawn_within.min(std::time::Duration::from_secs(1)),
+            }),
+            _ => None,
+        };
         let secs = keystrokes::GONE_WITHIN.as_secs();
-        match playback::play_answer(term, &target, &plan, drawn, live, report).await? {
+        match playback::play_answer(term, &target, &plan, drawn, live, report, there).await? {
             playback::Played::Took => Ok(()),
             playback::Played::NoLongerLive => Err(RunError::NoDialog),
             playback::Played::NotOnScreen => Err(RunError::NotOnScreen(format!(

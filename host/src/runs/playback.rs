@@ -7,7 +7,7 @@
 
 use super::{input, keystrokes};
 use crate::agents::model::AnswerPlan;
-use crate::machines::terminal::{Terminal, TerminalError};
+use crate::machines::terminal::{Terminal, TerminalError, There};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,12 +79,37 @@ pub enum Played {
     Failed(TerminalError),
 }
 
+/// After an answer's keys: whether its prompt went away ([`keystrokes::GoneCheck`]).
+async fn gone<E, DrawnF: Future<Output = bool>, LiveF: Future<Output = Result<bool, E>>>(
+    term: &Arc<dyn Terminal>,
+    target: &str,
+    before: &str,
+    drawn: &impl Fn(String) -> DrawnF,
+    live: &impl Fn() -> LiveF,
+) -> keystrokes::AfterKeys {
+    let mut check = keystrokes::GoneCheck::new(Instant::now(), before);
+    loop {
+        tokio::time::sleep(keystrokes::DRAWN_POLL).await;
+        let still = live().await.unwrap_or(false);
+        let pane = capture(term, target).await;
+        let is_drawn = still && drawn(pane.clone()).await;
+        match check.look(Instant::now(), still, is_drawn, &pane) {
+            keystrokes::AfterKeys::Wait => continue,
+            other => return other,
+        }
+    }
+}
+
 /// Play an answer onto its prompt: wait until `drawn` sees the prompt on the screen and
 /// the screen has held still for the plan's settle time ([`keystrokes::DrawnWait`]),
 /// ask `live` whether it is still the run's prompt, type the plan, then check that the
 /// prompt went away ([`keystrokes::GoneCheck`]) — playing again, at most
 /// [`keystrokes::MAX_REPLAYS`] times, only when no key took at all. `live`'s error
 /// (the run ended) ends the playback with it.
+///
+/// With `there`, the first try is the terminal's own ([`Terminal::answer_there`]: the
+/// drawn check and the keys where the agent runs, one trip), the guard asked just
+/// before; if it typed nothing, the answer is played from here as above.
 pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output = Result<bool, E>>>(
     term: Arc<dyn Terminal>,
     target: &str,
@@ -92,9 +117,37 @@ pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output 
     drawn: impl Fn(String) -> DrawnF,
     live: impl Fn() -> LiveF,
     report: impl Fn(Progress) + Clone + Send + 'static,
+    there: Option<There>,
 ) -> Result<Played, E> {
     let mut replays = 0;
+    let mut there = there;
     loop {
+        if let Some(there) = there.take() {
+            if !live().await? {
+                return Ok(Played::NoLongerLive);
+            }
+            let (t, target2) = (term.clone(), target.to_string());
+            let typed = tokio::task::spawn_blocking(move || t.answer_there(&target2, &there))
+                .await
+                .unwrap_or_else(|e| Err(TerminalError { action: "answer".into(), message: e.to_string() }));
+            match typed {
+                Ok(Some(before)) => {
+                    report(Progress::Playing);
+                    report(Progress::Sent(plan.steps.len()));
+                    match gone(&term, target, &before, &drawn, &live).await {
+                        keystrokes::AfterKeys::Lost { unchanged: true } if replays < keystrokes::MAX_REPLAYS => {
+                            replays += 1;
+                            report(Progress::Replay(replays));
+                            continue;
+                        }
+                        keystrokes::AfterKeys::Lost { unchanged } => return Ok(Played::Lost { unchanged, replays }),
+                        keystrokes::AfterKeys::Gone | keystrokes::AfterKeys::Wait => return Ok(Played::Took),
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => return Ok(Played::Failed(e)),
+            }
+        }
         // 1. Only onto the prompt on screen, drawn and still, within the plan's budget
         //    counted from now.
         let mut wait = keystrokes::DrawnWait::new(Instant::now(), plan.drawn_within, plan.settle);
@@ -120,17 +173,7 @@ pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output 
             return Ok(Played::Failed(e));
         }
         // 3. Did it take? The prompt must go away.
-        let mut check = keystrokes::GoneCheck::new(Instant::now(), &before);
-        let outcome = loop {
-            tokio::time::sleep(keystrokes::DRAWN_POLL).await;
-            let still = live().await.unwrap_or(false);
-            let pane = capture(&term, target).await;
-            let is_drawn = still && drawn(pane.clone()).await;
-            match check.look(Instant::now(), still, is_drawn, &pane) {
-                keystrokes::AfterKeys::Wait => continue,
-                other => break other,
-            }
-        };
+        let outcome = gone(&term, target, &before, &drawn, &live).await;
         match outcome {
             keystrokes::AfterKeys::Gone | keystrokes::AfterKeys::Wait => return Ok(Played::Took),
             keystrokes::AfterKeys::Lost { unchanged: true } if replays < keystrokes::MAX_REPLAYS => {
@@ -271,7 +314,7 @@ mod tests {
         });
         let (seen, report) = recorder();
         let term: Arc<dyn Terminal> = t.clone();
-        let out = play_answer(term, "r", &answer_plan(Duration::from_secs(2), settle), drawn, live, report).await;
+        let out = play_answer(term, "r", &answer_plan(Duration::from_secs(2), settle), drawn, live, report, None).await;
         assert_eq!(out, Ok(Played::Took));
         let typed = t.typed("r");
         assert_eq!(typed.len(), 1, "played once: {typed:?}");
@@ -290,17 +333,17 @@ mod tests {
         let (within, settle) = (Duration::from_millis(200), Duration::from_millis(50));
         let start = Instant::now();
         let (_, report) = recorder();
-        let out = play_answer(term.clone(), "r", &answer_plan(within, settle), drawn, live, report.clone()).await;
+        let out = play_answer(term.clone(), "r", &answer_plan(within, settle), drawn, live, report.clone(), None).await;
         assert_eq!(out, Ok(Played::NotOnScreen));
         assert!(start.elapsed() >= within + settle, "the whole budget was given: {:?}", start.elapsed());
 
         t.draw("r", "? Allow Shell(ls)");
         let gone = || std::future::ready(Ok::<bool, &str>(false));
         let plan = answer_plan(Duration::from_secs(1), Duration::ZERO);
-        let out = play_answer(term.clone(), "r", &plan, drawn, gone, report.clone()).await;
+        let out = play_answer(term.clone(), "r", &plan, drawn, gone, report.clone(), None).await;
         assert_eq!(out, Ok(Played::NoLongerLive));
         let ended = || std::future::ready(Err::<bool, &str>("run_ended"));
-        assert_eq!(play_answer(term, "r", &plan, drawn, ended, report).await, Err("run_ended"));
+        assert_eq!(play_answer(term, "r", &plan, drawn, ended, report, None).await, Err("run_ended"));
         assert!(t.typed("r").is_empty(), "no key in any of them");
     }
 
@@ -313,7 +356,7 @@ mod tests {
         let term: Arc<dyn Terminal> = t.clone();
         let (seen, report) = recorder();
         let plan = answer_plan(Duration::from_secs(1), Duration::ZERO);
-        let out = play_answer(term.clone(), "r", &plan, drawn, live, report).await;
+        let out = play_answer(term.clone(), "r", &plan, drawn, live, report, None).await;
         assert_eq!(out, Ok(Played::Lost { unchanged: true, replays: keystrokes::MAX_REPLAYS }));
         assert_eq!(t.typed("r").len() as u32, keystrokes::MAX_REPLAYS + 1);
         assert!(seen.lock().unwrap().contains(&Progress::Replay(1)));
@@ -324,7 +367,7 @@ mod tests {
         t.react("r", |_, screen| screen.push_str(" 1"));
         let term: Arc<dyn Terminal> = t.clone();
         let (_, report) = recorder();
-        let out = play_answer(term, "r", &plan, drawn, live, report).await;
+        let out = play_answer(term, "r", &plan, drawn, live, report, None).await;
         assert_eq!(out, Ok(Played::Lost { unchanged: false, replays: 0 }));
         assert_eq!(t.typed("r").len(), 1);
     }

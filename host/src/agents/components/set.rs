@@ -66,6 +66,19 @@ impl ProviderSet {
         }
     }
 
+    /// The bundled providers only (what a runner has: it is lab serve's own build).
+    pub fn bundled(host: &ComponentHost) -> ProviderSet {
+        let mut set = ProviderSet::empty();
+        for (name, bytes) in BUNDLED {
+            match load(host, Source::Bundled(name), bytes) {
+                Ok((facts, Served::Tmux(h))) => set.loaded.push((facts, h)),
+                Ok((facts, Served::Acp(l))) => set.acp.push((facts, l)),
+                Err(error) => set.failed.push(LoadFailure { source: Source::Bundled(name), error }),
+            }
+        }
+        set
+    }
+
     /// The bundled providers and every file in `providers_dir`, loaded.
     pub fn load_all(host: &ComponentHost, providers_dir: &Path) -> ProviderSet {
         let mut bundled = Vec::new();

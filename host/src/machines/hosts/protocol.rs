@@ -245,7 +245,33 @@ pub enum Op {
         steps: Vec<Step>,
         pause_ms: u32,
     },
+    /// Play an answer onto `dialog` in `target` once the provider build `build` (its
+    /// digest; this runner's own bundled build) sees it drawn on the pane there and the
+    /// pane held still `settle_ms`, looking for at most `look_ms`: answered `text`, the
+    /// JSON of an [`Answered`].
+    Answer {
+        target: String,
+        build: String,
+        dialog: Box<crate::agents::model::Dialog>,
+        steps: Vec<Step>,
+        pause_ms: u32,
+        settle_ms: u32,
+        look_ms: u32,
+    },
 }
+
+/// What [`Op::Answer`] did, as the reply's text (JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "typed", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Answered {
+    /// The keys were typed onto `pane`.
+    Yes { pane: String },
+    /// Nothing was typed, and why: lab serve plays the answer itself.
+    No { why: String },
+}
+
+/// The longest [`Op::Answer`] looks for its prompt before it leaves the answer to lab serve.
+pub const MAX_LOOK_MS: u32 = 2_000;
 
 /// One step of [`Op::Play`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -293,7 +319,8 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         | Op::Start { target, .. }
         | Op::Kill { target }
         | Op::Watch { target, .. }
-        | Op::Play { target, .. } => target,
+        | Op::Play { target, .. }
+        | Op::Answer { target, .. } => target,
         Op::Resolve { program } => {
             return if program.is_empty() || program.contains('\0') {
                 Err("an empty program name".into())
@@ -358,7 +385,22 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         Op::Play { steps, pause_ms, .. } if steps.len() > MAX_STEPS || *pause_ms > MAX_PAUSE_MS => {
             Err(format!("a plan of at most {MAX_STEPS} steps and {MAX_PAUSE_MS} ms pauses"))
         }
-        Op::Play { steps, .. } => steps.iter().try_for_each(|s| match s {
+        Op::Answer { build, .. }
+            if build.is_empty() || build.len() > 64 || !build.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            Err(format!("{build:?} is not a build digest"))
+        }
+        Op::Answer { steps, pause_ms, settle_ms, look_ms, .. }
+            if steps.len() > MAX_STEPS
+                || *pause_ms > MAX_PAUSE_MS
+                || *settle_ms > MAX_PAUSE_MS
+                || *look_ms > MAX_LOOK_MS =>
+        {
+            Err(format!(
+                "an answer of at most {MAX_STEPS} steps, {MAX_PAUSE_MS} ms pauses and {MAX_LOOK_MS} ms of looking"
+            ))
+        }
+        Op::Play { steps, .. } | Op::Answer { steps, .. } => steps.iter().try_for_each(|s| match s {
             Step::Key(key)
                 if key.is_empty() || key.len() > 16 || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
             {

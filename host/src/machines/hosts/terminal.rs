@@ -92,6 +92,46 @@ impl Terminal for RemoteTerminal {
         matches!(self.call("alive", Op::Alive { target: target.into() }), Ok(Reply::Alive { alive: true }))
     }
 
+    /// The drawn check and the keys on the host, in one call ([`Op::Answer`]).
+    fn answer_there(
+        &self,
+        target: &str,
+        there: &crate::machines::terminal::There,
+    ) -> Result<Option<String>, TerminalError> {
+        use crate::machines::hosts::protocol::{Answered, Step, MAX_LOOK_MS};
+        let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
+        let steps: Vec<Step> = there
+            .plan
+            .steps
+            .iter()
+            .map(|s| match s {
+                crate::agents::model::KeyOp::Key(k) => Step::Key(k.clone()),
+                crate::agents::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
+            })
+            .collect();
+        let limit = CALL_LIMIT + there.look + there.plan.settle + there.plan.pause * steps.len() as u32;
+        let op = Op::Answer {
+            target: target.into(),
+            build: there.build.clone(),
+            dialog: Box::new(there.dialog.clone()),
+            steps,
+            pause_ms: ms(there.plan.pause),
+            settle_ms: ms(there.plan.settle),
+            look_ms: ms(there.look).min(MAX_LOOK_MS),
+        };
+        match self.call_within("answer", op, limit)? {
+            Reply::Text { text } => match super::protocol::decode::<Answered>(&text) {
+                Ok(Answered::Yes { pane }) => Ok(Some(pane)),
+                Ok(Answered::No { why }) => {
+                    tracing::debug!(host = %self.host, %why, "the answer is played from here");
+                    Ok(None)
+                }
+                Err(e) => Err(TerminalError { action: "answer".into(), message: e.to_string() }),
+            },
+            other => Err(unexpected("answer", &other)),
+        }
+    }
+
     /// The whole plan in one call, played by the runner with its pauses there.
     fn play(
         &self,

@@ -39,6 +39,17 @@ pub trait Sessions: Terminal {
     fn shut_down(&self) {}
 }
 
+/// An answer to play where the agent runs, its drawn check there too
+/// ([`Terminal::answer_there`]): the provider build the run pinned (its digest), the
+/// prompt, the plan, and how long the prompt may take to be drawn and still there.
+#[derive(Debug, Clone)]
+pub struct There {
+    pub build: String,
+    pub dialog: crate::agents::model::Dialog,
+    pub plan: crate::agents::model::AnswerPlan,
+    pub look: std::time::Duration,
+}
+
 /// The terminal sessions runs live in, each named by lab (`target`).
 pub trait Terminal: Send + Sync + 'static {
     /// The visible text of `target`'s screen.
@@ -54,6 +65,16 @@ pub trait Terminal: Send + Sync + 'static {
     fn alive(&self, target: &str) -> bool;
     /// The command an operator runs to attach to `target` (argv).
     fn attach_command(&self, target: &str) -> Vec<String>;
+
+    /// Play an answer onto its prompt where the agent runs, the check that the prompt is
+    /// drawn and still done there too, in one trip. `Ok(Some(pane))`: typed, onto
+    /// `pane`; `Ok(None)`: nothing typed (this terminal does not do it, it lacks the
+    /// build, or the prompt was not drawn and still within `there.look`): the caller
+    /// plays the answer itself. The default is `Ok(None)`: a terminal here is one call
+    /// away already.
+    fn answer_there(&self, _target: &str, _there: &There) -> Result<Option<String>, TerminalError> {
+        Ok(None)
+    }
 
     /// Type `steps` into `target` with `pause` after each but the last; `sent` hears
     /// how many have gone. Stops at the first that fails. A terminal far away plays
