@@ -24,16 +24,19 @@ newRunDetails.addEventListener("toggle", () => {
 
 /**
  * The host select (GET /hosts): "This machine" first, then every host lab knows, a
- * host whose runner is not connected marked so (lab refuses it with host_down). No
- * hosts: no select, runs go on this machine.
+ * host whose runner is not connected marked so (lab refuses it with host_down): one lab
+ * is dialling again over ssh says "connecting…", and why the last try failed is its
+ * tooltip. No hosts: no select, runs go on this machine.
  */
 export async function loadHosts() {
   const res = await api("GET", "hosts");
   const hosts = res.ok && Array.isArray(res.data) ? res.data : [];
   const keep = hostSelect.value || localStorage.getItem("lab.host") || "";
+  const label = (x) => x.state === "connected" ? x.name
+    : `${x.name} (${x.state === "connecting" ? "connecting…" : "not connected"})`;
   hostSelect.replaceChildren(h("option", { value: "" }, "This machine"), ...hosts.map((x) => h("option", {
-    value: x.name, "data-state": x.state,
-  }, x.state === "connected" ? x.name : `${x.name} (not connected)`)));
+    value: x.name, "data-state": x.state, title: x.last_error ? `last error: ${x.last_error}` : x.transport || "",
+  }, label(x))));
   hostField.hidden = !hosts.length;
   hostSelect.disabled = !hosts.length;
   hostSelect.value = hosts.some((x) => x.name === keep) ? keep : "";

@@ -183,8 +183,21 @@ fn lab_hosts_add_over_ssh_reaches_the_machine_then_records_it() {
 
     let (ok, _, err) = lab(&["add", "far", "--ssh", &dest]);
     assert!(!ok && err.contains("exists"), "{err}");
+    // Hosts lab.toml names are listed too (an added one of the same name wins).
+    std::fs::write(home.path().join("lab.toml"), "[hosts.cfg]\nssh = \"lab@cfg-box\"\n[hosts.far]\nssh = \"x@y\"\n")
+        .unwrap();
+    let (_, list, _) = lab(&["list"]);
+    assert!(
+        list.lines().any(|l| l.starts_with("cfg ") && l.ends_with("(lab.toml)            ssh lab@cfg-box")),
+        "{list}"
+    );
+    assert!(!list.contains("x@y"), "{list}");
     assert!(lab(&["remove", "far"]).0);
-    assert!(!lab(&["list"]).1.contains("far"));
+    // Removed, the lab.toml one of that name is the host now.
+    let (_, list, _) = lab(&["list"]);
+    let far: Vec<&str> = list.lines().filter(|l| l.starts_with("far ")).collect();
+    assert_eq!(far.len(), 1, "{list}");
+    assert!(far[0].ends_with("ssh x@y"), "{list}");
 }
 
 /// A run on a machine lab reaches over ssh: `lab hosts add --ssh` puts lab there,

@@ -311,6 +311,12 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
                 };
                 println!("{:<33} {:<21} {reached}", h.name, added.to_string());
             }
+            // And those lab.toml names (added ones of the same name win).
+            let config = crate::store::config::Config::load(&home.config_file())?;
+            let added: Vec<String> = creds.list()?.into_iter().map(|h| h.name).collect();
+            for (name, h) in config.hosts.iter().filter(|(n, _)| !added.contains(n)) {
+                println!("{:<33} {:<21} ssh {}", name, "(lab.toml)", h.ssh);
+            }
         }
         HostsAction::Remove { name } => {
             let ssh = creds.list()?.into_iter().find(|h| h.name == name).and_then(|h| h.ssh);
