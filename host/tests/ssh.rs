@@ -331,7 +331,7 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
 
     let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
-    drop(lab);
+    // Removed while linked: let go of within seconds, no longer listed.
     let out = std::process::Command::new(common::LAB)
         .args(["hosts", "--home"])
         .arg(&w.home)
@@ -339,6 +339,11 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for(Duration::from_secs(15), "host m1 let go of", || {
+        let (_, list) = lab.get("/hosts");
+        (!list.to_string().contains("\"m1\"")).then_some(())
+    });
+    drop(lab);
 }
 
 /// The real `claude` on a machine lab.toml names (`[hosts.m1]`, lab's builds in a

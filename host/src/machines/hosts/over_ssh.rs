@@ -82,6 +82,25 @@ pub fn configured(
         .collect()
 }
 
+/// A link in [`Hosts`], detached when dropped before its end was handled.
+struct Attached {
+    hosts: Arc<Hosts>,
+    name: String,
+    conn: u64,
+    done: bool,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if !self.done {
+            let (hosts, name, conn) = (self.hosts.clone(), self.name.clone(), self.conn);
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { hosts.detach(&name, conn).await });
+            }
+        }
+    }
+}
+
 /// Why a link ended before the runner's hello, from what ssh and the proxy said on
 /// stderr (their last line): a runner there newer than this lab is a refusal.
 fn before_hello(said: &str) -> Ended {
@@ -189,7 +208,7 @@ async fn keep(
 
 /// One try: dial, link, follow the link to its end.
 async fn link_once(
-    hosts: &Hosts,
+    hosts: &Arc<Hosts>,
     name: &str,
     master: &Arc<Master>,
     lab_exe: &std::path::Path,
@@ -265,6 +284,9 @@ async fn link_once(
     if let Err(live) = hosts.attach(name, conn, facts.clone(), out, pending.clone()) {
         return Ended::Refused(format!("host `{name}` has another runner connected (on {live})"));
     }
+    // Detached however this ends: also when the host is removed or lab serve stops
+    // while the link is up (this future is then dropped mid-way).
+    let mut attached = Attached { hosts: hosts.clone(), name: name.to_string(), conn, done: false };
     tracing::info!(
         host = %name,
         hostname = %facts.hostname,
@@ -313,6 +335,7 @@ async fn link_once(
             }
         }
     };
+    attached.done = true;
     hosts.detach(name, conn).await;
     let _ = child.start_kill();
     let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
@@ -338,8 +361,8 @@ mod tests {
         let Ended::Refused(why) = before_hello(newer) else { panic!("a newer runner is a refusal") };
         assert!(why.starts_with("the runner on this machine is lab 9.0.0") && why.contains("0.1.0"), "{why}");
         assert_eq!(
-            before_hello("bash: line 1: /x/lab-0.1.0-ab: No such file or directory\n\n"),
-            Ended::Failed("bash: line 1: /x/lab-0.1.0-ab: No such file or directory".into())
+            before_hello("sh: 1: /x/lab-0.1.0-ab: not found\n\n"),
+            Ended::Failed("sh: 1: /x/lab-0.1.0-ab: not found".into())
         );
         assert_eq!(before_hello(""), Ended::Failed("the runner there ended before its hello".into()));
     }
