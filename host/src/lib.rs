@@ -15,10 +15,10 @@
 //! |---|---|
 //! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key` |
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone |
-//! | [`runner`] | `lab runner`: lab on another machine dialling `lab serve`, the other end of a machine's link |
+//! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
-//! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`) |
+//! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`), linked over OpenSSH (`ssh`, `hosts::over_ssh`) or dialling back |
 //! | [`agents`] | what lab knows of agents without naming one: the provider component loader, the model, ACP, `lab hook`, `lab agent-exec` |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |

@@ -16,8 +16,7 @@
 mod common;
 
 use common::machine::Machine;
-use common::{agent_bin, claude_offline_env, fake_claude, three_options, wait_for, walk, Lab, World, LAB, STANDIN_KEY};
-use messages_standin::{Matcher, Reply, Script, Standin};
+use common::{agent_bin, fake_claude, three_options, wait_for, walk, Lab, World, LAB};
 use responses_standin as rs;
 use serde_json::{json, Value};
 use std::os::unix::fs::MetadataExt;
@@ -234,31 +233,10 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
     };
     let Some(mut m) = Machine::new() else { return };
     let w = World::new();
-    let version = {
-        let out = Command::new(&claude).arg("--version").env("DISABLE_AUTOUPDATER", "1").output().unwrap();
-        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("unknown").to_string()
-    };
-    m.install("claude", &claude);
-    // The machine's user has used claude before: onboarding done, the key approved, the
-    // workdir trusted (docs/providers/claude-code/observed-2.1.198.md §2).
-    let seed = json!({
-        "hasCompletedOnboarding": true,
-        "firstStartVersion": version,
-        "theme": "dark",
-        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
-        "projects": {m.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
-    });
-    m.write(&m.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
-
-    // The "model", on this side of the link: the machine reaches it as it reaches lab.
-    let script = Script::new()
-        .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "I need to ask you."))
-        .after_tool_result("Thanks, noted your choice.")
-        .side_reply("Pick a database");
-    let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
-    let env: Vec<String> = claude_offline_env(standin.base_url()).iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    m.install_claude(&claude);
+    let (standin, env) = m.claude_standin();
     // `claude`: found on the machine's PATH (where it is installed), not here.
-    w.write_config(&format!("[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {} }}\n", env.join(", ")));
+    w.write_config(&format!("[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {env} }}\n"));
     let cred = add_host(&w, "m1");
     let lab = serve_for(&w, &m, None);
     m.start_runner(&lab.url, "m1", &cred);

@@ -352,8 +352,7 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
 /// over ssh.
 #[test]
 fn the_real_claude_on_a_machine_lab_toml_names_is_answered_over_ssh() {
-    use common::{agent_bin, claude_offline_env, three_options, wait_for, World, STANDIN_KEY};
-    use messages_standin::{Matcher, Reply, Script, Standin};
+    use common::{agent_bin, wait_for, World};
     use serde_json::json;
     let Some(claude) = agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the real claude over ssh") else {
         return;
@@ -361,33 +360,13 @@ fn the_real_claude_on_a_machine_lab_toml_names_is_answered_over_ssh() {
     let Some(s) = SshMachine::new() else { return };
     let m = &s.m;
     let w = World::new();
-    let version = {
-        let out =
-            std::process::Command::new(&claude).arg("--version").env("DISABLE_AUTOUPDATER", "1").output().unwrap();
-        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("unknown").to_string()
-    };
-    m.install("claude", &claude);
+    m.install_claude(&claude);
     m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
-    // The machine's user has used claude before: onboarding done, the key approved, the
-    // workdir trusted.
-    let seed = json!({
-        "hasCompletedOnboarding": true,
-        "firstStartVersion": version,
-        "theme": "dark",
-        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
-        "projects": {m.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
-    });
-    m.write(&m.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
-    let script = Script::new()
-        .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "I need to ask you."))
-        .after_tool_result("Thanks, noted your choice.")
-        .side_reply("Pick a database");
-    let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
-    let env: Vec<String> = claude_offline_env(standin.base_url()).iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    let (standin, env) = m.claude_standin();
     w.write_config(&format!(
         "[providers.claude-code]\nprogram = \"claude\"\nenv = {{ {} }}\n\n\
          [hosts.m1]\nssh = \"{}\"\nidentity = \"{}\"\nknown_hosts = \"{}\"\nlab = \"~/lab-builds\"\n",
-        env.join(", "),
+        env,
         s.destination(),
         s.client_key.display(),
         s.known_hosts.display()

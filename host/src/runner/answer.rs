@@ -1,6 +1,7 @@
 //! Answers played next to the agent: lab serve sends the prompt, the provider's plan and
-//! the provider build the run pinned ([`Op::Answer`]); the runner looks at the pane here,
-//! asks that same build whether the prompt is drawn (a runner is lab serve's own build,
+//! the provider build the run pinned
+//! ([`Op::Answer`](crate::machines::hosts::protocol::Op::Answer)); the runner looks at
+//! the pane here, asks that same build whether the prompt is drawn (a runner is lab serve's own build,
 //! so it bundles the same providers, by digest), and types the keys at once — click →
 //! first key costs one trip instead of three. A build this runner lacks (a provider
 //! dropped in at lab serve), the providers not loaded yet, or a prompt not drawn and

@@ -286,3 +286,41 @@ impl Drop for Machine {
         }
     }
 }
+
+impl Machine {
+    /// The real `claude` put on the machine (`bin/claude`) for a user who has used it
+    /// before: onboarding done, the Messages stand-in's key approved, the workdir trusted
+    /// (docs/providers/claude-code/observed-2.1.198.md §2).
+    pub fn install_claude(&self, claude: &Path) {
+        let out = Command::new(claude).arg("--version").env("DISABLE_AUTOUPDATER", "1").output().unwrap();
+        let version = String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("unknown").to_string();
+        self.install("claude", claude);
+        let key = super::STANDIN_KEY;
+        let seed = serde_json::json!({
+            "hasCompletedOnboarding": true,
+            "firstStartVersion": version,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+            "projects": {self.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
+        });
+        self.write(&self.user_home.join(".claude.json"), &serde_json::to_vec_pretty(&seed).unwrap());
+    }
+
+    /// The "model" on this side of the machine's link (the machine reaches it as it
+    /// reaches lab): it asks the three-options question and thanks for the answer. With
+    /// the `env = { … }` body of lab.toml's provider table that points claude at it.
+    pub fn claude_standin(&self) -> (messages_standin::Standin, String) {
+        use messages_standin::{Matcher, Reply, Script, Standin};
+        let script = Script::new()
+            .turn(
+                Matcher::Any,
+                Reply::tool_use_with_text("AskUserQuestion", super::three_options(), "I need to ask you."),
+            )
+            .after_tool_result("Thanks, noted your choice.")
+            .side_reply("Pick a database");
+        let standin = Standin::start_on((self.peer, 0), script).expect("the messages stand-in on the link");
+        let env: Vec<String> =
+            super::claude_offline_env(standin.base_url()).iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+        (standin, env.join(", "))
+    }
+}

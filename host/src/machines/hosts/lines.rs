@@ -1,7 +1,7 @@
 //! The runner protocol's frames as lines: what carries them over a byte stream (an ssh
 //! session's stdio, the runner daemon's Unix socket) instead of a WebSocket. A frame is
 //! one JSON text (`serde_json` never writes a raw newline) and a `\n`; a line over
-//! [`MAX_FRAME`](super::protocol::MAX_FRAME) bytes ends the link instead of growing a
+//! [`MAX_FRAME`] bytes ends the link instead of growing a
 //! buffer without bound.
 
 use super::protocol::MAX_FRAME;

@@ -1,8 +1,11 @@
-//! Other machines (ADR 0003, issue 34): a `lab runner` on each dials `lab serve` and
-//! keeps one authenticated WebSocket open ([`protocol`]). lab serve knows which hosts
-//! may connect ([`credentials`], `lab hosts add|list|remove`) and which are connected
-//! ([`link`], `GET /hosts`); a host's terminal is reached through its runner
-//! ([`terminal`]).
+//! Other machines (ADR 0003, issues 34 and 55): each has a runner lab serve speaks the
+//! runner protocol with ([`protocol`]), over one of two links — the runner dials `lab
+//! serve` and keeps one authenticated WebSocket open ([`link`]), or lab serve reaches
+//! the machine over OpenSSH and speaks to the runner's daemon through `lab runner proxy`
+//! on the ssh session's stdio ([`over_ssh`], frames as [`lines`]). lab serve knows
+//! which hosts there are ([`credentials`], `lab hosts add|list|remove`, lab.toml
+//! `[hosts.NAME]`) and which are connected ([`link::Hosts`], `GET /hosts`), whichever
+//! the link; a host's terminal is reached through its runner ([`terminal`]).
 
 pub mod credentials;
 pub mod lines;

@@ -36,7 +36,7 @@ pub const HELLO_WITHIN: Duration = Duration::from_secs(15);
 /// Where the runner keeps its home there (expanded by the machine's shell).
 pub const REMOTE_HOME: &str = "${XDG_STATE_HOME:-$HOME/.local/state}/lab/runner";
 /// How often the hosts file is read for hosts added or removed.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
+pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// Why one try ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
