@@ -361,8 +361,9 @@ impl Hosts {
             return Err(live.facts.hostname.clone());
         }
         let since = crate::util::time::now_rfc3339();
+        // A host lab dials keeps its dialing entry while linked (shown only while not):
+        // when the link ends it reads `connecting` at once, never `down` in between.
         links.insert(name.to_string(), Link { conn, since, facts, out, pending });
-        self.dialing.lock().unwrap().remove(name);
         Ok(())
     }
 

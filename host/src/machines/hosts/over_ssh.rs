@@ -405,5 +405,20 @@ mod tests {
         assert_eq!((row("gpu").transport, row("gpu").state), ("dial-back", "down"));
         h.set_dialing("build-2", Some(Dialing { trying: false, last_error: Some("refused".into()) }));
         assert_eq!(h.list(|_| 0)[0].state, "down");
+        // Linked, it is `connected`; the link gone, `connecting` again at once (its
+        // dialing entry outlives the link).
+        h.set_dialing("build-2", Some(Dialing { trying: true, last_error: None }));
+        let facts = RunnerFacts {
+            hostname: "b2".into(),
+            home: "/h".into(),
+            tmux_socket: "/h/tmux.sock".into(),
+            lab_exe: "/h/lab".into(),
+            env: vec![],
+        };
+        let (out, _rx) = mpsc::unbounded_channel();
+        h.attach("build-2", 7, facts, out, Pending::default()).unwrap();
+        assert_eq!(h.list(|_| 0)[0].state, "connected");
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(h.detach("build-2", 7));
+        assert_eq!(h.list(|_| 0)[0].state, "connecting");
     }
 }
