@@ -11,11 +11,11 @@
 use crate::agents::components::{ComponentHost, Limits, ProviderSet};
 use crate::agents::model::{Dialog, KeyOp};
 use crate::machines::hosts::protocol::{Answered, Reply, Step};
-use crate::machines::terminal::Terminal as _;
+use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
-use crate::runs::keystrokes::{BeforeKeys, DrawnWait, DRAWN_POLL};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use crate::runs::playback::wait_drawn;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// This runner's providers: its own build's bundled ones, loaded once.
 struct Builds {
@@ -61,27 +61,16 @@ pub async fn answer(
         return no("this runner does not have that provider build");
     };
     let provider = provider.clone();
-    let mut wait = DrawnWait::new(Instant::now(), look, settle);
-    let pane = loop {
-        let t = tmux.clone();
-        let target2 = target.clone();
-        let pane =
-            tokio::task::spawn_blocking(move || t.capture(&target2).unwrap_or_default()).await.unwrap_or_default();
-        // A provider that fails to tell is taken as "not drawn": fail closed.
-        let drawn = provider.is_drawn(dialog.clone(), pane.clone()).await.unwrap_or(false);
-        match wait.look(Instant::now(), drawn, &pane) {
-            BeforeKeys::Play => break pane,
-            BeforeKeys::NotOnScreen => return no("the prompt was not drawn and still within the look"),
-            BeforeKeys::Wait => tokio::time::sleep(DRAWN_POLL).await,
-        }
+    // A provider that fails to tell is taken as "not drawn": fail closed.
+    let drawn = |pane: String| {
+        let (provider, dialog) = (provider.clone(), dialog.clone());
+        async move { provider.is_drawn(dialog, pane).await.unwrap_or(false) }
     };
-    let steps: Vec<KeyOp> = steps
-        .into_iter()
-        .map(|s| match s {
-            Step::Key(k) => KeyOp::Key(k),
-            Step::Literal(t) => KeyOp::Literal(t),
-        })
-        .collect();
+    let term: Arc<dyn Terminal> = Arc::new(tmux.clone());
+    let Some(pane) = wait_drawn(&term, &target, look, settle, &drawn).await else {
+        return no("the prompt was not drawn and still within the look");
+    };
+    let steps: Vec<KeyOp> = steps.into_iter().map(Into::into).collect();
     let typed = tokio::task::spawn_blocking(move || tmux.play(&target, &steps, pause, &mut |_| {})).await;
     match typed {
         Ok(Ok(())) => {

@@ -26,7 +26,7 @@ use crate::store::paths::Home;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -251,35 +251,10 @@ pub async fn proxy(home: PathBuf, build: String) -> Result<(), String> {
     }
     let home = Home::new(home);
     let (mut from_daemon, mut to_daemon) = reach(&home, &build).await?;
-    let up = async {
-        // The daemon's frames out as they come (each read flushed: a hook report is
-        // not held back for the next).
-        let mut out = tokio::io::stdout();
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            match from_daemon.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    if out.write_all(&buf[..n]).await.is_err() || out.flush().await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    };
+    // Each read written on at once and flushed: a hook report is not held back for the next.
+    let up = pump(&mut from_daemon, tokio::io::stdout());
     let down = async {
-        let mut input = tokio::io::stdin();
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            match input.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if to_daemon.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
+        pump(tokio::io::stdin(), &mut to_daemon).await;
         let _ = to_daemon.shutdown().await;
     };
     tokio::select! {
@@ -287,6 +262,21 @@ pub async fn proxy(home: PathBuf, build: String) -> Result<(), String> {
         _ = down => {}
     }
     Ok(())
+}
+
+/// Copy `from` to `to` until either ends, flushing after every read.
+async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).await.is_err() || to.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// A link to the daemon of this build: the one there, or one started (in place of an

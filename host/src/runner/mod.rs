@@ -237,13 +237,7 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
         }
         Op::Play { target, steps, pause_ms } => {
             use crate::machines::terminal::Terminal as _;
-            let steps: Vec<crate::agents::model::KeyOp> = steps
-                .into_iter()
-                .map(|s| match s {
-                    protocol::Step::Key(k) => crate::agents::model::KeyOp::Key(k),
-                    protocol::Step::Literal(t) => crate::agents::model::KeyOp::Literal(t),
-                })
-                .collect();
+            let steps: Vec<crate::agents::model::KeyOp> = steps.into_iter().map(Into::into).collect();
             let pause = std::time::Duration::from_millis(pause_ms.into());
             return match tmux.play(&target, &steps, pause, &mut |_| {}) {
                 Ok(()) => Reply::Done,

@@ -79,6 +79,29 @@ pub enum Played {
     Failed(TerminalError),
 }
 
+/// Wait until `drawn` sees the prompt on `target`'s pane and the pane has held still
+/// for `settle` ([`keystrokes::DrawnWait`]), within `within` + `settle` counted from now:
+/// the pane then, or `None` (it never was: nothing may be typed). Here, and on a runner
+/// playing an answer next to its agent.
+pub async fn wait_drawn<DrawnF: Future<Output = bool>>(
+    term: &Arc<dyn Terminal>,
+    target: &str,
+    within: std::time::Duration,
+    settle: std::time::Duration,
+    drawn: &impl Fn(String) -> DrawnF,
+) -> Option<String> {
+    let mut wait = keystrokes::DrawnWait::new(Instant::now(), within, settle);
+    loop {
+        let pane = capture(term, target).await;
+        let is_drawn = drawn(pane.clone()).await;
+        match wait.look(Instant::now(), is_drawn, &pane) {
+            keystrokes::BeforeKeys::Play => return Some(pane),
+            keystrokes::BeforeKeys::NotOnScreen => return None,
+            keystrokes::BeforeKeys::Wait => tokio::time::sleep(keystrokes::DRAWN_POLL).await,
+        }
+    }
+}
+
 /// After an answer's keys: whether its prompt went away ([`keystrokes::GoneCheck`]).
 async fn gone<E, DrawnF: Future<Output = bool>, LiveF: Future<Output = Result<bool, E>>>(
     term: &Arc<dyn Terminal>,
@@ -150,15 +173,8 @@ pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output 
         }
         // 1. Only onto the prompt on screen, drawn and still, within the plan's budget
         //    counted from now.
-        let mut wait = keystrokes::DrawnWait::new(Instant::now(), plan.drawn_within, plan.settle);
-        let before = loop {
-            let pane = capture(&term, target).await;
-            let is_drawn = drawn(pane.clone()).await;
-            match wait.look(Instant::now(), is_drawn, &pane) {
-                keystrokes::BeforeKeys::Play => break pane,
-                keystrokes::BeforeKeys::NotOnScreen => return Ok(Played::NotOnScreen),
-                keystrokes::BeforeKeys::Wait => tokio::time::sleep(keystrokes::DRAWN_POLL).await,
-            }
+        let Some(before) = wait_drawn(&term, target, plan.drawn_within, plan.settle, &drawn).await else {
+            return Ok(Played::NotOnScreen);
         };
         // 2. The guard again (the prompt may have gone while it was drawn), then play.
         if !live().await? {

@@ -281,6 +281,24 @@ pub enum Step {
     Literal(String),
 }
 
+impl From<&crate::agents::model::KeyOp> for Step {
+    fn from(op: &crate::agents::model::KeyOp) -> Step {
+        match op {
+            crate::agents::model::KeyOp::Key(k) => Step::Key(k.clone()),
+            crate::agents::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
+        }
+    }
+}
+
+impl From<Step> for crate::agents::model::KeyOp {
+    fn from(step: Step) -> crate::agents::model::KeyOp {
+        match step {
+            Step::Key(k) => crate::agents::model::KeyOp::Key(k),
+            Step::Literal(t) => crate::agents::model::KeyOp::Literal(t),
+        }
+    }
+}
+
 /// The most steps one [`Op::Play`] holds, and the longest pause between them.
 pub const MAX_STEPS: usize = 256;
 pub const MAX_PAUSE_MS: u32 = 5_000;

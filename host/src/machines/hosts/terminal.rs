@@ -100,15 +100,7 @@ impl Terminal for RemoteTerminal {
     ) -> Result<Option<String>, TerminalError> {
         use crate::machines::hosts::protocol::{Answered, Step, MAX_LOOK_MS};
         let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
-        let steps: Vec<Step> = there
-            .plan
-            .steps
-            .iter()
-            .map(|s| match s {
-                crate::agents::model::KeyOp::Key(k) => Step::Key(k.clone()),
-                crate::agents::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
-            })
-            .collect();
+        let steps: Vec<Step> = there.plan.steps.iter().map(Step::from).collect();
         let limit = CALL_LIMIT + there.look + there.plan.settle + there.plan.pause * steps.len() as u32;
         let op = Op::Answer {
             target: target.into(),
@@ -141,13 +133,7 @@ impl Terminal for RemoteTerminal {
         sent: &mut dyn FnMut(usize),
     ) -> Result<(), TerminalError> {
         use crate::machines::hosts::protocol::Step;
-        let steps: Vec<Step> = steps
-            .iter()
-            .map(|s| match s {
-                crate::agents::model::KeyOp::Key(k) => Step::Key(k.clone()),
-                crate::agents::model::KeyOp::Literal(t) => Step::Literal(t.clone()),
-            })
-            .collect();
+        let steps: Vec<Step> = steps.iter().map(Step::from).collect();
         let n = steps.len();
         let pause_ms = u32::try_from(pause.as_millis()).unwrap_or(u32::MAX);
         let limit = CALL_LIMIT + pause * n as u32;
