@@ -22,6 +22,9 @@ const OLD_COMPONENTS: &[(&str, &str)] = &[
     ("PLAINLOG_V0_1_0", "wit-0.1.0/lab_provider_plainlog.wasm"),
     ("CLAUDE_CODE_V0_2_0", "wit-0.2.0/lab_provider_claude_code.wasm"),
     ("PLAINLOG_V0_2_0", "wit-0.2.0/lab_provider_plainlog.wasm"),
+    ("CLAUDE_CODE_V0_3_0", "wit-0.3.0/lab_provider_claude_code.wasm"),
+    ("PLAINLOG_V0_3_0", "wit-0.3.0/lab_provider_plainlog.wasm"),
+    ("ACP_FIXTURE_V0_3_0", "wit-0.3.0/lab_provider_acp_fixture.wasm"),
 ];
 
 fn main() {

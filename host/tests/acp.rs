@@ -362,7 +362,7 @@ fn an_acp_run_in_a_repository_works_in_its_own_worktree() {
     assert_eq!(files, ["made.txt"], "{diff}");
 }
 
-/// An ACP agent declared by a provider component (WIT 0.3.0 `acp-agent`) instead of
+/// An ACP agent declared by a provider component (WIT 0.3.0 and later `acp-agent`) instead of
 /// lab.toml's `[agents]`: dropped into `<home>/providers`, listed with its transport,
 /// version and modes, started with its declared arguments and environment (lab.toml's
 /// `[providers.<name>]` program and env applied over them), and driven like any ACP run.
@@ -393,7 +393,7 @@ fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
     let p = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake-acp").expect("listed");
     assert_eq!(p["transport"], "acp", "{p}");
     assert_eq!(p["display_name"], "Fake ACP (declared)");
-    assert_eq!(p["wit"], "lab:provider@0.3.0");
+    assert_eq!(p["wit"], "lab:provider@0.4.0");
     assert_eq!(p["version"], "0.1.0");
     assert_eq!(p["permission_modes"], json!(["ask", "yolo"]));
     assert!(p["description"].as_str().unwrap().contains("declared by a component"), "{p}");

@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.3.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.4.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.3.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.4.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -63,6 +63,77 @@ pub trait Provider {
     /// Samples for `lab providers check`'s self-test: lines your parser turns into at
     /// least one message each, and tool calls your mapper turns into a dialog each.
     fn self_test_samples() -> Samples;
+
+    /// What your agent can do with an earlier conversation (WIT `sessions`). The
+    /// default: nothing, so lab answers resume and fork with `422 not_supported`.
+    fn abilities() -> Abilities {
+        Abilities::default()
+    }
+
+    /// The launch that continues `earlier` the way `how` says (called only for what
+    /// [`Provider::abilities`] allows). `req` is a new run's request: `req.workdir` where
+    /// the agent runs now, `req.session_id` a fresh id for a new conversation,
+    /// `req.prompt` the operator's next message or empty. The default refuses.
+    fn continue_session(req: LaunchRequest, how: Continuation, earlier: EarlierRun) -> Result<LaunchSpec, String> {
+        let _ = (req, earlier);
+        Err(format!("this provider cannot {} a conversation", how.verb()))
+    }
+
+    /// Whether `msg` (an assistant or system message your parser made) says the agent
+    /// stopped because its account reached a usage limit, and when it resets. The
+    /// default: never.
+    fn usage_limit(msg: &Message) -> Option<UsageLimit> {
+        let _ = msg;
+        None
+    }
+}
+
+/// What an agent can do with an earlier conversation (WIT `sessions.abilities`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Abilities {
+    /// Restore a conversation in a new process of the agent.
+    pub resume: bool,
+    /// Start a new conversation from a copy of an earlier one.
+    pub fork: bool,
+}
+
+/// How a launch continues an earlier conversation (WIT `sessions.continuation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuation {
+    /// The same run goes on; the agent appends to the run's transcript.
+    Resume,
+    /// A new run from a copy of the conversation, in a new working directory.
+    Fork,
+}
+
+impl Continuation {
+    /// "resume" or "fork".
+    pub fn verb(self) -> &'static str {
+        match self {
+            Continuation::Resume => "resume",
+            Continuation::Fork => "fork",
+        }
+    }
+}
+
+/// The conversation a run had, as lab recorded it (WIT `sessions.earlier-run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierRun {
+    /// The agent's session id.
+    pub session_id: String,
+    /// The transcript lab read the run from, if known.
+    pub transcript_path: Option<String>,
+    /// The working directory the agent ran in.
+    pub workdir: String,
+}
+
+/// The agent stopped at a usage limit (WIT `sessions.usage-limit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageLimit {
+    /// When it resets, in seconds since the Unix epoch (UTC), if the agent said.
+    pub resets_at: Option<i64>,
+    /// The agent's own words.
+    pub text: String,
 }
 
 /// Live capture through the agent's hooks, and keystroke answers.

@@ -20,7 +20,7 @@ pub struct ProviderInfo {
     pub permission_modes: Vec<String>,
 }
 
-/// How a component says to start the ACP agent it declares (WIT 0.3.0 `acp-agent`).
+/// How a component says to start the ACP agent it declares (WIT 0.3.0 and 0.4.0 `acp-agent`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AcpLaunch {
     /// Arguments after the program (`ProviderInfo::default_program`).
@@ -28,6 +28,49 @@ pub struct AcpLaunch {
     pub env: Vec<(String, String)>,
     /// `initialize` + `session/new` budget; None: the host's default.
     pub start_timeout_secs: Option<u64>,
+}
+
+/// What a provider's agent can do with an earlier conversation (WIT 0.4.0
+/// `sessions.abilities`; a component of an older WIT: nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Abilities {
+    pub resume: bool,
+    pub fork: bool,
+}
+
+/// How a launch continues an earlier conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuation {
+    /// The same run goes on, its transcript appended to.
+    Resume,
+    /// A new run from a copy of the conversation.
+    Fork,
+}
+
+impl Continuation {
+    /// "resume" or "fork".
+    pub fn verb(self) -> &'static str {
+        match self {
+            Continuation::Resume => "resume",
+            Continuation::Fork => "fork",
+        }
+    }
+}
+
+/// The conversation a run had, as lab recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierRun {
+    pub session_id: String,
+    pub transcript_path: Option<String>,
+    pub workdir: String,
+}
+
+/// The agent stopped because its account reached a usage limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageLimit {
+    /// When it resets (Unix seconds, UTC), if the agent said.
+    pub resets_at: Option<i64>,
+    pub text: String,
 }
 
 /// A lab channel an agent hook feeds (the `lab hook` verb the host builds for it).

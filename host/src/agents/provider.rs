@@ -63,6 +63,24 @@ pub trait Provider: Send + Sync {
     fn acp_launch(&self) -> Reply<model::AcpLaunch> {
         unsupported("launch")
     }
+    /// What its agent can do with an earlier conversation (none, for a component
+    /// built against a WIT before 0.4.0).
+    fn abilities(&self) -> model::Abilities {
+        model::Abilities::default()
+    }
+    /// The launch that continues an earlier conversation (WIT 0.4.0 `sessions`).
+    fn continue_session(
+        &self,
+        _req: model::LaunchRequest,
+        _how: model::Continuation,
+        _earlier: model::EarlierRun,
+    ) -> Reply<model::LaunchSpec> {
+        unsupported("continue-session")
+    }
+    /// Whether a transcript message says the agent stopped at a usage limit.
+    fn usage_limit(&self, _msg: model::Message) -> Reply<Option<model::UsageLimit>> {
+        unsupported("usage-limit")
+    }
 }
 
 /// A call's answer waited for on this thread, for callers outside any async runtime

@@ -139,6 +139,16 @@ fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
         (false, false, _) => "base (no dialog-hooker)",
     };
     r.field("exports", exports);
+    if !caps.acp {
+        let a = caps.abilities;
+        let sessions = match (a.resume, a.fork) {
+            (true, true) => "resume, fork",
+            (true, false) => "resume (no fork)",
+            (false, true) => "fork (no resume)",
+            (false, false) => "neither resume nor fork (lab answers both 422 not_supported)",
+        };
+        r.field("sessions", sessions);
+    }
     r.field("WIT package", format!("{} (this lab loads {})", facts.wit_packages.join(", "), LOADS.join(", ")));
     r.field("loadable", "yes");
     let i = &facts.info;
@@ -633,9 +643,10 @@ mod tests {
         let outcome = res.unwrap();
         assert_eq!(outcome.failures, 0, "{text}");
         assert!(text.contains("exports      base (no dialog-hooker)"), "{text}");
+        assert!(text.contains("sessions     neither resume nor fork"), "{text}");
         assert!(
             text.contains(
-                "lab:provider@0.3.0 (this lab loads lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
+                "lab:provider@0.4.0 (this lab loads lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
             ),
             "{text}"
         );

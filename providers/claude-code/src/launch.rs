@@ -27,10 +27,58 @@
 //! Claude Code computes the slug with a JavaScript regex over UTF-16 code units, so a
 //! character outside the Basic Multilingual Plane becomes two `-`.
 
-use lab_provider_sdk::{LaunchRequest, LaunchSpec, TranscriptLocation};
+use lab_provider_sdk::{Continuation, EarlierRun, LaunchRequest, LaunchSpec, TranscriptLocation};
 
 /// Build the launch spec for a run.
 pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
+    let workdir = checked(&req)?;
+    let transcript = transcript_path(&req, workdir, &req.session_id)?;
+    let argv = vec![req.program.clone(), "--session-id".into(), req.session_id.clone()];
+    finish(argv, req.clone(), transcript, req.session_id)
+}
+
+/// Build the launch spec that continues `earlier`'s conversation:
+///
+/// ```text
+/// resume: claude --resume <earlier> [--settings …] [--permission-mode …] [[--] <prompt>]
+/// fork:   claude --resume <earlier> --fork-session --session-id <new> [--settings …] …
+/// ```
+///
+/// Observed with 2.1.332: `--resume <id>` keeps the session id and appends to the
+/// session's own transcript (found whatever the working directory); `--fork-session`
+/// with `--session-id` writes a new transcript, under the new working directory's
+/// project folder, that starts with a copy of the earlier conversation.
+pub fn continue_session(req: LaunchRequest, how: Continuation, earlier: EarlierRun) -> Result<LaunchSpec, String> {
+    let workdir = checked(&req)?;
+    let earlier_id = earlier.session_id.as_str();
+    if earlier_id.is_empty()
+        || earlier_id.len() > 128
+        || earlier_id.starts_with('-')
+        || !earlier_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err(format!("the earlier session id {earlier_id:?} is not one Claude Code writes"));
+    }
+    let mut argv = vec![req.program.clone(), "--resume".into(), earlier_id.to_string()];
+    match how {
+        Continuation::Resume => {
+            let transcript = match earlier.transcript_path.filter(|t| t.starts_with('/')) {
+                Some(t) => t,
+                None => transcript_path(&req, workdir, earlier_id)?,
+            };
+            finish(argv, req, transcript, earlier_id.to_string())
+        }
+        Continuation::Fork => {
+            argv.extend(["--fork-session".into(), "--session-id".into(), req.session_id.clone()]);
+            let transcript = transcript_path(&req, workdir, &req.session_id)?;
+            let id = req.session_id.clone();
+            finish(argv, req, transcript, id)
+        }
+    }
+}
+
+/// What every launch needs of the request: a prompt that is not blank, a program, a
+/// session id, an absolute workdir (returned, normalised).
+fn checked(req: &LaunchRequest) -> Result<&str, String> {
     if !req.prompt.is_empty() && req.prompt.trim().is_empty() {
         return Err("the prompt is blank: Claude Code needs a first prompt".into());
     }
@@ -44,9 +92,16 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
     if !workdir.starts_with('/') {
         return Err(format!("workdir `{}` is not an absolute path", req.workdir));
     }
-    let transcript = transcript_path(&req, workdir)?;
+    Ok(workdir)
+}
 
-    let mut argv = vec![req.program.clone(), "--session-id".into(), req.session_id.clone()];
+/// `argv` with the settings file, the permission mode and the prompt, last.
+fn finish(
+    mut argv: Vec<String>,
+    req: LaunchRequest,
+    transcript: String,
+    session: String,
+) -> Result<LaunchSpec, String> {
     if let Some(settings) = req.settings_path.as_deref() {
         if settings.is_empty() {
             return Err("the settings path is empty".into());
@@ -72,13 +127,13 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
     Ok(LaunchSpec {
         argv,
         transcript: TranscriptLocation::Path(transcript),
-        session_id: Some(req.session_id),
+        session_id: Some(session),
         env: Vec::new(),
     })
 }
 
 /// `<config>/projects/<slug>/<session>.jsonl` for a normalised absolute workdir.
-fn transcript_path(req: &LaunchRequest, workdir: &str) -> Result<String, String> {
+fn transcript_path(req: &LaunchRequest, workdir: &str, session: &str) -> Result<String, String> {
     let config = match req.env_var("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => {
             if !dir.starts_with('/') {
@@ -103,7 +158,7 @@ fn transcript_path(req: &LaunchRequest, workdir: &str) -> Result<String, String>
         }
     };
     let config = if config == "/" { String::new() } else { config };
-    Ok(format!("{config}/projects/{}/{}.jsonl", project_slug(workdir), req.session_id))
+    Ok(format!("{config}/projects/{}/{}.jsonl", project_slug(workdir), session))
 }
 
 /// A directory path without trailing slashes (the root stays `/`).
@@ -256,5 +311,83 @@ mod tests {
         let mut r = req();
         r.env = vec![("CLAUDE_CONFIG_DIR".into(), "rel".into()), ("HOME".into(), "/h".into())];
         assert!(launch(r).unwrap_err().contains("CLAUDE_CONFIG_DIR"));
+    }
+
+    fn earlier(transcript: Option<&str>) -> EarlierRun {
+        EarlierRun {
+            session_id: "11111111-2222-4333-8444-555555555555".into(),
+            transcript_path: transcript.map(str::to_string),
+            workdir: "/tmp/a_b.c".into(),
+        }
+    }
+
+    #[test]
+    fn a_resume_restores_the_earlier_session_and_keeps_its_transcript() {
+        let mut r = req();
+        r.settings_path = Some("/run/lab/r1.settings.json".into());
+        r.prompt = "-go on".into();
+        let s =
+            continue_session(r, Continuation::Resume, earlier(Some("/home/op/.claude/projects/x/s.jsonl"))).unwrap();
+        assert_eq!(
+            s.argv,
+            [
+                "/usr/bin/claude",
+                "--resume",
+                "11111111-2222-4333-8444-555555555555",
+                "--settings",
+                "/run/lab/r1.settings.json",
+                "--",
+                "-go on"
+            ]
+        );
+        assert_eq!(s.session_id.as_deref(), Some("11111111-2222-4333-8444-555555555555"));
+        assert_eq!(s.transcript, TranscriptLocation::Path("/home/op/.claude/projects/x/s.jsonl".into()));
+        // Without a recorded transcript: where Claude Code keeps that session's.
+        let mut r = req();
+        r.prompt = String::new();
+        let s = continue_session(r, Continuation::Resume, earlier(None)).unwrap();
+        assert_eq!(s.argv.len(), 3, "no prompt: Claude Code starts idle: {:?}", s.argv);
+        assert_eq!(
+            s.transcript,
+            TranscriptLocation::Path(
+                "/home/op/.claude/projects/-tmp-a-b-c/11111111-2222-4333-8444-555555555555.jsonl".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_fork_copies_the_earlier_session_into_a_new_one_of_its_own() {
+        let mut r = req();
+        r.workdir = "/w/fork".into();
+        let s = continue_session(r, Continuation::Fork, earlier(Some("/t/s.jsonl"))).unwrap();
+        assert_eq!(
+            s.argv,
+            [
+                "/usr/bin/claude",
+                "--resume",
+                "11111111-2222-4333-8444-555555555555",
+                "--fork-session",
+                "--session-id",
+                "0b6f7c1e-1111-4222-8333-444455556666",
+                "fix the bug"
+            ]
+        );
+        assert_eq!(s.session_id.as_deref(), Some("0b6f7c1e-1111-4222-8333-444455556666"));
+        assert_eq!(
+            s.transcript,
+            TranscriptLocation::Path(
+                "/home/op/.claude/projects/-w-fork/0b6f7c1e-1111-4222-8333-444455556666.jsonl".into()
+            )
+        );
+    }
+
+    #[test]
+    fn an_earlier_session_id_that_is_not_claude_s_is_refused() {
+        for bad in ["", "--dangerously-skip-permissions", "a b", "x;y", &"a".repeat(129)] {
+            let mut e = earlier(None);
+            e.session_id = bad.to_string();
+            let err = continue_session(req(), Continuation::Resume, e).unwrap_err();
+            assert!(err.contains("not one Claude Code writes"), "{bad:?}: {err}");
+        }
     }
 }

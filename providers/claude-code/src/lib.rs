@@ -2,7 +2,7 @@
 //!
 //! Everything lab knows about Claude Code lives in this crate; the host never sees a
 //! tool name like `AskUserQuestion`. It exports the `screen-provider` world of
-//! `lab:provider@0.3.0`: the base interface, live dialog capture through Claude Code's
+//! `lab:provider@0.4.0`: the base interface, live dialog capture through Claude Code's
 //! hooks with keystroke answers, and the workspace-trust screen read off the pane.
 //!
 //! | module | what | docs/providers/claude-code/compat.md |
@@ -32,8 +32,8 @@
 /// lab's component benchmark).
 pub use lab_provider_sdk::Provider;
 use lab_provider_sdk::{
-    Answer, AnswerPlan, Blocked, Dialog, DialogHooker, HookBinding, HookCommand, LaunchRequest, LaunchSpec,
-    ParseOutput, ProviderInfo, Samples, ScreenReader, SessionFacts, ToolUse,
+    Abilities, Answer, AnswerPlan, Blocked, Continuation, Dialog, DialogHooker, EarlierRun, HookBinding, HookCommand,
+    LaunchRequest, LaunchSpec, ParseOutput, ProviderInfo, Samples, ScreenReader, SessionFacts, ToolUse,
 };
 
 pub mod dialog_mapper;
@@ -79,6 +79,14 @@ impl Provider for ClaudeCode {
 
     fn self_test_samples() -> Samples {
         samples()
+    }
+
+    fn abilities() -> Abilities {
+        Abilities { resume: true, fork: true }
+    }
+
+    fn continue_session(req: LaunchRequest, how: Continuation, earlier: EarlierRun) -> Result<LaunchSpec, String> {
+        launch::continue_session(req, how, earlier)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `codex`: lab's provider for OpenAI's Codex CLI (pinned 0.169.0).
 //!
 //! Everything lab knows about Codex lives in this crate. It exports the
-//! `screen-provider` world of `lab:provider@0.3.0`: the base interface, live capture of
+//! `screen-provider` world of `lab:provider@0.4.0`: the base interface, live capture of
 //! the command-approval prompt through Codex's hooks with keystroke answers, and the
 //! folder-trust screen read off the pane.
 //!

@@ -119,6 +119,7 @@ mod tests {
                 dialog_hooker: false,
                 screen_reader: false,
                 acp: true,
+                abilities: Default::default(),
             },
             dialog_hooker: false,
             wit_packages: vec!["lab:provider@0.3.0".into()],

@@ -11,13 +11,14 @@
 //! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]; 0.3.0's types
 //! are 0.2.0's, so [`per_version!`] gives both versions one body).
 
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, ComponentHost, StoreState};
+pub use super::queue::Lane;
+use super::queue::{Queue, Stopped};
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, ComponentHost, StoreState};
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
-use std::collections::VecDeque;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
@@ -28,6 +29,7 @@ pub enum Version {
     V0_1_0,
     V0_2_0,
     V0_3_0,
+    V0_4_0,
 }
 
 impl Version {
@@ -36,6 +38,7 @@ impl Version {
             Version::V0_1_0 => v1::PACKAGE,
             Version::V0_2_0 => v2::PACKAGE,
             Version::V0_3_0 => v3::PACKAGE,
+            Version::V0_4_0 => v4::PACKAGE,
         }
     }
 }
@@ -50,6 +53,9 @@ pub struct Capabilities {
     /// An ACP provider (0.3.0 `acp-agent`): it declares an agent the host speaks the
     /// Agent Client Protocol with, and exports nothing else.
     pub acp: bool,
+    /// What its agent can do with an earlier conversation (0.4.0 `sessions`, asked
+    /// once when loaded; nothing for older components and ACP providers).
+    pub abilities: m::Abilities,
 }
 
 /// The export indices of one component, per version.
@@ -68,19 +74,30 @@ pub(super) enum Indices {
         hooker: Option<v3::dialog_hooker::GuestIndices>,
         screen: Option<v3::screen_reader::GuestIndices>,
     },
+    V4 {
+        base: v4::base::GuestIndices,
+        hooker: Option<v4::dialog_hooker::GuestIndices>,
+        screen: Option<v4::screen_reader::GuestIndices>,
+        sessions: v4::sessions::GuestIndices,
+    },
     Acp {
         agent: v3::acp_agent::GuestIndices,
+    },
+    Acp4 {
+        agent: v4::acp_agent::GuestIndices,
     },
 }
 
 impl Indices {
     pub(super) fn capabilities(&self) -> Capabilities {
+        let none = m::Abilities::default();
         match self {
             Indices::V1 { hooker, .. } => Capabilities {
                 version: Version::V0_1_0,
                 dialog_hooker: hooker.is_some(),
                 screen_reader: false,
                 acp: false,
+                abilities: none,
             },
             Indices::V2 { hooker, screen, .. } => Capabilities {
                 version: Version::V0_2_0,
@@ -88,29 +105,72 @@ impl Indices {
                 // Answering a screen dialog needs dialog-hooker too.
                 screen_reader: screen.is_some() && hooker.is_some(),
                 acp: false,
+                abilities: none,
             },
             Indices::V3 { hooker, screen, .. } => Capabilities {
                 version: Version::V0_3_0,
                 dialog_hooker: hooker.is_some(),
                 screen_reader: screen.is_some() && hooker.is_some(),
                 acp: false,
+                abilities: none,
             },
-            Indices::Acp { .. } => {
-                Capabilities { version: Version::V0_3_0, dialog_hooker: false, screen_reader: false, acp: true }
-            }
+            Indices::V4 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_4_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                // Asked once instantiated ([`ProviderHandle::ask_abilities`]).
+                abilities: none,
+            },
+            Indices::Acp { .. } => Capabilities {
+                version: Version::V0_3_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::Acp4 { .. } => Capabilities {
+                version: Version::V0_4_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
         }
     }
 }
 
 /// The loaded exports of one instance.
 pub(super) enum Guests {
-    V1 { base: v1::base::Guest, hooker: Option<v1::dialog_hooker::Guest> },
-    V2 { base: v2::base::Guest, hooker: Option<v2::dialog_hooker::Guest>, screen: Option<v2::screen_reader::Guest> },
-    V3 { base: v3::base::Guest, hooker: Option<v3::dialog_hooker::Guest>, screen: Option<v3::screen_reader::Guest> },
-    Acp { agent: v3::acp_agent::Guest },
+    V1 {
+        base: v1::base::Guest,
+        hooker: Option<v1::dialog_hooker::Guest>,
+    },
+    V2 {
+        base: v2::base::Guest,
+        hooker: Option<v2::dialog_hooker::Guest>,
+        screen: Option<v2::screen_reader::Guest>,
+    },
+    V3 {
+        base: v3::base::Guest,
+        hooker: Option<v3::dialog_hooker::Guest>,
+        screen: Option<v3::screen_reader::Guest>,
+    },
+    V4 {
+        base: v4::base::Guest,
+        hooker: Option<v4::dialog_hooker::Guest>,
+        screen: Option<v4::screen_reader::Guest>,
+        sessions: v4::sessions::Guest,
+    },
+    Acp {
+        agent: v3::acp_agent::Guest,
+    },
+    Acp4 {
+        agent: v4::acp_agent::Guest,
+    },
 }
 
-/// One body for the 0.2.0 and 0.3.0 exports (their types are the same Rust types),
+/// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
 /// the 0.1.0 arm given apart; an ACP provider has none of these functions.
 macro_rules! per_version {
     ($g:expr, $v1:pat => $e1:expr, { $($field:ident),* } => $e:expr) => {
@@ -118,86 +178,13 @@ macro_rules! per_version {
             $v1 => $e1,
             Guests::V2 { $($field,)* .. } => $e,
             Guests::V3 { $($field,)* .. } => $e,
-            Guests::Acp { .. } => None,
+            Guests::V4 { $($field,)* .. } => $e,
+            Guests::Acp { .. } | Guests::Acp4 { .. } => None,
         }
     };
 }
 
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
-
-/// Which of the provider thread's queues a call waits in: [`Lane::Prompt`] is served
-/// first, [`Lane::Bulk`] when it is empty; each in order of arrival.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
-    /// Small calls someone is waiting on now: an answer's plan (its POST returns after
-    /// it), a spooled prompt (the hook → view path).
-    Prompt,
-    /// Everything else: transcripts (long catch-ups included), screens, launches.
-    Bulk,
-}
-
-struct Lanes<T> {
-    prompt: VecDeque<T>,
-    bulk: VecDeque<T>,
-    /// Every handle is gone: the thread ends once the queues are empty.
-    closed: bool,
-    /// The thread has ended (or died): nothing queued will run.
-    stopped: bool,
-}
-
-/// The provider thread's two queues (of jobs; generic for its tests).
-struct Queue<T> {
-    lanes: Mutex<Lanes<T>>,
-    ready: Condvar,
-}
-
-impl<T> Queue<T> {
-    fn new() -> Self {
-        let lanes = Lanes { prompt: VecDeque::new(), bulk: VecDeque::new(), closed: false, stopped: false };
-        Queue { lanes: Mutex::new(lanes), ready: Condvar::new() }
-    }
-
-    /// Queue `job`; on a queue whose thread has stopped it is dropped (its caller sees
-    /// the provider unavailable).
-    fn push(&self, lane: Lane, job: T) {
-        let mut l = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        if l.stopped {
-            return;
-        }
-        match lane {
-            Lane::Prompt => l.prompt.push_back(job),
-            Lane::Bulk => l.bulk.push_back(job),
-        }
-        self.ready.notify_one();
-    }
-
-    /// The next job, prompts first; None once closed and drained.
-    fn pop(&self) -> Option<T> {
-        let mut l = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(job) = l.prompt.pop_front().or_else(|| l.bulk.pop_front()) {
-                return Some(job);
-            }
-            if l.closed {
-                return None;
-            }
-            l = self.ready.wait(l).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// Held by the provider thread: when it ends, by a panic too, what is still queued is
-/// dropped (each caller sees the provider unavailable) and nothing more is queued.
-struct Stopped<T>(Arc<Queue<T>>);
-
-impl<T> Drop for Stopped<T> {
-    fn drop(&mut self) {
-        let mut l = self.0.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        l.stopped = true;
-        l.prompt.clear();
-        l.bulk.clear();
-    }
-}
 
 /// The sending side, shared by every clone of a handle: when the last clone goes, the
 /// queue closes and the thread ends.
@@ -205,8 +192,7 @@ struct Sender(Arc<Queue<Job>>);
 
 impl Drop for Sender {
     fn drop(&mut self) {
-        self.0.lanes.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-        self.0.ready.notify_one();
+        self.0.close();
     }
 }
 
@@ -259,7 +245,14 @@ impl Worker {
                 hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
                 screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
             },
+            Indices::V4 { base, hooker, screen, sessions } => Guests::V4 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+            },
             Indices::Acp { agent } => Guests::Acp { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::Acp4 { agent } => Guests::Acp4 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -431,7 +424,9 @@ impl ProviderHandle {
             Guests::V1 { base, .. } => ok(base.call_info(s).map(v1::info)),
             Guests::V2 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::V3 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::V4 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::Acp4 { agent } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -439,6 +434,7 @@ impl ProviderHandle {
     pub fn acp_launch(&self) -> Call<m::AcpLaunch> {
         self.call("launch", |s, g| match g {
             Guests::Acp { agent } => ok(agent.call_launch(s).map(v3::acp_launch)),
+            Guests::Acp4 { agent } => ok(agent.call_launch(s).map(v4::acp_launch)),
             _ => None,
         })
     }
@@ -557,53 +553,48 @@ impl ProviderHandle {
         })
     }
 
+    /// What the agent can do with an earlier conversation (0.4.0 `sessions`), asked
+    /// once when the component is loaded and kept in its [`Capabilities`].
+    pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
+        if self.caps.version != Version::V0_4_0 || self.caps.acp {
+            return Ok(());
+        }
+        let call = self.call("abilities", |s, g| match g {
+            Guests::V4 { sessions, .. } => ok(sessions.call_abilities(s).map(v4::abilities)),
+            _ => None,
+        });
+        self.caps.abilities = call.blocking()?;
+        Ok(())
+    }
+
+    pub fn continue_session(
+        &self,
+        req: m::LaunchRequest,
+        how: m::Continuation,
+        earlier: m::EarlierRun,
+    ) -> Call<m::LaunchSpec> {
+        self.call("continue-session", move |s, g| match g {
+            Guests::V4 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v4::continuation(how), &v4::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
+            _ => None,
+        })
+    }
+
+    pub fn usage_limit(&self, msg: m::Message) -> Call<Option<m::UsageLimit>> {
+        self.call("usage-limit", move |s, g| match g {
+            Guests::V4 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v4::usage_limit)))
+            }
+            _ => None,
+        })
+    }
+
     pub fn read_screen(&self, pane: String) -> Call<Option<m::Dialog>> {
         self.call("read-screen", move |s, g| {
             per_version!(g,
                 Guests::V1 { .. } => None,
                 { screen } => screen.as_ref().and_then(|r| ok(r.call_read_screen(s, &pane).map(|d| d.map(v2::dialog_in)))))
         })
-    }
-}
-
-#[cfg(test)]
-mod lane_tests {
-    use super::*;
-
-    /// Prompts go first, each lane in order; a closed queue is drained before the
-    /// thread stops, and a stopped one takes nothing more.
-    #[test]
-    fn prompts_are_served_before_the_bulk_and_a_stopped_queue_takes_nothing() {
-        let q = Queue::new();
-        q.push(Lane::Bulk, "parse 1");
-        q.push(Lane::Bulk, "parse 2");
-        q.push(Lane::Prompt, "plan a");
-        q.push(Lane::Bulk, "parse 3");
-        q.push(Lane::Prompt, "plan b");
-        q.lanes.lock().unwrap().closed = true;
-        let order: Vec<&str> = std::iter::from_fn(|| q.pop()).collect();
-        assert_eq!(order, ["plan a", "plan b", "parse 1", "parse 2", "parse 3"]);
-        let q = Arc::new(q);
-        drop(Stopped(q.clone()));
-        q.push(Lane::Prompt, "too late");
-        assert!(q.pop().is_none());
-    }
-
-    /// The thread waits for work and wakes for it; the last handle gone ends it.
-    #[test]
-    fn the_thread_waits_for_work_and_ends_with_the_last_sender() {
-        let q = Arc::new(Queue::new());
-        let rx = q.clone();
-        let worker = std::thread::spawn(move || std::iter::from_fn(|| rx.pop()).collect::<Vec<u32>>());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        q.push(Lane::Bulk, 1);
-        q.push(Lane::Prompt, 2);
-        {
-            let mut l = q.lanes.lock().unwrap();
-            l.closed = true;
-            q.ready.notify_one();
-        }
-        let got = worker.join().unwrap();
-        assert_eq!(got.len(), 2, "both run before the thread ends: {got:?}");
     }
 }

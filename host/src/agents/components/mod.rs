@@ -10,10 +10,12 @@
 
 mod cache;
 mod handle;
+mod queue;
 mod set;
 pub mod v0_1_0;
 pub mod v0_2_0;
 pub mod v0_3_0;
+pub mod v0_4_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -48,6 +50,20 @@ impl Provider for ProviderHandle {
     }
     fn launch(&self, req: model::LaunchRequest) -> Reply<model::LaunchSpec> {
         ProviderHandle::launch(self, req).into_future()
+    }
+    fn abilities(&self) -> model::Abilities {
+        self.capabilities().abilities
+    }
+    fn continue_session(
+        &self,
+        req: model::LaunchRequest,
+        how: model::Continuation,
+        earlier: model::EarlierRun,
+    ) -> Reply<model::LaunchSpec> {
+        ProviderHandle::continue_session(self, req, how, earlier).into_future()
+    }
+    fn usage_limit(&self, msg: model::Message) -> Reply<Option<model::UsageLimit>> {
+        ProviderHandle::usage_limit(self, msg).into_future()
     }
     fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
         ProviderHandle::hook_wiring(self).into_future()
@@ -84,7 +100,7 @@ use wasmtime::{Config, Engine};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
-pub const WIT_PACKAGES: &[&str] = &[v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
+pub const WIT_PACKAGES: &[&str] = &[v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
 
 // `BUNDLED` (the components embedded in the binary) and `fixtures` (paths of every
 // component the build made, and of older builds kept for the compatibility tests):
@@ -404,7 +420,23 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_3_0::PACKAGE {
+        let indices = if *version == v0_4_0::PACKAGE {
+            match v0_4_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp4 { agent },
+                Err(_) => handle::Indices::V4 {
+                    base: v0_4_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_4_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_4_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_4_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                },
+            }
+        } else if *version == v0_3_0::PACKAGE {
             match v0_3_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp { agent },
                 Err(_) => handle::Indices::V3 {
@@ -429,10 +461,11 @@ impl ComponentHost {
                 hooker: v0_1_0::dialog_hooker::GuestIndices::new(&pre).ok(),
             }
         };
-        let capabilities = indices.capabilities();
-        let dialog_hooker = capabilities.dialog_hooker;
         let label = source.to_string();
-        let handle = ProviderHandle::spawn(self.clone(), label, pre, indices)?;
+        let mut handle = ProviderHandle::spawn(self.clone(), label, pre, indices)?;
+        handle.ask_abilities().map_err(|e| anyhow!("{e}"))?;
+        let capabilities = handle.capabilities();
+        let dialog_hooker = capabilities.dialog_hooker;
         let info = handle.info().blocking().map_err(|e| anyhow!("{e}"))?;
         if info.name.is_empty() || !info.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             anyhow::bail!("the provider's name {:?} is not a valid name ([A-Za-z0-9_-]+)", info.name);

@@ -259,6 +259,7 @@ mod tests {
                 dialog_hooker: true,
                 screen_reader: false,
                 acp: false,
+                abilities: Default::default(),
             },
             dialog_hooker: true,
             wit_packages: Vec::new(),
