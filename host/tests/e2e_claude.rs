@@ -1555,3 +1555,111 @@ fn a_prompt_too_large_for_argv_and_a_256_kib_message_reach_the_model_whole() {
         v["messages"].as_array().unwrap().iter().any(|m| m["text"] == "Read your long message.")
     });
 }
+
+/// The text of every message of a view, in order, as `role: text`.
+fn chat_lines(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}: {}", m["role"].as_str().unwrap_or(""), m["text"].as_str().unwrap_or("")))
+        .collect()
+}
+
+/// Whether the stand-in got a main request whose conversation holds every one of `needles`.
+fn standin_saw(e: &E2e, needles: &[&str]) -> bool {
+    e.standin.main_requests().iter().any(|r| {
+        let msgs = r.body["messages"].to_string();
+        needles.iter().all(|n| msgs.contains(n))
+    })
+}
+
+/// Resume and fork (issue 56) with the real Claude Code: a run in a worktree is told a
+/// word, stopped by the operator, lab serve restarted, and the run is listed as
+/// resumable with why it ended; resumed with a question, the agent's next request
+/// carries the earlier turns (the stand-in sees them) and the chat goes on after the
+/// old messages, none of them twice. Forked, the new run has its own branch and
+/// worktree with the parent's uncommitted file, the parent's history, and a request
+/// with the earlier turns; the parent's files are left as they were.
+#[test]
+fn a_stopped_run_is_resumed_after_a_restart_and_forked_into_its_own_branch() {
+    let Some(mut e) = setup("resume_fork", Script::new()) else { return };
+    let repo = e.w.workdir.clone();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["-c", "user.email=op@example.com", "-c", "user.name=op", "commit", "-q", "--allow-empty", "-m", "start"],
+    ] {
+        let out = std::process::Command::new("git").args(args).current_dir(&repo).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Claude Code trusts a folder below a trusted one: lab's worktrees are where the
+    // operator's runs go.
+    let seed_path = e.w.agent_home.join(".claude.json");
+    let mut seed: Value = serde_json::from_slice(&std::fs::read(&seed_path).unwrap()).unwrap();
+    seed["projects"][e.w.home.join("worktrees").to_str().unwrap()] = json!({"hasTrustDialogAccepted": true});
+    std::fs::write(&seed_path, serde_json::to_vec_pretty(&seed).unwrap()).unwrap();
+
+    let run = e.create("Remember the word PAPAYA.", None);
+    let (_, body) = e.lab().get(&format!("/runs/{}", run.id));
+    let worktree = body["worktree"]["path"].as_str().expect("a run in a repository gets a worktree").to_string();
+    e.wait_view(&run, LAUNCH_TIMEOUT, "the first reply", |v| {
+        v["state"] == "idle" && chat_lines(v).iter().any(|l| l.starts_with("assistant: "))
+    });
+    let (status, stopped) = e.lab().post(&format!("/runs/{}/stop", run.id), &json!({}));
+    assert_eq!(status, 200, "{stopped}");
+    assert_eq!(stopped["state"], "ended", "{stopped}");
+    let before = chat_lines(&e.view(&run));
+
+    e.restart_lab();
+    let (_, listed) = e.lab().get(&format!("/runs/{}", run.id));
+    assert_eq!((listed["resumable"].as_bool(), listed["forkable"].as_bool()), (Some(true), Some(true)), "{listed}");
+    assert_eq!(listed["end_reason"], "stopped by the operator", "{listed}");
+
+    let (status, resumed) =
+        e.lab().post(&format!("/runs/{}/resume", run.id), &json!({"prompt": "Which word did I ask you to remember?"}));
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!((resumed["id"].as_str(), resumed["resumable"].as_bool()), (Some(run.id.as_str()), Some(false)));
+    assert_ne!(resumed["state"], "ended", "{resumed}");
+    wait_for(LAUNCH_TIMEOUT, "[resume_fork] the resumed request with the earlier turn", || {
+        standin_saw(&e, &["Remember the word PAPAYA.", "Which word did I ask you to remember?"]).then_some(())
+    });
+    let v = e.wait_view(&run, STEP_TIMEOUT, "the resumed run's reply", |v| {
+        let lines = chat_lines(v);
+        let asked = lines.iter().position(|l| l.contains("Which word did I ask you to remember?"));
+        asked.is_some_and(|i| lines[i + 1..].iter().any(|l| l.starts_with("assistant: ")))
+    });
+    let after = chat_lines(&v);
+    assert_eq!(&after[..before.len()], &before[..], "the old messages stay first, as they were");
+    assert_eq!(after.iter().filter(|l| l.contains("Remember the word PAPAYA.")).count(), 1, "{after:#?}");
+
+    // The parent's work so far, uncommitted: the fork starts with it.
+    std::fs::write(Path::new(&worktree).join("notes.txt"), "from the parent\n").unwrap();
+    let (status, fork) = e.lab().post(&format!("/runs/{}/fork", run.id), &json!({"prompt": "Fork: say the word."}));
+    assert_eq!(status, 201, "{fork}");
+    let fork_id = fork["id"].as_str().unwrap().to_string();
+    assert_ne!(fork_id, run.id);
+    assert_eq!(fork["parent"], run.id.as_str(), "{fork}");
+    assert_eq!(fork["worktree"]["branch"], format!("lab/{fork_id}"), "{fork}");
+    let fork_tree = fork["worktree"]["path"].as_str().unwrap().to_string();
+    assert_ne!(fork_tree, worktree);
+    assert_eq!(std::fs::read_to_string(Path::new(&fork_tree).join("notes.txt")).unwrap(), "from the parent\n");
+    assert_eq!(std::fs::read_to_string(Path::new(&worktree).join("notes.txt")).unwrap(), "from the parent\n");
+    wait_for(LAUNCH_TIMEOUT, "[resume_fork] the fork's request with the parent's turns", || {
+        standin_saw(&e, &["Remember the word PAPAYA.", "Fork: say the word."]).then_some(())
+    });
+    let fv = wait_for(STEP_TIMEOUT, "[resume_fork] the fork's chat with the parent's history", || {
+        Some(e.lab().view(&fork_id)).filter(|v| {
+            let lines = chat_lines(v);
+            lines.iter().any(|l| l.contains("Remember the word PAPAYA."))
+                && lines.iter().any(|l| l.contains("Fork: say the word."))
+        })
+    });
+    assert_ne!(fv["state"], "ended", "{fv}");
+    // The fork's files are its own from now on.
+    std::fs::write(Path::new(&fork_tree).join("notes.txt"), "the fork's\n").unwrap();
+    assert_eq!(std::fs::read_to_string(Path::new(&worktree).join("notes.txt")).unwrap(), "from the parent\n");
+    for id in [run.id.as_str(), fork_id.as_str()] {
+        let (status, body) = e.lab().post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!(status, 200, "{body}");
+    }
+}

@@ -1064,6 +1064,8 @@ fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registr
         worktree: None,
         host: None,
         remote_transcript: None,
+        parent: None,
+        end_reason: None,
     }
 }
 
@@ -1105,7 +1107,7 @@ async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
     assert_eq!(runs.evict_unwatched(std::time::Duration::ZERO), 1);
     assert!(runs.list().is_empty(), "back at rest");
     // Listed from the registry as it was listed awake: the same body.
-    let awake_body = serde_json::to_value(run.body()).unwrap();
+    let awake_body = serde_json::to_value(runs.body_of(&run)).unwrap();
     let bodies = runs.bodies();
     assert_eq!(bodies.len(), 2, "still listed");
     assert_eq!(serde_json::to_value(&bodies[0]).unwrap(), awake_body, "the whole record, read again");

@@ -346,6 +346,8 @@ pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
             worktree: None,
             host: None,
             remote_transcript: None,
+            parent: None,
+            end_reason: None,
         });
         ids.push(id);
         if records.len() == 500 {

@@ -66,9 +66,12 @@ impl From<RunError> for ApiError {
             | RunError::RunEnded
             | RunError::NoWorktree(_)
             | RunError::RunActive
+            | RunError::NotResumable(_)
             | RunError::HostDown(_) => StatusCode::CONFLICT,
             RunError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            RunError::NotAnswerable | RunError::LaunchFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            RunError::NotAnswerable | RunError::LaunchFailed(_) | RunError::NotSupported(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             RunError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError { status, code: e.code(), message: e.to_string() }
@@ -180,6 +183,8 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/runs/{id}/review", post(review))
         .route("/runs/{id}/merge", post(merge))
         .route("/runs/{id}/discard", post(discard))
+        .route("/runs/{id}/resume", post(resume))
+        .route("/runs/{id}/fork", post(fork))
         .route("/push/key", get(push_key))
         .route("/push/key/rotate", post(rotate_push_key))
         .route("/push/subscriptions", get(list_push_subscriptions).post(add_push_subscription))
@@ -385,7 +390,8 @@ async fn create_run(
 }
 
 async fn get_run(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
-    Ok(Json(runs.get(&id)?.body()).into_response())
+    let run = runs.get(&id)?;
+    Ok(Json(runs.body_of(&run)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -478,7 +484,7 @@ async fn answer(
 async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
     runs.stop(&run).await?;
-    Ok(Json(run.body()).into_response())
+    Ok(Json(runs.body_of(&run)).into_response())
 }
 
 async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
@@ -541,7 +547,7 @@ async fn merge(State(runs): State<Arc<Runs>>, Path(id): Path<String>, body: axum
         (StatusCode::CONFLICT, Json(json!({"error": code, "message": message, "files": files}))).into_response()
     };
     match runs.merge(&run, body.strategy, body.message).await {
-        Ok(commit) => Ok(Json(json!({"commit": commit, "run": run.body()})).into_response()),
+        Ok(commit) => Ok(Json(json!({"commit": commit, "run": runs.body_of(&run)})).into_response()),
         Err(WorkError::Run(e)) => Err(e.into()),
         Err(WorkError::Merge(MergeError::Conflict(files))) => Ok(conflict(
             "merge_conflict",
@@ -571,7 +577,37 @@ async fn merge(State(runs): State<Arc<Runs>>, Path(id): Path<String>, body: axum
 async fn discard(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
     runs.discard(&run).await?;
-    Ok(Json(run.body()).into_response())
+    Ok(Json(runs.body_of(&run)).into_response())
+}
+
+/// The body of `POST /runs/{id}/resume` and `/fork`: the agent's next message, if any.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ContinueBody {
+    #[serde(default)]
+    prompt: Option<String>,
+}
+
+/// `POST /runs/{id}/resume` (`{"prompt"?}`) → `200` the run, live again.
+async fn resume(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    body: Result<Json<ContinueBody>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(body) = body?;
+    let run = runs.get(&id)?;
+    Ok(Json(runs.resume(&run, body.prompt).await?).into_response())
+}
+
+/// `POST /runs/{id}/fork` (`{"prompt"?}`) → `201` the new run.
+async fn fork(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    body: Result<Json<ContinueBody>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(body) = body?;
+    let run = runs.get(&id)?;
+    Ok((StatusCode::CREATED, Json(runs.fork(&run, body.prompt).await?)).into_response())
 }
 
 type PushExt = axum::Extension<Arc<crate::notify::push::Push>>;

@@ -44,6 +44,13 @@ pub enum RunError {
     RunActive,
     #[error("{0}")]
     LaunchFailed(String),
+    /// The run's provider (or where it runs) cannot do what was asked: resume, fork.
+    #[error("{0}")]
+    NotSupported(String),
+    /// There is nothing to resume or fork (a live run, a launch that failed, an agent
+    /// that never named its session).
+    #[error("{0}")]
+    NotResumable(String),
     /// The run's host has no runner connected.
     #[error(
         "host `{0}` is not connected, so nothing was sent: GET /hosts says why (a host over ssh is dialled again by \
@@ -82,6 +89,8 @@ impl RunError {
             RunError::NoWorktree(_) => "no_worktree",
             RunError::RunActive => "run_active",
             RunError::LaunchFailed(_) => "launch_failed",
+            RunError::NotSupported(_) => "not_supported",
+            RunError::NotResumable(_) => "not_resumable",
             RunError::HostDown(_) => "host_down",
             RunError::Internal(_) => "internal",
         }
@@ -165,6 +174,15 @@ pub struct RunBody {
     /// lab serve restarted, the one serving then (left out for ended and ACP runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_build: Option<super::providers::Build>,
+    /// Why it ended (null while live, or for a run that ended before lab kept it).
+    pub end_reason: Option<String>,
+    /// `POST /runs/{id}/resume` would bring it back: ended, its agent's session known,
+    /// its provider able to resume it, its worktree still there.
+    pub resumable: bool,
+    /// `POST /runs/{id}/fork` would start a new run from its conversation.
+    pub forkable: bool,
+    /// The run it was forked from (null: none).
+    pub parent: Option<RunId>,
 }
 
 impl RunBody {
@@ -194,8 +212,31 @@ impl RunBody {
             diff,
             host: r.host.clone(),
             provider_build: None,
+            end_reason: r.end_reason.clone(),
+            resumable: false,
+            forkable: false,
+            parent: r.parent.clone(),
         }
     }
+}
+
+/// How a launch continues an earlier conversation: handed to the provider's
+/// `continue-session` in place of `launch`.
+#[derive(Debug, Clone)]
+pub(crate) struct Continuing {
+    pub how: crate::agents::model::Continuation,
+    pub earlier: crate::agents::model::EarlierRun,
+    /// The operator's next message ("" for none: the agent starts idle).
+    pub prompt: String,
+}
+
+/// A fork's request: its parent, the parent's worktree to branch from (None: the
+/// parent ran in its workdir's own checkout) and the conversation it carries over.
+#[derive(Debug, Clone)]
+pub(crate) struct ForkOf {
+    pub parent: RunId,
+    pub worktree: Option<crate::worktree::Worktree>,
+    pub continuing: Continuing,
 }
 
 /// The request body of `POST /runs`.
@@ -214,6 +255,10 @@ pub struct CreateRun {
     /// The host to run on (`lab hosts`); absent: this machine.
     #[serde(default)]
     pub host: Option<String>,
+    /// Set by `POST /runs/{id}/fork`, never by a client: the run this one is forked
+    /// from, and how its conversation is carried over.
+    #[serde(skip)]
+    pub(super) fork: Option<ForkOf>,
 }
 
 /// Where an answer is, once the answer POST has returned (`202`): shown as `answer` in

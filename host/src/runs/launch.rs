@@ -35,20 +35,21 @@ impl Runs {
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
         rec.worktree = self.make_worktree(&rec, &req).await?;
 
-        let typed_prompt =
-            match self.launch(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files).await {
-                Ok(typed) => typed,
-                Err(msg) => {
-                    for f in files.all() {
-                        let _ = fsutil::remove_if_exists(f);
-                    }
-                    return Err(self.launch_failed(rec, msg).await);
+        let continuing = req.fork.as_ref().map(|f| &f.continuing);
+        let launched = self.launch(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files, continuing);
+        let typed_prompt = match launched.await {
+            Ok(typed) => typed,
+            Err(msg) => {
+                for f in files.all() {
+                    let _ = fsutil::remove_if_exists(f);
                 }
-            };
+                return Err(self.launch_failed(rec, msg).await);
+            }
+        };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
         let run = self.follow_launched(rec, typed_prompt, pinned);
-        Ok(run.body())
+        Ok(self.body_of(&run))
     }
 
     /// A run just launched and recorded, followed from now on: in memory on the build
@@ -98,6 +99,8 @@ impl Runs {
             worktree: None,
             host: None,
             remote_transcript: None,
+            parent: req.fork.as_ref().map(|f| f.parent.clone()),
+            end_reason: None,
         }
     }
 
@@ -132,7 +135,12 @@ impl Runs {
         req: &CreateRun,
     ) -> Result<Option<crate::worktree::Worktree>, RunError> {
         let id = &rec.id;
-        let wt = self.workspace_of(rec).make(id, &req.workdir, req.worktree, self.config.runs.worktree).await?;
+        let workspace = self.workspace_of(rec);
+        let wt = match &req.fork {
+            // A fork's: branched from its parent's files as they are now.
+            Some(f) => workspace.fork(id, &req.workdir, f.worktree.as_ref()).await?,
+            None => workspace.make(id, &req.workdir, req.worktree, self.config.runs.worktree).await?,
+        };
         if let Some(wt) = &wt {
             tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, host = ?rec.host, "made the run's worktree");
         }
@@ -150,6 +158,7 @@ impl Runs {
         provider: &dyn Provider,
         default_program: &str,
         files: &crate::store::paths::RunFiles,
+        continuing: Option<&super::continuation::Continuing>,
     ) -> Result<Option<String>, String> {
         let pconf = self.config.provider(&rec.provider);
         let path_var = std::env::var_os("PATH");
@@ -165,7 +174,7 @@ impl Runs {
         })?;
         let place =
             Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
-        let prepared = prepare(rec, provider, &program.to_string_lossy(), &place).await?;
+        let prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
         if let Some(doc) = &prepared.settings {
             hook_settings::write(&self.home.runtime_dir(), files, doc)?;
         }
@@ -233,7 +242,11 @@ pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
 /// the agent runs.)
 pub(super) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
     input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
-    let prompt = input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?;
+    let prompt = match &req.fork {
+        // A fork without a message starts idle (its conversation is its parent's).
+        Some(_) if req.prompt.is_empty() => String::new(),
+        _ => input::chat_text(&req.prompt).map_err(|e| RunError::text(e, "prompt"))?,
+    };
     if let Some(m) = &req.permission_mode {
         if m.is_empty() || m.len() > 32 || !m.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
             return Err(RunError::BadRequest(format!("invalid permission_mode {m:?}")));
@@ -274,12 +287,15 @@ pub(super) struct Prepared {
 
 /// Ask the provider how to launch `rec`'s agent at `place` with `program` (resolved
 /// there): hook commands, settings, the launch spec (checked); `rec` learns the
-/// session id and transcript path.
+/// session id and transcript path. `continuing`: the launch continues an earlier
+/// conversation (the provider's `continue-session`, with the operator's next message
+/// in place of the record's first prompt).
 pub(super) async fn prepare(
     rec: &mut RunRecord,
     provider: &dyn Provider,
     program: &str,
     place: &Place,
+    continuing: Option<&super::continuation::Continuing>,
 ) -> Result<Prepared, String> {
     let mut env = place.env.clone();
     let (hooks, settings, settings_path) = if provider.dialog_hooker() {
@@ -313,18 +329,26 @@ pub(super) async fn prepare(
         hooks: hooks.clone(),
     };
     let spec_for = move |req: LaunchRequest| async move {
-        provider.launch(req).await.map_err(|e| match e.refusal() {
+        let asked = match continuing {
+            None => provider.launch(req).await,
+            Some(c) => provider.continue_session(req, c.how, c.earlier.clone()).await,
+        };
+        asked.map_err(|e| match e.refusal() {
             Some(msg) => format!("the provider refused to launch: {msg}"),
             None => e.to_string(),
         })
     };
-    let mut spec = spec_for(request(rec.prompt.clone())).await?;
+    let prompt = continuing.map_or(&rec.prompt, |c| &c.prompt).clone();
+    let mut spec = spec_for(request(prompt.clone())).await?;
     let mut typed_prompt = None;
     if input::oversized_argument(&spec.argv).is_some() {
         spec = spec_for(request(String::new())).await?;
-        typed_prompt = Some(rec.prompt.clone());
+        typed_prompt = Some(prompt);
     }
     check_spec(&spec, program, &hooks)?;
+    if let Some(c) = continuing.filter(|c| c.how == crate::agents::model::Continuation::Resume) {
+        super::continuation::check_resumed_transcript(&spec.transcript, c)?;
+    }
     super::agent_env::add_component_vars(&mut env, spec.env)?;
     rec.session_id = spec.session_id;
     rec.transcript_path = match spec.transcript {

@@ -19,6 +19,7 @@ pub mod agent_version;
 mod answer;
 pub mod answer_guard;
 mod api;
+mod continuation;
 mod follow;
 pub mod hook_channels;
 pub mod hook_file;
@@ -694,6 +695,7 @@ impl Runs {
             }
             let read = tail.read_before_end().await;
             tail.ended = true;
+            run.record.lock().unwrap().end_reason = Some(why.to_string());
             for f in self.home.run_files(&run.id).all() {
                 if let Err(e) = fsutil::remove_if_exists(f) {
                     tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
@@ -783,6 +785,8 @@ mod update_tests {
             worktree: None,
             host: None,
             remote_transcript: None,
+            parent: None,
+            end_reason: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::store::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -54,6 +54,13 @@ pub struct RunRecord {
     /// On a host: its transcript's path there (`transcript_path` is lab's mirror).
     #[serde(default)]
     pub remote_transcript: Option<String>,
+    /// The run it was forked from (`POST /runs/{id}/fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<RunId>,
+    /// Why it ended, as lab saw it (the agent exited, the operator stopped it, its
+    /// session was gone when lab serve started); cleared when it is resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
 }
 
 impl RunRecord {
@@ -488,6 +495,8 @@ mod tests {
             worktree: None,
             host: None,
             remote_transcript: None,
+            parent: None,
+            end_reason: None,
         }
     }
 

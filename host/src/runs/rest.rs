@@ -189,8 +189,12 @@ impl Runs {
         };
         page.iter()
             .filter_map(|l| match l {
-                Listed::Awake(r) => Some(r.body()),
-                Listed::AtRest(_) => records.next().flatten().map(|r| RunBody::of(&r, RunState::Ended, None, None)),
+                Listed::Awake(r) => Some(self.body_of(r)),
+                Listed::AtRest(_) => records.next().flatten().map(|r| {
+                    let mut body = RunBody::of(&r, RunState::Ended, None, None);
+                    (body.resumable, body.forkable) = super::continuation::continuable(&r, self.abilities_of(&r, None));
+                    body
+                }),
             })
             .collect()
     }

@@ -147,6 +147,18 @@ impl Tail {
         Tail { src, transcript: TranscriptReader::new(transcript), ..inert }
     }
 
+    /// The run goes on after its end (resumed): its agent runs again and its
+    /// transcript is read on from where it was; nothing shown on its screen before
+    /// counts. `prompt_pending`: lab has a first message to type once the agent is up.
+    pub fn revive(&mut self, prompt_pending: bool) {
+        self.ended = false;
+        self.prompt_pending = prompt_pending;
+        self.screen = ScreenFact::default();
+        if self.src.hooker {
+            self.await_session_info();
+        }
+    }
+
     /// The folders a plan file named by a spooled prompt may be read from.
     pub fn set_plan_roots(&mut self, roots: Vec<PathBuf>) {
         self.src.plan_roots = roots;

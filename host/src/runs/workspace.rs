@@ -60,6 +60,18 @@ impl Workspace {
         Ok(self.call_for(c, |d| if let WorkDone::Worktree(wt) = d { Some(wt) } else { None }).await?)
     }
 
+    /// A forked run's worktree: from its parent's worktree `from`, else from the
+    /// checkout `workdir` is in (none outside a repository).
+    pub async fn fork(
+        &self,
+        run: &crate::store::paths::RunId,
+        workdir: &str,
+        from: Option<&Worktree>,
+    ) -> Result<Option<Worktree>, RunError> {
+        let c = WorkCall::Fork { run: run.to_string(), workdir: workdir.into(), from: from.cloned() };
+        Ok(self.call_for(c, |d| if let WorkDone::Worktree(wt) = d { Some(wt) } else { None }).await?)
+    }
+
     pub async fn remove(&self, worktree: &Worktree) -> Result<(), String> {
         let c = WorkCall::Remove { worktree: worktree.clone() };
         self.call_for(c, |d| if let WorkDone::Removed = d { Some(()) } else { None }).await.map_err(|e| e.to_string())

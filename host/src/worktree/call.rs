@@ -18,6 +18,10 @@ pub enum WorkCall {
     /// The new run's worktree, if it gets one ([`super::wanted`]): `requested` is the
     /// run's `worktree`, `default` lab.toml's `[runs] worktree`.
     Make { run: String, workdir: String, requested: Option<bool>, default: Option<bool> },
+    /// A forked run's worktree ([`super::fork`]): from the parent run's worktree
+    /// `from`, else from the checkout its `workdir` is in; none when that is no
+    /// repository with a commit (the fork runs in the workdir, as its parent did).
+    Fork { run: String, workdir: String, from: Option<Worktree> },
     /// Remove the worktree and its branch.
     Remove { worktree: Worktree },
     /// The diff's counts.
@@ -75,6 +79,9 @@ pub fn check(call: &WorkCall) -> Result<(), String> {
     let run_ok = |r: &str| RunId::parse(r).is_some();
     let ok = match call {
         WorkCall::Make { run, workdir, .. } => run_ok(run) && absolute(workdir),
+        WorkCall::Fork { run, workdir, from } => {
+            run_ok(run) && absolute(workdir) && from.as_ref().is_none_or(&worktree_ok)
+        }
         WorkCall::Remove { worktree } | WorkCall::Summary { worktree } | WorkCall::Diff { worktree, .. } => {
             worktree_ok(worktree)
         }
@@ -117,6 +124,28 @@ pub async fn exec(call: WorkCall, worktrees: &Path) -> WorkOutcome {
             }
             let Some(repo) = repo else { return Ok(WorkDone::Worktree(None)) };
             let wt = super::create(&repo, worktrees, &run).await.map_err(WorkFailed::Make)?;
+            Ok(WorkDone::Worktree(Some(wt)))
+        }
+        WorkCall::Fork { run, workdir, from } => {
+            let run = RunId::parse(&run).ok_or_else(|| WorkFailed::BadRequest("not a run id".into()))?;
+            let (source, repo) = match &from {
+                Some(parent) => {
+                    let git = reach(parent).await?;
+                    let repo = super::Repo {
+                        root: PathBuf::from(&parent.repo),
+                        head: None,
+                        head_ref: parent.base_ref.clone(),
+                        prefix: parent.subdir.clone(),
+                    };
+                    (git, repo)
+                }
+                None => match super::find_repo(Path::new(&workdir)).await.map_err(failed)? {
+                    Some(repo) if repo.head.is_some() => (Git::found(&repo.root).await.map_err(failed)?, repo),
+                    _ => return Ok(WorkDone::Worktree(None)),
+                },
+            };
+            let wt =
+                super::fork::fork(&source, from.as_ref(), &repo, worktrees, &run).await.map_err(WorkFailed::Make)?;
             Ok(WorkDone::Worktree(Some(wt)))
         }
         WorkCall::Remove { worktree } => super::remove(&worktree).await.map(|()| WorkDone::Removed).map_err(failed),

@@ -13,6 +13,7 @@
 
 pub mod call;
 pub mod diff;
+pub mod fork;
 pub mod git;
 pub mod merge;
 pub mod review;

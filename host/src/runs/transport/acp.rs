@@ -160,6 +160,12 @@ impl Transport for AcpRuns {
         }
     }
 
+    /// Resume and fork are not offered for ACP runs yet (a live one is carried over a
+    /// restart of lab serve with `session/load`, [`Transport::resume`]).
+    fn abilities(&self, _provider: crate::agents::model::Abilities) -> crate::agents::model::Abilities {
+        crate::agents::model::Abilities::default()
+    }
+
     /// The agent started again and asked to load its session (`session/load`); the run
     /// ends with the reason when it cannot.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
@@ -240,7 +246,7 @@ impl Runs {
             self.clone().spawn_diff_watch(run.clone());
         }
         self.clone().spawn_tailer(run.clone(), false);
-        Ok(run.body())
+        Ok(self.body_of(&run))
     }
 
     /// Start the agent for `rec` (a new session, or `resume`'s), and the run's tmux

@@ -15,6 +15,7 @@ pub(crate) mod tmux;
 use crate::agents::model::Answer;
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{AnswerProgress, CreateRun, RunBody, RunError};
+use crate::runs::continuation::Continuing;
 use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
@@ -118,6 +119,30 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// An active run found in the registry when `lab serve` starts: pick it up.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume;
+
+    /// `POST /runs/{id}/resume`: start the ended run's agent again where it ran,
+    /// continuing its conversation (`rec` learns what the launch says). Returns a first
+    /// prompt too long for the command line, to type once the agent is ready.
+    fn relaunch<'a>(
+        &'a self,
+        _runs: &'a Arc<Runs>,
+        _rec: &'a mut RunRecord,
+        _pinned: &'a Pinned,
+        _continuing: &'a Continuing,
+    ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
+        Box::pin(async { Err(RunError::NotSupported("this kind of run cannot be resumed".into())) })
+    }
+
+    /// A resumed run is followed again ([`Transport::relaunch`]): what more it needs
+    /// than its tailer (its host's runner following it there).
+    fn resumed<'a>(&'a self, _runs: &'a Arc<Runs>, _run: &'a Arc<Run>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// What of its provider's `abilities` a run reached this way can use.
+    fn abilities(&self, provider: crate::agents::model::Abilities) -> crate::agents::model::Abilities {
+        provider
+    }
 
     /// How the run's chat is read: its provider (and the tail over its transcript).
     fn reader(&self, runs: &Runs, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {

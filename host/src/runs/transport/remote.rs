@@ -102,6 +102,36 @@ impl Transport for RemoteRuns {
         runs.clone().spawn_tailer(run, true);
         Resume::Followed
     }
+
+    /// Started again there, as it was launched; its mirror grows on from its end.
+    fn relaunch<'a>(
+        &'a self,
+        runs: &'a Arc<Runs>,
+        rec: &'a mut RunRecord,
+        pinned: &'a crate::runs::providers::Pinned,
+        continuing: &'a crate::runs::continuation::Continuing,
+    ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
+        Box::pin(async move {
+            let host = rec.host.clone().unwrap_or_default();
+            let runner = runs.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
+            let program = pinned.facts.info.default_program.clone();
+            runs.launch_remote(rec, pinned.provider.as_ref(), &program, &runner, Some(continuing))
+                .await
+                .map_err(RunError::LaunchFailed)
+        })
+    }
+
+    /// Its host's runner follows it again, from where the mirror ends.
+    fn resumed<'a>(&'a self, runs: &'a Arc<Runs>, run: &'a Arc<crate::runs::Run>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(e) = runs.watch_remote(run).await {
+                let why = format!("following the resumed run on its host failed: {e}");
+                runs.record_error(run, &why);
+                let _ = runs.close_remote(&run.record()).await;
+                runs.end(run, &why).await;
+            }
+        })
+    }
 }
 
 /// How long a launch step on the runner may take.
@@ -150,14 +180,16 @@ impl Runs {
         rec.tmux_socket = runner.tmux_socket.clone();
         // Its worktree, as for a run here, made there (in the runner's home).
         rec.worktree = self.make_worktree(&rec, &req).await?;
-        let typed_prompt =
-            match self.launch_remote(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &runner).await {
-                Ok(typed) => typed,
-                Err(msg) => {
-                    let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
-                    return Err(self.launch_failed(rec, msg).await);
-                }
-            };
+        let continuing = req.fork.as_ref().map(|f| &f.continuing);
+        let launched =
+            self.launch_remote(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &runner, continuing);
+        let typed_prompt = match launched.await {
+            Ok(typed) => typed,
+            Err(msg) => {
+                let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
+                return Err(self.launch_failed(rec, msg).await);
+            }
+        };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
         let run = self.follow_launched(rec, typed_prompt, pinned);
@@ -176,7 +208,7 @@ impl Runs {
             let _ = self.close_remote(&rec).await;
             self.end(&run, &why).await;
         }
-        Ok(run.body())
+        Ok(self.body_of(&run))
     }
 
     async fn launch_remote(
@@ -185,6 +217,7 @@ impl Runs {
         provider: &dyn crate::agents::provider::Provider,
         default_program: &str,
         runner: &RunnerFacts,
+        continuing: Option<&crate::runs::continuation::Continuing>,
     ) -> Result<Option<String>, String> {
         let host = rec.host.clone().expect("a remote run");
         let pconf = self.config.provider(&rec.provider);
@@ -198,7 +231,7 @@ impl Runs {
         env.extend(pconf.env.clone());
         let files = RunFiles::new(&Home::new(PathBuf::from(&runner.home)).runtime_dir(), &rec.id);
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
-        let prepared = prepare(rec, provider, &program, &place).await?;
+        let prepared = prepare(rec, provider, &program, &place, continuing).await?;
         // A first prompt too long for one argument is typed in once the agent is ready,
         // as here, in one paste over the stream: at most what one paste carries.
         if let Some(prompt) =

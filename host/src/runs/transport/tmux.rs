@@ -62,6 +62,25 @@ impl Transport for TmuxRuns {
     fn resume(&self, _runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
         Resume::AfterLiveness(run)
     }
+
+    fn relaunch<'a>(
+        &'a self,
+        runs: &'a Arc<Runs>,
+        rec: &'a mut RunRecord,
+        pinned: &'a crate::runs::providers::Pinned,
+        continuing: &'a crate::runs::continuation::Continuing,
+    ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
+        Box::pin(async move {
+            let files = runs.home.run_files(&rec.id);
+            let program = pinned.facts.info.default_program.clone();
+            runs.launch(rec, pinned.provider.as_ref(), &program, &files, Some(continuing)).await.map_err(|msg| {
+                for f in files.all() {
+                    let _ = crate::store::fsutil::remove_if_exists(f);
+                }
+                RunError::LaunchFailed(msg)
+            })
+        })
+    }
 }
 
 #[cfg(test)]
