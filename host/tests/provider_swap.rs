@@ -180,3 +180,41 @@ fn a_broken_new_file_is_listed_as_refused_with_its_reason() {
     wait_source(&lab, "plainlog", &dir.join("broken.wasm").display().to_string());
     assert!(provider(&lab, "broken", "refused").is_none());
 }
+
+/// Resume and fork are the provider's to offer: a build made against WIT 0.3.0 (no
+/// `sessions`) answers both `422 not_supported` saying so, and lists its ended run as
+/// neither resumable nor forkable; once a build that can serves again, the same run is.
+#[test]
+fn a_provider_built_against_0_3_0_answers_resume_and_fork_not_supported() {
+    let w = World::new();
+    w.use_fake_claude(&json!({"steps": [{"say": "Done."}, {"idle": {}}]}));
+    let file = w.home.join("providers").join("claude-code.wasm");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    drop_in(lab::agents::components::fixtures::CLAUDE_CODE_V0_3_0, &file);
+    let lab = w.serve();
+    assert_eq!(serving(&lab, "claude-code")["wit"], "lab:provider@0.3.0");
+    let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
+    lab.wait_state(&id, "idle");
+    let (status, body) = lab.post(&format!("/runs/{id}/fork"), &json!({}));
+    assert_eq!((status, body["error"].as_str()), (422, Some("not_supported")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("provider `claude-code` cannot fork"), "{body}");
+    let (status, body) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((body["resumable"].as_bool(), body["forkable"].as_bool()), (Some(false), Some(false)), "{body}");
+    let (status, body) = lab.post(&format!("/runs/{id}/resume"), &json!({"prompt": "go on"}));
+    assert_eq!((status, body["error"].as_str()), (422, Some("not_supported")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("provider `claude-code` cannot resume"), "{body}");
+    assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended", "nothing changed");
+
+    // The bundled build (0.4.0) serves again: the same run can be resumed and forked.
+    std::fs::remove_file(&file).unwrap();
+    wait_source(&lab, "claude-code", "bundled:claude-code");
+    let (_, body) = lab.get(&format!("/runs/{id}"));
+    assert_eq!((body["resumable"].as_bool(), body["forkable"].as_bool()), (Some(true), Some(true)), "{body}");
+    // Bad input loses nothing: an unknown field, a prompt of control characters.
+    let (status, body) = lab.post(&format!("/runs/{id}/resume"), &json!({"prompt": "x", "fork": true}));
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = lab.post(&format!("/runs/{id}/resume"), &json!({"prompt": "a\u{7}b"}));
+    assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{body}");
+    assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended");
+}

@@ -110,13 +110,11 @@ fn earlier_of(rec: &RunRecord) -> EarlierRun {
 }
 
 impl Runs {
-    /// The provider abilities of `rec`'s run: its own build's if it has one, else the
-    /// serving one's (None: not loaded; an ACP run: none, for now).
-    pub(super) fn abilities_of(&self, rec: &RunRecord, run: Option<&Run>) -> Option<Abilities> {
-        let provider = match run.and_then(|r| r.provider.as_ref()) {
-            Some(p) => p.provider.abilities(),
-            None => self.providers.pin(&rec.provider).ok()?.provider.abilities(),
-        };
+    /// What `rec`'s run can be continued with: its provider's abilities as the build
+    /// serving now says (a resume or fork launches with it), as far as the way the run
+    /// is reached allows (None: the provider is not loaded).
+    pub(super) fn abilities_of(&self, rec: &RunRecord) -> Option<Abilities> {
+        let provider = self.providers.pin(&rec.provider).ok()?.provider.abilities();
         Some(self.transport(rec).abilities(provider))
     }
 
@@ -129,7 +127,7 @@ impl Runs {
         self.ensure_loaded(run).await;
         let keys = run.keys.clone().lock_owned().await;
         let rec = run.record();
-        if let Some(why) = not_resumable(&rec, self.abilities_of(&rec, Some(run))) {
+        if let Some(why) = not_resumable(&rec, self.abilities_of(&rec)) {
             return Err(why);
         }
         let transport = self.transport(&rec);
@@ -163,7 +161,7 @@ impl Runs {
     pub async fn fork(self: &Arc<Self>, parent: &Arc<Run>, prompt: Option<String>) -> Result<RunBody, RunError> {
         let prompt = checked_prompt(prompt)?;
         let rec = parent.record();
-        if let Some(why) = not_forkable(&rec, self.abilities_of(&rec, Some(parent))) {
+        if let Some(why) = not_forkable(&rec, self.abilities_of(&rec)) {
             return Err(why);
         }
         let worktree = rec.worktree.clone().filter(|w| !w.discarded);
@@ -186,7 +184,7 @@ impl Runs {
     pub fn body_of(&self, run: &Run) -> RunBody {
         let mut body = run.body();
         let rec = run.record();
-        (body.resumable, body.forkable) = continuable(&rec, self.abilities_of(&rec, Some(run)));
+        (body.resumable, body.forkable) = continuable(&rec, self.abilities_of(&rec));
         body
     }
 }

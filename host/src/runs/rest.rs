@@ -192,7 +192,7 @@ impl Runs {
                 Listed::Awake(r) => Some(self.body_of(r)),
                 Listed::AtRest(_) => records.next().flatten().map(|r| {
                     let mut body = RunBody::of(&r, RunState::Ended, None, None);
-                    (body.resumable, body.forkable) = super::continuation::continuable(&r, self.abilities_of(&r, None));
+                    (body.resumable, body.forkable) = super::continuation::continuable(&r, self.abilities_of(&r));
                     body
                 }),
             })
