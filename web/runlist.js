@@ -47,6 +47,7 @@ export function renderRunList() {
           h("span", { class: "mono" }, shortId(run.id)),
           " · ", run.provider || "?",
           run.created_at ? ` · ${ago(run.created_at)}` : "",
+          run.parent ? h("span", { class: "run-item-fork", "data-testid": "run-item-fork", title: `Forked from ${run.parent}` }, ` · fork of ${shortId(run.parent)}`) : null,
           run.diff && run.diff.files_changed ? [" · ", h("span", { class: "run-item-diff", "data-testid": "run-item-diff", title: summaryText(run.diff) },
             ...plusMinus(run.diff.additions, run.diff.deletions))] : null));
       li.replaceChildren(a);

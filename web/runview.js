@@ -1,5 +1,6 @@
 // One run as a live chat: header, transcript, dialog card, composer.
 import { api, enc } from "./api.js";
+import { Continuation } from "./continuation.js";
 import { ChoiceCard, QuestionCard, QuestionsCard, answerableCard, readOnlyCard } from "./cards.js";
 import { summaryText } from "./diffparse.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, plusMinus, setBadge, shortId, stateBadge, uid } from "./dom.js";
@@ -116,6 +117,8 @@ export class RunView {
       onclick: () => this.stop(),
     }, "Stop");
     this.headerError = h("p", { class: "header-error", role: "alert", hidden: true });
+    this.continuation = new Continuation({ runId: this.runId, onResumed: (run) => this.resumed(run) });
+    this.endReason = h("p", { class: "muted end-reason", "data-testid": "end-reason", hidden: true });
     this.hostNotice = h("p", { class: "header-error", "data-testid": "host-disconnected", role: "status", hidden: true });
     this.mirrorNotice = h("p", { class: "header-error", "data-testid": "transcript-stopped", role: "status", hidden: true });
 
@@ -174,8 +177,12 @@ export class RunView {
             h("span", { class: "spacer" }),
             this.changesLink = h("a", { href: `#/runs/${enc(this.runId)}/diff`, class: "button-link changes-link", "data-testid": "changes-link", hidden: true }),
             h("a", { href: `#/runs/${enc(this.runId)}/terminal`, class: "button-link", "data-testid": "terminal-link" }, "Terminal"),
+            ...this.continuation.buttons(),
             this.stopBtn),
           this.metaEl,
+          this.continuation.family,
+          this.endReason,
+          this.continuation.form,
           this.attachSlot,
           this.hostNotice,
           this.mirrorNotice,
@@ -256,6 +263,10 @@ export class RunView {
     this.mirrorNotice.hidden = !this.view.transcript_stopped;
     this.mirrorNotice.textContent = this.view.transcript_stopped || "";
     this.stopBtn.disabled = state === "ended";
+    this.continuation.render(run);
+    const why = state === "ended" && run && run.end_reason;
+    this.endReason.hidden = !why;
+    this.endReason.textContent = why ? `Ended: ${run.end_reason}${run.resumable ? " — it can be resumed." : ""}` : "";
     setTitle(`${this.titleEl.textContent} · lab`);
   }
 
@@ -615,6 +626,19 @@ export class RunView {
     if (res.data && res.data.state) {
       this.view.state = res.data.state;
       store.liveState.set(this.runId, res.data.state);
+    }
+    refreshRunsNow();
+    this.renderHeader();
+    this.updateComposer();
+    this.renderCard();
+  }
+
+  /** The run is live again (resumed): its state as lab answered, the list polled. */
+  resumed(run) {
+    this.runDetail = run;
+    if (run.state) {
+      this.view.state = run.state;
+      store.liveState.set(this.runId, run.state);
     }
     refreshRunsNow();
     this.renderHeader();

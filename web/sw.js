@@ -10,7 +10,7 @@
 const SHELL = "lab-shell-v2";
 // The UI's own files (GET /{file}); never the API.
 const SHELL_FILES = [
-  "/app.js", "/api.js", "/cards.js", "/devices.js", "/diffparse.js", "/diffview.js", "/dom.js", "/eventstream.js",
+  "/app.js", "/api.js", "/cards.js", "/continuation.js", "/devices.js", "/diffparse.js", "/diffview.js", "/dom.js", "/eventstream.js",
   "/highlight.js", "/markdown.js", "/messages.js", "/newrun.js", "/notify.js", "/push.js", "/runlist.js",
   "/runview.js", "/store.js", "/style.css", "/terminal.js", "/waiting.js", "/manifest.webmanifest",
   "/icon-192.png", "/icon-512.png",

@@ -1701,6 +1701,51 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
     assert.equal(fs.existsSync(run.worktree.path), false, "the worktree is gone");
     assert.equal(spawnSync("git", ["rev-parse", "--verify", "-q", `refs/heads/lab/${run.id}`], { cwd: world.workdir }).status, 1, "the branch is gone");
   });
+
+  scenario("an ended run is resumed from its page and forked into a run of its own; the family links both ways", {
+    script: { steps: [{ write: { path: "notes.txt", text: "from the agent\n" } }, { say: "Noted." }, { idle: {} }] }, prompt: null, open: false,
+  }, async ({ world, page }) => {
+    makeRepo(world);
+    const run = await world.createRun("Remember the word PAPAYA.");
+    await world.waitView(run.id, (v) => v.state === "idle" && v.messages.some((m) => m.text === "Noted."), "the first reply");
+    const stopped = await world.api("POST", `/runs/${run.id}/stop`, {});
+    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.resumable, true, JSON.stringify(stopped.body));
+
+    await page.goto(new URL(`#/runs/${run.id}`, world.url).href);
+    await waitBadge(page, "ended");
+    await waitText(page.getByTestId("end-reason"), /^Ended: stopped by the operator — it can be resumed\.$/, "why it ended");
+    await page.getByTestId("resume-button").click();
+    await page.getByTestId("continue-prompt").fill("Which word was it?");
+    await screenshot(page, "50-resume-form");
+    await page.getByTestId("continue-submit").click();
+    await page.locator(sel.msg("user", "text"), { hasText: "Which word was it?" }).waitFor();
+    await waitBadge(page, "idle");
+    assert.equal(await page.getByTestId("end-reason").isHidden(), true, "live again: no end shown");
+    assert.equal(await page.getByTestId("resume-button").isHidden(), true);
+    const users = await page.locator(sel.msg("user", "text")).allTextContents();
+    assert.equal(users.filter((t) => t.includes("Remember the word PAPAYA.")).length, 1, `the old messages once, first: ${users}`);
+    assert.ok(users.findIndex((t) => t.includes("PAPAYA")) < users.findIndex((t) => t.includes("Which word was it?")), `${users}`);
+
+    // A fork from the live run: a new run, its own branch, the parent's history.
+    await page.getByTestId("fork-button").click();
+    await page.getByTestId("continue-prompt").fill("Try another way.");
+    await page.getByTestId("continue-submit").click();
+    await waitFor(async () => !page.url().includes(run.id), { what: "the fork's page" });
+    const forkId = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/runs\//, ""));
+    await page.locator("[data-testid=run-family] [data-testid=family-link]", { hasText: run.id.slice(0, 8) }).waitFor();
+    await page.locator(sel.msg("user", "text"), { hasText: "Try another way." }).waitFor();
+    await page.locator(sel.msg("user", "text"), { hasText: "Remember the word PAPAYA." }).waitFor();
+    await page.locator(`[data-testid=run-item][data-run-id="${forkId}"] [data-testid=run-item-fork]`).waitFor();
+    const fork = (await world.api("GET", `/runs/${forkId}`)).body;
+    assert.equal(fork.parent, run.id);
+    assert.equal(fork.worktree.branch, `lab/${forkId}`);
+    assert.equal(fs.readFileSync(path.join(fork.worktree.path, "notes.txt"), "utf8"), "from the agent\n", "the parent's uncommitted file");
+    await screenshot(page, "51-fork");
+    await page.locator("[data-testid=run-family] [data-testid=family-link]").click();
+    await page.locator(`[data-testid=run-family] [data-testid=family-link][data-run-id="${forkId}"]`).waitFor();
+    for (const id of [run.id, forkId]) await world.api("POST", `/runs/${id}/stop`, {});
+  });
 });
 
 // Last, once every scenario above has run: what the pages read against what lab sent.

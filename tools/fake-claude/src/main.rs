@@ -70,6 +70,10 @@ struct Args {
     settings: Option<String>,
     permission_mode: Option<String>,
     prompt: Option<String>,
+    /// `--resume <id>`: the session goes on (its transcript appended to), or with
+    /// `--fork-session` is copied into a new one, as Claude Code does.
+    resume: Option<String>,
+    fork_session: bool,
 }
 
 fn parse_args(argv: impl Iterator<Item = String>) -> Args {
@@ -89,6 +93,10 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Args {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
         };
+        if flag == "--fork-session" {
+            a.fork_session = true;
+            continue;
+        }
         if !VALUE_FLAGS.contains(&flag.as_str()) {
             continue; // unknown or boolean flag: ignored
         }
@@ -100,6 +108,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Args {
             "--session-id" => a.session_id = value,
             "--settings" => a.settings = value,
             "--permission-mode" => a.permission_mode = value,
+            "--resume" | "-r" => a.resume = value,
             _ => {}
         }
     }
@@ -955,10 +964,16 @@ fn main() {
         _ => fail(&format!("FAKE_CLAUDE_SCRIPT is not set\n{USAGE}")),
     };
     let script = Script::load(&script_path).unwrap_or_else(|e| fail(&e));
-    let session_id = match args.session_id {
-        Some(s) if is_uuid(&s) => s.to_ascii_lowercase(),
-        Some(s) => fail(&format!("invalid session id {s:?}: must be a valid UUID")),
-        None => uuid_v4(),
+    let resumed = match &args.resume {
+        Some(s) if is_uuid(s) => Some(s.to_ascii_lowercase()),
+        Some(s) => fail(&format!("invalid session id {s:?} to resume: must be a valid UUID")),
+        None => None,
+    };
+    let session_id = match (args.session_id, &resumed) {
+        (_, Some(r)) if !args.fork_session => r.clone(),
+        (Some(s), _) if is_uuid(&s) => s.to_ascii_lowercase(),
+        (Some(s), _) => fail(&format!("invalid session id {s:?}: must be a valid UUID")),
+        (None, _) => uuid_v4(),
     };
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
@@ -975,6 +990,21 @@ fn main() {
         fail(&format!("cannot create {project_dir}: {e}"));
     }
     let path = format!("{project_dir}/{session_id}.jsonl");
+    if let Some(earlier) = resumed.as_deref().filter(|_| args.fork_session) {
+        // A fork starts with a copy of the earlier session's transcript (found in any
+        // project folder, as Claude Code finds it whatever the working directory).
+        let found = std::fs::read_dir(format!("{config_dir}/projects"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| d.path().join(format!("{earlier}.jsonl")))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| fail(&format!("no conversation found with session id {earlier}")));
+        let copied = std::fs::read(&found).unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", found.display())));
+        if let Err(e) = std::fs::write(&path, copied) {
+            fail(&format!("cannot write {path}: {e}"));
+        }
+    }
     let file = OpenOptions::new()
         .create(true)
         .append(true)
