@@ -51,7 +51,8 @@ pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
         }
         let mut found = Some(found);
         loop {
-            let listed = reconcile(&runs).await;
+            let why = if found.is_some() { GONE_AT_START } else { GONE };
+            let listed = reconcile(&runs, why).await;
             if let Some(found) = found.take() {
                 // Ended by the reconciliation, or live: followed from now on. (If tmux
                 // could not be asked, followed all the same: their tailers and the next
@@ -73,9 +74,16 @@ pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
     });
 }
 
-/// End the active runs whose tmux session is gone: one `list-sessions` for all, their
-/// ends saved in batches ([`Runs::end_all`]). Whether tmux could be asked.
-async fn reconcile(runs: &Arc<Runs>) -> bool {
+/// Why a run ended whose session closed while lab served.
+const GONE: &str = "its tmux session is gone";
+/// Why a run ended whose session was gone when lab serve started: it ended while lab
+/// was stopped, or the machine restarted (its agent's conversation can be resumed).
+const GONE_AT_START: &str =
+    "its tmux session was gone when lab serve started (the agent exited while lab was stopped, or the machine restarted)";
+
+/// End the active runs whose tmux session is gone, saying `why`: one `list-sessions` for
+/// all, their ends saved in batches ([`Runs::end_all`]). Whether tmux could be asked.
+async fn reconcile(runs: &Arc<Runs>, why: &str) -> bool {
     // The active runs first: a run launched after the listing is not judged by it
     // (a run is registered only once its session exists).
     // Runs on other hosts: their runner reports their end.
@@ -105,7 +113,7 @@ async fn reconcile(runs: &Arc<Runs>) -> bool {
     let pairs: Vec<(RunId, String)> = active.iter().map(|r| (r.id.clone(), r.record().tmux_target)).collect();
     let gone: BTreeSet<&RunId> = gone(&pairs, &sessions).into_iter().collect();
     let ended: Vec<Arc<Run>> = active.iter().filter(|r| gone.contains(&r.id)).cloned().collect();
-    runs.end_all(&ended, "its tmux session is gone").await;
+    runs.end_all(&ended, why).await;
     true
 }
 
