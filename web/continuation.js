@@ -3,7 +3,7 @@
 // (POST /runs/{id}/fork), each with an optional message; and the run's family — the
 // run it was forked from and its own forks — as links.
 import { api, enc } from "./api.js";
-import { h, shortId } from "./dom.js";
+import { fullTime, h, shortId } from "./dom.js";
 import { store } from "./store.js";
 
 /**
@@ -34,6 +34,27 @@ export class Continuation {
         h("button", { type: "button", onclick: () => this.close() }, "Cancel")),
       this.error);
     this.family = h("p", { class: "run-family", "data-testid": "run-family", hidden: true });
+    // A usage limit the agent hit: when it resets, and whether the run goes on then.
+    this.limitText = h("span", { "data-testid": "usage-limit-text" });
+    this.autoResume = h("input", { type: "checkbox", "data-testid": "auto-resume", onchange: () => this.setAutoResume() });
+    this.limit = h("div", { class: "usage-limit", "data-testid": "usage-limit", role: "status", hidden: true },
+      this.limitText,
+      h("label", { class: "auto-resume" }, this.autoResume, " Go on by itself when it resets"));
+  }
+
+  /** `PUT /runs/{id}/auto-resume`: the run goes on by itself once the limit resets (or not). */
+  async setAutoResume() {
+    const on = this.autoResume.checked;
+    this.autoResume.disabled = true;
+    const res = await api("PUT", `runs/${enc(this.runId)}/auto-resume`, { on });
+    this.autoResume.disabled = false;
+    if (!res.ok) {
+      this.autoResume.checked = !on;
+      this.error.textContent = res.message;
+      this.error.hidden = false;
+      return;
+    }
+    store.runs.set(this.runId, res.data);
   }
 
   /** The buttons (for the header's row). */
@@ -41,9 +62,18 @@ export class Continuation {
     return [this.resumeBtn, this.forkBtn];
   }
 
-  /** Show what `run` can be continued as, and its family. */
-  render(run) {
+  /** Show what `run` can be continued as, its family, and a usage limit its agent hit. */
+  render(run, limit) {
     if (!run) return;
+    this.limit.hidden = !limit;
+    if (limit) {
+      const when = limit.resets_at ? `It resets at ${fullTime(limit.resets_at)}.` : "The agent did not say when it resets.";
+      const then = limit.resume_at ? ` The run goes on by itself at ${fullTime(limit.resume_at)}.` : "";
+      this.limitText.textContent = `Usage limit reached: ${limit.text} — ${when}${then} `;
+      const choice = run.resume_after_limit;
+      if (!this.autoResume.disabled) this.autoResume.checked = !!(choice && choice.on);
+      this.autoResume.title = choice ? `With the message: ${choice.prompt}` : "";
+    }
     this.resumeBtn.hidden = !run.resumable;
     this.forkBtn.hidden = !run.forkable;
     if (this.how === "resume" && !run.resumable) this.close();

@@ -181,6 +181,7 @@ export class RunView {
             this.stopBtn),
           this.metaEl,
           this.continuation.family,
+          this.continuation.limit,
           this.endReason,
           this.continuation.form,
           this.attachSlot,
@@ -263,7 +264,7 @@ export class RunView {
     this.mirrorNotice.hidden = !this.view.transcript_stopped;
     this.mirrorNotice.textContent = this.view.transcript_stopped || "";
     this.stopBtn.disabled = state === "ended";
-    this.continuation.render(run);
+    this.continuation.render(run, this.view.usage_limit);
     const why = state === "ended" && run && run.end_reason;
     this.endReason.hidden = !why;
     this.endReason.textContent = why ? `Ended: ${run.end_reason}${run.resumable ? " — it can be resumed." : ""}` : "";
@@ -305,6 +306,7 @@ export class RunView {
       diff: v.diff ?? null,
       disconnected: v.disconnected === true,
       transcript_stopped: typeof v.transcript_stopped === "string" ? v.transcript_stopped : null,
+      usage_limit: v.usage_limit ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.applyAnswerProgress();

@@ -1663,3 +1663,45 @@ fn a_stopped_run_is_resumed_after_a_restart_and_forked_into_its_own_branch() {
         assert_eq!(status, 200, "{body}");
     }
 }
+
+/// The usage-limit path (issue 56) with the real Claude Code: the stand-in refuses every
+/// turn for 8 s with `429 rate_limit_error` saying when the limit resets (and that a
+/// retry will not help, as a limit's answer does);
+/// lab shows the limit and when it resets on the run, and — the run asked for it — once
+/// it has reset, types the operator's message (lab.toml's) into the agent, whose next
+/// request carries it; the run goes on.
+#[test]
+fn a_run_stopped_by_a_usage_limit_goes_on_by_itself_when_the_limit_resets() {
+    let script = Script::new().usage_limit(8, "You've hit your session limit · resets {resets} (UTC)");
+    let Some(mut e) = setup("usage_limit", script) else { return };
+    let config = std::fs::read_to_string(e.w.home.join("lab.toml")).unwrap();
+    e.w.write_config(&format!("{config}\n[runs]\nresume_after_limit_prompt = \"The limit has reset: carry on.\"\n"));
+    e.restart_lab();
+    let (status, run) = e.lab().post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": e.w.workdir, "prompt": "Write the report.", "resume_after_limit": true}),
+    );
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["resume_after_limit"], json!({"on": true, "prompt": "The limit has reset: carry on."}), "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    // Every view the run publishes, whenever the test gets to look.
+    let mut events = EventLog::open(e.lab(), &id);
+    let (_, v) = events.wait(LAUNCH_TIMEOUT, "[usage_limit] the limit on the run", |v| !v["usage_limit"].is_null());
+    let shown = &v["usage_limit"];
+    let reset = e.standin.usage_limit_until().expect("the limit started");
+    assert!(shown["text"].as_str().unwrap().contains("You've hit your session limit · resets "), "{shown}");
+    let resets_at = humantime::parse_rfc3339(shown["resets_at"].as_str().unwrap()).unwrap();
+    assert_eq!(resets_at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), reset, "{shown}");
+    assert!(!shown["resume_at"].is_null(), "{shown}");
+    let answered = e.standin.main_requests().into_iter().filter(|r| r.reply.as_ref().is_some_and(|r| r.status != 429));
+    assert!(answered.map(|r| r.at_unix_ms / 1000).all(|at| at >= reset), "nothing answered before the reset");
+    wait_for(LAUNCH_TIMEOUT, "[usage_limit] the agent's request after the reset", || {
+        standin_saw(&e, &["Write the report.", "The limit has reset: carry on."]).then_some(())
+    });
+    let sent = e.standin.main_requests().iter().map(|r| r.at_unix_ms).max().unwrap();
+    assert!(sent / 1000 >= reset, "went on only after the reset ({sent} ms, reset {reset} s)");
+    let v = wait_for(STEP_TIMEOUT, "[usage_limit] the run going on", || {
+        Some(e.lab().view(&id)).filter(|v| v["usage_limit"].is_null() && v["state"] == "idle")
+    });
+    assert!(chat_lines(&v).iter().any(|l| l.contains("The limit has reset: carry on.")), "{:#?}", chat_lines(&v));
+}

@@ -1066,6 +1066,7 @@ fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registr
         remote_transcript: None,
         parent: None,
         end_reason: None,
+        resume_after_limit: None,
     }
 }
 

@@ -1746,6 +1746,25 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
     await page.locator(`[data-testid=run-family] [data-testid=family-link][data-run-id="${forkId}"]`).waitFor();
     for (const id of [run.id, forkId]) await world.api("POST", `/runs/${id}/stop`, {});
   });
+
+  scenario("a usage limit the agent hit shows when it resets; the operator has the run go on by itself then", {
+    script: { steps: [
+      { api_error: { error: "rate_limit", text: "API Error: Request rejected (429) · You've hit your session limit · resets 2099-01-01T00:00:00Z" } },
+      { idle: {} },
+    ] },
+  }, async ({ world, page, id }) => {
+    const notice = page.getByTestId("usage-limit");
+    await notice.waitFor();
+    await waitText(page.getByTestId("usage-limit-text"), /^Usage limit reached: Rate limited: API Error: Request rejected \(429\) · You've hit your session limit · resets 2099-01-01T00:00:00Z — It resets at .+\.\s*$/, "the limit and when it resets");
+    assert.equal(await page.getByTestId("auto-resume").isChecked(), false, "off by default");
+    await page.getByTestId("auto-resume").check();
+    await waitText(page.getByTestId("usage-limit-text"), /The run goes on by itself at .+\./, "when lab goes on");
+    const run = (await world.api("GET", `/runs/${id}`)).body;
+    assert.equal(run.resume_after_limit.on, true, JSON.stringify(run.resume_after_limit));
+    const v = (await world.api("GET", `/runs/${id}/messages`)).body;
+    assert.equal(v.usage_limit.resets_at, "2099-01-01T00:00:00Z", JSON.stringify(v.usage_limit));
+    await screenshot(page, "52-usage-limit");
+  });
 });
 
 // Last, once every scenario above has run: what the pages read against what lab sent.

@@ -348,6 +348,7 @@ pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
             remote_transcript: None,
             parent: None,
             end_reason: None,
+            resume_after_limit: None,
         });
         ids.push(id);
         if records.len() == 500 {

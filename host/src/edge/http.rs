@@ -3,6 +3,7 @@
 //! request, routes and fallback alike.
 
 pub mod auth;
+mod continuation;
 pub mod cors;
 pub mod guard;
 pub mod headers;
@@ -183,8 +184,9 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/runs/{id}/review", post(review))
         .route("/runs/{id}/merge", post(merge))
         .route("/runs/{id}/discard", post(discard))
-        .route("/runs/{id}/resume", post(resume))
-        .route("/runs/{id}/fork", post(fork))
+        .route("/runs/{id}/resume", post(continuation::resume))
+        .route("/runs/{id}/fork", post(continuation::fork))
+        .route("/runs/{id}/auto-resume", axum::routing::put(continuation::auto_resume))
         .route("/push/key", get(push_key))
         .route("/push/key/rotate", post(rotate_push_key))
         .route("/push/subscriptions", get(list_push_subscriptions).post(add_push_subscription))
@@ -578,36 +580,6 @@ async fn discard(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiRe
     let run = runs.get(&id)?;
     runs.discard(&run).await?;
     Ok(Json(runs.body_of(&run)).into_response())
-}
-
-/// The body of `POST /runs/{id}/resume` and `/fork`: the agent's next message, if any.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ContinueBody {
-    #[serde(default)]
-    prompt: Option<String>,
-}
-
-/// `POST /runs/{id}/resume` (`{"prompt"?}`) → `200` the run, live again.
-async fn resume(
-    State(runs): State<Arc<Runs>>,
-    Path(id): Path<String>,
-    body: Result<Json<ContinueBody>, JsonRejection>,
-) -> ApiResult<Response> {
-    let Json(body) = body?;
-    let run = runs.get(&id)?;
-    Ok(Json(runs.resume(&run, body.prompt).await?).into_response())
-}
-
-/// `POST /runs/{id}/fork` (`{"prompt"?}`) → `201` the new run.
-async fn fork(
-    State(runs): State<Arc<Runs>>,
-    Path(id): Path<String>,
-    body: Result<Json<ContinueBody>, JsonRejection>,
-) -> ApiResult<Response> {
-    let Json(body) = body?;
-    let run = runs.get(&id)?;
-    Ok((StatusCode::CREATED, Json(runs.fork(&run, body.prompt).await?)).into_response())
 }
 
 type PushExt = axum::Extension<Arc<crate::notify::push::Push>>;

@@ -136,6 +136,9 @@ pub struct ViewBody {
     /// Why the mirror of the transcript of this run on a host stopped growing (a cap
     /// or lab's disk; said in full), or null: what the agent wrote after is not shown.
     pub transcript_stopped: Option<String>,
+    /// The agent stopped at its account's usage limit: when it resets and when lab goes
+    /// on by itself (null: no limit is the run's last word).
+    pub usage_limit: Option<LimitView>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).
@@ -183,6 +186,9 @@ pub struct RunBody {
     pub forkable: bool,
     /// The run it was forked from (null: none).
     pub parent: Option<RunId>,
+    /// `{"on", "prompt"}`: whether it goes on by itself once a usage limit resets, and
+    /// with what message (null: a run from before lab offered it).
+    pub resume_after_limit: Option<super::registry::AutoResume>,
 }
 
 impl RunBody {
@@ -216,6 +222,7 @@ impl RunBody {
             resumable: false,
             forkable: false,
             parent: r.parent.clone(),
+            resume_after_limit: r.resume_after_limit.clone(),
         }
     }
 }
@@ -239,6 +246,17 @@ pub(crate) struct ForkOf {
     pub continuing: Continuing,
 }
 
+/// The limit as a run's view shows it (`usage_limit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitView {
+    /// When the limit resets (RFC 3339, UTC), if the agent said.
+    pub resets_at: Option<String>,
+    /// The agent's own words.
+    pub text: String,
+    /// When lab will go on by itself, if it will (on for the run, a reset time known).
+    pub resume_at: Option<String>,
+}
+
 /// The request body of `POST /runs`.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -255,6 +273,10 @@ pub struct CreateRun {
     /// The host to run on (`lab hosts`); absent: this machine.
     #[serde(default)]
     pub host: Option<String>,
+    /// Go on by itself once a usage limit its agent hits resets (default: lab.toml's
+    /// `[runs] resume_after_limit`, else no).
+    #[serde(default)]
+    pub resume_after_limit: Option<bool>,
     /// Set by `POST /runs/{id}/fork`, never by a client: the run this one is forked
     /// from, and how its conversation is carried over.
     #[serde(skip)]

@@ -173,6 +173,7 @@ impl Runs {
             permission_mode: rec.permission_mode.clone(),
             worktree: None,
             host: rec.host.clone(),
+            resume_after_limit: rec.resume_after_limit.as_ref().map(|c| c.on),
             fork: Some(ForkOf { parent: rec.id.clone(), worktree, continuing }),
         };
         let body = self.create(req).await?;

@@ -24,6 +24,8 @@ struct Seen {
     on_screen: bool,
     /// A run on another host named its transcript there: its runner is to follow it.
     remote_transcript_news: bool,
+    /// The usage limit its agent hit, while that is its last word.
+    usage_limit: Option<crate::agents::model::UsageLimit>,
 }
 
 /// How many runs found at start read their transcript at once ([`Runs::spawn_tailer`]).
@@ -70,8 +72,12 @@ impl Runs {
                             prompt_pending: tail.prompt_pending,
                             on_screen: tail.screen().is_some(),
                             remote_transcript_news: tail.take_remote_transcript_news(),
+                            usage_limit: tail.usage_limit().cloned(),
                         })
                         .await;
+                    if let Some(limit) = seen.usage_limit.clone() {
+                        self.spawn_limit_wait(&run, limit);
+                    }
                     if let Some(turn) = turn {
                         drop(turn);
                         if run.view.receiver_count() == 0 {

@@ -101,6 +101,7 @@ impl Runs {
             remote_transcript: None,
             parent: req.fork.as_ref().map(|f| f.parent.clone()),
             end_reason: None,
+            resume_after_limit: Some(self.auto_resume_for(req.resume_after_limit)),
         }
     }
 

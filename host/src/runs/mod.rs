@@ -30,6 +30,7 @@ mod launch;
 pub mod mirror;
 mod rest;
 mod transport;
+pub mod usage_limit;
 pub use crate::util::time::now_rfc3339;
 pub(crate) use launch::check_spec;
 pub use rest::{give_back_freed_memory, Listed};
@@ -80,6 +81,9 @@ pub struct Snapshot {
     pub disconnected: bool,
     /// Why the mirror of its transcript on a host stopped growing ([`mirror`]).
     pub transcript_stopped: Option<String>,
+    /// The usage limit its agent hit, while that is its last word, and whether the run
+    /// goes on by itself when it resets ([`usage_limit`]).
+    pub usage_limit: Option<usage_limit::LimitView>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -147,6 +151,7 @@ impl Run {
             transcript_stopped: None,
             answer: None,
             diff: None,
+            usage_limit: None,
         };
         let (view, _) = watch::channel(initial);
         Arc::new(Run {
@@ -214,6 +219,7 @@ impl Run {
             diff: snap.diff,
             disconnected: snap.disconnected,
             transcript_stopped: snap.transcript_stopped,
+            usage_limit: snap.usage_limit,
             more_before,
             more_after,
             messages,
@@ -271,6 +277,8 @@ impl Run {
     fn publish(&self, tail: &Tail, derived: Derived) {
         let message_count = tail.message_count();
         let composer_lock = input::composer_lock(&derived, tail.open_call(), tail.prompt_pending);
+        let usage_limit =
+            tail.usage_limit().map(|l| usage_limit::view(l, self.record.lock().unwrap().resume_after_limit.as_ref()));
         self.view.send_if_modified(|cur| {
             // The answer's progress is kept where it is ([`Run::update_answer`]).
             let snap = Snapshot {
@@ -281,6 +289,7 @@ impl Run {
                 diff: cur.diff,
                 disconnected: cur.disconnected,
                 transcript_stopped: cur.transcript_stopped.clone(),
+                usage_limit,
             };
             if *cur == snap {
                 return false;
@@ -416,6 +425,8 @@ struct Turns {
     catch_up: tokio::sync::Semaphore,
     /// Diff summaries, counted one at a time ([`Runs::spawn_diff_watch`]).
     diff_counting: tokio::sync::Mutex<()>,
+    /// Runs waiting for a usage limit to reset before they go on ([`usage_limit`]).
+    limit_waits: usage_limit::LimitWaits,
 }
 
 impl Default for Turns {
@@ -424,6 +435,7 @@ impl Default for Turns {
             work: tokio::sync::Mutex::new(()),
             catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
             diff_counting: tokio::sync::Mutex::new(()),
+            limit_waits: Default::default(),
         }
     }
 }
@@ -787,6 +799,7 @@ mod update_tests {
             remote_transcript: None,
             parent: None,
             end_reason: None,
+            resume_after_limit: None,
         };
         let tail = Tail::new_inert(id.clone(), crate::store::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -61,6 +61,19 @@ pub struct RunRecord {
     /// session was gone when lab serve started); cleared when it is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<String>,
+    /// Whether it goes on by itself once a usage limit its agent hit resets, and with
+    /// what message (None: a run from before lab offered it, off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_after_limit: Option<AutoResume>,
+}
+
+/// A run's choice (its record keeps it; the default comes from lab.toml when the run
+/// is made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoResume {
+    pub on: bool,
+    /// The message it goes on with.
+    pub prompt: String,
 }
 
 impl RunRecord {
@@ -497,6 +510,7 @@ mod tests {
             remote_transcript: None,
             parent: None,
             end_reason: None,
+            resume_after_limit: None,
         }
     }
 

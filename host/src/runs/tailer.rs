@@ -9,7 +9,7 @@ use super::message_store::{parse_chunk, MessageStore};
 use super::transcript::{Step, TranscriptReader};
 use super::view::{self, Derived, Facts, SeqMessage};
 use crate::agents::components::Provider;
-use crate::agents::model::{Content, Dialog, ParseOutput, ToolUse, TurnSignal};
+use crate::agents::model::{Content, Dialog, Message, ParseOutput, Role, ToolUse, TurnSignal, UsageLimit};
 use crate::store::paths::{RunFiles, RunId};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -85,6 +85,12 @@ struct TranscriptFacts {
     mapped: HashMap<String, Option<Dialog>>,
     /// When each tool call was first seen (for the spool grace period; kept too).
     first_seen: HashMap<String, std::time::Instant>,
+    /// The run's newest message when it is an assistant's or system's text with nothing
+    /// after it, not yet asked about: an agent says there that it hit a usage limit.
+    limit_candidate: Option<Message>,
+    /// What the agent said of a usage limit ([`Tail::usage_limit`]), until the run
+    /// moves on (any later message).
+    usage_limit: Option<UsageLimit>,
 }
 
 impl TranscriptFacts {
@@ -301,7 +307,7 @@ impl Tail {
     async fn refresh_transcript(&mut self) {
         loop {
             match self.transcript.step(&self.src.run) {
-                Step::Done => return,
+                Step::Done => return self.ask_usage_limit().await,
                 Step::Restarted => self.forget_transcript(),
                 Step::Read(chunks) => {
                     for c in chunks {
@@ -311,6 +317,27 @@ impl Tail {
                 }
             }
         }
+    }
+
+    /// Whether the run's last word says its agent hit a usage limit: asked of the
+    /// provider once per such message, when the transcript has been read up to now (a
+    /// long catch-up asks once, of its last message).
+    async fn ask_usage_limit(&mut self) {
+        let Some(msg) = self.facts.limit_candidate.take() else { return };
+        let Some(provider) = &self.src.provider else { return };
+        match provider.usage_limit(msg).await {
+            Ok(limit) => self.facts.usage_limit = limit,
+            // A provider built before `sessions` says nothing of limits.
+            Err(e) if e.kind == crate::agents::provider::CallErrorKind::Unsupported => {}
+            Err(e) => {
+                tracing::warn!(run = %self.src.run, error = %e, "the provider could not say whether a usage limit was hit")
+            }
+        }
+    }
+
+    /// What the agent said of its account's usage limit, while it is the run's last word.
+    pub fn usage_limit(&self) -> Option<&UsageLimit> {
+        self.facts.usage_limit.as_ref()
     }
 
     /// Forget what the transcript gave (it is read again from its start).
@@ -346,6 +373,11 @@ impl Tail {
                 _ => {}
             }
             let at = stamps[msgs.len()];
+            self.facts.usage_limit = None;
+            self.facts.limit_candidate = match (&m.role, &m.content) {
+                (Role::Assistant | Role::System, Content::Text(_) | Content::Other { .. }) => Some(m.clone()),
+                _ => None,
+            };
             match &m.content {
                 Content::Other { kind, text } if kind == crate::agents::model::TURN_ERROR_KIND => {
                     self.facts.turn_error = Some((text.clone(), at));

@@ -133,7 +133,15 @@ pub struct RunsConfig {
     pub host_transcript_max_mb: Option<u64>,
     /// The free space lab keeps on its disk while mirroring, in MiB (None: 512).
     pub host_transcript_min_free_mb: Option<u64>,
+    /// New runs go on by themselves once a usage limit their agent hit resets (None:
+    /// no; a run's own `resume_after_limit` says otherwise).
+    pub resume_after_limit: Option<bool>,
+    /// The message they go on with (None: [`DEFAULT_LIMIT_PROMPT`]).
+    pub resume_after_limit_prompt: Option<String>,
 }
+
+/// What a run that hit a usage limit is told when it goes on by itself.
+pub const DEFAULT_LIMIT_PROMPT: &str = "The usage limit has reset. Please continue where you left off.";
 
 /// `[notify]`: the webhook, as written (see [`crate::notify`]).
 #[derive(Default, Clone, Deserialize)]

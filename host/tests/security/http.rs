@@ -715,7 +715,7 @@ fn require_token_on_loopback_and_operator_allowed_hosts_and_origins() {
     let r = preflight("https://ui.example");
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("access-control-allow-origin"), Some("https://ui.example"));
-    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST, DELETE, HEAD"));
+    assert_eq!(r.header("access-control-allow-methods"), Some("GET, POST, PUT, DELETE, HEAD"));
     assert_eq!(r.header("access-control-allow-headers"), Some("authorization, content-type, last-event-id"));
     assert_eq!(r.header("access-control-max-age"), Some("600"));
     assert_eq!(r.header("access-control-allow-credentials"), None, "the cookie never travels cross-origin");

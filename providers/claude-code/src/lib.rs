@@ -40,6 +40,7 @@ pub mod dialog_mapper;
 pub mod hook_settings;
 pub mod keystrokes;
 pub mod launch;
+pub mod limit;
 pub mod permission;
 pub mod screen;
 pub mod spool;
@@ -87,6 +88,10 @@ impl Provider for ClaudeCode {
 
     fn continue_session(req: LaunchRequest, how: Continuation, earlier: EarlierRun) -> Result<LaunchSpec, String> {
         launch::continue_session(req, how, earlier)
+    }
+
+    fn usage_limit(msg: &lab_provider_sdk::Message) -> Option<lab_provider_sdk::UsageLimit> {
+        limit::usage_limit(msg)
     }
 }
 

@@ -158,6 +158,49 @@ pub struct Script {
     /// `fallback_reply` (JSON: `"builtin": "demo"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builtin: Option<Builtin>,
+    /// The account hits its usage limit with the first main-agent request, for `secs`
+    /// seconds: every main-agent request until then is refused as the API refuses one
+    /// past a limit, and answered as usual after (JSON: `"usage_limit": {"secs": 8,
+    /// "message": "… resets {resets} (UTC)"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_limit: Option<LimitWindow>,
+}
+
+/// A usage limit that starts with the first main-agent request and lasts `secs`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitWindow {
+    pub secs: u64,
+    /// The error's message (what the agent shows); `{resets}` becomes the reset's time
+    /// of day in UTC as a subscription's limit says it (`11:24:31pm`).
+    pub message: String,
+    /// When it resets (Unix seconds), once it started.
+    #[serde(default)]
+    pub until: Option<u64>,
+}
+
+impl LimitWindow {
+    /// The refusal of a request made at `now` (Unix seconds), while the limit lasts: `429
+    /// rate_limit_error` with the headers a limit carries — when it resets, how long to
+    /// wait, and that retrying now will not help.
+    fn refusal(&mut self, now: u64) -> Option<Response> {
+        let until = *self.until.get_or_insert(now + self.secs);
+        if now >= until {
+            return None;
+        }
+        let s = until % 86_400;
+        let (h, m, sec) = (s / 3600, s % 3600 / 60, s % 60);
+        let clock =
+            format!("{}:{m:02}:{sec:02}{}", if h % 12 == 0 { 12 } else { h % 12 }, if h < 12 { "am" } else { "pm" });
+        let message = self.message.replace("{resets}", &clock);
+        let mut resp = json_response(429, &api_error("rate_limit_error", &message));
+        resp.headers = vec![
+            ("retry-after".into(), (until - now).to_string()),
+            ("x-should-retry".into(), "false".into()),
+            ("anthropic-ratelimit-unified-status".into(), "rejected".into()),
+            ("anthropic-ratelimit-unified-reset".into(), until.to_string()),
+        ];
+        Some(resp)
+    }
 }
 
 /// Built-in conversations: replies computed from the request's conversation, so they
@@ -192,6 +235,7 @@ impl Default for Script {
             side_reply: default_side_reply(),
             fallback_reply: default_fallback_reply(),
             builtin: None,
+            usage_limit: None,
         }
     }
 }
@@ -224,6 +268,12 @@ impl Script {
     }
     pub fn side_reply(mut self, text: impl Into<String>) -> Script {
         self.side_reply = text.into();
+        self
+    }
+    /// The account hits its usage limit with the first main-agent request, for `secs`
+    /// seconds, saying `message` (see [`LimitWindow`]).
+    pub fn usage_limit(mut self, secs: u64, message: impl Into<String>) -> Script {
+        self.usage_limit = Some(LimitWindow { secs, message: message.into(), until: None });
         self
     }
     pub fn fallback_reply(mut self, text: impl Into<String>) -> Script {
@@ -510,6 +560,10 @@ impl Standin {
     pub fn base_url(&self) -> String {
         self.origin()
     }
+    /// When the scripted usage limit resets (Unix seconds), once it started.
+    pub fn usage_limit_until(&self) -> Option<u64> {
+        self.lock().script.usage_limit.as_ref()?.until
+    }
     /// Only the main-agent `/v1/messages` requests.
     pub fn main_requests(&self) -> Vec<RecordedRequest> {
         self.requests().into_iter().filter(|r| r.is_main()).collect()
@@ -620,6 +674,19 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
             } else {
                 let model = model.unwrap_or_else(|| "claude-standin".to_string());
                 let input_tokens = approx_tokens(&req.body);
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                let limited = match st.script.usage_limit.as_mut() {
+                    Some(l) if is_main_request(&body) => l.refusal(now),
+                    _ => None,
+                };
+                if let Some(resp) = limited {
+                    rec.kind = RequestKind::Main { turn: None };
+                    rec.reply = Some(SentReply { status: 429, stop_reason: None, text: None, tool_use: None });
+                    st.requests.push(rec);
+                    drop(st);
+                    shared.state.notify();
+                    return (resp, None);
+                }
                 let (reply, kind, turn) = if is_main_request(&body) {
                     let prev = st.emitted.last().map(|t| t.id.clone());
                     let State { script, consumed, .. } = &mut *st;
@@ -802,5 +869,13 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, 
         &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
     ));
     events.push(sse("message_stop", &json!({"type": "message_stop"})));
-    (Response { status: 200, content_type: "text/event-stream", body: ResponseBody::Events(events) }, sent)
+    (
+        Response {
+            status: 200,
+            content_type: "text/event-stream",
+            body: ResponseBody::Events(events),
+            headers: Vec::new(),
+        },
+        sent,
+    )
 }

@@ -773,6 +773,11 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
         "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 10 + out_tokens});
     sse.push(json!({"type": "response.completed", "response": response("completed", &output, usage)}));
-    let resp = Response { status: 200, content_type: "text/event-stream", body: ResponseBody::Events(sse.events) };
+    let resp = Response {
+        status: 200,
+        content_type: "text/event-stream",
+        body: ResponseBody::Events(sse.events),
+        headers: Vec::new(),
+    };
     (resp, SentReply { status: 200, text, call: emitted })
 }

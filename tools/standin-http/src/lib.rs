@@ -145,6 +145,8 @@ pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: ResponseBody,
+    /// Headers of the reply's own (a rate limit's `retry-after`), after the usual ones.
+    pub headers: Vec<(String, String)>,
 }
 
 pub enum ResponseBody {
@@ -183,7 +185,7 @@ pub fn write_response(
         resp.content_type,
         if close { "close" } else { "keep-alive" }
     );
-    for (k, v) in headers {
+    for (k, v) in headers.iter().copied().chain(resp.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     match &resp.body {
@@ -209,7 +211,12 @@ pub fn write_response(
 
 /// A full `application/json` response.
 pub fn json_response(status: u16, v: &Value) -> Response {
-    Response { status, content_type: "application/json", body: ResponseBody::Full(v.to_string().into_bytes()) }
+    Response {
+        status,
+        content_type: "application/json",
+        body: ResponseBody::Full(v.to_string().into_bytes()),
+        headers: Vec::new(),
+    }
 }
 
 /// Milliseconds since the UNIX epoch.

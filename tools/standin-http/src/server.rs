@@ -225,10 +225,23 @@ mod tests {
     impl Handler for Echo {
         fn handle(&self, req: &HttpRequest) -> (Response, Option<Duration>) {
             let body = format!("{} {}", req.method, req.target).into_bytes();
-            (Response { status: 200, content_type: "text/plain", body: ResponseBody::Full(body) }, None)
+            (
+                Response {
+                    status: 200,
+                    content_type: "text/plain",
+                    body: ResponseBody::Full(body),
+                    headers: Vec::new(),
+                },
+                None,
+            )
         }
         fn malformed(&self, error: &io::Error) -> Response {
-            Response { status: 400, content_type: "text/plain", body: ResponseBody::Full(error.to_string().into()) }
+            Response {
+                status: 400,
+                content_type: "text/plain",
+                body: ResponseBody::Full(error.to_string().into()),
+                headers: Vec::new(),
+            }
         }
         fn extra_headers(&self) -> Vec<(&'static str, String)> {
             vec![("request-id", "req_1".into())]

@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 /// The methods lab's API takes.
-pub const ALLOW_METHODS: &str = "GET, POST, DELETE, HEAD";
+pub const ALLOW_METHODS: &str = "GET, POST, PUT, DELETE, HEAD";
 /// The request headers a cross-origin UI needs (`Last-Event-ID` for a resumed stream).
 pub const ALLOW_HEADERS: &str = "authorization, content-type, last-event-id";
 /// How long a browser may cache a preflight's answer, in seconds.
