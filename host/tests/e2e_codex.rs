@@ -653,3 +653,63 @@ fn the_component_installed_from_the_providers_folder_works_the_same() {
     e.wait_view(&run, STEP_TIMEOUT, "idle", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
     e.assert_network();
 }
+
+/// Whether the stand-in got a turn whose input holds every one of `needles`.
+fn standin_saw(e: &E2e, needles: &[&str]) -> bool {
+    e.standin.requests().iter().any(|r| {
+        let input = r.body["input"].to_string();
+        needles.iter().all(|n| input.contains(n))
+    })
+}
+
+/// Resume and fork (issue 56) with the real Codex: a run told a word is stopped, lab
+/// serve restarted, and the run resumed with a question (`codex resume <id>`): the model
+/// gets the earlier turn with it, and the chat goes on after the old messages, none
+/// twice. Forked (`codex fork <id>`), the new run's first request carries the earlier
+/// turns too, and the parent is left as it was.
+#[test]
+fn a_stopped_run_is_resumed_after_a_restart_and_forked() {
+    let script = Script::new()
+        .turn(Matcher::Contains("PAPAYA".into()), Reply::text("Noted the word."))
+        .turn(Matcher::Contains("Which word".into()), Reply::text("It was PAPAYA."))
+        .turn(Matcher::Contains("Fork:".into()), Reply::text("Forked, and it was PAPAYA."));
+    let Some(mut e) = setup("resume_fork", script) else { return };
+    let run = e.create("Remember the word PAPAYA.");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle with the first answer", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Noted the word.")
+    });
+    let (status, stopped) = e.lab().post(&format!("/runs/{}/stop", run.id), &json!({}));
+    assert_eq!((status, stopped["state"].as_str()), (200, Some("ended")), "{stopped}");
+    e.restart_lab();
+    let (_, listed) = e.lab().get(&format!("/runs/{}", run.id));
+    assert_eq!((listed["resumable"].as_bool(), listed["forkable"].as_bool()), (Some(true), Some(true)), "{listed}");
+
+    let (status, resumed) =
+        e.lab().post(&format!("/runs/{}/resume", run.id), &json!({"prompt": "Which word did I ask for?"}));
+    assert_eq!(status, 200, "{resumed}");
+    wait_for(LAUNCH_TIMEOUT, "[resume_fork] the resumed turn with the earlier one", || {
+        standin_saw(&e, &["Remember the word PAPAYA.", "Which word did I ask for?"]).then_some(())
+    });
+    let v = wait_for(STEP_TIMEOUT, "[resume_fork] the resumed run's answer", || {
+        Some(e.lab().view(&run.id)).filter(|v| texts(v, "assistant").iter().any(|t| t == "It was PAPAYA."))
+    });
+    assert_eq!(texts(&v, "user"), ["Remember the word PAPAYA.", "Which word did I ask for?"], "{v}");
+    assert_eq!(texts(&v, "assistant"), ["Noted the word.", "It was PAPAYA."], "none twice: {v}");
+
+    let (status, fork) = e.lab().post(&format!("/runs/{}/fork", run.id), &json!({"prompt": "Fork: say it again."}));
+    assert_eq!(status, 201, "{fork}");
+    assert_eq!(fork["parent"], run.id.as_str());
+    let fork_id = fork["id"].as_str().unwrap().to_string();
+    wait_for(LAUNCH_TIMEOUT, "[resume_fork] the fork's turn with the parent's", || {
+        standin_saw(&e, &["Remember the word PAPAYA.", "Fork: say it again."]).then_some(())
+    });
+    wait_for(STEP_TIMEOUT, "[resume_fork] the fork's answer", || {
+        Some(e.lab().view(&fork_id)).filter(|v| texts(v, "assistant").iter().any(|t| t == "Forked, and it was PAPAYA."))
+    });
+    assert_eq!(texts(&e.lab().view(&run.id), "user").len(), 2, "the parent is untouched");
+    for id in [run.id.as_str(), fork_id.as_str()] {
+        let (status, body) = e.lab().post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!(status, 200, "{body}");
+    }
+    e.assert_network();
+}

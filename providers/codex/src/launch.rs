@@ -33,20 +33,50 @@
 //!   lazily at the first turn under `$CODEX_HOME/sessions/YYYY/MM/DD/` with its own
 //!   session id, and names it in the SessionStart hook payload (`transcript_path`).
 
-use lab_provider_sdk::{LaunchRequest, LaunchSpec, TranscriptLocation};
+use lab_provider_sdk::{Continuation, EarlierRun, LaunchRequest, LaunchSpec, TranscriptLocation};
 
 /// Seconds codex waits for one of lab's hook commands.
 pub const HOOK_TIMEOUT_SECS: u64 = 30;
 
 /// Build the launch spec for a run.
 pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
+    build(req, None)
+}
+
+/// Build the launch spec that continues `earlier`'s conversation: `codex resume <id>`
+/// (the same session goes on) or `codex fork <id>` (a new session from a copy of it),
+/// with the same flags as a new run's:
+///
+/// ```text
+/// codex resume|fork --no-daemon [-c hooks…] [<permission-mode flags>] -- <session id> [<prompt>]
+/// ```
+///
+/// Codex names the rollout it writes in the SessionStart hook, as for a new run.
+pub fn continue_session(req: LaunchRequest, how: Continuation, earlier: EarlierRun) -> Result<LaunchSpec, String> {
+    let id = earlier.session_id.as_str();
+    if id.len() != 36 || !id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+        return Err(format!("the earlier session id {id:?} is not one Codex writes (a UUID)"));
+    }
+    let verb = match how {
+        Continuation::Resume => "resume",
+        Continuation::Fork => "fork",
+    };
+    build(req, Some((verb, id)))
+}
+
+/// The argv: `codex [resume|fork] --no-daemon …`, the positionals last.
+fn build(req: LaunchRequest, earlier: Option<(&str, &str)>) -> Result<LaunchSpec, String> {
     if !req.prompt.is_empty() && req.prompt.trim().is_empty() {
         return Err("the prompt is blank: Codex needs a first prompt".into());
     }
     if req.program.is_empty() {
         return Err("no program to run (expected the path of `codex`)".into());
     }
-    let mut argv = vec![req.program.clone(), "--no-daemon".into()];
+    let mut argv = vec![req.program.clone()];
+    if let Some((verb, _)) = earlier {
+        argv.push(verb.into());
+    }
+    argv.push("--no-daemon".into());
     let hooks = hooks_by_event(&req)?;
     for (event, commands) in &hooks {
         argv.push("-c".into());
@@ -57,7 +87,13 @@ pub fn launch(req: LaunchRequest) -> Result<LaunchSpec, String> {
         argv.push(trust_override(&hooks));
     }
     argv.extend(mode_flags(req.permission_mode.as_deref())?.iter().map(|s| s.to_string()));
-    if !req.prompt.is_empty() {
+    if let Some((_, id)) = earlier {
+        argv.push("--".into());
+        argv.push(id.into());
+        if !req.prompt.is_empty() {
+            argv.push(req.prompt);
+        }
+    } else if !req.prompt.is_empty() {
         if req.prompt.starts_with('-') {
             argv.push("--".into());
         }

@@ -70,6 +70,18 @@ impl Provider for Codex {
         None
     }
 
+    fn abilities() -> lab_provider_sdk::Abilities {
+        lab_provider_sdk::Abilities { resume: true, fork: true }
+    }
+
+    fn continue_session(
+        req: LaunchRequest,
+        how: lab_provider_sdk::Continuation,
+        earlier: lab_provider_sdk::EarlierRun,
+    ) -> Result<LaunchSpec, String> {
+        launch::continue_session(req, how, earlier)
+    }
+
     fn self_test_samples() -> Samples {
         samples()
     }
