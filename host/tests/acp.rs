@@ -505,3 +505,40 @@ fn an_acp_component_swapped_while_lab_serves() {
     assert_eq!(s, 202, "{e}");
     lab.wait_view(&id, "the live run's next turn", |v| v["state"] == "idle" && has_text(v, "still here"));
 }
+
+/// Resume (issue 56) of an ended ACP run: its agent started again and asked to load the
+/// session (`session/load`), the operator's message its next prompt, the chat going on
+/// after the old messages with none replayed twice; forks are not offered for ACP runs;
+/// an agent that cannot load sessions answers `422 not_supported` and the run stays
+/// ended.
+#[test]
+fn a_stopped_acp_run_is_resumed_by_loading_its_session() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let id = lab.create_run(&w, "fake", "say:first answer")["id"].as_str().unwrap().to_string();
+    lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && has_text(v, "first answer"));
+    let (s, stopped) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200, "{stopped}");
+    assert_eq!((stopped["resumable"].as_bool(), stopped["forkable"].as_bool()), (Some(true), Some(false)), "{stopped}");
+    let (s, e) = lab.post(&format!("/runs/{id}/fork"), &json!({}));
+    assert_eq!((s, e["error"].as_str()), (422, Some("not_supported")), "{e}");
+
+    let (s, resumed) = lab.post(&format!("/runs/{id}/resume"), &json!({"prompt": "say:second answer"}));
+    assert_eq!(s, 200, "{resumed}");
+    let v = lab.wait_view(&id, "the resumed turn", |v| v["state"] == "idle" && has_text(v, "second answer"));
+    assert!(!has_text(&v, "replayed"), "session/load's replay is not shown twice: {:?}", texts(&v));
+    let first = v["messages"].as_array().unwrap().iter().filter(|m| m["text"] == "first answer").count();
+    assert_eq!(first, 1, "{:?}", texts(&v));
+    assert!(has_text(&v, "resumed: the agent's session was loaded again"), "{:?}", texts(&v));
+    let (s, _) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200);
+    lab.stop();
+
+    configure(&w, "FAKE_ACP_NO_LOAD = \"1\"", "");
+    let lab = w.serve();
+    let (s, e) = lab.post(&format!("/runs/{id}/resume"), &json!({}));
+    assert_eq!((s, e["error"].as_str()), (422, Some("not_supported")), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("cannot load a session again"), "{e}");
+    assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended");
+}

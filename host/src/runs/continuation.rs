@@ -114,8 +114,7 @@ impl Runs {
     /// serving now says (a resume or fork launches with it), as far as the way the run
     /// is reached allows (None: the provider is not loaded).
     pub(super) fn abilities_of(&self, rec: &RunRecord) -> Option<Abilities> {
-        let provider = self.providers.pin(&rec.provider).ok()?.provider.abilities();
-        Some(self.transport(rec).abilities(provider))
+        self.transport(rec).abilities(self, rec)
     }
 
     /// `POST /runs/{id}/resume`: the ended run live again under its id, in its worktree
@@ -132,11 +131,10 @@ impl Runs {
         }
         let transport = self.transport(&rec);
         transport.reachable(&rec)?;
-        let pinned = self.providers.pin(&rec.provider).map_err(RunError::NotSupported)?;
         let continuing = Continuing { how: Continuation::Resume, earlier: earlier_of(&rec), prompt };
         let mut next =
             RunRecord { status: Status::Active, ended_at: None, error: None, end_reason: None, ..rec.clone() };
-        let typed = transport.relaunch(self, &mut next, &pinned, &continuing).await?;
+        let typed = transport.relaunch(self, &mut next, &continuing).await?;
         // What the provider did not name again stays as recorded.
         next.session_id = next.session_id.or(rec.session_id.clone());
         next.transcript_path = next.transcript_path.or(rec.transcript_path.clone());

@@ -46,6 +46,9 @@ pub(in crate::runs) struct AcpRuns {
     sessions: Mutex<HashMap<RunId, Arc<Session>>>,
     /// The session modes each ACP agent offered in its newest session.
     learned_modes: Mutex<HashMap<String, Vec<String>>>,
+    /// Runs being resumed: the agent's session loaded again, and the operator's next
+    /// message, until the run is live again ([`Transport::resumed`]).
+    resuming: Mutex<HashMap<RunId, (Arc<Session>, String)>>,
 }
 
 impl AcpRuns {
@@ -55,6 +58,7 @@ impl AcpRuns {
             agents: std::sync::RwLock::new(Arc::new(agents)),
             sessions: Mutex::default(),
             learned_modes: Mutex::default(),
+            resuming: Mutex::default(),
         }
     }
 
@@ -160,10 +164,52 @@ impl Transport for AcpRuns {
         }
     }
 
-    /// Resume and fork are not offered for ACP runs yet (a live one is carried over a
-    /// restart of lab serve with `session/load`, [`Transport::resume`]).
-    fn abilities(&self, _provider: crate::agents::model::Abilities) -> crate::agents::model::Abilities {
-        crate::agents::model::Abilities::default()
+    /// An ACP run is resumed by starting its agent again and asking it to load the
+    /// session (`session/load`, where the agent offers `loadSession`); forks are not
+    /// offered for ACP runs.
+    fn abilities(&self, runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
+        runs.acp_agent(&rec.provider)?;
+        Some(crate::agents::model::Abilities { resume: true, fork: false })
+    }
+
+    fn relaunch<'a>(
+        &'a self,
+        runs: &'a Arc<Runs>,
+        rec: &'a mut RunRecord,
+        continuing: &'a crate::runs::continuation::Continuing,
+    ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
+        Box::pin(async move {
+            let agent = runs.acp_agent(&rec.provider).ok_or_else(|| {
+                RunError::NotSupported(format!("no ACP agent `{}` is configured any more", rec.provider))
+            })?;
+            let sid = continuing.earlier.session_id.clone();
+            let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
+            let session = runs.start_acp(rec, &agent, Some(sid)).await.map_err(|e| match e {
+                StartError::CannotResume => RunError::NotSupported(format!(
+                    "the ACP agent `{}` cannot load a session again (it offers no loadSession)",
+                    rec.provider
+                )),
+                StartError::Failed(e) => RunError::LaunchFailed(format!("resuming the agent failed: {e}")),
+            })?;
+            session.note("resumed: the agent's session was loaded again");
+            self.resuming.lock().unwrap().insert(rec.id.clone(), (session, continuing.prompt.clone()));
+            Ok(None)
+        })
+    }
+
+    /// The loaded session is the run's from now on; the operator's message is its next
+    /// prompt.
+    fn resumed<'a>(&'a self, runs: &'a Arc<Runs>, run: &'a Arc<Run>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some((session, prompt)) = self.resuming.lock().unwrap().remove(&run.id) else { return };
+            runs.adopt_acp(run, session);
+            run.wake();
+            if !prompt.is_empty() {
+                if let Err(e) = runs.send_message(run, &prompt).await {
+                    runs.record_error(run, &format!("the resumed run's message was not sent: {e}"));
+                }
+            }
+        })
     }
 
     /// The agent started again and asked to load its session (`session/load`); the run

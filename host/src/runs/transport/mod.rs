@@ -127,7 +127,6 @@ pub(in crate::runs) trait Transport: Send + Sync {
         &'a self,
         _runs: &'a Arc<Runs>,
         _rec: &'a mut RunRecord,
-        _pinned: &'a Pinned,
         _continuing: &'a Continuing,
     ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
         Box::pin(async { Err(RunError::NotSupported("this kind of run cannot be resumed".into())) })
@@ -139,9 +138,10 @@ pub(in crate::runs) trait Transport: Send + Sync {
         Box::pin(async {})
     }
 
-    /// What of its provider's `abilities` a run reached this way can use.
-    fn abilities(&self, provider: crate::agents::model::Abilities) -> crate::agents::model::Abilities {
-        provider
+    /// What `rec`'s run can be continued with: its provider's abilities as the build
+    /// serving now says (a resume or fork launches with it); None: not loaded.
+    fn abilities(&self, runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
+        Some(runs.providers.pin(&rec.provider).ok()?.provider.abilities())
     }
 
     /// How the run's chat is read: its provider (and the tail over its transcript).

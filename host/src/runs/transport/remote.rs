@@ -108,10 +108,10 @@ impl Transport for RemoteRuns {
         &'a self,
         runs: &'a Arc<Runs>,
         rec: &'a mut RunRecord,
-        pinned: &'a crate::runs::providers::Pinned,
         continuing: &'a crate::runs::continuation::Continuing,
     ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
         Box::pin(async move {
+            let pinned = runs.providers.pin(&rec.provider).map_err(RunError::NotSupported)?;
             let host = rec.host.clone().unwrap_or_default();
             let runner = runs.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
             let program = pinned.facts.info.default_program.clone();

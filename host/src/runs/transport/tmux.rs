@@ -67,10 +67,10 @@ impl Transport for TmuxRuns {
         &'a self,
         runs: &'a Arc<Runs>,
         rec: &'a mut RunRecord,
-        pinned: &'a crate::runs::providers::Pinned,
         continuing: &'a crate::runs::continuation::Continuing,
     ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
         Box::pin(async move {
+            let pinned = runs.providers.pin(&rec.provider).map_err(RunError::NotSupported)?;
             let files = runs.home.run_files(&rec.id);
             let program = pinned.facts.info.default_program.clone();
             runs.launch(rec, pinned.provider.as_ref(), &program, &files, Some(continuing)).await.map_err(|msg| {
