@@ -393,3 +393,75 @@ fn the_real_codex_on_a_machine_names_its_rollout_there_and_is_answered_from_lab(
     standin.shutdown();
     m.remove();
 }
+
+/// Resume and fork (issue 56) of a run on a machine: its agent starts again there, in
+/// its worktree there, the chat read on through the mirror; a fork is a new run on the
+/// same machine in a worktree branched there from the parent's files (its uncommitted
+/// file included), starting with the parent's conversation.
+#[test]
+fn a_run_on_a_machine_is_resumed_and_forked_there() {
+    let Some(mut m) = Machine::new() else { return };
+    let w = World::new();
+    let fake = fake_claude();
+    m.install("fake-claude", &fake);
+    let script = json!({"steps": [{"say": "Noted."}, {"idle": {}}]});
+    let script_path = m.user_home.join("script.json");
+    m.write(&script_path, &serde_json::to_vec_pretty(&script).unwrap());
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = \"fake-claude\"\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?} }}\n",
+        script_path.display().to_string()
+    ));
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["-c", "user.email=op@example.com", "-c", "user.name=op", "commit", "-q", "--allow-empty", "-m", "start"],
+    ] {
+        let mut a = vec!["-C", m.workdir.to_str().unwrap()];
+        a.extend_from_slice(args);
+        let out = m.run("git", &a);
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let cred = add_host(&w, "m1");
+    let lab = serve_for(&w, &m, Some(fake.parent().unwrap()));
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, &m, "m1");
+    let (s, run) = lab.post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Remember PAPAYA.", "host": "m1"}),
+    );
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let worktree = run["worktree"]["path"].as_str().expect("a worktree there").to_string();
+    wait_agent(&lab, &m, &run, "the first reply", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("Noted.")
+    });
+    let (s, stopped) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((s, stopped["resumable"].as_bool()), (200, Some(true)), "{stopped}");
+
+    let (s, resumed) = lab.post(&format!("/runs/{id}/resume"), &json!({"prompt": "Which word?"}));
+    assert_eq!(s, 200, "{resumed}");
+    assert_eq!(resumed["host"], "m1");
+    let v = wait_agent(&lab, &m, &run, "the resumed reply", |v| {
+        v["state"] == "idle" && v["messages"].to_string().matches("Noted.").count() == 2
+    });
+    let users: Vec<String> =
+        chat(&v).into_iter().filter(|(_, role, kind, _)| role == "user" && kind == "text").map(|c| c.3).collect();
+    assert_eq!(users, ["Remember PAPAYA.", "Which word?"], "read on through the mirror");
+
+    m.write(&std::path::Path::new(&worktree).join("notes.txt"), b"from the parent\n");
+    let (s, fork) = lab.post(&format!("/runs/{id}/fork"), &json!({"prompt": "Fork it."}));
+    assert_eq!(s, 201, "{fork}");
+    assert_eq!((fork["host"].as_str(), fork["parent"].as_str()), (Some("m1"), Some(id.as_str())), "{fork}");
+    let fork_tree = fork["worktree"]["path"].as_str().unwrap().to_string();
+    assert_eq!(std::fs::read(std::path::Path::new(&fork_tree).join("notes.txt")).unwrap(), b"from the parent\n");
+    let fv = wait_agent(&lab, &m, &fork, "the fork's reply", |v| {
+        let t = v["messages"].to_string();
+        v["state"] == "idle" && t.contains("Remember PAPAYA.") && t.contains("Fork it.")
+    });
+    assert!(chat(&fv).len() >= 4, "{fv}");
+    for id in [id.as_str(), fork["id"].as_str().unwrap()] {
+        let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!(s, 200, "{b}");
+    }
+    drop(lab);
+    m.remove();
+}
