@@ -358,6 +358,15 @@ impl Tail {
         if let Some(newest) = stamps.iter().flatten().max() {
             self.facts.newest = Some(self.facts.newest.map_or(*newest, |n| n.max(*newest)));
         }
+        // Only the chunk's last message can be the run's last word (one clone per chunk,
+        // not per message, on a long catch-up).
+        if let Some(last) = out.messages.last() {
+            self.facts.usage_limit = None;
+            self.facts.limit_candidate = match (&last.role, &last.content) {
+                (Role::Assistant | Role::System, Content::Text(_) | Content::Other { .. }) => Some(last.clone()),
+                _ => None,
+            };
+        }
         let first = self.messages.len();
         let mut msgs = Vec::with_capacity(out.messages.len());
         for m in out.messages {
@@ -373,11 +382,6 @@ impl Tail {
                 _ => {}
             }
             let at = stamps[msgs.len()];
-            self.facts.usage_limit = None;
-            self.facts.limit_candidate = match (&m.role, &m.content) {
-                (Role::Assistant | Role::System, Content::Text(_) | Content::Other { .. }) => Some(m.clone()),
-                _ => None,
-            };
             match &m.content {
                 Content::Other { kind, text } if kind == crate::agents::model::TURN_ERROR_KIND => {
                     self.facts.turn_error = Some((text.clone(), at));

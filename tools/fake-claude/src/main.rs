@@ -27,7 +27,7 @@ use util::{api_id, epoch_micros, iso_now, uuid_v4};
 const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
 const INTERRUPTED: &str = "[Request interrupted by user for tool use]";
 const CHAT_ABOUT_THIS: &str = "The user wants to clarify these questions. This means they may have additional information, context or questions for you. Take their response into account and then reformulate the questions if appropriate. Start by asking them what they would like to clarify.";
-const USAGE: &str = "usage: FAKE_CLAUDE_SCRIPT=script.json fake-claude [--session-id UUID] [--settings FILE] [--permission-mode MODE] [PROMPT]";
+const USAGE: &str = "usage: FAKE_CLAUDE_SCRIPT=script.json fake-claude [--session-id UUID] [--resume UUID [--fork-session]] [--settings FILE] [--permission-mode MODE] [PROMPT]";
 
 /// Claude flags that take a value, so their value is not mistaken for the prompt.
 const VALUE_FLAGS: &[&str] = &[
