@@ -19,7 +19,7 @@ fn capability_is_detected_both_ways() {
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
     assert_eq!(plain.info.name, "plainlog");
     assert!(!plain.dialog_hooker && !p.dialog_hooker());
-    assert_eq!(plain.wit_packages, vec!["lab:provider@0.4.0".to_string()]);
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.5.0".to_string()]);
 
     let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     assert_eq!(cc.info.name, "claude-code");
@@ -70,13 +70,13 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     assert!(err.refusal().is_some(), "{err}");
 }
 
-/// The SDK builds 0.4.0; what was built against 0.2.0 (the bundled claude-code and the
+/// The SDK builds 0.5.0; what was built against 0.2.0 (the bundled claude-code and the
 /// plainlog fixture, as main built them before the move) loads and runs as before.
 #[test]
-fn components_built_against_0_2_0_load_next_to_0_4_0_ones() {
+fn components_built_against_0_2_0_load_next_to_0_5_0_ones() {
     let h = host(None);
     let (now, _) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
-    assert_eq!(now.capabilities.version, Version::V0_4_0);
+    assert_eq!(now.capabilities.version, Version::V0_5_0);
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG_V0_2_0)).unwrap();
     assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
     assert_eq!((plain.capabilities.version, plain.capabilities.acp), (Version::V0_2_0, false));
@@ -89,7 +89,7 @@ fn components_built_against_0_2_0_load_next_to_0_4_0_ones() {
     assert_eq!((d.id.as_str(), d.kind()), ("toolu_1", "question"));
     let plan = c.plan_answer(d.clone(), vec![Answer::Option(1)]).blocking().unwrap();
     assert_eq!(plan.steps.last(), Some(&KeyOp::Key("Enter".into())));
-    // The same calls give the same answers from the 0.4.0 build.
+    // The same calls give the same answers from the 0.5.0 build.
     let (_, c3) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     let d3 = c3.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
     assert_eq!(d3, d);
@@ -98,7 +98,7 @@ fn components_built_against_0_2_0_load_next_to_0_4_0_ones() {
 
 /// Components built against 0.3.0 (before `sessions`) load as they are: their agent
 /// can do nothing with an earlier conversation and `continue-session` is not theirs;
-/// the same provider built against 0.4.0 resumes and forks.
+/// the same provider built against 0.4.0 or later resumes and forks.
 #[test]
 fn components_built_against_0_3_0_load_and_can_neither_resume_nor_fork() {
     use lab::agents::model::{Abilities, Continuation, EarlierRun, LaunchRequest};
@@ -137,20 +137,52 @@ fn components_built_against_0_3_0_load_and_can_neither_resume_nor_fork() {
         &spec.argv[1..5],
         ["--resume", "11111111-2222-4333-8444-555555555555", "--fork-session", "--session-id"]
     );
-    // A 0.4.0 provider that keeps the SDK's default bodies: nothing.
+    // A 0.5.0 provider that keeps the SDK's default bodies: nothing.
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
-    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_4_0, Abilities::default()));
+    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_5_0, Abilities::default()));
     let msg = lab::agents::model::Message::text(lab::agents::model::Role::Assistant, "limit", "");
     assert_eq!(p.usage_limit(msg).blocking().unwrap(), None);
 }
 
-/// A 0.4.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
+/// Usage (0.5.0): the bundled claude-code reads a response's tokens from its
+/// transcript lines (each line of a response repeats them; the host keeps one per id);
+/// components built against 0.4.0 load, resume as before, and report no usage.
+#[test]
+fn usage_is_read_by_0_5_0_components_and_0_4_0_ones_load_without_it() {
+    use lab::agents::model::{Abilities, Tokens};
+    let h = host(None);
+    let (now, n) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
+    assert!(now.capabilities.reads_usage());
+    let line = r#"{"type":"assistant","timestamp":"2026-12-05T01:00:00Z","message":{"id":"msg_1","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":7,"output_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":20}}}"#;
+    let report = n.read_usage(format!("{line}\n{line}\n").into_bytes()).blocking().unwrap();
+    assert_eq!(report.responses.len(), 2);
+    assert_eq!(report.responses[0].response_id, "msg_1");
+    assert_eq!(report.responses[0].tokens, Tokens { input: 7, output: 3, cache_read: 100, cache_write: 20 });
+    assert_eq!(report.context.map(|c| c.used), Some(127));
+
+    for (file, acp) in [
+        (fixtures::CLAUDE_CODE_V0_4_0, false),
+        (fixtures::PLAINLOG_V0_4_0, false),
+        (fixtures::ACP_FIXTURE_V0_4_0, true),
+    ] {
+        let (old, o) = h.load_file(Path::new(file)).unwrap();
+        assert_eq!(old.wit_packages, vec!["lab:provider@0.4.0".to_string()], "{file}");
+        assert_eq!((old.capabilities.version, old.capabilities.acp), (Version::V0_4_0, acp), "{file}");
+        assert!(!old.capabilities.reads_usage(), "{file}");
+        assert_eq!(o.read_usage(line.as_bytes().to_vec()).blocking().unwrap_err().kind, CallErrorKind::Unsupported);
+    }
+    let (old, o) = h.load_file(Path::new(fixtures::CLAUDE_CODE_V0_4_0)).unwrap();
+    assert_eq!(old.capabilities.abilities, Abilities { resume: true, fork: true });
+    assert_eq!(o.parse_transcript(format!("{line}\n").into_bytes()).blocking().unwrap().messages.len(), 1);
+}
+
+/// A 0.5.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
 /// asked of it; in a provider set it is an ACP agent, not a tmux provider.
 #[test]
 fn an_acp_provider_declares_its_agent() {
     let h = host(None);
     let (facts, p) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
-    assert_eq!(facts.wit_packages, vec!["lab:provider@0.4.0".to_string()]);
+    assert_eq!(facts.wit_packages, vec!["lab:provider@0.5.0".to_string()]);
     assert!(facts.capabilities.acp && !facts.dialog_hooker && !p.screen_reader());
     assert_eq!((facts.info.name.as_str(), facts.info.default_program.as_str()), ("fake-acp", "fake-acp"));
     assert_eq!(facts.info.permission_modes, ["ask", "yolo"]);
@@ -356,7 +388,7 @@ fn a_reload_swaps_builds_and_keeps_the_old_ones_working() {
     std::fs::copy(fixtures::PLAINLOG, &file).unwrap();
     let two = one.reload(&h, &dir);
     let (new_facts, _) = two.get("plainlog").unwrap();
-    assert_eq!(new_facts.capabilities.version, Version::V0_4_0);
+    assert_eq!(new_facts.capabilities.version, Version::V0_5_0);
     assert_ne!(new_facts.digest, old_facts.digest);
     assert!(two.failed.is_empty(), "{:?}", two.failed);
     drop(one);

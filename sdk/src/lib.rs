@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.4.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.5.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.4.0";
+pub const WIT_VERSION: &str = "0.5.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.4.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.5.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -86,6 +86,78 @@ pub trait Provider {
         let _ = msg;
         None
     }
+
+    /// What a transcript chunk (the bytes [`Provider::parse_transcript`] got) says about
+    /// usage (WIT `usage`): each model response's tokens, as your agent wrote them (lab
+    /// keeps one record per response id, so return a repeated one as it is), the
+    /// context in use, the account's windows, API errors. The default: nothing, and
+    /// lab shows no usage for your agent's runs.
+    fn read_usage(chunk: &[u8]) -> UsageReport {
+        let _ = chunk;
+        UsageReport::default()
+    }
+}
+
+/// Tokens, as the model's API counted them (WIT `usage.tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// Input tokens not read from or written to a prompt cache.
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from a prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to a prompt cache.
+    pub cache_write: u64,
+}
+
+/// The usage of one model response (WIT `usage.response-usage`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResponseUsage {
+    /// The API's id for the response (message id, response id).
+    pub response_id: String,
+    /// The model, as the API named it (None: the last [`UsageReport::model`]).
+    pub model: Option<String>,
+    pub tokens: Tokens,
+    /// RFC 3339, from the transcript (empty if none).
+    pub timestamp: String,
+}
+
+/// How full the context window is (WIT `usage.context-use`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextUse {
+    pub used: u64,
+    /// The window's size, where the agent's records say it.
+    pub window: Option<u64>,
+}
+
+/// One of the account's rate-limit windows (WIT `usage.limit-window`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitWindow {
+    /// "5h", "weekly".
+    pub name: String,
+    /// Tenths of a percent used (0 to 1000).
+    pub used_permille: u32,
+    /// When it resets, in Unix seconds.
+    pub resets_at: Option<i64>,
+    pub minutes: Option<u32>,
+}
+
+/// An API error the agent met (WIT `usage.api-error`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiError {
+    pub text: String,
+    pub timestamp: String,
+}
+
+/// What a transcript chunk says about usage (WIT `usage.usage-report`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageReport {
+    pub responses: Vec<ResponseUsage>,
+    /// The model from now on, when a line names it apart from a response.
+    pub model: Option<String>,
+    pub context: Option<ContextUse>,
+    pub windows: Vec<LimitWindow>,
+    pub errors: Vec<ApiError>,
 }
 
 /// What an agent can do with an earlier conversation (WIT `sessions.abilities`).

@@ -73,6 +73,92 @@ pub struct UsageLimit {
     pub text: String,
 }
 
+/// Tokens, as the model's API counted them (WIT `usage.tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tokens {
+    /// Input tokens not read from or written to a prompt cache.
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Tokens {
+    pub fn plus(&self, o: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_add(o.input),
+            output: self.output.saturating_add(o.output),
+            cache_read: self.cache_read.saturating_add(o.cache_read),
+            cache_write: self.cache_write.saturating_add(o.cache_write),
+        }
+    }
+    pub fn minus(&self, o: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_sub(o.input),
+            output: self.output.saturating_sub(o.output),
+            cache_read: self.cache_read.saturating_sub(o.cache_read),
+            cache_write: self.cache_write.saturating_sub(o.cache_write),
+        }
+    }
+    pub fn is_zero(&self) -> bool {
+        *self == Tokens::default()
+    }
+}
+
+/// The usage of one model response (WIT `usage.response-usage`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseUsage {
+    pub response_id: String,
+    pub model: Option<String>,
+    pub tokens: Tokens,
+    /// RFC 3339 (empty if the line had none).
+    pub timestamp: String,
+}
+
+/// How full the context window is (WIT `usage.context-use`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ContextUse {
+    pub used: u64,
+    pub window: Option<u64>,
+}
+
+/// One of the account's rate-limit windows (WIT `usage.limit-window`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LimitWindow {
+    pub name: String,
+    pub used_percent: f64,
+    /// Unix seconds.
+    pub resets_at: Option<i64>,
+    pub minutes: Option<u32>,
+}
+
+/// An API error the agent met (WIT `usage.api-error`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ApiError {
+    pub text: String,
+    pub timestamp: String,
+}
+
+/// What a transcript chunk says about usage (WIT `usage.usage-report`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageReport {
+    pub responses: Vec<ResponseUsage>,
+    pub model: Option<String>,
+    pub context: Option<ContextUse>,
+    pub windows: Vec<LimitWindow>,
+    pub errors: Vec<ApiError>,
+}
+
+impl UsageReport {
+    pub fn is_empty(&self) -> bool {
+        self.responses.is_empty()
+            && self.model.is_none()
+            && self.context.is_none()
+            && self.windows.is_empty()
+            && self.errors.is_empty()
+    }
+}
+
 /// A lab channel an agent hook feeds (the `lab hook` verb the host builds for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Channel {

@@ -81,6 +81,14 @@ pub trait Provider: Send + Sync {
     fn usage_limit(&self, _msg: model::Message) -> Reply<Option<model::UsageLimit>> {
         unsupported("usage-limit")
     }
+    /// Whether it reads usage from its transcript (WIT 0.5.0 `usage`).
+    fn reads_usage(&self) -> bool {
+        false
+    }
+    /// What a transcript chunk says about usage (the bytes `parse_transcript` got).
+    fn read_usage(&self, _chunk: Vec<u8>) -> Reply<model::UsageReport> {
+        unsupported("read-usage")
+    }
 }
 
 /// A call's answer waited for on this thread, for callers outside any async runtime

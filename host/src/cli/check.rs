@@ -148,6 +148,14 @@ fn describe(r: &mut Report, facts: &ComponentFacts, limits: Limits) {
             (false, false) => "neither resume nor fork (lab answers both 422 not_supported)",
         };
         r.field("sessions", sessions);
+        r.field(
+            "usage",
+            if caps.reads_usage() {
+                "asked of each transcript chunk (tokens per response, context, account windows)"
+            } else {
+                "not asked (built against a WIT before 0.5.0: its runs show no usage)"
+            },
+        );
     }
     r.field("WIT package", format!("{} (this lab loads {})", facts.wit_packages.join(", "), LOADS.join(", ")));
     r.field("loadable", "yes");
@@ -646,7 +654,7 @@ mod tests {
         assert!(text.contains("sessions     neither resume nor fork"), "{text}");
         assert!(
             text.contains(
-                "lab:provider@0.4.0 (this lab loads lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
+                "lab:provider@0.5.0 (this lab loads lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
             ),
             "{text}"
         );

@@ -11,6 +11,8 @@ pub mod pairing;
 mod providers;
 pub mod refusals;
 pub mod runners;
+mod search;
+mod usage;
 
 use crate::agents::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
@@ -187,6 +189,8 @@ fn api(runs: Arc<Runs>) -> Router {
         .route("/runs/{id}/resume", post(continuation::resume))
         .route("/runs/{id}/fork", post(continuation::fork))
         .route("/runs/{id}/auto-resume", axum::routing::put(continuation::auto_resume))
+        .merge(usage::router())
+        .merge(search::router())
         .route("/push/key", get(push_key))
         .route("/push/key/rotate", post(rotate_push_key))
         .route("/push/subscriptions", get(list_push_subscriptions).post(add_push_subscription))

@@ -28,6 +28,9 @@ pub struct Source {
     pub plan_roots: Vec<PathBuf>,
     /// A run on another host: its runner reads the plan files (never this machine).
     pub remote: Option<Arc<dyn Elsewhere>>,
+    /// Where what the transcript says goes besides the chat: usage, the search index
+    /// (None: nowhere, as in tests).
+    pub books: Option<Arc<crate::runs::books::Books>>,
 }
 
 /// What the tail of a run on another machine asks of where it lives (the seam between

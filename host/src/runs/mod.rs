@@ -19,6 +19,7 @@ pub mod agent_version;
 mod answer;
 pub mod answer_guard;
 mod api;
+pub mod books;
 mod continuation;
 mod follow;
 pub mod hook_channels;
@@ -29,7 +30,9 @@ pub mod keystrokes;
 mod launch;
 pub mod mirror;
 mod rest;
+pub mod search;
 mod transport;
+pub mod usage;
 pub mod usage_limit;
 pub use crate::util::time::now_rfc3339;
 pub(crate) use launch::check_spec;
@@ -389,16 +392,24 @@ pub struct Runs {
     /// The file notifications: the watcher and which run each transcript is
     /// ([`follow::FileWatch`]).
     files: follow::FileWatch,
-    /// Flips to true when `lab serve` shuts down, so open event streams end.
-    shutdown: watch::Sender<bool>,
-    /// Every run's view changes ([`Runs::changes`]).
-    changes: broadcast::Sender<Change>,
+    /// What it announces: shutdown, every run's view changes.
+    news: News,
+    /// What lab keeps of runs' history besides their records: usage ([`usage`]).
+    books: Arc<books::Books>,
     /// The work that takes turns across runs ([`Turns`]).
     turns: Turns,
     /// The ACP runs: the agents, their sessions ([`transport::acp`]).
     acp: transport::acp::AcpRuns,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
     remote: transport::remote::RemoteRuns,
+}
+
+/// What [`Runs`] announces to whoever listens.
+struct News {
+    /// Flips to true when `lab serve` shuts down, so open event streams end.
+    shutdown: watch::Sender<bool>,
+    /// Every run's view changes ([`Runs::changes`]).
+    changes: broadcast::Sender<Change>,
 }
 
 /// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
@@ -455,6 +466,11 @@ impl Runs {
         let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
         // Before the (slower) providers: a damaged registry fails fast, with its fix.
         let registry = Registry::open(&home.registry())?;
+        let (search, index_opened) = search::SearchIndex::open(&home.search_index(), config.search.max_mb << 20)?;
+        let books = Arc::new(books::Books {
+            usage: usage::UsageBook::open(home.usage_dir(), usage::Prices::new(&config.prices))?,
+            search,
+        });
         let cache = home.component_cache();
         let providers_dir = home.providers_dir();
         // A place to drop providers into, from the start (private, as all of lab's home;
@@ -497,8 +513,8 @@ impl Runs {
             here: transport::tmux::TmuxRuns::on(sessions, tmux, lab_exe),
             lives: Lives::default(),
             files: follow::FileWatch::default(),
-            shutdown: watch::channel(false).0,
-            changes: broadcast::channel(CHANGES_CAPACITY).0,
+            news: News { shutdown: watch::channel(false).0, changes: broadcast::channel(CHANGES_CAPACITY).0 },
+            books,
             turns: Turns::default(),
             acp: transport::acp::AcpRuns::new(acp_dir, acp_agents),
             remote: transport::remote::RemoteRuns::new(
@@ -525,7 +541,7 @@ impl Runs {
             runs.remote.hosts(),
             runs.home.clone(),
             runs.here.lab_exe.clone(),
-            runs.shutdown.subscribe(),
+            runs.news.shutdown.subscribe(),
         );
         runs.start_watcher()?;
         // Active runs in lab's tmux: followed once liveness has seen their session
@@ -558,6 +574,9 @@ impl Runs {
             runs.agent_version(&f.info.name, &f.info.default_program);
         }
         runs.clone().spawn_provider_watch(look);
+        if index_opened == search::Opened::Fresh {
+            runs.clone().spawn_reindex();
+        }
         liveness::spawn(runs.clone(), in_tmux);
         runs.clone().spawn_evictions();
         Ok(runs)
@@ -567,19 +586,19 @@ impl Runs {
     pub fn begin_shutdown(&self) {
         // ACP agents are lab serve's children: they go now, their runs stay active.
         self.acp.detach_all();
-        self.shutdown.send_replace(true);
+        self.news.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.
         self.here.sessions.shut_down();
     }
 
     pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
+        self.news.shutdown.subscribe()
     }
 
     /// Every change of any run's derived view from now on, in order per run.
     pub fn changes(&self) -> broadcast::Receiver<Change> {
-        self.changes.subscribe()
+        self.news.changes.subscribe()
     }
 
     pub fn home(&self) -> &Home {
@@ -597,6 +616,11 @@ impl Runs {
             return Ok(run.clone());
         }
         self.wake_up(&id).ok_or(RunError::NotFound)
+    }
+
+    /// What lab keeps of runs' history: usage, the search index.
+    pub fn books(&self) -> Arc<books::Books> {
+        self.books.clone()
     }
 
     /// Other machines' runners.
@@ -634,7 +658,7 @@ impl Runs {
             tail.await_session_info();
         }
         tail.prompt_pending = prompt_pending;
-        let run = Run::new(rec, tail, pinned, self.changes.clone());
+        let run = Run::new(rec, tail, pinned, self.news.changes.clone());
         if let Some(t) = transcript {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
@@ -651,7 +675,8 @@ impl Runs {
         match pinned.map_or_else(|| self.providers.pin(&rec.provider), Ok) {
             Ok(p) => {
                 let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
-                let tail = Tail::new(rec.id.clone(), p.provider.clone(), transcript, files, terminal);
+                let mut tail = Tail::new(rec.id.clone(), p.provider.clone(), transcript, files, terminal);
+                tail.set_books(self.books.clone());
                 (Some(p), tail)
             }
             Err(why) => {

@@ -170,6 +170,11 @@ impl Tail {
         self.src.plan_roots = roots;
     }
 
+    /// Where what its transcript says about usage is counted and its messages indexed.
+    pub fn set_books(&mut self, books: Arc<crate::runs::books::Books>) {
+        self.src.books = Some(books);
+    }
+
     /// A run on another host: its plan files are read by its runner.
     pub fn set_remote(&mut self, remote: Arc<dyn Elsewhere>) {
         self.src.remote = Some(remote);
@@ -190,6 +195,7 @@ impl Tail {
                 fallback_deep_link: None,
                 plan_roots: Vec::new(),
                 remote: None,
+                books: None,
             },
             transcript: TranscriptReader::new(None),
             messages: Arc::new(MessageStore::new()),
@@ -312,10 +318,24 @@ impl Tail {
                 Step::Read(chunks) => {
                     for c in chunks {
                         let out = self.parse(&c.bytes, c.first_line).await;
-                        self.apply(out, c.at, c.bytes.len());
+                        let len = c.bytes.len();
+                        self.count_usage(c.bytes).await;
+                        self.apply(out, c.at, len);
                     }
                 }
             }
+        }
+    }
+
+    /// What the chunk says about usage, counted in the run's usage book.
+    async fn count_usage(&self, chunk: Vec<u8>) {
+        let (Some(provider), Some(books)) = (&self.src.provider, &self.src.books) else { return };
+        if !provider.reads_usage() {
+            return;
+        }
+        match provider.read_usage(chunk).await {
+            Ok(report) => books.count(&self.src.run, report),
+            Err(e) => tracing::warn!(run = %self.src.run, error = %e, "the provider could not read the run's usage"),
         }
     }
 
@@ -342,6 +362,9 @@ impl Tail {
 
     /// Forget what the transcript gave (it is read again from its start).
     fn forget_transcript(&mut self) {
+        if let Some(books) = &self.src.books {
+            books.renumbered(&self.src.run);
+        }
         self.messages.clear();
         self.facts.forget();
     }
@@ -396,6 +419,9 @@ impl Tail {
             }
             let seq = first + msgs.len() as u64;
             msgs.push(SeqMessage::new(seq, m));
+        }
+        if let Some(books) = &self.src.books {
+            books.index(&self.src.run, &msgs);
         }
         self.messages.append(at, len, msgs);
         // Resolved calls are done with: only open ones are ever looked at again.

@@ -42,7 +42,7 @@ impl Runs {
     pub(super) fn spawn_diff_watch(self: Arc<Self>, run: Arc<Run>) {
         tokio::spawn(async move {
             let mut views = run.subscribe();
-            let mut shutdown = self.shutdown.subscribe();
+            let mut shutdown = self.news.shutdown.subscribe();
             let mut counted_at: Option<usize> = None;
             let mut counted_ended = false;
             loop {

@@ -60,6 +60,40 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     #[serde(default)]
     pub hosts: BTreeMap<String, HostConfig>,
+    /// `[prices."<model>"]`: what a model's tokens cost, over lab's own price table.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    pub search: SearchConfig,
+}
+
+/// `[search]`: the index over every run's messages.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Its size bound on disk, in MiB: past it the oldest messages are dropped.
+    #[serde(default = "default_search_max_mb")]
+    pub max_mb: u64,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig { max_mb: default_search_max_mb() }
+    }
+}
+
+fn default_search_max_mb() -> u64 {
+    2048
+}
+
+/// `[prices."<model>"]`: US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
 }
 
 /// `[hosts.<name>]`: a machine lab reaches over ssh (as `lab hosts add NAME --ssh`

@@ -156,6 +156,14 @@ impl Home {
     pub fn mirror_file(&self, run: &RunId) -> PathBuf {
         self.root.join("remote").join(format!("{run}.jsonl"))
     }
+    /// Each run's usage log: `usage/<run>.jsonl` (0700 folder, 0600 files).
+    pub fn usage_dir(&self) -> PathBuf {
+        self.root.join("usage")
+    }
+    /// The search index over every run's messages: `search.db` (0600).
+    pub fn search_index(&self) -> PathBuf {
+        self.root.join("search.db")
+    }
     /// The logged-in devices (browsers, paired phones).
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")
@@ -204,6 +212,8 @@ impl Home {
             ("worktrees", self.worktrees_dir()),
             ("push", self.push_dir()),
             ("acp", self.acp_dir()),
+            ("usage", self.usage_dir()),
+            ("search", self.search_index()),
             ("devices", self.devices_file()),
             ("hosts", self.hosts_file()),
             ("serve", self.serve_file()),

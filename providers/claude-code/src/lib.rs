@@ -2,8 +2,9 @@
 //!
 //! Everything lab knows about Claude Code lives in this crate; the host never sees a
 //! tool name like `AskUserQuestion`. It exports the `screen-provider` world of
-//! `lab:provider@0.4.0`: the base interface, live dialog capture through Claude Code's
-//! hooks with keystroke answers, and the workspace-trust screen read off the pane.
+//! `lab:provider@0.5.0`: the base interface, live dialog capture through Claude Code's
+//! hooks with keystroke answers, the workspace-trust screen read off the pane, and
+//! each response's token usage.
 //!
 //! | module | what | docs/providers/claude-code/compat.md |
 //! |---|---|---|
@@ -15,6 +16,7 @@
 //! | [`spool`] | spool → pending dialog; Notification marker → blocked state; session info | §9 |
 //! | [`keystrokes`] | answer plans for the live prompts | §7 |
 //! | [`screen`] | is-drawn signals; the workspace-trust screen | §7e, §10 |
+//! | [`usage`] | each response's tokens (once per `message.id`), the context in use, API errors | — |
 //!
 //! Decisions the observed behaviour left open (docs/providers/claude-code/compat.md):
 //!
@@ -45,6 +47,7 @@ pub mod permission;
 pub mod screen;
 pub mod spool;
 pub mod transcript;
+pub mod usage;
 
 /// Claude Code's permission modes (`claude --permission-mode`, 2.1.198); the first is
 /// the UI's default.
@@ -92,6 +95,10 @@ impl Provider for ClaudeCode {
 
     fn usage_limit(msg: &lab_provider_sdk::Message) -> Option<lab_provider_sdk::UsageLimit> {
         limit::usage_limit(msg)
+    }
+
+    fn read_usage(chunk: &[u8]) -> lab_provider_sdk::UsageReport {
+        usage::read_usage(chunk)
     }
 }
 

@@ -1,9 +1,9 @@
 //! `codex`: lab's provider for OpenAI's Codex CLI (pinned 0.169.0).
 //!
 //! Everything lab knows about Codex lives in this crate. It exports the
-//! `screen-provider` world of `lab:provider@0.4.0`: the base interface, live capture of
-//! the command-approval prompt through Codex's hooks with keystroke answers, and the
-//! folder-trust screen read off the pane.
+//! `screen-provider` world of `lab:provider@0.5.0`: the base interface, live capture of
+//! the command-approval prompt through Codex's hooks with keystroke answers, the
+//! folder-trust screen read off the pane, and each response's token usage.
 //!
 //! | module | what | docs/providers/codex/compat.md |
 //! |---|---|---|
@@ -12,6 +12,7 @@
 //! | [`hooks`] | the hook bindings; SessionStart → session facts; PermissionRequest → permission dialog | Hooks |
 //! | [`answer`] | keys for the approval prompt (`y` / `p` / Esc, No + feedback, after a 0.5 s settle) and the trust screen; is-drawn | Approval prompt |
 //! | [`screen`] | the folder-trust and hooks-review screens → generic dialogs | Trust screen |
+//! | [`usage`] | `token_usage_record`s → each response's tokens; `token_count` → context and account windows; API errors | Rollout |
 //!
 //! Decisions (docs/providers/codex/compat.md, "What the provider relies on"):
 //!
@@ -39,6 +40,7 @@ pub mod hooks;
 pub mod launch;
 pub mod rollout;
 pub mod screen;
+pub mod usage;
 
 /// The values `permission_mode` accepts; the first is the UI's default (no flags).
 pub const PERMISSION_MODES: &[&str] = &["default", "read-only", "workspace-write", "never", "danger-full-access"];
@@ -68,6 +70,10 @@ impl Provider for Codex {
 
     fn map_dialog(_call: ToolUse) -> Option<Dialog> {
         None
+    }
+
+    fn read_usage(chunk: &[u8]) -> lab_provider_sdk::UsageReport {
+        usage::read_usage(chunk)
     }
 
     fn abilities() -> lab_provider_sdk::Abilities {

@@ -11,9 +11,12 @@
 //! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]; 0.3.0's types
 //! are 0.2.0's, so [`per_version!`] gives both versions one body).
 
+pub(super) use super::exports::Indices;
+pub use super::exports::{Capabilities, Version};
 pub use super::queue::Lane;
 use super::queue::{Queue, Stopped};
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, ComponentHost, StoreState};
+use super::v0_3_0 as v3;
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, ComponentHost, StoreState};
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
 use std::future::{Future, IntoFuture};
@@ -22,123 +25,6 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
-
-/// The WIT package version a component was built against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Version {
-    V0_1_0,
-    V0_2_0,
-    V0_3_0,
-    V0_4_0,
-}
-
-impl Version {
-    pub fn package(self) -> &'static str {
-        match self {
-            Version::V0_1_0 => v1::PACKAGE,
-            Version::V0_2_0 => v2::PACKAGE,
-            Version::V0_3_0 => v3::PACKAGE,
-            Version::V0_4_0 => v4::PACKAGE,
-        }
-    }
-}
-
-/// What a component exports, found out by trying each interface's generated
-/// `GuestIndices` when it is loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    pub version: Version,
-    pub dialog_hooker: bool,
-    pub screen_reader: bool,
-    /// An ACP provider (0.3.0 `acp-agent`): it declares an agent the host speaks the
-    /// Agent Client Protocol with, and exports nothing else.
-    pub acp: bool,
-    /// What its agent can do with an earlier conversation (0.4.0 `sessions`, asked
-    /// once when loaded; nothing for older components and ACP providers).
-    pub abilities: m::Abilities,
-}
-
-/// The export indices of one component, per version.
-pub(super) enum Indices {
-    V1 {
-        base: v1::base::GuestIndices,
-        hooker: Option<v1::dialog_hooker::GuestIndices>,
-    },
-    V2 {
-        base: v2::base::GuestIndices,
-        hooker: Option<v2::dialog_hooker::GuestIndices>,
-        screen: Option<v2::screen_reader::GuestIndices>,
-    },
-    V3 {
-        base: v3::base::GuestIndices,
-        hooker: Option<v3::dialog_hooker::GuestIndices>,
-        screen: Option<v3::screen_reader::GuestIndices>,
-    },
-    V4 {
-        base: v4::base::GuestIndices,
-        hooker: Option<v4::dialog_hooker::GuestIndices>,
-        screen: Option<v4::screen_reader::GuestIndices>,
-        sessions: v4::sessions::GuestIndices,
-    },
-    Acp {
-        agent: v3::acp_agent::GuestIndices,
-    },
-    Acp4 {
-        agent: v4::acp_agent::GuestIndices,
-    },
-}
-
-impl Indices {
-    pub(super) fn capabilities(&self) -> Capabilities {
-        let none = m::Abilities::default();
-        match self {
-            Indices::V1 { hooker, .. } => Capabilities {
-                version: Version::V0_1_0,
-                dialog_hooker: hooker.is_some(),
-                screen_reader: false,
-                acp: false,
-                abilities: none,
-            },
-            Indices::V2 { hooker, screen, .. } => Capabilities {
-                version: Version::V0_2_0,
-                dialog_hooker: hooker.is_some(),
-                // Answering a screen dialog needs dialog-hooker too.
-                screen_reader: screen.is_some() && hooker.is_some(),
-                acp: false,
-                abilities: none,
-            },
-            Indices::V3 { hooker, screen, .. } => Capabilities {
-                version: Version::V0_3_0,
-                dialog_hooker: hooker.is_some(),
-                screen_reader: screen.is_some() && hooker.is_some(),
-                acp: false,
-                abilities: none,
-            },
-            Indices::V4 { hooker, screen, .. } => Capabilities {
-                version: Version::V0_4_0,
-                dialog_hooker: hooker.is_some(),
-                screen_reader: screen.is_some() && hooker.is_some(),
-                acp: false,
-                // Asked once instantiated ([`ProviderHandle::ask_abilities`]).
-                abilities: none,
-            },
-            Indices::Acp { .. } => Capabilities {
-                version: Version::V0_3_0,
-                dialog_hooker: false,
-                screen_reader: false,
-                acp: true,
-                abilities: none,
-            },
-            Indices::Acp4 { .. } => Capabilities {
-                version: Version::V0_4_0,
-                dialog_hooker: false,
-                screen_reader: false,
-                acp: true,
-                abilities: none,
-            },
-        }
-    }
-}
 
 /// The loaded exports of one instance.
 pub(super) enum Guests {
@@ -168,6 +54,16 @@ pub(super) enum Guests {
     Acp4 {
         agent: v4::acp_agent::Guest,
     },
+    V5 {
+        base: v5::base::Guest,
+        hooker: Option<v5::dialog_hooker::Guest>,
+        screen: Option<v5::screen_reader::Guest>,
+        sessions: v5::sessions::Guest,
+        usage: v5::usage::Guest,
+    },
+    Acp5 {
+        agent: v5::acp_agent::Guest,
+    },
 }
 
 /// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
@@ -179,7 +75,8 @@ macro_rules! per_version {
             Guests::V2 { $($field,)* .. } => $e,
             Guests::V3 { $($field,)* .. } => $e,
             Guests::V4 { $($field,)* .. } => $e,
-            Guests::Acp { .. } | Guests::Acp4 { .. } => None,
+            Guests::V5 { $($field,)* .. } => $e,
+            Guests::Acp { .. } | Guests::Acp4 { .. } | Guests::Acp5 { .. } => None,
         }
     };
 }
@@ -253,6 +150,14 @@ impl Worker {
             },
             Indices::Acp { agent } => Guests::Acp { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
             Indices::Acp4 { agent } => Guests::Acp4 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::V5 { base, hooker, screen, sessions, usage } => Guests::V5 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+                usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
+            },
+            Indices::Acp5 { agent } => Guests::Acp5 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -427,6 +332,8 @@ impl ProviderHandle {
             Guests::V4 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp { agent } => ok(agent.call_info(s).map(v2::info)),
             Guests::Acp4 { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::V5 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::Acp5 { agent } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -435,6 +342,7 @@ impl ProviderHandle {
         self.call("launch", |s, g| match g {
             Guests::Acp { agent } => ok(agent.call_launch(s).map(v3::acp_launch)),
             Guests::Acp4 { agent } => ok(agent.call_launch(s).map(v4::acp_launch)),
+            Guests::Acp5 { agent } => ok(agent.call_launch(s).map(v5::acp_launch)),
             _ => None,
         })
     }
@@ -556,11 +464,12 @@ impl ProviderHandle {
     /// What the agent can do with an earlier conversation (0.4.0 `sessions`), asked
     /// once when the component is loaded and kept in its [`Capabilities`].
     pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
-        if self.caps.version != Version::V0_4_0 || self.caps.acp {
+        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0) || self.caps.acp {
             return Ok(());
         }
         let call = self.call("abilities", |s, g| match g {
             Guests::V4 { sessions, .. } => ok(sessions.call_abilities(s).map(v4::abilities)),
+            Guests::V5 { sessions, .. } => ok(sessions.call_abilities(s).map(v5::abilities)),
             _ => None,
         });
         self.caps.abilities = call.blocking()?;
@@ -577,6 +486,9 @@ impl ProviderHandle {
             Guests::V4 { sessions, .. } => res(sessions
                 .call_continue_session(s, &v2::launch_request(req), v4::continuation(how), &v4::earlier_run(earlier))
                 .map(|r| r.map(v2::launch_spec))),
+            Guests::V5 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v5::continuation(how), &v5::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
             _ => None,
         })
     }
@@ -586,6 +498,17 @@ impl ProviderHandle {
             Guests::V4 { sessions, .. } => {
                 ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v4::usage_limit)))
             }
+            Guests::V5 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v5::usage_limit)))
+            }
+            _ => None,
+        })
+    }
+
+    /// What a transcript chunk says about usage (0.5.0 `usage`).
+    pub fn read_usage(&self, chunk: Vec<u8>) -> Call<m::UsageReport> {
+        self.call("read-usage", move |s, g| match g {
+            Guests::V5 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v5::usage_report)),
             _ => None,
         })
     }

@@ -9,6 +9,7 @@
 //! so the provider stays usable and the host keeps serving.
 
 mod cache;
+mod exports;
 mod handle;
 mod queue;
 mod set;
@@ -16,6 +17,7 @@ pub mod v0_1_0;
 pub mod v0_2_0;
 pub mod v0_3_0;
 pub mod v0_4_0;
+pub mod v0_5_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -65,6 +67,12 @@ impl Provider for ProviderHandle {
     fn usage_limit(&self, msg: model::Message) -> Reply<Option<model::UsageLimit>> {
         ProviderHandle::usage_limit(self, msg).into_future()
     }
+    fn reads_usage(&self) -> bool {
+        self.capabilities().reads_usage()
+    }
+    fn read_usage(&self, chunk: Vec<u8>) -> Reply<model::UsageReport> {
+        ProviderHandle::read_usage(self, chunk).into_future()
+    }
     fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
         ProviderHandle::hook_wiring(self).into_future()
     }
@@ -100,7 +108,8 @@ use wasmtime::{Config, Engine};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
-pub const WIT_PACKAGES: &[&str] = &[v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
+pub const WIT_PACKAGES: &[&str] =
+    &[v0_5_0::PACKAGE, v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
 
 // `BUNDLED` (the components embedded in the binary) and `fixtures` (paths of every
 // component the build made, and of older builds kept for the compatibility tests):
@@ -420,7 +429,26 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_4_0::PACKAGE {
+        let indices = if *version == v0_5_0::PACKAGE {
+            match v0_5_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp5 { agent },
+                Err(_) => handle::Indices::V5 {
+                    base: v0_5_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_5_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_5_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_5_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                    usage: v0_5_0::usage::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/usage as this lab expects")
+                    })?,
+                },
+            }
+        } else if *version == v0_4_0::PACKAGE {
             match v0_4_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp4 { agent },
                 Err(_) => handle::Indices::V4 {

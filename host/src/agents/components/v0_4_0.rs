@@ -39,24 +39,33 @@ pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
     }
 }
 
-pub fn abilities(a: sessions::SessionAbilities) -> m::Abilities {
-    m::Abilities { resume: a.resume, fork: a.fork }
-}
+/// The conversions of `sessions`' own records, for a package's generated module
+/// (0.4.0's here, 0.5.0's in [`super::v0_5_0`]).
+macro_rules! sessions_conversions {
+    ($sessions:ident) => {
+        pub fn abilities(a: $sessions::SessionAbilities) -> crate::agents::model::Abilities {
+            crate::agents::model::Abilities { resume: a.resume, fork: a.fork }
+        }
 
-pub fn continuation(how: m::Continuation) -> sessions::Continuation {
-    match how {
-        m::Continuation::Resume => sessions::Continuation::Resume,
-        m::Continuation::Fork => sessions::Continuation::Fork,
-    }
-}
+        pub fn continuation(how: crate::agents::model::Continuation) -> $sessions::Continuation {
+            match how {
+                crate::agents::model::Continuation::Resume => $sessions::Continuation::Resume,
+                crate::agents::model::Continuation::Fork => $sessions::Continuation::Fork,
+            }
+        }
 
-pub fn earlier_run(e: m::EarlierRun) -> sessions::EarlierRun {
-    sessions::EarlierRun { session_id: e.session_id, transcript_path: e.transcript_path, workdir: e.workdir }
-}
+        pub fn earlier_run(e: crate::agents::model::EarlierRun) -> $sessions::EarlierRun {
+            $sessions::EarlierRun { session_id: e.session_id, transcript_path: e.transcript_path, workdir: e.workdir }
+        }
 
-pub fn usage_limit(l: sessions::LimitReached) -> m::UsageLimit {
-    m::UsageLimit { resets_at: l.resets_at, text: l.text }
+        pub fn usage_limit(l: $sessions::LimitReached) -> crate::agents::model::UsageLimit {
+            crate::agents::model::UsageLimit { resets_at: l.resets_at, text: l.text }
+        }
+    };
 }
+pub(crate) use sessions_conversions;
+
+sessions_conversions!(sessions);
 
 /// A transcript message as the component made it (for `usage-limit`).
 pub fn message_out(msg: &m::Message) -> super::v0_2_0::w::Message {

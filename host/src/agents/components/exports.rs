@@ -1,0 +1,155 @@
+//! What a component exports, per WIT version: its [`Version`], the export indices found
+//! when it was loaded ([`Indices`]) and what lab may ask of it ([`Capabilities`]).
+
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5};
+use crate::agents::model as m;
+
+/// The WIT package version a component was built against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V0_1_0,
+    V0_2_0,
+    V0_3_0,
+    V0_4_0,
+    V0_5_0,
+}
+
+impl Version {
+    pub fn package(self) -> &'static str {
+        match self {
+            Version::V0_1_0 => v1::PACKAGE,
+            Version::V0_2_0 => v2::PACKAGE,
+            Version::V0_3_0 => v3::PACKAGE,
+            Version::V0_4_0 => v4::PACKAGE,
+            Version::V0_5_0 => v5::PACKAGE,
+        }
+    }
+}
+
+/// What a component exports, found out by trying each interface's generated
+/// `GuestIndices` when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub version: Version,
+    pub dialog_hooker: bool,
+    pub screen_reader: bool,
+    /// An ACP provider (0.3.0 `acp-agent`): it declares an agent the host speaks the
+    /// Agent Client Protocol with, and exports nothing else.
+    pub acp: bool,
+    /// What its agent can do with an earlier conversation (0.4.0 `sessions`, asked
+    /// once when loaded; nothing for older components and ACP providers).
+    pub abilities: m::Abilities,
+}
+
+impl Capabilities {
+    /// Whether it reads usage from transcripts (0.5.0 `usage`, every tmux world).
+    pub fn reads_usage(&self) -> bool {
+        self.version == Version::V0_5_0 && !self.acp
+    }
+}
+
+/// The export indices of one component, per version.
+pub enum Indices {
+    V1 {
+        base: v1::base::GuestIndices,
+        hooker: Option<v1::dialog_hooker::GuestIndices>,
+    },
+    V2 {
+        base: v2::base::GuestIndices,
+        hooker: Option<v2::dialog_hooker::GuestIndices>,
+        screen: Option<v2::screen_reader::GuestIndices>,
+    },
+    V3 {
+        base: v3::base::GuestIndices,
+        hooker: Option<v3::dialog_hooker::GuestIndices>,
+        screen: Option<v3::screen_reader::GuestIndices>,
+    },
+    V4 {
+        base: v4::base::GuestIndices,
+        hooker: Option<v4::dialog_hooker::GuestIndices>,
+        screen: Option<v4::screen_reader::GuestIndices>,
+        sessions: v4::sessions::GuestIndices,
+    },
+    Acp {
+        agent: v3::acp_agent::GuestIndices,
+    },
+    Acp4 {
+        agent: v4::acp_agent::GuestIndices,
+    },
+    V5 {
+        base: v5::base::GuestIndices,
+        hooker: Option<v5::dialog_hooker::GuestIndices>,
+        screen: Option<v5::screen_reader::GuestIndices>,
+        sessions: v5::sessions::GuestIndices,
+        usage: v5::usage::GuestIndices,
+    },
+    Acp5 {
+        agent: v5::acp_agent::GuestIndices,
+    },
+}
+
+impl Indices {
+    pub fn capabilities(&self) -> Capabilities {
+        let none = m::Abilities::default();
+        match self {
+            Indices::V1 { hooker, .. } => Capabilities {
+                version: Version::V0_1_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: false,
+                acp: false,
+                abilities: none,
+            },
+            Indices::V2 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_2_0,
+                dialog_hooker: hooker.is_some(),
+                // Answering a screen dialog needs dialog-hooker too.
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::V3 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_3_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::V4 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_4_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                // Asked once instantiated ([`ProviderHandle::ask_abilities`]).
+                abilities: none,
+            },
+            Indices::Acp { .. } => Capabilities {
+                version: Version::V0_3_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::Acp4 { .. } => Capabilities {
+                version: Version::V0_4_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::V5 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_5_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::Acp5 { .. } => Capabilities {
+                version: Version::V0_5_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+        }
+    }
+}

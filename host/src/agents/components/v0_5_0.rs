@@ -1,0 +1,77 @@
+//! `lab:provider@0.5.0`: host bindings. 0.5.0 is 0.4.0 plus the `usage` interface
+//! (tokens per response, the context window, the account's windows, API errors),
+//! exported by every tmux world; its `types` are 0.2.0's, so the bindings map them
+//! onto [`super::v0_2_0`]'s (`with:`). `sessions`' records are 0.4.0's, generated anew
+//! under this package: [`super::v0_4_0`]'s conversions are written once for both
+//! ([`sessions_conversions!`](super::v0_4_0)).
+
+use crate::agents::model as m;
+
+/// The tmux worlds' exports (`screen-provider` exports every one of them).
+pub mod tmux {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.5.0",
+        world: "screen-provider",
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
+    });
+}
+
+/// The `acp-provider` world's export (0.3.0's, under the new package version).
+pub mod acp {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.5.0",
+        world: "acp-provider",
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
+    });
+}
+
+pub use acp::exports::lab::provider::acp_agent;
+pub use tmux::exports::lab::provider::base;
+pub use tmux::exports::lab::provider::dialog_hooker;
+pub use tmux::exports::lab::provider::screen_reader;
+pub use tmux::exports::lab::provider::sessions;
+pub use tmux::exports::lab::provider::usage;
+
+pub const PACKAGE: &str = "lab:provider@0.5.0";
+
+super::v0_4_0::sessions_conversions!(sessions);
+
+pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
+    m::AcpLaunch {
+        args: l.args,
+        env: l.env,
+        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
+    }
+}
+
+fn tokens(t: usage::Tokens) -> m::Tokens {
+    m::Tokens { input: t.input, output: t.output, cache_read: t.cache_read, cache_write: t.cache_write }
+}
+
+pub fn usage_report(r: usage::UsageReport) -> m::UsageReport {
+    m::UsageReport {
+        responses: r
+            .responses
+            .into_iter()
+            .map(|x| m::ResponseUsage {
+                response_id: x.response_id,
+                model: x.model,
+                tokens: tokens(x.tokens),
+                timestamp: x.timestamp,
+            })
+            .collect(),
+        model: r.model,
+        context: r.context.map(|c| m::ContextUse { used: c.used, window: c.window }),
+        windows: r
+            .windows
+            .into_iter()
+            .map(|w| m::LimitWindow {
+                name: w.name,
+                used_percent: f64::from(w.used_permille.min(1000)) / 10.0,
+                resets_at: w.resets_at,
+                minutes: w.minutes,
+            })
+            .collect(),
+        errors: r.errors.into_iter().map(|e| m::ApiError { text: e.text, timestamp: e.timestamp }).collect(),
+    }
+}

@@ -1,0 +1,316 @@
+//! Search across every run's messages: an SQLite FTS5 index under lab's home
+//! (`search.db`, 0600), fed by the runs' tails as messages arrive and queried by
+//! `GET /search`. Ranked by BM25; words, `"phrases"` and `prefix*` ([`query`]).
+//!
+//! - **Kept up to date**: a tail hands each batch of new messages over ([`SearchIndex::add`]);
+//!   one writer thread takes them in, a transaction per batch (at most
+//!   [`BATCH_WAIT`] after they arrive). Each run's next message number is kept, so a
+//!   transcript read again (after a restart) adds nothing twice.
+//! - **Rebuilt when missing or damaged**: a file that does not open, fails SQLite's
+//!   `quick_check` or lacks lab's tables is moved aside (`search.db.damaged`) and a new
+//!   one made; [`SearchIndex::open`] says so, and lab serve indexes every run again
+//!   from its transcript.
+//! - **Bounded**: past `max_bytes` the oldest messages are dropped, then the freed pages.
+
+pub mod query;
+mod rebuild;
+
+use crate::agents::model::Role;
+use crate::runs::view::SeqMessage;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
+use anyhow::{Context as _, Result};
+use rusqlite::{params, Connection, OpenFlags};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long the writer waits for more messages before it commits a batch.
+pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// The most of one message's text that is indexed.
+const TEXT_CAP: usize = 16 * 1024;
+/// The schema lab's index has (a different one is rebuilt).
+const SCHEMA: &str = "lab-search-1";
+
+/// One hit of `GET /search`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hit {
+    pub run_id: String,
+    pub seq: u64,
+    pub role: String,
+    /// The message around the match, the match between `«` and `»`.
+    pub snippet: String,
+    pub timestamp: String,
+}
+
+/// A message as the index keeps it.
+struct Doc {
+    seq: u64,
+    role: &'static str,
+    timestamp: String,
+    text: String,
+}
+
+enum Job {
+    Add(RunId, Vec<Doc>),
+    /// The run's messages are numbered anew (its transcript was replaced).
+    Forget(RunId),
+    /// Answer once everything sent before is committed.
+    Flush(mpsc::Sender<()>),
+}
+
+/// The index: a writer thread and a connection for queries.
+pub struct SearchIndex {
+    jobs: Mutex<mpsc::Sender<Job>>,
+    reader: Mutex<Connection>,
+}
+
+/// What opening found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// The index as it was.
+    AsItWas,
+    /// A new, empty index (none was there, or a damaged one was moved aside): every
+    /// run is to be indexed again.
+    Fresh,
+}
+
+impl SearchIndex {
+    /// Open (or make) the index at `path`, at most `max_bytes` on disk.
+    pub fn open(path: &Path, max_bytes: u64) -> Result<(Arc<SearchIndex>, Opened)> {
+        let (writer, opened) = match open_checked(path) {
+            Ok(Some(c)) => (c, Opened::AsItWas),
+            Ok(None) => (create(path)?, Opened::Fresh),
+            Err(why) => {
+                let aside = path.with_extension("db.damaged");
+                tracing::warn!(index = %path.display(), aside = %aside.display(), "the search index is damaged ({why:#}); it is moved aside and built again");
+                std::fs::rename(path, &aside).with_context(|| format!("moving {} aside", path.display()))?;
+                for ext in ["db-wal", "db-shm"] {
+                    let _ = fsutil::remove_if_exists(&path.with_extension(ext));
+                }
+                (create(path)?, Opened::Fresh)
+            }
+        };
+        let reader =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .with_context(|| format!("opening {} to read", path.display()))?;
+        reader.busy_timeout(Duration::from_secs(2))?;
+        let (tx, rx) = mpsc::channel();
+        let mut w = Writer::new(writer, max_bytes)?;
+        std::thread::Builder::new().name("lab-search".into()).spawn(move || w.run(rx))?;
+        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader) }), opened))
+    }
+
+    /// Index a run's new messages (those it has already are skipped).
+    pub fn add(&self, run: &RunId, messages: &[SeqMessage]) {
+        let docs: Vec<Doc> = messages.iter().filter_map(doc).collect();
+        if !docs.is_empty() {
+            let _ = self.jobs.lock().unwrap().send(Job::Add(run.clone(), docs));
+        }
+    }
+
+    /// The run's messages are numbered anew: what the index has of it goes.
+    pub fn forget(&self, run: &RunId) {
+        let _ = self.jobs.lock().unwrap().send(Job::Forget(run.clone()));
+    }
+
+    /// Wait until what was added before is committed (at most `within`).
+    pub fn flush(&self, within: Duration) -> bool {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.lock().unwrap().send(Job::Flush(tx)).is_err() {
+            return false;
+        }
+        rx.recv_timeout(within).is_ok()
+    }
+
+    /// The best `limit` hits for `q` ([`query::to_fts`]), in one run or all.
+    pub fn search(&self, q: &str, limit: usize, run: Option<&RunId>) -> Result<Vec<Hit>> {
+        let Some(fts) = query::to_fts(q) else { return Ok(Vec::new()) };
+        let c = self.reader.lock().unwrap();
+        let sql = "SELECT run, seq, role, ts, snippet(msgs, 0, '«', '»', '…', 24) FROM msgs \
+                   WHERE msgs MATCH ?1 AND (?2 IS NULL OR run = ?2) ORDER BY rank LIMIT ?3";
+        let mut stmt = c.prepare_cached(sql)?;
+        let rows = stmt.query_map(params![fts, run.map(RunId::as_str), limit as i64], |r| {
+            Ok(Hit {
+                run_id: r.get(0)?,
+                seq: r.get::<_, i64>(1)? as u64,
+                role: r.get(2)?,
+                timestamp: r.get(3)?,
+                snippet: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+}
+
+/// What of a message is searched: its text (a tool call's one-line summary, a result's
+/// output), capped.
+fn doc(m: &SeqMessage) -> Option<Doc> {
+    let text = m.text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut end = text.len().min(TEXT_CAP);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(Doc { seq: m.seq, role: role_name(m.role), timestamp: m.timestamp.clone(), text: text[..end].to_string() })
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    }
+}
+
+/// The index at `path` if it is there and sound; None if there is none.
+fn open_checked(path: &Path) -> Result<Option<Connection>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let c = Connection::open(path)?;
+    let ok: String = c.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+    anyhow::ensure!(ok == "ok", "quick_check: {ok}");
+    let schema: String =
+        c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).context("no schema record")?;
+    anyhow::ensure!(schema == SCHEMA, "schema {schema:?}, not {SCHEMA:?}");
+    // The FTS tables themselves answer.
+    c.query_row("SELECT count(*) FROM msgs WHERE msgs MATCH '\"lab\"'", [], |r| r.get::<_, i64>(0))?;
+    fsutil::set_mode(path, 0o600)?;
+    Ok(Some(c))
+}
+
+fn create(path: &Path) -> Result<Connection> {
+    // Made private before SQLite writes a byte into it.
+    drop(fsutil::private_file(path).with_context(|| format!("creating {}", path.display()))?);
+    let c = Connection::open(path)?;
+    c.execute_batch(&format!(
+        "PRAGMA auto_vacuum = INCREMENTAL;
+         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE runs(run TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
+         CREATE VIRTUAL TABLE msgs USING fts5(text, run UNINDEXED, seq UNINDEXED, role UNINDEXED, ts UNINDEXED,
+             tokenize = 'unicode61 remove_diacritics 2');
+         INSERT INTO meta VALUES ('schema', '{SCHEMA}');"
+    ))?;
+    Ok(c)
+}
+
+/// The writer thread's side.
+struct Writer {
+    c: Connection,
+    max_bytes: u64,
+    /// Each run's next message number not yet indexed.
+    next: HashMap<String, u64>,
+}
+
+impl Writer {
+    fn new(c: Connection, max_bytes: u64) -> Result<Writer> {
+        c.pragma_update(None, "journal_mode", "WAL")?;
+        c.pragma_update(None, "synchronous", "NORMAL")?;
+        for ext in ["db-wal", "db-shm"] {
+            let p: PathBuf = PathBuf::from(c.path().unwrap_or_default()).with_extension(ext);
+            let _ = fsutil::set_mode(&p, 0o600);
+        }
+        let next = {
+            let mut stmt = c.prepare("SELECT run, next_seq FROM runs")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?;
+            rows.collect::<Result<HashMap<_, _>, _>>()?
+        };
+        Ok(Writer { c, max_bytes, next })
+    }
+
+    fn run(&mut self, rx: mpsc::Receiver<Job>) {
+        while let Ok(first) = rx.recv() {
+            // A flush is answered now; anything else waits a little for company.
+            let mut flushing = matches!(first, Job::Flush(_));
+            let mut batch = vec![first];
+            while !flushing && batch.len() < 256 {
+                let Ok(more) = rx.recv_timeout(BATCH_WAIT) else { break };
+                flushing = matches!(more, Job::Flush(_));
+                batch.push(more);
+            }
+            let mut flushes = Vec::new();
+            if let Err(e) = self.commit(batch, &mut flushes) {
+                tracing::warn!(error = %format!("{e:#}"), "the search index could not take messages in");
+            }
+            for f in flushes {
+                let _ = f.send(());
+            }
+        }
+    }
+
+    fn commit(&mut self, batch: Vec<Job>, flushes: &mut Vec<mpsc::Sender<()>>) -> Result<()> {
+        let tx = self.c.transaction()?;
+        let mut added = false;
+        for job in batch {
+            match job {
+                Job::Flush(f) => flushes.push(f),
+                Job::Forget(run) => {
+                    tx.execute("DELETE FROM msgs WHERE run = ?1", [run.as_str()])?;
+                    tx.execute("DELETE FROM runs WHERE run = ?1", [run.as_str()])?;
+                    self.next.remove(run.as_str());
+                }
+                Job::Add(run, docs) => {
+                    let next = self.next.entry(run.to_string()).or_insert(0);
+                    let mut insert =
+                        tx.prepare_cached("INSERT INTO msgs(text, run, seq, role, ts) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+                    for d in docs {
+                        if d.seq < *next {
+                            continue;
+                        }
+                        insert.execute(params![d.text, run.as_str(), d.seq as i64, d.role, d.timestamp])?;
+                        *next = d.seq + 1;
+                        added = true;
+                    }
+                    tx.execute(
+                        "INSERT INTO runs(run, next_seq) VALUES (?1, ?2) ON CONFLICT(run) DO UPDATE SET next_seq = ?2",
+                        params![run.as_str(), *next as i64],
+                    )?;
+                }
+            }
+        }
+        tx.commit()?;
+        if added {
+            self.bound()?;
+        }
+        Ok(())
+    }
+
+    /// Past `max_bytes`: the oldest tenth of the messages goes, then the free pages.
+    fn bound(&mut self) -> Result<()> {
+        let size = |c: &Connection| -> Result<u64> {
+            let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+            let page: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            Ok(((pages - free).max(0) * page) as u64)
+        };
+        let mut rounds = 0;
+        while size(&self.c)? > self.max_bytes && rounds < 10 {
+            rounds += 1;
+            let n: i64 = self.c.query_row("SELECT count(*) FROM msgs", [], |r| r.get(0))?;
+            if n == 0 {
+                break;
+            }
+            self.c.execute(
+                "DELETE FROM msgs WHERE rowid IN (SELECT rowid FROM msgs ORDER BY rowid LIMIT ?1)",
+                [(n / 10).max(1)],
+            )?;
+            self.c.execute("INSERT INTO msgs(msgs) VALUES ('optimize')", [])?;
+            self.c.execute_batch("PRAGMA incremental_vacuum")?;
+            tracing::info!(
+                dropped = (n / 10).max(1),
+                "the search index reached its size bound; its oldest messages were dropped"
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,41 @@
+//! The usage the API serves, over every run lab knows: `GET /runs/{id}/usage` and
+//! `GET /usage` ([`super::UsageBook`] counts; this names runs' providers).
+
+use super::{Group, Row, RunUsage, Windows};
+use crate::runs::{RunError, Runs};
+use crate::store::paths::RunId;
+use serde::Serialize;
+
+/// `GET /usage`.
+#[derive(Debug, Serialize)]
+pub struct UsageRows {
+    pub rows: Vec<Row>,
+    /// The account windows each provider's newest report says (for every page's header).
+    pub windows: Vec<Windows>,
+    /// The date of the price table.
+    pub prices_as_of: String,
+}
+
+impl Runs {
+    /// A run's usage (404 for a run lab does not know).
+    pub fn run_usage(&self, id: &str) -> Result<RunUsage, RunError> {
+        let run = self.get(id)?;
+        Ok(self.books.usage.run_usage(&run.id))
+    }
+
+    /// The responses answered in `[from, to)` (Unix seconds), grouped.
+    pub fn usage(&self, from: i64, to: i64, group: Group) -> UsageRows {
+        let provider_of = |id: &RunId| -> Option<String> {
+            if let Some(run) = self.lives.awake.read().unwrap().get(id) {
+                return Some(run.record().provider);
+            }
+            self.registry.get(id).ok().flatten().map(|r| r.provider)
+        };
+        let book = &self.books.usage;
+        UsageRows {
+            rows: book.rows(from, to, group, provider_of),
+            windows: book.windows(provider_of),
+            prices_as_of: book.prices().as_of.clone(),
+        }
+    }
+}
