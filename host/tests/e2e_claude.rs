@@ -1705,3 +1705,114 @@ fn a_run_stopped_by_a_usage_limit_goes_on_by_itself_when_the_limit_resets() {
     });
     assert!(chat_lines(&v).iter().any(|l| l.contains("The limit has reset: carry on.")), "{:#?}", chat_lines(&v));
 }
+
+/// The usage the stand-in reported for every answered main-agent request, summed:
+/// (input, output, cache read, cache write).
+fn standin_usage(e: &E2e) -> [u64; 4] {
+    let mut sum = [0u64; 4];
+    for r in e.standin.main_requests() {
+        let Some(u) = r.reply.and_then(|r| r.usage) else { continue };
+        for (i, k) in ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
+            .iter()
+            .enumerate()
+        {
+            sum[i] += u[k].as_u64().unwrap();
+        }
+    }
+    sum
+}
+
+fn usage_figures(v: &Value) -> [u64; 4] {
+    ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+        .map(|k| v[k].as_u64().unwrap_or(u64::MAX))
+}
+
+/// Usage and search: a run with two tool calls; lab counts each response once (Claude
+/// Code repeats a response's usage on each of its content-block lines), its totals are
+/// the sum over the responses the stand-in sent, they survive a restart, lab.toml's
+/// price for the model prices them, and the run's words are found by `GET /search`.
+#[test]
+fn a_runs_usage_is_counted_once_per_response_priced_and_its_words_are_searchable() {
+    let notes = ["first-note.txt", "second-note.txt"];
+    let script = Script::new()
+        .turn(
+            Matcher::Contains("Read the two notes".into()),
+            Reply::tool_use_with_text(
+                "Read",
+                json!({"file_path": "{{path_with:/first-note.txt}}"}),
+                "Reading the first note.",
+            ),
+        )
+        .turn(
+            Matcher::ToolResultForPrevious,
+            Reply::tool_use("Read", json!({"file_path": "{{path_with:/second-note.txt}}"})),
+        )
+        .after_tool_result("Both notes mention the papaya cache invalidation bug.")
+        .side_reply("Read notes");
+    let Some(mut e) = setup("usage_search", script) else { return };
+    for n in notes {
+        std::fs::write(e.w.workdir.join(n), format!("{n}: hello\n")).unwrap();
+    }
+    let [a, b] = notes.map(|n| e.w.workdir.join(n).display().to_string());
+    let run = e.create(&format!("Read the two notes {a} and {b} and tell me what they say."), None);
+    e.wait_view(&run, LAUNCH_TIMEOUT, "the answer after two reads", |v| {
+        v["state"] == "idle" && chat_lines(v).iter().any(|l| l.contains("papaya cache invalidation"))
+    });
+    let sent = standin_usage(&e);
+    let responses =
+        e.standin.main_requests().iter().filter(|r| r.reply.as_ref().is_some_and(|r| r.usage.is_some())).count();
+    assert!(responses >= 3, "three answered requests at least ({responses})");
+    let (status, u) = e.lab().get(&format!("/runs/{}/usage", run.id));
+    assert_eq!(status, 200, "{u}");
+    let counted = wait_for(STEP_TIMEOUT, "[usage_search] lab's totals to reach the stand-in's", || {
+        let (_, u) = e.lab().get(&format!("/runs/{}/usage", run.id));
+        (usage_figures(&u) == sent).then_some(u)
+    });
+    assert_eq!(counted["responses"].as_u64(), Some(responses as u64), "{counted}");
+    // Summing the transcript's lines would count the first response twice (its text and
+    // its tool call are two lines with the same usage).
+    let lines = e.transcript(&run);
+    let line_sum: u64 = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .filter_map(|l| l["message"]["usage"]["cache_read_input_tokens"].as_u64())
+        .sum();
+    assert!(line_sum > sent[2], "the transcript repeats a response's usage ({line_sum} > {})", sent[2]);
+    let models: Vec<String> = counted["by_model"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(models.len(), 1, "{counted}");
+    assert!(counted["context"]["used"].as_u64().unwrap() > 0, "{counted}");
+    assert_eq!(counted["series"].as_array().map(|s| !s.is_empty()), Some(true), "{counted}");
+
+    // Words of the run are found, in this run, at the message that holds them.
+    let hit = wait_for(STEP_TIMEOUT, "[usage_search] the answer in the search index", || {
+        let (_, r) = e.lab().get("/search?q=%22cache%20invalidation%22%20papay*");
+        r["hits"].as_array().and_then(|h| h.first().cloned())
+    });
+    assert_eq!(hit["run_id"], json!(run.id), "{hit}");
+    assert_eq!(hit["role"], "assistant", "{hit}");
+    assert!(hit["snippet"].as_str().unwrap().contains("«papaya» «cache invalidation»"), "{hit}");
+    let (_, page) =
+        e.lab().get(&format!("/runs/{}/messages?after={}&limit=1", run.id, hit["seq"].as_u64().unwrap() - 1));
+    assert!(page.to_string().contains("papaya cache invalidation"), "{page}");
+
+    // lab.toml prices the model; after a restart the totals are the same, priced.
+    let model = &models[0];
+    let config = std::fs::read_to_string(e.w.home.join("lab.toml")).unwrap();
+    e.w.write_config(&format!(
+        "{config}\n[prices.\"{model}\"]\ninput = 2.0\noutput = 10.0\ncache_read = 0.5\ncache_write = 4.0\n"
+    ));
+    e.restart_lab();
+    let (_, u) = e.lab().get(&format!("/runs/{}/usage", run.id));
+    assert_eq!(usage_figures(&u), sent, "{u}");
+    let cost = (sent[0] as f64 * 2.0 + sent[1] as f64 * 10.0 + sent[2] as f64 * 0.5 + sent[3] as f64 * 4.0) / 1e6;
+    assert!((u["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-4, "{u} vs {cost}");
+    for group in ["day", "run", "provider", "model"] {
+        let (status, rows) = e.lab().get(&format!("/usage?group={group}"));
+        assert_eq!(status, 200, "{rows}");
+        let rows = rows["rows"].as_array().unwrap().clone();
+        assert_eq!(rows.len(), 1, "{group}: {rows:?}");
+        assert_eq!(usage_figures(&rows[0]), sent, "{group}");
+    }
+    let (_, rows) = e.lab().get("/usage?group=provider");
+    assert_eq!(rows["rows"][0]["key"], "claude-code");
+}

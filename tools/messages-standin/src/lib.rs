@@ -492,6 +492,10 @@ pub struct SentReply {
     pub stop_reason: Option<String>,
     pub text: Option<String>,
     pub tool_use: Option<EmittedToolUse>,
+    /// The response's final usage (`input_tokens`, `output_tokens`,
+    /// `cache_read_input_tokens`, `cache_creation_input_tokens`), for a 200.
+    #[serde(default)]
+    pub usage: Option<Value>,
 }
 
 /// A tool_use block the stand-in sent.
@@ -681,7 +685,8 @@ fn handle(req: &HttpRequest, shared: &Shared) -> (Response, Option<Duration>) {
                 };
                 if let Some(resp) = limited {
                     rec.kind = RequestKind::Main { turn: None };
-                    rec.reply = Some(SentReply { status: 429, stop_reason: None, text: None, tool_use: None });
+                    rec.reply =
+                        Some(SentReply { status: 429, stop_reason: None, text: None, tool_use: None, usage: None });
                     st.requests.push(rec);
                     drop(st);
                     shared.state.notify();
@@ -775,7 +780,7 @@ fn split_pieces(s: &str, n: usize) -> Vec<String> {
 fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, stream: bool) -> (Response, SentReply) {
     if let Reply::Error { status, error_type, message } = reply {
         let resp = json_response(*status, &api_error(error_type, message));
-        return (resp, SentReply { status: *status, stop_reason: None, text: None, tool_use: None });
+        return (resp, SentReply { status: *status, stop_reason: None, text: None, tool_use: None, usage: None });
     }
     let msg_id = fresh_id(shared, "msg");
     // A text reply always has its text block; a tool_use reply only a non-empty lead-in.
@@ -795,10 +800,14 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, 
     let output_tokens = 1
         + out_text.as_ref().map_or(0, |t| t.len() as u64 / 4)
         + tool_use.as_ref().map_or(0, |t| t.input.to_string().len() as u64 / 4);
+    // Every response's usage is its own (distinct cache figures per response), so a
+    // test can tell a response counted twice from two responses.
+    let n = shared.next_id();
+    let (cache_write, cache_read) = (3 + (n * 7) % 50, 100 + n * 11);
     let usage = json!({
         "input_tokens": input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
         "output_tokens": output_tokens,
     });
     let sent = SentReply {
@@ -806,6 +815,7 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, 
         stop_reason: Some(stop_reason.into()),
         text: out_text.clone(),
         tool_use: tool_use.clone(),
+        usage: Some(usage.clone()),
     };
 
     if !stream {
@@ -829,7 +839,7 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str, input_tokens: u64, 
         &json!({"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1},
+            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read, "output_tokens": 1},
         }}),
     ));
     let mut index = 0;
