@@ -713,3 +713,39 @@ fn a_stopped_run_is_resumed_after_a_restart_and_forked() {
     }
     e.assert_network();
 }
+
+/// Usage: a codex run with a command; lab's totals are the sum over the responses the
+/// stand-in sent for its turns (codex's `token_usage_record`s, never its `token_count`
+/// repeats: input without the cached tokens, which are cache reads), and the context
+/// window is codex's own.
+#[test]
+fn a_runs_usage_is_the_sum_over_the_responses_the_api_sent() {
+    let script = Script::new()
+        .turn(Matcher::Contains("COUNTME".into()), Reply::exec_command("echo counted"))
+        .after_output("All counted.");
+    let Some(e) = setup("usage", script) else { return };
+    let run = e.create("please COUNTME");
+    e.wait_view(&run, LAUNCH_TIMEOUT, "idle after the command", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "All counted.")
+    });
+    let mut sent = [0u64; 4];
+    let mut responses = 0;
+    for r in e.standin.turn_requests() {
+        let Some(u) = r.reply.and_then(|r| r.usage) else { continue };
+        let cached = u["input_tokens_details"]["cached_tokens"].as_u64().unwrap();
+        sent[0] += u["input_tokens"].as_u64().unwrap() - cached;
+        sent[1] += u["output_tokens"].as_u64().unwrap();
+        sent[2] += cached;
+        responses += 1;
+    }
+    assert!(responses >= 2, "{responses}");
+    let u = wait_for(STEP_TIMEOUT, "[usage] lab's totals to reach the stand-in's", || {
+        let (_, u) = e.lab().get(&format!("/runs/{}/usage", run.id));
+        let got = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+            .map(|k| u[k].as_u64().unwrap_or(u64::MAX));
+        (got == sent).then_some(u)
+    });
+    assert_eq!(u["responses"].as_u64(), Some(responses), "{u}");
+    assert!(u["context"]["window"].as_u64().is_some_and(|w| w > 0), "codex names its window: {u}");
+    e.assert_network();
+}

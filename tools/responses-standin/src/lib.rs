@@ -424,6 +424,10 @@ pub struct SentReply {
     /// The assistant message text, if one was sent.
     pub text: Option<String>,
     pub call: Option<EmittedCall>,
+    /// The response's usage as sent (`input_tokens` with `input_tokens_details.cached_tokens`
+    /// among them, `output_tokens`), for a 200.
+    #[serde(default)]
+    pub usage: Option<Value>,
 }
 
 /// A function call the stand-in sent.
@@ -719,7 +723,7 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
         Reply::Error { status, message } => {
             let kind = if *status == 429 { "rate_limit_exceeded" } else { "server_error" };
             let resp = json_response(*status, &api_error(kind, message));
-            return (resp, SentReply { status: *status, text: None, call: None });
+            return (resp, SentReply { status: *status, text: None, call: None, usage: None });
         }
         Reply::Text(t) => (Some(t.clone()), None),
         Reply::ExecCommand(e) => (
@@ -769,15 +773,19 @@ fn render_reply(shared: &Shared, reply: &Reply, model: &str) -> (Response, SentR
         emitted = Some(EmittedCall { call_id, name, arguments, turn: 0, request_index: 0 });
     }
     let out_tokens = 1 + text.as_ref().map_or(0, |t| t.len() as u64 / 4);
-    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+    // Every response's usage is its own (distinct input and cached figures), so a test
+    // can tell a response counted twice from two responses.
+    let n = shared.next_id();
+    let (input, cached) = (200 + n * 13, 50 + n * 7);
+    let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
         "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 10 + out_tokens});
-    sse.push(json!({"type": "response.completed", "response": response("completed", &output, usage)}));
+        "total_tokens": input + out_tokens});
+    sse.push(json!({"type": "response.completed", "response": response("completed", &output, usage.clone())}));
     let resp = Response {
         status: 200,
         content_type: "text/event-stream",
         body: ResponseBody::Events(sse.events),
         headers: Vec::new(),
     };
-    (resp, SentReply { status: 200, text, call: emitted })
+    (resp, SentReply { status: 200, text, call: emitted, usage: Some(usage) })
 }
