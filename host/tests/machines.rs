@@ -275,6 +275,22 @@ fn the_real_claude_on_a_machine_is_answered_from_lab() {
     assert!(v["pending_dialog"].is_null(), "{v}");
     let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    // Its usage, read here from the transcript mirrored from there: the sum over the
+    // responses the stand-in sent, each counted once.
+    let keys = ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"];
+    let mut sent = [0u64; 4];
+    for u in standin.main_requests().into_iter().filter_map(|r| r.reply.and_then(|r| r.usage)) {
+        for (i, k) in keys.iter().enumerate() {
+            sent[i] += u[k].as_u64().unwrap();
+        }
+    }
+    assert!(sent[2] > 0, "{sent:?}");
+    wait_for(Duration::from_secs(30), "the run's usage from the machine", || {
+        let (_, u) = lab.get(&format!("/runs/{id}/usage"));
+        let got = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+            .map(|k| u[k].as_u64().unwrap_or(u64::MAX));
+        (got == sent).then_some(())
+    });
 
     let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!((s, &b["state"]), (200, &"ended".into()), "{b}");
