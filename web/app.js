@@ -1,6 +1,7 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
-// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`, `#/devices`), start-up.
+// entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/at/<seq>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`,
+// `#/devices`, `#/usage`), start-up.
 import { shareDeviceKey } from "./api.js";
 import { DiffView } from "./diffview.js";
 import { DevicesView } from "./devices.js";
@@ -10,8 +11,10 @@ import { initNotify, setTitle } from "./notify.js";
 import { initPush } from "./push.js";
 import { renderRunList, startRunPolling } from "./runlist.js";
 import { RunView } from "./runview.js";
+import { initSearch } from "./search.js";
 import { store } from "./store.js";
 import { TerminalView } from "./terminal.js";
+import { UsageView, startLimitWindows } from "./usage.js";
 
 class HomeView {
   constructor(root) {
@@ -35,6 +38,9 @@ function parseRoute() {
   m = hash.match(/^\/runs\/([^/]+)\/diff\/?$/);
   if (m) return { name: "diff", id: decodeURIComponent(m[1]) };
   if (/^\/devices\/?$/.test(hash)) return { name: "devices" };
+  if (/^\/usage\/?$/.test(hash)) return { name: "usage" };
+  m = hash.match(/^\/runs\/([^/]+)\/at\/(\d+)\/?$/);
+  if (m) return { name: "run", id: decodeURIComponent(m[1]), seq: Number(m[2]) };
   m = hash.match(/^\/runs\/([^/]+)\/?$/);
   if (m) return { name: "run", id: decodeURIComponent(m[1]) };
   return { name: "home" };
@@ -43,16 +49,17 @@ function parseRoute() {
 let lastRouteKey = null;
 function route() {
   const r = parseRoute();
-  const key = `${r.name}:${r.id || ""}`;
+  const key = `${r.name}:${r.id || ""}:${r.seq ?? ""}`;
   if (key === lastRouteKey) return;
   lastRouteKey = key;
   if (store.currentView) store.currentView.destroy();
   setTitle("lab");
   document.body.dataset.route = r.name; // the phone layout shows either the run list or a run
-  if (r.name === "run") store.currentView = new RunView(mainEl, r.id);
+  if (r.name === "run") store.currentView = new RunView(mainEl, r.id, { focusSeq: r.seq });
   else if (r.name === "terminal") store.currentView = new TerminalView(mainEl, r.id);
   else if (r.name === "diff") store.currentView = new DiffView(mainEl, r.id);
   else if (r.name === "devices") store.currentView = new DevicesView(mainEl);
+  else if (r.name === "usage") store.currentView = new UsageView(mainEl);
   else store.currentView = new HomeView(mainEl);
   renderRunList();
 }
@@ -65,6 +72,8 @@ function init() {
   loadProviders();
   loadHosts();
   loadInfo();
+  initSearch();
+  startLimitWindows();
   window.addEventListener("hashchange", route);
   route();
   startRunPolling();

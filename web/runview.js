@@ -9,12 +9,15 @@ import { renderMessage } from "./messages.js";
 import { noteView, setTitle } from "./notify.js";
 import { refreshRunsNow, renderRunList } from "./runlist.js";
 import { agentName, store } from "./store.js";
+import { RunUsage } from "./usage.js";
 
 const ANSWER_STALE_MS = 20000;
 // Messages per page: the newest page when the chat opens, older ones on scrolling up.
 const PAGE = 200;
 // Older messages are fetched when the chat is scrolled this close to its top.
 const OLDER_MARGIN_PX = 400;
+// How long the chat loads older pages to reach a message a search hit names.
+const REVEAL_MS = 30000;
 // The 409 codes of POST /runs/{id}/messages that mean "the composer is locked".
 const LOCK_CODES = ["dialog_pending", "agent_waiting", "tool_pending", "prompt_pending"];
 
@@ -36,9 +39,11 @@ function providerBit(run) {
 }
 
 export class RunView {
-  constructor(root, runId) {
+  constructor(root, runId, { focusSeq } = {}) {
     this.root = root;
     this.runId = runId;
+    this.focusSeq = Number.isFinite(focusSeq) ? focusSeq : null;
+    this.usage = new RunUsage(runId);
     this.messages = new Map();    // seq -> message
     this.maxSeq = null;
     this.minSeq = null;
@@ -74,6 +79,27 @@ export class RunView {
       onClosed: () => this.checkExists(),
     });
     this.renderOlder();
+    if (this.focusSeq !== null) this.reveal(this.focusSeq);
+  }
+
+  /**
+   * Show message `seq` (a search hit): the pages down to it loaded, scrolled to the
+   * middle of the chat and highlighted.
+   */
+  async reveal(seq) {
+    const deadline = Date.now() + REVEAL_MS;
+    while (!this.destroyed && !this.messages.has(seq) && this.moreBefore && (this.minSeq === null || this.minSeq > seq) && Date.now() < deadline) {
+      if (this.loadingOlder) await new Promise((r) => setTimeout(r, 50));
+      else await this.loadOlder();
+    }
+    if (this.destroyed) return;
+    const el = this.chat.querySelector(`[data-seq="${seq}"]`);
+    if (!el) return;
+    for (const old of this.chat.querySelectorAll(".hit")) old.classList.remove("hit");
+    el.classList.add("hit");
+    el.dataset.hit = "true";
+    this.stick = false;
+    el.scrollIntoView({ block: "center" });
   }
 
   /** The "earlier messages" control at the top of the chat, while there are any. */
@@ -180,6 +206,7 @@ export class RunView {
             ...this.continuation.buttons(),
             this.stopBtn),
           this.metaEl,
+          this.usage.el,
           this.continuation.family,
           this.continuation.limit,
           this.endReason,
@@ -295,7 +322,10 @@ export class RunView {
 
   applyView(v) {
     if (!v || (v.run_id && String(v.run_id) !== String(this.runId))) return;
-    if (Array.isArray(v.messages) && v.messages.length) this.addMessages(v.messages);
+    if (Array.isArray(v.messages) && v.messages.length) {
+      this.addMessages(v.messages);
+      this.usage.refresh();
+    }
     else if (this.emptyNote && !this.messages.size) this.emptyNote.textContent = "No messages yet.";
     this.view = {
       state: v.state ?? this.view.state,
@@ -650,6 +680,7 @@ export class RunView {
 
   destroy() {
     this.destroyed = true;
+    this.usage.destroy();
     this.stream && this.stream.close();
     this.resizeObs && this.resizeObs.disconnect();
     clearTimeout(this.staleTimer);

@@ -1765,6 +1765,65 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
     assert.equal(v.usage_limit.resets_at, "2099-01-01T00:00:00Z", JSON.stringify(v.usage_limit));
     await screenshot(page, "52-usage-limit");
   });
+
+  scenario("usage: the run's header and the Usage page's charts show the API's numbers; a search hit opens the chat at its message", {
+    script: { steps: [
+      ...Array.from({ length: 260 }, (_, i) => ({ say: i === 7 ? "The papaya cache invalidation bug is in the key." : `line ${i}` })),
+      { idle: {} },
+    ] },
+    open: false,
+  }, async ({ world, page, id }) => {
+    await world.waitView(id, (v) => v.state === "idle" && v.messages.some((m) => m.text === "line 259"), "the whole chat");
+    const u = await waitFor(async () => {
+      const r = (await world.api("GET", `/runs/${id}/usage`)).body;
+      return r.responses === 260 ? r : null;
+    }, { what: "every response counted" });
+    const tokens = u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens;
+    await page.goto(new URL(`#/runs/${id}`, world.url).href);
+    const head = page.getByTestId("run-usage");
+    await head.waitFor();
+    assert.equal(await head.getAttribute("data-tokens"), String(tokens));
+    assert.match(await head.textContent(), /tokens · (cost unknown|\$[0-9.]+)/);
+
+    await page.getByTestId("usage-link").click();
+    const day = page.locator("[data-testid=usage-chart-day] [data-testid=usage-bar]");
+    await day.first().waitFor();
+    const rows = (await world.api("GET", "/usage?group=day")).body.rows;
+    assert.equal(await day.count(), rows.length);
+    for (const [i, r] of rows.entries()) {
+      const total = r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens;
+      assert.equal(await day.nth(i).getAttribute("data-key"), r.key);
+      assert.equal(await day.nth(i).getAttribute("data-tokens"), String(total));
+    }
+    const row = page.locator(`[data-testid=usage-table] [data-testid=usage-row][data-key="${id}"]`);
+    assert.equal(await row.getAttribute("data-tokens"), String(tokens));
+    await page.locator("[data-testid=usage-chart-model] [data-testid=usage-bar]").first().waitFor();
+    await screenshot(page, "53-usage");
+
+    // "/" focuses the search box; the hit (an old message, not on the newest page) opens
+    // the chat there, scrolled to and highlighted.
+    await page.locator("body").click();
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), "search-input");
+    await page.keyboard.type("\"cache invalidation\" papay*");
+    const hit = page.locator(`[data-testid=search-hit][data-run-id="${id}"]`);
+    await hit.first().waitFor();
+    assert.match(await hit.first().locator("mark").first().textContent(), /papaya|cache invalidation/);
+    await screenshot(page, "54-search");
+    const seq = Number(await hit.first().getAttribute("data-seq"));
+    await hit.first().click();
+    const msg = page.locator(`[data-testid=chat] [data-seq="${seq}"]`);
+    await msg.waitFor();
+    await page.waitForFunction((s) => {
+      const el = document.querySelector(`[data-testid=chat] [data-seq="${s}"]`);
+      if (!el || el.dataset.hit !== "true") return false;
+      const box = el.getBoundingClientRect();
+      const chat = document.querySelector("[data-testid=chat]").getBoundingClientRect();
+      return box.bottom > chat.top && box.top < chat.bottom;
+    }, seq);
+    assert.match(await msg.textContent(), /papaya cache invalidation/);
+    await screenshot(page, "55-search-hit");
+  });
 });
 
 // Last, once every scenario above has run: what the pages read against what lab sent.
