@@ -8,20 +8,29 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::routing::{post, put};
+use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
+
+/// The routes, on the API's state.
+pub(super) fn router() -> Router<Arc<Runs>> {
+    Router::new()
+        .route("/runs/{id}/resume", post(resume))
+        .route("/runs/{id}/fork", post(fork))
+        .route("/runs/{id}/auto-resume", put(auto_resume))
+}
 
 /// The body of `POST /runs/{id}/resume` and `/fork`: the agent's next message, if any.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ContinueBody {
+struct ContinueBody {
     #[serde(default)]
     prompt: Option<String>,
 }
 
 /// `POST /runs/{id}/resume` (`{"prompt"?}`) → `200` the run, live again.
-pub(super) async fn resume(
+async fn resume(
     State(runs): State<Arc<Runs>>,
     Path(id): Path<String>,
     body: Result<Json<ContinueBody>, JsonRejection>,
@@ -32,7 +41,7 @@ pub(super) async fn resume(
 }
 
 /// `POST /runs/{id}/fork` (`{"prompt"?}`) → `201` the new run.
-pub(super) async fn fork(
+async fn fork(
     State(runs): State<Arc<Runs>>,
     Path(id): Path<String>,
     body: Result<Json<ContinueBody>, JsonRejection>,
@@ -45,7 +54,7 @@ pub(super) async fn fork(
 /// The body of `PUT /runs/{id}/auto-resume`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct AutoResumeBody {
+struct AutoResumeBody {
     on: bool,
     #[serde(default)]
     prompt: Option<String>,
@@ -53,7 +62,7 @@ pub(super) struct AutoResumeBody {
 
 /// `PUT /runs/{id}/auto-resume` (`{"on", "prompt"?}`) → `200` the run: whether it goes
 /// on by itself once a usage limit its agent hit resets, and with what message.
-pub(super) async fn auto_resume(
+async fn auto_resume(
     State(runs): State<Arc<Runs>>,
     Path(id): Path<String>,
     body: Result<Json<AutoResumeBody>, JsonRejection>,

@@ -1,0 +1,283 @@
+//! Runs: list and start them, one run's view and messages (a page, or the live event
+//! stream), the operator's message, an answer to its dialog, stop, and its terminal's
+//! text. The decisions are `runs`'.
+
+use super::{auth, ApiError, ApiResult};
+use crate::agents::model::Answer;
+use crate::runs::message_store::{Page, MAX_PAGE};
+use crate::runs::{CreateRun, Runs};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::stream::Stream;
+use futures_util::StreamExt as _;
+use serde::Deserialize;
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+/// The routes, on the API's state.
+pub(super) fn router() -> Router<Arc<Runs>> {
+    Router::new()
+        .route("/runs", get(list_runs).post(create_run))
+        .route("/runs/{id}", get(get_run))
+        .route("/runs/{id}/messages", get(get_messages).post(post_message))
+        .route("/runs/{id}/events", get(events))
+        .route("/runs/{id}/dialog/answer", post(answer))
+        .route("/runs/{id}/stop", post(stop))
+        .route("/runs/{id}/terminal", get(terminal))
+}
+
+/// How many runs one piece of `GET /runs`'s answer holds.
+const LIST_PAGE: usize = 256;
+
+/// `GET /runs`: one JSON array, sent a page of runs at a time, so a history of
+/// thousands of runs never sits in memory as one document.
+async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
+    let listing = runs.listing();
+    let long = listing.len() > LIST_PAGE;
+    let pieces = json_array_pieces(listing, LIST_PAGE, move |page| runs.bodies_of(page))
+        // What a long list took to make goes back to the system once it is sent.
+        .chain(std::iter::once_with(move || {
+            if long {
+                crate::runs::give_back_freed_memory();
+            }
+            Vec::new()
+        }))
+        .map(|piece| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(piece)));
+    ([(header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(futures_util::stream::iter(pieces)))
+        .into_response()
+}
+
+/// One JSON array of the bodies `bodies` makes of `items`, a page of `page` items at
+/// a time (it may leave some out), in pieces made as they are taken: together they are
+/// the array.
+fn json_array_pieces<T, B: serde::Serialize>(
+    items: Vec<T>,
+    page: usize,
+    bodies: impl Fn(&[T]) -> Vec<B>,
+) -> impl Iterator<Item = Vec<u8>> {
+    let page = page.max(1);
+    let pages = items.len().div_ceil(page).max(1);
+    let mut written = 0usize;
+    (0..pages).map(move |i| {
+        let part = &items[(i * page).min(items.len())..((i + 1) * page).min(items.len())];
+        let mut out = Vec::new();
+        if i == 0 {
+            out.push(b'[');
+        }
+        for body in bodies(part) {
+            if written > 0 {
+                out.push(b',');
+            }
+            // Run bodies always serialise (strings, numbers and options of them).
+            serde_json::to_writer(&mut out, &body).expect("a body serialises");
+            written += 1;
+        }
+        if i + 1 == pages {
+            out.push(b']');
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod list_tests {
+    /// The pieces add up to the array, whatever the count against the page size, and
+    /// whatever the pages leave out (a whole page too).
+    #[test]
+    fn the_pieces_of_a_list_are_one_json_array() {
+        let n_of = |i: &u32| serde_json::json!({"n": i});
+        for n in [0, 1, 2, 3, 4, 7] {
+            let items: Vec<u32> = (0..n).collect();
+            let whole: Vec<u8> =
+                super::json_array_pieces(items.clone(), 3, |part| part.iter().map(n_of).collect()).flatten().collect();
+            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&whole).unwrap();
+            assert_eq!(parsed, items.iter().map(n_of).collect::<Vec<_>>(), "{n} items");
+            // Only the items not in 3..6: the second page gives nothing.
+            let kept = |i: &&u32| !(3..6).contains(*i);
+            let whole: Vec<u8> =
+                super::json_array_pieces(items.clone(), 3, |part| part.iter().filter(kept).map(n_of).collect())
+                    .flatten()
+                    .collect();
+            let parsed: Vec<serde_json::Value> = serde_json::from_slice(&whole).unwrap();
+            assert_eq!(parsed, items.iter().filter(kept).map(n_of).collect::<Vec<_>>(), "{n} items, some left out");
+        }
+        assert_eq!(super::json_array_pieces(vec![1, 2, 3, 4], 3, |p| p.to_vec()).count(), 2);
+    }
+}
+
+async fn create_run(
+    State(runs): State<Arc<Runs>>,
+    body: Result<Json<CreateRun>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(req) = body?;
+    let run = runs.create(req).await?;
+    Ok((StatusCode::CREATED, Json(run)).into_response())
+}
+
+async fn get_run(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    Ok(Json(runs.body_of(&run)).into_response())
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    after: Option<String>,
+    before: Option<String>,
+    limit: Option<String>,
+}
+
+impl PageQuery {
+    /// `?after=SEQ&before=SEQ&limit=N`: each optional; a bad value is a 400 naming it.
+    fn page(&self) -> Result<Page, ApiError> {
+        let seq = |name: &str, v: &Option<String>| -> Result<Option<u64>, ApiError> {
+            match v.as_deref() {
+                None | Some("") => Ok(None),
+                Some(s) => s
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| ApiError::bad_request(format!("{name} must be a message seq (a whole number)"))),
+            }
+        };
+        let limit = match self.limit.as_deref() {
+            None | Some("") => None,
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=MAX_PAGE).contains(&n) => Some(n),
+                _ => return Err(ApiError::bad_request(format!("limit must be a whole number from 1 to {MAX_PAGE}"))),
+            },
+        };
+        Ok(Page { after: seq("after", &self.after)?, before: seq("before", &self.before)?, limit })
+    }
+}
+
+/// `GET /runs/{id}/messages[?after=SEQ][&before=SEQ][&limit=N]`: the view with the
+/// messages after `after` and before `before`; with `limit`, the newest N of them (the
+/// first N when only `after` is given). `more_before` / `more_after` say what was left out.
+async fn get_messages(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    let page = q.page()?;
+    runs.ensure_loaded(&run).await;
+    Ok(Json(run.view(&page).await).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    text: String,
+}
+
+async fn post_message(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    body: Result<Json<MessageBody>, JsonRejection>,
+) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    let Json(body) = body?;
+    runs.send_message(&run, &body.text).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"accepted": true}))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerBody {
+    tool_id: String,
+    answers: Vec<Answer>,
+}
+
+async fn answer(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    body: Result<Json<AnswerBody>, JsonRejection>,
+) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    let Json(body) = body?;
+    if body.tool_id.is_empty() {
+        return Err(ApiError::bad_request("tool_id is empty"));
+    }
+    if body.answers.is_empty() {
+        return Err(ApiError::bad_request("answers is empty: give one answer per question"));
+    }
+    // 202 once the guard has accepted it: the keys are played in the background, and
+    // the run's `answer` (view and GET /runs/{id}) tells how far they got.
+    let progress = runs.answer(&run, &body.tool_id, body.answers).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"keys": progress.keys, "answer": progress}))).into_response())
+}
+
+async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    runs.stop(&run).await?;
+    Ok(Json(runs.body_of(&run)).into_response())
+}
+
+async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
+    let run = runs.get(&id)?;
+    let rec = run.record();
+    let term = runs.terminal_for(&rec);
+    // How to attach is the terminal's to say (a terminal on another host says otherwise).
+    let attach = crate::util::shell::join(term.attach_command(&rec.tmux_target));
+    let target = rec.tmux_target.clone();
+    let screen = tokio::task::spawn_blocking(move || term.capture(&target)).await.ok().and_then(Result::ok);
+    Ok(Json(json!({"attach": attach, "screen": screen.unwrap_or_default(), "state": run.snapshot().derived.state}))
+        .into_response())
+}
+
+/// `GET /runs/{id}/events`: one `view` event per change; each carries only the
+/// messages this connection has not been sent yet; `id` is the last seq sent, so a
+/// reconnecting EventSource resumes with `Last-Event-ID`.
+async fn events(
+    State(runs): State<Arc<Runs>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+    standing: Option<axum::Extension<auth::Standing>>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let run = runs.get(&id)?;
+    // The stream ends when the credential that opened it does (a logout, a rotation).
+    let standing =
+        standing.map(|axum::Extension(s)| s).ok_or_else(|| ApiError::internal("a stream without a caller"))?;
+    // `?after=SEQ` (a client that loaded the messages up to SEQ first) or a reconnecting
+    // EventSource's `Last-Event-ID`, which wins. Any u64 is fine (a page saturates);
+    // junk in the header is ignored.
+    let after = q.page()?.after;
+    let last: Option<u64> =
+        headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|s| s.parse().ok()).or(after);
+    runs.ensure_loaded(&run).await;
+    let rx = run.subscribe();
+    let stop = runs.shutdown_signal();
+    let stream = futures_util::stream::unfold(
+        (run, rx, stop, last, true),
+        |(run, mut rx, mut stop, mut last, first)| async move {
+            if first {
+                rx.borrow_and_update();
+            } else {
+                tokio::select! {
+                    changed = rx.changed() => changed.ok()?,
+                    _ = stop.wait_for(|s| *s) => return None,
+                }
+            }
+            let body = run.view(&Page { after: last, ..Page::default() }).await;
+            if let Some(m) = body.messages.last() {
+                last = Some(m.seq);
+            }
+            let mut ev = Event::default()
+                .event("view")
+                .json_data(&body)
+                .unwrap_or_else(|_| Event::default().comment("encode error"));
+            if let Some(l) = last {
+                ev = ev.id(l.to_string());
+            }
+            Some((Ok(ev), (run, rx, stop, last, false)))
+        },
+    )
+    .take_until(Box::pin(standing.ended()));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
