@@ -60,6 +60,8 @@ enum Job {
     Forget(RunId),
     /// Answer once everything sent before is committed.
     Flush(mpsc::Sender<()>),
+    /// Every run was read into it (after a build from the transcripts).
+    Complete,
 }
 
 /// The index: a writer thread and a connection for queries.
@@ -73,8 +75,9 @@ pub struct SearchIndex {
 pub enum Opened {
     /// The index as it was.
     AsItWas,
-    /// A new, empty index (none was there, or a damaged one was moved aside): every
-    /// run is to be indexed again.
+    /// A new, empty index (none was there, or a damaged one was moved aside), or one
+    /// whose build from the transcripts did not finish: every run is to be read into it
+    /// ([`SearchIndex::mark_complete`] when done).
     Fresh,
 }
 
@@ -82,7 +85,10 @@ impl SearchIndex {
     /// Open (or make) the index at `path`, at most `max_bytes` on disk.
     pub fn open(path: &Path, max_bytes: u64) -> Result<(Arc<SearchIndex>, Opened)> {
         let (writer, opened) = match open_checked(path) {
-            Ok(Some(c)) => (c, Opened::AsItWas),
+            Ok(Some(c)) => {
+                let complete = c.query_row("SELECT 1 FROM meta WHERE key = 'complete'", [], |_| Ok(())).is_ok();
+                (c, if complete { Opened::AsItWas } else { Opened::Fresh })
+            }
             Ok(None) => (create(path)?, Opened::Fresh),
             Err(why) => {
                 let aside = path.with_extension("db.damaged");
@@ -115,6 +121,11 @@ impl SearchIndex {
     /// The run's messages are numbered anew: what the index has of it goes.
     pub fn forget(&self, run: &RunId) {
         let _ = self.jobs.lock().unwrap().send(Job::Forget(run.clone()));
+    }
+
+    /// Every run lab knows was read into the index.
+    pub fn mark_complete(&self) {
+        let _ = self.jobs.lock().unwrap().send(Job::Complete);
     }
 
     /// Wait until what was added before is committed (at most `within`).
@@ -251,6 +262,9 @@ impl Writer {
         for job in batch {
             match job {
                 Job::Flush(f) => flushes.push(f),
+                Job::Complete => {
+                    tx.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')", [])?;
+                }
                 Job::Forget(run) => {
                     tx.execute("DELETE FROM msgs WHERE run = ?1", [run.as_str()])?;
                     tx.execute("DELETE FROM runs WHERE run = ?1", [run.as_str()])?;

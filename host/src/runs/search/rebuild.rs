@@ -1,11 +1,17 @@
-//! A new search index (none was there, or a damaged one was moved aside) is filled
-//! from every run's transcript, in the background, oldest run first: no run is lost.
+//! A new search index (none was there, a damaged one was moved aside, or an earlier
+//! build did not finish) is filled from every run's transcript, in the background, one
+//! run at a time: each transcript read in chunks by the same reader and parser as a
+//! run's tail (the same messages, numbered the same), nothing woken, nothing held. The
+//! same pass counts the usage of runs that ended before lab counted usage (the ledger
+//! takes a response it has once). No run is lost: the index is marked complete only
+//! when every run was read.
 
+use crate::runs::message_store::parse_chunk;
+use crate::runs::transcript::{Step, TranscriptReader};
+use crate::runs::view::SeqMessage;
 use crate::runs::Runs;
+use std::path::PathBuf;
 use std::sync::Arc;
-
-/// Messages read and indexed at once.
-const PAGE: u64 = 1000;
 
 impl Runs {
     /// Index every run lab knows again, from its transcript.
@@ -13,28 +19,50 @@ impl Runs {
         tokio::spawn(async move {
             let records = match self.registry.list() {
                 Ok(r) => r,
-                Err(e) => {
-                    return tracing::warn!(error = %format!("{e:#}"), "the runs to index again could not be listed")
-                }
+                Err(e) => return tracing::warn!(error = %format!("{e:#}"), "the runs to index again could not be listed"),
             };
             let started = std::time::Instant::now();
             let (mut runs, mut messages) = (0usize, 0u64);
             for rec in records {
-                let Ok(run) = self.get(rec.id.as_str()) else { continue };
-                self.ensure_loaded(&run).await;
-                let store = run.messages.clone();
-                let mut at = 0;
-                while at < store.len() {
-                    let page = store.read(at..(at + PAGE).min(store.len())).await;
-                    if page.is_empty() {
-                        break;
+                let (Some(path), Ok(pinned)) = (rec.transcript_path.as_ref(), self.providers.pin(&rec.provider)) else {
+                    continue;
+                };
+                let provider = pinned.provider;
+                let mut reader = TranscriptReader::new(Some(PathBuf::from(path)));
+                let mut seq = 0u64;
+                loop {
+                    match reader.step(&rec.id) {
+                        Step::Done | Step::Restarted => break,
+                        Step::Read(chunks) => {
+                            for c in chunks {
+                                let out = parse_chunk(provider.as_ref(), &c.bytes, None).await;
+                                let msgs: Vec<SeqMessage> = out
+                                    .messages
+                                    .into_iter()
+                                    .map(|m| {
+                                        seq += 1;
+                                        SeqMessage::new(seq - 1, m)
+                                    })
+                                    .collect();
+                                self.books.index(&rec.id, &msgs);
+                                if provider.reads_usage() {
+                                    if let Ok(report) = provider.read_usage(c.bytes).await {
+                                        self.books.count(&rec.id, report);
+                                    }
+                                }
+                                // Live runs' chunks share the provider's queue: theirs go between.
+                                tokio::task::yield_now().await;
+                            }
+                        }
                     }
-                    at = page.last().map_or(at + PAGE, |m| m.seq + 1);
-                    messages += page.len() as u64;
-                    self.books.index(&run.id, &page);
                 }
+                messages += seq;
                 runs += 1;
+                if self.news.shutdown.borrow().to_owned() {
+                    return;
+                }
             }
+            self.books.search.mark_complete();
             tracing::info!(runs, messages, secs = started.elapsed().as_secs_f64(), "the search index was built again");
         });
     }

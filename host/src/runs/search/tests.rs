@@ -65,6 +65,12 @@ fn an_index_reopened_keeps_its_messages_and_a_damaged_one_is_made_anew() {
         idx.add(&run("run-a"), &[msg(0, Role::User, "papaya")]);
         assert!(idx.flush(Duration::from_secs(5)));
     }
+    // Its build never finished: built again (what it has is kept).
+    let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(opened, Opened::Fresh);
+    idx.mark_complete();
+    assert!(idx.flush(Duration::from_secs(5)));
+    drop(idx);
     let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
     assert_eq!(opened, Opened::AsItWas);
     assert_eq!(idx.search("papaya", 10, None).unwrap().len(), 1);
