@@ -1,6 +1,9 @@
-//! `GET /search?q=…[&limit=N][&run=ID]`: the messages of every run (ended ones too)
-//! that match, best first, each with a snippet whose match is between `«` and `»`.
-//! The index is `runs::search`'s.
+//! `GET /search?q=…[&limit=N][&run=ID]` → `{"hits", "indexing"}`: the messages of
+//! every run (ended ones too) that match, best first, each with a snippet whose match is
+//! between `«` and `»`.
+//! `indexing` is true while the index is being built from the transcripts (after an
+//! upgrade, or a damaged index): hits may be missing until it is false. The index is
+//! `runs::search`'s.
 
 use super::{ApiError, ApiResult};
 use crate::runs::Runs;
@@ -53,9 +56,10 @@ async fn search(
         Some(id) => Some(RunId::parse(id).ok_or_else(|| ApiError::bad_request(format!("run {id:?} is not a run id")))?),
     };
     let index = runs.books().search.clone();
+    let indexing = index.building();
     let hits = tokio::task::spawn_blocking(move || index.search(&text, limit, run.as_ref()))
         .await
         .map_err(|e| ApiError::internal(format!("the search stopped: {e}")))?
         .map_err(|e| ApiError::internal(format!("the search index failed: {e:#}")))?;
-    Ok(Json(json!({ "hits": hits })).into_response())
+    Ok(Json(json!({ "hits": hits, "indexing": indexing })).into_response())
 }

@@ -1,6 +1,8 @@
 //! Search across every run's messages: an SQLite FTS5 index under lab's home
 //! (`search.db`, 0600), fed by the runs' tails as messages arrive and queried by
-//! `GET /search`. Ranked by BM25; words, `"phrases"` and `prefix*` ([`query`]).
+//! `GET /search`. Ranked BM25-style among a query's newest [`RANK_WINDOW`] matches;
+//! words, `"phrases"` and `prefix*` ([`query`]; prefixes of 2 to 4 characters have their
+//! own index).
 //!
 //! - **Kept up to date**: a tail hands each batch of new messages over ([`SearchIndex::add`]);
 //!   one writer thread takes them in, a transaction per batch (at most
@@ -24,16 +26,19 @@ use rusqlite::{params, Connection, OpenFlags};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long the writer waits for more messages before it commits a batch.
 pub const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// How many of a query's newest matches are ranked for its best hits.
+pub const RANK_WINDOW: i64 = 1000;
 /// The most of one message's text that is indexed.
 const TEXT_CAP: usize = 16 * 1024;
 /// The schema lab's index has (a different one is rebuilt).
-const SCHEMA: &str = "lab-search-1";
+const SCHEMA: &str = "lab-search-2";
 
 /// One hit of `GET /search`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -68,6 +73,8 @@ enum Job {
 pub struct SearchIndex {
     jobs: Mutex<mpsc::Sender<Job>>,
     reader: Mutex<Connection>,
+    /// It is being built from the transcripts (hits may be missing until it is done).
+    building: Arc<AtomicBool>,
 }
 
 /// What opening found.
@@ -105,9 +112,10 @@ impl SearchIndex {
                 .with_context(|| format!("opening {} to read", path.display()))?;
         reader.busy_timeout(Duration::from_secs(2))?;
         let (tx, rx) = mpsc::channel();
-        let mut w = Writer::new(writer, max_bytes)?;
+        let building = Arc::new(AtomicBool::new(opened == Opened::Fresh));
+        let mut w = Writer::new(writer, max_bytes, building.clone())?;
         std::thread::Builder::new().name("lab-search".into()).spawn(move || w.run(rx))?;
-        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader) }), opened))
+        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader), building }), opened))
     }
 
     /// Index a run's new messages (those it has already are skipped).
@@ -124,8 +132,14 @@ impl SearchIndex {
     }
 
     /// Every run lab knows was read into the index.
+    /// (It says so once everything added before is committed.)
     pub fn mark_complete(&self) {
         let _ = self.jobs.lock().unwrap().send(Job::Complete);
+    }
+
+    /// Whether it is being built from the transcripts.
+    pub fn building(&self) -> bool {
+        self.building.load(Ordering::SeqCst)
     }
 
     /// Wait until what was added before is committed (at most `within`).
@@ -137,24 +151,63 @@ impl SearchIndex {
         rx.recv_timeout(within).is_ok()
     }
 
-    /// The best `limit` hits for `q` ([`query::to_fts`]), in one run or all.
+    /// The best `limit` hits for `q` ([`query::to_fts`]), in one run or all: its newest
+    /// [`RANK_WINDOW`] matches (FTS5 walks them newest first, whatever their number),
+    /// ranked BM25-style among themselves ([`query::score`]), each best one's snippet made
+    /// by FTS5. (FTS5's own `bm25()` reads every match of every term first: a word every
+    /// run has would cost each query a walk through the whole index.)
     pub fn search(&self, q: &str, limit: usize, run: Option<&RunId>) -> Result<Vec<Hit>> {
         let Some(fts) = query::to_fts(q) else { return Ok(Vec::new()) };
+        let terms = query::terms(q);
         let c = self.reader.lock().unwrap();
-        let sql = "SELECT run, seq, role, ts, snippet(msgs, 0, '«', '»', '…', 24) FROM msgs \
-                   WHERE msgs MATCH ?1 AND (?2 IS NULL OR run = ?2) ORDER BY rank LIMIT ?3";
-        let mut stmt = c.prepare_cached(sql)?;
-        let rows = stmt.query_map(params![fts, run.map(RunId::as_str), limit as i64], |r| {
-            Ok(Hit {
-                run_id: r.get(0)?,
-                seq: r.get::<_, i64>(1)? as u64,
-                role: r.get(2)?,
-                timestamp: r.get(3)?,
-                snippet: r.get(4)?,
+        let mut stmt = c.prepare_cached(
+            "SELECT rowid, run, seq, role, ts, text FROM msgs WHERE msgs MATCH ?1 AND (?2 IS NULL OR run = ?2) \
+             ORDER BY rowid DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![fts, run.map(RunId::as_str), RANK_WINDOW], |r| {
+            Ok(Candidate {
+                rowid: r.get(0)?,
+                run_id: r.get(1)?,
+                seq: r.get::<_, i64>(2)? as u64,
+                role: r.get(3)?,
+                timestamp: r.get(4)?,
+                text: r.get(5)?,
             })
         })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        let found = rows.collect::<Result<Vec<_>, _>>()?;
+        let lower: Vec<String> = found.iter().map(|f| f.text.to_lowercase()).collect();
+        let df: Vec<usize> = terms.iter().map(|t| lower.iter().filter(|l| query::count(l, t) > 0).count()).collect();
+        let avg = lower.iter().map(|l| l.split_whitespace().count()).sum::<usize>() as f64 / found.len().max(1) as f64;
+        let mut ranked: Vec<(f64, &Candidate)> =
+            found.iter().map(|f| (query::score(&f.text, &terms, &df, found.len(), avg), f)).collect();
+        // Best first; among equals, newest first (the walk's order, kept by a stable sort).
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut snip = c.prepare_cached(
+            "SELECT snippet(msgs, 0, '«', '»', '…', 24) FROM msgs WHERE msgs MATCH ?1 AND rowid = ?2",
+        )?;
+        let mut hits = Vec::new();
+        for (_, f) in ranked.into_iter().take(limit) {
+            let snippet: String = snip.query_row(params![fts, f.rowid], |r| r.get(0))?;
+            hits.push(Hit {
+                run_id: f.run_id.clone(),
+                seq: f.seq,
+                role: f.role.clone(),
+                snippet,
+                timestamp: f.timestamp.clone(),
+            });
+        }
+        Ok(hits)
     }
+}
+
+/// A match being ranked.
+struct Candidate {
+    rowid: i64,
+    run_id: String,
+    seq: u64,
+    role: String,
+    timestamp: String,
+    text: String,
 }
 
 /// What of a message is searched: its text (a tool call's one-line summary, a result's
@@ -206,7 +259,7 @@ fn create(path: &Path) -> Result<Connection> {
          CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE TABLE runs(run TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
          CREATE VIRTUAL TABLE msgs USING fts5(text, run UNINDEXED, seq UNINDEXED, role UNINDEXED, ts UNINDEXED,
-             tokenize = 'unicode61 remove_diacritics 2');
+             tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4');
          INSERT INTO meta VALUES ('schema', '{SCHEMA}');"
     ))?;
     Ok(c)
@@ -216,12 +269,14 @@ fn create(path: &Path) -> Result<Connection> {
 struct Writer {
     c: Connection,
     max_bytes: u64,
+    /// Cleared once a build's last message is committed.
+    building: Arc<AtomicBool>,
     /// Each run's next message number not yet indexed.
     next: HashMap<String, u64>,
 }
 
 impl Writer {
-    fn new(c: Connection, max_bytes: u64) -> Result<Writer> {
+    fn new(c: Connection, max_bytes: u64, building: Arc<AtomicBool>) -> Result<Writer> {
         c.pragma_update(None, "journal_mode", "WAL")?;
         c.pragma_update(None, "synchronous", "NORMAL")?;
         for ext in ["db-wal", "db-shm"] {
@@ -233,7 +288,7 @@ impl Writer {
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?;
             rows.collect::<Result<HashMap<_, _>, _>>()?
         };
-        Ok(Writer { c, max_bytes, next })
+        Ok(Writer { c, max_bytes, building, next })
     }
 
     fn run(&mut self, rx: mpsc::Receiver<Job>) {
@@ -259,11 +314,13 @@ impl Writer {
     fn commit(&mut self, batch: Vec<Job>, flushes: &mut Vec<mpsc::Sender<()>>) -> Result<()> {
         let tx = self.c.transaction()?;
         let mut added = false;
+        let mut complete = false;
         for job in batch {
             match job {
                 Job::Flush(f) => flushes.push(f),
                 Job::Complete => {
                     tx.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')", [])?;
+                    complete = true;
                 }
                 Job::Forget(run) => {
                     tx.execute("DELETE FROM msgs WHERE run = ?1", [run.as_str()])?;
@@ -290,6 +347,9 @@ impl Writer {
             }
         }
         tx.commit()?;
+        if complete {
+            self.building.store(false, Ordering::SeqCst);
+        }
         if added {
             self.bound()?;
         }

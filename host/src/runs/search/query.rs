@@ -69,3 +69,99 @@ mod tests {
         assert_eq!(to_fts(""), None);
     }
 }
+
+/// A query's terms as the ranking counts them in a message's text (lowercase): a
+/// phrase is matched as it is written, a prefix as the start of a word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    pub text: String,
+    pub prefix: bool,
+}
+
+/// The terms of `q` ([`to_fts`]'s, without the quoting).
+pub fn terms(q: &str) -> Vec<Term> {
+    let Some(fts) = to_fts(q) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut rest = fts.as_str();
+    while let Some(start) = rest.find('"') {
+        let after = &rest[start + 1..];
+        // The closing quote: one not doubled.
+        let mut end = 0;
+        let b = after.as_bytes();
+        while end < b.len() {
+            if b[end] == b'"' {
+                if b.get(end + 1) == Some(&b'"') {
+                    end += 2;
+                    continue;
+                }
+                break;
+            }
+            end += 1;
+        }
+        let text = after[..end].replace("\"\"", "\"").to_lowercase();
+        rest = &after[(end + 1).min(after.len())..];
+        let prefix = rest.starts_with('*');
+        out.push(Term { text, prefix });
+    }
+    out
+}
+
+/// How well `text` matches `terms`, BM25-style over the candidates being ranked: `df`
+/// how many of them hold each term, `n` how many there are, `avg_len` their mean length.
+pub fn score(text: &str, terms: &[Term], df: &[usize], n: usize, avg_len: f64) -> f64 {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let lower = text.to_lowercase();
+    let len = lower.split_whitespace().count().max(1) as f64;
+    terms
+        .iter()
+        .zip(df)
+        .map(|(t, &df)| {
+            let tf = count(&lower, t) as f64;
+            let idf = ((n as f64 - df as f64 + 0.5) / (df as f64 + 0.5) + 1.0).ln();
+            idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)))
+        })
+        .sum()
+}
+
+/// How often `t` occurs in `lower` (a prefix: words that start with it).
+pub fn count(lower: &str, t: &Term) -> usize {
+    if t.text.is_empty() {
+        return 0;
+    }
+    lower
+        .match_indices(&t.text)
+        .filter(|(i, _)| {
+            // At the start of a word; a whole term also ends one.
+            let before = lower[..*i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+            let end = i + t.text.len();
+            let after = t.prefix || lower[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+            before && after
+        })
+        .count()
+}
+
+#[cfg(test)]
+mod rank_tests {
+    use super::*;
+
+    #[test]
+    fn terms_are_the_quoted_words_and_phrases_and_prefixes() {
+        let t = terms(r#"Cache "the KEY bug" expla* say"s"#);
+        let got: Vec<(&str, bool)> = t.iter().map(|t| (t.text.as_str(), t.prefix)).collect();
+        assert_eq!(got, [("cache", false), ("the key bug", false), ("expla", true), ("say", false), ("s", false)]);
+    }
+
+    #[test]
+    fn a_message_that_says_it_more_often_and_in_fewer_words_ranks_higher() {
+        let t = terms("cache");
+        let (n, avg) = (3, 8.0);
+        let df = [3];
+        let dense = score("cache cache miss", &t, &df, n, avg);
+        let once = score("the cache is cold and everything misses today", &t, &df, n, avg);
+        let none = score("cached values are caches, not the word", &t, &df, n, avg);
+        assert!(dense > once && once > 0.0, "{dense} {once}");
+        assert_eq!(none, 0.0, "whole words only");
+        assert!(score("cached", &terms("cach*"), &[1], 1, 1.0) > 0.0, "a prefix starts a word");
+    }
+}

@@ -19,7 +19,9 @@ impl Runs {
         tokio::spawn(async move {
             let records = match self.registry.list() {
                 Ok(r) => r,
-                Err(e) => return tracing::warn!(error = %format!("{e:#}"), "the runs to index again could not be listed"),
+                Err(e) => {
+                    return tracing::warn!(error = %format!("{e:#}"), "the runs to index again could not be listed")
+                }
             };
             let started = std::time::Instant::now();
             let (mut runs, mut messages) = (0usize, 0u64);
