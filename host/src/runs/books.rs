@@ -16,9 +16,15 @@ pub struct Books {
 }
 
 impl Books {
-    /// What a transcript chunk said about usage.
-    pub fn count(&self, run: &RunId, report: UsageReport) {
-        self.usage.take(run, report);
+    /// What a transcript chunk ending `end` bytes into the file said about usage.
+    pub fn count(&self, run: &RunId, end: u64, report: UsageReport) {
+        self.usage.take(run, end, report);
+    }
+
+    /// Whether a chunk ending `end` bytes into the run's transcript is yet to be asked
+    /// about usage (not when the run's log says it was read that far).
+    pub fn uncounted(&self, run: &RunId, end: u64) -> bool {
+        end > self.usage.read_to(run)
     }
 
     /// A run's new messages.
@@ -26,8 +32,10 @@ impl Books {
         self.search.add(run, messages);
     }
 
-    /// The run's transcript is read again from its start: its messages are numbered anew.
+    /// The run's transcript was replaced and is read again from its start: its
+    /// messages are numbered anew.
     pub fn renumbered(&self, run: &RunId) {
         self.search.forget(run);
+        self.usage.restarted(run);
     }
 }

@@ -319,7 +319,7 @@ impl Tail {
                     for c in chunks {
                         let out = self.parse(&c.bytes, c.first_line).await;
                         let len = c.bytes.len();
-                        self.count_usage(c.bytes).await;
+                        self.count_usage(c.bytes, c.at + len as u64).await;
                         self.apply(out, c.at, len);
                     }
                 }
@@ -327,14 +327,15 @@ impl Tail {
         }
     }
 
-    /// What the chunk says about usage, counted in the run's usage book.
-    async fn count_usage(&self, chunk: Vec<u8>) {
+    /// What the chunk (ending `end` bytes into the transcript) says about usage,
+    /// counted in the run's usage book; a chunk its log says was read is not asked again.
+    async fn count_usage(&self, chunk: Vec<u8>, end: u64) {
         let (Some(provider), Some(books)) = (&self.src.provider, &self.src.books) else { return };
-        if !provider.reads_usage() {
+        if !provider.reads_usage() || !books.uncounted(&self.src.run, end) {
             return;
         }
         match provider.read_usage(chunk).await {
-            Ok(report) => books.count(&self.src.run, report),
+            Ok(report) => books.count(&self.src.run, end, report),
             Err(e) => tracing::warn!(run = %self.src.run, error = %e, "the provider could not read the run's usage"),
         }
     }

@@ -75,6 +75,20 @@ pub struct SearchIndex {
     reader: Mutex<Connection>,
     /// It is being built from the transcripts (hits may be missing until it is done).
     building: Arc<AtomicBool>,
+    /// Each run's next message number not yet indexed (the writer's, shared): a tail
+    /// reading a transcript again hands over nothing the index has.
+    next: Next,
+}
+
+type Next = Arc<Mutex<Known>>;
+
+/// What the writer has taken in, as a tail may look at it.
+#[derive(Default)]
+struct Known {
+    /// Each run's next message number not yet indexed.
+    next: HashMap<String, u64>,
+    /// Runs whose [`Job::Forget`] the writer has yet to take: their messages are all new.
+    forgotten: std::collections::HashSet<String>,
 }
 
 /// What opening found.
@@ -114,13 +128,22 @@ impl SearchIndex {
         let (tx, rx) = mpsc::channel();
         let building = Arc::new(AtomicBool::new(opened == Opened::Fresh));
         let mut w = Writer::new(writer, max_bytes, building.clone())?;
+        let next = w.next.clone();
         std::thread::Builder::new().name("lab-search".into()).spawn(move || w.run(rx))?;
-        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader), building }), opened))
+        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader), building, next }), opened))
     }
 
     /// Index a run's new messages (those it has already are skipped).
     pub fn add(&self, run: &RunId, messages: &[SeqMessage]) {
-        let docs: Vec<Doc> = messages.iter().filter_map(doc).collect();
+        let from = {
+            let k = self.next.lock().unwrap();
+            if k.forgotten.contains(run.as_str()) {
+                0
+            } else {
+                k.next.get(run.as_str()).copied().unwrap_or(0)
+            }
+        };
+        let docs: Vec<Doc> = messages.iter().filter(|m| m.seq >= from).filter_map(doc).collect();
         if !docs.is_empty() {
             let _ = self.jobs.lock().unwrap().send(Job::Add(run.clone(), docs));
         }
@@ -128,6 +151,7 @@ impl SearchIndex {
 
     /// The run's messages are numbered anew: what the index has of it goes.
     pub fn forget(&self, run: &RunId) {
+        self.next.lock().unwrap().forgotten.insert(run.to_string());
         let _ = self.jobs.lock().unwrap().send(Job::Forget(run.clone()));
     }
 
@@ -272,7 +296,7 @@ struct Writer {
     /// Cleared once a build's last message is committed.
     building: Arc<AtomicBool>,
     /// Each run's next message number not yet indexed.
-    next: HashMap<String, u64>,
+    next: Next,
 }
 
 impl Writer {
@@ -288,7 +312,7 @@ impl Writer {
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?;
             rows.collect::<Result<HashMap<_, _>, _>>()?
         };
-        Ok(Writer { c, max_bytes, building, next })
+        Ok(Writer { c, max_bytes, building, next: Arc::new(Mutex::new(Known { next, ..Known::default() })) })
     }
 
     fn run(&mut self, rx: mpsc::Receiver<Job>) {
@@ -325,10 +349,13 @@ impl Writer {
                 Job::Forget(run) => {
                     tx.execute("DELETE FROM msgs WHERE run = ?1", [run.as_str()])?;
                     tx.execute("DELETE FROM runs WHERE run = ?1", [run.as_str()])?;
-                    self.next.remove(run.as_str());
+                    let mut known = self.next.lock().unwrap();
+                    known.next.remove(run.as_str());
+                    known.forgotten.remove(run.as_str());
                 }
                 Job::Add(run, docs) => {
-                    let next = self.next.entry(run.to_string()).or_insert(0);
+                    let mut known = self.next.lock().unwrap();
+                    let next = known.next.entry(run.to_string()).or_insert(0);
                     let mut insert =
                         tx.prepare_cached("INSERT INTO msgs(text, run, seq, role, ts) VALUES (?1, ?2, ?3, ?4, ?5)")?;
                     for d in docs {

@@ -47,9 +47,10 @@ impl Runs {
                                     })
                                     .collect();
                                 self.books.index(&rec.id, &msgs);
-                                if provider.reads_usage() {
+                                let end = c.at + c.bytes.len() as u64;
+                                if provider.reads_usage() && self.books.uncounted(&rec.id, end) {
                                     if let Ok(report) = provider.read_usage(c.bytes).await {
-                                        self.books.count(&rec.id, report);
+                                        self.books.count(&rec.id, end, report);
                                     }
                                 }
                                 // Live runs' chunks share the provider's queue: theirs go between.

@@ -18,6 +18,14 @@ pub const UNKNOWN_MODEL: &str = "unknown";
 /// How many API errors a run keeps (the newest).
 const ERRORS_KEPT: usize = 20;
 
+/// A line of a run's log: a response, or how far into the transcript it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LogLine {
+    Entry(Entry),
+    ReadTo { read_to: u64 },
+}
+
 /// One response as the run's log keeps it (one JSON line).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -52,14 +60,20 @@ pub struct Ledger {
     windows_seen: i64,
     /// The newest API errors, oldest first.
     pub errors: Vec<ApiError>,
+    /// How far into its transcript (bytes) usage was read and logged: a transcript read
+    /// again after a restart is not asked about again up to there.
+    pub read_to: u64,
 }
 
 impl Ledger {
-    /// A ledger from its log's entries, in the order they were written.
-    pub fn replay(entries: impl IntoIterator<Item = Entry>) -> Ledger {
+    /// A ledger from its log's lines, in the order they were written.
+    pub fn replay(lines: impl IntoIterator<Item = LogLine>) -> Ledger {
         let mut l = Ledger::default();
-        for e in entries {
-            l.count(e.id, Counted { model: e.model, t: e.t, tokens: e.tokens });
+        for line in lines {
+            match line {
+                LogLine::Entry(e) => l.count(e.id, Counted { model: e.model, t: e.t, tokens: e.tokens }),
+                LogLine::ReadTo { read_to } => l.read_to = read_to,
+            }
         }
         l
     }
@@ -202,11 +216,13 @@ mod tests {
         assert_eq!(changed.len(), 1);
         assert_eq!(l.total(), tokens(10, 90, 0, 0));
         // The log, replayed, gives the same ledger.
-        let log = vec![
-            Entry { id: "a".into(), model: "m".into(), t: 1, tokens: tokens(10, 1, 0, 0) },
-            Entry { id: "a".into(), model: "m".into(), t: 1, tokens: tokens(10, 90, 0, 0) },
+        let log = [
+            r#"{"id":"a","model":"m","t":1,"input":10,"output":1,"cache_read":0,"cache_write":0}"#,
+            r#"{"read_to":4096}"#,
+            r#"{"id":"a","model":"m","t":1,"input":10,"output":90,"cache_read":0,"cache_write":0}"#,
         ];
-        assert_eq!(Ledger::replay(log).total(), tokens(10, 90, 0, 0));
+        let l = Ledger::replay(log.iter().map(|l| serde_json::from_str::<LogLine>(l).unwrap()));
+        assert_eq!((l.total(), l.read_to), (tokens(10, 90, 0, 0), 4096));
     }
 
     #[test]

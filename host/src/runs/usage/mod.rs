@@ -13,7 +13,7 @@ use crate::agents::model::{ApiError, ContextUse, LimitWindow, Tokens, UsageRepor
 use crate::store::fsutil;
 use crate::store::paths::RunId;
 pub use ledger::Ledger;
-use ledger::{Entry, UNKNOWN_MODEL};
+use ledger::{LogLine, UNKNOWN_MODEL};
 pub use prices::{Price, Prices};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -143,20 +143,40 @@ impl UsageBook {
         self.dir.join(format!("{run}.jsonl"))
     }
 
-    /// Take in what a run's transcript chunk said; new or changed responses are
-    /// appended to its log. An unwritable log is logged, the totals in memory stay.
-    pub fn take(&self, run: &RunId, report: UsageReport) {
-        if report.is_empty() {
-            return;
-        }
+    /// Take in what a run's transcript chunk, ending `end` bytes into the file, said;
+    /// new or changed responses are appended to its log, with how far it was read. An
+    /// unwritable log is logged, the totals in memory stay.
+    pub fn take(&self, run: &RunId, end: u64, report: UsageReport) {
         let mut l = self.ledgers.lock().unwrap();
-        let changed = self.ledger(&mut l, run).take(report, ledger::now());
+        let ledger = self.ledger(&mut l, run);
+        let changed = ledger.take(report, ledger::now());
         if changed.is_empty() {
             return;
         }
+        ledger.read_to = ledger.read_to.max(end);
+        let lines = changed.into_iter().map(LogLine::Entry).chain([LogLine::ReadTo { read_to: ledger.read_to }]);
+        self.append(run, lines);
+    }
+
+    /// How far into the run's transcript usage was read (a chunk that ends before there
+    /// was counted already).
+    pub fn read_to(&self, run: &RunId) -> u64 {
+        let mut l = self.ledgers.lock().unwrap();
+        self.ledger(&mut l, run).read_to
+    }
+
+    /// The run's transcript was replaced: it is read from its start again (its
+    /// responses are still counted once each).
+    pub fn restarted(&self, run: &RunId) {
+        let mut l = self.ledgers.lock().unwrap();
+        self.ledger(&mut l, run).read_to = 0;
+        self.append(run, [LogLine::ReadTo { read_to: 0 }]);
+    }
+
+    fn append(&self, run: &RunId, lines: impl IntoIterator<Item = LogLine>) {
         let mut text = Vec::new();
-        for e in &changed {
-            serde_json::to_writer(&mut text, e).expect("an entry serialises");
+        for line in lines {
+            serde_json::to_writer(&mut text, &line).expect("a log line serialises");
             text.push(b'\n');
         }
         if let Err(e) = fsutil::private_file(&self.log(run)).and_then(|mut f| f.write_all(&text)) {
@@ -180,8 +200,8 @@ impl UsageBook {
             }
         };
         // A torn last line (lab stopped mid-write) or a damaged one is skipped.
-        let entries = bytes.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice::<Entry>(l).ok());
-        Ledger::replay(entries)
+        let lines = bytes.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice::<LogLine>(l).ok());
+        Ledger::replay(lines)
     }
 
     /// Forget a run (its log stays: usage is history).
@@ -284,4 +304,50 @@ impl UsageBook {
 pub fn rfc3339(t: i64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64);
     humantime::format_rfc3339_seconds(at).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::model::ResponseUsage;
+
+    fn report(id: &str, input: u64) -> UsageReport {
+        UsageReport {
+            responses: vec![ResponseUsage {
+                response_id: id.into(),
+                model: Some("stand-in-model".into()),
+                tokens: Tokens { input, ..Tokens::default() },
+                timestamp: "2026-12-05T01:00:00Z".into(),
+            }],
+            ..UsageReport::default()
+        }
+    }
+
+    #[test]
+    fn a_runs_log_keeps_its_totals_and_how_far_it_was_read_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunId::parse("r-1").unwrap();
+        let prices = || Prices::new(&BTreeMap::new());
+        {
+            let book = UsageBook::open(dir.path().join("usage"), prices()).unwrap();
+            book.take(&run, 100, report("a", 5));
+            book.take(&run, 200, report("a", 5)); // the same again: nothing logged
+            book.take(&run, 300, report("b", 7));
+            assert_eq!(book.read_to(&run), 300);
+        }
+        let book = UsageBook::open(dir.path().join("usage"), prices()).unwrap();
+        let u = book.run_usage(&run);
+        assert_eq!((u.total.input_tokens, u.responses, u.total.cost_usd), (12, 2, None), "unpriced: no cost");
+        assert_eq!(book.read_to(&run), 300);
+        book.restarted(&run);
+        assert_eq!(book.read_to(&run), 0);
+        // Read again from the start: each response still once.
+        book.take(&run, 100, report("a", 5));
+        assert_eq!(book.run_usage(&run).total.input_tokens, 12);
+        use std::os::unix::fs::MetadataExt;
+        let mode = std::fs::metadata(dir.path().join("usage/r-1.jsonl")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let rows = book.rows(0, i64::MAX, Group::Model, |_| None);
+        assert_eq!((rows.len(), rows[0].key.as_str(), rows[0].figures.input_tokens), (1, "stand-in-model", 12));
+    }
 }
