@@ -126,10 +126,14 @@ pub fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
-        let control_app = crate::edge::http::control_router(edge.access.clone()).layer(axum::Extension(push.clone()));
-        let app = crate::edge::http::router(runs.clone(), edge)
-            .layer(axum::Extension(std::sync::Arc::new(info)))
-            .layer(axum::Extension(push))
+        let state = crate::edge::http::AppState {
+            runs: runs.clone(),
+            access: edge.access.clone(),
+            push,
+            served: std::sync::Arc::new(info),
+        };
+        let control_app = crate::edge::http::control_router(state.clone());
+        let app = crate::edge::http::router(state, edge.policy)
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {

@@ -19,7 +19,7 @@ mod work;
 
 use crate::runs::{RunError, Runs};
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRef, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{from_fn, from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
@@ -117,6 +117,46 @@ fn error_code(status: StatusCode) -> &'static str {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// What every route's handler may take: one state, each handler asking for the part it
+/// needs (`State<Arc<Runs>>`, `State<Arc<Access>>`, …, through [`FromRef`]).
+#[derive(Clone)]
+pub struct AppState {
+    pub runs: Arc<Runs>,
+    pub access: Arc<auth::Access>,
+    pub push: Arc<crate::notify::push::Push>,
+    pub served: Arc<ServeInfo>,
+}
+
+impl FromRef<AppState> for Arc<Runs> {
+    fn from_ref(s: &AppState) -> Self {
+        s.runs.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<auth::Access> {
+    fn from_ref(s: &AppState) -> Self {
+        s.access.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::notify::push::Push> {
+    fn from_ref(s: &AppState) -> Self {
+        s.push.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<ServeInfo> {
+    fn from_ref(s: &AppState) -> Self {
+        s.served.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::machines::hosts::Hosts> {
+    fn from_ref(s: &AppState) -> Self {
+        s.runs.hosts()
+    }
+}
+
 /// What guards the API: the Host/Origin policy and the access rules.
 pub struct Edge {
     pub policy: guard::Policy,
@@ -128,22 +168,31 @@ pub struct Edge {
 /// logged), [`cors`] (the allowed origins' header), [`guard`] (which answers their
 /// preflights), [`auth`], the body limit, then the routes.
 /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()`.
-pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
-    let policy = Arc::new(edge.policy);
-    let login = Router::new()
+pub fn router(state: AppState, policy: guard::Policy) -> Router {
+    let policy = Arc::new(policy);
+    let access = state.access.clone();
+    Router::new()
+        .route("/info", get(info))
+        .route("/providers", get(providers::providers))
+        .route("/hosts", get(runners::list))
+        .route(crate::machines::hosts::protocol::PATH, get(runners::connect))
         .route("/login", get(auth::login_with_code).post(auth::login_with_token))
         .route("/pair", post(pairing::pair))
         .route("/devices", get(pairing::list))
         .route("/devices/{id}", axum::routing::delete(pairing::revoke))
-        .with_state(edge.access.clone());
-    let runners =
-        Router::new().route(crate::machines::hosts::protocol::PATH, get(runners::connect)).with_state(runs.hosts());
-    api(runs)
-        .merge(login)
-        .merge(runners)
+        .merge(runs::router())
+        .merge(work::router())
+        .merge(continuation::router())
+        .merge(usage::router())
+        .merge(search::router())
+        .merge(push::router())
+        .route("/", get(index))
+        .route("/{file}", get(asset))
+        .fallback(not_found)
+        .with_state(state)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
-        .layer(from_fn_with_state(edge.access, auth::require))
+        .layer(from_fn_with_state(access, auth::require))
         .layer(from_fn_with_state(policy.clone(), guard_requests))
         .layer(from_fn_with_state(policy, cors::layer))
         .layer(from_fn(json_errors))
@@ -154,33 +203,17 @@ pub fn router(runs: Arc<Runs>, edge: Edge) -> Router {
 /// home: only its owner can connect, and nobody else can have made it): the routes the
 /// CLI uses on a running serve, behind the token as on TCP. No Host/Origin policy: no
 /// browser reaches a Unix socket.
-pub fn control_router(access: Arc<auth::Access>) -> Router {
+pub fn control_router(state: AppState) -> Router {
+    let access = state.access.clone();
     Router::new()
         .route("/pair", post(pairing::pair))
-        .with_state(access.clone())
         .route("/push/key/rotate", post(push::rotate_push_key))
+        .with_state(state)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
         .layer(from_fn_with_state(access, auth::require))
         .layer(from_fn(json_errors))
         .layer(from_fn(headers::harden))
-}
-
-fn api(runs: Arc<Runs>) -> Router {
-    Router::new()
-        .route("/info", get(info))
-        .route("/providers", get(providers::providers))
-        .route("/hosts", get(runners::list))
-        .merge(runs::router())
-        .merge(work::router())
-        .merge(continuation::router())
-        .merge(usage::router())
-        .merge(search::router())
-        .merge(push::router())
-        .route("/", get(index))
-        .route("/{file}", get(asset))
-        .fallback(not_found)
-        .with_state(runs)
 }
 
 async fn not_found() -> ApiError {
@@ -265,8 +298,7 @@ async fn json_errors(req: Request, next: Next) -> Response {
     out
 }
 
-/// What `GET /info` tells clients about this `lab serve`; cli.rs adds it to the router
-/// as an `Extension` (absent: not a demo).
+/// What `GET /info` tells clients about this `lab serve` (part of [`AppState`]).
 #[derive(Debug, Clone, Default)]
 pub struct ServeInfo {
     /// Serving a demo (`lab serve --demo`): the agent talks to a stand-in on this machine.
@@ -279,8 +311,7 @@ pub struct ServeInfo {
 }
 
 /// `GET /info` → `{"version", "demo", "demo_workdir", "token_required"}`.
-async fn info(served: Option<axum::Extension<Arc<ServeInfo>>>) -> impl IntoResponse {
-    let served = served.map(|e| e.0.as_ref().clone()).unwrap_or_default();
+async fn info(State(served): State<Arc<ServeInfo>>) -> impl IntoResponse {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "demo": served.demo,

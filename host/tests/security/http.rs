@@ -173,6 +173,10 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/devices".into(), Value::Null),
         ("POST", "/pair".into(), json!({"name": "phone"})),
         ("DELETE", "/devices/0123456789abcdef".into(), json!({})),
+        ("GET", format!("/runs/{id}/usage"), Value::Null),
+        ("GET", "/usage?group=model".into(), Value::Null),
+        ("GET", "/search?q=hello".into(), Value::Null),
+        ("PUT", format!("/runs/{id}/auto-resume"), json!({"on": false})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
@@ -275,7 +279,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 17, "{headers:?}");
+        assert_eq!(served, 20, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -556,7 +560,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 28, "{refused}/28 refused");
+    assert_eq!(refused, 32, "{refused}/32 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))

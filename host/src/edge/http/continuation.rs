@@ -2,7 +2,7 @@
 //! `PUT /runs/{id}/auto-resume` (whether a run goes on by itself once a usage limit
 //! resets). The decisions are `runs`' (`runs::continuation`, `runs::usage_limit`).
 
-use super::ApiResult;
+use super::{ApiResult, AppState};
 use crate::runs::Runs;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/runs/{id}/resume", post(resume))
         .route("/runs/{id}/fork", post(fork))

@@ -80,7 +80,7 @@ pub async fn list(State(access): State<Arc<Access>>, caller: Option<Extension<Ca
 pub async fn revoke(
     State(access): State<Arc<Access>>,
     caller: Option<Extension<Caller>>,
-    push: Option<Extension<Arc<crate::notify::push::Push>>>,
+    State(push): State<Arc<crate::notify::push::Push>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -89,9 +89,7 @@ pub async fn revoke(
         Ok(true) => {
             tracing::info!(device = %id, own, "a device was logged out");
             // Its push subscriptions go with it (its event streams end on their own).
-            if let Some(Extension(push)) = push {
-                push.sweep();
-            }
+            push.sweep();
             let mut resp = StatusCode::NO_CONTENT.into_response();
             if own {
                 resp.headers_mut().insert(header::SET_COOKIE, auth::forget_cookie(&headers));

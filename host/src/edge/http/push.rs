@@ -1,10 +1,9 @@
 //! Web Push: lab's VAPID key (and its rotation) and the browsers subscribed. The
 //! sending is `notify::push`'s.
 
-use super::{auth, ApiError, ApiResult};
-use crate::runs::Runs;
+use super::{auth, ApiError, ApiResult, AppState};
 use axum::extract::rejection::JsonRejection;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -13,7 +12,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/push/key", get(push_key))
         .route("/push/key/rotate", post(rotate_push_key))
@@ -21,22 +20,22 @@ pub(super) fn router() -> Router<Arc<Runs>> {
         .route("/push/subscriptions/{id}", delete(remove_push_subscription))
 }
 
-type PushExt = axum::Extension<Arc<crate::notify::push::Push>>;
+type PushState = State<Arc<crate::notify::push::Push>>;
 
 /// `GET /push/key`: lab's VAPID public key, for `pushManager.subscribe`.
-async fn push_key(axum::Extension(push): PushExt) -> Response {
+async fn push_key(State(push): PushState) -> Response {
     Json(json!({"public_key": push.public_key()})).into_response()
 }
 
 /// `POST /push/key/rotate` → `200 {"public_key", "removed_subscriptions"}`: a new VAPID
 /// key pair; every subscription (made with the old key) is removed.
-pub(super) async fn rotate_push_key(axum::Extension(push): PushExt) -> ApiResult<Response> {
+pub(super) async fn rotate_push_key(State(push): PushState) -> ApiResult<Response> {
     let (public_key, removed) =
         push.rotate_key().map_err(|e| ApiError::internal(format!("cannot replace the VAPID key: {e}")))?;
     Ok(Json(json!({"public_key": public_key, "removed_subscriptions": removed})).into_response())
 }
 
-async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
+async fn list_push_subscriptions(State(push): PushState) -> Response {
     push.sweep();
     let list: Vec<_> = push.store().list().iter().map(|s| s.body()).collect();
     Json(list).into_response()
@@ -44,7 +43,7 @@ async fn list_push_subscriptions(axum::Extension(push): PushExt) -> Response {
 
 /// `POST /push/subscriptions`: a PushSubscription's JSON → `201 {"id"}`.
 async fn add_push_subscription(
-    axum::Extension(push): PushExt,
+    State(push): PushState,
     standing: Option<axum::Extension<auth::Standing>>,
     body: Result<Json<crate::notify::push::subscriptions::SubscriptionRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
@@ -65,7 +64,7 @@ async fn add_push_subscription(
     Ok((StatusCode::CREATED, Json(json!({"id": sub.id, "created_at": sub.created_at}))).into_response())
 }
 
-async fn remove_push_subscription(axum::Extension(push): PushExt, Path(id): Path<String>) -> ApiResult<Response> {
+async fn remove_push_subscription(State(push): PushState, Path(id): Path<String>) -> ApiResult<Response> {
     match push.store().remove(&id) {
         Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
         Ok(false) => Err(ApiError {

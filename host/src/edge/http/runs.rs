@@ -2,7 +2,7 @@
 //! stream), the operator's message, an answer to its dialog, stop, and its terminal's
 //! text. The decisions are `runs`'.
 
-use super::{auth, ApiError, ApiResult};
+use super::{auth, ApiError, ApiResult, AppState};
 use crate::agents::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
 use crate::runs::{CreateRun, Runs};
@@ -21,7 +21,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/runs", get(list_runs).post(create_run))
         .route("/runs/{id}", get(get_run))

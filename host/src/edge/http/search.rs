@@ -5,7 +5,7 @@
 //! upgrade, or a damaged index): hits may be missing until it is false. The index is
 //! `runs::search`'s.
 
-use super::{ApiError, ApiResult};
+use super::{ApiError, ApiResult, AppState};
 use crate::runs::Runs;
 use crate::store::paths::RunId;
 use axum::extract::rejection::QueryRejection;
@@ -18,7 +18,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new().route("/search", get(search))
 }
 

@@ -2,7 +2,7 @@
 //! per minute) and `GET /usage?from=&to=&group=day|run|provider|model` (rows for the
 //! Usage page's charts). The counting is `runs::usage`'s.
 
-use super::{ApiError, ApiResult};
+use super::{ApiError, ApiResult, AppState};
 use crate::runs::usage::{ledger, Group};
 use crate::runs::Runs;
 use axum::extract::{Path, Query, State};
@@ -13,7 +13,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new().route("/runs/{id}/usage", get(run_usage)).route("/usage", get(usage))
 }
 

@@ -1,7 +1,7 @@
 //! The agent's work in its worktree: its diff, review comments sent to the agent, merge
 //! into the base branch, and discard. The decisions are `worktree`'s, through `runs`.
 
-use super::{ApiError, ApiResult};
+use super::{ApiError, ApiResult, AppState};
 use crate::runs::Runs;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -14,7 +14,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// The routes, on the API's state.
-pub(super) fn router() -> Router<Arc<Runs>> {
+pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/runs/{id}/diff", get(diff))
         .route("/runs/{id}/review", post(review))
