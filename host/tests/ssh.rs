@@ -309,9 +309,13 @@ fn a_run_on_a_machine_over_ssh_goes_on_through_a_cut_and_is_answered_after() {
     let (st, b) = answer(&lab, &v);
     assert_eq!(st, 202, "{b}");
     wait_for(Duration::from_secs(30), "the second answer there", || (events("answer") == 2).then_some(()));
-    // Played next to the agent: the drawn check and the keys there, in one trip.
-    let daemon_log = std::fs::read_to_string(runner_home.join("logs/runner.log")).unwrap_or_default();
-    assert!(daemon_log.contains("an answer played here"), "the runner played the answer: {daemon_log}");
+    // Played next to the agent: the drawn check and the keys there, in one trip. The
+    // runner logs it once its last key is typed, which the agent may read first: wait
+    // for the line.
+    let daemon_log = runner_home.join("logs/runner.log");
+    wait_for(Duration::from_secs(30), "the runner's log: the answer played there", || {
+        std::fs::read_to_string(&daemon_log).ok().filter(|l| l.contains("an answer played here"))
+    });
     let v = lab.wait_view(&id, "the turn's end", |v| v["messages"].to_string().contains("Both answered."));
     let text = v["messages"].to_string();
     assert!(text.contains("PostgreSQL") && text.contains("SQLite"), "both answers in the chat: {text}");
