@@ -203,7 +203,7 @@ impl SearchIndex {
         let df: Vec<usize> = terms.iter().map(|t| lower.iter().filter(|l| query::count(l, t) > 0).count()).collect();
         let avg = lower.iter().map(|l| l.split_whitespace().count()).sum::<usize>() as f64 / found.len().max(1) as f64;
         let mut ranked: Vec<(f64, &Candidate)> =
-            found.iter().map(|f| (query::score(&f.text, &terms, &df, found.len(), avg), f)).collect();
+            found.iter().zip(&lower).map(|(f, l)| (query::score(l, &terms, &df, found.len(), avg), f)).collect();
         // Best first; among equals, newest first (the walk's order, kept by a stable sort).
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         let mut snip = c.prepare_cached(

@@ -106,18 +106,18 @@ pub fn terms(q: &str) -> Vec<Term> {
     out
 }
 
-/// How well `text` matches `terms`, BM25-style over the candidates being ranked: `df`
-/// how many of them hold each term, `n` how many there are, `avg_len` their mean length.
-pub fn score(text: &str, terms: &[Term], df: &[usize], n: usize, avg_len: f64) -> f64 {
+/// How well `lower` (a message's text, lowercased) matches `terms`, BM25-style over the
+/// candidates being ranked: `df` how many of them hold each term, `n` how many there are,
+/// `avg_len` their mean length in words.
+pub fn score(lower: &str, terms: &[Term], df: &[usize], n: usize, avg_len: f64) -> f64 {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    let lower = text.to_lowercase();
     let len = lower.split_whitespace().count().max(1) as f64;
     terms
         .iter()
         .zip(df)
         .map(|(t, &df)| {
-            let tf = count(&lower, t) as f64;
+            let tf = count(lower, t) as f64;
             let idf = ((n as f64 - df as f64 + 0.5) / (df as f64 + 0.5) + 1.0).ln();
             idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len.max(1.0)))
         })

@@ -204,11 +204,6 @@ impl UsageBook {
         Ledger::replay(lines)
     }
 
-    /// Forget a run (its log stays: usage is history).
-    pub fn unload(&self, run: &RunId) {
-        self.ledgers.lock().unwrap().by_run.remove(run);
-    }
-
     /// `GET /runs/{id}/usage`.
     pub fn run_usage(&self, run: &RunId) -> RunUsage {
         let mut l = self.ledgers.lock().unwrap();
@@ -231,12 +226,6 @@ impl UsageBook {
             errors: ledger.errors.clone(),
             prices_as_of: self.prices.as_of.clone(),
         }
-    }
-
-    /// A run's totals (for its header), without its series.
-    pub fn run_total(&self, run: &RunId) -> Figures {
-        let mut l = self.ledgers.lock().unwrap();
-        Figures::of(&self.ledger(&mut l, run).by_model(), &self.prices)
     }
 
     /// Every log read in (once per `lab serve`).
