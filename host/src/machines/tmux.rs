@@ -7,7 +7,9 @@
 //! [`Tmux::with_closed_signal`] path, handed over in the server's global environment
 //! so that no path is ever parsed by tmux or a shell). lab watches that file.
 
-use crate::machines::terminal::{Terminal, TerminalError};
+pub mod control;
+
+use crate::machines::terminal::{PaneEvent, PaneWatch, Terminal, TerminalError};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -356,6 +358,14 @@ impl Terminal for Tmux {
         let socket = self.socket.to_string_lossy().into_owned();
         ["tmux", "-S", &socket, "attach", "-t", target].map(String::from).to_vec()
     }
+
+    fn watch(
+        &self,
+        target: &str,
+        events: tokio::sync::mpsc::Sender<PaneEvent>,
+    ) -> Result<Box<dyn PaneWatch>, TerminalError> {
+        control::watch(&self.program, &self.socket, target, events)
+    }
 }
 
 impl crate::machines::terminal::Sessions for Tmux {
@@ -436,6 +446,71 @@ mod tests {
         assert!(setup.iter().any(|a| a == "exit-empty") && setup.iter().any(|a| a == HOOK_SLOT));
         // No argument but the separators ends in `;` (tmux would split it there).
         assert!(setup.iter().filter(|a| *a != ";").all(|a| !a.to_string_lossy().ends_with(';')));
+    }
+
+    /// Real tmux in control mode: the view starts with the pane's size and its screen as
+    /// it is, then streams what the program writes; keys typed through it reach the
+    /// program byte for byte (`;`, a carriage return); a resize answers with the new
+    /// size; the session's end ends the view.
+    #[test]
+    fn a_watch_draws_the_pane_streams_it_and_types_into_it() {
+        let d = tempfile::Builder::new().prefix("lab-tmux").tempdir_in("/tmp").unwrap();
+        let tmux = Tmux::new(d.path().join("s"));
+        struct KillServer<'a>(&'a Tmux);
+        impl Drop for KillServer<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.run("kill-server", &["kill-server"]);
+            }
+        }
+        let _guard = KillServer(&tmux);
+        tmux.new_session("lab-w", &["cat".into(), "-v".into()]).unwrap();
+        tmux.send_literal("lab-w", "before").unwrap();
+        tmux.send_key("lab-w", "Enter").unwrap();
+        wait_until("cat echoed", || tmux.capture("lab-w").is_ok_and(|p| p.matches("before").count() == 2));
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let mut w = Terminal::watch(&tmux, "lab-w", tx).unwrap();
+        let next = |rx: &mut tokio::sync::mpsc::Receiver<PaneEvent>| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                match rx.try_recv() {
+                    Ok(e) => return e,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("no event: {e}"),
+                }
+            }
+        };
+        assert_eq!(next(&mut rx), PaneEvent::Size { cols: 200, rows: 50 });
+        let PaneEvent::Output(first) = next(&mut rx) else { panic!("no drawing") };
+        let first = String::from_utf8_lossy(&first);
+        assert!(first.starts_with("\x1b[0m\x1b[H\x1b[2J") && first.matches("before").count() == 2, "{first:?}");
+        w.keys(b"typed;\r").unwrap();
+        let mut seen = Vec::new();
+        while !String::from_utf8_lossy(&seen).contains("typed;\r\n") {
+            match next(&mut rx) {
+                PaneEvent::Output(b) => seen.extend(b),
+                other => panic!("{other:?}"),
+            }
+        }
+        wait_until("the keys reached cat", || tmux.capture("lab-w").is_ok_and(|p| p.matches("typed;").count() == 2));
+        w.resize(80, 20).unwrap();
+        loop {
+            match next(&mut rx) {
+                PaneEvent::Size { cols, rows } => {
+                    assert_eq!((cols, rows), (80, 20));
+                    break;
+                }
+                PaneEvent::Output(_) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        tmux.kill_session("lab-w").unwrap();
+        loop {
+            if let PaneEvent::Ended(_) = next(&mut rx) {
+                break;
+            }
+        }
     }
 
     /// Real tmux: a window named after another session (what an agent that reaches the

@@ -50,6 +50,26 @@ pub struct There {
     pub look: std::time::Duration,
 }
 
+/// What a live view of a pane hears ([`Terminal::watch`]), in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneEvent {
+    /// The pane's size now (first, and after each resize).
+    Size { cols: u16, rows: u16 },
+    /// Bytes to draw: first the screen as it is, then what the program writes.
+    Output(Vec<u8>),
+    /// The view ended (the session went, the link went): why.
+    Ended(String),
+}
+
+/// A live view of a pane ([`Terminal::watch`]): what goes up to it. Dropping it ends
+/// the view.
+pub trait PaneWatch: Send {
+    /// Type these bytes into the pane as they are (a terminal's own key encoding).
+    fn keys(&mut self, bytes: &[u8]) -> Result<(), TerminalError>;
+    /// Make the pane `cols` × `rows`.
+    fn resize(&mut self, cols: u16, rows: u16) -> Result<(), TerminalError>;
+}
+
 /// The terminal sessions runs live in, each named by lab (`target`).
 pub trait Terminal: Send + Sync + 'static {
     /// The visible text of `target`'s screen.
@@ -65,6 +85,17 @@ pub trait Terminal: Send + Sync + 'static {
     fn alive(&self, target: &str) -> bool;
     /// The command an operator runs to attach to `target` (argv).
     fn attach_command(&self, target: &str) -> Vec<String>;
+
+    /// A live view of `target`'s pane: [`PaneEvent`]s go to `events` until the watch is
+    /// dropped (or nobody listens), without polling the whole pane. The default: this
+    /// terminal has none.
+    fn watch(
+        &self,
+        _target: &str,
+        _events: tokio::sync::mpsc::Sender<PaneEvent>,
+    ) -> Result<Box<dyn PaneWatch>, TerminalError> {
+        Err(TerminalError { action: "watch".into(), message: "this terminal has no live view".into() })
+    }
 
     /// Play an answer onto its prompt where the agent runs, the check that the prompt is
     /// drawn and still done there too, in one trip. `Ok(Some(pane))`: typed, onto
