@@ -164,6 +164,11 @@ impl Home {
     pub fn search_index(&self) -> PathBuf {
         self.root.join("search.db")
     }
+    /// The audit log of operator actions: `audit.jsonl` (0600), rotated into
+    /// `audit.jsonl.1` … by size.
+    pub fn audit_file(&self) -> PathBuf {
+        self.root.join("audit.jsonl")
+    }
     /// The logged-in devices (browsers, paired phones).
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")
