@@ -9,6 +9,7 @@
 //! new-provider`), [`pair`], [`push_key`], and [`local_client`] for talking to the
 //! running serve.
 
+pub mod audit;
 pub mod check;
 pub mod local_client;
 pub mod pair;
@@ -98,6 +99,27 @@ enum Command {
         home: Option<PathBuf>,
         #[arg(long)]
         rotate: bool,
+    },
+    /// Print the audit log: every operator action, who did it, and whether lab applied
+    /// it or refused it (and why), oldest first.
+    Audit {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// Only this run's.
+        #[arg(long)]
+        run: Option<String>,
+        /// From this time on (RFC 3339, e.g. 2026-12-05T10:00:00Z).
+        #[arg(long)]
+        from: Option<String>,
+        /// Before this time (RFC 3339).
+        #[arg(long)]
+        to: Option<String>,
+        /// The newest this many (default 500, at most 5000).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// One JSON object a line, as `GET /audit` has them.
+        #[arg(long)]
+        json: bool,
     },
     /// Print where lab keeps its state under its home (one `name path` a line, or
     /// `--json`): for launchers and scripts, so they never re-derive lab's layout.
@@ -231,6 +253,9 @@ pub fn main() -> i32 {
         Command::PushKey { home, rotate } => push_key::run(home, rotate),
         Command::Pair { home, name, base_url, addr } => pair::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
+        Command::Audit { home, run, from, to, limit, json } => {
+            crate::cli::audit::run(home, run, from, to, limit, json)
+        }
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => {
             crate::cli::check::run(&file, home)
@@ -262,6 +287,7 @@ fn token(home: Option<PathBuf>, rotate: bool) -> anyhow::Result<()> {
     let token =
         if rotate { crate::edge::token::rotate_token(&home)? } else { crate::edge::token::ensure_token(&home)? };
     if rotate {
+        crate::cli::audit::cli_action(&home, "token.rotate", None, serde_json::json!({"via": "lab token --rotate"}));
         eprintln!("lab: new token; the old one and every login session no longer work");
     }
     println!("{token}");
@@ -287,10 +313,16 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
                 known_hosts: absolute(known_hosts)?,
                 lab: None,
             };
-            add_ssh_host(&home, &creds, &name, target)?;
+            let detail = serde_json::json!({"host": name, "ssh": target.destination, "via": "lab hosts add"});
+            let added = add_ssh_host(&home, &creds, &name, target);
+            crate::cli::audit::cli_result(&home.root, "host.add", detail, &added);
+            added?;
         }
         HostsAction::Add { name, .. } => {
-            let credential = creds.add(&name, std::time::SystemTime::now())?;
+            let credential = creds.add(&name, std::time::SystemTime::now());
+            let detail = serde_json::json!({"host": name, "via": "lab hosts add"});
+            crate::cli::audit::cli_result(&home.root, "host.add", detail, &credential);
+            let credential = credential?;
             println!("{credential}");
             eprintln!(
                 "lab: host `{name}` added; its credential is above (shown once: lab keeps only its hash).\n\
@@ -320,9 +352,16 @@ fn hosts(home: Option<PathBuf>, action: HostsAction) -> anyhow::Result<()> {
         }
         HostsAction::Remove { name } => {
             let ssh = creds.list()?.into_iter().find(|h| h.name == name).and_then(|h| h.ssh);
-            if !creds.remove(&name)? {
-                anyhow::bail!("no host `{name}` (`lab hosts list` shows them)");
-            }
+            let removed = creds.remove(&name).and_then(|found| {
+                if found {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!("no host `{name}` (`lab hosts list` shows them)"))
+                }
+            });
+            let detail = serde_json::json!({"host": name, "via": "lab hosts remove"});
+            crate::cli::audit::cli_result(&home.root, "host.remove", detail, &removed);
+            removed?;
             if let Some(target) = ssh {
                 // Its ssh master, if one is up, goes too.
                 crate::machines::ssh::Master::new(target, home.ssh_control(&name)).exit();

@@ -131,6 +131,7 @@ pub fn serve(
             access: edge.access.clone(),
             push,
             served: std::sync::Arc::new(info),
+            audit: std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root)),
         };
         let control_app = crate::edge::http::control_router(state.clone());
         let app = crate::edge::http::router(state, edge.policy)

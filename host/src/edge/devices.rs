@@ -289,6 +289,11 @@ impl Devices {
             .collect()
     }
 
+    /// Device `id`'s name, live or not (as long as it is on the list).
+    pub fn name(&self, id: &str) -> Option<String> {
+        self.records.lock().unwrap().iter().find(|r| r.id == id).map(|r| r.name.clone())
+    }
+
     /// Whether device `id` is live under `token` at `now` (not logged out, not of
     /// another token, not idle too long). Nothing is updated.
     pub fn is_live(&self, id: &str, token: &str, now: SystemTime) -> bool {

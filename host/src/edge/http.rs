@@ -2,6 +2,7 @@
 //! (Host, Origin, content type, body size) and [`auth`] (the token), applied to every
 //! request, routes and fallback alike.
 
+mod audit;
 pub mod auth;
 mod continuation;
 pub mod cors;
@@ -125,6 +126,14 @@ pub struct AppState {
     pub access: Arc<auth::Access>,
     pub push: Arc<crate::notify::push::Push>,
     pub served: Arc<ServeInfo>,
+    /// The audit log every operator action goes into ([`audit::record`]).
+    pub audit: Arc<crate::edge::audit::Audit>,
+}
+
+impl FromRef<AppState> for Arc<crate::edge::audit::Audit> {
+    fn from_ref(s: &AppState) -> Self {
+        s.audit.clone()
+    }
 }
 
 impl FromRef<AppState> for Arc<Runs> {
@@ -171,6 +180,7 @@ pub struct Edge {
 pub fn router(state: AppState, policy: guard::Policy) -> Router {
     let policy = Arc::new(policy);
     let access = state.access.clone();
+    let audited = state.clone();
     Router::new()
         .route("/info", get(info))
         .route("/providers", get(providers::providers))
@@ -185,12 +195,14 @@ pub fn router(state: AppState, policy: guard::Policy) -> Router {
         .merge(continuation::router())
         .merge(usage::router())
         .merge(search::router())
+        .merge(audit::router())
         .merge(push::router())
         .route("/", get(index))
         .route("/{file}", get(asset))
         .fallback(not_found)
         .with_state(state)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(audited, audit::record))
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
         .layer(from_fn_with_state(access, auth::require))
         .layer(from_fn_with_state(policy.clone(), guard_requests))
@@ -205,11 +217,13 @@ pub fn router(state: AppState, policy: guard::Policy) -> Router {
 /// browser reaches a Unix socket.
 pub fn control_router(state: AppState) -> Router {
     let access = state.access.clone();
+    let audited = state.clone();
     Router::new()
         .route("/pair", post(pairing::pair))
         .route("/push/key/rotate", post(push::rotate_push_key))
         .with_state(state)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(audited, audit::record))
         .layer(DefaultBodyLimit::max(guard::BODY_LIMIT))
         .layer(from_fn_with_state(access, auth::require))
         .layer(from_fn(json_errors))

@@ -171,8 +171,13 @@ impl Access {
         })
     }
 
-    /// Log a new device in: its `Set-Cookie` and its device key.
-    fn log_in(&self, headers: &HeaderMap, who: &str, grant: Grant) -> Result<(HeaderValue, String), ApiError> {
+    /// Log a new device in: its `Set-Cookie`, its device key, and who it is now.
+    fn log_in(
+        &self,
+        headers: &HeaderMap,
+        who: &str,
+        grant: Grant,
+    ) -> Result<(HeaderValue, String, crate::edge::audit::Actor), ApiError> {
         let token = self.token().ok_or_else(|| ApiError::internal("lab's token file cannot be read"))?;
         let name = grant.name.unwrap_or_else(|| {
             devices::name_from_user_agent(headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""))
@@ -186,7 +191,20 @@ impl Access {
             "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={COOKIE_MAX_AGE}{}",
             secure(headers)
         );
-        HeaderValue::from_str(&cookie).map(|c| (c, key)).map_err(|e| ApiError::internal(e.to_string()))
+        let actor = crate::edge::audit::Actor::Device { device_id: id, device_name: name };
+        HeaderValue::from_str(&cookie).map(|c| (c, key, actor)).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// Who `caller` is, as the audit log names it (a device by its id and name).
+    pub fn actor(&self, caller: &Caller) -> crate::edge::audit::Actor {
+        use crate::edge::audit::Actor;
+        match caller {
+            Caller::Anyone => Actor::anyone(),
+            Caller::Bearer => Actor::bearer(),
+            Caller::Device(id) => {
+                Actor::Device { device_id: id.clone(), device_name: self.devices.name(id).unwrap_or_default() }
+            }
+        }
     }
 }
 
@@ -400,7 +418,7 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
         _ => return ApiError::bad_request("send {\"token\": …} or {\"code\": …}").into_response(),
     };
     match access.log_in(&headers, &who, grant) {
-        Ok((cookie, key)) => {
+        Ok((cookie, key, actor)) => {
             // The key goes to the page, which keeps it in its origin's storage.
             let mut resp = (
                 StatusCode::OK,
@@ -409,6 +427,8 @@ pub async fn login_with_token(State(access): State<Arc<Access>>, req: Request) -
             )
                 .into_response();
             resp.headers_mut().insert(header::SET_COOKIE, cookie);
+            // The audit log's actor for this request: the device it made.
+            resp.extensions_mut().insert(actor);
             resp
         }
         Err(e) => e.into_response(),

@@ -1,0 +1,230 @@
+//! Every operator action through the API goes into the audit log ([`crate::edge::audit`]):
+//! [`record`] is the one layer that does it, for every route [`action_of`] names, with
+//! the caller ([`auth::Standing`]), the run, what was asked ([`detail_of`]) and what came
+//! of it (the status: applied, or refused with lab's error). `GET /audit` reads it.
+
+use super::{auth, ApiError, ApiResult, AppState};
+use crate::edge::audit::{self, Actor, Audit, Filter};
+use axum::body::Body;
+use axum::extract::{MatchedPath, Query, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/audit", get(list))
+}
+
+/// The action a request is, by its method and route; `None`: not an action (reads).
+pub fn action_of(method: &str, route: &str) -> Option<&'static str> {
+    Some(match (method, route) {
+        ("POST", "/runs") => "run.start",
+        ("POST", "/runs/{id}/stop") => "run.stop",
+        ("POST", "/runs/{id}/resume") => "run.resume",
+        ("POST", "/runs/{id}/fork") => "run.fork",
+        ("PUT", "/runs/{id}/auto-resume") => "run.auto_resume",
+        ("POST", "/runs/{id}/messages") => "message.send",
+        ("POST", "/runs/{id}/dialog/answer") => "dialog.answer",
+        ("POST", "/runs/{id}/review") => "review.send",
+        ("POST", "/runs/{id}/merge") => "merge",
+        ("POST", "/runs/{id}/discard") => "discard",
+        ("POST", "/runs/{id}/terminal/control") => "terminal.control",
+        ("POST", "/login") => "device.login",
+        ("POST", "/pair") => "device.pair",
+        ("DELETE", "/devices/{id}") => "device.logout",
+        ("POST", "/push/key/rotate") => "push_key.rotate",
+        ("POST", "/push/subscriptions") => "push.subscribe",
+        ("DELETE", "/push/subscriptions/{id}") => "push.unsubscribe",
+        _ => return None,
+    })
+}
+
+/// What the log keeps of a request's body: the option chosen, the start of a message,
+/// the run's settings — never a token, a login code or a push endpoint's keys.
+pub fn detail_of(action: &str, body: &Value) -> Value {
+    let pick = |keys: &[&str]| {
+        let mut out = serde_json::Map::new();
+        for k in keys {
+            if let Some(v) = body.get(*k) {
+                out.insert((*k).to_string(), v.clone());
+            }
+        }
+        Value::Object(out)
+    };
+    match action {
+        "run.start" => {
+            let mut d = pick(&["provider", "workdir", "host", "worktree", "base", "model"]);
+            if let Some(p) = body.get("prompt").and_then(Value::as_str) {
+                d["prompt"] = audit::text_detail(p);
+            }
+            d
+        }
+        "message.send" => body.get("text").and_then(Value::as_str).map(audit::text_detail).unwrap_or(Value::Null),
+        "dialog.answer" => pick(&["tool_id", "answers"]),
+        "review.send" => {
+            let comments = body.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
+            json!({"comments": comments})
+        }
+        "merge" | "discard" | "run.fork" | "run.resume" | "run.auto_resume" => pick(&["strategy", "message", "prompt", "on"]),
+        "terminal.control" => pick(&["take"]),
+        "device.pair" => pick(&["name"]),
+        _ => json!({}),
+    }
+}
+
+/// The action's name as logged: `terminal.control` is `terminal.take` or
+/// `terminal.release`.
+fn logged_action(action: &'static str, body: &Value) -> &'static str {
+    match (action, body.get("take").and_then(Value::as_bool)) {
+        ("terminal.control", Some(true)) => "terminal.take",
+        ("terminal.control", _) => "terminal.release",
+        (a, _) => a,
+    }
+}
+
+/// The run an answer made (a new run's id, a fork's), when its body names one.
+fn made_run(action: &str, out: &Value) -> Option<String> {
+    matches!(action, "run.start" | "run.fork")
+        .then(|| out.get("id").or_else(|| out.get("run_id")).and_then(Value::as_str).map(str::to_string))
+        .flatten()
+}
+
+/// The biggest body read here (the body limit's).
+const READ_AT_MOST: usize = super::guard::BODY_LIMIT;
+
+/// The layer: an action's request is read (bounded), handled, and logged with what came
+/// of it; any other request passes untouched.
+pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string());
+    let Some(action) = route.as_deref().and_then(|r| action_of(req.method().as_str(), r)) else {
+        return next.run(req).await;
+    };
+    let caller = req.extensions().get::<auth::Caller>().cloned();
+    let run_id = run_of(req.uri().path());
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, READ_AT_MOST).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError {
+                status: axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                code: "payload_too_large",
+                message: "the body is over lab's limit".into(),
+            }
+            .into_response()
+        }
+    };
+    let asked: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let action = logged_action(action, &asked);
+    let mut detail = detail_of(action_or(action), &asked);
+    // A device logged out is named before it goes.
+    if action == "device.logout" {
+        if let Some(id) = parts.uri.path().strip_prefix("/devices/") {
+            detail = json!({"device": state.access.actor(&auth::Caller::Device(id.to_string()))});
+        }
+    }
+    let resp = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let status = resp.status();
+    let wants_body = !status.is_success() || matches!(action, "run.start" | "run.fork");
+    let (resp, out) = if wants_body {
+        let (p, b) = resp.into_parts();
+        let bytes = axum::body::to_bytes(b, 1024 * 1024).await.unwrap_or_default();
+        let out: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (Response::from_parts(p, Body::from(bytes)), out)
+    } else {
+        (resp, Value::Null)
+    };
+    let actor = resp.extensions().get::<Actor>().cloned().unwrap_or_else(|| match &caller {
+        Some(c) => state.access.actor(c),
+        None => Actor::Other("nobody".into()),
+    });
+    let refused = (!status.is_success()).then(|| {
+        let code = out.get("error").and_then(Value::as_str).unwrap_or("error");
+        let message = out.get("message").and_then(Value::as_str).unwrap_or("");
+        format!("{code}: {message}")
+    });
+    let run_id = made_run(action, &out).or(run_id);
+    let entry = audit::entry(actor, action, run_id, detail, refused);
+    let log = state.audit.clone();
+    // A file append: off the async threads.
+    let _ = tokio::task::spawn_blocking(move || log.append(&entry)).await;
+    resp
+}
+
+fn action_or(action: &'static str) -> &'static str {
+    if action.starts_with("terminal.") {
+        "terminal.control"
+    } else {
+        action
+    }
+}
+
+/// `/runs/<id>/…`'s run id.
+fn run_of(path: &str) -> Option<String> {
+    let mut parts = path.split('/');
+    (parts.next() == Some("") && parts.next() == Some("runs")).then(|| parts.next().map(str::to_string)).flatten()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditQuery {
+    run: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /audit?run=&from=&to=&limit=` → `{"entries": [...]}`, oldest first (the newest
+/// `limit`, 500 by default, at most 5000).
+async fn list(State(log): State<Arc<Audit>>, q: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<Json<Value>> {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
+    let time = |s: Option<String>, name: &str| -> ApiResult<Option<std::time::SystemTime>> {
+        s.map(|s| {
+            humantime::parse_rfc3339_weak(&s)
+                .map_err(|_| ApiError::bad_request(format!("{name} is not an RFC 3339 time (got {s:?})")))
+        })
+        .transpose()
+    };
+    if q.limit.is_some_and(|l| l == 0 || l > audit::MAX_LIMIT) {
+        return Err(ApiError::bad_request(format!("limit is 1 to {}", audit::MAX_LIMIT)));
+    }
+    let filter = Filter { run: q.run, from: time(q.from, "from")?, to: time(q.to, "to")?, limit: q.limit };
+    let entries = tokio::task::spawn_blocking(move || log.read(&filter))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| ApiError::internal(format!("cannot read the audit log: {e}")))?;
+    Ok(Json(json!({"entries": entries})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_are_named_by_route_and_reads_are_not_actions() {
+        assert_eq!(action_of("POST", "/runs/{id}/dialog/answer"), Some("dialog.answer"));
+        assert_eq!(action_of("GET", "/runs/{id}"), None);
+        assert_eq!(action_of("GET", "/audit"), None);
+        assert_eq!(logged_action("terminal.control", &json!({"take": true})), "terminal.take");
+        assert_eq!(logged_action("terminal.control", &json!({"take": false})), "terminal.release");
+        assert_eq!(run_of("/runs/r-1/stop").as_deref(), Some("r-1"));
+        assert_eq!(run_of("/devices/x"), None);
+    }
+
+    #[test]
+    fn details_keep_what_was_asked_and_never_a_secret() {
+        let answer = detail_of("dialog.answer", &json!({"tool_id": "t1", "answers": [{"option": 2}], "x": 1}));
+        assert_eq!(answer, json!({"tool_id": "t1", "answers": [{"option": 2}]}));
+        let login = detail_of("device.login", &json!({"token": "secret", "code": "c"}));
+        assert_eq!(login, json!({}));
+        let sub = detail_of("push.subscribe", &json!({"endpoint": "https://e", "keys": {"auth": "a"}}));
+        assert_eq!(sub, json!({}));
+        let msg = detail_of("message.send", &json!({"text": "hello"}));
+        assert_eq!(msg, json!({"text": "hello", "chars": 5}));
+        let start = detail_of("run.start", &json!({"provider": "p", "prompt": "do it", "workdir": "/w"}));
+        assert_eq!(start, json!({"provider": "p", "workdir": "/w", "prompt": {"text": "do it", "chars": 5}}));
+    }
+}
