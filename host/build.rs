@@ -119,6 +119,7 @@ fn embed_web_assets() {
                 "png" => "image/png",
                 "ico" => "image/x-icon",
                 "webmanifest" => "application/manifest+json",
+                "txt" => "text/plain; charset=utf-8",
                 _ => continue,
             };
             if !path.is_file() || name.contains(".test.") || name.starts_with('.') {

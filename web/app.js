@@ -1,7 +1,7 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
 // entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/at/<seq>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`,
-// `#/devices`, `#/usage`), start-up.
+// `#/devices`, `#/usage`, `#/audit`), start-up.
 import { shareDeviceKey } from "./api.js";
 import { DiffView } from "./diffview.js";
 import { DevicesView } from "./devices.js";
@@ -14,6 +14,7 @@ import { RunView } from "./runview.js";
 import { initSearch } from "./search.js";
 import { store } from "./store.js";
 import { TerminalView } from "./terminal.js";
+import { AuditView } from "./audit.js";
 import { UsageView, startLimitWindows } from "./usage.js";
 
 class HomeView {
@@ -39,6 +40,8 @@ function parseRoute() {
   if (m) return { name: "diff", id: decodeURIComponent(m[1]) };
   if (/^\/devices\/?$/.test(hash)) return { name: "devices" };
   if (/^\/usage\/?$/.test(hash)) return { name: "usage" };
+  m = hash.match(/^\/audit\/?(?:\?run=([^&]*))?$/);
+  if (m) return { name: "audit", id: m[1] ? decodeURIComponent(m[1]) : "" };
   m = hash.match(/^\/runs\/([^/]+)\/at\/(\d+)\/?$/);
   if (m) return { name: "run", id: decodeURIComponent(m[1]), seq: Number(m[2]) };
   m = hash.match(/^\/runs\/([^/]+)\/?$/);
@@ -60,6 +63,7 @@ function route() {
   else if (r.name === "diff") store.currentView = new DiffView(mainEl, r.id);
   else if (r.name === "devices") store.currentView = new DevicesView(mainEl);
   else if (r.name === "usage") store.currentView = new UsageView(mainEl);
+  else if (r.name === "audit") store.currentView = new AuditView(mainEl, { run: r.id });
   else store.currentView = new HomeView(mainEl);
   renderRunList();
 }

@@ -1246,6 +1246,68 @@ describe("permission, plan and generic prompts", () => {
   });
 });
 
+describe("the live terminal and the audit log", () => {
+  scenario("live terminal: the agent's screen streams; one device takes control and types, another watches read-only; a card answered meanwhile is refused; the audit log has each action once", {
+    script: { steps: [{ ask: { questions: [DB_QUESTION] } }, { say: "Noted from the terminal." }, { idle: {} }] },
+  }, async ({ t, world, page, id }) => {
+    await waitQuestionCard(page);
+    const pending = (await world.view(id)).pending_dialog;
+    await page.goto(new URL(`#/runs/${id}/terminal`, world.url).href);
+    const rows = (p) => p.locator("[data-testid=terminal-screen] .xterm-rows");
+    await waitText(rows(page), /Which database should we use\?/, "the question on the agent's own screen");
+    assert.equal(await page.getByTestId("terminal-screen").getAttribute("data-control"), "none");
+    assert.equal(await page.getByTestId("terminal-screen").getAttribute("data-cols"), "200");
+    // A second device (paired by name) watches the same screen.
+    const paired = await world.api("POST", "/pair", { name: "Second screen" });
+    assert.equal(paired.status, 201, JSON.stringify(paired.body));
+    const other = await openPage(t, new URL(`#/runs/${id}/terminal`, world.url).href, { login: paired.body.url, token: world.token });
+    await waitText(rows(other), /Which database should we use\?/, "the second device's screen");
+    // The first takes control: the second is told who has it and stays read-only.
+    await page.getByTestId("terminal-take").click();
+    await page.locator("[data-testid=terminal-screen][data-control=you]").waitFor();
+    await other.locator("[data-testid=terminal-screen][data-control=other]").waitFor();
+    await waitText(other.getByTestId("terminal-who"), /has control \(read-only here\)/, "who has control, on the other device");
+    const view = await world.view(id);
+    assert.equal(view.composer_lock.code, "terminal_controlled");
+    // A card answered meanwhile (here: through the API) is refused, with the reason.
+    const refused = await world.api("POST", `/runs/${id}/dialog/answer`, { tool_id: pending.tool_id, answers: [{ option: 1 }] });
+    assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.equal(refused.body.error, "terminal_controlled");
+    // Keys on the read-only device go nowhere; the first device answers in the pane.
+    await other.locator("[data-testid=terminal-screen] .xterm").click();
+    await other.keyboard.type("ignored");
+    await page.locator("[data-testid=terminal-screen] .xterm").click();
+    await page.keyboard.press("Enter");
+    await page.getByTestId("back-to-chat").waitFor();
+    await world.waitView(id, (v) => v.pending_dialog === null && v.state === "idle", "the question answered in the pane");
+    await waitText(rows(page), /Noted from the terminal\./, "the agent went on");
+    await page.keyboard.type("hello from the terminal");
+    await page.keyboard.press("Enter");
+    await world.waitView(id, (v) => v.messages.some((m) => m.role === "user" && /hello from the terminal/.test(m.text || "")), "the typed line reached the agent");
+    await waitText(rows(other), /hello from the terminal/, "the line on the watching device's screen");
+    assert.doesNotMatch(await rows(page).innerText(), /ignored/, "the read-only device typed nothing");
+    // Release: both are read-only again and the composer opens.
+    await page.getByTestId("terminal-take").click();
+    await page.locator("[data-testid=terminal-screen][data-control=none]").waitFor();
+    await other.locator("[data-testid=terminal-screen][data-control=none]").waitFor();
+    await world.waitView(id, (v) => v.composer_lock === null && v.terminal_control === null, "the composer unlocked");
+    // The audit log: each action once, with the device that did it.
+    await page.goto(new URL(`#/audit`, world.url).href);
+    await page.locator("[data-testid=audit-entry][data-action='terminal.take']").waitFor();
+    const log = (await world.api("GET", `/audit?run=${id}`)).body.entries;
+    const actions = log.map((e) => `${e.action}:${e.outcome}`);
+    assert.deepEqual(actions, ["run.start:applied", "terminal.take:applied", "dialog.answer:refused", "terminal.release:applied"], JSON.stringify(log));
+    const take = log[1];
+    assert.equal(typeof take.actor.device_id, "string");
+    assert.equal(log[3].actor.device_id, take.actor.device_id, "released by the device that took it");
+    assert.equal(log[2].actor, "bearer");
+    assert.match(log[2].reason, /^terminal_controlled: /);
+    assert.deepEqual(log[2].detail, { tool_id: pending.tool_id, answers: [{ option: 1 }] });
+    assert.equal(await page.locator("[data-testid=audit-entry][data-outcome=refused]").count(), 1);
+    await other.context().close();
+  });
+});
+
 // ------------------------------------------------------------------ being told; the phone
 
 /**

@@ -81,7 +81,8 @@ mod tests {
         let mut e = audit::entry(dev, "dialog.answer", Some("r-1".into()), serde_json::json!({"tool_id": "t"}), None);
         e.t = "T".into();
         assert_eq!(line(&e), r#"T  Phone (d1)  dialog.answer  r-1  applied {"tool_id":"t"}"#);
-        let r = audit::entry(Actor::bearer(), "run.stop", None, serde_json::Value::Null, Some("run_ended: gone".into()));
+        let r =
+            audit::entry(Actor::bearer(), "run.stop", None, serde_json::Value::Null, Some("run_ended: gone".into()));
         assert!(line(&r).ends_with("bearer  run.stop  -  REFUSED run_ended: gone"), "{}", line(&r));
     }
 }

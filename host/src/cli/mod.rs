@@ -253,9 +253,7 @@ pub fn main() -> i32 {
         Command::PushKey { home, rotate } => push_key::run(home, rotate),
         Command::Pair { home, name, base_url, addr } => pair::run(home, name, base_url, addr),
         Command::Paths { home, json } => paths(home, json),
-        Command::Audit { home, run, from, to, limit, json } => {
-            crate::cli::audit::run(home, run, from, to, limit, json)
-        }
+        Command::Audit { home, run, from, to, limit, json } => crate::cli::audit::run(home, run, from, to, limit, json),
         Command::Providers { home, action: None | Some(ProvidersAction::List) } => list_providers(home),
         Command::Providers { home, action: Some(ProvidersAction::Check { file }) } => {
             crate::cli::check::run(&file, home)

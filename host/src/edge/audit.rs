@@ -233,7 +233,10 @@ mod tests {
         let mode = std::fs::metadata(d.path().join("audit.jsonl")).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let all = a.read(&Filter::default()).unwrap();
-        assert_eq!(all.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), ["run.start", "dialog.answer", "run.stop"]);
+        assert_eq!(
+            all.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(),
+            ["run.start", "dialog.answer", "run.stop"]
+        );
         assert_eq!(all[1].actor, dev);
         assert_eq!((all[2].outcome, all[2].reason.as_deref()), (Outcome::Refused, Some("run_ended: gone")));
         let line = std::fs::read_to_string(d.path().join("audit.jsonl")).unwrap();
@@ -248,7 +251,12 @@ mod tests {
         let newest = a.read(&Filter { limit: Some(1), ..Default::default() }).unwrap();
         assert_eq!(newest[0].action, "run.stop");
         // A torn line is skipped, not an error.
-        std::fs::OpenOptions::new().append(true).open(d.path().join("audit.jsonl")).unwrap().write_all(b"{\"t\":").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.path().join("audit.jsonl"))
+            .unwrap()
+            .write_all(b"{\"t\":")
+            .unwrap();
         a.append(&e("merge", None, "2026-12-05T12:00:00.000Z"));
         assert_eq!(a.read(&Filter::default()).unwrap().len(), 3, "the torn line and the one glued to it are skipped");
     }

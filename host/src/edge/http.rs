@@ -15,6 +15,7 @@ pub mod refusals;
 pub mod runners;
 mod runs;
 mod search;
+mod terminal;
 mod usage;
 mod work;
 
@@ -196,6 +197,7 @@ pub fn router(state: AppState, policy: guard::Policy) -> Router {
         .merge(usage::router())
         .merge(search::router())
         .merge(audit::router())
+        .merge(terminal::router())
         .merge(push::router())
         .route("/", get(index))
         .route("/{file}", get(asset))
@@ -338,8 +340,33 @@ async fn index() -> Response {
     asset(Path("index.html".to_string())).await
 }
 
+/// The UI's page, with a fresh nonce its own scripts give the `<style>` elements they
+/// make (the terminal emulator draws with some): in the page's policy and in a `<meta>`
+/// the page reads. A `<style>` that came in with any HTML is still refused.
+fn index_page(html: &[u8]) -> Response {
+    let Ok(nonce) = crate::util::secrets::random_hex(16) else {
+        return ApiError::internal("no randomness for the page's nonce").into_response();
+    };
+    let html = String::from_utf8_lossy(html).replacen(
+        "<head>",
+        &format!("<head>\n  <meta name=\"lab-style-nonce\" content=\"{nonce}\">"),
+        1,
+    );
+    let policy = headers::UI_POLICY.replacen("style-src 'self'", &format!("style-src 'self' 'nonce-{nonce}'"), 1);
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8".to_string()),
+            (header::CACHE_CONTROL, "no-cache".to_string()),
+            (header::CONTENT_SECURITY_POLICY, policy),
+        ],
+        html,
+    )
+        .into_response()
+}
+
 async fn asset(Path(file): Path<String>) -> Response {
     match WEB_ASSETS.iter().find(|(name, _, _)| *name == file) {
+        Some((name, _, bytes)) if *name == "index.html" => index_page(bytes),
         Some((_, mime, bytes)) => {
             ([(header::CONTENT_TYPE, *mime), (header::CACHE_CONTROL, "no-cache")], *bytes).into_response()
         }

@@ -74,6 +74,10 @@ impl Runs {
         tool_id: &str,
         answers: Vec<Answer>,
     ) -> Result<AnswerProgress, RunError> {
+        // A device at the terminal: lab types nothing, an answer included.
+        if let Some(h) = run.snapshot().keyboard {
+            return Err(super::terminal_control::lock(&h).into());
+        }
         for a in &answers {
             match a {
                 Answer::Other(text) | Answer::Feedback { text, .. } => {

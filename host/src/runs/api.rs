@@ -139,6 +139,9 @@ pub struct ViewBody {
     /// The agent stopped at its account's usage limit: when it resets and when lab goes
     /// on by itself (null: no limit is the run's last word).
     pub usage_limit: Option<LimitView>,
+    /// The device that has taken control of the run's terminal (`{"device_id",
+    /// "device_name", "since"}`), or null.
+    pub terminal_control: Option<super::terminal_control::Holder>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).

@@ -168,7 +168,7 @@ pub struct ComposerLock {
 }
 
 impl ComposerLock {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         ComposerLock { code, message: message.into() }
     }
 }

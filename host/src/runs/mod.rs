@@ -45,6 +45,7 @@ pub mod registry;
 pub mod screen;
 pub mod spool;
 pub mod tailer;
+pub mod terminal_control;
 pub mod transcript;
 pub mod view;
 mod work;
@@ -87,6 +88,8 @@ pub struct Snapshot {
     /// The usage limit its agent hit, while that is its last word, and whether the run
     /// goes on by itself when it resets ([`usage_limit`]).
     pub usage_limit: Option<usage_limit::LimitView>,
+    /// The device that has taken control of the run's terminal ([`terminal_control`]).
+    pub keyboard: Option<terminal_control::Holder>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -155,6 +158,7 @@ impl Run {
             answer: None,
             diff: None,
             usage_limit: None,
+            keyboard: None,
         };
         let (view, _) = watch::channel(initial);
         Arc::new(Run {
@@ -223,6 +227,7 @@ impl Run {
             disconnected: snap.disconnected,
             transcript_stopped: snap.transcript_stopped,
             usage_limit: snap.usage_limit,
+            terminal_control: snap.keyboard,
             more_before,
             more_after,
             messages,
@@ -287,7 +292,9 @@ impl Run {
             let snap = Snapshot {
                 derived,
                 message_count,
-                composer_lock,
+                // A device at the terminal locks the composer before anything else.
+                composer_lock: cur.keyboard.as_ref().map(terminal_control::lock).or(composer_lock),
+                keyboard: cur.keyboard.clone(),
                 answer: cur.answer.clone(),
                 diff: cur.diff,
                 disconnected: cur.disconnected,

@@ -69,7 +69,9 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
             let comments = body.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
             json!({"comments": comments})
         }
-        "merge" | "discard" | "run.fork" | "run.resume" | "run.auto_resume" => pick(&["strategy", "message", "prompt", "on"]),
+        "merge" | "discard" | "run.fork" | "run.resume" | "run.auto_resume" => {
+            pick(&["strategy", "message", "prompt", "on"])
+        }
         "terminal.control" => pick(&["take"]),
         "device.pair" => pick(&["name"]),
         _ => json!({}),
@@ -179,7 +181,10 @@ struct AuditQuery {
 
 /// `GET /audit?run=&from=&to=&limit=` → `{"entries": [...]}`, oldest first (the newest
 /// `limit`, 500 by default, at most 5000).
-async fn list(State(log): State<Arc<Audit>>, q: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<Json<Value>> {
+async fn list(
+    State(log): State<Arc<Audit>>,
+    q: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<Value>> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
     let time = |s: Option<String>, name: &str| -> ApiResult<Option<std::time::SystemTime>> {
         s.map(|s| {

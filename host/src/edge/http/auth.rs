@@ -334,12 +334,14 @@ fn is_page(path: &str) -> bool {
     path == "/" || path.strip_prefix('/').is_some_and(|f| super::WEB_ASSETS.iter().any(|(name, _, _)| *name == f))
 }
 
-/// `GET /runs/{id}/events`.
+/// `GET /runs/{id}/events` and `GET /runs/{id}/terminal/stream`: what a browser opens
+/// without a way to send headers (an EventSource, a WebSocket).
 fn is_event_stream(path: &str) -> bool {
     let mut parts = path.split('/');
     matches!(
-        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
-        (Some(""), Some("runs"), Some(_), Some("events"), None)
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(""), Some("runs"), Some(_), Some("events"), None, None)
+            | (Some(""), Some("runs"), Some(_), Some("terminal"), Some("stream"), None)
     )
 }
 

@@ -1,6 +1,6 @@
 //! Runs: list and start them, one run's view and messages (a page, or the live event
-//! stream), the operator's message, an answer to its dialog, stop, and its terminal's
-//! text. The decisions are `runs`'.
+//! stream), the operator's message, an answer to its dialog, and stop (its terminal:
+//! [`super::terminal`]). The decisions are `runs`'.
 
 use super::{auth, ApiError, ApiResult, AppState};
 use crate::agents::model::Answer;
@@ -29,7 +29,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/runs/{id}/events", get(events))
         .route("/runs/{id}/dialog/answer", post(answer))
         .route("/runs/{id}/stop", post(stop))
-        .route("/runs/{id}/terminal", get(terminal))
 }
 
 /// How many runs one piece of `GET /runs`'s answer holds.
@@ -216,18 +215,6 @@ async fn stop(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResul
     let run = runs.get(&id)?;
     runs.stop(&run).await?;
     Ok(Json(runs.body_of(&run)).into_response())
-}
-
-async fn terminal(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
-    let run = runs.get(&id)?;
-    let rec = run.record();
-    let term = runs.terminal_for(&rec);
-    // How to attach is the terminal's to say (a terminal on another host says otherwise).
-    let attach = crate::util::shell::join(term.attach_command(&rec.tmux_target));
-    let target = rec.tmux_target.clone();
-    let screen = tokio::task::spawn_blocking(move || term.capture(&target)).await.ok().and_then(Result::ok);
-    Ok(Json(json!({"attach": attach, "screen": screen.unwrap_or_default(), "state": run.snapshot().derived.state}))
-        .into_response())
 }
 
 /// `GET /runs/{id}/events`: one `view` event per change; each carries only the

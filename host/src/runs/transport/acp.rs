@@ -95,6 +95,10 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
+    fn has_screen(&self) -> bool {
+        false
+    }
+
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
         match self.agents().get(&req.provider).cloned() {
             Some(agent) => Box::pin(runs.create_acp(req, agent)),

@@ -82,6 +82,11 @@ pub(in crate::runs) trait Transport: Send + Sync {
         runs.here.terminal()
     }
 
+    /// Whether the run has a screen an operator can watch and take (a terminal program).
+    fn has_screen(&self) -> bool {
+        true
+    }
+
     /// `Err` when nothing can be typed to the run now (its machine is not connected).
     fn reachable(&self, _rec: &RunRecord) -> Result<(), RunError> {
         Ok(())
