@@ -16,6 +16,7 @@
 mod common;
 
 use common::machine::Machine;
+use common::terminal::TermStream;
 use common::{agent_bin, fake_claude, three_options, wait_for, walk, Lab, World, LAB};
 use responses_standin as rs;
 use serde_json::{json, Value};
@@ -216,6 +217,24 @@ fn fake_claude_on_a_machine_and_here_at_once_are_answered_from_lab_alike() {
     assert!(
         !w.home.join("tmux.sock").exists() || !w.tmux(&["has-session", "-t", &format!("={target}")]).status.success()
     );
+
+    // Its live terminal streams from the machine: the screen, and a resize from the
+    // one in control comes back as the pane's new size; a closed view leaves no tmux
+    // client behind there.
+    let mut s = TermStream::open(&lab.url, lab.token.as_deref(), &ids[1], &[]).unwrap();
+    s.wait_said(Duration::from_secs(30), "the pane's size", |m| m["type"] == "size");
+    s.wait_screen(Duration::from_secs(30), "the agent's screen on the machine", |t| t.contains("Got your message."));
+    let (st, b) = lab.post(&format!("/runs/{}/terminal/control", ids[1]), &json!({"take": true}));
+    assert_eq!(st, 200, "{b}");
+    s.wait_said(Duration::from_secs(30), "control", |m| m["type"] == "control" && m["you"] == true);
+    s.send(&json!({"resize": [90, 25]}));
+    s.wait_said(Duration::from_secs(30), "the new size", |m| m["type"] == "size" && m["cols"] == 90 && m["rows"] == 25);
+    s.close();
+    lab.wait_view(&ids[1], "control let go", |v| v["terminal_control"].is_null());
+    wait_for(Duration::from_secs(30), "no tmux client left on the machine", || {
+        let out = m.run("tmux", &["-S", sock.to_str().unwrap(), "list-clients"]);
+        String::from_utf8_lossy(&out.stdout).trim().is_empty().then_some(())
+    });
 
     for id in &ids {
         let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));

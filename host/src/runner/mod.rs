@@ -27,6 +27,7 @@ use crate::machines::tmux::Tmux;
 
 pub mod answer;
 pub mod daemon;
+pub mod panes;
 pub mod session;
 pub mod watch;
 use futures_util::{SinkExt, StreamExt};
@@ -264,8 +265,14 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
                 Err(e) => Reply::Error { message: e.to_string() },
             };
         }
-        Op::Watch { .. } | Op::Unwatch { .. } | Op::Answer { .. } => {
-            return Reply::Error { message: "watching and answering are the link's".into() };
+        Op::Watch { .. }
+        | Op::Unwatch { .. }
+        | Op::Answer { .. }
+        | Op::Pane { .. }
+        | Op::PaneKeys { .. }
+        | Op::PaneResize { .. }
+        | Op::PaneClose { .. } => {
+            return Reply::Error { message: "watching, answering and pane views are the link's".into() };
         }
     };
     r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })

@@ -23,12 +23,22 @@ pub struct Session {
     wakes: watch::Wakes,
     /// The runs followed on this link, by run id.
     watches: HashMap<String, JoinHandle<()>>,
+    /// The live pane views open on this link.
+    panes: super::panes::Panes,
     welcomed: bool,
 }
 
 impl Session {
     pub fn new(tmux: Tmux, home: Home, out: UnboundedSender<Up>) -> Session {
-        Session { tmux, home, out, wakes: watch::Wakes::new(), watches: HashMap::new(), welcomed: false }
+        Session {
+            tmux,
+            home,
+            out,
+            wakes: watch::Wakes::new(),
+            watches: HashMap::new(),
+            panes: Default::default(),
+            welcomed: false,
+        }
     }
 
     /// Whether lab serve welcomed this runner yet.
@@ -60,6 +70,15 @@ impl Session {
                     task.abort();
                 }
                 let _ = self.out.send(Up::Reply { id, reply: Reply::Done });
+            }
+            Down::Call {
+                id,
+                op: op @ (Op::Pane { .. } | Op::PaneKeys { .. } | Op::PaneResize { .. } | Op::PaneClose { .. }),
+            } if self.welcomed => {
+                // Quick (a client started, or a line handed to its typist): in place,
+                // so a view's keys keep their order.
+                let reply = self.panes.on_op(&self.tmux, &self.out, op);
+                let _ = self.out.send(Up::Reply { id, reply });
             }
             Down::Call { id, op: op @ Op::Answer { .. } } if self.welcomed => {
                 let out = self.out.clone();

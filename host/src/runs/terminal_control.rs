@@ -5,8 +5,8 @@
 //! lab's never interleave. The holder is kept in the run's published view (one owner:
 //! [`super::Run`]'s view), so every page sees it at once.
 
-use super::{AnswerState, RunError};
 use super::input::ComposerLock;
+use super::{AnswerState, RunError};
 use super::{Read, Run, Runs};
 use serde::Serialize;
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 mod agent_bin;
 pub mod machine;
 pub mod sshd;
+pub mod terminal;
 #[allow(unused_imports)] // not every suite or bench drives a real agent
 pub use agent_bin::agent_bin;
 

@@ -125,6 +125,8 @@ pub struct Hosts {
     /// The hosts lab.toml names (`[hosts.<name>]`), reached over ssh.
     configured: Mutex<BTreeMap<String, crate::machines::ssh::SshTarget>>,
     next_conn: AtomicU64,
+    /// The live pane views open on the hosts' runners ([`super::panes::PaneViews`]).
+    pub(super) panes: super::panes::PaneViews,
 }
 
 impl Hosts {
@@ -137,6 +139,7 @@ impl Hosts {
             dialing: Mutex::new(BTreeMap::new()),
             configured: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
+            panes: Default::default(),
         }
     }
 
@@ -379,6 +382,7 @@ impl Hosts {
             ours
         };
         if gone {
+            self.panes.host_gone(name);
             self.report(name, HostEvent::Down).await;
         }
     }
@@ -395,6 +399,10 @@ impl Hosts {
                 Ok(())
             }
             Up::Pong => Ok(()),
+            Up::Pane { pane, event } => {
+                self.panes.deliver(name, pane, event);
+                Ok(())
+            }
             Up::Hello { .. } => Err("a second hello".to_string()),
             up @ (Up::Transcript { .. } | Up::RunFile { .. } | Up::Ended { .. }) => {
                 self.report(name, HostEvent::Report(up)).await;

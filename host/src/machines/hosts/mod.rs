@@ -5,12 +5,14 @@
 //! on the ssh session's stdio ([`over_ssh`], frames as [`lines`]). lab serve knows
 //! which hosts there are ([`credentials`], `lab hosts add|list|remove`, lab.toml
 //! `[hosts.NAME]`) and which are connected ([`link::Hosts`], `GET /hosts`), whichever
-//! the link; a host's terminal is reached through its runner ([`terminal`]).
+//! the link; a host's terminal is reached through its runner ([`terminal`]), its live
+//! pane views too ([`panes`]).
 
 pub mod credentials;
 pub mod lines;
 pub mod link;
 pub mod over_ssh;
+pub mod panes;
 pub mod protocol;
 pub mod terminal;
 

@@ -125,9 +125,31 @@ pub enum Up {
     RunFile { run: String, file: HookFile, content: Option<String> },
     /// A watched run's terminal session is gone.
     Ended { run: String },
+    /// What live pane view `pane` ([`Op::Pane`]) saw.
+    Pane { pane: u64, event: PaneUp },
     /// The answer to [`Down::Ping`].
     Pong,
 }
+
+/// What a live pane view sends up ([`crate::machines::terminal::PaneEvent`] on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PaneUp {
+    Size {
+        cols: u16,
+        rows: u16,
+    },
+    /// Bytes drawn (base64), at most [`MAX_PANE_CHUNK`] before encoding.
+    Output {
+        data: String,
+    },
+    Ended {
+        reason: String,
+    },
+}
+
+/// The most bytes of a pane's output one [`PaneUp::Output`] carries.
+pub const MAX_PANE_CHUNK: usize = 64 << 10;
 
 /// The hook files a runner sends up. The session info may name the run's transcript:
 /// a path on the runner's machine, which lab serve never opens; it has the runner
@@ -258,6 +280,27 @@ pub enum Op {
         settle_ms: u32,
         look_ms: u32,
     },
+    /// Open live view `pane` (a number lab serve chose) of session `target`'s pane:
+    /// what it sees goes up as [`Up::Pane`] until [`Op::PaneClose`] or the link ends.
+    Pane {
+        pane: u64,
+        target: String,
+    },
+    /// Type bytes (base64) into view `pane`'s pane.
+    PaneKeys {
+        pane: u64,
+        data: String,
+    },
+    /// Make view `pane`'s pane `cols` × `rows`.
+    PaneResize {
+        pane: u64,
+        cols: u16,
+        rows: u16,
+    },
+    /// Close view `pane`.
+    PaneClose {
+        pane: u64,
+    },
 }
 
 /// What [`Op::Answer`] did, as the reply's text (JSON).
@@ -338,7 +381,12 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         | Op::Kill { target }
         | Op::Watch { target, .. }
         | Op::Play { target, .. }
+        | Op::Pane { target, .. }
         | Op::Answer { target, .. } => target,
+        Op::PaneKeys { data, .. } => {
+            return if data.len() > MAX_TEXT { Err("keys over the limit".into()) } else { Ok(()) };
+        }
+        Op::PaneResize { .. } | Op::PaneClose { .. } => return Ok(()),
         Op::Resolve { program } => {
             return if program.is_empty() || program.contains('\0') {
                 Err("an empty program name".into())

@@ -5,7 +5,8 @@
 
 use super::link::Hosts;
 use super::protocol::{Op, Reply};
-use crate::machines::terminal::{Terminal, TerminalError};
+use crate::machines::terminal::{PaneEvent, PaneWatch, Terminal, TerminalError};
+use base64::Engine;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,7 +67,51 @@ fn unexpected(action: &str, reply: &Reply) -> TerminalError {
     TerminalError { action: action.into(), message: format!("the runner answered {reply:?}") }
 }
 
+/// A live view of a pane on a host ([`Op::Pane`]): keys and resizes are calls; dropping
+/// it closes the view there.
+struct RemotePane {
+    term: RemoteTerminal,
+    pane: u64,
+}
+
+impl PaneWatch for RemotePane {
+    fn keys(&mut self, bytes: &[u8]) -> Result<(), TerminalError> {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        self.term.done("pane keys", Op::PaneKeys { pane: self.pane, data })
+    }
+
+    fn resize(&mut self, cols: u16, rows: u16) -> Result<(), TerminalError> {
+        self.term.done("pane resize", Op::PaneResize { pane: self.pane, cols, rows })
+    }
+}
+
+impl Drop for RemotePane {
+    fn drop(&mut self) {
+        self.term.hosts.panes.remove(&self.term.host, self.pane);
+        let (hosts, host, pane) = (self.term.hosts.clone(), self.term.host.clone(), self.pane);
+        self.term.rt.spawn(async move {
+            let _ = hosts.call(&host, Op::PaneClose { pane }, CALL_LIMIT).await;
+        });
+    }
+}
+
 impl Terminal for RemoteTerminal {
+    /// The pane's view, streamed by the host's runner (its tmux in control mode).
+    fn watch(
+        &self,
+        target: &str,
+        events: tokio::sync::mpsc::Sender<PaneEvent>,
+    ) -> Result<Box<dyn PaneWatch>, TerminalError> {
+        let pane = self.hosts.panes.add(&self.host, events);
+        let view = RemotePane {
+            term: RemoteTerminal { hosts: self.hosts.clone(), host: self.host.clone(), rt: self.rt.clone() },
+            pane,
+        };
+        // On failure `view` is dropped: forgotten here, closed there.
+        view.term.done("pane", Op::Pane { pane, target: target.into() })?;
+        Ok(Box::new(view))
+    }
+
     fn capture(&self, target: &str) -> Result<String, TerminalError> {
         match self.call("capture", Op::Capture { target: target.into() })? {
             Reply::Text { text } => Ok(text),

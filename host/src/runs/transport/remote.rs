@@ -394,6 +394,8 @@ impl Runs {
             (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
         };
         match up {
+            // Pane views go to their viewer ([`crate::machines::hosts::link`]), never here.
+            Up::Pane { .. } => {}
             Up::Transcript { run, offset, data } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
