@@ -173,6 +173,9 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/devices".into(), Value::Null),
         ("POST", "/pair".into(), json!({"name": "phone"})),
         ("DELETE", "/devices/0123456789abcdef".into(), json!({})),
+        ("POST", format!("/runs/{id}/terminal/control"), json!({"take": false})),
+        ("GET", format!("/runs/{id}/terminal/stream"), Value::Null),
+        ("GET", "/audit".into(), Value::Null),
         ("GET", format!("/runs/{id}/usage"), Value::Null),
         ("GET", "/usage?group=model".into(), Value::Null),
         ("GET", "/search?q=hello".into(), Value::Null),
@@ -273,13 +276,16 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
                 404
             } else if path.ends_with("/diff") {
                 409
+            } else if path.ends_with("/terminal/stream") {
+                // (A plain GET, not a WebSocket's: its handler's own refusal.)
+                400
             } else {
                 200
             };
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 20, "{headers:?}");
+        assert_eq!(served, 22, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -297,6 +303,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/push/key/rotate", 200),
         ("/pair", 201),
         ("/devices/0123456789abcdef", 404),
+        ("/terminal/control", 200),
         ("/stop", 200),
         ("/runs", 405),
     ];
@@ -560,7 +567,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 32, "{refused}/32 refused");
+    assert_eq!(refused, 35, "{refused}/35 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
