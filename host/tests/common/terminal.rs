@@ -31,6 +31,8 @@ impl TermStream {
         }
         let stream = TcpStream::connect(addr).unwrap();
         stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        // As a browser's: each key goes out at once (no Nagle wait on the last ACK).
+        stream.set_nodelay(true).unwrap();
         match tungstenite::client::client(req, stream) {
             Ok((ws, _)) => Ok(TermStream { ws, screen: Vec::new(), said: Vec::new(), closed: false }),
             Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r))) => Err(r.status().as_u16()),
