@@ -16,6 +16,7 @@
 //!   and of the tmux server over `LAB_TERM_IDLE_SECS` (default 20) with no view open,
 //!   then with `LAB_TERM_VIEWS` (default 10) open and nothing drawn, and the bytes the
 //!   views received meanwhile.
+//!
 //! Everything is stopped and removed at the end.
 
 #[path = "../tests/common/mod.rs"]
