@@ -13,8 +13,8 @@
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key` |
-//! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone |
+//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key`, `lab audit` |
+//! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone, the audit log of every operator action |
 //! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
