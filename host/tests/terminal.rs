@@ -28,7 +28,7 @@ fn actions(entries: &[Value]) -> Vec<String> {
 #[test]
 fn the_stream_draws_the_pane_and_takes_keys_only_from_the_one_in_control() {
     let w = World::new();
-    w.use_fake_claude(&json!({"steps": [{"ask": three_options()}, {"say": "Chose it."}, {"idle": {}}, {"say": "Heard you."}, {"idle": {}}]}));
+    let fake_log = w.use_fake_claude(&json!({"steps": [{"ask": three_options()}, {"say": "Chose it."}, {"idle": {}}, {"say": "Heard you."}, {"idle": {}}]}));
     let lab = w.serve();
     let run = lab.create_run(&w, "claude-code", "Pick a database.");
     let id = run["id"].as_str().unwrap().to_string();
@@ -66,9 +66,16 @@ fn the_stream_draws_the_pane_and_takes_keys_only_from_the_one_in_control() {
     assert_eq!((st, b["error"].as_str()), (409, Some("terminal_controlled")), "{b}");
 
     // Keys from the stream answer the question in the pane, then type a message.
+    wait_for(T, "the agent's question, ready for keys", || {
+        World::log_events(&fake_log).into_iter().find(|e| e["event"] == "ready" && e["widget"] == "ask")
+    });
     s.send(&json!({"keys": "\r"}));
     lab.wait_view(&id, "the question answered in the pane", |v| {
         v["pending_dialog"].is_null() && v["state"] == "idle" && v.to_string().contains("Chose it.")
+    });
+    // (Typed once the agent's composer reads keys: what a person at the pane sees.)
+    wait_for(T, "the agent's composer, ready", || {
+        World::log_events(&fake_log).into_iter().find(|e| e["event"] == "ready" && e["widget"] == "composer")
     });
     s.send(&json!({"keys": "typed; in the pane\r"}));
     lab.wait_view(&id, "the typed line in the chat", |v| {

@@ -1281,6 +1281,7 @@ describe("the live terminal and the audit log", () => {
     await page.getByTestId("back-to-chat").waitFor();
     await world.waitView(id, (v) => v.pending_dialog === null && v.state === "idle", "the question answered in the pane");
     await waitText(rows(page), /Noted from the terminal\./, "the agent went on");
+    await world.waitEvent((e) => e.event === "ready" && e.widget === "composer", "the agent's composer, ready for keys");
     await page.keyboard.type("hello from the terminal");
     await page.keyboard.press("Enter");
     await world.waitView(id, (v) => v.messages.some((m) => m.role === "user" && /hello from the terminal/.test(m.text || "")), "the typed line reached the agent");
