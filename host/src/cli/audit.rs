@@ -15,17 +15,7 @@ pub fn run(
     json: bool,
 ) -> anyhow::Result<()> {
     let home = resolve_home(home)?;
-    let time = |s: Option<String>, flag: &str| -> anyhow::Result<Option<std::time::SystemTime>> {
-        s.map(|s| {
-            humantime::parse_rfc3339_weak(&s)
-                .map_err(|_| anyhow::anyhow!("--{flag} is not an RFC 3339 time (got {s:?}; e.g. 2026-12-05T10:00:00Z)"))
-        })
-        .transpose()
-    };
-    if limit.is_some_and(|l| l == 0 || l > audit::MAX_LIMIT) {
-        anyhow::bail!("--limit is 1 to {}", audit::MAX_LIMIT);
-    }
-    let filter = Filter { run, from: time(from, "from")?, to: time(to, "to")?, limit };
+    let filter = Filter::parse(run, from, to, limit, "--").map_err(|e| anyhow::anyhow!(e))?;
     let entries = Audit::new(&home).read(&filter)?;
     let mut out = String::new();
     for e in &entries {

@@ -79,6 +79,30 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// A filter from what a caller typed (`GET /audit`'s query, `lab audit`'s flags):
+    /// times in RFC 3339, a limit of 1 to [`MAX_LIMIT`]; else why not, each name after
+    /// `prefix` as the caller spells it (`from`, `--from`).
+    pub fn parse(
+        run: Option<String>,
+        from: Option<String>,
+        to: Option<String>,
+        limit: Option<usize>,
+        prefix: &str,
+    ) -> Result<Filter, String> {
+        let time = |s: Option<String>, name: &str| {
+            s.map(|s| {
+                humantime::parse_rfc3339_weak(&s).map_err(|_| {
+                    format!("{prefix}{name} is not an RFC 3339 time (got {s:?}; e.g. 2026-12-05T10:00:00Z)")
+                })
+            })
+            .transpose()
+        };
+        if limit.is_some_and(|l| l == 0 || l > MAX_LIMIT) {
+            return Err(format!("{prefix}limit is 1 to {MAX_LIMIT}"));
+        }
+        Ok(Filter { run, from: time(from, "from")?, to: time(to, "to")?, limit })
+    }
+
     /// Whether `e` is wanted (its time unreadable: only without a time bound).
     pub fn wants(&self, e: &Entry) -> bool {
         if self.run.as_deref().is_some_and(|r| e.run_id.as_deref() != Some(r)) {

@@ -402,6 +402,15 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    /// Stops a test's tmux server (made on its own socket) when the test ends.
+    struct KillServer<'a>(&'a Tmux);
+
+    impl Drop for KillServer<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.run("kill-server", &["kill-server"]);
+        }
+    }
+
     /// At most `n` tmux clients at once: the next waits until a turn is given back.
     #[test]
     fn a_client_past_the_slots_waits_for_a_turn() {
@@ -456,12 +465,6 @@ mod tests {
     fn a_watch_draws_the_pane_streams_it_and_types_into_it() {
         let d = tempfile::Builder::new().prefix("lab-tmux").tempdir_in("/tmp").unwrap();
         let tmux = Tmux::new(d.path().join("s"));
-        struct KillServer<'a>(&'a Tmux);
-        impl Drop for KillServer<'_> {
-            fn drop(&mut self) {
-                let _ = self.0.run("kill-server", &["kill-server"]);
-            }
-        }
         let _guard = KillServer(&tmux);
         tmux.new_session("lab-w", &["cat".into(), "-v".into()]).unwrap();
         tmux.send_literal("lab-w", "before").unwrap();
@@ -519,12 +522,6 @@ mod tests {
     fn keys_paste_and_capture_reach_exactly_the_named_session() {
         let d = tempfile::Builder::new().prefix("lab-tmux").tempdir_in("/tmp").unwrap();
         let tmux = Tmux::new(d.path().join("s"));
-        struct KillServer<'a>(&'a Tmux);
-        impl Drop for KillServer<'_> {
-            fn drop(&mut self) {
-                let _ = self.0.run("kill-server", &["kill-server"]);
-            }
-        }
         let _guard = KillServer(&tmux);
         let cat = |n: &str| tmux.new_session(n, &["cat".into(), "-v".into()]).unwrap();
         cat("lab-b");
@@ -563,12 +560,6 @@ mod tests {
         let signal = d.path().join("dir with ' and \" and #{x}").join("signal");
         std::fs::create_dir(signal.parent().unwrap()).unwrap();
         let tmux = Tmux::new(d.path().join("s")).with_closed_signal(signal.clone());
-        struct KillServer<'a>(&'a Tmux);
-        impl Drop for KillServer<'_> {
-            fn drop(&mut self) {
-                let _ = self.0.run("kill-server", &["kill-server"]);
-            }
-        }
         let _guard = KillServer(&tmux);
         assert!(!tmux.set_up_server().unwrap(), "no server yet");
         assert!(tmux.list_session_names().unwrap().is_empty());

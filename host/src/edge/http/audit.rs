@@ -186,17 +186,7 @@ async fn list(
     q: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
-    let time = |s: Option<String>, name: &str| -> ApiResult<Option<std::time::SystemTime>> {
-        s.map(|s| {
-            humantime::parse_rfc3339_weak(&s)
-                .map_err(|_| ApiError::bad_request(format!("{name} is not an RFC 3339 time (got {s:?})")))
-        })
-        .transpose()
-    };
-    if q.limit.is_some_and(|l| l == 0 || l > audit::MAX_LIMIT) {
-        return Err(ApiError::bad_request(format!("limit is 1 to {}", audit::MAX_LIMIT)));
-    }
-    let filter = Filter { run: q.run, from: time(q.from, "from")?, to: time(q.to, "to")?, limit: q.limit };
+    let filter = Filter::parse(q.run, q.from, q.to, q.limit, "").map_err(ApiError::bad_request)?;
     let entries = tokio::task::spawn_blocking(move || log.read(&filter))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
