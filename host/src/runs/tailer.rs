@@ -433,7 +433,11 @@ impl Tail {
         if out.turn.is_some() && !late {
             self.facts.turn = out.turn;
             if out.turn == Some(TurnSignal::Idle) {
-                self.facts.idle_since = Some(SystemTime::now());
+                // When the transcript said so (its file's time as read), not when lab
+                // read it: a spool written after the idle line stays live even when
+                // both are read at once (lab catching up, a host's link back after a
+                // cut), and both times are the same clock's (the files here).
+                self.facts.idle_since = Some(self.transcript.modified().unwrap_or_else(SystemTime::now));
             }
         }
         if out.session_id.is_some() {
@@ -854,6 +858,22 @@ mod tests {
         let v = tail.refresh().await;
         assert!(v.pending_dialog.is_none());
         assert_eq!(v.state, view::RunState::Idle);
+    }
+
+    /// A catch-up (lab busy, or a host's link back after a cut) reads an idle line and a
+    /// spool written after it in one go: the prompt is live, its spool kept.
+    #[tokio::test]
+    async fn an_idle_line_and_a_later_spool_read_at_once_leave_the_prompt_live() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("t.jsonl");
+        let mut tail = fake_tail(d.path(), Some(t.clone()));
+        append(&t, &[json!({"text": "Written before the prompt."}), json!({"turn": "idle"})]);
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(tail.spool.file.path(), json!({"tool": "Web", "input": {"url": "x"}}).to_string()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let v = tail.refresh().await;
+        assert!(v.pending_dialog.is_some(), "the idle came before the spool");
+        assert!(tail.spool.file.path().exists(), "a live prompt's spool is kept");
     }
 
     #[tokio::test]
