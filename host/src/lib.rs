@@ -5,7 +5,7 @@
 //! helpers. A module imports only from the layers below its own:
 //!
 //! ```text
-//! cli → edge, runner → notify → runs → machines → agents, worktree → store → util
+//! cli → edge, runner → notify → runs → machines → agents, worktree → sandbox → store → util
 //! ```
 //!
 //! `tests/structure.rs` holds this: every module has its row here and its layer there,
@@ -21,6 +21,7 @@
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`), linked over OpenSSH (`ssh`, `hosts::over_ssh`) or dialling back |
 //! | [`agents`] | what lab knows of agents without naming one: the provider component loader, the model, ACP, `lab hook`, `lab agent-exec` |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
+//! | [`sandbox`] | a run's jail (bubblewrap, podman) and its egress: the allowlist, the proxy outside the jail and the bridge inside, the ledger of what was reached and refused |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
 //! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets, POSIX shell quoting |
 
@@ -31,6 +32,7 @@ pub mod machines;
 pub mod notify;
 pub mod runner;
 pub mod runs;
+pub mod sandbox;
 pub mod store;
 pub mod util;
 pub mod worktree;

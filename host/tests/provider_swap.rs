@@ -206,7 +206,7 @@ fn a_provider_built_against_0_3_0_answers_resume_and_fork_not_supported() {
     assert!(body["message"].as_str().unwrap().contains("provider `claude-code` cannot resume"), "{body}");
     assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended", "nothing changed");
 
-    // The bundled build (0.5.0) serves again: the same run can be resumed and forked.
+    // The bundled build (0.6.0) serves again: the same run can be resumed and forked.
     std::fs::remove_file(&file).unwrap();
     wait_source(&lab, "claude-code", "bundled:claude-code");
     let (_, body) = lab.get(&format!("/runs/{id}"));

@@ -1067,6 +1067,7 @@ fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registr
         parent: None,
         end_reason: None,
         resume_after_limit: None,
+        sandbox: Default::default(),
     }
 }
 

@@ -49,6 +49,7 @@ const LAYERS: &[&[&str]] = &[
     &["runs"],
     &["machines"],
     &["agents", "worktree"],
+    &["sandbox"],
     &["store"],
     &["util"],
 ];
@@ -609,7 +610,7 @@ fn upward_edges(graph: &Graph) -> Vec<String> {
 }
 
 /// Dependencies point down: cli → edge, runner → notify → runs → machines → agents,
-/// worktree → store → util. A new top-level module takes a layer; an import up (or
+/// worktree → sandbox → store → util. A new top-level module takes a layer; an import up (or
 /// across a layer) fails here, so no cycle between top-level modules can come back.
 #[test]
 fn dependencies_point_down_the_layers() {

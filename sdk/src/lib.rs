@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.5.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.6.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.5.0";
+pub const WIT_VERSION: &str = "0.6.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.5.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.6.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -95,6 +95,53 @@ pub trait Provider {
     fn read_usage(chunk: &[u8]) -> UsageReport {
         let _ = chunk;
         UsageReport::default()
+    }
+
+    /// What your agent needs when the operator runs it in a sandbox (WIT `sandbox`),
+    /// given the environment it starts with: the paths it writes (its state: `~/` is
+    /// its HOME, a trailing `/` a directory) and reads, and the `host:port`s it must
+    /// reach (its model API; look at the variable that names its base URL). The
+    /// default: nothing, so a sandboxed run gets its workdir and no network.
+    fn sandbox_needs(env: &[(String, String)]) -> SandboxNeeds {
+        let _ = env;
+        SandboxNeeds::default()
+    }
+}
+
+/// What an agent needs inside a sandbox (WIT `sandbox.sandbox-needs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxNeeds {
+    /// Paths it writes (`~/` for its HOME; a trailing `/`: a directory, made if missing).
+    pub writable: Vec<String>,
+    /// Paths it reads besides the system's and its program's directory.
+    pub readable: Vec<String>,
+    /// Destinations it must reach, `host:port` (`*.domain:port` for subdomains).
+    pub hosts: Vec<String>,
+}
+
+impl SandboxNeeds {
+    /// The `host:port` of a base URL (`https://api.example.com` → `api.example.com:443`),
+    /// if it is one.
+    pub fn host_of_url(url: &str) -> Option<String> {
+        let (scheme, rest) = url.split_once("://")?;
+        let default = match scheme {
+            "https" => 443,
+            "http" => 80,
+            _ => return None,
+        };
+        let authority = rest.split(['/', '?', '#']).next()?.rsplit('@').next()?;
+        if authority.is_empty() {
+            return None;
+        }
+        let lower = authority.to_ascii_lowercase();
+        let port_given = lower.rfind(':').is_some_and(|i| {
+            let (host, port) = (&lower[..i], &lower[i + 1..]);
+            !host.is_empty()
+                && !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && (!host.contains(':') || host.ends_with(']'))
+        });
+        Some(if port_given { lower } else { format!("{lower}:{default}") })
     }
 }
 
@@ -374,3 +421,22 @@ impl HookBinding {
 }
 
 include!(concat!(env!("OUT_DIR"), "/export.rs"));
+
+#[cfg(test)]
+mod tests {
+    use super::SandboxNeeds;
+
+    #[test]
+    fn a_base_url_names_its_host_and_port() {
+        let h = SandboxNeeds::host_of_url;
+        assert_eq!(h("https://api.example.com").as_deref(), Some("api.example.com:443"));
+        assert_eq!(h("http://127.0.0.1:8080/v1").as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(h("http://API.Example.com/x?y").as_deref(), Some("api.example.com:80"));
+        assert_eq!(h("https://u:p@h.example:8443/").as_deref(), Some("h.example:8443"));
+        assert_eq!(h("http://[::1]:9/").as_deref(), Some("[::1]:9"));
+        assert_eq!(h("http://[::1]/").as_deref(), Some("[::1]:80"));
+        assert_eq!(h("ftp://x"), None);
+        assert_eq!(h("not a url"), None);
+        assert_eq!(h("https://"), None);
+    }
+}

@@ -349,6 +349,7 @@ pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
             parent: None,
             end_reason: None,
             resume_after_limit: None,
+            sandbox: Default::default(),
         });
         ids.push(id);
         if records.len() == 500 {

@@ -35,6 +35,10 @@ pub struct LaunchFile {
     /// The absolute directory the agent starts in.
     pub workdir: String,
     pub env: BTreeMap<String, String>,
+    /// The run's jail, if it has one: the agent is started inside it, behind the egress
+    /// proxy ([`crate::sandbox::supervise`]), and this stays its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Plan>,
 }
 
 impl LaunchFile {
@@ -100,6 +104,13 @@ pub fn enter_workdir(dir: &str) -> Result<(), String> {
 pub fn main(args: &[String]) -> i32 {
     let file = match args {
         [flag, file] if flag == "--launch-file" => file,
+        // Inside a run's jail: the bridge to the egress proxy, then the agent.
+        [flag, socket, dashes, argv @ ..] if flag == "--bridge" && dashes == "--" => {
+            return crate::sandbox::supervise::run_bridge(socket, argv).unwrap_or_else(|e| {
+                eprintln!("lab agent-exec: {e}");
+                127
+            });
+        }
         _ => {
             eprintln!("lab agent-exec: usage: lab agent-exec --launch-file <file>");
             return 2;
@@ -118,16 +129,26 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("lab agent-exec: {e}");
         return 2;
     }
-    let mut cmd = Command::new(&launch.argv[0]);
-    cmd.args(&launch.argv[1..]).env_clear().envs(&launch.env).env("PWD", &launch.workdir).env_remove("OLDPWD");
-    for k in PANE_VARS {
-        if let Some(v) = std::env::var_os(k) {
-            cmd.env(k, v);
+    let env = |cmd: &mut Command| {
+        cmd.env_clear().envs(&launch.env).env("PWD", &launch.workdir).env_remove("OLDPWD");
+        for k in PANE_VARS {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
         }
+        for k in NEVER_PASSED {
+            cmd.env_remove(k);
+        }
+    };
+    if let Some(plan) = &launch.sandbox {
+        return crate::sandbox::supervise::run_jailed(plan, &launch.argv, &launch.workdir, env).unwrap_or_else(|e| {
+            eprintln!("lab agent-exec: {e}");
+            127
+        });
     }
-    for k in NEVER_PASSED {
-        cmd.env_remove(k);
-    }
+    let mut cmd = Command::new(&launch.argv[0]);
+    cmd.args(&launch.argv[1..]);
+    env(&mut cmd);
     let err = cmd.exec();
     eprintln!("lab agent-exec: cannot start {}: {err}", launch.argv[0]);
     127

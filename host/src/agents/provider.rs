@@ -89,6 +89,11 @@ pub trait Provider: Send + Sync {
     fn read_usage(&self, _chunk: Vec<u8>) -> Reply<model::UsageReport> {
         unsupported("read-usage")
     }
+    /// What its agent needs inside a sandbox (WIT 0.6.0 `sandbox`), given the
+    /// environment it starts with; unsupported for a component built before.
+    fn sandbox_needs(&self, _env: Vec<(String, String)>) -> Reply<crate::sandbox::Needs> {
+        unsupported("sandbox-needs")
+    }
 }
 
 /// A call's answer waited for on this thread, for callers outside any async runtime

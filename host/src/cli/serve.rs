@@ -88,6 +88,9 @@ pub fn serve(
     mut info: crate::edge::http::ServeInfo,
 ) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
+    let sandbox = crate::store::config::Config::load(&home.config_file())?.sandbox;
+    crate::runs::sandboxing::check_config(&sandbox)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", home.config_file().display()))?;
     // Private modes set explicitly (not through the umask, which the agents inherit).
     home.prepare()?;
     let log = crate::store::fsutil::private_file(&home.log_file())

@@ -6,6 +6,7 @@ mod audit;
 pub mod auth;
 mod continuation;
 pub mod cors;
+mod egress;
 pub mod guard;
 pub mod headers;
 pub mod pairing;
@@ -194,6 +195,7 @@ pub fn router(state: AppState, policy: guard::Policy) -> Router {
         .merge(runs::router())
         .merge(work::router())
         .merge(continuation::router())
+        .merge(egress::router())
         .merge(usage::router())
         .merge(search::router())
         .merge(audit::router())

@@ -142,6 +142,8 @@ pub struct ViewBody {
     /// The device that has taken control of the run's terminal (`{"device_id",
     /// "device_name", "since"}`), or null.
     pub terminal_control: Option<super::terminal_control::Holder>,
+    /// A sandboxed run's egress (see [`RunBody::egress`]).
+    pub egress: Option<crate::sandbox::egress::EgressView>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).
@@ -192,6 +194,11 @@ pub struct RunBody {
     /// `{"on", "prompt"}`: whether it goes on by itself once a usage limit resets, and
     /// with what message (null: a run from before lab offered it).
     pub resume_after_limit: Option<super::registry::AutoResume>,
+    /// The sandbox its agent runs in: `none`, `bwrap` or `podman`.
+    pub sandbox: crate::sandbox::Kind,
+    /// A sandboxed run's egress: its allowlist, what it reached and was refused (null
+    /// without a sandbox).
+    pub egress: Option<crate::sandbox::egress::EgressView>,
 }
 
 impl RunBody {
@@ -226,6 +233,8 @@ impl RunBody {
             forkable: false,
             parent: r.parent.clone(),
             resume_after_limit: r.resume_after_limit.clone(),
+            sandbox: r.sandbox,
+            egress: None,
         }
     }
 }
@@ -280,6 +289,10 @@ pub struct CreateRun {
     /// `[runs] resume_after_limit`, else no).
     #[serde(default)]
     pub resume_after_limit: Option<bool>,
+    /// `none`, `bwrap` or `podman` (default: lab.toml's `[sandbox] default`, else
+    /// `none`).
+    #[serde(default)]
+    pub sandbox: Option<String>,
     /// Set by `POST /runs/{id}/fork`, never by a client: the run this one is forked
     /// from, and how its conversation is carried over.
     #[serde(skip)]

@@ -172,6 +172,8 @@ impl Runs {
             worktree: None,
             host: rec.host.clone(),
             resume_after_limit: rec.resume_after_limit.as_ref().map(|c| c.on),
+            // A fork is jailed as its parent is.
+            sandbox: Some(rec.sandbox.as_str().to_string()),
             fork: Some(ForkOf { parent: rec.id.clone(), worktree, continuing }),
         };
         let body = self.create(req).await?;

@@ -290,7 +290,14 @@ impl Runs {
             let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
             if garbage(name, modified) {
                 tracing::info!(file = %entry.path().display(), "removing a leftover runtime file");
-                if let Err(e) = fsutil::remove_if_exists(&entry.path()) {
+                // A jail directory (`<id>.box/`) goes with what is in it.
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                let removed = if is_dir {
+                    std::fs::remove_dir_all(entry.path())
+                } else {
+                    fsutil::remove_if_exists(&entry.path())
+                };
+                if let Err(e) = removed {
                     tracing::warn!(file = %entry.path().display(), error = %e, "could not remove a runtime file");
                 }
             }

@@ -31,18 +31,20 @@ impl Runs {
         let prompt = checked_request(&req)?;
 
         let id = RunId::generate();
-        let files = self.home.run_files(&id);
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
+        rec.sandbox = self.sandbox_for(&req)?;
         rec.worktree = self.make_worktree(&rec, &req).await?;
+        let files = match self.files_for(&rec) {
+            Ok(f) => f,
+            Err(msg) => return Err(self.launch_failed(rec, msg).await),
+        };
 
         let continuing = req.fork.as_ref().map(|f| &f.continuing);
         let launched = self.launch(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files, continuing);
         let typed_prompt = match launched.await {
             Ok(typed) => typed,
             Err(msg) => {
-                for f in files.all() {
-                    let _ = fsutil::remove_if_exists(f);
-                }
+                let _ = files.remove();
                 return Err(self.launch_failed(rec, msg).await);
             }
         };
@@ -102,6 +104,7 @@ impl Runs {
             parent: req.fork.as_ref().map(|f| f.parent.clone()),
             end_reason: None,
             resume_after_limit: Some(self.auto_resume_for(req.resume_after_limit)),
+            sandbox: crate::sandbox::Kind::None,
         }
     }
 
@@ -175,7 +178,8 @@ impl Runs {
         })?;
         let place =
             Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
-        let prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
+        let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
+        prepared.launch.sandbox = self.jail_plan(rec, provider, &program, &prepared.launch.env, files).await?;
         if let Some(doc) = &prepared.settings {
             hook_settings::write(&self.home.runtime_dir(), files, doc)?;
         }
@@ -356,7 +360,7 @@ pub(super) async fn prepare(
         Transcript::Path(p) => Some(p),
         Transcript::FromSessionInfo | Transcript::None => None,
     };
-    let launch = crate::agents::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env };
+    let launch = crate::agents::agent_exec::LaunchFile { argv: spec.argv, workdir: agent_dir, env, sandbox: None };
     Ok(Prepared { settings, launch, typed_prompt })
 }
 

@@ -30,6 +30,7 @@ pub mod keystrokes;
 mod launch;
 pub mod mirror;
 mod rest;
+pub mod sandboxing;
 pub mod search;
 mod transport;
 pub mod usage;
@@ -58,7 +59,6 @@ use crate::agents::components::{ComponentHost, Limits};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
 use crate::store::config::Config;
-use crate::store::fsutil;
 use crate::store::paths::{Home, RunId};
 use input::ComposerLock;
 use message_store::{MessageStore, Page};
@@ -90,6 +90,8 @@ pub struct Snapshot {
     pub usage_limit: Option<usage_limit::LimitView>,
     /// The device that has taken control of the run's terminal ([`terminal_control`]).
     pub keyboard: Option<terminal_control::Holder>,
+    /// A sandboxed run's egress ([`sandboxing`]).
+    pub egress: Option<crate::sandbox::egress::EgressView>,
 }
 
 /// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
@@ -159,6 +161,7 @@ impl Run {
             diff: None,
             usage_limit: None,
             keyboard: None,
+            egress: None,
         };
         let (view, _) = watch::channel(initial);
         Arc::new(Run {
@@ -192,12 +195,13 @@ impl Run {
     pub fn body(&self) -> RunBody {
         // The view first, then the record: never both at once (publishing takes them
         // in the other order).
-        let (state, answer, diff) = {
+        let (state, answer, diff, egress) = {
             let v = self.view.borrow();
-            (v.derived.state, v.answer.clone(), v.diff)
+            (v.derived.state, v.answer.clone(), v.diff, v.egress.clone())
         };
         let rec = self.record.lock().unwrap();
         let mut body = RunBody::of(&rec, state, answer, diff);
+        body.egress = egress;
         // A live run's: which build it uses now (an ended one's is the record's alone,
         // as listed at rest).
         if rec.status == Status::Active {
@@ -228,6 +232,7 @@ impl Run {
             transcript_stopped: snap.transcript_stopped,
             usage_limit: snap.usage_limit,
             terminal_control: snap.keyboard,
+            egress: snap.egress,
             more_before,
             more_after,
             messages,
@@ -300,6 +305,7 @@ impl Run {
                 disconnected: cur.disconnected,
                 transcript_stopped: cur.transcript_stopped.clone(),
                 usage_limit,
+                egress: cur.egress.clone(),
             };
             if *cur == snap {
                 return false;
@@ -353,6 +359,15 @@ impl Run {
         self.view.send_if_modified(|cur| {
             let changed = cur.diff != diff;
             cur.diff = diff;
+            changed
+        });
+    }
+
+    /// Publish the run's egress ([`sandboxing`]).
+    pub(super) fn set_egress(&self, egress: Option<crate::sandbox::egress::EgressView>) {
+        self.view.send_if_modified(|cur| {
+            let changed = cur.egress != egress;
+            cur.egress = egress;
             changed
         });
     }
@@ -670,6 +685,7 @@ impl Runs {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
         self.lives.awake.write().unwrap().insert(run.id.clone(), run.clone());
+        self.watch_egress(&run);
         run
     }
 
@@ -740,10 +756,8 @@ impl Runs {
             let read = tail.read_before_end().await;
             tail.ended = true;
             run.record.lock().unwrap().end_reason = Some(why.to_string());
-            for f in self.home.run_files(&run.id).all() {
-                if let Err(e) = fsutil::remove_if_exists(f) {
-                    tracing::warn!(run = %run.id, file = %f.display(), error = %e, "could not remove a run file");
-                }
+            if let Err(e) = self.home.run_files(&run.id).remove() {
+                tracing::warn!(run = %run.id, error = %e, "could not remove the run's files");
             }
             records.extend(run.take_record_changes(&tail));
             ending.push((*run, tail, read));
@@ -832,6 +846,7 @@ mod update_tests {
             parent: None,
             end_reason: None,
             resume_after_limit: None,
+            sandbox: Default::default(),
         };
         let tail = Tail::new_inert(id.clone(), crate::store::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -65,6 +65,9 @@ pub struct RunRecord {
     /// what message (None: a run from before lab offered it, off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after_limit: Option<AutoResume>,
+    /// The sandbox its agent runs in (`none`: none).
+    #[serde(default, skip_serializing_if = "crate::sandbox::Kind::is_none")]
+    pub sandbox: crate::sandbox::Kind,
 }
 
 /// A run's choice (its record keeps it; the default comes from lab.toml when the run
@@ -511,6 +514,7 @@ mod tests {
             parent: None,
             end_reason: None,
             resume_after_limit: None,
+            sandbox: Default::default(),
         }
     }
 

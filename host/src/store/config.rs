@@ -30,6 +30,12 @@
 //!                                       #   growing past this (default 1024)
 //! host_transcript_min_free_mb = 512     # ... or when lab's disk has less free (default 512)
 //!
+//! [sandbox]                             # a run's jail (a run's own "sandbox" wins)
+//! default = "bwrap"                     # none (default), bwrap or podman
+//! allow = ["registry.npmjs.org:443"]    # every jailed run may reach these (host:port,
+//!                                       #   *.domain:port), besides its model API
+//! image = "localhost/agent:1"           # podman's image
+//!
 //! [agents.gemini]                       # an ACP agent: provider `gemini`, no rebuild
 //! acp = ["gemini", "--experimental-acp"] # its command (looked up on PATH) and arguments
 //! env = { GEMINI_API_KEY = "…" }        # optional, as for providers (pass_env too)
@@ -65,6 +71,23 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     #[serde(default)]
     pub search: SearchConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`: what a new run is jailed in, and what every jailed run may reach
+/// (checked when lab serve starts: [`crate::sandbox`] knows the kinds and entries).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `none`, `bwrap` or `podman` (None: `none`).
+    pub default: Option<String>,
+    /// Destinations (`host:port`, `*.domain:port`) on every jailed run's allowlist,
+    /// besides what its provider says its agent needs.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// The image a `podman` sandbox runs.
+    pub image: Option<String>,
 }
 
 /// `[search]`: the index over every run's messages.

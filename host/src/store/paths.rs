@@ -225,8 +225,26 @@ impl Home {
             ("control_socket", self.control_socket()),
         ]
     }
+    /// A run's files in runtime/: in its jail directory `runtime/<id>.box/` if it has
+    /// one (a sandboxed run's: the only directory of lab's its jail sees), else flat.
     pub fn run_files(&self, id: &RunId) -> RunFiles {
-        RunFiles::new(&self.runtime_dir(), id)
+        let jail = self.jail_dir(id);
+        match std::fs::symlink_metadata(&jail) {
+            Ok(m) if m.is_dir() => RunFiles::jailed(&jail, id),
+            _ => RunFiles::new(&self.runtime_dir(), id),
+        }
+    }
+    /// A sandboxed run's own directory in runtime/: its hook files, the egress proxy's
+    /// socket.
+    pub fn jail_dir(&self, id: &RunId) -> PathBuf {
+        self.runtime_dir().join(format!("{id}.box"))
+    }
+    /// A sandboxed run's egress files, kept after it ends: `egress/<run>.allow.json`
+    /// (its allowlist, written by lab serve) and `egress/<run>.ledger.json` (what it
+    /// reached and was refused, written by its proxy). Outside its jail.
+    pub fn egress_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
+        let dir = self.root.join("egress");
+        (dir.join(format!("{id}.allow.json")), dir.join(format!("{id}.ledger.json")))
     }
 }
 
@@ -241,6 +259,8 @@ pub struct RunFiles {
     pub marker: PathBuf,
     /// What the agent's session-info hook said (transcript path, session id).
     pub session: PathBuf,
+    /// The run's jail directory these are in (a sandboxed run's), removed with them.
+    pub jail: Option<PathBuf>,
 }
 
 impl RunFiles {
@@ -251,6 +271,26 @@ impl RunFiles {
             spool: runtime.join(format!("{id}.spool.json")),
             marker: runtime.join(format!("{id}.marker.json")),
             session: runtime.join(format!("{id}.session.json")),
+            jail: None,
+        }
+    }
+
+    /// A sandboxed run's files, in its jail directory `dir`.
+    pub fn jailed(dir: &Path, id: &RunId) -> Self {
+        RunFiles { jail: Some(dir.to_path_buf()), ..RunFiles::new(dir, id) }
+    }
+
+    /// Remove the run's files (and its jail directory, with the proxy's socket).
+    pub fn remove(&self) -> std::io::Result<()> {
+        for f in self.all() {
+            fsutil::remove_if_exists(f)?;
+        }
+        match &self.jail {
+            Some(d) => match std::fs::remove_dir_all(d) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            None => Ok(()),
         }
     }
 

@@ -44,6 +44,7 @@ pub mod keystrokes;
 pub mod launch;
 pub mod limit;
 pub mod permission;
+pub mod sandbox;
 pub mod screen;
 pub mod spool;
 pub mod transcript;
@@ -99,6 +100,10 @@ impl Provider for ClaudeCode {
 
     fn read_usage(chunk: &[u8]) -> lab_provider_sdk::UsageReport {
         usage::read_usage(chunk)
+    }
+
+    fn sandbox_needs(env: &[(String, String)]) -> lab_provider_sdk::SandboxNeeds {
+        sandbox::needs(env)
     }
 }
 

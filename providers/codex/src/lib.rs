@@ -39,6 +39,7 @@ pub mod answer;
 pub mod hooks;
 pub mod launch;
 pub mod rollout;
+pub mod sandbox;
 pub mod screen;
 pub mod usage;
 
@@ -74,6 +75,10 @@ impl Provider for Codex {
 
     fn read_usage(chunk: &[u8]) -> lab_provider_sdk::UsageReport {
         usage::read_usage(chunk)
+    }
+
+    fn sandbox_needs(env: &[(String, String)]) -> lab_provider_sdk::SandboxNeeds {
+        sandbox::needs(env)
     }
 
     fn abilities() -> lab_provider_sdk::Abilities {

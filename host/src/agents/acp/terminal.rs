@@ -129,8 +129,12 @@ impl Terminals {
             "--".into(),
         ];
         full.extend(argv);
-        let launch =
-            crate::agents::agent_exec::LaunchFile { argv: full, workdir: cwd.to_string_lossy().into_owned(), env };
+        let launch = crate::agents::agent_exec::LaunchFile {
+            argv: full,
+            workdir: cwd.to_string_lossy().into_owned(),
+            env,
+            sandbox: None,
+        };
         let file = self.at.runtime.join(format!("{}.{id}.launch.json", self.at.run));
         let bytes = serde_json::to_vec(&launch).map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
         crate::store::fsutil::write_atomic(&file, &bytes, 0o600)

@@ -1,7 +1,7 @@
 //! What a component exports, per WIT version: its [`Version`], the export indices found
 //! when it was loaded ([`Indices`]) and what lab may ask of it ([`Capabilities`]).
 
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5};
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6};
 use crate::agents::model as m;
 
 /// The WIT package version a component was built against.
@@ -12,6 +12,7 @@ pub enum Version {
     V0_3_0,
     V0_4_0,
     V0_5_0,
+    V0_6_0,
 }
 
 impl Version {
@@ -22,6 +23,7 @@ impl Version {
             Version::V0_3_0 => v3::PACKAGE,
             Version::V0_4_0 => v4::PACKAGE,
             Version::V0_5_0 => v5::PACKAGE,
+            Version::V0_6_0 => v6::PACKAGE,
         }
     }
 }
@@ -42,9 +44,9 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// Whether it reads usage from transcripts (0.5.0 `usage`, every tmux world).
+    /// Whether it reads usage from transcripts (0.5.0 `usage`, every tmux world since).
     pub fn reads_usage(&self) -> bool {
-        self.version == Version::V0_5_0 && !self.acp
+        matches!(self.version, Version::V0_5_0 | Version::V0_6_0) && !self.acp
     }
 }
 
@@ -85,6 +87,17 @@ pub enum Indices {
     },
     Acp5 {
         agent: v5::acp_agent::GuestIndices,
+    },
+    V6 {
+        base: v6::base::GuestIndices,
+        hooker: Option<v6::dialog_hooker::GuestIndices>,
+        screen: Option<v6::screen_reader::GuestIndices>,
+        sessions: v6::sessions::GuestIndices,
+        usage: v6::usage::GuestIndices,
+        sandbox: v6::sandbox::GuestIndices,
+    },
+    Acp6 {
+        agent: v6::acp_agent::GuestIndices,
     },
 }
 
@@ -145,6 +158,20 @@ impl Indices {
             },
             Indices::Acp5 { .. } => Capabilities {
                 version: Version::V0_5_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::V6 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_6_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::Acp6 { .. } => Capabilities {
+                version: Version::V0_6_0,
                 dialog_hooker: false,
                 screen_reader: false,
                 acp: true,

@@ -16,7 +16,7 @@ pub use super::exports::{Capabilities, Version};
 pub use super::queue::Lane;
 use super::queue::{Queue, Stopped};
 use super::v0_3_0 as v3;
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, ComponentHost, StoreState};
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, ComponentHost, StoreState};
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
 use std::future::{Future, IntoFuture};
@@ -64,6 +64,17 @@ pub(super) enum Guests {
     Acp5 {
         agent: v5::acp_agent::Guest,
     },
+    V6 {
+        base: v6::base::Guest,
+        hooker: Option<v6::dialog_hooker::Guest>,
+        screen: Option<v6::screen_reader::Guest>,
+        sessions: v6::sessions::Guest,
+        usage: v6::usage::Guest,
+        sandbox: v6::sandbox::Guest,
+    },
+    Acp6 {
+        agent: v6::acp_agent::Guest,
+    },
 }
 
 /// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
@@ -76,7 +87,8 @@ macro_rules! per_version {
             Guests::V3 { $($field,)* .. } => $e,
             Guests::V4 { $($field,)* .. } => $e,
             Guests::V5 { $($field,)* .. } => $e,
-            Guests::Acp { .. } | Guests::Acp4 { .. } | Guests::Acp5 { .. } => None,
+            Guests::V6 { $($field,)* .. } => $e,
+            Guests::Acp { .. } | Guests::Acp4 { .. } | Guests::Acp5 { .. } | Guests::Acp6 { .. } => None,
         }
     };
 }
@@ -158,6 +170,15 @@ impl Worker {
                 usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
             },
             Indices::Acp5 { agent } => Guests::Acp5 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::V6 { base, hooker, screen, sessions, usage, sandbox } => Guests::V6 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+                usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
+                sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
+            },
+            Indices::Acp6 { agent } => Guests::Acp6 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -334,6 +355,8 @@ impl ProviderHandle {
             Guests::Acp4 { agent } => ok(agent.call_info(s).map(v2::info)),
             Guests::V5 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp5 { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::V6 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::Acp6 { agent } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -343,6 +366,7 @@ impl ProviderHandle {
             Guests::Acp { agent } => ok(agent.call_launch(s).map(v3::acp_launch)),
             Guests::Acp4 { agent } => ok(agent.call_launch(s).map(v4::acp_launch)),
             Guests::Acp5 { agent } => ok(agent.call_launch(s).map(v5::acp_launch)),
+            Guests::Acp6 { agent } => ok(agent.call_launch(s).map(v6::acp_launch)),
             _ => None,
         })
     }
@@ -464,12 +488,13 @@ impl ProviderHandle {
     /// What the agent can do with an earlier conversation (0.4.0 `sessions`), asked
     /// once when the component is loaded and kept in its [`Capabilities`].
     pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
-        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0) || self.caps.acp {
+        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0) || self.caps.acp {
             return Ok(());
         }
         let call = self.call("abilities", |s, g| match g {
             Guests::V4 { sessions, .. } => ok(sessions.call_abilities(s).map(v4::abilities)),
             Guests::V5 { sessions, .. } => ok(sessions.call_abilities(s).map(v5::abilities)),
+            Guests::V6 { sessions, .. } => ok(sessions.call_abilities(s).map(v6::abilities)),
             _ => None,
         });
         self.caps.abilities = call.blocking()?;
@@ -489,6 +514,9 @@ impl ProviderHandle {
             Guests::V5 { sessions, .. } => res(sessions
                 .call_continue_session(s, &v2::launch_request(req), v5::continuation(how), &v5::earlier_run(earlier))
                 .map(|r| r.map(v2::launch_spec))),
+            Guests::V6 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v6::continuation(how), &v6::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
             _ => None,
         })
     }
@@ -501,6 +529,9 @@ impl ProviderHandle {
             Guests::V5 { sessions, .. } => {
                 ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v5::usage_limit)))
             }
+            Guests::V6 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v6::usage_limit)))
+            }
             _ => None,
         })
     }
@@ -509,6 +540,15 @@ impl ProviderHandle {
     pub fn read_usage(&self, chunk: Vec<u8>) -> Call<m::UsageReport> {
         self.call("read-usage", move |s, g| match g {
             Guests::V5 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v5::usage_report)),
+            Guests::V6 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v6::usage_report)),
+            _ => None,
+        })
+    }
+
+    /// What the agent needs inside a sandbox (0.6.0 `sandbox`).
+    pub fn sandbox_needs(&self, env: Vec<(String, String)>) -> Call<crate::sandbox::Needs> {
+        self.call("sandbox-needs", move |s, g| match g {
+            Guests::V6 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v6::needs)),
             _ => None,
         })
     }

@@ -18,6 +18,7 @@ pub mod v0_2_0;
 pub mod v0_3_0;
 pub mod v0_4_0;
 pub mod v0_5_0;
+pub mod v0_6_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -73,6 +74,9 @@ impl Provider for ProviderHandle {
     fn read_usage(&self, chunk: Vec<u8>) -> Reply<model::UsageReport> {
         ProviderHandle::read_usage(self, chunk).into_future()
     }
+    fn sandbox_needs(&self, env: Vec<(String, String)>) -> Reply<crate::sandbox::Needs> {
+        ProviderHandle::sandbox_needs(self, env).into_future()
+    }
     fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
         ProviderHandle::hook_wiring(self).into_future()
     }
@@ -109,7 +113,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
 pub const WIT_PACKAGES: &[&str] =
-    &[v0_5_0::PACKAGE, v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
+    &[v0_6_0::PACKAGE, v0_5_0::PACKAGE, v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
 
 // `BUNDLED` (the components embedded in the binary) and `fixtures` (paths of every
 // component the build made, and of older builds kept for the compatibility tests):
@@ -429,7 +433,29 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_5_0::PACKAGE {
+        let indices = if *version == v0_6_0::PACKAGE {
+            match v0_6_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp6 { agent },
+                Err(_) => handle::Indices::V6 {
+                    base: v0_6_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_6_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_6_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_6_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                    usage: v0_6_0::usage::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/usage as this lab expects")
+                    })?,
+                    sandbox: v0_6_0::sandbox::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sandbox as this lab expects")
+                    })?,
+                },
+            }
+        } else if *version == v0_5_0::PACKAGE {
             match v0_5_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp5 { agent },
                 Err(_) => handle::Indices::V5 {

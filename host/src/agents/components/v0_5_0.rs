@@ -44,34 +44,49 @@ pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
     }
 }
 
-fn tokens(t: usage::Tokens) -> m::Tokens {
-    m::Tokens { input: t.input, output: t.output, cache_read: t.cache_read, cache_write: t.cache_write }
-}
+/// The conversions of `usage`' own records, for a package's generated module (0.5.0's
+/// here, 0.6.0's in [`super::v0_6_0`]).
+macro_rules! usage_conversions {
+    ($usage:ident) => {
+        fn tokens(t: $usage::Tokens) -> crate::agents::model::Tokens {
+            crate::agents::model::Tokens {
+                input: t.input,
+                output: t.output,
+                cache_read: t.cache_read,
+                cache_write: t.cache_write,
+            }
+        }
 
-pub fn usage_report(r: usage::UsageReport) -> m::UsageReport {
-    m::UsageReport {
-        responses: r
-            .responses
-            .into_iter()
-            .map(|x| m::ResponseUsage {
-                response_id: x.response_id,
-                model: x.model,
-                tokens: tokens(x.tokens),
-                timestamp: x.timestamp,
-            })
-            .collect(),
-        model: r.model,
-        context: r.context.map(|c| m::ContextUse { used: c.used, window: c.window }),
-        windows: r
-            .windows
-            .into_iter()
-            .map(|w| m::LimitWindow {
-                name: w.name,
-                used_percent: f64::from(w.used_permille.min(1000)) / 10.0,
-                resets_at: w.resets_at,
-                minutes: w.minutes,
-            })
-            .collect(),
-        errors: r.errors.into_iter().map(|e| m::ApiError { text: e.text, timestamp: e.timestamp }).collect(),
-    }
+        pub fn usage_report(r: $usage::UsageReport) -> crate::agents::model::UsageReport {
+            use crate::agents::model as m;
+            m::UsageReport {
+                responses: r
+                    .responses
+                    .into_iter()
+                    .map(|x| m::ResponseUsage {
+                        response_id: x.response_id,
+                        model: x.model,
+                        tokens: tokens(x.tokens),
+                        timestamp: x.timestamp,
+                    })
+                    .collect(),
+                model: r.model,
+                context: r.context.map(|c| m::ContextUse { used: c.used, window: c.window }),
+                windows: r
+                    .windows
+                    .into_iter()
+                    .map(|w| m::LimitWindow {
+                        name: w.name,
+                        used_percent: f64::from(w.used_permille.min(1000)) / 10.0,
+                        resets_at: w.resets_at,
+                        minutes: w.minutes,
+                    })
+                    .collect(),
+                errors: r.errors.into_iter().map(|e| m::ApiError { text: e.text, timestamp: e.timestamp }).collect(),
+            }
+        }
+    };
 }
+pub(crate) use usage_conversions;
+
+usage_conversions!(usage);

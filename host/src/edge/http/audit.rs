@@ -27,6 +27,7 @@ pub fn action_of(method: &str, route: &str) -> Option<&'static str> {
         ("POST", "/runs/{id}/resume") => "run.resume",
         ("POST", "/runs/{id}/fork") => "run.fork",
         ("PUT", "/runs/{id}/auto-resume") => "run.auto_resume",
+        ("PUT", "/runs/{id}/egress") => "run.egress",
         ("POST", "/runs/{id}/messages") => "message.send",
         ("POST", "/runs/{id}/dialog/answer") => "dialog.answer",
         ("POST", "/runs/{id}/review") => "review.send",
@@ -57,7 +58,7 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
     };
     match action {
         "run.start" => {
-            let mut d = pick(&["provider", "workdir", "host", "worktree", "base", "model"]);
+            let mut d = pick(&["provider", "workdir", "host", "worktree", "base", "model", "sandbox"]);
             if let Some(p) = body.get("prompt").and_then(Value::as_str) {
                 d["prompt"] = audit::text_detail(p);
             }
@@ -73,6 +74,7 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
             pick(&["strategy", "message", "prompt", "on"])
         }
         "terminal.control" => pick(&["take"]),
+        "run.egress" => pick(&["allow"]),
         "device.pair" => pick(&["name"]),
         _ => json!({}),
     }

@@ -95,6 +95,10 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
+    fn no_sandbox(&self) -> Option<&'static str> {
+        Some("an ACP agent is started by lab serve itself and cannot have a sandbox yet; start it with \"sandbox\": \"none\"")
+    }
+
     fn has_screen(&self) -> bool {
         false
     }

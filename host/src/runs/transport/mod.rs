@@ -87,6 +87,12 @@ pub(in crate::runs) trait Transport: Send + Sync {
         true
     }
 
+    /// Why a run launched this way cannot have a sandbox (None: it can: lab's own
+    /// `agent-exec` starts its agent, here).
+    fn no_sandbox(&self) -> Option<&'static str> {
+        Some("a run of this kind cannot have a sandbox")
+    }
+
     /// `Err` when nothing can be typed to the run now (its machine is not connected).
     fn reachable(&self, _rec: &RunRecord) -> Result<(), RunError> {
         Ok(())

@@ -51,6 +51,10 @@ impl RemoteRuns {
 }
 
 impl Transport for RemoteRuns {
+    fn no_sandbox(&self) -> Option<&'static str> {
+        Some("a sandbox is made on this machine only for now; start the run here, or with \"sandbox\": \"none\"")
+    }
+
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
         let host = req.host.clone().unwrap_or_default();
         Box::pin(runs.create_remote(req, host))

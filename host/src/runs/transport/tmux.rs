@@ -50,6 +50,10 @@ impl TmuxRuns {
 }
 
 impl Transport for TmuxRuns {
+    fn no_sandbox(&self) -> Option<&'static str> {
+        None
+    }
+
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
         Box::pin(runs.create_here(req))
     }
@@ -71,12 +75,10 @@ impl Transport for TmuxRuns {
     ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
         Box::pin(async move {
             let pinned = runs.providers.pin(&rec.provider).map_err(RunError::NotSupported)?;
-            let files = runs.home.run_files(&rec.id);
+            let files = runs.files_for(rec).map_err(RunError::LaunchFailed)?;
             let program = pinned.facts.info.default_program.clone();
             runs.launch(rec, pinned.provider.as_ref(), &program, &files, Some(continuing)).await.map_err(|msg| {
-                for f in files.all() {
-                    let _ = crate::store::fsutil::remove_if_exists(f);
-                }
+                let _ = files.remove();
                 RunError::LaunchFailed(msg)
             })
         })

@@ -1,0 +1,197 @@
+//! Sandboxes: a run's agent in a jail of its own, reaching the network only through an
+//! egress proxy that lets through its allowlist and nothing else.
+//!
+//! - [`Kind`]: what a run asks for (`none`, `bwrap`, `podman`).
+//! - [`Plan`]: what its jail gets (decided by `lab serve` with the provider's
+//!   [`Needs`], carried in the launch file to `lab agent-exec`).
+//! - [`Jail`]: where the jail is made — one file per kind ([`bwrap`], [`podman`]); the
+//!   rest of lab never asks which.
+//! - [`egress`]: the allowlist, the ledger of what was reached and refused, the proxy
+//!   (outside the jail) and the bridge to it (inside, the jail's only way out).
+//! - [`supervise`]: `lab agent-exec`'s side: the proxy up, the jail started, its exit
+//!   passed on.
+
+pub mod bwrap;
+pub mod egress;
+pub mod podman;
+pub mod supervise;
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The sandbox a run asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The agent runs with its operator's account, as before sandboxes.
+    #[default]
+    None,
+    /// bubblewrap: the workdir and the agent's own state writable, the system read-only,
+    /// every home hidden, its own network namespace.
+    Bwrap,
+    /// A podman container of an image the operator names, the same mounts and network.
+    Podman,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::None, Kind::Bwrap, Kind::Podman];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::None => "none",
+            Kind::Bwrap => "bwrap",
+            Kind::Podman => "podman",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Kind, String> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown sandbox {s:?} (one of: none, bwrap, podman)"))
+    }
+
+    /// The program that makes this kind of jail (none for `none`).
+    pub fn program(self) -> Option<&'static str> {
+        match self {
+            Kind::None => None,
+            Kind::Bwrap => Some("bwrap"),
+            Kind::Podman => Some("podman"),
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        *self == Kind::None
+    }
+}
+
+/// What a provider says its agent needs inside a sandbox (WIT `sandbox.needs`), with
+/// `~/` standing for the agent's HOME.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Needs {
+    /// Paths it writes (its own state): bound read-write. One ending in `/` is a
+    /// directory, made if missing.
+    pub writable: Vec<String>,
+    /// Paths it reads besides the system's.
+    pub readable: Vec<String>,
+    /// Destinations (`host:port`) it must reach (its model API).
+    pub hosts: Vec<String>,
+}
+
+/// A path a provider named, with `~/` as `home`: absolute, or none (a relative path, or
+/// one with `..`, is never bound).
+pub fn expand(path: &str, home: &Path) -> Option<PathBuf> {
+    let p = match path.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None if path == "~" => home.to_path_buf(),
+        None => PathBuf::from(path),
+    };
+    let ok = p.is_absolute() && !p.components().any(|c| matches!(c, std::path::Component::ParentDir));
+    ok.then_some(p)
+}
+
+/// The files through which the proxy and `lab serve` talk: the socket the jail's bridge
+/// reaches, the allowlist lab writes, the ledger the proxy writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressFiles {
+    /// The proxy's Unix socket: inside the run's hook directory, the one directory of
+    /// lab's the jail sees.
+    pub socket: String,
+    /// `{"allow": ["host:port", …]}`, written by lab serve, read by the proxy on each
+    /// connection it is asked for (outside the jail: the agent cannot change it).
+    pub allow: String,
+    /// What was reached and refused ([`egress::Ledger`]), written by the proxy (outside
+    /// the jail too).
+    pub ledger: String,
+}
+
+/// What a run's jail gets: everything `lab agent-exec` needs to make it, decided by lab
+/// serve (so a remote runner's agent-exec makes the same jail there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub kind: Kind,
+    /// The jail's program, as found on PATH by lab serve (bwrap, podman).
+    pub program: String,
+    /// The agent's HOME: hidden (empty) but for what is bound into it.
+    pub home: String,
+    /// Bound read-write at the same path: the workdir, its repository's git directory,
+    /// the agent's state, the run's hook directory. Missing ones are left out.
+    pub writable: Vec<String>,
+    /// Bound read-only at the same path: the agent's program, lab's own.
+    pub readable: Vec<String>,
+    /// lab's own binary (it bridges to the proxy inside the jail).
+    pub lab_exe: String,
+    pub egress: EgressFiles,
+    /// podman only: the image the agent runs in.
+    #[serde(default)]
+    pub image: Option<String>,
+}
+
+/// The port the bridge listens on inside the jail (its own network namespace: nothing
+/// else of the machine's is there).
+pub const BRIDGE_PORT: u16 = 43128;
+
+/// The proxy variables the agent gets inside a jail (both spellings: curl reads only
+/// the lower-case `http_proxy`); `NO_PROXY` goes, so loopback goes through it too.
+pub fn proxy_env() -> Vec<(String, String)> {
+    let url = format!("http://127.0.0.1:{BRIDGE_PORT}");
+    ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"]
+        .into_iter()
+        .map(|k| (k.to_string(), url.clone()))
+        .collect()
+}
+
+/// Variables a jailed agent never gets: they would send it around the proxy.
+pub const NOT_IN_JAIL: &[&str] = &["NO_PROXY", "no_proxy"];
+
+/// Where a jail is made: one implementation per [`Kind`]. It turns the agent's argv
+/// (already wrapped by the bridge) into the argv that starts it jailed.
+pub trait Jail {
+    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String]) -> Result<Vec<String>, String>;
+}
+
+/// The jail of `kind` (none for `none`).
+pub fn jail(kind: Kind) -> Option<Box<dyn Jail>> {
+    match kind {
+        Kind::None => None,
+        Kind::Bwrap => Some(Box::new(bwrap::Bwrap::of_this_system())),
+        Kind::Podman => Some(Box::new(podman::Podman)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_parse_and_print() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Ok(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert!(Kind::parse("docker").unwrap_err().contains("one of: none, bwrap, podman"));
+        assert_eq!(Kind::None.program(), None);
+        assert_eq!(Kind::Bwrap.program(), Some("bwrap"));
+    }
+
+    #[test]
+    fn paths_expand_from_home_and_never_climb() {
+        let home = Path::new("/home/o");
+        assert_eq!(expand("~/.agent/", home), Some(PathBuf::from("/home/o/.agent/")));
+        assert_eq!(expand("~/.agent.json", home), Some(PathBuf::from("/home/o/.agent.json")));
+        assert_eq!(expand("/opt/agent", home), Some(PathBuf::from("/opt/agent")));
+        assert_eq!(expand("~", home), Some(PathBuf::from("/home/o")));
+        assert_eq!(expand("relative", home), None);
+        assert_eq!(expand("~/../etc", home), None);
+        assert_eq!(expand("/a/../etc/shadow", home), None);
+    }
+
+    #[test]
+    fn the_jailed_agent_reaches_only_the_bridge() {
+        let env = proxy_env();
+        assert!(env.iter().any(|(k, v)| k == "http_proxy" && v == "http://127.0.0.1:43128"));
+        assert!(env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
+    }
+}
