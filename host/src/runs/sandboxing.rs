@@ -21,6 +21,20 @@ use std::time::Duration;
 /// How often a live sandboxed run's egress files are looked at (a `stat` of two).
 const EGRESS_POLL: Duration = Duration::from_millis(300);
 
+/// The program that makes a `kind` jail, found on lab serve's PATH (None for `none`); an
+/// error that says how to install it when it is missing.
+fn jail_program(kind: Kind) -> Result<Option<PathBuf>, String> {
+    let Some(name) = kind.program() else { return Ok(None) };
+    let path_var = std::env::var_os("PATH");
+    find_program(Path::new(name), path_var.as_deref()).map(Some).ok_or_else(|| {
+        format!(
+            "the run asks for a `{}` sandbox, but `{name}` is not installed on this machine{}",
+            kind.as_str(),
+            if kind == Kind::Bwrap { " (apt-get install bubblewrap)" } else { "" }
+        )
+    })
+}
+
 /// lab.toml's `[sandbox]` checked (lab serve does not start on a bad one).
 pub fn check_config(c: &SandboxConfig) -> Result<(), String> {
     if let Some(d) = &c.default {
@@ -45,10 +59,12 @@ impl Runs {
     pub(super) fn sandbox_for(&self, req: &CreateRun) -> Result<Kind, RunError> {
         let asked = req.sandbox.as_deref().or(self.config.sandbox.default.as_deref()).unwrap_or("none");
         let kind = Kind::parse(asked).map_err(RunError::BadRequest)?;
-        match self.transport_for(req).no_sandbox() {
-            Some(why) if !kind.is_none() => Err(RunError::BadRequest(format!("`{}` sandbox: {why}", kind.as_str()))),
-            _ => Ok(kind),
+        if let Some(why) = self.transport_for(req).no_sandbox().filter(|_| !kind.is_none()) {
+            return Err(RunError::BadRequest(format!("`{}` sandbox: {why}", kind.as_str())));
         }
+        // Never a run without the sandbox it asked for.
+        jail_program(kind).map_err(RunError::LaunchFailed)?;
+        Ok(kind)
     }
 
     /// The run's files: a sandboxed run's in a jail directory of its own (0700), made
@@ -71,15 +87,7 @@ impl Runs {
         env: &BTreeMap<String, String>,
         files: &RunFiles,
     ) -> Result<Option<Plan>, String> {
-        let Some(jail_program) = rec.sandbox.program() else { return Ok(None) };
-        let path_var = std::env::var_os("PATH");
-        let found = find_program(Path::new(jail_program), path_var.as_deref()).ok_or_else(|| {
-            format!(
-                "the run asks for a `{}` sandbox, but `{jail_program}` is not installed on this machine{}",
-                rec.sandbox.as_str(),
-                if rec.sandbox == Kind::Bwrap { " (apt-get install bubblewrap)" } else { "" }
-            )
-        })?;
+        let Some(found) = jail_program(rec.sandbox)? else { return Ok(None) };
         let jail = files.jail.as_ref().ok_or("the run has no jail directory")?;
         let needs = match provider.sandbox_needs(env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).await {
             Ok(n) => n,

@@ -242,6 +242,12 @@ impl Lab {
         (status, r.json().unwrap_or(Value::Null))
     }
 
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client.put(format!("{}{path}", self.url)).json(body).send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
     pub fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
         let r = self
             .client

@@ -20,7 +20,7 @@ pub fn serve(listener: TcpListener, socket: PathBuf) -> std::thread::JoinHandle<
             let Ok(conn) = conn else { continue };
             let socket = socket.clone();
             std::thread::spawn(move || match UnixStream::connect(&socket) {
-                Ok(up) => super::proxy::pipe(up, conn),
+                Ok(up) => super::proxy::pipe(up, conn, false),
                 Err(e) => eprintln!("lab: the egress proxy is not there ({e})"),
             });
         }

@@ -187,17 +187,19 @@ impl Proxy {
         let sent = if ask.tunnel {
             conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         } else {
-            up.write_all(&ask.head)
+            // One request per connection: the next one may be for another destination,
+            // and is asked for anew.
+            up.write_all(&last_on_connection(&ask.head))
         };
         if sent.and_then(|_| up.write_all(&rest)).is_err() {
             return;
         }
-        pipe(conn, up);
+        pipe(conn, up, !ask.tunnel);
     }
 }
 
 /// The head (through its blank line) and whatever came after it in the same reads.
-fn read_head(conn: &mut UnixStream) -> Result<(Vec<u8>, Vec<u8>), String> {
+fn read_head(conn: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), String> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -206,14 +208,31 @@ fn read_head(conn: &mut UnixStream) -> Result<(Vec<u8>, Vec<u8>), String> {
             return Ok((buf, rest));
         }
         if buf.len() > MAX_HEAD {
-            return Err(format!("a request head over {MAX_HEAD} bytes"));
+            return Err(format!("a head over {MAX_HEAD} bytes"));
         }
         match conn.read(&mut chunk) {
-            Ok(0) => return Err("the connection closed before its request head ended".into()),
+            Ok(0) => return Err("the connection closed before its head ended".into()),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(format!("reading the request head: {e}")),
+            Err(e) => return Err(format!("reading the head: {e}")),
         }
     }
+}
+
+/// A request or response head made the last on its connection: `Connection: close`
+/// in place of whatever it said of the connection.
+pub fn last_on_connection(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut out = String::with_capacity(text.len() + 20);
+    for line in text.trim_end_matches("\r\n").split("\r\n") {
+        let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if matches!(name.as_str(), "connection" | "keep-alive" | "proxy-connection") {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    out.into_bytes()
 }
 
 fn connect(d: &Dest) -> std::io::Result<TcpStream> {
@@ -235,17 +254,28 @@ fn reply(mut conn: &UnixStream, status: &str, body: &str) -> std::io::Result<()>
     conn.write_all(msg.as_bytes())
 }
 
-/// Copy both ways until each side has ended.
-pub(super) fn pipe(conn: UnixStream, up: TcpStream) {
+/// Copy both ways: the client's bytes up on a thread of its own, the destination's back
+/// here (its response head first made the connection's last if `one_request`); once
+/// the destination has ended, so does the client's connection.
+pub(super) fn pipe(conn: UnixStream, up: TcpStream, one_request: bool) {
     let (Ok(mut conn_r), Ok(mut up_w)) = (conn.try_clone(), up.try_clone()) else { return };
-    let t = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let _ = std::io::copy(&mut conn_r, &mut up_w);
         let _ = up_w.shutdown(Shutdown::Write);
     });
     let (mut up_r, mut conn_w) = (up, conn);
+    if one_request {
+        let Ok((head, after)) = read_head(&mut up_r) else {
+            let _ = conn_w.shutdown(Shutdown::Both);
+            return;
+        };
+        if conn_w.write_all(&last_on_connection(&head)).and_then(|_| conn_w.write_all(&after)).is_err() {
+            let _ = up_r.shutdown(Shutdown::Both);
+            return;
+        }
+    }
     let _ = std::io::copy(&mut up_r, &mut conn_w);
-    let _ = conn_w.shutdown(Shutdown::Write);
-    let _ = t.join();
+    let _ = conn_w.shutdown(if one_request { Shutdown::Both } else { Shutdown::Write });
 }
 
 #[cfg(test)]
@@ -267,8 +297,15 @@ mod tests {
         assert_eq!(a.dest, Dest { host: "127.0.0.1".into(), port: 8080 });
         assert!(!a.tunnel);
         assert_eq!(
-            String::from_utf8(a.head).unwrap(),
+            String::from_utf8(a.head.clone()).unwrap(),
             "POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 2\r\n\r\n"
+        );
+        assert_eq!(
+            String::from_utf8(last_on_connection(
+                b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nX: 1\r\n\r\n"
+            ))
+            .unwrap(),
+            "HTTP/1.1 200 OK\r\nX: 1\r\nConnection: close\r\n\r\n"
         );
         let b = parse_head(b"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
         assert_eq!(b.dest.port, 80);
@@ -331,6 +368,7 @@ mod tests {
         };
         let ok = ask(format!("GET http://127.0.0.1:{port}/hi HTTP/1.1\r\nHost: x\r\n\r\n"));
         assert!(ok.starts_with("HTTP/1.1 200") && ok.ends_with("saw GET /hi HTTP/1.1"), "{ok}");
+        assert!(ok.contains("Connection: close\r\n") && !ok.contains("keep-alive"), "one request a connection: {ok}");
         let no = ask("GET http://127.0.0.1:9/x HTTP/1.1\r\nHost: x\r\n\r\n".into());
         assert!(no.starts_with("HTTP/1.1 403") && no.contains("127.0.0.1:9") && no.contains("allowlist"), "{no}");
         let l = Ledger::read(std::path::Path::new(&files.ledger));

@@ -1,0 +1,305 @@
+//! Sandboxes: runs jailed by bubblewrap, their egress through lab's proxy.
+//!
+//! - What cannot be sandboxed says so (an unknown kind, bubblewrap missing, a run with
+//!   no sandbox asked to change its allowlist), with fake-claude: no real agent needed.
+//! - The REAL `claude` in a `bwrap` sandbox against the Messages stand-in: its question
+//!   reaches lab through its hooks (the run's jail directory is the one directory of
+//!   lab's it sees) and is answered from lab; then a command it runs reaches the
+//!   loopback server on its allowlist, is refused the other one (the refusal in the run's
+//!   view), cannot connect around the proxy, cannot write outside its workdir and cannot
+//!   read a file in another user's home; once the operator allows the refused server,
+//!   the agent's retry reaches it. Nothing but loopback is ever a target.
+//!
+//! The real binary: `LAB_CLAUDE_BIN` (scripts/test sets it), bubblewrap on PATH; with
+//! `CI=true` a missing one fails the test, otherwise it is skipped loudly.
+
+mod common;
+
+use common::*;
+use messages_standin::{Matcher, Reply, Script, Standin};
+use serde_json::json;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(60);
+
+/// bubblewrap, or a loud skip (a failure with `CI=true`).
+fn bwrap() -> Option<PathBuf> {
+    let found = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"].iter().map(PathBuf::from).find(|p| p.exists());
+    if found.is_none() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bubblewrap is missing (scripts/test installs it)");
+        eprintln!("SKIPPED: the sandbox tests need bubblewrap (apt-get install bubblewrap)");
+    }
+    found
+}
+
+/// A loopback HTTP server that answers every request with `name` and counts them.
+struct Server {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+fn server(name: &'static str) -> Server {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            counted.fetch_add(1, Ordering::SeqCst);
+            let body = format!("reached-{name}");
+            let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    Server { port, hits }
+}
+
+#[test]
+fn what_cannot_be_sandboxed_says_so() {
+    let w = World::new();
+    w.use_fake_claude(&ask_then_idle());
+    let lab = w.serve();
+    let body =
+        |sandbox: &str| json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi", "sandbox": sandbox});
+    let (status, err) = lab.post("/runs", &body("docker"));
+    assert_eq!(status, 400, "{err}");
+    assert!(err["message"].as_str().unwrap().contains("one of: none, bwrap, podman"), "{err}");
+
+    // A run without a sandbox has no allowlist to change.
+    let run = lab.create_run(&w, "claude-code", "hi");
+    assert_eq!(run["sandbox"], "none");
+    assert!(run["egress"].is_null(), "{run}");
+    let id = run["id"].as_str().unwrap();
+    let (status, err) = lab.put(&format!("/runs/{id}/egress"), &json!({"allow": ["example.com:443"]}));
+    assert_eq!(status, 400, "{err}");
+    assert!(err["message"].as_str().unwrap().contains("no sandbox"), "{err}");
+    lab.stop();
+
+    // bubblewrap not where lab serve looks: a clear error, never a run without one.
+    let bin = w.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["tmux", "git"] {
+        if let Some(p) =
+            ["/usr/bin", "/bin", "/usr/local/bin"].iter().map(|d| Path::new(d).join(tool)).find(|p| p.exists())
+        {
+            std::os::unix::fs::symlink(p, bin.join(tool)).unwrap();
+        }
+    }
+    let lab = Lab::start_with(&w, |cmd| {
+        cmd.env("PATH", &bin);
+    });
+    let (status, err) = lab.post("/runs", &body("bwrap"));
+    assert_eq!((status, err["error"].as_str()), (422, Some("launch_failed")), "{err}");
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains("`bwrap` is not installed") && msg.contains("apt-get install bubblewrap"), "{err}");
+    let (_, runs) = lab.get("/runs");
+    assert!(runs.as_array().unwrap().iter().all(|r| r["sandbox"] == "none"), "no run without its sandbox: {runs}");
+    lab.stop();
+}
+
+/// The file another user keeps in their home: a user made for the test (root only),
+/// else a stand-in under `/home`.
+fn other_users_secret() -> PathBuf {
+    let user = "labsbxother";
+    let made = std::process::Command::new("useradd")
+        .args(["-m", "-s", "/usr/sbin/nologin", user])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success() || s.code() == Some(9));
+    let home = PathBuf::from("/home").join(user);
+    std::fs::create_dir_all(&home).unwrap();
+    let secret = home.join(format!("secret-{}", std::process::id()));
+    std::fs::write(&secret, "the-other-users-secret").unwrap();
+    if made {
+        let _ =
+            std::process::Command::new("chown").args([&format!("{user}:{user}"), secret.to_str().unwrap()]).status();
+    }
+    secret
+}
+
+#[test]
+fn a_real_claude_in_bwrap_reaches_only_its_allowlist_and_its_workdir() {
+    let Some(claude) = agent_bin("LAB_CLAUDE_BIN", "scripts/install-claude.sh", "the sandboxed real claude test")
+    else {
+        return;
+    };
+    if bwrap().is_none() {
+        return;
+    }
+    let _slot = Slot::take(2);
+    let w = World::new();
+    let (allowed, refused) = (server("allowed"), server("refused"));
+    let secret = other_users_secret();
+    let outside = w.home.join("escaped.txt");
+    let command = format!(
+        "curl -s -m 20 http://127.0.0.1:{a}/a; echo; curl -s -m 20 -o /dev/null -w 'refused-code=%{{http_code}}' http://127.0.0.1:{b}/b; echo; \
+         echo inside > inside.txt && echo wrote-workdir; echo escaped > {out}; echo escaped > /usr/escaped || echo usr-refused; \
+         cat {secret} || echo secret-refused; curl -s --noproxy '*' -m 5 http://127.0.0.1:{a}/direct || echo direct-refused",
+        a = allowed.port,
+        b = refused.port,
+        out = outside.display(),
+        secret = secret.display(),
+    );
+    let retry = format!("curl -s -m 20 http://127.0.0.1:{}/again", refused.port);
+    let script = Script::new()
+        .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "A question first."))
+        .turn(
+            Matcher::ToolResultForPrevious,
+            Reply::tool_use("Bash", json!({"command": command, "description": "Reach things"})),
+        )
+        .turn(Matcher::ToolResultForPrevious, Reply::text("One server was refused."))
+        .turn(
+            Matcher::Contains("retry".into()),
+            Reply::tool_use("Bash", json!({"command": retry, "description": "Again"})),
+        )
+        .turn(Matcher::ToolResultForPrevious, Reply::text("Reached it now."))
+        .side_reply("Sandboxed run");
+    let standin = Standin::start(script).unwrap();
+
+    let seed = json!({
+        "hasCompletedOnboarding": true,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [&STANDIN_KEY[STANDIN_KEY.len() - 20..]], "rejected": []},
+        "projects": {w.workdir.to_str().unwrap(): {"hasTrustDialogAccepted": true}}
+    });
+    std::fs::write(w.agent_home.join(".claude.json"), serde_json::to_vec_pretty(&seed).unwrap()).unwrap();
+    std::fs::create_dir_all(w.agent_home.join(".claude")).unwrap();
+    let mut env = claude_offline_env(standin.base_url());
+    env.extend([
+        ("LANG", "C.UTF-8".into()),
+        ("TERM", "xterm-256color".into()),
+        ("HOME", w.agent_home.display().to_string()),
+    ]);
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = {:?}\nenv = {{ {} }}\n\n[sandbox]\ndefault = \"bwrap\"\nallow = [\"127.0.0.1:{}\"]\n",
+        claude.display().to_string(),
+        env.join(", "),
+        allowed.port
+    ));
+    let lab = Lab::start_with(&w, |cmd| {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("ANTHROPIC_") || k.starts_with("CLAUDE") || k == "TMUX" || k == "TMUX_PANE" {
+                cmd.env_remove(&k);
+            }
+        }
+    });
+
+    // The default mode: each command is a permission prompt the operator answers in lab.
+    let run = lab.create_run_in(&w.workdir, "claude-code", "Ask me, then reach the servers.", Some("default"));
+    let id = run["id"].as_str().unwrap().to_string();
+    assert_eq!(run["sandbox"], "bwrap", "lab.toml's default: {run}");
+    let mut events = EventLog::open(&lab, &id);
+
+    // The question comes through the hooks, from inside the jail.
+    let (_, v) = events.wait(STEP, "the question on SSE", |v| !v["pending_dialog"].is_null());
+    let d = &v["pending_dialog"];
+    assert_eq!(d["source"], "spool", "{d}");
+    let egress = &v["egress"];
+    assert_eq!(egress["allow"], json!([standin_host(&standin), format!("127.0.0.1:{}", allowed.port)]), "{v}");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(status, 202, "{body}");
+    approve_command(&lab, &w, &id);
+
+    // The command's refusals, and the one server it reached.
+    let v = wait_or_show(&lab, &w, &id, "the refusal in the run's view", |v| {
+        v["egress"]["refused"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == refused.port))
+    });
+    let r = v["egress"]["refused"].as_array().unwrap().iter().find(|s| s["port"] == refused.port).unwrap().clone();
+    assert_eq!((r["host"].as_str(), r["count"].as_u64()), (Some("127.0.0.1"), Some(1)), "{r}");
+    let bash = wait_for(STEP, "the command's result at the stand-in", || {
+        let uses = standin.emitted_tool_uses();
+        let id = uses.iter().find(|u| u.name == "Bash")?.id.clone();
+        standin.tool_results_for(&id).into_iter().next()
+    });
+    let out = bash.0;
+    for expected in
+        ["reached-allowed", "refused-code=403", "wrote-workdir", "usr-refused", "secret-refused", "direct-refused"]
+    {
+        assert!(out.contains(expected), "{expected:?} in the command's output:\n{out}");
+    }
+    assert!(!out.contains("the-other-users-secret"), "{out}");
+    assert!(w.workdir.join("inside.txt").exists(), "the workdir is writable");
+    // A path outside the workdir is the jail's own (an empty tmpfs), never the machine's.
+    assert!(!outside.exists() && !Path::new("/usr/escaped").exists(), "nothing was written outside the workdir");
+    assert_eq!((allowed.hits.load(Ordering::SeqCst), refused.hits.load(Ordering::SeqCst)), (1, 0));
+    lab.wait_view(&id, "idle after the refusal", |v| v["state"] == "idle");
+
+    // Allowed from lab: the agent's retry passes.
+    let both =
+        json!([format!("127.0.0.1:{}", allowed.port), format!("127.0.0.1:{}", refused.port), standin_host(&standin)]);
+    let (status, e) = lab.put(&format!("/runs/{id}/egress"), &json!({"allow": both}));
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(e["allow"], both);
+    let still = e["refused"].as_array().unwrap();
+    assert!(!still.iter().any(|s| s["port"] == refused.port), "what is allowed now is not shown refused: {e}");
+    let (status, body) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "Allowed it, please retry."}));
+    assert_eq!(status, 202, "{body}");
+    approve_command(&lab, &w, &id);
+    wait_for(STEP, "the retry to reach the refused server", || {
+        (refused.hits.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    lab.wait_view(&id, "the agent's last word", |v| {
+        v["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["text"] == "Reached it now."))
+    });
+    let reached = |v: &serde_json::Value, port: u16| {
+        v["egress"]["reached"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == port))
+    };
+    let v = wait_or_show(&lab, &w, &id, "the retry counted as reached", |v| reached(v, refused.port));
+    assert!(reached(&v, allowed.port), "{}", v["egress"]);
+    // The audit log has the operator's change.
+    let (_, audit) = lab.get(&format!("/audit?run={id}"));
+    assert!(audit["entries"].as_array().unwrap().iter().any(|e| e["action"] == "run.egress"), "{audit}");
+    let _ = std::fs::remove_file(&secret);
+    lab.stop();
+}
+
+/// The run's command is a permission prompt: answered "Yes" from lab.
+fn approve_command(lab: &Lab, w: &World, id: &str) {
+    let v =
+        wait_or_show(lab, w, id, "the command's permission prompt", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    assert_eq!((d["source"].as_str(), d["tool_name"].as_str()), (Some("spool"), Some("Bash")), "{d}");
+    let (status, body) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 0}]}));
+    assert_eq!(status, 202, "{body}");
+}
+
+/// Wait for the run's view to satisfy `pred`; on a timeout, fail with its view and
+/// what its pane shows.
+fn wait_or_show(
+    lab: &Lab,
+    w: &World,
+    id: &str,
+    what: &str,
+    pred: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + STEP;
+    loop {
+        let v = lab.view(id);
+        if pred(&v) {
+            return v;
+        }
+        if std::time::Instant::now() > deadline {
+            let pane = w.tmux(&["capture-pane", "-p", "-t", &format!("lab-{id}")]);
+            let mut v = v;
+            v["messages"] = json!(v["messages"].as_array().map(|m| m.len()));
+            panic!("timed out waiting for {what}; the view: {v}\nthe pane:\n{}", String::from_utf8_lossy(&pane.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The stand-in's `host:port`, as the provider put it on the allowlist.
+fn standin_host(s: &Standin) -> String {
+    s.base_url().trim_start_matches("http://").trim_end_matches('/').to_string()
+}
