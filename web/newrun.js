@@ -128,6 +128,7 @@ function showFormError(msg) {
 export function initNewRunForm() {
   const workdir = newRunForm.elements.workdir;
   workdir.value = localStorage.getItem("lab.workdir") || "";
+  newRunForm.elements.sandbox.value = localStorage.getItem("lab.sandbox") || "";
   newRunForm.addEventListener("submit", async (e) => {
     e.preventDefault();
     showFormError("");
@@ -142,6 +143,7 @@ export function initNewRunForm() {
     // release asks each time, a newer one decides by itself: "auto").
     if (!modeSelect.disabled && modeSelect.value) body.permission_mode = modeSelect.value;
     if (!hostSelect.disabled && hostSelect.value) body.host = hostSelect.value;
+    if (f.sandbox.value) body.sandbox = f.sandbox.value;
     const submit = newRunForm.querySelector("button[type=submit]");
     submit.disabled = true;
     submit.textContent = "Starting…";
@@ -152,6 +154,7 @@ export function initNewRunForm() {
     localStorage.setItem("lab.workdir", wd);
     localStorage.setItem("lab.provider", provider);
     localStorage.setItem("lab.host", body.host || "");
+    localStorage.setItem("lab.sandbox", f.sandbox.value);
     f.prompt.value = "";
     newRunDetails.open = false;
     const run = res.data;

@@ -1,6 +1,7 @@
 // One run as a live chat: header, transcript, dialog card, composer.
 import { api, enc } from "./api.js";
 import { Continuation } from "./continuation.js";
+import { RunEgress } from "./egress.js";
 import { ChoiceCard, QuestionCard, QuestionsCard, answerableCard, readOnlyCard } from "./cards.js";
 import { summaryText } from "./diffparse.js";
 import { ago, attachBox, attachCommand, basename, fullTime, h, plusMinus, setBadge, shortId, stateBadge, uid } from "./dom.js";
@@ -144,6 +145,7 @@ export class RunView {
     }, "Stop");
     this.headerError = h("p", { class: "header-error", role: "alert", hidden: true });
     this.continuation = new Continuation({ runId: this.runId, onResumed: (run) => this.resumed(run) });
+    this.egress = new RunEgress({ runId: this.runId });
     this.endReason = h("p", { class: "muted end-reason", "data-testid": "end-reason", hidden: true });
     this.hostNotice = h("p", { class: "header-error", "data-testid": "host-disconnected", role: "status", hidden: true });
     this.mirrorNotice = h("p", { class: "header-error", "data-testid": "transcript-stopped", role: "status", hidden: true });
@@ -207,6 +209,7 @@ export class RunView {
             this.stopBtn),
           this.metaEl,
           this.usage.el,
+          this.egress.panel,
           this.continuation.family,
           this.continuation.limit,
           this.endReason,
@@ -216,7 +219,7 @@ export class RunView {
           this.mirrorNotice,
           this.headerError),
         this.chat,
-        h("div", { class: "dock" }, this.dialogArea, this.composer)));
+        h("div", { class: "dock" }, this.egress.notices, this.dialogArea, this.composer)));
     this.renderHeader();
     this.updateComposer();
   }
@@ -292,6 +295,7 @@ export class RunView {
     this.mirrorNotice.textContent = this.view.transcript_stopped || "";
     this.stopBtn.disabled = state === "ended";
     this.continuation.render(run, this.view.usage_limit);
+    this.egress.render(run, this.view.egress);
     const why = state === "ended" && run && run.end_reason;
     this.endReason.hidden = !why;
     this.endReason.textContent = why ? `Ended: ${run.end_reason}${run.resumable ? " — it can be resumed." : ""}` : "";
@@ -337,6 +341,7 @@ export class RunView {
       disconnected: v.disconnected === true,
       transcript_stopped: typeof v.transcript_stopped === "string" ? v.transcript_stopped : null,
       usage_limit: v.usage_limit ?? null,
+      egress: v.egress ?? null,
     };
     if (this.view.state) store.liveState.set(this.runId, this.view.state);
     this.applyAnswerProgress();

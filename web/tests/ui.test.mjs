@@ -1889,6 +1889,90 @@ describe("the agent's work: a worktree's diff, review comments, merge", () => {
   });
 });
 
+describe("sandboxes", () => {
+  /** A loopback HTTP server answering `reached-<name>`; `hits` counts its requests. */
+  async function httpServer(t, name) {
+    const http = await import("node:http");
+    const srv = http.createServer((req, res) => { srv.hits += 1; res.end(`reached-${name}`); });
+    srv.hits = 0;
+    await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+    t.after(() => new Promise((r) => srv.close(r)));
+    return srv;
+  }
+
+  test("sandbox: a run started in bwrap from the form; a refused destination shows in the chat with Allow, and the agent's retry then passes", { timeout: TEST_TIMEOUT }, async (t) => {
+    if (skipReason) { t.skip(skipReason); return; }
+    if (!["/usr/bin/bwrap", "/bin/bwrap"].some((p) => fs.existsSync(p))) {
+      if (process.env.CI === "true") assert.fail("bubblewrap is missing (scripts/test installs it)");
+      t.skip("no bubblewrap");
+      return;
+    }
+    const [allowed, refused] = [await httpServer(t, "allowed"), await httpServer(t, "refused")];
+    const urlOf = (srv, p) => `http://127.0.0.1:${srv.address().port}/${p}`;
+    // The jail sees the workdir: fake-claude's script and log live there.
+    let logPath = null;
+    const world = await startLabWorld(t, {
+      provider: "claude-code",
+      labToml: (w) => {
+        const dir = path.join(w.workdir, ".fake");
+        fs.mkdirSync(dir);
+        const script = { steps: [
+          { say: "Fetching." }, { fetch: urlOf(refused, "first") }, { fetch: urlOf(allowed, "ok") },
+          { wait_file: "go" }, { fetch: urlOf(refused, "again") }, { idle: {} },
+        ] };
+        fs.writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
+        logPath = path.join(dir, "fake.log");
+        return [
+          "[providers.claude-code]",
+          `program = ${tomlStr(FAKE_CLAUDE_BIN)}`,
+          `env = { FAKE_CLAUDE_SCRIPT = ${tomlStr(path.join(dir, "script.json"))}, FAKE_CLAUDE_LOG = ${tomlStr(logPath)} }`,
+          "", "[sandbox]", `allow = [${tomlStr(`127.0.0.1:${allowed.address().port}`)}]`, "",
+        ].join("\n");
+      },
+      diagnose: (tail) => `--- fake-claude log (tail) ---\n${tail(logPath, 15)}`,
+    });
+    const page = await openPage(t, world.url, { login: world.loginLink, token: world.token });
+    try {
+      await page.getByTestId("new-run-provider").selectOption("claude-code");
+      await page.getByTestId("new-run-workdir").fill(world.workdir);
+      await page.getByTestId("new-run-prompt").fill("Fetch both.");
+      await page.getByTestId("new-run-sandbox").selectOption("bwrap");
+      await page.getByTestId("new-run-submit").click();
+      await page.getByTestId("run-view").waitFor();
+      const dest = `127.0.0.1:${refused.address().port}`;
+      const notice = page.locator(`[data-testid=egress-notice][data-dest="${dest}"]`);
+      await notice.waitFor();
+      assert.match(await notice.textContent(), /refused .*not on this run's allowlist/);
+      await waitText(page.getByTestId("sandbox-summary"), /Sandbox: bwrap · 2 allowed · 1 refused/, "the run's sandbox in its header (its model API and lab.toml's)");
+      await waitText(page.locator("[data-testid=chat]"), /reached-allowed/, "the allowed server's answer in the chat");
+      assert.match(await page.locator("[data-testid=chat]").textContent(), /HTTP\/1\.1 403 Forbidden/);
+      await screenshot(page, "56-egress-refused");
+      // One click: on the allowlist, the notice gone, and the agent's retry passes.
+      await notice.getByTestId("egress-allow-button").click();
+      await notice.waitFor({ state: "detached" });
+      const id = new URL(page.url()).hash.split("/")[2];
+      const v = await world.waitView(id, (v) => v.egress && v.egress.allow.includes(dest), "the refused server allowed");
+      assert.equal(v.egress.refused.length, 0, JSON.stringify(v.egress));
+      fs.writeFileSync(path.join(world.workdir, "go"), "");
+      await waitText(page.locator("[data-testid=chat]"), /reached-refused/, "the retry's answer in the chat");
+      assert.equal(refused.hits, 1, "only the retry reached it");
+      await page.getByTestId("sandbox-panel").click();
+      await page.locator(`[data-testid=egress-remove][data-dest="${dest}"]`).waitFor();
+      await screenshot(page, "57-egress-allowlist");
+      const log = (await world.api("GET", `/audit?run=${id}`)).body.entries.map((e) => e.action);
+      assert.ok(log.includes("run.egress"), JSON.stringify(log));
+      assert.deepEqual(page.labErrors, [], "uncaught errors in the page");
+    } catch (e) {
+      world.failed = true;
+      await screenshot(page, "FAIL-sandbox").catch(() => {});
+      e.message = `${e.message}\n${world.diagnostics()}`;
+      throw e;
+    } finally {
+      await page.context().close().catch(() => {});
+    }
+  });
+});
+
 // Last, once every scenario above has run: what the pages read against what lab sent.
 test("the UI reads only fields the API sends (every page above, against lab's real answers)", async (t) => {
   if (skipReason) { t.skip(skipReason); return; }

@@ -906,6 +906,12 @@ impl Agent {
                     self.screen.draw(&[]);
                 }
                 Step::SleepMs(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                Step::Fetch(url) => {
+                    let got = fetch(url);
+                    self.log.event(json!({"event": "fetch", "url": url, "got": got}));
+                    self.say(&format!("fetched {url}: {got}"), None);
+                    self.screen.draw(&[]);
+                }
                 Step::WaitFile(path) => {
                     let start = std::time::Instant::now();
                     while !std::path::Path::new(path).exists() && start.elapsed() < Duration::from_secs(120) {
@@ -1082,6 +1088,34 @@ fn main() {
         agent.screen.draw(&[]);
     }
     agent.run(&script.steps)
+}
+
+/// A GET of `url` (`http://host:port/path`), through the proxy `http_proxy` names if set:
+/// `"<status line> <body>"`, or why it failed.
+fn fetch(url: &str) -> String {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else { return format!("not an http URL: {url}") };
+    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let proxy = ["http_proxy", "HTTP_PROXY"].iter().find_map(|k| std::env::var(k).ok()).filter(|p| !p.is_empty());
+    let (addr, target) = match &proxy {
+        Some(p) => (p.trim_start_matches("http://").trim_end_matches('/').to_string(), url.to_string()),
+        None => (authority.to_string(), path),
+    };
+    let go = || -> std::io::Result<String> {
+        let mut c = std::net::TcpStream::connect(&addr)?;
+        c.set_read_timeout(Some(Duration::from_secs(20)))?;
+        write!(c, "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")?;
+        let mut out = Vec::new();
+        c.read_to_end(&mut out)?;
+        let text = String::from_utf8_lossy(&out).into_owned();
+        let status = text.lines().next().unwrap_or_default().to_string();
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.trim().chars().take(200).collect::<String>())
+            .unwrap_or_default();
+        Ok(format!("{status} {body}"))
+    };
+    go().unwrap_or_else(|e| format!("failed: {e}"))
 }
 
 #[cfg(test)]

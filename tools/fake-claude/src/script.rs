@@ -38,6 +38,10 @@ pub enum Step {
     Idle(IdleStep),
     ApiError(ApiErrorStep),
     SleepMs(u64),
+    /// `{"fetch": "http://host:port/path"}`: a GET, through the proxy `http_proxy`
+    /// (`HTTP_PROXY`) names when set (as the real agents go), else straight; the answer's
+    /// status line and body are said as an assistant text.
+    Fetch(String),
     /// Wait until this file (relative to the workdir) exists, for at most two minutes:
     /// a test says "go on" with a fact, not a guessed delay.
     WaitFile(String),
