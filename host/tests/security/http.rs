@@ -180,6 +180,7 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/usage?group=model".into(), Value::Null),
         ("GET", "/search?q=hello".into(), Value::Null),
         ("PUT", format!("/runs/{id}/auto-resume"), json!({"on": false})),
+        ("PUT", format!("/runs/{id}/egress"), json!({"allow": ["example.com:443"]})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
@@ -567,7 +568,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 35, "{refused}/35 refused");
+    assert_eq!(refused, 36, "{refused}/36 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
