@@ -500,3 +500,62 @@ fn a_run_on_a_machine_is_resumed_and_forked_there() {
     drop(lab);
     m.remove();
 }
+
+/// A sandboxed run on a machine: its runner makes the jail there (its own lab, its own
+/// bubblewrap), its agent's refused destination reaches lab's view through the link,
+/// and an allowlist changed from lab is the one its proxy there goes by.
+#[test]
+fn a_sandboxed_run_on_a_machine_is_jailed_there_and_its_egress_is_seen_and_set_from_lab() {
+    let Some(mut m) = Machine::new() else { return };
+    if !["/usr/bin/bwrap", "/bin/bwrap"].iter().any(|p| std::path::Path::new(p).exists()) {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bubblewrap is missing (scripts/test installs it)");
+        return;
+    }
+    let w = World::new();
+    let fake = fake_claude();
+    m.install("fake-claude", &fake);
+    // The jail sees the workdir and the agent's state: the script is in the workdir.
+    let fake_dir = m.workdir.join(".fake");
+    std::fs::create_dir_all(&fake_dir).unwrap();
+    m.give(&fake_dir);
+    let script = json!({"steps": [
+        {"say": "Fetching."}, {"fetch": "http://127.0.0.1:9/first"}, {"wait_file": "go"},
+        {"fetch": "http://127.0.0.1:9/again"}, {"idle": {}}
+    ]});
+    let script_path = fake_dir.join("script.json");
+    m.write(&script_path, &serde_json::to_vec_pretty(&script).unwrap());
+    let state = m.user_home.join(".claude");
+    std::fs::create_dir_all(&state).unwrap();
+    m.give(&state);
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = \"fake-claude\"\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?} }}\n",
+        script_path.display().to_string()
+    ));
+    let cred = add_host(&w, "m1");
+    let lab = serve_for(&w, &m, Some(fake.parent().unwrap()));
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, &m, "m1");
+    let (s, run) = lab.post(
+        "/runs",
+        &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Fetch.", "host": "m1", "sandbox": "bwrap"}),
+    );
+    assert_eq!(s, 201, "{run}");
+    assert_eq!(run["sandbox"], "bwrap");
+    let id = run["id"].as_str().unwrap().to_string();
+    let refused = |v: &Value| v["egress"]["refused"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == 9));
+    let v = wait_agent(&lab, &m, &run, "the refusal there, in lab's view", refused);
+    assert!(v["messages"].to_string().contains("403 Forbidden"), "its proxy there refused it: {v}");
+    assert!(m.lab_home.join("runtime").join(format!("{id}.box")).is_dir(), "its jail directory is the runner's");
+    // Allowed from lab: the proxy there lets the retry through (nothing listens: 502).
+    let (s, e) = lab.put(&format!("/runs/{id}/egress"), &json!({"allow": ["127.0.0.1:9"]}));
+    assert_eq!(s, 200, "{e}");
+    m.write(&m.workdir.join("go"), b"");
+    let v = wait_agent(&lab, &m, &run, "the retry let through there", |v| {
+        v["egress"]["reached"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == 9))
+    });
+    assert!(v["messages"].to_string().contains("502 Bad Gateway"), "{v}");
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200, "{b}");
+    drop(lab);
+    m.remove();
+}

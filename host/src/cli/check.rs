@@ -103,6 +103,9 @@ pub fn check(file: &Path, home: Option<PathBuf>, out: &mut dyn Write) -> Result<
         }
     };
     describe(&mut r, &facts, limits);
+    if !facts.capabilities.acp {
+        r.field("sandbox", sandbox_needs(&provider));
+    }
     r.line("self-test (the sandbox and limits of lab serve):");
     self_test(&mut r, &facts, &provider, limits.call_deadline);
     let Outcome { failures, warnings } = r.outcome;
@@ -118,6 +121,20 @@ pub fn check(file: &Path, home: Option<PathBuf>, out: &mut dyn Write) -> Result<
         r.line(format!("result: FAILED ({failures} failure(s), {warnings} warning(s))"));
     }
     Ok(r.outcome)
+}
+
+/// What the provider says its agent needs in a sandbox (with no environment), in a line.
+fn sandbox_needs(provider: &crate::agents::components::ProviderHandle) -> String {
+    match provider.sandbox_needs(Vec::new()).blocking() {
+        Ok(n) => {
+            let list = |v: &[String]| if v.is_empty() { "nothing".to_string() } else { v.join(", ") };
+            format!("writes {}; reads {}; reaches {}", list(&n.writable), list(&n.readable), list(&n.hosts))
+        }
+        Err(e) if e.kind == crate::agents::provider::CallErrorKind::Unsupported => {
+            "not asked (built against a WIT before 0.6.0: a sandboxed run gets its workdir and no hosts)".into()
+        }
+        Err(e) => format!("the question failed: {e}"),
+    }
 }
 
 fn size(n: usize) -> String {
@@ -652,9 +669,10 @@ mod tests {
         assert_eq!(outcome.failures, 0, "{text}");
         assert!(text.contains("exports      base (no dialog-hooker)"), "{text}");
         assert!(text.contains("sessions     neither resume nor fork"), "{text}");
+        assert!(text.contains("sandbox      writes nothing; reads nothing; reaches nothing"), "{text}");
         assert!(
             text.contains(
-                "lab:provider@0.5.0 (this lab loads lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
+                "lab:provider@0.6.0 (this lab loads lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
             ),
             "{text}"
         );

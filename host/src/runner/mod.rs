@@ -224,12 +224,21 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
                 return Reply::Error { message: "not a run id".into() };
             };
             let runtime = home.runtime_dir();
-            let files = home.run_files(&id);
-            let path = match file {
-                protocol::LaunchFile::Settings => files.settings,
-                protocol::LaunchFile::Launch => files.launch,
+            let (dir, path) = match file {
+                protocol::LaunchFile::Settings => (runtime, home.run_files(&id).settings),
+                protocol::LaunchFile::Launch => (runtime, home.run_files(&id).launch),
+                protocol::LaunchFile::EgressAllow => {
+                    // A sandboxed launch: its jail directory, where its other files go.
+                    if let Err(e) = crate::store::fsutil::private_dir(&runtime)
+                        .and_then(|()| crate::store::fsutil::private_dir(&home.jail_dir(&id)))
+                    {
+                        return Reply::Error { message: format!("making the run's jail directory: {e}") };
+                    }
+                    let allow = home.egress_files(&id).0;
+                    (allow.parent().expect("in egress/").to_path_buf(), allow)
+                }
             };
-            return match crate::store::fsutil::private_dir(&runtime)
+            return match crate::store::fsutil::private_dir(&dir)
                 .and_then(|()| crate::store::fsutil::write_atomic(&path, content.as_bytes(), 0o600))
             {
                 Ok(()) => Reply::Done,

@@ -119,9 +119,12 @@ impl Session {
         let Some(id) = crate::store::paths::RunId::parse(&run) else {
             return Reply::Error { message: "not a run id".into() };
         };
+        let files = self.home.run_files(&id);
         let w = watch::Watch {
             refused: None,
-            files: self.home.run_files(&id),
+            // A sandboxed run's (its files are in its jail directory): its egress ledger too.
+            ledger: files.jail.as_ref().map(|_| self.home.egress_files(&id).1),
+            files,
             run: run.clone(),
             target,
             transcript: transcript.map(PathBuf::from),

@@ -115,6 +115,8 @@ pub struct Watch {
     pub transcript: Option<PathBuf>,
     pub offset: u64,
     pub files: RunFiles,
+    /// A sandboxed run's egress ledger, sent up as it changes (None: no sandbox).
+    pub ledger: Option<PathBuf>,
     /// Why its transcript is no longer followed (said once in the log).
     pub refused: Option<String>,
 }
@@ -213,15 +215,18 @@ fn send_transcript(w: &mut Watch, out: &UnboundedSender<Up>) -> bool {
 
 /// One look at the run's files: its transcript's new bytes and each hook file that
 /// changed since `last`, sent up (false: nobody listens any more). Blocking reads.
-fn look(w: &mut Watch, last: &mut [Option<Option<String>>; 3], out: &UnboundedSender<Up>) -> bool {
+fn look(w: &mut Watch, last: &mut [Option<Option<String>>; 4], out: &UnboundedSender<Up>) -> bool {
     if !send_transcript(w, out) {
         return false;
     }
-    for (i, (file, path)) in
-        [(HookFile::Spool, &w.files.spool), (HookFile::Marker, &w.files.marker), (HookFile::Session, &w.files.session)]
-            .into_iter()
-            .enumerate()
-    {
+    let files = [
+        (HookFile::Spool, Some(&w.files.spool)),
+        (HookFile::Marker, Some(&w.files.marker)),
+        (HookFile::Session, Some(&w.files.session)),
+        (HookFile::Ledger, w.ledger.as_ref()),
+    ];
+    for (i, (file, path)) in files.into_iter().enumerate() {
+        let Some(path) = path else { continue };
         let now = hook_file(path);
         if last[i].as_ref() != Some(&now) {
             tracing::debug!(run = %w.run, ?file, present = now.is_some(), "a hook file changed; sent up");
@@ -236,12 +241,16 @@ fn look(w: &mut Watch, last: &mut [Option<Option<String>>; 3], out: &UnboundedSe
 
 /// Follow `w` until its session is gone (then say so) or the task is aborted.
 pub async fn follow(mut w: Watch, tmux: Tmux, wakes: Wakes, out: UnboundedSender<Up>) {
-    let mut last: [Option<Option<String>>; 3] = [None, None, None];
+    let mut last: [Option<Option<String>>; 4] = [None, None, None, None];
     let woken = Arc::new(Notify::new());
     let mut session_looked: Option<Instant> = None;
     loop {
         // The folders (again, until they exist): the run's hook files' and its transcript's.
-        let dirs = [w.files.spool.parent(), w.transcript.as_deref().and_then(Path::parent)];
+        let dirs = [
+            w.files.spool.parent(),
+            w.transcript.as_deref().and_then(Path::parent),
+            w.ledger.as_deref().and_then(Path::parent),
+        ];
         let watched = dirs.into_iter().flatten().all(|d| wakes.watch(d, &woken));
         // The reads off the async workers: each is bounded and never blocks, but a
         // large transcript takes a while.

@@ -179,7 +179,7 @@ impl Runs {
         let place =
             Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
         let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
-        prepared.launch.sandbox = self.jail_plan(rec, provider, &program, &prepared.launch.env, files).await?;
+        prepared.launch.sandbox = self.local_jail(rec, provider, &program, &prepared.launch.env).await?;
         if let Some(doc) = &prepared.settings {
             hook_settings::write(&self.home.runtime_dir(), files, doc)?;
         }

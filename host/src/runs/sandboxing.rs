@@ -44,14 +44,34 @@ pub fn check_config(c: &SandboxConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The repository's git directory a worktree's `.git` file leads to (`gitdir:
-/// <repo>/.git/worktrees/<name>` → `<repo>/.git`): the agent's commits are written
-/// there.
-pub fn git_common_dir(worktree: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(worktree.join(".git")).ok()?;
-    let gitdir = PathBuf::from(text.lines().find_map(|l| l.strip_prefix("gitdir: "))?.trim());
-    let parent = gitdir.parent()?;
-    (parent.file_name()? == "worktrees").then(|| parent.parent().map(Path::to_path_buf)).flatten()
+/// The repository's git directory a worktree's own git folder is in
+/// (`<repo>/.git/worktrees/<name>` → `<repo>/.git`; a record from before lab kept it:
+/// `<repo>/.git`): the agent's commits are written there.
+pub fn git_common_dir(wt: &crate::worktree::Worktree) -> PathBuf {
+    let own = Path::new(&wt.git_dir);
+    own.parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+        .and_then(Path::parent)
+        .map_or_else(|| Path::new(&wt.repo).join(".git"), Path::to_path_buf)
+}
+
+/// Where a run's jail is made: lab's home there (its runtime and egress folders), lab's
+/// binary there, the jail's program found there, the agent program's folder; `local`:
+/// this machine (what is missing can be made).
+pub struct JailSite {
+    pub home: crate::store::paths::Home,
+    pub lab_exe: String,
+    pub jail_program: PathBuf,
+    pub program_dir: Option<PathBuf>,
+    /// HOME when the agent's environment names none.
+    pub fallback_home: Option<String>,
+    pub local: bool,
+}
+
+/// The program that makes a `kind` jail on this machine's PATH (None for `none`); an
+/// error that says how to install it when it is missing.
+pub fn jail_program_here(kind: Kind) -> Result<Option<PathBuf>, String> {
+    jail_program(kind)
 }
 
 impl Runs {
@@ -59,11 +79,10 @@ impl Runs {
     pub(super) fn sandbox_for(&self, req: &CreateRun) -> Result<Kind, RunError> {
         let asked = req.sandbox.as_deref().or(self.config.sandbox.default.as_deref()).unwrap_or("none");
         let kind = Kind::parse(asked).map_err(RunError::BadRequest)?;
-        if let Some(why) = self.transport_for(req).no_sandbox().filter(|_| !kind.is_none()) {
-            return Err(RunError::BadRequest(format!("`{}` sandbox: {why}", kind.as_str())));
+        if !kind.is_none() {
+            // Never a run without the sandbox it asked for.
+            self.transport_for(req).can_jail(kind)?;
         }
-        // Never a run without the sandbox it asked for.
-        jail_program(kind).map_err(RunError::LaunchFailed)?;
         Ok(kind)
     }
 
@@ -77,18 +96,19 @@ impl Runs {
         Ok(self.home.run_files(&rec.id))
     }
 
-    /// What `rec`'s jail gets (none for a run without a sandbox). Its allowlist file is
-    /// written the first time (a resumed run keeps the operator's edits).
+    /// What `rec`'s jail gets at `site` (none for a run without a sandbox), and its
+    /// allowlist: written here the first time (a resumed run keeps the operator's
+    /// edits), for the caller to put where the proxy reads it if that is elsewhere.
     pub(super) async fn jail_plan(
         &self,
         rec: &RunRecord,
         provider: &dyn Provider,
-        program: &Path,
         env: &BTreeMap<String, String>,
-        files: &RunFiles,
-    ) -> Result<Option<Plan>, String> {
-        let Some(found) = jail_program(rec.sandbox)? else { return Ok(None) };
-        let jail = files.jail.as_ref().ok_or("the run has no jail directory")?;
+        site: &JailSite,
+    ) -> Result<Option<(Plan, Allowlist)>, String> {
+        if rec.sandbox.is_none() {
+            return Ok(None);
+        }
         let needs = match provider.sandbox_needs(env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).await {
             Ok(n) => n,
             Err(e) if e.kind == CallErrorKind::Unsupported => {
@@ -97,12 +117,13 @@ impl Runs {
             }
             Err(e) => return Err(format!("the provider could not say what its agent needs in a sandbox: {e}")),
         };
-        let home = PathBuf::from(env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok()).unwrap_or("/".into()));
+        let home = PathBuf::from(env.get("HOME").cloned().or_else(|| site.fallback_home.clone()).unwrap_or("/".into()));
+        let jail = site.home.jail_dir(&rec.id);
         let mut writable = vec![];
         match &rec.worktree {
             Some(wt) => {
                 writable.push(PathBuf::from(&wt.path));
-                writable.extend(git_common_dir(Path::new(&wt.path)));
+                writable.push(git_common_dir(wt));
             }
             None => writable.push(PathBuf::from(&rec.workdir)),
         }
@@ -112,7 +133,8 @@ impl Runs {
                 tracing::warn!(provider = %rec.provider, path = %w, "not bound into the sandbox: not an absolute or ~/ path");
                 continue;
             };
-            if w.ends_with('/') && !p.exists() {
+            // (Made here only: on a host, a state folder that is not there yet is not bound.)
+            if site.local && w.ends_with('/') && !p.exists() {
                 std::fs::create_dir_all(&p).map_err(|e| format!("making {}: {e}", p.display()))?;
             }
             writable.push(p);
@@ -120,33 +142,56 @@ impl Runs {
         let mut readable: Vec<PathBuf> =
             needs.readable.iter().filter_map(|r| crate::sandbox::expand(r, &home)).collect();
         // The agent's program, and what it is installed with (a package's directory).
-        if let Ok(real) = std::fs::canonicalize(program) {
-            readable.extend(real.parent().map(Path::to_path_buf));
-        }
-        let (allow_file, ledger_file) = self.home.egress_files(&rec.id);
-        if !allow_file.exists() {
+        readable.extend(site.program_dir.clone());
+        let (allow_here, _) = self.home.egress_files(&rec.id);
+        let list = if allow_here.exists() {
+            egress::read_allow(&allow_here)
+        } else {
             let entries: Vec<&String> = needs.hosts.iter().chain(&self.config.sandbox.allow).collect();
             let list = Allowlist::parse(&entries).map_err(|e| format!("the run's allowlist: {e}"))?;
-            if let Some(dir) = allow_file.parent() {
+            if let Some(dir) = allow_here.parent() {
                 fsutil::private_dir(dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
             }
-            egress::write_allow(&allow_file, &list).map_err(|e| format!("writing {}: {e}", allow_file.display()))?;
-        }
+            egress::write_allow(&allow_here, &list).map_err(|e| format!("writing {}: {e}", allow_here.display()))?;
+            list
+        };
+        let (allow_file, ledger_file) = site.home.egress_files(&rec.id);
         let s = |p: &Path| p.to_string_lossy().into_owned();
-        Ok(Some(Plan {
+        let plan = Plan {
             kind: rec.sandbox,
-            program: s(&found),
+            program: s(&site.jail_program),
             home: s(&home),
             writable: writable.iter().map(|p| s(p)).collect(),
             readable: readable.iter().map(|p| s(p)).collect(),
-            lab_exe: s(&self.here.lab_exe),
+            lab_exe: site.lab_exe.clone(),
             egress: EgressFiles {
                 socket: s(&jail.join("egress.sock")),
                 allow: s(&allow_file),
                 ledger: s(&ledger_file),
             },
             image: self.config.sandbox.image.clone(),
-        }))
+        };
+        Ok(Some((plan, list)))
+    }
+
+    /// The plan of `rec`'s jail here, if it has a sandbox.
+    pub(super) async fn local_jail(
+        &self,
+        rec: &RunRecord,
+        provider: &dyn Provider,
+        program: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Option<Plan>, String> {
+        let Some(jail_program) = jail_program(rec.sandbox)? else { return Ok(None) };
+        let site = JailSite {
+            home: self.home.clone(),
+            lab_exe: self.here.lab_exe.to_string_lossy().into_owned(),
+            jail_program,
+            program_dir: std::fs::canonicalize(program).ok().and_then(|p| p.parent().map(Path::to_path_buf)),
+            fallback_home: std::env::var("HOME").ok(),
+            local: true,
+        };
+        Ok(self.jail_plan(rec, provider, env, &site).await?.map(|(plan, _)| plan))
     }
 
     /// `PUT /runs/{id}/egress`: replace a sandboxed run's allowlist; its proxy goes by
@@ -161,6 +206,8 @@ impl Runs {
         let (allow_file, ledger_file) = self.home.egress_files(&rec.id);
         egress::write_allow(&allow_file, &list)
             .map_err(|e| RunError::Internal(format!("writing the allowlist: {e}")))?;
+        // Where its proxy reads it, if that is another machine.
+        self.transport(&rec).put_allowlist(self, &rec, &list).await?;
         let view = EgressView::read(&allow_file, &ledger_file);
         run.set_egress(Some(view.clone()));
         Ok(view)
@@ -204,11 +251,14 @@ mod tests {
 
     #[test]
     fn a_worktree_leads_to_its_repository_s_git_directory() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join(".git"), "gitdir: /repo/.git/worktrees/r-1\n").unwrap();
-        assert_eq!(git_common_dir(d.path()), Some(PathBuf::from("/repo/.git")));
-        std::fs::write(d.path().join(".git"), "gitdir: /elsewhere/x\n").unwrap();
-        assert_eq!(git_common_dir(d.path()), None);
+        let mut wt: crate::worktree::Worktree = serde_json::from_value(serde_json::json!({
+            "path": "/wt/r-1", "branch": "lab/r-1", "base": "abc", "base_ref": null, "repo": "/repo",
+            "git_dir": "/repo/.git/worktrees/r-1"
+        }))
+        .unwrap();
+        assert_eq!(git_common_dir(&wt), PathBuf::from("/repo/.git"));
+        wt.git_dir = String::new();
+        assert_eq!(git_common_dir(&wt), PathBuf::from("/repo/.git"), "a record from before: the repository's");
     }
 
     #[test]

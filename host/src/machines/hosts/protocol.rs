@@ -160,6 +160,8 @@ pub enum HookFile {
     Spool,
     Marker,
     Session,
+    /// A sandboxed run's egress ledger (`<home>/egress/<run>.ledger.json`, its proxy's).
+    Ledger,
 }
 
 /// The files lab serve writes on the runner's machine for a launch.
@@ -170,6 +172,10 @@ pub enum LaunchFile {
     Settings,
     /// `<runtime>/<run>.launch.json`: what `lab agent-exec` starts.
     Launch,
+    /// `<home>/egress/<run>.allow.json`: a sandboxed run's allowlist. Written first for
+    /// a sandboxed launch: it makes the run's jail directory (`<runtime>/<run>.box/`),
+    /// where its settings and launch file then go.
+    EgressAllow,
 }
 
 /// lab serve → runner.

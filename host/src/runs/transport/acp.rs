@@ -95,8 +95,11 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
-    fn no_sandbox(&self) -> Option<&'static str> {
-        Some("an ACP agent is started by lab serve itself and cannot have a sandbox yet; start it with \"sandbox\": \"none\"")
+    fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
+        Err(RunError::BadRequest(format!(
+            "`{}` sandbox: an ACP agent is started by lab serve itself and cannot have one yet; start it with \"sandbox\": \"none\"",
+            kind.as_str()
+        )))
     }
 
     fn has_screen(&self) -> bool {
@@ -274,6 +277,8 @@ impl Runs {
         let id = RunId::generate();
         let (journal, stderr) = self.acp_files(&id);
         let mut rec = self.new_record(&id, &req.provider, &req, prompt.clone(), true);
+        // (Refused for anything but `none`: an ACP agent is lab serve's own child.)
+        rec.sandbox = self.sandbox_for(&req)?;
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
         rec.worktree = self.make_worktree(&rec, &req).await?;
         let started = match self.start_acp(&rec, &agent, None).await {

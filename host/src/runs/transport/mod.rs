@@ -87,10 +87,21 @@ pub(in crate::runs) trait Transport: Send + Sync {
         true
     }
 
-    /// Why a run launched this way cannot have a sandbox (None: it can: lab's own
-    /// `agent-exec` starts its agent, here).
-    fn no_sandbox(&self) -> Option<&'static str> {
-        Some("a run of this kind cannot have a sandbox")
+    /// Whether a run launched this way can have a `kind` sandbox (`lab agent-exec`
+    /// starts its agent, and the jail's program is there): else why not.
+    fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
+        Err(RunError::BadRequest(format!("`{}` sandbox: a run of this kind cannot have one", kind.as_str())))
+    }
+
+    /// Put a sandboxed run's allowlist where its egress proxy reads it (here: lab
+    /// serve's own file, written already).
+    fn put_allowlist<'a>(
+        &'a self,
+        _runs: &'a Runs,
+        _rec: &'a RunRecord,
+        _list: &'a crate::sandbox::egress::Allowlist,
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async { Ok(()) })
     }
 
     /// `Err` when nothing can be typed to the run now (its machine is not connected).

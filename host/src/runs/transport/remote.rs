@@ -51,8 +51,25 @@ impl RemoteRuns {
 }
 
 impl Transport for RemoteRuns {
-    fn no_sandbox(&self) -> Option<&'static str> {
-        Some("a sandbox is made on this machine only for now; start the run here, or with \"sandbox\": \"none\"")
+    /// Checked on the host when the run is launched (its runner looks for the program).
+    fn can_jail(&self, _kind: crate::sandbox::Kind) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    fn put_allowlist<'a>(
+        &'a self,
+        runs: &'a Runs,
+        rec: &'a RunRecord,
+        list: &'a crate::sandbox::egress::Allowlist,
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move {
+            let host = rec.host.clone().unwrap_or_default();
+            let doc = allow_doc(list)?;
+            runs.step(&host, Op::Write { run: rec.id.to_string(), file: LaunchFile::EgressAllow, content: doc })
+                .await
+                .map(|_| ())
+                .map_err(|e| RunError::HostDown(format!("putting the allowlist on host {host}: {e}")))
+        })
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
@@ -180,6 +197,7 @@ impl Runs {
 
         let id = RunId::generate();
         let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
+        rec.sandbox = self.sandbox_for(&req)?;
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();
         // Its worktree, as for a run here, made there (in the runner's home).
@@ -233,9 +251,42 @@ impl Runs {
         };
         let mut env: std::collections::BTreeMap<String, String> = runner.env.iter().cloned().collect();
         env.extend(pconf.env.clone());
-        let files = RunFiles::new(&Home::new(PathBuf::from(&runner.home)).runtime_dir(), &rec.id);
+        let there = Home::new(PathBuf::from(&runner.home));
+        // A sandboxed run's files are in its jail directory there.
+        let files = match rec.sandbox.is_none() {
+            true => RunFiles::new(&there.runtime_dir(), &rec.id),
+            false => RunFiles::jailed(&there.jail_dir(&rec.id), &rec.id),
+        };
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
-        let prepared = prepare(rec, provider, &program, &place, continuing).await?;
+        let mut prepared = prepare(rec, provider, &program, &place, continuing).await?;
+        if let Some(jail_program) = rec.sandbox.program() {
+            let found = match self.step(&host, Op::Resolve { program: jail_program.into() }).await {
+                Ok(Reply::Text { text }) => PathBuf::from(text),
+                Ok(other) => return Err(format!("host {host} answered {other:?} for `{jail_program}`")),
+                Err(e) => {
+                    return Err(format!(
+                        "the run asks for a `{}` sandbox, but host {host} has no `{jail_program}` ({e})",
+                        rec.sandbox.as_str()
+                    ))
+                }
+            };
+            let site = crate::runs::sandboxing::JailSite {
+                home: there.clone(),
+                lab_exe: runner.lab_exe.clone(),
+                jail_program: found,
+                program_dir: std::path::Path::new(&program).parent().map(std::path::Path::to_path_buf),
+                fallback_home: runner.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| v.clone()),
+                local: false,
+            };
+            let env = prepared.launch.env.clone();
+            if let Some((plan, list)) = self.jail_plan(rec, provider, &env, &site).await? {
+                prepared.launch.sandbox = Some(plan);
+                // First: it makes the run's jail directory there, where the rest goes.
+                let doc = allow_doc(&list).map_err(|e| e.to_string())?;
+                let run = rec.id.to_string();
+                self.step(&host, Op::Write { run, file: LaunchFile::EgressAllow, content: doc }).await?;
+            }
+        }
         // A first prompt too long for one argument is typed in once the agent is ready,
         // as here, in one paste over the stream: at most what one paste carries.
         if let Some(prompt) =
@@ -420,6 +471,14 @@ impl Runs {
                     HookFile::Spool => files.spool,
                     HookFile::Marker => files.marker,
                     HookFile::Session => files.session,
+                    // Its egress proxy's ledger, mirrored where the run's view reads it.
+                    HookFile::Ledger => {
+                        let ledger = self.home.egress_files(&run.id).1;
+                        if let Err(e) = fsutil::private_dir(ledger.parent().expect("in egress/")) {
+                            return tracing::warn!(%host, run = %run.id, error = %e, "cannot keep the run's egress ledger");
+                        }
+                        ledger
+                    }
                 };
                 let r = match content {
                     // What the file holds already (sent again after a reconnect, or when
@@ -533,6 +592,12 @@ impl WorkPlace for HostWork {
     fn diff_limit(&self) -> usize {
         HOST_DIFF_LIMIT
     }
+}
+
+/// A run's allowlist as its file holds it (`{"allow": […]}`).
+fn allow_doc(list: &crate::sandbox::egress::Allowlist) -> Result<String, RunError> {
+    serde_json::to_string(&crate::sandbox::egress::AllowFile { allow: list.entries() })
+        .map_err(|e| RunError::Internal(e.to_string()))
 }
 
 #[cfg(test)]
