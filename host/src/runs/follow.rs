@@ -28,6 +28,21 @@ struct Seen {
     usage_limit: Option<crate::agents::model::UsageLimit>,
 }
 
+/// The run a file lab watches is named for: a runtime file (`<run-id>.…`), an egress
+/// file (`egress/<run-id>.ledger.json`), or a file in a sandboxed run's jail directory
+/// (`runtime/<run-id>.box/…`); none for any other path.
+pub fn owner_of<'a>(path: &'a Path, runtime: &Path, egress: &Path) -> Option<&'a str> {
+    let parent = path.parent()?;
+    let named = if parent == runtime || parent == egress {
+        path.file_name()?
+    } else if parent.parent() == Some(runtime) && parent.extension().is_some_and(|e| e == "box") {
+        parent.file_name()?
+    } else {
+        return None;
+    };
+    crate::store::paths::RunFiles::owner(named.to_str()?)
+}
+
 /// How many runs found at start read their transcript at once ([`Runs::spawn_tailer`]).
 pub const CATCH_UP_AT_ONCE: usize = 2;
 
@@ -202,6 +217,10 @@ impl Runs {
             }
         })?;
         watcher.watch(&self.home.runtime_dir(), notify::RecursiveMode::NonRecursive)?;
+        // The sandboxed runs' allowlists and ledgers (their proxies write the ledgers).
+        let egress = self.home.egress_dir();
+        fsutil::private_dir(&egress)?;
+        watcher.watch(&egress, notify::RecursiveMode::NonRecursive)?;
         *self.files.watcher.lock().unwrap() = Some(watcher);
         let me = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -209,6 +228,11 @@ impl Runs {
                 let Some(runs) = me.upgrade() else { break };
                 match path {
                     Some(path) if runs.is_liveness_signal(&path) => runs.here.liveness.notify_one(),
+                    Some(path) if path.parent() == Some(runs.home.egress_dir().as_path()) => {
+                        if let Some(run) = runs.run_for_path(&path) {
+                            runs.read_egress(&run);
+                        }
+                    }
                     Some(path) => {
                         if let Some(run) = runs.run_for_path(&path) {
                             run.wake();
@@ -218,6 +242,7 @@ impl Runs {
                         tracing::debug!("file notifications were lost; every run looks again");
                         runs.here.liveness.notify_one();
                         for run in runs.list() {
+                            runs.read_egress(&run);
                             run.wake();
                         }
                     }
@@ -236,8 +261,7 @@ impl Runs {
     /// Which run a changed file belongs to: runtime files are named `<run-id>.…`
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
     pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
-        if path.parent() == Some(self.home.runtime_dir().as_path()) {
-            let id = crate::store::paths::RunFiles::owner(path.file_name()?.to_str()?)?;
+        if let Some(id) = owner_of(path, &self.home.runtime_dir(), &self.home.egress_dir()) {
             return self.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
         let id = self.files.transcripts.lock().unwrap().get(path).cloned()?;
@@ -247,8 +271,12 @@ impl Runs {
     /// Watch the directory of a run's transcript; whether it is watched (false: not
     /// there yet, or it cannot be, and the tailer polls at its fastest).
     pub(super) fn watch_transcript_dir(&self, transcript: &Path) -> bool {
+        transcript.parent().is_some_and(|dir| self.watch_dir(dir))
+    }
+
+    /// Watch directory `dir` (once); whether it is watched.
+    pub(super) fn watch_dir(&self, dir: &Path) -> bool {
         use notify::Watcher;
-        let Some(dir) = transcript.parent() else { return false };
         let mut watched = self.files.watched_dirs.lock().unwrap();
         if watched.iter().any(|d| d == dir) {
             return true;
@@ -302,5 +330,24 @@ impl Runs {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::owner_of;
+    use std::path::Path;
+
+    #[test]
+    fn a_watched_file_names_its_run() {
+        let (rt, eg) = (Path::new("/h/runtime"), Path::new("/h/egress"));
+        let of = |p: &'static str| owner_of(Path::new(p), rt, eg);
+        assert_eq!(of("/h/runtime/r-1.spool.json"), Some("r-1"));
+        assert_eq!(of("/h/runtime/.r-1.spool.json.tmp.9"), Some("r-1"));
+        assert_eq!(of("/h/egress/r-2.ledger.json"), Some("r-2"));
+        assert_eq!(of("/h/runtime/r-3.box/r-3.spool.json"), Some("r-3"));
+        assert_eq!(of("/h/runtime/r-3.box/.r-3.marker.json.tmp.1"), Some("r-3"));
+        assert_eq!(of("/h/runtime/other/r-4.spool.json"), None, "only a jail directory");
+        assert_eq!(of("/elsewhere/r-5.jsonl"), None);
     }
 }

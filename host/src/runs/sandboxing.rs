@@ -16,10 +16,6 @@ use crate::store::paths::RunFiles;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How often a live sandboxed run's egress files are looked at (a `stat` of two).
-const EGRESS_POLL: Duration = Duration::from_millis(300);
 
 /// The program that makes a `kind` jail, found on lab serve's PATH (None for `none`); an
 /// error that says how to install it when it is missing.
@@ -92,6 +88,10 @@ impl Runs {
         if !rec.sandbox.is_none() {
             let dir = self.home.jail_dir(&rec.id);
             fsutil::private_dir(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
+            // Its hook files are there: watched as the runtime directory is.
+            if !self.watch_dir(&dir) {
+                tracing::warn!(run = %rec.id, "cannot watch the run's jail directory: its hook files are polled");
+            }
         }
         Ok(self.home.run_files(&rec.id))
     }
@@ -213,35 +213,29 @@ impl Runs {
         Ok(view)
     }
 
-    /// Keep a sandboxed run's egress in its view: read now, then (while it is live)
-    /// again whenever its files change.
+    /// Keep a sandboxed run's egress in its view: read now, and again whenever its
+    /// files change (lab's file watcher: [`Runs::read_egress`]); its jail directory here
+    /// watched as the runtime directory is (its hook files are there).
     pub(super) fn watch_egress(&self, run: &Arc<Run>) {
+        let rec = run.record();
+        if rec.sandbox.is_none() {
+            return;
+        }
+        let jail = self.home.jail_dir(&rec.id);
+        if rec.status == Status::Active && jail.is_dir() && !self.watch_dir(&jail) {
+            tracing::warn!(run = %rec.id, "cannot watch the run's jail directory: its hook files are polled");
+        }
+        self.read_egress(run);
+    }
+
+    /// Read a sandboxed run's egress files into its view.
+    pub(super) fn read_egress(&self, run: &Run) {
         let rec = run.record();
         if rec.sandbox.is_none() {
             return;
         }
         let (allow_file, ledger_file) = self.home.egress_files(&rec.id);
         run.set_egress(Some(EgressView::read(&allow_file, &ledger_file)));
-        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        if rec.status != Status::Active {
-            return;
-        }
-        let run = run.clone();
-        rt.spawn(async move {
-            let stamp = |p: &Path| std::fs::metadata(p).ok().and_then(|m| m.modified().ok().map(|t| (t, m.len())));
-            let mut seen = (stamp(&allow_file), stamp(&ledger_file));
-            loop {
-                tokio::time::sleep(EGRESS_POLL).await;
-                let now = (stamp(&allow_file), stamp(&ledger_file));
-                if now != seen {
-                    seen = now;
-                    run.set_egress(Some(EgressView::read(&allow_file, &ledger_file)));
-                }
-                if run.record().status != Status::Active {
-                    break;
-                }
-            }
-        });
     }
 }
 

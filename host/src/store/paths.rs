@@ -243,8 +243,12 @@ impl Home {
     /// (its allowlist, written by lab serve) and `egress/<run>.ledger.json` (what it
     /// reached and was refused, written by its proxy). Outside its jail.
     pub fn egress_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
-        let dir = self.root.join("egress");
+        let dir = self.egress_dir();
         (dir.join(format!("{id}.allow.json")), dir.join(format!("{id}.ledger.json")))
+    }
+    /// Where the sandboxed runs' egress files are (0700).
+    pub fn egress_dir(&self) -> PathBuf {
+        self.root.join("egress")
     }
 }
 
