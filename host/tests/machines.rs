@@ -103,6 +103,16 @@ fn wait_agent(lab: &Lab, m: &Machine, run: &Value, what: &str, pred: impl Fn(&Va
     }
 }
 
+/// lab serve for `w` with `fake`'s folder first on its PATH, and machine `m`'s runner
+/// connected to it as host `m1`.
+fn linked_as_m1(w: &World, m: &mut Machine, fake: &std::path::Path) -> Lab {
+    let cred = add_host(w, "m1");
+    let lab = serve_for(w, m, Some(fake.parent().unwrap()));
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, m, "m1");
+    lab
+}
+
 fn has_session(m: &Machine, socket: &str, target: &str) -> bool {
     m.run("tmux", &["-S", socket, "has-session", "-t", &format!("={target}")]).status.success()
 }
@@ -455,10 +465,7 @@ fn a_run_on_a_machine_is_resumed_and_forked_there() {
         let out = m.run("git", &a);
         assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let cred = add_host(&w, "m1");
-    let lab = serve_for(&w, &m, Some(fake.parent().unwrap()));
-    m.start_runner(&lab.url, "m1", &cred);
-    wait_connected(&lab, &m, "m1");
+    let lab = linked_as_m1(&w, &mut m, &fake);
     let (s, run) = lab.post(
         "/runs",
         &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Remember PAPAYA.", "host": "m1"}),
@@ -531,10 +538,7 @@ fn a_sandboxed_run_on_a_machine_is_jailed_there_and_its_egress_is_seen_and_set_f
         "[providers.claude-code]\nprogram = \"fake-claude\"\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?} }}\n",
         script_path.display().to_string()
     ));
-    let cred = add_host(&w, "m1");
-    let lab = serve_for(&w, &m, Some(fake.parent().unwrap()));
-    m.start_runner(&lab.url, "m1", &cred);
-    wait_connected(&lab, &m, "m1");
+    let lab = linked_as_m1(&w, &mut m, &fake);
     let (s, run) = lab.post(
         "/runs",
         &json!({"provider": "claude-code", "workdir": m.workdir, "prompt": "Fetch.", "host": "m1", "sandbox": "bwrap"}),

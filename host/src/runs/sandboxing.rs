@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// The program that makes a `kind` jail, found on lab serve's PATH (None for `none`); an
 /// error that says how to install it when it is missing.
-fn jail_program(kind: Kind) -> Result<Option<PathBuf>, String> {
+pub fn jail_program(kind: Kind) -> Result<Option<PathBuf>, String> {
     let Some(name) = kind.program() else { return Ok(None) };
     let path_var = std::env::var_os("PATH");
     find_program(Path::new(name), path_var.as_deref()).map(Some).ok_or_else(|| {
@@ -64,12 +64,6 @@ pub struct JailSite {
     pub local: bool,
 }
 
-/// The program that makes a `kind` jail on this machine's PATH (None for `none`); an
-/// error that says how to install it when it is missing.
-pub fn jail_program_here(kind: Kind) -> Result<Option<PathBuf>, String> {
-    jail_program(kind)
-}
-
 impl Runs {
     /// The sandbox a new run gets: the one it asks for, else lab.toml's default.
     pub(super) fn sandbox_for(&self, req: &CreateRun) -> Result<Kind, RunError> {
@@ -88,10 +82,7 @@ impl Runs {
         if !rec.sandbox.is_none() {
             let dir = self.home.jail_dir(&rec.id);
             fsutil::private_dir(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
-            // Its hook files are there: watched as the runtime directory is.
-            if !self.watch_dir(&dir) {
-                tracing::warn!(run = %rec.id, "cannot watch the run's jail directory: its hook files are polled");
-            }
+            self.watch_jail(rec);
         }
         Ok(self.home.run_files(&rec.id))
     }
@@ -221,11 +212,18 @@ impl Runs {
         if rec.sandbox.is_none() {
             return;
         }
-        let jail = self.home.jail_dir(&rec.id);
-        if rec.status == Status::Active && jail.is_dir() && !self.watch_dir(&jail) {
-            tracing::warn!(run = %rec.id, "cannot watch the run's jail directory: its hook files are polled");
+        if rec.status == Status::Active && self.home.jail_dir(&rec.id).is_dir() {
+            self.watch_jail(&rec);
         }
         self.read_egress(run);
+    }
+
+    /// Watch a sandboxed run's jail directory here as the runtime directory is (its
+    /// hook files are there); said in the log if it cannot be.
+    fn watch_jail(&self, rec: &RunRecord) {
+        if !self.watch_dir(&self.home.jail_dir(&rec.id)) {
+            tracing::warn!(run = %rec.id, "cannot watch the run's jail directory: its hook files are polled");
+        }
     }
 
     /// Read a sandboxed run's egress files into its view.

@@ -253,9 +253,10 @@ impl Runs {
         env.extend(pconf.env.clone());
         let there = Home::new(PathBuf::from(&runner.home));
         // A sandboxed run's files are in its jail directory there.
-        let files = match rec.sandbox.is_none() {
-            true => RunFiles::new(&there.runtime_dir(), &rec.id),
-            false => RunFiles::jailed(&there.jail_dir(&rec.id), &rec.id),
+        let files = if rec.sandbox.is_none() {
+            RunFiles::new(&there.runtime_dir(), &rec.id)
+        } else {
+            RunFiles::jailed(&there.jail_dir(&rec.id), &rec.id)
         };
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
         let mut prepared = prepare(rec, provider, &program, &place, continuing).await?;

@@ -51,7 +51,7 @@ impl TmuxRuns {
 
 impl Transport for TmuxRuns {
     fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
-        crate::runs::sandboxing::jail_program_here(kind).map(|_| ()).map_err(RunError::LaunchFailed)
+        crate::runs::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
