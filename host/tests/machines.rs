@@ -546,18 +546,21 @@ fn a_sandboxed_run_on_a_machine_is_jailed_there_and_its_egress_is_seen_and_set_f
     assert_eq!(s, 201, "{run}");
     assert_eq!(run["sandbox"], "bwrap");
     let id = run["id"].as_str().unwrap().to_string();
+    // Two facts that reach lab by two ways (the ledger mirrored from there, the agent's
+    // transcript mirrored from there): waited for together, never one then the other.
     let refused = |v: &Value| v["egress"]["refused"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == 9));
-    let v = wait_agent(&lab, &m, &run, "the refusal there, in lab's view", refused);
-    assert!(v["messages"].to_string().contains("403 Forbidden"), "its proxy there refused it: {v}");
+    wait_agent(&lab, &m, &run, "the refusal there, in lab's view, and the agent told 403 by its proxy there", |v| {
+        refused(v) && v["messages"].to_string().contains("403 Forbidden")
+    });
     assert!(m.lab_home.join("runtime").join(format!("{id}.box")).is_dir(), "its jail directory is the runner's");
     // Allowed from lab: the proxy there lets the retry through (nothing listens: 502).
     let (s, e) = lab.put(&format!("/runs/{id}/egress"), &json!({"allow": ["127.0.0.1:9"]}));
     assert_eq!(s, 200, "{e}");
     m.write(&m.workdir.join("go"), b"");
-    let v = wait_agent(&lab, &m, &run, "the retry let through there", |v| {
+    wait_agent(&lab, &m, &run, "the retry let through there (counted reached; the agent told 502)", |v| {
         v["egress"]["reached"].as_array().is_some_and(|r| r.iter().any(|s| s["port"] == 9))
+            && v["messages"].to_string().contains("502 Bad Gateway")
     });
-    assert!(v["messages"].to_string().contains("502 Bad Gateway"), "{v}");
     let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!(s, 200, "{b}");
     drop(lab);

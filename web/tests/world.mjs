@@ -156,7 +156,18 @@ export async function startWorld(t, { labToml, provider, serveArgs = [], env = {
     if (!exited) { proc.kill("SIGKILL"); await exitedP; }
     return { graceful, ms: Date.now() - started };
   };
+  /**
+   * Register `fn` to run when the test ends, before lab serve is stopped and the
+   * world's dir removed (last registered, first run): what a test started that lives
+   * in the world's dir (a runner and its tmux server, whose socket is there) must be
+   * stopped while its dir still exists.
+   */
+  const onEnd = [];
+  world.onEnd = (fn) => { onEnd.push(fn); };
   t.after(async () => {
+    for (const fn of onEnd.reverse()) {
+      try { await fn(); } catch (e) { process.stderr.write(`warning: a world's cleanup failed: ${e}\n`); }
+    }
     await world.stopLab();
     // `lab serve` leaves runs going in tmux by design; the test's tmux server must go.
     world.tmux("kill-server");

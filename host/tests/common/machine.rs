@@ -69,8 +69,6 @@ impl Machine {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let pid = std::process::id();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let idx = (pid.wrapping_mul(8).wrapping_add(n)) % 16384;
-        let (third, fourth) = ((idx / 64) as u8, ((idx % 64) * 4) as u8);
         let ns = format!("labm{pid}-{n}");
         // A namespace of this name is a crashed run's with this pid: no live process has it.
         let _ = ip(&["netns", "del", &ns]);
@@ -89,12 +87,37 @@ impl Machine {
             );
             return None;
         }
+        // The machine's number (its veth's name, its /30, its uid) is claimed by making
+        // its veth pair: the kernel makes one name once, so two machines made at once,
+        // in this process or another test binary's, never share a number.
+        const NUMBERS: u32 = 4000;
+        let first = pid.wrapping_mul(8).wrapping_add(n) % NUMBERS;
+        let mut claimed = None;
+        for i in 0..NUMBERS {
+            let idx = (first + i) % NUMBERS;
+            let added =
+                ip(&["link", "add", &format!("lmh{idx}"), "type", "veth", "peer", "name", &format!("lmn{idx}")]);
+            if added.status.success() {
+                claimed = Some(idx);
+                break;
+            }
+            let why = String::from_utf8_lossy(&added.stderr);
+            if !why.contains("exists") {
+                let _ = ip(&["netns", "del", &ns]);
+                panic!("a veth pair: {}", why.trim());
+            }
+        }
+        let Some(idx) = claimed else {
+            let _ = ip(&["netns", "del", &ns]);
+            panic!("no free machine number: {NUMBERS} veth pairs lmh* exist");
+        };
+        let (third, fourth) = ((idx / 64) as u8, ((idx % 64) * 4) as u8);
         let root = PathBuf::from(format!("/tmp/labm-{pid}-{n}"));
         let m = Machine {
             ns: ns.clone(),
             peer: Ipv4Addr::new(10, 213, third, fourth + 1),
             addr: Ipv4Addr::new(10, 213, third, fourth + 2),
-            uid: 61000 + idx % 4000,
+            uid: 61000 + idx,
             lab_home: root.join("h"),
             user_home: root.join("a"),
             workdir: root.join("w"),
@@ -106,7 +129,6 @@ impl Machine {
         };
         // From here on, a failure drops `m`, which takes down what was made.
         let (here, there) = (format!("lmh{idx}"), format!("lmn{idx}"));
-        ok(&ip(&["link", "add", &here, "type", "veth", "peer", "name", &there]), "a veth pair");
         ok(&ip(&["link", "set", &there, "netns", &ns]), "the veth's end into the namespace");
         ok(&ip(&["addr", "add", &format!("{}/30", m.peer), "dev", &here]), "this side's address");
         ok(&ip(&["link", "set", &here, "up"]), "this side up");
@@ -165,6 +187,8 @@ impl Machine {
             .env("LANG", "C.UTF-8")
             .env("TERM", "xterm-256color")
             .current_dir(&self.user_home)
+            // The suite's mark (scripts/test): what runs on the machine is the suite's too.
+            .envs(std::env::var_os("LAB_TEST_RUN").map(|v| ("LAB_TEST_RUN", v)))
             .arg("netns")
             .arg("exec")
             .arg(&self.ns)
@@ -248,6 +272,9 @@ impl Machine {
         if !del.status.success() {
             left.push(format!("ip netns del: {}", String::from_utf8_lossy(&del.stderr).trim()));
         }
+        // The pair goes with the namespace once its end is in there; a machine that
+        // failed before that leaves it on this side: its number is freed here.
+        let _ = ip(&["link", "del", &self.dev.replacen("lmn", "lmh", 1)]);
         if let Err(e) = std::fs::remove_dir_all(&self.root) {
             left.push(format!("removing {}: {e}", self.root.display()));
         }
