@@ -619,7 +619,16 @@ fn keys_in_the_terminal_instead_make_the_dialog_go() {
     let Some(e) = setup("terminal", script) else { return };
     let mut run = e.create("please TOUCHME");
     e.wait_permission(&mut run, command, reason);
-    // codex drops a key sent the instant its prompt is drawn (compat: the settle).
+    // The operator answers what they see: the prompt drawn whole on the pane (the hook
+    // reaches lab before codex draws it; on a busy machine by far), then, as lab's own
+    // answer does, the settle: codex drops a key sent the instant its prompt is drawn.
+    wait_for(STEP_TIMEOUT, "the approval prompt drawn on the pane", || {
+        let screen = e.screen(&run);
+        (screen.contains(APPROVAL_PROMPT)
+            && screen.contains("Press enter to confirm or esc to cancel")
+            && screen.contains(&format!("$ {command}")))
+        .then_some(())
+    });
     std::thread::sleep(Duration::from_millis(500));
     assert!(e.w.tmux(&["send-keys", "-t", &run.target, "y"]).status.success());
     run.events.wait(STEP_TIMEOUT, "the dialog to leave the SSE view", |v| v["pending_dialog"].is_null());

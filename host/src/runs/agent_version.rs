@@ -69,7 +69,10 @@ async fn probe_within(program: &Path, path: Option<&std::ffi::OsStr>, limit: Dur
         cmd.env("PATH", path);
     }
     let mut child = cmd.spawn().ok()?;
-    let group = child.id();
+    // Whatever it started goes with it — when the answer is in, when the time is up, and
+    // when the probe itself is dropped half-way (lab serve shutting down): only the
+    // group this probe made.
+    let _group = child.id().and_then(|g| i32::try_from(g).ok()).filter(|g| *g > 1).map(Group);
     let mut stdout = child.stdout.take()?;
     let read = async {
         let mut out = Vec::new();
@@ -77,15 +80,21 @@ async fn probe_within(program: &Path, path: Option<&std::ffi::OsStr>, limit: Dur
         out
     };
     let out = tokio::time::timeout(limit, read).await.ok();
-    // Whatever it started goes with it (only the group this probe made).
-    if let Some(pgid) = group.and_then(|g| i32::try_from(g).ok()).filter(|g| *g > 1) {
-        // SAFETY: kill(2) on the process group created for this child above.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
+    drop(_group);
     let _ = child.wait().await;
     parse_version(&String::from_utf8_lossy(&out?))
+}
+
+/// The process group a probe made (its pgid): killed, all of it, when dropped.
+struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the process group created for the probe's child.
+        unsafe {
+            libc::kill(-self.0, libc::SIGKILL);
+        }
+    }
 }
 
 /// A fresh private directory under the system's temp dir, removed with its contents
@@ -242,5 +251,44 @@ mod tests {
                 .map_or(true, |st| st.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
         });
         assert!(gone, "the probe's child {pid} outlived it");
+    }
+
+    /// Running or gone: `/proc/<pid>/stat` missing, or a zombie.
+    fn ended(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |st| st.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+    }
+
+    #[tokio::test]
+    async fn a_probe_dropped_half_way_takes_what_it_started_with_it() {
+        // lab serve shutting down drops its tasks: a probe still waiting for a program
+        // that hangs (an agent that does not know `--version`) must not leave it, or
+        // what it started, running.
+        let d = tempfile::tempdir().unwrap();
+        let pidfile = d.path().join("child.pid");
+        let hang = script(
+            d.path(),
+            "hang",
+            &format!("sleep 30 & echo $! > {}.tmp; mv {0}.tmp {0}; exec sleep 30", pidfile.display()),
+        );
+        let path = std::env::var_os("PATH");
+        let task = tokio::spawn(async move { probe_within(&hang, path.as_deref(), Duration::from_secs(30)).await });
+        let pid: i32 = loop {
+            if let Ok(p) = std::fs::read_to_string(&pidfile) {
+                break p.trim().parse().unwrap();
+            }
+            assert!(!task.is_finished(), "the probe ended before its program started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(!ended(pid), "the program's child runs while the probe waits");
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        // SIGKILL is sent by the drop itself; the kernel ends the process at once, its
+        // reaping (by its new parent) may follow.
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            ended(pid)
+        });
+        assert!(gone, "the dropped probe's child {pid} outlived it");
     }
 }
