@@ -247,13 +247,12 @@ mod tests {
         // Gone, or a zombie waiting for its new parent to reap it.
         let gone = (0..40).any(|_| {
             std::thread::sleep(Duration::from_millis(50));
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map_or(true, |st| st.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+            ended(pid)
         });
         assert!(gone, "the probe's child {pid} outlived it");
     }
 
-    /// Running or gone: `/proc/<pid>/stat` missing, or a zombie.
+    /// Ended: `/proc/<pid>/stat` missing, or a zombie (its parent yet to reap it).
     fn ended(pid: i32) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map_or(true, |st| st.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
