@@ -87,6 +87,7 @@ fn main() {
         writable: vec![s(&work), s(&jail)],
         readable: vec![],
         lab_exe: LAB.into(),
+        masked: vec![],
         egress: files.clone(),
         image: None,
     };

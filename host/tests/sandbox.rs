@@ -303,3 +303,80 @@ fn wait_or_show(
 fn standin_host(s: &Standin) -> String {
     s.base_url().trim_start_matches("http://").trim_end_matches('/').to_string()
 }
+
+/// fake-claude in `w` running `steps` (its script in `dir`, which the jail must see),
+/// with lab.toml's `[sandbox]` as `sandbox`.
+fn fake_in_jail(w: &World, dir: &Path, steps: serde_json::Value, sandbox: &str) {
+    let script = dir.join("script.json");
+    std::fs::write(&script, serde_json::to_vec_pretty(&steps).unwrap()).unwrap();
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = {:?}\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?} }}\n\n[sandbox]\n{sandbox}\n",
+        fake_claude().display().to_string(),
+        script.display().to_string(),
+    ));
+}
+
+/// What a run's `sh` step printed, once it is in the run's view.
+fn probe_output(lab: &Lab, w: &World, id: &str) -> String {
+    let v = wait_or_show(lab, w, id, "the probe's output", |v| {
+        v["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["text"].as_str().is_some_and(|t| t.starts_with("sh: "))))
+    });
+    let m = v["messages"].as_array().unwrap();
+    m.iter().find_map(|m| m["text"].as_str().filter(|t| t.starts_with("sh: "))).unwrap().to_string()
+}
+
+/// Row 1 of the fourth review: a workdir that holds lab's home. Refused when it is too
+/// broad (a home) or inside lab's files, with why; allowed by lab.toml, the jail sees
+/// the workdir but none of lab's files in it (token, config, tmux socket, egress
+/// files, other runs), and what it writes there reaches nothing of lab's.
+#[test]
+fn a_jail_never_holds_lab_s_files_whatever_the_workdir() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let steps = json!({"steps": [{"say": "Probing."}, {"sh": "cd h && for f in token lab.toml tmux.sock egress registry.json; do test -e $f && echo SEEN-$f; done; \
+        echo runtime: $(ls runtime); echo top: $(ls -A); echo planted > planted && echo wrote-planted; \
+        perl -e 'open(T, \"<\", \"/dev/tty\") or die \"tty: $!\\n\"; my $c = \"x\"; ioctl(T, 0x5412, $c) or die \"sti: $!\\n\"; print \"STI-PASSED\\n\"'; \
+        echo done-probing"}, {"idle": {}}]});
+    fake_in_jail(&w, w.dir.path(), steps.clone(), "default = \"bwrap\"");
+    let lab = w.serve();
+    let body = |workdir: &Path| json!({"provider": "claude-code", "workdir": workdir, "prompt": "Probe."});
+    // The agent's home (and lab serve's): too broad, unless lab.toml says so.
+    let (status, err) = lab.post("/runs", &body(&w.agent_home));
+    assert_eq!((status, err["error"].as_str()), (422, Some("launch_failed")), "{err}");
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains("is a home folder") && msg.contains("allow_broad_workdir = true"), "{msg}");
+    // Folders that hold it: too.
+    let (status, err) = lab.post("/runs", &body(w.dir.path()));
+    assert_eq!(status, 422, "{err}");
+    assert!(err["message"].as_str().unwrap().contains("holds the home folder"), "{err}");
+    // lab's own home, or a folder in it: never.
+    for inside in [w.home.clone(), w.home.join("runtime")] {
+        let (status, err) = lab.post("/runs", &body(&inside));
+        assert_eq!(status, 422, "{err}");
+        assert!(err["message"].as_str().unwrap().contains("inside lab's own files"), "{err}");
+    }
+    lab.stop();
+
+    // Allowed by the operator: the jail holds the folder, but nothing of lab's in it.
+    fake_in_jail(&w, w.dir.path(), steps, "default = \"bwrap\"\nallow_broad_workdir = true");
+    let lab = w.serve();
+    let token_before = std::fs::read(w.home.join("token")).unwrap();
+    let (status, run) = lab.post("/runs", &body(w.dir.path()));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let out = probe_output(&lab, &w, &id);
+    assert!(out.contains("done-probing") && out.contains("wrote-planted"), "the probe ran in the jail: {out}");
+    assert!(!out.contains("SEEN-"), "nothing of lab's home is in the jail: {out}");
+    assert!(!out.contains("STI-PASSED"), "no keys pushed into the pane: {out}");
+    assert!(out.contains("sti: Operation not permitted"), "TIOCSTI refused: {out}");
+    assert!(out.contains(&format!("runtime: {id}.box")), "of runtime/, only the run's own folder: {out}");
+    assert!(out.contains("top: runtime\n"), "of lab's home, only the way to it: {out}");
+    assert!(!w.home.join("planted").exists(), "what the agent wrote where lab's home is reached nothing of lab's");
+    assert_eq!(std::fs::read(w.home.join("token")).unwrap(), token_before);
+    assert!(w.home.join("tmux.sock").exists() && w.home.join("lab.toml").exists(), "they are there, outside");
+    lab.stop();
+}

@@ -146,6 +146,7 @@ impl Runs {
             egress::write_allow(&allow_here, &list).map_err(|e| format!("writing {}: {e}", allow_here.display()))?;
             list
         };
+        let masked = self.lab_inside_jail(rec, &home, &writable, &readable, site)?;
         let (allow_file, ledger_file) = site.home.egress_files(&rec.id);
         let s = |p: &Path| p.to_string_lossy().into_owned();
         let plan = Plan {
@@ -155,6 +156,7 @@ impl Runs {
             writable: writable.iter().map(|p| s(p)).collect(),
             readable: readable.iter().map(|p| s(p)).collect(),
             lab_exe: site.lab_exe.clone(),
+            masked: masked.iter().map(|p| s(p)).collect(),
             egress: EgressFiles {
                 socket: s(&jail.join("egress.sock")),
                 allow: s(&allow_file),
@@ -163,6 +165,52 @@ impl Runs {
             image: self.config.sandbox.image.clone(),
         };
         Ok(Some((plan, list)))
+    }
+
+    /// Nothing of lab's inside the jail, whatever the workdir: a workdir inside lab's
+    /// own files, or one too broad to jail (the machine, a home: unless lab.toml's
+    /// `[sandbox] allow_broad_workdir`), is refused with why; lab's home and worktrees
+    /// folder inside a bound path are masked (the mount points returned).
+    fn lab_inside_jail(
+        &self,
+        rec: &RunRecord,
+        home: &Path,
+        writable: &[PathBuf],
+        readable: &[PathBuf],
+        site: &JailSite,
+    ) -> Result<Vec<PathBuf>, String> {
+        use crate::sandbox::bounds;
+        // Symlinks resolved where they can be: here (a machine's paths are as given).
+        let real = |p: &Path| if site.local { bounds::real(p) } else { bounds::lexical(p) };
+        let worktrees = match (&self.config.runs.worktree_dir, site.local) {
+            (Some(d), true) => d.clone(),
+            _ => site.home.worktrees_dir(),
+        };
+        let lab = [real(&site.home.root), real(&worktrees)];
+        if rec.worktree.is_none() {
+            let workdir = real(Path::new(&rec.workdir));
+            if let Some(why) = bounds::workdir_in_lab(&workdir, &lab) {
+                return Err(format!("a sandboxed run cannot start there: {why}"));
+            }
+            if !self.config.sandbox.allow_broad_workdir {
+                let homes: Vec<PathBuf> = [Some(home.to_path_buf()), site.fallback_home.as_ref().map(PathBuf::from)]
+                    .into_iter()
+                    .flatten()
+                    .map(|h| real(&h))
+                    .collect();
+                if let Some(why) = bounds::broad_workdir(&workdir, &homes) {
+                    return Err(format!(
+                        "a sandboxed run cannot have {} as its workdir: {why}, and its jail would hand the agent all of it \
+                         (every project, key and agent config there). Pick a project folder, or set \
+                         `allow_broad_workdir = true` under [sandbox] in lab.toml",
+                        rec.workdir
+                    ));
+                }
+            }
+        }
+        let bound: Vec<bounds::Bound> =
+            writable.iter().chain(readable).map(|p| bounds::Bound { at: p.clone(), real: real(p) }).collect();
+        Ok(bounds::masks(&lab, &bound))
     }
 
     /// The plan of `rec`'s jail here, if it has a sandbox.

@@ -75,6 +75,33 @@ impl Bwrap {
     }
 }
 
+/// The jail's mounts below its system, in the order bwrap makes them: by depth (a
+/// parent before what is inside it), and at one depth: hidden homes, read-only binds,
+/// read-write binds, masks.
+fn mounts(plan: &Plan) -> Vec<(usize, u8, Vec<String>)> {
+    let depth = |p: &str| Path::new(p).components().count();
+    let mut m: Vec<(usize, u8, Vec<String>)> = vec![];
+    let mut add = |rank: u8, op: &str, p: &str| {
+        let args =
+            if op == "--tmpfs" { vec![op.to_string(), p.to_string()] } else { vec![op.into(), p.into(), p.into()] };
+        m.push((depth(p), rank, args));
+    };
+    for h in ["/home", "/root", plan.home.as_str()] {
+        add(0, "--tmpfs", h);
+    }
+    for r in plan.readable.iter().chain([&plan.lab_exe]) {
+        add(1, "--ro-bind-try", r);
+    }
+    for w in &plan.writable {
+        add(2, "--bind-try", w);
+    }
+    for k in &plan.masked {
+        add(3, "--tmpfs", k);
+    }
+    m.sort_by_key(|(d, r, _)| (*d, *r));
+    m
+}
+
 fn push(out: &mut Vec<String>, args: &[&str]) {
     out.extend(args.iter().map(|s| s.to_string()));
 }
@@ -85,6 +112,8 @@ impl Jail for Bwrap {
             return Err("the workdir and HOME must be absolute".into());
         }
         let mut a = vec![plan.program.clone()];
+        // Not `--new-session`: the agent keeps the pane as its terminal (it is told of
+        // a resize); pushing keys into it (TIOCSTI) is refused by the bridge's filter.
         push(&mut a, &["--unshare-all", "--die-with-parent"]);
         push(&mut a, &["--ro-bind", "/usr", "/usr"]);
         for (root, kind) in &self.roots {
@@ -99,13 +128,11 @@ impl Jail for Bwrap {
             push(&mut a, &["--ro-bind-try", &p, &p]);
         }
         push(&mut a, &["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-        // Every home hidden, the agent's too: only what the plan binds is in it.
-        push(&mut a, &["--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", &plan.home]);
-        for r in plan.readable.iter().chain([&plan.lab_exe]) {
-            push(&mut a, &["--ro-bind-try", r, r]);
-        }
-        for w in &plan.writable {
-            push(&mut a, &["--bind-try", w, w]);
+        // Mounted parents first, so a path inside another is mounted over it: every
+        // home hidden (the agent's too), then what the plan binds, lab's own paths
+        // inside those masked, and what of them is the run's bound again.
+        for (_, _, args) in mounts(plan) {
+            a.extend(args);
         }
         // The jail's own root (where the mount points were made) read-only too.
         push(&mut a, &["--remount-ro", "/", "--chdir", workdir, "--"]);
@@ -127,6 +154,7 @@ pub(super) mod tests {
             writable: vec!["/home/o/wt/r-1".into(), "/home/o/.agent".into()],
             readable: vec!["/opt/agent/bin".into()],
             lab_exe: "/usr/local/bin/lab".into(),
+            masked: vec![],
             egress: EgressFiles { socket: "/s/egress.sock".into(), allow: "/a".into(), ledger: "/l".into() },
             image: None,
         }
@@ -160,6 +188,23 @@ pub(super) mod tests {
         let end = pos(&a, &["--chdir", "/home/o/wt/r-1", "--"]);
         assert_eq!(&a[end + 3..], &inner[..]);
         assert!(!a.iter().any(|x| x.contains("share-net")), "its own network");
+    }
+
+    #[test]
+    fn lab_s_home_inside_the_workdir_is_masked_and_the_run_s_own_files_come_back_over_it() {
+        let b = Bwrap { roots: vec![] };
+        let mut p = plan();
+        p.writable = vec!["/home/o/.local/state/lab/runtime/r-1.box".into(), "/home/o".into()];
+        p.masked = vec!["/home/o/.local/state/lab".into()];
+        let a = b.argv(&p, "/home/o", &[]).unwrap();
+        let hidden = pos(&a, &["--tmpfs", "/home/o"]);
+        let workdir = pos(&a, &["--bind-try", "/home/o", "/home/o"]);
+        let mask = pos(&a, &["--tmpfs", "/home/o/.local/state/lab"]);
+        let own = pos(
+            &a,
+            &["--bind-try", "/home/o/.local/state/lab/runtime/r-1.box", "/home/o/.local/state/lab/runtime/r-1.box"],
+        );
+        assert!(hidden < workdir && workdir < mask && mask < own, "{a:?}");
     }
 
     #[test]

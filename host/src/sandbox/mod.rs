@@ -11,6 +11,7 @@
 //! - [`supervise`]: `lab agent-exec`'s side: the proxy up, the jail started, its exit
 //!   passed on.
 
+pub mod bounds;
 pub mod bwrap;
 pub mod egress;
 pub mod podman;
@@ -123,6 +124,11 @@ pub struct Plan {
     pub readable: Vec<String>,
     /// lab's own binary (it bridges to the proxy inside the jail).
     pub lab_exe: String,
+    /// lab's own paths that lie inside a bound one (its home, its worktrees folder):
+    /// an empty tmpfs over each, and what of them is the run's own (its jail
+    /// directory, its worktree) bound again inside it.
+    #[serde(default)]
+    pub masked: Vec<String>,
     pub egress: EgressFiles,
     /// podman only: the image the agent runs in.
     #[serde(default)]

@@ -38,6 +38,11 @@ impl Jail for Podman {
         for w in &plan.writable {
             vol(w, false);
         }
+        // lab's own paths inside a volume: an empty tmpfs over each (podman mounts a
+        // parent before what is inside it, so the run's own binds come back on top).
+        for k in &plan.masked {
+            a.extend(["--mount".into(), format!("type=tmpfs,destination={k}")]);
+        }
         a.extend(["--workdir".into(), workdir.to_string()]);
         a.extend(env_args(std::env::vars().map(|(k, _)| k).filter(|k| k != "PATH" && k != "HOSTNAME")));
         a.push(image.to_string());

@@ -88,6 +88,11 @@ pub struct SandboxConfig {
     pub allow: Vec<String>,
     /// The image a `podman` sandbox runs.
     pub image: Option<String>,
+    /// Let a sandboxed run have a workdir too broad to jail (`/`, `/home`, a home
+    /// folder, a folder holding one): refused unless this is true. lab's own files
+    /// there are masked either way.
+    #[serde(default)]
+    pub allow_broad_workdir: bool,
 }
 
 /// `[search]`: the index over every run's messages.

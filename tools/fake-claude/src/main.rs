@@ -906,6 +906,12 @@ impl Agent {
                     self.screen.draw(&[]);
                 }
                 Step::SleepMs(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                Step::Sh(command) => {
+                    let out = sh(command);
+                    self.log.event(json!({"event": "sh", "command": command, "out": out}));
+                    self.say(&format!("sh: {out}"), None);
+                    self.screen.draw(&[]);
+                }
                 Step::Fetch(url) => {
                     let got = fetch(url);
                     self.log.event(json!({"event": "fetch", "url": url, "got": got}));
@@ -1088,6 +1094,31 @@ fn main() {
         agent.screen.draw(&[]);
     }
     agent.run(&script.steps)
+}
+
+/// `sh -c command`, stdin empty, stdout and stderr together, killed after 30 s.
+fn sh(command: &str) -> String {
+    use std::process::{Command, Stdio};
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 2>&1; {command}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return format!("cannot start sh: {e}"),
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    match child.wait_with_output() {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Err(e) => format!("failed: {e}"),
+    }
 }
 
 /// A GET of `url` (`http://host:port/path`), through the proxy `http_proxy` names if set:

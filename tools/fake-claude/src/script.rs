@@ -42,6 +42,10 @@ pub enum Step {
     /// (`HTTP_PROXY`) names when set (as the real agents go), else straight; the answer's
     /// status line and body are said as an assistant text.
     Fetch(String),
+    /// `{"sh": "command"}`: really runs `sh -c command` in the working directory (at
+    /// most 30 s, stdin empty) and says `sh: <stdout and stderr>` as an assistant text:
+    /// a probe of what the agent's process can do where it runs (a sandbox's tests).
+    Sh(String),
     /// Wait until this file (relative to the workdir) exists, for at most two minutes:
     /// a test says "go on" with a fact, not a guessed delay.
     WaitFile(String),
