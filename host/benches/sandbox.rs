@@ -88,6 +88,8 @@ fn main() {
         readable: vec![],
         lab_exe: LAB.into(),
         masked: vec![],
+        binds: vec![],
+        git: None,
         egress: files.clone(),
         image: None,
     };

@@ -380,3 +380,91 @@ fn a_jail_never_holds_lab_s_files_whatever_the_workdir() {
     assert!(w.home.join("tmux.sock").exists() && w.home.join("lab.toml").exists(), "they are there, outside");
     lab.stop();
 }
+
+/// `git -C dir args…` as a test's operator runs it (none of the environment's GIT_*).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let mut c = std::process::Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Op", "-c", "user.email=op@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Row 2 of the fourth review: a sandboxed worktree run's git. In its jail the agent
+/// commits on its own branch, and cannot write the repository's config (a
+/// `core.fsmonitor` would run when the operator next types `git status`), its hooks,
+/// another branch, a new branch or another worktree's folder. Its commit reaches the
+/// repository's `lab/<id>` when lab looks at the run's work.
+#[test]
+fn a_jailed_worktree_commits_on_its_branch_and_writes_nothing_else_of_the_repository() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let repo = w.workdir.clone();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git(&repo, &["add", "a.txt"]);
+    git(&repo, &["commit", "-qm", "first"]);
+    git(&repo, &["branch", "other"]);
+    std::fs::write(repo.join("a.txt"), "two\n").unwrap();
+    git(&repo, &["commit", "-qam", "second"]);
+    let other_before = git(&repo, &["rev-parse", "other"]);
+    let g = repo.join(".git");
+    let probe = format!(
+        "G={g}; git config core.fsmonitor 'touch {g}/../pwned' && echo CONFIG-WRITTEN || echo config-refused; \
+         echo x > $G/hooks/post-checkout && echo HOOK-WRITTEN || echo hook-refused; \
+         git update-ref refs/heads/other HEAD && echo OTHER-MOVED || echo other-refused; \
+         git branch newbranch && echo NEW-BRANCH || echo branch-refused; \
+         touch $G/worktrees/x && echo WT-META || echo wt-meta-refused; \
+         echo jailed > jailed.txt && git add jailed.txt && git -c user.name=J -c user.email=j@x commit -qm jailed && echo committed; \
+         echo done-probing",
+        g = g.display()
+    );
+    // The script where the jail sees it: the agent's own state.
+    let state = w.agent_home.join(".claude");
+    std::fs::create_dir_all(&state).unwrap();
+    fake_in_jail(
+        &w,
+        &state,
+        json!({"steps": [{"say": "Probing git."}, {"sh": probe}, {"idle": {}}]}),
+        "default = \"bwrap\"",
+    );
+    let lab = w.serve();
+    let (status, run) =
+        lab.post("/runs", &json!({"provider": "claude-code", "workdir": repo, "prompt": "Commit.", "worktree": true}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let branch = run["worktree"]["branch"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(run["worktree"]["path"].as_str().unwrap());
+    let out = probe_output(&lab, &w, &id);
+    assert!(out.contains("done-probing"), "the probe ran: {out}");
+    for refused in ["config-refused", "hook-refused", "other-refused", "branch-refused", "wt-meta-refused"] {
+        assert!(out.contains(refused), "{refused}: {out}");
+    }
+    assert!(out.contains("committed"), "git commit works in the jail: {out}");
+    // Nothing of the repository but the run's own branch moved.
+    let cfg = std::fs::read_to_string(g.join("config")).unwrap();
+    assert!(!cfg.contains("fsmonitor"), "{cfg}");
+    assert!(!g.join("hooks/post-checkout").exists() && !g.join("worktrees/x").exists());
+    assert_eq!(git(&repo, &["rev-parse", "other"]), other_before);
+    assert!(git(&repo, &["branch", "--list", "newbranch"]).is_empty());
+    // The commit reaches the branch when lab looks at the run's work.
+    let (status, diff) = lab.get(&format!("/runs/{id}/diff"));
+    assert_eq!(status, 200, "{diff}");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s", &branch]), "jailed");
+    assert_eq!(git(&repo, &["cat-file", "-p", &format!("{branch}:jailed.txt")]), "jailed");
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "", "the worktree's index follows the commit");
+    git(&repo, &["fsck", "--no-dangling"]);
+    lab.stop();
+}

@@ -40,16 +40,7 @@ pub fn check_config(c: &SandboxConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The repository's git directory a worktree's own git folder is in
-/// (`<repo>/.git/worktrees/<name>` → `<repo>/.git`; a record from before lab kept it:
-/// `<repo>/.git`): the agent's commits are written there.
-pub fn git_common_dir(wt: &crate::worktree::Worktree) -> PathBuf {
-    let own = Path::new(&wt.git_dir);
-    own.parent()
-        .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-        .and_then(Path::parent)
-        .map_or_else(|| Path::new(&wt.repo).join(".git"), Path::to_path_buf)
-}
+pub use crate::worktree::jailed::git_common_dir;
 
 /// Where a run's jail is made: lab's home there (its runtime and egress folders), lab's
 /// binary there, the jail's program found there, the agent program's folder; `local`:
@@ -111,10 +102,12 @@ impl Runs {
         let home = PathBuf::from(env.get("HOME").cloned().or_else(|| site.fallback_home.clone()).unwrap_or("/".into()));
         let jail = site.home.jail_dir(&rec.id);
         let mut writable = vec![];
+        // A worktree's repository read-only, what git writes there the run's own.
+        let mut git = None;
         match &rec.worktree {
             Some(wt) => {
                 writable.push(PathBuf::from(&wt.path));
-                writable.push(git_common_dir(wt));
+                git = Some(crate::worktree::jailed::JailedGit::of(wt, &git_common_dir(wt))?);
             }
             None => writable.push(PathBuf::from(&rec.workdir)),
         }
@@ -157,6 +150,8 @@ impl Runs {
             readable: readable.iter().map(|p| s(p)).collect(),
             lab_exe: site.lab_exe.clone(),
             masked: masked.iter().map(|p| s(p)).collect(),
+            binds: git.as_ref().map(|g| g.binds()).unwrap_or_default(),
+            git,
             egress: EgressFiles {
                 socket: s(&jail.join("egress.sock")),
                 allow: s(&allow_file),

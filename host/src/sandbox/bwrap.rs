@@ -98,6 +98,10 @@ fn mounts(plan: &Plan) -> Vec<(usize, u8, Vec<String>)> {
     for k in &plan.masked {
         add(3, "--tmpfs", k);
     }
+    for b in &plan.binds {
+        let op = if b.write { "--bind" } else { "--ro-bind" };
+        m.push((depth(&b.at), if b.write { 2 } else { 1 }, vec![op.into(), b.from.clone(), b.at.clone()]));
+    }
     m.sort_by_key(|(d, r, _)| (*d, *r));
     m
 }
@@ -155,6 +159,8 @@ pub(super) mod tests {
             readable: vec!["/opt/agent/bin".into()],
             lab_exe: "/usr/local/bin/lab".into(),
             masked: vec![],
+            binds: vec![],
+            git: None,
             egress: EgressFiles { socket: "/s/egress.sock".into(), allow: "/a".into(), ledger: "/l".into() },
             image: None,
         }

@@ -17,6 +17,7 @@ pub mod egress;
 pub mod podman;
 pub mod supervise;
 
+pub use crate::worktree::jailed::Bind;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -129,6 +130,14 @@ pub struct Plan {
     /// directory, its worktree) bound again inside it.
     #[serde(default)]
     pub masked: Vec<String>,
+    /// Paths bound from elsewhere (`from` on the machine at `at` in the jail): a
+    /// sandboxed worktree's git ([`crate::worktree::jailed`]).
+    #[serde(default)]
+    pub binds: Vec<Bind>,
+    /// A worktree run's git, made ready where the jail is made before it starts and
+    /// brought back when it ends.
+    #[serde(default)]
+    pub git: Option<crate::worktree::jailed::JailedGit>,
     pub egress: EgressFiles,
     /// podman only: the image the agent runs in.
     #[serde(default)]

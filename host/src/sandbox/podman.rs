@@ -38,6 +38,10 @@ impl Jail for Podman {
         for w in &plan.writable {
             vol(w, false);
         }
+        for b in &plan.binds {
+            a.push("--volume".into());
+            a.push(format!("{}:{}{}", b.from, b.at, if b.write { "" } else { ":ro" }));
+        }
         // lab's own paths inside a volume: an empty tmpfs over each (podman mounts a
         // parent before what is inside it, so the run's own binds come back on top).
         for k in &plan.masked {

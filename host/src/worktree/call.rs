@@ -100,6 +100,12 @@ pub fn check(call: &WorkCall) -> Result<(), String> {
 /// The run's worktree for git ([`Git::worktree`]): one that is gone, or whose `.git`
 /// the agent's side replaced, is no worktree to lab (said so, nothing run).
 async fn reach(worktree: &Worktree) -> Result<Git, WorkFailed> {
+    // A sandboxed run's commits are in its own git folder until lab brings them back.
+    if let Some(jailed) = super::jailed::JailedGit::found(worktree) {
+        if let Err(e) = jailed.bring_back().await {
+            tracing::warn!(worktree = %worktree.path, "the run's commits stay in its sandbox's git folder: {e}");
+        }
+    }
     Git::worktree(worktree).await.map_err(|e| match e {
         Unsafe::Gone(m) | Unsafe::Replaced(m) => WorkFailed::NoWorktree(m),
     })

@@ -46,6 +46,8 @@ enum Place {
     Found(PathBuf),
     /// A run's worktree, by its recorded git folder (never discovered).
     Named { git_dir: PathBuf, work_tree: PathBuf },
+    /// A repository's git folder alone (no work tree).
+    GitDir(PathBuf),
 }
 
 /// One repository, with its drivers turned off; see the module's text.
@@ -119,10 +121,16 @@ impl Git {
         Git { place, off: vec![] }.neutralized().await.map_err(Unsafe::Gone)
     }
 
+    /// A repository by its git folder (`<repo>/.git`), with no work tree: for refs and
+    /// objects only.
+    pub async fn git_dir(dir: &Path) -> Result<Git, String> {
+        Git { place: Place::GitDir(dir.to_path_buf()), off: vec![] }.neutralized().await
+    }
+
     /// The folder commands run in.
     pub fn dir(&self) -> &Path {
         match &self.place {
-            Place::Found(d) => d,
+            Place::Found(d) | Place::GitDir(d) => d,
             Place::Named { work_tree, .. } => work_tree,
         }
     }
@@ -141,6 +149,16 @@ impl Git {
     /// [`GIT_TIMEOUT`] after which it is killed. Errors only when git could not run or
     /// took too long; see [`Git::ok`] for the usual checked form.
     pub async fn run(&self, args: &[&str], env: &[(&str, &OsStr)]) -> Result<GitOutput, String> {
+        self.run_input(args, env, None).await
+    }
+
+    /// [`Git::run`] with `input` on the command's stdin.
+    pub async fn run_input(
+        &self,
+        args: &[&str],
+        env: &[(&str, &OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<GitOutput, String> {
         let mut cmd = tokio::process::Command::new("git");
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("GIT_") {
@@ -158,6 +176,11 @@ impl Git {
                 w.push(work_tree);
                 cmd.arg("-C").arg(work_tree).arg(g).arg(w);
             }
+            Place::GitDir(git_dir) => {
+                let mut g = std::ffi::OsString::from("--git-dir=");
+                g.push(git_dir);
+                cmd.arg("-C").arg(git_dir).arg(g);
+            }
         }
         for c in HARDENING.iter().copied().chain(self.off.iter().map(String::as_str)) {
             cmd.args(["-c", c]);
@@ -170,15 +193,28 @@ impl Git {
             .env("GIT_NO_REPLACE_OBJECTS", "1")
             .env("LC_ALL", "C")
             .envs(env.iter().copied())
-            .stdin(std::process::Stdio::null())
+            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        let child = cmd.spawn().map_err(|e| format!("running git: {e}"))?;
+        let mut child = cmd.spawn().map_err(|e| format!("running git: {e}"))?;
+        let feed = match (input, child.stdin.take()) {
+            (Some(bytes), Some(mut stdin)) => {
+                let bytes = bytes.to_vec();
+                Some(tokio::spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    let _ = stdin.write_all(&bytes).await;
+                }))
+            }
+            _ => None,
+        };
         let out = tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output())
             .await
             .map_err(|_| format!("git {} took longer than {}s and was stopped", args.join(" "), GIT_TIMEOUT.as_secs()))?
             .map_err(|e| format!("running git: {e}"))?;
+        if let Some(f) = feed {
+            let _ = f.await;
+        }
         Ok(GitOutput {
             ok: out.status.success(),
             code: out.status.code(),

@@ -15,6 +15,7 @@ pub mod call;
 pub mod diff;
 pub mod fork;
 pub mod git;
+pub mod jailed;
 pub mod merge;
 pub mod review;
 
@@ -199,6 +200,10 @@ pub async fn remove(wt: &Worktree) -> Result<(), String> {
             std::fs::remove_dir_all(path).map_err(|e| format!("removing the worktree {}: {e}", wt.path))?;
             let _ = repo.run(&["worktree", "prune"], &[]).await;
         }
+    }
+    // A sandboxed run's own git folder goes with it.
+    if let Some(j) = jailed::JailedGit::found(wt) {
+        std::fs::remove_dir_all(&j.shadow).map_err(|e| format!("removing {}: {e}", j.shadow))?;
     }
     let refname = format!("refs/heads/{}", wt.branch);
     if repo.run(&["show-ref", "--verify", "--quiet", &refname], &[]).await?.ok {
