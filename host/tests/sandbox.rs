@@ -141,7 +141,8 @@ fn a_real_claude_in_bwrap_reaches_only_its_allowlist_and_its_workdir() {
     let command = format!(
         "curl -s -m 20 http://127.0.0.1:{a}/a; echo; curl -s -m 20 -o /dev/null -w 'refused-code=%{{http_code}}' http://127.0.0.1:{b}/b; echo; \
          echo inside > inside.txt && echo wrote-workdir; echo escaped > {out}; echo escaped > /usr/escaped || echo usr-refused; \
-         cat {secret} || echo secret-refused; curl -s --noproxy '*' -m 5 http://127.0.0.1:{a}/direct || echo direct-refused",
+         cat {secret} || echo secret-refused; curl -s --noproxy '*' -m 5 http://127.0.0.1:{a}/direct || echo direct-refused; \
+         mkdir -p ~/.claude && echo '{{\"hooks\":{{\"SessionStart\":[]}}}}' > ~/.claude/settings.json && echo planted-hook",
         a = allowed.port,
         b = refused.port,
         out = outside.display(),
@@ -222,9 +223,15 @@ fn a_real_claude_in_bwrap_reaches_only_its_allowlist_and_its_workdir() {
         standin.tool_results_for(&id).into_iter().next()
     });
     let out = bash.0;
-    for expected in
-        ["reached-allowed", "refused-code=403", "wrote-workdir", "usr-refused", "secret-refused", "direct-refused"]
-    {
+    for expected in [
+        "reached-allowed",
+        "refused-code=403",
+        "wrote-workdir",
+        "usr-refused",
+        "secret-refused",
+        "direct-refused",
+        "planted-hook",
+    ] {
         assert!(out.contains(expected), "{expected:?} in the command's output:\n{out}");
     }
     assert!(!out.contains("the-other-users-secret"), "{out}");
@@ -232,6 +239,9 @@ fn a_real_claude_in_bwrap_reaches_only_its_allowlist_and_its_workdir() {
     // A path outside the workdir is the jail's own (an empty tmpfs), never the machine's.
     assert!(!outside.exists() && !Path::new("/usr/escaped").exists(), "nothing was written outside the workdir");
     assert_eq!((allowed.hits.load(Ordering::SeqCst), refused.hits.load(Ordering::SeqCst)), (1, 0));
+    // The hook it planted is in its own home, never in the operator's Claude config.
+    assert!(!w.agent_home.join(".claude/settings.json").exists(), "the operator's ~/.claude is not the agent's");
+    assert!(w.home.join("homes").join(&id).join(".claude/settings.json").exists(), "the run's own");
     lab.wait_view(&id, "idle after the refusal", |v| v["state"] == "idle");
 
     // Allowed from lab: the agent's retry passes.
@@ -338,7 +348,7 @@ fn a_jail_never_holds_lab_s_files_whatever_the_workdir() {
     }
     let w = World::new();
     let steps = json!({"steps": [{"say": "Probing."}, {"sh": "cd h && for f in token lab.toml tmux.sock egress registry.json; do test -e $f && echo SEEN-$f; done; \
-        echo runtime: $(ls runtime); echo top: $(ls -A); echo planted > planted && echo wrote-planted; \
+        echo runtime: $(ls runtime); echo homes: $(ls homes); echo top: $(ls -A); echo planted > planted && echo wrote-planted; \
         perl -e 'open(T, \"<\", \"/dev/tty\") or die \"tty: $!\\n\"; my $c = \"x\"; ioctl(T, 0x5412, $c) or die \"sti: $!\\n\"; print \"STI-PASSED\\n\"'; \
         echo done-probing"}, {"idle": {}}]});
     fake_in_jail(&w, w.dir.path(), steps.clone(), "default = \"bwrap\"");
@@ -374,7 +384,8 @@ fn a_jail_never_holds_lab_s_files_whatever_the_workdir() {
     assert!(!out.contains("STI-PASSED"), "no keys pushed into the pane: {out}");
     assert!(out.contains("sti: Operation not permitted"), "TIOCSTI refused: {out}");
     assert!(out.contains(&format!("runtime: {id}.box")), "of runtime/, only the run's own folder: {out}");
-    assert!(out.contains("top: runtime\n"), "of lab's home, only the way to it: {out}");
+    assert!(out.contains(&format!("homes: {id}\n")), "of homes/, only the run's own: {out}");
+    assert!(out.contains("top: homes runtime\n"), "of lab's home, only the ways to the run's own: {out}");
     assert!(!w.home.join("planted").exists(), "what the agent wrote where lab's home is reached nothing of lab's");
     assert_eq!(std::fs::read(w.home.join("token")).unwrap(), token_before);
     assert!(w.home.join("tmux.sock").exists() && w.home.join("lab.toml").exists(), "they are there, outside");
@@ -431,15 +442,16 @@ fn a_jailed_worktree_commits_on_its_branch_and_writes_nothing_else_of_the_reposi
          echo done-probing",
         g = g.display()
     );
-    // The script where the jail sees it: the agent's own state.
-    let state = w.agent_home.join(".claude");
-    std::fs::create_dir_all(&state).unwrap();
-    fake_in_jail(
-        &w,
-        &state,
-        json!({"steps": [{"say": "Probing git."}, {"sh": probe}, {"idle": {}}]}),
-        "default = \"bwrap\"",
-    );
+    // The script where the jail sees it: in the repository, so in the worktree (the
+    // agent's cwd: the path is relative).
+    let steps = json!({"steps": [{"say": "Probing git."}, {"sh": probe}, {"idle": {}}]});
+    std::fs::write(repo.join("script.json"), serde_json::to_vec_pretty(&steps).unwrap()).unwrap();
+    git(&repo, &["add", "script.json"]);
+    git(&repo, &["commit", "-qm", "script"]);
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = {:?}\nenv = {{ FAKE_CLAUDE_SCRIPT = \"script.json\" }}\n\n[sandbox]\ndefault = \"bwrap\"\n",
+        fake_claude().display().to_string(),
+    ));
     let lab = w.serve();
     let (status, run) =
         lab.post("/runs", &json!({"provider": "claude-code", "workdir": repo, "prompt": "Commit.", "worktree": true}));
@@ -466,5 +478,64 @@ fn a_jailed_worktree_commits_on_its_branch_and_writes_nothing_else_of_the_reposi
     assert_eq!(git(&repo, &["cat-file", "-p", &format!("{branch}:jailed.txt")]), "jailed");
     assert_eq!(git(&wt, &["status", "--porcelain"]), "", "the worktree's index follows the commit");
     git(&repo, &["fsck", "--no-dangling"]);
+    lab.stop();
+}
+
+/// Row 3 of the fourth review: a sandboxed run's agent state is the run's own home,
+/// seeded from the operator's (its state file copied, its login lent read-only), never
+/// the operator's real settings, hooks or other keys: a hook the agent plants there
+/// never reaches the operator's own agent config.
+#[test]
+fn a_jailed_agent_s_state_is_the_run_s_own_and_never_reaches_the_operator_s() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let op = &w.agent_home;
+    std::fs::create_dir_all(op.join(".claude")).unwrap();
+    std::fs::create_dir_all(op.join(".ssh")).unwrap();
+    std::fs::write(op.join(".claude/settings.json"), r#"{"model":"operator's"}"#).unwrap();
+    std::fs::write(op.join(".claude/.credentials.json"), "operator-login").unwrap();
+    std::fs::write(op.join(".claude.json"), r#"{"hasCompletedOnboarding":true}"#).unwrap();
+    std::fs::write(op.join(".ssh/id_ed25519"), "operator-ssh-key").unwrap();
+    let hook = r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}"#;
+    let probe = format!(
+        "echo home=$HOME; echo login: $(cat ~/.claude/.credentials.json); \
+         echo x > ~/.claude/.credentials.json && echo LOGIN-WRITTEN || echo login-refused; \
+         test -e ~/.claude/settings.json && echo SETTINGS-SEEN || echo settings-absent; \
+         echo '{hook}' > ~/.claude/settings.json && echo planted-hook; \
+         grep -q hasCompletedOnboarding ~/.claude.json && echo state-seeded; echo '{{}}' > ~/.claude.json && echo rewrote-state; \
+         cat {op}/.ssh/id_ed25519 ~/.ssh/id_ed25519 || echo ssh-hidden; echo done-probing",
+        op = op.display()
+    );
+    let scripts = w.workdir.join(".scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    fake_in_jail(
+        &w,
+        &scripts,
+        json!({"steps": [{"say": "Probing state."}, {"sh": probe}, {"idle": {}}]}),
+        "default = \"bwrap\"",
+    );
+    let lab = w.serve();
+    let (status, run) =
+        lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "Probe."}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let out = probe_output(&lab, &w, &id);
+    let run_home = w.home.join("homes").join(&id);
+    assert!(out.contains("done-probing"), "{out}");
+    assert!(out.contains(&format!("home={}", run_home.display())), "the agent's HOME is the run's: {out}");
+    assert!(out.contains("login: operator-login") && out.contains("login-refused"), "the login lent read-only: {out}");
+    assert!(out.contains("settings-absent"), "the operator's settings are not the run's: {out}");
+    assert!(out.contains("state-seeded") && out.contains("rewrote-state") && out.contains("planted-hook"), "{out}");
+    assert!(out.contains("ssh-hidden") && !out.contains("operator-ssh-key"), "{out}");
+    // The operator's own config is as it was; what the agent wrote is the run's.
+    assert_eq!(std::fs::read_to_string(op.join(".claude/settings.json")).unwrap(), r#"{"model":"operator's"}"#);
+    assert_eq!(std::fs::read_to_string(op.join(".claude/.credentials.json")).unwrap(), "operator-login");
+    assert_eq!(std::fs::read_to_string(op.join(".claude.json")).unwrap(), r#"{"hasCompletedOnboarding":true}"#);
+    assert!(std::fs::read_to_string(run_home.join(".claude/settings.json")).unwrap().contains("SessionStart"));
+    // Its transcript is in its home, and read from there.
+    let projects = run_home.join(".claude/projects");
+    assert!(projects.is_dir(), "the transcript is the run's");
     lab.stop();
 }

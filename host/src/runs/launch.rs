@@ -176,10 +176,15 @@ impl Runs {
                 rec.provider
             )
         })?;
-        let place =
-            Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env: agent_env(&rec.provider, &pconf) };
+        let operator_env = agent_env(&rec.provider, &pconf);
+        let mut env = operator_env.clone();
+        // A jailed agent's HOME is the run's own (its transcript is there too).
+        if !rec.sandbox.is_none() {
+            env.insert("HOME".into(), self.home.agent_home(&self.home_of(rec)).to_string_lossy().into_owned());
+        }
+        let place = Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env };
         let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
-        prepared.launch.sandbox = self.local_jail(rec, provider, &program, &prepared.launch.env).await?;
+        prepared.launch.sandbox = self.local_jail(rec, provider, &program, &operator_env).await?;
         if let Some(doc) = &prepared.settings {
             hook_settings::write(&self.home.runtime_dir(), files, doc)?;
         }

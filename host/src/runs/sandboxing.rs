@@ -99,32 +99,64 @@ impl Runs {
             }
             Err(e) => return Err(format!("the provider could not say what its agent needs in a sandbox: {e}")),
         };
+        // Nothing a provider asks beyond its own state, its workdir and named hosts.
+        crate::sandbox::bounds::check_needs(&needs)
+            .map_err(|e| format!("the provider {} asks its sandbox for more than lab gives: {e}", rec.provider))?;
+        // The operator's home, and the run's own: the agent's HOME in the jail.
         let home = PathBuf::from(env.get("HOME").cloned().or_else(|| site.fallback_home.clone()).unwrap_or("/".into()));
+        let run_home = site.home.agent_home(&self.home_of(rec));
         let jail = site.home.jail_dir(&rec.id);
         let mut writable = vec![];
         // A worktree's repository read-only, what git writes there the run's own.
         let mut git = None;
-        match &rec.worktree {
+        let root = match &rec.worktree {
             Some(wt) => {
-                writable.push(PathBuf::from(&wt.path));
                 git = Some(crate::worktree::jailed::JailedGit::of(wt, &git_common_dir(wt))?);
+                PathBuf::from(&wt.path)
             }
-            None => writable.push(PathBuf::from(&rec.workdir)),
-        }
+            None => PathBuf::from(&rec.workdir),
+        };
+        writable.push(root.clone());
         writable.push(jail.clone());
+        let (mut made, mut seeds, mut lent) = (vec![run_home.clone()], vec![], vec![]);
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        let outside = |what: &str, p: &Path| {
+            format!(
+                "the provider {} asks its sandbox to {what} {}, outside the run's workdir and its own home: a sandboxed \
+                 agent's state is under ~/ (unset the variable that moves it, e.g. its config folder, for a sandboxed run)",
+                rec.provider,
+                p.display()
+            )
+        };
+        use crate::sandbox::bounds::{need_path, within, NeedPath};
         for w in &needs.writable {
-            let Some(p) = crate::sandbox::expand(w, &home) else {
-                tracing::warn!(provider = %rec.provider, path = %w, "not bound into the sandbox: not an absolute or ~/ path");
-                continue;
-            };
-            // (Made here only: on a host, a state folder that is not there yet is not bound.)
-            if site.local && w.ends_with('/') && !p.exists() {
-                std::fs::create_dir_all(&p).map_err(|e| format!("making {}: {e}", p.display()))?;
+            match need_path(w)? {
+                NeedPath::State(rel) => {
+                    let p = run_home.join(&rel);
+                    if w.ends_with('/') {
+                        made.push(p.clone());
+                    } else {
+                        seeds.push(crate::sandbox::Seed { from: s(&home.join(&rel)), to: s(&p) });
+                    }
+                    writable.push(p);
+                }
+                NeedPath::Absolute(p) if within(&p, &root) => writable.push(p),
+                NeedPath::Absolute(p) => return Err(outside("write", &p)),
             }
-            writable.push(p);
         }
-        let mut readable: Vec<PathBuf> =
-            needs.readable.iter().filter_map(|r| crate::sandbox::expand(r, &home)).collect();
+        let mut readable = vec![];
+        for r in &needs.readable {
+            match need_path(r)? {
+                // The operator's file (a login), lent read-only into the run's home.
+                NeedPath::State(rel) => lent.push(crate::sandbox::Bind {
+                    from: s(&home.join(&rel)),
+                    at: s(&run_home.join(&rel)),
+                    write: false,
+                }),
+                NeedPath::Absolute(p) if within(&p, &root) => readable.push(p),
+                NeedPath::Absolute(p) => return Err(outside("read", &p)),
+            }
+        }
         // The agent's program, and what it is installed with (a package's directory).
         readable.extend(site.program_dir.clone());
         let (allow_here, _) = self.home.egress_files(&rec.id);
@@ -141,16 +173,18 @@ impl Runs {
         };
         let masked = self.lab_inside_jail(rec, &home, &writable, &readable, site)?;
         let (allow_file, ledger_file) = site.home.egress_files(&rec.id);
-        let s = |p: &Path| p.to_string_lossy().into_owned();
         let plan = Plan {
             kind: rec.sandbox,
             program: s(&site.jail_program),
-            home: s(&home),
+            home: s(&run_home),
+            hidden: (home != run_home && home != Path::new("/")).then(|| s(&home)).into_iter().collect(),
+            made: made.iter().map(|p| s(p)).collect(),
+            seeds,
             writable: writable.iter().map(|p| s(p)).collect(),
             readable: readable.iter().map(|p| s(p)).collect(),
             lab_exe: site.lab_exe.clone(),
             masked: masked.iter().map(|p| s(p)).collect(),
-            binds: git.as_ref().map(|g| g.binds()).unwrap_or_default(),
+            binds: git.as_ref().map(|g| g.binds()).unwrap_or_default().into_iter().chain(lent).collect(),
             git,
             egress: EgressFiles {
                 socket: s(&jail.join("egress.sock")),
@@ -206,6 +240,23 @@ impl Runs {
         let bound: Vec<bounds::Bound> =
             writable.iter().chain(readable).map(|p| bounds::Bound { at: p.clone(), real: real(p) }).collect();
         Ok(bounds::masks(&lab, &bound))
+    }
+
+    /// Whose home a sandboxed run's agent has: its own, or, for a fork of a sandboxed
+    /// run, the one its conversation is in (its parent's, up the line).
+    pub(super) fn home_of(&self, rec: &RunRecord) -> crate::store::paths::RunId {
+        let mut id = rec.id.clone();
+        let mut parent = rec.parent.clone();
+        for _ in 0..64 {
+            let Some(p) = parent.and_then(|p| self.get(p.as_str()).ok()) else { break };
+            let prec = p.record();
+            if prec.sandbox.is_none() {
+                break;
+            }
+            id = prec.id.clone();
+            parent = prec.parent.clone();
+        }
+        id
     }
 
     /// The plan of `rec`'s jail here, if it has a sandbox.

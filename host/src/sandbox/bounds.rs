@@ -94,6 +94,184 @@ pub fn workdir_in_lab(workdir_real: &Path, lab: &[PathBuf]) -> Option<String> {
     })
 }
 
+/// Where a path a provider names is, once bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NeedPath {
+    /// `~/<rel>`: in the run's own home (its state), seeded from the operator's.
+    State(PathBuf),
+    /// An absolute path: allowed only inside the run's workdir (checked at launch).
+    Absolute(PathBuf),
+}
+
+/// Paths of the operator's home no provider may have seeded or lent: other tools'
+/// keys and tokens, lab's own home, shell history, and the folders that hold many
+/// tools' state (a provider names its own folder inside them).
+pub const NEVER_SEEDED: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".gitconfig",
+    ".password-store",
+    ".pki",
+    ".mozilla",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".vault-token",
+    ".terraform.d",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/git",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".local/share/keyrings",
+    ".local/state/lab",
+];
+
+/// Folders of the home that hold many tools' state: a provider names its own inside.
+const SHARED: &[&str] = &[".config", ".local", ".local/share", ".local/state", ".cache", ".cargo"];
+
+/// A path a provider names in `sandbox.needs`, bounded: `~/<rel>` with `rel` a
+/// hidden entry of the home (an agent's own state: `.claude/`, `.codex/`,
+/// `.config/opencode/`), none of [`NEVER_SEEDED`] nor a folder of many tools'; or an
+/// absolute path (inside the workdir, checked at launch). Anything else is refused
+/// with why.
+pub fn need_path(p: &str) -> Result<NeedPath, String> {
+    let climbs = |q: &Path| q.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+    if let Some(rest) = p.strip_prefix("~/") {
+        let rel = Path::new(rest.trim_end_matches('/'));
+        if rest.trim_end_matches('/').is_empty() || climbs(rel) || rel.is_absolute() {
+            return Err(format!("{p:?}: the whole home, or a path that climbs out of it"));
+        }
+        if !rest.starts_with('.') {
+            return Err(format!("{p:?}: an agent's own state is a hidden entry of its home (~/.name)"));
+        }
+        if SHARED.iter().any(|s| rel == Path::new(s)) {
+            return Err(format!("{p:?} holds many tools' state: name the agent's own folder in it"));
+        }
+        if let Some(n) = NEVER_SEEDED.iter().find(|n| within(rel, Path::new(n)) || within(Path::new(n), rel)) {
+            return Err(format!("{p:?}: ~/{n} is never given to a sandboxed agent"));
+        }
+        return Ok(NeedPath::State(rel.to_path_buf()));
+    }
+    let abs = Path::new(p);
+    if abs.is_absolute() && !climbs(abs) && abs != Path::new("/") {
+        return Ok(NeedPath::Absolute(abs.to_path_buf()));
+    }
+    Err(format!("{p:?}: not ~/… or an absolute path"))
+}
+
+/// What a provider's `sandbox.needs` may ask, checked whatever the run: every path
+/// bounded ([`need_path`]), what it reads of its state inside a folder of state it
+/// writes (the operator's file lent read-only: a login), every host a `host:port` with
+/// no wildcard above a registrable domain ([`host_bound`]).
+pub fn check_needs(needs: &super::Needs) -> Result<(), String> {
+    let mut dirs: Vec<PathBuf> = vec![];
+    for w in &needs.writable {
+        if let NeedPath::State(rel) = need_path(w).map_err(|e| format!("writable {e}"))? {
+            if w.ends_with('/') {
+                dirs.push(rel);
+            }
+        }
+    }
+    for r in &needs.readable {
+        if let NeedPath::State(rel) = need_path(r).map_err(|e| format!("readable {e}"))? {
+            if !dirs.iter().any(|d| within(&rel, d) && &rel != d) {
+                return Err(format!(
+                    "readable {r:?}: what an agent reads of the operator's home is a file inside a folder of state it writes"
+                ));
+            }
+        }
+    }
+    for h in &needs.hosts {
+        host_bound(h).map_err(|e| format!("hosts {e}"))?;
+    }
+    Ok(())
+}
+
+/// Suffixes under which anyone registers a name: a wildcard right above one of these
+/// lets in everyone's site (with the one-label ones: `*.com`).
+const OPEN_SUFFIXES: &[&str] = &[
+    "co.uk",
+    "org.uk",
+    "ac.uk",
+    "gov.uk",
+    "com.au",
+    "net.au",
+    "org.au",
+    "co.jp",
+    "ne.jp",
+    "or.jp",
+    "com.br",
+    "com.cn",
+    "com.mx",
+    "co.in",
+    "co.nz",
+    "co.za",
+    "com.tr",
+    "com.tw",
+    "com.sg",
+    "com.hk",
+    "github.io",
+    "githubusercontent.com",
+    "gitlab.io",
+    "herokuapp.com",
+    "vercel.app",
+    "netlify.app",
+    "pages.dev",
+    "workers.dev",
+    "web.app",
+    "firebaseapp.com",
+    "appspot.com",
+    "azurewebsites.net",
+    "cloudfront.net",
+    "amazonaws.com",
+    "blogspot.com",
+    "ngrok.io",
+    "ngrok-free.app",
+    "fly.dev",
+    "onrender.com",
+    "repl.co",
+    "glitch.me",
+    "r2.dev",
+];
+
+/// One entry of a provider's hosts: `host:port` (a name, an address, `[v6]`), or
+/// `*.domain:port` with `domain` a registrable name or below one (never `*`, `*.com`,
+/// `*.co.uk`, `*.github.io`).
+pub fn host_bound(entry: &str) -> Result<(), String> {
+    let (host, port) = entry.rsplit_once(':').ok_or_else(|| format!("{entry:?}: no port"))?;
+    port.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| format!("{entry:?}: no port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("{entry:?}: no host"));
+    }
+    let Some(domain) = host.strip_prefix("*.") else {
+        if host.contains('*') {
+            return Err(format!("{entry:?}: a wildcard is only `*.domain`"));
+        }
+        return Ok(());
+    };
+    let domain = domain.to_ascii_lowercase();
+    if domain.contains('*') || domain.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!("{entry:?}: a wildcard is only `*.domain`"));
+    }
+    if !domain.contains('.') || OPEN_SUFFIXES.contains(&domain.as_str()) {
+        return Err(format!("{entry:?}: a wildcard above a registrable domain lets in anyone's site"));
+    }
+    Ok(())
+}
+
 /// `p` with symlinks resolved when it exists (else as given).
 pub fn real(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
@@ -149,6 +327,76 @@ mod tests {
             &[Bound { at: p("/home/o/.local/state/lab"), real: p("/home/o/.local/state/lab") }]
         )
         .is_empty());
+    }
+
+    #[test]
+    fn a_provider_s_paths_are_its_own_state_or_absolute() {
+        assert_eq!(need_path("~/.claude/"), Ok(NeedPath::State(p(".claude"))));
+        assert_eq!(need_path("~/.claude.json"), Ok(NeedPath::State(p(".claude.json"))));
+        assert_eq!(need_path("~/.config/opencode/"), Ok(NeedPath::State(p(".config/opencode"))));
+        assert_eq!(need_path("/srv/state/"), Ok(NeedPath::Absolute(p("/srv/state/"))));
+        for (bad, why) in [
+            ("~/", "whole home"),
+            ("~", "not ~/"),
+            ("/", "not ~/"),
+            ("~/../etc", "climbs"),
+            ("~/.a/../../etc", "climbs"),
+            ("~/Documents/", "hidden entry"),
+            ("~/.ssh/", "never given"),
+            ("~/.ssh/id_ed25519", "never given"),
+            ("~/.config/", "many tools"),
+            ("~/.config/gh/hosts.yml", "never given"),
+            ("~/.local/state/lab/", "never given"),
+            ("~/.local/", "many tools"),
+            ("relative", "not ~/"),
+            ("/a/../etc/shadow", "not ~/"),
+        ] {
+            let e = need_path(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_provider_reads_of_the_operator_s_home_only_a_login_inside_its_state() {
+        let n = |w: &[&str], r: &[&str], h: &[&str]| super::super::Needs {
+            writable: w.iter().map(|s| s.to_string()).collect(),
+            readable: r.iter().map(|s| s.to_string()).collect(),
+            hosts: h.iter().map(|s| s.to_string()).collect(),
+        };
+        let ok = n(&["~/.claude/", "~/.claude.json"], &["~/.claude/.credentials.json"], &["api.anthropic.com:443"]);
+        assert_eq!(check_needs(&ok), Ok(()));
+        assert!(check_needs(&n(&["~/.claude/"], &["~/.claude/"], &[])).unwrap_err().contains("inside a folder"));
+        assert!(check_needs(&n(&["~/.claude.json"], &["~/.claude.json"], &[])).is_err(), "a file is no folder");
+        assert!(check_needs(&n(&["~/"], &[], &[])).unwrap_err().starts_with("writable"));
+        assert!(check_needs(&n(&[], &[], &["*.com:443"])).unwrap_err().starts_with("hosts"));
+    }
+
+    #[test]
+    fn hosts_are_names_with_a_port_and_no_wildcard_above_a_registrable_domain() {
+        for ok in [
+            "api.anthropic.com:443",
+            "127.0.0.1:8080",
+            "[::1]:9",
+            "*.anthropic.com:443",
+            "*.api.example.co.uk:443",
+            "localhost:4000",
+        ] {
+            assert_eq!(host_bound(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "*:443",
+            "*.com:443",
+            "*.co.uk:443",
+            "*.github.io:443",
+            "api.example.com",
+            "x.com:0",
+            "a*.b.com:443",
+            "*.*.com:1",
+            "*.10.0.0.1:1",
+            ":443",
+        ] {
+            assert!(host_bound(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ fn mounts(plan: &Plan) -> Vec<(usize, u8, Vec<String>)> {
             if op == "--tmpfs" { vec![op.to_string(), p.to_string()] } else { vec![op.into(), p.into(), p.into()] };
         m.push((depth(p), rank, args));
     };
-    for h in ["/home", "/root", plan.home.as_str()] {
+    for h in ["/home", "/root", plan.home.as_str()].into_iter().chain(plan.hidden.iter().map(String::as_str)) {
         add(0, "--tmpfs", h);
     }
     for r in plan.readable.iter().chain([&plan.lab_exe]) {
@@ -99,7 +99,7 @@ fn mounts(plan: &Plan) -> Vec<(usize, u8, Vec<String>)> {
         add(3, "--tmpfs", k);
     }
     for b in &plan.binds {
-        let op = if b.write { "--bind" } else { "--ro-bind" };
+        let op = if b.write { "--bind-try" } else { "--ro-bind-try" };
         m.push((depth(&b.at), if b.write { 2 } else { 1 }, vec![op.into(), b.from.clone(), b.at.clone()]));
     }
     m.sort_by_key(|(d, r, _)| (*d, *r));
@@ -159,6 +159,9 @@ pub(super) mod tests {
             readable: vec!["/opt/agent/bin".into()],
             lab_exe: "/usr/local/bin/lab".into(),
             masked: vec![],
+            hidden: vec![],
+            made: vec![],
+            seeds: vec![],
             binds: vec![],
             git: None,
             egress: EgressFiles { socket: "/s/egress.sock".into(), allow: "/a".into(), ledger: "/l".into() },

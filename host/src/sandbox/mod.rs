@@ -116,8 +116,21 @@ pub struct Plan {
     pub kind: Kind,
     /// The jail's program, as found on PATH by lab serve (bwrap, podman).
     pub program: String,
-    /// The agent's HOME: hidden (empty) but for what is bound into it.
+    /// The agent's HOME: the run's own (`<lab home>/homes/<run>`), an empty tmpfs in
+    /// the jail but for the agent's state bound into it.
     pub home: String,
+    /// Homes hidden besides `/home`, `/root` and the agent's: the operator's, where
+    /// it is elsewhere.
+    #[serde(default)]
+    pub hidden: Vec<String>,
+    /// Folders made (0700) where the jail is made, before it: the run's home and the
+    /// agent's state folders in it.
+    #[serde(default)]
+    pub made: Vec<String>,
+    /// Files of the agent's state copied from the operator's home into the run's where
+    /// the jail is made, once (a copy there is kept: the run's own from then on).
+    #[serde(default)]
+    pub seeds: Vec<Seed>,
     /// Bound read-write at the same path: the workdir, its repository's git directory,
     /// the agent's state, the run's hook directory. Missing ones are left out.
     pub writable: Vec<String>,
@@ -142,6 +155,68 @@ pub struct Plan {
     /// podman only: the image the agent runs in.
     #[serde(default)]
     pub image: Option<String>,
+}
+
+/// A file copied into a run's home before its jail starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seed {
+    pub from: String,
+    pub to: String,
+}
+
+/// The largest file seeded into a run's home.
+pub const SEED_MAX: u64 = 16 * 1024 * 1024;
+
+/// Where the jail is made, before it: the run's home and its state folders made, the
+/// seeds copied. A path of the run's home is the agent's from its last run, so
+/// hostile: every one must be in the home once symlinks are resolved (a link planted
+/// there to the operator's files is refused, never followed), and a seed is copied
+/// only where nothing is yet.
+pub fn make_state(plan: &Plan) -> Result<(), String> {
+    let home = Path::new(&plan.home);
+    for d in &plan.made {
+        std::fs::create_dir_all(d).map_err(|e| format!("making {d}: {e}"))?;
+    }
+    if !plan.made.is_empty() {
+        crate::store::fsutil::set_mode(home, 0o700).map_err(|e| format!("making {} private: {e}", home.display()))?;
+    }
+    let real_home = std::fs::canonicalize(home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let inside = |p: &Path| -> Result<(), String> {
+        match std::fs::canonicalize(p) {
+            Ok(r) if r.starts_with(&real_home) => Ok(()),
+            Ok(r) => Err(format!("{} leads out of the run's home (to {}): refused", p.display(), r.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    };
+    for d in &plan.made {
+        inside(Path::new(d))?;
+    }
+    for s in &plan.seeds {
+        let to = Path::new(&s.to);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("making {}: {e}", parent.display()))?;
+            inside(parent)?;
+        }
+        if std::fs::symlink_metadata(to).is_ok() {
+            continue;
+        }
+        match std::fs::metadata(&s.from) {
+            Ok(m) if m.is_file() && m.len() <= SEED_MAX => {
+                std::fs::copy(&s.from, to).map_err(|e| format!("copying {} into the run's home: {e}", s.from))?;
+                crate::store::fsutil::set_mode(to, 0o600).map_err(|e| format!("{}: {e}", to.display()))?;
+            }
+            _ => {}
+        }
+    }
+    for w in plan.writable.iter().map(Path::new).filter(|w| w.starts_with(home)) {
+        if std::fs::symlink_metadata(w).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!("{} is a link in the run's home: refused", w.display()));
+        }
+        inside(w)?;
+    }
+    Ok(())
 }
 
 /// The port the bridge listens on inside the jail (its own network namespace: nothing
@@ -201,6 +276,35 @@ mod tests {
         assert_eq!(expand("relative", home), None);
         assert_eq!(expand("~/../etc", home), None);
         assert_eq!(expand("/a/../etc/shadow", home), None);
+    }
+
+    #[test]
+    fn a_run_s_home_is_made_and_seeded_once_and_a_planted_link_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let (op, home) = (d.path().join("op"), d.path().join("homes/r-1"));
+        std::fs::create_dir_all(&op).unwrap();
+        std::fs::write(op.join(".agent.json"), "operator's").unwrap();
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        let mut plan = bwrap::tests::plan();
+        plan.home = s(&home);
+        plan.made = vec![s(&home), s(&home.join(".agent"))];
+        plan.seeds = vec![Seed { from: s(&op.join(".agent.json")), to: s(&home.join(".agent.json")) }];
+        plan.writable = vec![s(&home.join(".agent")), s(&home.join(".agent.json"))];
+        make_state(&plan).unwrap();
+        assert_eq!(std::fs::read_to_string(home.join(".agent.json")).unwrap(), "operator's");
+        assert!(home.join(".agent").is_dir());
+        // The run's copy is kept: never seeded over.
+        std::fs::write(home.join(".agent.json"), "the run's").unwrap();
+        make_state(&plan).unwrap();
+        assert_eq!(std::fs::read_to_string(home.join(".agent.json")).unwrap(), "the run's");
+        // A link the agent left in its home, to the operator's files: refused.
+        std::fs::remove_file(home.join(".agent.json")).unwrap();
+        std::os::unix::fs::symlink(op.join(".agent.json"), home.join(".agent.json")).unwrap();
+        assert!(make_state(&plan).unwrap_err().contains("is a link"));
+        std::fs::remove_file(home.join(".agent.json")).unwrap();
+        std::fs::remove_dir(home.join(".agent")).unwrap();
+        std::os::unix::fs::symlink(&op, home.join(".agent")).unwrap();
+        assert!(make_state(&plan).unwrap_err().contains("leads out of the run's home"));
     }
 
     #[test]

@@ -26,6 +26,8 @@ impl Jail for Podman {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        // The run's home: the jail's own, but for the state bound into it.
+        a.extend(["--mount".into(), format!("type=tmpfs,destination={}", plan.home)]);
         let mut vol = |src: &str, ro: bool| {
             if std::path::Path::new(src).exists() {
                 a.push("--volume".into());

@@ -61,6 +61,7 @@ pub fn run_jailed(plan: &Plan, argv: &[String], workdir: &str, env: impl FnOnce(
         }
     };
     git("prepare").map_err(|e| format!("making the run's git ready for its sandbox: {e}"))?;
+    super::make_state(plan).map_err(|e| format!("making the run's home: {e}"))?;
     let full = jailed_argv(plan, argv, workdir)?;
     let mut cmd = Command::new(&full[0]);
     cmd.args(&full[1..]);

@@ -246,6 +246,11 @@ impl Home {
         let dir = self.egress_dir();
         (dir.join(format!("{id}.allow.json")), dir.join(format!("{id}.ledger.json")))
     }
+    /// A sandboxed run's own home (its agent's HOME, its state: kept after it ends,
+    /// so a resume finds its conversation).
+    pub fn agent_home(&self, id: &RunId) -> PathBuf {
+        self.root.join("homes").join(id.as_str())
+    }
     /// Where the sandboxed runs' egress files are (0700).
     pub fn egress_dir(&self) -> PathBuf {
         self.root.join("egress")

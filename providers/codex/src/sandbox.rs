@@ -1,5 +1,6 @@
 //! What Codex needs inside a sandbox: its home (`$CODEX_HOME`, else `~/.codex/`: config,
-//! sessions, rollouts, rules) writable; its model API reachable: the host of
+//! sessions, rollouts, rules) writable — in a sandboxed run's own home, its
+//! `config.toml` seeded from the operator's; its login (`auth.json`) read; its model API reachable: the host of
 //! `$OPENAI_BASE_URL` if set, else OpenAI's API and ChatGPT's (a ChatGPT login). A model
 //! provider named only in `config.toml` is the operator's to add (lab.toml `[sandbox]
 //! allow`, or on the run).
@@ -11,12 +12,17 @@ pub const DEFAULT_APIS: &[&str] = &["api.openai.com:443", "chatgpt.com:443"];
 
 pub fn needs(env: &[(String, String)]) -> SandboxNeeds {
     let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty());
-    let home = var("CODEX_HOME").map_or("~/.codex/".to_string(), |d| format!("{}/", d.trim_end_matches('/')));
+    let (writable, readable) = match var("CODEX_HOME") {
+        Some(d) => (vec![format!("{}/", d.trim_end_matches('/'))], vec![]),
+        None => {
+            (vec!["~/.codex/".to_string(), "~/.codex/config.toml".to_string()], vec!["~/.codex/auth.json".to_string()])
+        }
+    };
     let hosts = match var("OPENAI_BASE_URL").and_then(SandboxNeeds::host_of_url) {
         Some(h) => vec![h],
         None => DEFAULT_APIS.iter().map(|h| h.to_string()).collect(),
     };
-    SandboxNeeds { writable: vec![home], readable: vec![], hosts }
+    SandboxNeeds { writable, readable, hosts }
 }
 
 #[cfg(test)]
@@ -26,7 +32,8 @@ mod tests {
     #[test]
     fn its_home_and_its_model_api() {
         let n = needs(&[]);
-        assert_eq!(n.writable, ["~/.codex/"]);
+        assert_eq!(n.writable, ["~/.codex/", "~/.codex/config.toml"]);
+        assert_eq!(n.readable, ["~/.codex/auth.json"]);
         assert_eq!(n.hosts, DEFAULT_APIS);
         let env = [
             ("CODEX_HOME".to_string(), "/w/codex".to_string()),

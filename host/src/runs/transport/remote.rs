@@ -258,6 +258,11 @@ impl Runs {
         } else {
             RunFiles::jailed(&there.jail_dir(&rec.id), &rec.id)
         };
+        // A jailed agent's HOME is the run's own there (its transcript is there too).
+        let operator_env = env.clone();
+        if !rec.sandbox.is_none() {
+            env.insert("HOME".into(), there.agent_home(&self.home_of(rec)).to_string_lossy().into_owned());
+        }
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
         let mut prepared = prepare(rec, provider, &program, &place, continuing).await?;
         if let Some(jail_program) = rec.sandbox.program() {
@@ -279,8 +284,7 @@ impl Runs {
                 fallback_home: runner.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| v.clone()),
                 local: false,
             };
-            let env = prepared.launch.env.clone();
-            if let Some((plan, list)) = self.jail_plan(rec, provider, &env, &site).await? {
+            if let Some((plan, list)) = self.jail_plan(rec, provider, &operator_env, &site).await? {
                 prepared.launch.sandbox = Some(plan);
                 // First: it makes the run's jail directory there, where the rest goes.
                 let doc = allow_doc(&list).map_err(|e| e.to_string())?;
