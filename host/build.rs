@@ -12,6 +12,7 @@ const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
     ("CODEX", "lab-provider-codex", Some("codex")),
     ("PLAINLOG", "lab-provider-plainlog", None),
     ("UNRULY", "lab-provider-unruly", None),
+    ("GREEDY", "lab-provider-greedy", None),
     ("ACP_FIXTURE", "lab-provider-acp-fixture", None),
 ];
 

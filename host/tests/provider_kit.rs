@@ -403,6 +403,12 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     let (ok, stdout, _) = check(unruly);
     assert!(ok, "unruly only misbehaves on request:\n{stdout}");
     assert!(stdout.contains("warn  launch refused a sample request"), "{stdout}");
+
+    // A component asking its sandbox for more than lab gives fails: lab serve refuses it.
+    let greedy = Path::new(lab::agents::components::fixtures::GREEDY);
+    let (ok, stdout, _) = check(greedy);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("lab serve refuses it: it asks its sandbox for more than lab gives"), "{stdout}");
 }
 
 fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {

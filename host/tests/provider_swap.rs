@@ -218,3 +218,23 @@ fn a_provider_built_against_0_3_0_answers_resume_and_fork_not_supported() {
     assert_eq!((status, body["error"].as_str()), (400, Some("bad_request")), "{body}");
     assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended");
 }
+
+/// A component that asks its sandbox for more than lab gives a provider (the whole
+/// filesystem writable, the operator's ssh keys, every `.com` host) is refused at load
+/// and listed with why; no run is ever made of it.
+#[test]
+fn a_component_asking_its_sandbox_for_too_much_is_refused_at_load() {
+    let w = World::new();
+    let lab = w.serve();
+    let file = w.home.join("providers").join("greedy.wasm");
+    drop_in(lab::agents::components::fixtures::GREEDY, &file);
+    let p =
+        wait_for(Duration::from_secs(20), "the greedy component to be refused", || provider(&lab, "greedy", "refused"));
+    assert_eq!(p["source"], file.display().to_string().as_str());
+    let why = p["error"].as_str().unwrap();
+    assert!(why.contains("asks its sandbox for more than lab gives") && why.contains("\"/\""), "{why}");
+    assert!(provider(&lab, "greedy", "serving").is_none());
+    let (status, body) =
+        lab.post("/runs", &json!({"provider": "greedy", "workdir": w.workdir, "prompt": "hi", "sandbox": "bwrap"}));
+    assert!(status >= 400, "{status} {body}");
+}

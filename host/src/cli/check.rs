@@ -105,6 +105,12 @@ pub fn check(file: &Path, home: Option<PathBuf>, out: &mut dyn Write) -> Result<
     describe(&mut r, &facts, limits);
     if !facts.capabilities.acp {
         r.field("sandbox", sandbox_needs(&provider));
+        // What lab serve refuses at load.
+        if let Ok(needs) = provider.sandbox_needs(Vec::new()).blocking() {
+            if let Err(e) = crate::sandbox::bounds::check_needs(&needs) {
+                r.fail(format!("lab serve refuses it: it asks its sandbox for more than lab gives a provider: {e}"));
+            }
+        }
     }
     r.line("self-test (the sandbox and limits of lab serve):");
     self_test(&mut r, &facts, &provider, limits.call_deadline);

@@ -164,7 +164,23 @@ fn load(host: &ComponentHost, source: Source, bytes: &[u8]) -> Result<Entry<Prov
         let launch = acp_declaration(&facts, &handle)?;
         return Ok((facts, Served::Acp(launch)));
     }
+    sandbox_needs_bounded(&handle)?;
     Ok((facts, Served::Tmux(handle)))
+}
+
+/// A provider asking its sandbox for more than lab gives (its state beyond a hidden
+/// folder of the home, another tool's keys, a path outside the workdir's kind, a
+/// wildcard above a registrable domain: [`crate::sandbox::bounds::check_needs`]) is
+/// refused at load, asked with no environment (its defaults); what it asks with a run's
+/// environment is checked again at that run's launch. A component built before WIT
+/// 0.6.0 asks nothing.
+fn sandbox_needs_bounded(handle: &ProviderHandle) -> Result<(), String> {
+    match handle.sandbox_needs(vec![]).blocking() {
+        Ok(needs) => crate::sandbox::bounds::check_needs(&needs)
+            .map_err(|e| format!("it asks its sandbox for more than lab gives a provider: {e}")),
+        Err(e) if e.kind == crate::agents::provider::CallErrorKind::Unsupported => Ok(()),
+        Err(e) => Err(format!("it could not say what its agent needs in a sandbox: {e}")),
+    }
 }
 
 /// The `.wasm` files in `dir`, sorted, each read if it is the operator's own (none if
