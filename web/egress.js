@@ -49,8 +49,9 @@ export class RunEgress {
     const allow = Array.isArray(e.allow) ? e.allow : [];
     const refused = Array.isArray(e.refused) ? e.refused : [];
     const reached = Array.isArray(e.reached) ? e.reached : [];
-    const sig = JSON.stringify([this.sandbox, allow, refused, reached]);
-    if (this.panel.dataset.sig === sig) { this.notices.hidden = !refused.length; return; }
+    const others = e.refused_others && e.refused_others.count ? e.refused_others : null;
+    const sig = JSON.stringify([this.sandbox, allow, refused, reached, others]);
+    if (this.panel.dataset.sig === sig) { this.notices.hidden = !refused.length && !others; return; }
     this.panel.dataset.sig = sig;
     this.summary.textContent = `Sandbox: ${this.sandbox} · ${allow.length} allowed${refused.length ? ` · ${refused.length} refused` : ""}`;
     this.list.replaceChildren(...allow.map((a) => h("li", {},
@@ -60,15 +61,28 @@ export class RunEgress {
     this.reached.textContent = reached.length
       ? `Reached: ${reached.map((s) => `${destOf(s)} (${s.count}×)`).join(", ")}`
       : "Nothing reached yet.";
-    this.notices.replaceChildren(...refused.map((s) => {
+    const notices = refused.map((s) => {
       const dest = destOf(s);
+      const when = ` (${s.count}×, last ${s.last ? ago(s.last) : "?"})`;
+      // Refused for another reason than the allowlist (a name with no public address):
+      // allowing it changes nothing, so no button; the address itself can be allowed.
+      if (s.why) {
+        return h("div", { class: "egress-notice", "data-testid": "egress-notice", "data-dest": dest },
+          h("span", {}, "The agent was refused ", h("span", { class: "mono" }, dest), `${when}: ${s.why}.`));
+      }
       return h("div", { class: "egress-notice", "data-testid": "egress-notice", "data-dest": dest },
         h("span", {}, "The agent was refused ", h("span", { class: "mono" }, dest),
-          ` (${s.count}×, last ${s.last ? ago(s.last) : "?"}): it is not on this run's allowlist.`),
+          `${when}: it is not on this run's allowlist.`),
         h("button", { type: "button", class: "primary", "data-testid": "egress-allow-button", title: s.last ? fullTime(s.last) : "",
           onclick: () => this.add(dest) }, "Allow"));
-    }));
-    this.notices.hidden = !refused.length;
+    });
+    if (others) {
+      const sample = Array.isArray(others.sample) ? others.sample.join(", ") : "";
+      notices.push(h("div", { class: "egress-notice", "data-testid": "egress-others" },
+        h("span", {}, `…and ${others.count} more refused connections to other destinations${sample ? ` (${sample}, …)` : ""}.`)));
+    }
+    this.notices.replaceChildren(...notices);
+    this.notices.hidden = !notices.length;
   }
 
   /** Put `dest` on the allowlist. */

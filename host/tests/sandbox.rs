@@ -539,3 +539,76 @@ fn a_jailed_agent_s_state_is_the_run_s_own_and_never_reaches_the_operator_s() {
     assert!(projects.is_dir(), "the transcript is the run's");
     lab.stop();
 }
+
+/// Rows 5 and 6 of the fourth review, the egress proxy: a name on the allowlist is
+/// reached only at a public address (`localhost` is refused, though allowed by name),
+/// an address the allowlist names is reached as named; a plain request reaches the
+/// server with the Host of the destination let through, not the agent's; a flood of
+/// refused names never pushes an earlier refusal out of the ledger: it keeps its count,
+/// the rest are counted together.
+#[test]
+fn the_proxy_reaches_names_only_at_public_addresses_and_a_flood_loses_no_refusal() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let host = head.lines().find_map(|l| l.strip_prefix("Host: ")).unwrap_or("-").to_string();
+            let body = format!("seen-host={host}");
+            let _ = write!(c, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    let probe = format!(
+        "curl -s -m 10 -o /dev/null -w 'name=%{{http_code}}\\n' http://localhost:{port}/name; \
+         curl -s -m 10 -H 'Host: other.example' http://127.0.0.1:{port}/literal; echo; \
+         curl -s -m 10 -o /dev/null -w 'first=%{{http_code}}\\n' http://127.0.0.1:1/first; \
+         for i in $(seq 1 300); do curl -s -m 5 -o /dev/null http://127.0.0.1:$((30000+i))/flood; done; \
+         curl -s -m 10 -o /dev/null -w 'again=%{{http_code}}\\n' http://127.0.0.1:1/again; echo done-probing"
+    );
+    let scripts = w.workdir.join(".scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    fake_in_jail(
+        &w,
+        &scripts,
+        json!({"steps": [{"say": "Probing egress."}, {"sh": probe}, {"idle": {}}]}),
+        &format!("default = \"bwrap\"\nallow = [\"localhost:{port}\", \"127.0.0.1:{port}\"]"),
+    );
+    let lab = w.serve();
+    let (status, run) = lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "Go."}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let out = probe_output(&lab, &w, &id);
+    assert!(out.contains("done-probing"), "{out}");
+    assert!(out.contains("name=403"), "localhost is no public address: {out}");
+    assert!(out.contains(&format!("seen-host=127.0.0.1:{port}")), "the Host let through: {out}");
+    assert!(out.contains("first=403") && out.contains("again=403"), "{out}");
+    let v = wait_or_show(&lab, &w, &id, "the flood counted", |v| {
+        v["egress"]["refused_others"]["count"].as_u64().is_some_and(|c| c > 0)
+    });
+    let refused = v["egress"]["refused"].as_array().unwrap();
+    let first = refused.iter().find(|s| s["port"] == 1).unwrap_or_else(|| panic!("the first refusal kept: {v}"));
+    assert_eq!(first["count"], 2, "{first}");
+    assert!(
+        refused.iter().any(|s| s["host"] == "localhost"
+            && s["port"] == port
+            && s["why"].as_str().is_some_and(|w| w.contains("no public address"))),
+        "refused though allowed, and why: {}",
+        v["egress"]
+    );
+    let others = &v["egress"]["refused_others"];
+    assert_eq!(
+        refused.len() as u64 + others["count"].as_u64().unwrap(),
+        2 + 300,
+        "every refused destination counted once, in its entry or with the others: {}",
+        v["egress"]
+    );
+    lab.stop();
+}

@@ -11,9 +11,12 @@ use std::path::Path;
 
 /// The most entries an allowlist has.
 pub const MAX_ALLOW: usize = 256;
-/// The most destinations a ledger keeps of each kind (reached, refused); past it the
-/// newest new one takes the place of the one used least recently.
+/// The most destinations a ledger keeps of each kind (reached, refused), each with its
+/// own count; past it no entry is dropped: connections to any other destination are
+/// counted together ([`Others`]), with the first [`OTHERS_SAMPLE`] of them named.
 pub const MAX_LEDGER: usize = 256;
+/// How many of the destinations past [`MAX_LEDGER`] are named.
+pub const OTHERS_SAMPLE: usize = 8;
 
 /// A destination: a host name or IP address (lower-case; an IPv6 one without brackets)
 /// and a port.
@@ -162,32 +165,70 @@ pub struct Seen {
     pub count: u64,
     /// When last (RFC 3339).
     pub last: String,
+    /// Why it was refused, when not for being off the allowlist (a name that resolves
+    /// to no public address): shown even while the allowlist admits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
-/// Every destination a run's agent asked for, reached or refused, counted.
+/// Connections to destinations past a full ledger, counted together.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Others {
+    pub count: u64,
+    /// The first of them (`host:port`).
+    pub sample: Vec<String>,
+    pub last: String,
+}
+
+/// Every destination a run's agent asked for, reached or refused, counted: a flood of
+/// new names never pushes an earlier one out (see [`MAX_LEDGER`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ledger {
     #[serde(default)]
     pub reached: Vec<Seen>,
     #[serde(default)]
     pub refused: Vec<Seen>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_others: Option<Others>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_others: Option<Others>,
 }
 
 impl Ledger {
     /// Count one connection to `d`, `allowed` or not, at `now`.
     pub fn count(&mut self, d: &Dest, allowed: bool, now: &str) {
-        let list = if allowed { &mut self.reached } else { &mut self.refused };
+        self.count_why(d, allowed, None, now)
+    }
+
+    /// Count one connection to `d` refused for `why` (not the allowlist), at `now`.
+    pub fn refuse(&mut self, d: &Dest, why: &str, now: &str) {
+        self.count_why(d, false, Some(why), now)
+    }
+
+    fn count_why(&mut self, d: &Dest, allowed: bool, why: Option<&str>, now: &str) {
+        let (list, others) = if allowed {
+            (&mut self.reached, &mut self.reached_others)
+        } else {
+            (&mut self.refused, &mut self.refused_others)
+        };
         if let Some(s) = list.iter_mut().find(|s| s.host == d.host && s.port == d.port) {
             s.count += 1;
             s.last = now.to_string();
+            s.why = why.map(str::to_string);
             return;
         }
-        if list.len() >= MAX_LEDGER {
-            if let Some(i) = (0..list.len()).min_by(|a, b| list[*a].last.cmp(&list[*b].last)) {
-                list.remove(i);
-            }
+        if list.len() < MAX_LEDGER {
+            let why = why.map(str::to_string);
+            list.push(Seen { host: d.host.clone(), port: d.port, count: 1, last: now.to_string(), why });
+            return;
         }
-        list.push(Seen { host: d.host.clone(), port: d.port, count: 1, last: now.to_string() });
+        let o = others.get_or_insert_with(Others::default);
+        o.count += 1;
+        o.last = now.to_string();
+        let name = d.to_string();
+        if o.sample.len() < OTHERS_SAMPLE && !o.sample.contains(&name) {
+            o.sample.push(name);
+        }
     }
 
     /// Read a ledger file (missing or bad: empty). Only the proxy writes it.
@@ -210,17 +251,21 @@ pub struct EgressView {
     /// Destinations refused, counted: those since allowed are left out (the agent's
     /// retry will pass).
     pub refused: Vec<Seen>,
+    /// Refused connections past a full ledger, counted together (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_others: Option<Others>,
 }
 
 impl EgressView {
     pub fn read(allow_file: &Path, ledger_file: &Path) -> EgressView {
         let list = read_allow(allow_file);
         let ledger = Ledger::read(ledger_file);
-        let still_refused = |s: &Seen| !list.admits(&Dest { host: s.host.clone(), port: s.port });
+        let still_refused = |s: &Seen| s.why.is_some() || !list.admits(&Dest { host: s.host.clone(), port: s.port });
         EgressView {
             allow: list.entries(),
             refused: ledger.refused.into_iter().filter(still_refused).collect(),
             reached: ledger.reached,
+            refused_others: ledger.refused_others,
         }
     }
 }
@@ -270,13 +315,20 @@ mod tests {
         l.count(&d("a.b:1"), true, "t1");
         l.count(&d("a.b:1"), true, "t2");
         l.count(&d("c.d:2"), false, "t3");
-        assert_eq!(l.reached, [Seen { host: "a.b".into(), port: 1, count: 2, last: "t2".into() }]);
+        assert_eq!(l.reached, [Seen { host: "a.b".into(), port: 1, count: 2, last: "t2".into(), why: None }]);
         assert_eq!(l.refused[0].count, 1);
         for i in 0..(MAX_LEDGER as u16 + 10) {
             l.count(&Dest { host: "x.y".into(), port: i + 1 }, false, &format!("u{i:05}"));
         }
         assert_eq!(l.refused.len(), MAX_LEDGER);
-        assert!(l.refused.iter().any(|s| s.port == MAX_LEDGER as u16 + 10), "the newest is kept");
+        // The first refusal keeps its place and its count through the flood.
+        assert_eq!(l.refused[0], Seen { host: "c.d".into(), port: 2, count: 1, last: "t3".into(), why: None });
+        l.count(&d("c.d:2"), false, "t9");
+        assert_eq!(l.refused[0].count, 2);
+        let o = l.refused_others.clone().unwrap();
+        assert_eq!(o.count, 11, "the rest counted together");
+        assert_eq!(o.sample.len(), OTHERS_SAMPLE);
+        assert!(l.reached_others.is_none());
     }
 
     #[test]

@@ -3,14 +3,18 @@
 //! Each connection asks for one destination — `CONNECT host:port` (TLS, anything) or
 //! an absolute `http://host[:port]/…` request — which is let through if the run's
 //! allowlist (its file, read again whenever lab serve rewrote it) admits it, and
-//! refused with a `403` that says why otherwise. Either way it is counted in the ledger
-//! file lab serve shows. What the agent sends past the request head goes only to the
-//! destination let through.
+//! refused with a `403` that says why otherwise. A name is connected to only at a public
+//! address it resolves to (the push client's rule: never loopback, the local network or
+//! link-local, where a cloud's metadata service is), resolved once per connection; an
+//! address the allowlist names literally (`127.0.0.1:8080`) is connected to as named.
+//! Either way it is counted in the ledger file lab serve shows. What the agent sends
+//! past the request head goes only to the destination let through; a plain request's
+//! `Host` is the destination's.
 
 use super::{read_allow, Allowlist, Dest, Ledger};
 use crate::sandbox::EgressFiles;
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -67,10 +71,12 @@ pub fn parse_head(head: &[u8]) -> Result<Ask, String> {
     }
     let dest = Dest::parse(authority, Some(80))?;
     let path = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
-    let mut out = format!("{method} {path} {version}\r\n");
+    // The destination let through is the one its Host names (a server behind it may
+    // route by Host: never another site than the one allowed).
+    let mut out = format!("{method} {path} {version}\r\nHost: {authority}\r\n");
     for l in lines {
         let name = l.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
-        if name == "proxy-connection" || name == "proxy-authorization" {
+        if name == "proxy-connection" || name == "proxy-authorization" || name == "host" {
             continue;
         }
         out.push_str(l);
@@ -117,9 +123,26 @@ impl Proxy {
 
     /// Whether `d` may be reached; counted in the ledger (and its file) either way.
     pub fn decide(&self, d: &Dest) -> bool {
-        let allowed = self.allowlist().admits(d);
+        matches!(self.verdict(d), Verdict::Go(_))
+    }
+
+    /// Where `d` may be reached (its allowlist, then its addresses: [`addresses`]);
+    /// counted in the ledger (and its file) either way.
+    fn verdict(&self, d: &Dest) -> Verdict {
+        let listed = self.allowlist().admits(d);
+        let verdict = if listed {
+            addresses(d)
+        } else {
+            Verdict::Refused(format!(
+                "this run may not reach {d} (it is not on the run's egress allowlist; the operator can allow it)"
+            ))
+        };
+        let now = crate::util::time::now_rfc3339();
         let mut ledger = self.ledger.lock().unwrap();
-        ledger.count(d, allowed, &crate::util::time::now_rfc3339());
+        match &verdict {
+            Verdict::Refused(_) if listed => ledger.refuse(d, "it resolves to no public address", &now),
+            v => ledger.count(d, !matches!(v, Verdict::Refused(_)), &now),
+        }
         match serde_json::to_vec(&*ledger) {
             Ok(doc) => {
                 if let Err(e) = crate::store::fsutil::write_atomic_unsynced(&self.ledger_path, &doc, 0o600) {
@@ -128,7 +151,7 @@ impl Proxy {
             }
             Err(e) => eprintln!("lab agent-exec: {e}"),
         }
-        allowed
+        verdict
     }
 
     /// Serve `listener` on a thread of its own, each connection on its own.
@@ -167,15 +190,18 @@ impl Proxy {
                 return;
             }
         };
-        if !self.decide(&ask.dest) {
-            let why = format!(
-                "lab: this run may not reach {} (it is not on the run's egress allowlist; the operator can allow it)\n",
-                ask.dest
-            );
-            let _ = reply(&conn, "403 Forbidden", &why);
-            return;
-        }
-        let upstream = match connect(&ask.dest) {
+        let addrs = match self.verdict(&ask.dest) {
+            Verdict::Go(addrs) => addrs,
+            Verdict::Refused(why) => {
+                let _ = reply(&conn, "403 Forbidden", &format!("lab: {why}\n"));
+                return;
+            }
+            Verdict::Unreachable(why) => {
+                let _ = reply(&conn, "502 Bad Gateway", &format!("lab: cannot reach {}: {why}\n", ask.dest));
+                return;
+            }
+        };
+        let upstream = match connect(&addrs) {
             Ok(s) => s,
             Err(e) => {
                 let _ = reply(&conn, "502 Bad Gateway", &format!("lab: cannot reach {}: {e}\n", ask.dest));
@@ -235,9 +261,44 @@ pub fn last_on_connection(head: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn connect(d: &Dest) -> std::io::Result<TcpStream> {
+/// What the proxy does with an allowed destination's connection.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Connect to these.
+    Go(Vec<SocketAddr>),
+    /// Never (a `403`): why.
+    Refused(String),
+    /// Allowed, but it cannot be reached (a `502`): why.
+    Unreachable(String),
+}
+
+/// Where an allowed destination is connected to: an address as named; a name at the
+/// public addresses it resolves to now, never at one of this machine's or its
+/// network's ([`crate::util::net::is_public`]: a name under an allowed wildcard that
+/// resolves to 127.0.0.1, 10.0.0.0/8 or 169.254.169.254 is refused).
+pub fn addresses(d: &Dest) -> Verdict {
+    if let Ok(ip) = d.host.parse::<IpAddr>() {
+        return Verdict::Go(vec![SocketAddr::new(ip, d.port)]);
+    }
+    let all: Vec<SocketAddr> = match (d.host.as_str(), d.port).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => return Verdict::Unreachable(e.to_string()),
+    };
+    let public: Vec<SocketAddr> = all.iter().copied().filter(|a| crate::util::net::is_public(a.ip())).collect();
+    match (public.is_empty(), all.is_empty()) {
+        (false, _) => Verdict::Go(public),
+        (true, true) => Verdict::Unreachable("the name has no address".into()),
+        (true, false) => Verdict::Refused(format!(
+            "{d} resolves to {}, not a public address: a name is reached only at public ones (put the address itself \
+             on the run's allowlist to reach it there)",
+            all.iter().map(|a| a.ip().to_string()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+fn connect(addrs: &[SocketAddr]) -> std::io::Result<TcpStream> {
     let mut last = std::io::Error::other("no address");
-    for addr in (d.host.as_str(), d.port).to_socket_addrs()? {
+    for &addr in addrs {
         match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
             Ok(s) => return Ok(s),
             Err(e) => last = e,
@@ -310,6 +371,9 @@ mod tests {
         let b = parse_head(b"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n").unwrap();
         assert_eq!(b.dest.port, 80);
         assert!(b.head.starts_with(b"GET / HTTP/1.1\r\n"));
+        // The Host the server sees is the destination let through, whatever the agent said.
+        let c = parse_head(b"GET http://allowed.example/x HTTP/1.1\r\nHOST: other.example\r\nX: 1\r\n\r\n").unwrap();
+        assert_eq!(String::from_utf8(c.head).unwrap(), "GET /x HTTP/1.1\r\nHost: allowed.example\r\nX: 1\r\n\r\n");
     }
 
     #[test]
@@ -330,6 +394,20 @@ mod tests {
     /// The proxy on a real socket: an allowed destination (a loopback server) is
     /// reached, another refused with 403, both counted; an allowlist rewritten by lab
     /// serve counts from the next connection.
+    #[test]
+    fn a_name_is_reached_only_at_a_public_address_and_an_address_as_named() {
+        let d = |h: &str| Dest { host: h.into(), port: 80 };
+        assert_eq!(addresses(&d("127.0.0.1")), Verdict::Go(vec!["127.0.0.1:80".parse().unwrap()]));
+        assert_eq!(addresses(&d("169.254.169.254")), Verdict::Go(vec!["169.254.169.254:80".parse().unwrap()]));
+        match addresses(&d("localhost")) {
+            Verdict::Refused(why) => {
+                assert!(why.contains("not a public address") && why.contains("127.0.0.1"), "{why}")
+            }
+            other => panic!("localhost is this machine's: {other:?}"),
+        }
+        assert!(matches!(addresses(&d("no-such-name.invalid")), Verdict::Unreachable(_)));
+    }
+
     #[test]
     fn the_proxy_lets_through_its_allowlist_and_counts_the_rest() {
         let dir = tempfile::tempdir().unwrap();
