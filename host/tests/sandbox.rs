@@ -612,3 +612,25 @@ fn the_proxy_reaches_names_only_at_public_addresses_and_a_flood_loses_no_refusal
     );
     lab.stop();
 }
+
+/// The agent's program's folder is lent to the jail read-only: never a home. A program
+/// kept loose in the operator's home is refused for a sandboxed run, with why.
+#[test]
+fn a_program_kept_loose_in_a_home_is_not_lent_with_the_home() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let loose = w.agent_home.join("fake-claude");
+    std::fs::copy(fake_claude(), &loose).unwrap();
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = {:?}\n\n[sandbox]\ndefault = \"bwrap\"\n",
+        loose.display().to_string()
+    ));
+    let lab = w.serve();
+    let (status, err) = lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi"}));
+    assert_eq!((status, err["error"].as_str()), (422, Some("launch_failed")), "{err}");
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains("the agent's program is in") && msg.contains("is a home folder"), "{msg}");
+    lab.stop();
+}

@@ -157,8 +157,19 @@ impl Runs {
                 NeedPath::Absolute(p) => return Err(outside("read", &p)),
             }
         }
-        // The agent's program, and what it is installed with (a package's directory).
-        readable.extend(site.program_dir.clone());
+        // The agent's program, and what it is installed with (a package's directory):
+        // never a home or the machine, lent whole.
+        if let Some(dir) = &site.program_dir {
+            if let Some(why) = crate::sandbox::bounds::broad_workdir(dir, std::slice::from_ref(&home)) {
+                return Err(format!(
+                    "the agent's program is in {} ({why}): its jail would be lent all of it; install the program in \
+                     a folder of its own and name it in lab.toml ([providers.{}] program)",
+                    dir.display(),
+                    rec.provider
+                ));
+            }
+            readable.push(dir.clone());
+        }
         let (allow_here, _) = self.home.egress_files(&rec.id);
         let list = if allow_here.exists() {
             egress::read_allow(&allow_here)
