@@ -141,10 +141,30 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     if let Some(plan) = &launch.sandbox {
-        return crate::sandbox::supervise::run_jailed(plan, &launch.argv, &launch.workdir, env).unwrap_or_else(|e| {
-            eprintln!("lab agent-exec: {e}");
-            127
-        });
+        // A worktree's git: what the last jail committed brought back and the run's own
+        // git folder made afresh before; what this one committed brought back after.
+        let git = |prepare: bool| -> Result<(), String> {
+            let Some(g) = &plan.git else { return Ok(()) };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            if prepare {
+                rt.block_on(g.prepare())
+            } else {
+                rt.block_on(g.bring_back()).map(|_| ())
+            }
+        };
+        if let Err(e) = git(true) {
+            eprintln!("lab agent-exec: making the run's git ready for its sandbox: {e}");
+            return 127;
+        }
+        let code =
+            crate::sandbox::supervise::run_jailed(plan, &launch.argv, &launch.workdir, env).unwrap_or_else(|e| {
+                eprintln!("lab agent-exec: {e}");
+                127
+            });
+        if let Err(e) = git(false) {
+            eprintln!("lab agent-exec: the run's commits stay in its sandbox's git folder: {e}");
+        }
+        return code;
     }
     let mut cmd = Command::new(&launch.argv[0]);
     cmd.args(&launch.argv[1..]);

@@ -14,10 +14,11 @@
 pub mod bounds;
 pub mod bwrap;
 pub mod egress;
+pub mod git;
 pub mod podman;
 pub mod supervise;
 
-pub use crate::worktree::jailed::Bind;
+pub use git::Bind;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -150,7 +151,7 @@ pub struct Plan {
     /// A worktree run's git, made ready where the jail is made before it starts and
     /// brought back when it ends.
     #[serde(default)]
-    pub git: Option<crate::worktree::jailed::JailedGit>,
+    pub git: Option<git::JailedGit>,
     pub egress: EgressFiles,
     /// podman only: the image the agent runs in.
     #[serde(default)]

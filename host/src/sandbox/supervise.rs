@@ -50,17 +50,6 @@ pub fn run_jailed(plan: &Plan, argv: &[String], workdir: &str, env: impl FnOnce(
     let listener = UnixListener::bind(socket)
         .map_err(|e| format!("cannot open the egress proxy's socket {}: {e}", socket.display()))?;
     Proxy::new(&plan.egress).serve(listener);
-    // A worktree's git: what the last jail committed brought back, the run's own
-    // git folder made afresh; and after the jail, what it committed brought back.
-    let git = |what: &str| -> Result<(), String> {
-        let Some(g) = &plan.git else { return Ok(()) };
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-        match what {
-            "prepare" => rt.block_on(g.prepare()),
-            _ => rt.block_on(g.bring_back()).map(|_| ()),
-        }
-    };
-    git("prepare").map_err(|e| format!("making the run's git ready for its sandbox: {e}"))?;
     super::make_state(plan).map_err(|e| format!("making the run's home: {e}"))?;
     let full = jailed_argv(plan, argv, workdir)?;
     let mut cmd = Command::new(&full[0]);
@@ -72,11 +61,7 @@ pub fn run_jailed(plan: &Plan, argv: &[String], workdir: &str, env: impl FnOnce(
     }
     spare_from_terminal_signals();
     let mut child = cmd.spawn().map_err(|e| format!("cannot start the sandbox ({}): {e}", full[0]))?;
-    let code = child.wait().map(code_of).map_err(|e| e.to_string());
-    if let Err(e) = git("bring back") {
-        eprintln!("lab: the run's commits stay in its sandbox's git folder: {e}");
-    }
-    code
+    child.wait().map(code_of).map_err(|e| e.to_string())
 }
 
 /// The seccomp program the jailed agent runs under: `ioctl` with TIOCSTI (push bytes

@@ -20,47 +20,9 @@
 //! wrote there is taken.
 
 use super::{Git, Worktree};
-use crate::store::paths::RunId;
-use serde::{Deserialize, Serialize};
+pub use crate::sandbox::git::{commit_id, leaf, Bind, JailedGit};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-
-/// What a sandboxed run's git needs, carried in its jail's plan to where the jail is
-/// made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JailedGit {
-    /// The repository's git folder (`<repo>/.git`).
-    pub common: String,
-    /// The worktree's own git folder (`<common>/worktrees/<name>`).
-    pub own: String,
-    /// The worktree's folder.
-    pub worktree: String,
-    /// The run's branch, `lab/<id>`.
-    pub branch: String,
-    /// The run's own git folder, beside its worktree.
-    pub shadow: String,
-}
-
-/// A path bound into the jail from elsewhere: `from` on the machine, at `at` inside.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Bind {
-    pub from: String,
-    pub at: String,
-    pub write: bool,
-}
-
-/// The leaf of a run's branch (`lab/<id>` → `<id>`), if it is one.
-fn leaf(branch: &str) -> Option<&str> {
-    branch.strip_prefix("lab/").filter(|l| RunId::parse(l).is_some())
-}
-
-/// A commit id as git prints it (40 or 64 hex digits).
-fn commit_id(s: &str) -> Option<&str> {
-    let s = s.trim();
-    ((s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())).then_some(s)
-}
 
 /// The repository's git directory a worktree's own git folder is in
 /// (`<repo>/.git/worktrees/<name>` → `<repo>/.git`; a record from before lab kept it:
@@ -96,34 +58,6 @@ impl JailedGit {
             branch: wt.branch.clone(),
             shadow: format!("{}.git-jail", wt.path.trim_end_matches('/')),
         })
-    }
-
-    fn shadow(&self, p: &str) -> PathBuf {
-        Path::new(&self.shadow).join(p)
-    }
-
-    fn common(&self, p: &str) -> PathBuf {
-        Path::new(&self.common).join(p)
-    }
-
-    fn leaf(&self) -> &str {
-        leaf(&self.branch).unwrap_or("-")
-    }
-
-    /// What the jail gets: the repository's git folder read-only, then the shadow's
-    /// folders bound over what git writes, and the shadow itself (where its objects'
-    /// alternates point).
-    pub fn binds(&self) -> Vec<Bind> {
-        let s = |p: PathBuf| p.to_string_lossy().into_owned();
-        let b = |from: PathBuf, at: PathBuf, write: bool| Bind { from: s(from), at: s(at), write };
-        vec![
-            b(PathBuf::from(&self.common), PathBuf::from(&self.common), false),
-            b(self.shadow("objects"), self.common("objects"), true),
-            b(self.common("objects"), self.shadow("base-objects"), false),
-            b(self.shadow("refs"), self.common("refs/heads/lab"), true),
-            b(self.shadow("logs"), self.common("logs/refs/heads/lab"), true),
-            b(self.shadow("worktree"), PathBuf::from(&self.own), true),
-        ]
     }
 
     /// Before a launch, where the jail is made: what the last jail committed brought

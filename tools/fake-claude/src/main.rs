@@ -1096,7 +1096,7 @@ fn main() {
     agent.run(&script.steps)
 }
 
-/// `sh -c command`, stdin empty, stdout and stderr together, killed after 30 s.
+/// `sh -c command`, stdin empty, stdout and stderr together, killed after 120 s.
 fn sh(command: &str) -> String {
     use std::process::{Command, Stdio};
     let child = Command::new("sh")
@@ -1110,7 +1110,7 @@ fn sh(command: &str) -> String {
         Ok(c) => c,
         Err(e) => return format!("cannot start sh: {e}"),
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while child.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -43,7 +43,7 @@ pub enum Step {
     /// status line and body are said as an assistant text.
     Fetch(String),
     /// `{"sh": "command"}`: really runs `sh -c command` in the working directory (at
-    /// most 30 s, stdin empty) and says `sh: <stdout and stderr>` as an assistant text:
+    /// most 120 s, stdin empty) and says `sh: <stdout and stderr>` as an assistant text:
     /// a probe of what the agent's process can do where it runs (a sandbox's tests).
     Sh(String),
     /// Wait until this file (relative to the workdir) exists, for at most two minutes:
