@@ -53,9 +53,7 @@ export class RunEgress {
     const sig = JSON.stringify([this.sandbox, allow, refused, reached, others]);
     if (this.panel.dataset.sig === sig) { this.notices.hidden = !refused.length && !others; return; }
     this.panel.dataset.sig = sig;
-    // podman is offered where installed, but lab's tests have not run it: said so.
-    const untested = this.sandbox === "podman" ? " (untested by lab)" : "";
-    this.summary.textContent = `Sandbox: ${this.sandbox}${untested} · ${allow.length} allowed${refused.length ? ` · ${refused.length} refused` : ""}`;
+    this.summary.textContent = `Sandbox: ${this.sandbox} · ${allow.length} allowed${refused.length ? ` · ${refused.length} refused` : ""}`;
     this.list.replaceChildren(...allow.map((a) => h("li", {},
       h("span", { class: "mono" }, a), " ",
       h("button", { type: "button", class: "link-button", "data-testid": "egress-remove", "data-dest": a,

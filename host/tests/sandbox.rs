@@ -634,3 +634,80 @@ fn a_program_kept_loose_in_a_home_is_not_lent_with_the_home() {
     assert!(msg.contains("the agent's program is in") && msg.contains("is a home folder"), "{msg}");
     lab.stop();
 }
+
+/// podman, for real: Debian's podman (with runc and the ulimits this kind of machine
+/// needs: the containers.conf `scripts/lib/podman-image` writes) runs the run in a
+/// container of an image built from Debian's own packages by that script; the same
+/// plan holds there: the question comes through the hooks from inside, its HOME is the
+/// run's own, the operator's home and lab's are not there, and the network is reached
+/// only through lab's proxy (the allowed server reached, the other refused with 403).
+#[test]
+fn a_podman_jail_runs_the_agent_on_the_same_plan() {
+    if bwrap().is_none() {
+        return;
+    }
+    let podman = ["/usr/bin/podman", "/usr/local/bin/podman"].iter().map(PathBuf::from).find(|p| p.exists());
+    if podman.is_none() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "podman is missing (scripts/test installs it)");
+        eprintln!("SKIPPED: the podman test needs podman, runc and mmdebstrap (apt-get install podman runc mmdebstrap catatonit)");
+        return;
+    }
+    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/podman-image");
+    let made = std::process::Command::new(script_path).output().unwrap();
+    assert!(made.status.success(), "the test image: {}", String::from_utf8_lossy(&made.stderr));
+    let made = String::from_utf8(made.stdout).unwrap();
+    let mut lines = made.lines();
+    let (image, conf) = (lines.next().unwrap().to_string(), lines.next().unwrap().to_string());
+    let w = World::new();
+    let (allowed, refused) = (server("allowed"), server("refused"));
+    let probe = format!(
+        "echo home=$HOME; grep -h ^VERSION_CODENAME /etc/os-release; ls -A {op} | wc -l; test -e {lab}/token && echo LAB-SEEN; echo done-probing",
+        op = w.agent_home.display(),
+        lab = w.home.display()
+    );
+    std::fs::write(w.agent_home.join("operator-file"), "x").unwrap();
+    let scripts = w.workdir.join(".scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let script = scripts.join("script.json");
+    let steps = json!({"steps": [
+        {"say": "In a container."}, {"ask": three_options()}, {"sh": probe},
+        {"fetch": format!("http://127.0.0.1:{}/a", allowed.port)},
+        {"fetch": format!("http://127.0.0.1:{}/b", refused.port)}, {"idle": {}}
+    ]});
+    std::fs::write(&script, serde_json::to_vec_pretty(&steps).unwrap()).unwrap();
+    w.write_config(&format!(
+        "[providers.claude-code]\nprogram = {:?}\nenv = {{ FAKE_CLAUDE_SCRIPT = {:?}, CONTAINERS_CONF = {conf:?} }}\n\n\
+         [sandbox]\ndefault = \"podman\"\nimage = {image:?}\nallow = [\"127.0.0.1:{}\"]\n",
+        fake_claude().display().to_string(),
+        script.display().to_string(),
+        allowed.port
+    ));
+    let lab = w.serve();
+    let (status, run) = lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "Go."}));
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["sandbox"], "podman");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_or_show(&lab, &w, &id, "the question through the hooks, from the container", |v| {
+        v["pending_dialog"]["source"] == "spool"
+    });
+    let (status, body) = lab.post(
+        &format!("/runs/{id}/dialog/answer"),
+        &json!({"tool_id": v["pending_dialog"]["tool_id"], "answers": [{"option": 0}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let out = probe_output(&lab, &w, &id);
+    let release = std::fs::read_to_string("/etc/os-release").unwrap();
+    let codename = release.lines().find(|l| l.starts_with("VERSION_CODENAME=")).unwrap_or("VERSION_CODENAME=");
+    assert!(out.contains("done-probing") && out.contains(codename), "{out}");
+    assert!(out.contains(&format!("home={}", w.home.join("homes").join(&id).display())), "{out}");
+    assert!(out.contains("\n0\n") && !out.contains("LAB-SEEN"), "the operator's home and lab's are not there: {out}");
+    let v = wait_or_show(&lab, &w, &id, "the fetches through lab's proxy", |v| {
+        let m = v["messages"].to_string();
+        m.contains("reached-allowed") && m.contains("403 Forbidden")
+    });
+    assert!(v["egress"]["refused"].as_array().unwrap().iter().any(|s| s["port"] == refused.port), "{}", v["egress"]);
+    assert_eq!((allowed.hits.load(Ordering::SeqCst), refused.hits.load(Ordering::SeqCst)), (1, 0));
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200, "{b}");
+    lab.stop();
+}

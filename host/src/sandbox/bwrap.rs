@@ -111,7 +111,7 @@ fn push(out: &mut Vec<String>, args: &[&str]) {
 }
 
 impl Jail for Bwrap {
-    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String]) -> Result<Vec<String>, String> {
+    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String], _env: &[String]) -> Result<Vec<String>, String> {
         if !Path::new(workdir).is_absolute() || !Path::new(&plan.home).is_absolute() {
             return Err("the workdir and HOME must be absolute".into());
         }
@@ -181,7 +181,7 @@ pub(super) mod tests {
             roots: vec![("/bin", Root::Symlink("usr/bin".into())), ("/lib32", Root::Missing), ("/lib", Root::Dir)],
         };
         let inner = vec!["/usr/local/bin/lab".to_string(), "agent-exec".into(), "--bridge".into()];
-        let a = b.argv(&plan(), "/home/o/wt/r-1", &inner).unwrap();
+        let a = b.argv(&plan(), "/home/o/wt/r-1", &inner, &[]).unwrap();
         assert_eq!(a[0], "/usr/bin/bwrap");
         assert!(a.contains(&"--unshare-all".to_string()) && a.contains(&"--die-with-parent".to_string()));
         pos(&a, &["--symlink", "usr/bin", "/bin"]);
@@ -205,7 +205,7 @@ pub(super) mod tests {
         let mut p = plan();
         p.writable = vec!["/home/o/.local/state/lab/runtime/r-1.box".into(), "/home/o".into()];
         p.masked = vec!["/home/o/.local/state/lab".into()];
-        let a = b.argv(&p, "/home/o", &[]).unwrap();
+        let a = b.argv(&p, "/home/o", &[], &[]).unwrap();
         let hidden = pos(&a, &["--tmpfs", "/home/o"]);
         let workdir = pos(&a, &["--bind-try", "/home/o", "/home/o"]);
         let mask = pos(&a, &["--tmpfs", "/home/o/.local/state/lab"]);
@@ -219,6 +219,6 @@ pub(super) mod tests {
     #[test]
     fn a_relative_workdir_is_refused() {
         let b = Bwrap { roots: vec![] };
-        assert!(b.argv(&plan(), "wt", &[]).is_err());
+        assert!(b.argv(&plan(), "wt", &[], &[]).is_err());
     }
 }

@@ -238,9 +238,10 @@ pub fn proxy_env() -> Vec<(String, String)> {
 pub const NOT_IN_JAIL: &[&str] = &["NO_PROXY", "no_proxy"];
 
 /// Where a jail is made: one implementation per [`Kind`]. It turns the agent's argv
-/// (already wrapped by the bridge) into the argv that starts it jailed.
+/// (already wrapped by the bridge) into the argv that starts it jailed; `env` names the
+/// variables the jail's program is started with (what the agent gets).
 pub trait Jail {
-    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String]) -> Result<Vec<String>, String>;
+    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String], env: &[String]) -> Result<Vec<String>, String>;
 }
 
 /// The jail of `kind` (none for `none`).

@@ -16,7 +16,7 @@ pub fn env_args(names: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 impl Jail for Podman {
-    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String]) -> Result<Vec<String>, String> {
+    fn argv(&self, plan: &Plan, workdir: &str, inner: &[String], env: &[String]) -> Result<Vec<String>, String> {
         let image = plan
             .image
             .as_deref()
@@ -40,7 +40,7 @@ impl Jail for Podman {
         for w in &plan.writable {
             vol(w, false);
         }
-        for b in &plan.binds {
+        for b in plan.binds.iter().filter(|b| std::path::Path::new(&b.from).exists()) {
             a.push("--volume".into());
             a.push(format!("{}:{}{}", b.from, b.at, if b.write { "" } else { ":ro" }));
         }
@@ -50,7 +50,8 @@ impl Jail for Podman {
             a.extend(["--mount".into(), format!("type=tmpfs,destination={k}")]);
         }
         a.extend(["--workdir".into(), workdir.to_string()]);
-        a.extend(env_args(std::env::vars().map(|(k, _)| k).filter(|k| k != "PATH" && k != "HOSTNAME")));
+        // The agent's variables as named (podman copies each value from its own).
+        a.extend(env_args(env.iter().filter(|k| *k != "PATH" && *k != "HOSTNAME").cloned()));
         a.push(image.to_string());
         a.extend(inner.iter().cloned());
         Ok(a)
@@ -66,16 +67,20 @@ mod tests {
         let mut plan = super::super::bwrap::tests::plan();
         plan.kind = super::super::Kind::Podman;
         plan.program = "/usr/bin/podman".into();
-        assert!(Podman.argv(&plan, "/w", &[]).unwrap_err().contains("[sandbox] image"));
+        assert!(Podman.argv(&plan, "/w", &[], &[]).unwrap_err().contains("[sandbox] image"));
         plan.image = Some("localhost/agent:1".into());
         let inner = vec!["/usr/local/bin/lab".to_string(), "agent-exec".into()];
-        let a = Podman.argv(&plan, "/w", &inner).unwrap();
+        let a = Podman.argv(&plan, "/w", &inner, &["HOME".into(), "PATH".into()]).unwrap();
         assert_eq!(&a[..3], ["/usr/bin/podman", "run", "--rm"]);
         assert!(a.windows(2).any(|w| w == ["--network", "none"]));
         assert!(a.windows(2).any(|w| w == ["--workdir", "/w"]));
+        assert!(
+            a.windows(2).any(|w| w == ["--env", "HOME"]) && !a.iter().any(|x| x == "PATH"),
+            "the agent's variables: {a:?}"
+        );
         let img = a.iter().position(|x| x == "localhost/agent:1").unwrap();
         assert_eq!(&a[img + 1..], &inner[..]);
         plan.image = Some("--privileged".into());
-        assert!(Podman.argv(&plan, "/w", &[]).is_err(), "an image is never a flag");
+        assert!(Podman.argv(&plan, "/w", &[], &[]).is_err(), "an image is never a flag");
     }
 }

@@ -32,12 +32,12 @@ fn code_of(status: ExitStatus) -> i32 {
 }
 
 /// The argv that starts `argv` jailed as `plan` says, in `workdir`, behind the bridge.
-pub fn jailed_argv(plan: &Plan, argv: &[String], workdir: &str) -> Result<Vec<String>, String> {
+pub fn jailed_argv(plan: &Plan, argv: &[String], workdir: &str, env: &[String]) -> Result<Vec<String>, String> {
     let jail = jail(plan.kind).ok_or("the plan names no sandbox")?;
     let mut inner = vec![plan.lab_exe.clone(), "agent-exec".into(), "--bridge".into(), plan.egress.socket.clone()];
     inner.push("--".into());
     inner.extend(argv.iter().cloned());
-    jail.argv(plan, workdir, &inner)
+    jail.argv(plan, workdir, &inner, env)
 }
 
 /// Outside the jail: start the proxy and the jailed agent (`cmd` has the agent's
@@ -51,14 +51,17 @@ pub fn run_jailed(plan: &Plan, argv: &[String], workdir: &str, env: impl FnOnce(
         .map_err(|e| format!("cannot open the egress proxy's socket {}: {e}", socket.display()))?;
     Proxy::new(&plan.egress).serve(listener);
     super::make_state(plan).map_err(|e| format!("making the run's home: {e}"))?;
-    let full = jailed_argv(plan, argv, workdir)?;
-    let mut cmd = Command::new(&full[0]);
-    cmd.args(&full[1..]);
+    // The jail's program with the agent's environment, whose names a container is told.
+    let mut cmd = Command::new(&plan.program);
     env(&mut cmd);
     cmd.envs(proxy_env());
     for k in NOT_IN_JAIL {
         cmd.env_remove(k);
     }
+    let names: Vec<String> =
+        cmd.get_envs().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+    let full = jailed_argv(plan, argv, workdir, &names)?;
+    cmd.args(&full[1..]);
     spare_from_terminal_signals();
     let mut child = cmd.spawn().map_err(|e| format!("cannot start the sandbox ({}): {e}", full[0]))?;
     child.wait().map(code_of).map_err(|e| e.to_string())
@@ -175,7 +178,7 @@ mod tests {
     #[test]
     fn the_agent_runs_behind_the_bridge_inside_the_jail() {
         let plan = super::super::bwrap::tests::plan();
-        let a = jailed_argv(&plan, &["/opt/agent/bin/agent".into(), "--x".into()], "/home/o/wt/r-1").unwrap();
+        let a = jailed_argv(&plan, &["/opt/agent/bin/agent".into(), "--x".into()], "/home/o/wt/r-1", &[]).unwrap();
         let start = a.iter().position(|x| x == "--chdir").unwrap() + 3;
         assert_eq!(
             &a[start..],
