@@ -5,6 +5,9 @@
 import { api, enc } from "./api.js";
 import { ago, fullTime, h } from "./dom.js";
 
+/** How many refused destinations the dock shows one by one. */
+const MAX_NOTICES = 5;
+
 /** `host:port`, with brackets around an IPv6 host. */
 export function destOf(s) {
   const host = String(s.host || "");
@@ -61,7 +64,14 @@ export class RunEgress {
     this.reached.textContent = reached.length
       ? `Reached: ${reached.map((s) => `${destOf(s)} (${s.count}×)`).join(", ")}`
       : "Nothing reached yet.";
-    const notices = refused.map((s) => {
+    // A few, each with why (a flood of refused names would fill the dock): first those
+    // Allow cannot fix (refused for another reason), then the most recent; the rest
+    // counted in one line.
+    const rank = (s) => (s.why ? 0 : 1);
+    const shown = [...refused]
+      .sort((a, b) => rank(a) - rank(b) || String(b.last || "").localeCompare(String(a.last || "")))
+      .slice(0, MAX_NOTICES);
+    const notices = shown.map((s) => {
       const dest = destOf(s);
       const when = ` (${s.count}×, last ${s.last ? ago(s.last) : "?"})`;
       // Refused for another reason than the allowlist (a name with no public address):
@@ -76,10 +86,15 @@ export class RunEgress {
         h("button", { type: "button", class: "primary", "data-testid": "egress-allow-button", title: s.last ? fullTime(s.last) : "",
           onclick: () => this.add(dest) }, "Allow"));
     });
-    if (others) {
-      const sample = Array.isArray(others.sample) ? others.sample.join(", ") : "";
-      notices.push(h("div", { class: "egress-notice", "data-testid": "egress-others" },
-        h("span", {}, `…and ${others.count} more refused connections to other destinations${sample ? ` (${sample}, …)` : ""}.`)));
+    const more = refused.length - shown.length;
+    if (more > 0 || others) {
+      const parts = [];
+      if (more > 0) parts.push(`${more} more refused destination${more === 1 ? "" : "s"}`);
+      if (others) {
+        const sample = Array.isArray(others.sample) && others.sample.length ? ` (${others.sample.join(", ")}, …)` : "";
+        parts.push(`${others.count} more refused connection${others.count === 1 ? "" : "s"} to yet other destinations${sample}`);
+      }
+      notices.push(h("div", { class: "egress-notice", "data-testid": "egress-others" }, h("span", {}, `…and ${parts.join(", and ")}.`)));
     }
     this.notices.replaceChildren(...notices);
     this.notices.hidden = !notices.length;

@@ -87,14 +87,8 @@ fn main() {
         writable: vec![s(&work), s(&jail)],
         readable: vec![],
         lab_exe: LAB.into(),
-        masked: vec![],
-        hidden: vec![],
-        made: vec![],
-        seeds: vec![],
-        binds: vec![],
-        git: None,
         egress: files.clone(),
-        image: None,
+        ..Plan::default()
     };
 
     // Start-up: plain and jailed, alternating.

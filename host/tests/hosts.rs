@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{wait_for, Lab, World, LAB};
+use common::{git, wait_for, Lab, World, LAB};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -817,24 +817,6 @@ fn a_first_prompt_too_long_for_one_argument_is_typed_in_on_the_host() {
         .arg(w.dir.path().join("runner-far").join("tmux.sock"))
         .arg("kill-server")
         .status();
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let mut c = Command::new("git");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("GIT_") {
-            c.env_remove(k);
-        }
-    }
-    let out = c
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A run on a host in a git repository gets its worktree there, as a run here does (in

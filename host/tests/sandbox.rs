@@ -392,25 +392,6 @@ fn a_jail_never_holds_lab_s_files_whatever_the_workdir() {
     lab.stop();
 }
 
-/// `git -C dir args…` as a test's operator runs it (none of the environment's GIT_*).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let mut c = std::process::Command::new("git");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("GIT_") {
-            c.env_remove(k);
-        }
-    }
-    let out = c
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=Op", "-c", "user.email=op@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// Row 2 of the fourth review: a sandboxed worktree run's git. In its jail the agent
 /// commits on its own branch, and cannot write the repository's config (a
 /// `core.fsmonitor` would run when the operator next types `git status`), its hooks,

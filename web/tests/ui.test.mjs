@@ -1916,9 +1916,13 @@ describe("sandboxes", () => {
       labToml: (w) => {
         const dir = path.join(w.workdir, ".fake");
         fs.mkdirSync(dir);
+        // Last, a name allowed but resolving to this machine (refused, with why) and a
+        // flood of refused destinations (the dock shows a few, counts the rest).
+        const probe = `curl -s -m 20 -o /dev/null http://localhost:${allowed.address().port}/name; ` +
+          "curl -s -m 60 -o /dev/null 'http://127.0.0.1:[30001-30300]/flood'; echo flooded";
         const script = { steps: [
           { say: "Fetching." }, { fetch: urlOf(refused, "first") }, { fetch: urlOf(allowed, "ok") },
-          { wait_file: "go" }, { fetch: urlOf(refused, "again") }, { idle: {} },
+          { wait_file: "go" }, { fetch: urlOf(refused, "again") }, { wait_file: "flood" }, { sh: probe }, { idle: {} },
         ] };
         fs.writeFileSync(path.join(dir, "script.json"), JSON.stringify(script));
         logPath = path.join(dir, "fake.log");
@@ -1926,7 +1930,7 @@ describe("sandboxes", () => {
           "[providers.claude-code]",
           `program = ${tomlStr(FAKE_CLAUDE_BIN)}`,
           `env = { FAKE_CLAUDE_SCRIPT = ${tomlStr(path.join(dir, "script.json"))}, FAKE_CLAUDE_LOG = ${tomlStr(logPath)} }`,
-          "", "[sandbox]", `allow = [${tomlStr(`127.0.0.1:${allowed.address().port}`)}]`, "",
+          "", "[sandbox]", `allow = [${tomlStr(`127.0.0.1:${allowed.address().port}`)}, ${tomlStr(`localhost:${allowed.address().port}`)}]`, "",
         ].join("\n");
       },
       diagnose: (tail) => `--- fake-claude log (tail) ---\n${tail(logPath, 15)}`,
@@ -1943,7 +1947,7 @@ describe("sandboxes", () => {
       const notice = page.locator(`[data-testid=egress-notice][data-dest="${dest}"]`);
       await notice.waitFor();
       assert.match(await notice.textContent(), /refused .*not on this run's allowlist/);
-      await waitText(page.getByTestId("sandbox-summary"), /Sandbox: bwrap · 2 allowed · 1 refused/, "the run's sandbox in its header (its model API and lab.toml's)");
+      await waitText(page.getByTestId("sandbox-summary"), /Sandbox: bwrap · 3 allowed · 1 refused/, "the run's sandbox in its header (its model API and lab.toml's)");
       await waitText(page.locator("[data-testid=chat]"), /reached-allowed/, "the allowed server's answer in the chat");
       assert.match(await page.locator("[data-testid=chat]").textContent(), /HTTP\/1\.1 403 Forbidden/);
       await screenshot(page, "56-egress-refused");
@@ -1961,6 +1965,17 @@ describe("sandboxes", () => {
       await screenshot(page, "57-egress-allowlist");
       const log = (await world.api("GET", `/audit?run=${id}`)).body.entries.map((e) => e.action);
       assert.ok(log.includes("run.egress"), JSON.stringify(log));
+      // A name allowed but resolving to this machine: refused with why, no Allow; a
+      // flood: a few shown, the rest counted in one line.
+      fs.writeFileSync(path.join(world.workdir, "flood"), "");
+      await waitText(page.locator("[data-testid=chat]"), /flooded/, "the probe's end in the chat");
+      const others = page.getByTestId("egress-others");
+      await waitText(others, /more refused destinations.*more refused connections to yet other destinations/, "the flood counted in one line");
+      assert.ok((await page.getByTestId("egress-notice").count()) <= 5, "a few notices, not the flood");
+      const byName = page.locator(`[data-testid=egress-notice][data-dest="localhost:${allowed.address().port}"]`);
+      await waitText(byName, /resolves to no public address/, "the name refused with why");
+      assert.equal(await byName.getByTestId("egress-allow-button").count(), 0, "allowing it again would change nothing");
+      await screenshot(page, "58-egress-flood");
       assert.deepEqual(page.labErrors, [], "uncaught errors in the page");
     } catch (e) {
       world.failed = true;

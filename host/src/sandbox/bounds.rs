@@ -104,8 +104,8 @@ pub enum NeedPath {
 }
 
 /// Paths of the operator's home no provider may have seeded or lent: other tools'
-/// keys and tokens, lab's own home, shell history, and the folders that hold many
-/// tools' state (a provider names its own folder inside them).
+/// keys and tokens, lab's own home (and any `~/.*history` file: shells' and REPLs'
+/// histories).
 pub const NEVER_SEEDED: &[&str] = &[
     ".ssh",
     ".gnupg",
@@ -124,9 +124,6 @@ pub const NEVER_SEEDED: &[&str] = &[
     ".pypirc",
     ".vault-token",
     ".terraform.d",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".config/gcloud",
@@ -142,7 +139,7 @@ pub const NEVER_SEEDED: &[&str] = &[
 const SHARED: &[&str] = &[".config", ".local", ".local/share", ".local/state", ".cache", ".cargo"];
 
 /// A path a provider names in `sandbox.needs`, bounded: `~/<rel>` with `rel` a
-/// hidden entry of the home (an agent's own state: `.claude/`, `.codex/`,
+/// hidden entry of the home (an agent's own state: `.agent/`, `.agent.json`,
 /// `.config/opencode/`), none of [`NEVER_SEEDED`] nor a folder of many tools'; or an
 /// absolute path (inside the workdir, checked at launch). Anything else is refused
 /// with why.
@@ -161,6 +158,10 @@ pub fn need_path(p: &str) -> Result<NeedPath, String> {
         }
         if let Some(n) = NEVER_SEEDED.iter().find(|n| within(rel, Path::new(n)) || within(Path::new(n), rel)) {
             return Err(format!("{p:?}: ~/{n} is never given to a sandboxed agent"));
+        }
+        let first = rel.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned()).unwrap_or_default();
+        if first.ends_with("history") || first.ends_with("_hist") {
+            return Err(format!("{p:?}: a history file is never given to a sandboxed agent"));
         }
         return Ok(NeedPath::State(rel.to_path_buf()));
     }
@@ -331,8 +332,8 @@ mod tests {
 
     #[test]
     fn a_provider_s_paths_are_its_own_state_or_absolute() {
-        assert_eq!(need_path("~/.claude/"), Ok(NeedPath::State(p(".claude"))));
-        assert_eq!(need_path("~/.claude.json"), Ok(NeedPath::State(p(".claude.json"))));
+        assert_eq!(need_path("~/.agent/"), Ok(NeedPath::State(p(".agent"))));
+        assert_eq!(need_path("~/.agent.json"), Ok(NeedPath::State(p(".agent.json"))));
         assert_eq!(need_path("~/.config/opencode/"), Ok(NeedPath::State(p(".config/opencode"))));
         assert_eq!(need_path("/srv/state/"), Ok(NeedPath::Absolute(p("/srv/state/"))));
         for (bad, why) in [
@@ -348,6 +349,7 @@ mod tests {
             ("~/.config/gh/hosts.yml", "never given"),
             ("~/.local/state/lab/", "never given"),
             ("~/.local/", "many tools"),
+            ("~/.some_shell_history", "history"),
             ("relative", "not ~/"),
             ("/a/../etc/shadow", "not ~/"),
         ] {
@@ -363,10 +365,10 @@ mod tests {
             readable: r.iter().map(|s| s.to_string()).collect(),
             hosts: h.iter().map(|s| s.to_string()).collect(),
         };
-        let ok = n(&["~/.claude/", "~/.claude.json"], &["~/.claude/.credentials.json"], &["api.anthropic.com:443"]);
+        let ok = n(&["~/.agent/", "~/.agent.json"], &["~/.agent/login.json"], &["api.example.com:443"]);
         assert_eq!(check_needs(&ok), Ok(()));
-        assert!(check_needs(&n(&["~/.claude/"], &["~/.claude/"], &[])).unwrap_err().contains("inside a folder"));
-        assert!(check_needs(&n(&["~/.claude.json"], &["~/.claude.json"], &[])).is_err(), "a file is no folder");
+        assert!(check_needs(&n(&["~/.agent/"], &["~/.agent/"], &[])).unwrap_err().contains("inside a folder"));
+        assert!(check_needs(&n(&["~/.agent.json"], &["~/.agent.json"], &[])).is_err(), "a file is no folder");
         assert!(check_needs(&n(&["~/"], &[], &[])).unwrap_err().starts_with("writable"));
         assert!(check_needs(&n(&[], &[], &["*.com:443"])).unwrap_err().starts_with("hosts"));
     }
@@ -374,10 +376,10 @@ mod tests {
     #[test]
     fn hosts_are_names_with_a_port_and_no_wildcard_above_a_registrable_domain() {
         for ok in [
-            "api.anthropic.com:443",
+            "api.example.com:443",
             "127.0.0.1:8080",
             "[::1]:9",
-            "*.anthropic.com:443",
+            "*.example.com:443",
             "*.api.example.co.uk:443",
             "localhost:4000",
         ] {

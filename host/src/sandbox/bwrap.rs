@@ -158,14 +158,8 @@ pub(super) mod tests {
             writable: vec!["/home/o/wt/r-1".into(), "/home/o/.agent".into()],
             readable: vec!["/opt/agent/bin".into()],
             lab_exe: "/usr/local/bin/lab".into(),
-            masked: vec![],
-            hidden: vec![],
-            made: vec![],
-            seeds: vec![],
-            binds: vec![],
-            git: None,
             egress: EgressFiles { socket: "/s/egress.sock".into(), allow: "/a".into(), ledger: "/l".into() },
-            image: None,
+            ..Plan::default()
         }
     }
 

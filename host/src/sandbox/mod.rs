@@ -95,7 +95,7 @@ pub fn expand(path: &str, home: &Path) -> Option<PathBuf> {
 
 /// The files through which the proxy and `lab serve` talk: the socket the jail's bridge
 /// reaches, the allowlist lab writes, the ledger the proxy writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EgressFiles {
     /// The proxy's Unix socket: inside the run's hook directory, the one directory of
@@ -111,7 +111,7 @@ pub struct EgressFiles {
 
 /// What a run's jail gets: everything `lab agent-exec` needs to make it, decided by lab
 /// serve (so a remote runner's agent-exec makes the same jail there).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
     pub kind: Kind,

@@ -390,6 +390,26 @@ impl EventLog {
 }
 
 /// The single-question AskUserQuestion used by several tests.
+/// `git -C dir args…` as a test's operator runs it (none of the environment's `GIT_*`,
+/// a test identity): its output, trimmed; a failure fails the test.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let mut c = Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn three_options() -> Value {
     json!({"questions": [{
         "question": "Which database should we use?",
