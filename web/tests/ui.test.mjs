@@ -1976,6 +1976,10 @@ describe("sandboxes", () => {
       await waitText(byName, /resolves to no public address/, "the name refused with why");
       assert.equal(await byName.getByTestId("egress-allow-button").count(), 0, "allowing it again would change nothing");
       await screenshot(page, "58-egress-flood");
+      // Opened afresh (the view read whole, not from live events): the same.
+      await page.reload();
+      await waitText(page.getByTestId("egress-others"), /more refused connections to yet other destinations/, "the count after a reload");
+      await waitText(byName, /resolves to no public address/, "the name's refusal after a reload");
       assert.deepEqual(page.labErrors, [], "uncaught errors in the page");
     } catch (e) {
       world.failed = true;
