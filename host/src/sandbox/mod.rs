@@ -20,7 +20,7 @@ pub mod supervise;
 
 pub use git::Bind;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The sandbox a run asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,18 +79,6 @@ pub struct Needs {
     pub readable: Vec<String>,
     /// Destinations (`host:port`) it must reach (its model API).
     pub hosts: Vec<String>,
-}
-
-/// A path a provider named, with `~/` as `home`: absolute, or none (a relative path, or
-/// one with `..`, is never bound).
-pub fn expand(path: &str, home: &Path) -> Option<PathBuf> {
-    let p = match path.strip_prefix("~/") {
-        Some(rest) => home.join(rest),
-        None if path == "~" => home.to_path_buf(),
-        None => PathBuf::from(path),
-    };
-    let ok = p.is_absolute() && !p.components().any(|c| matches!(c, std::path::Component::ParentDir));
-    ok.then_some(p)
 }
 
 /// The files through which the proxy and `lab serve` talk: the socket the jail's bridge
@@ -266,18 +254,6 @@ mod tests {
         assert!(Kind::parse("docker").unwrap_err().contains("one of: none, bwrap, podman"));
         assert_eq!(Kind::None.program(), None);
         assert_eq!(Kind::Bwrap.program(), Some("bwrap"));
-    }
-
-    #[test]
-    fn paths_expand_from_home_and_never_climb() {
-        let home = Path::new("/home/o");
-        assert_eq!(expand("~/.agent/", home), Some(PathBuf::from("/home/o/.agent/")));
-        assert_eq!(expand("~/.agent.json", home), Some(PathBuf::from("/home/o/.agent.json")));
-        assert_eq!(expand("/opt/agent", home), Some(PathBuf::from("/opt/agent")));
-        assert_eq!(expand("~", home), Some(PathBuf::from("/home/o")));
-        assert_eq!(expand("relative", home), None);
-        assert_eq!(expand("~/../etc", home), None);
-        assert_eq!(expand("/a/../etc/shadow", home), None);
     }
 
     #[test]

@@ -121,11 +121,6 @@ impl Proxy {
         cur.1.clone()
     }
 
-    /// Whether `d` may be reached; counted in the ledger (and its file) either way.
-    pub fn decide(&self, d: &Dest) -> bool {
-        matches!(self.verdict(d), Verdict::Go(_))
-    }
-
     /// Where `d` may be reached (its allowlist, then its addresses: [`addresses`]);
     /// counted in the ledger (and its file) either way.
     fn verdict(&self, d: &Dest) -> Verdict {
