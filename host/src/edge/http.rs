@@ -16,7 +16,7 @@ pub mod refusals;
 pub mod runners;
 mod runs;
 mod search;
-mod terminal;
+pub mod terminal;
 mod usage;
 mod work;
 

@@ -9,3 +9,4 @@ mod credentials;
 mod http;
 mod input;
 mod state;
+mod terminal;

@@ -35,6 +35,26 @@ pub const MAX_KEYS: usize = 16 * 1024;
 
 static OPEN_STREAMS: AtomicUsize = AtomicUsize::new(0);
 
+/// One of the [`MAX_STREAMS`] views, held by whatever holds this: the handler, then
+/// the upgrade's callback, then the view. Given back when that ends, whichever way
+/// (the view closed, or the upgrade never completing and its callback dropped unrun).
+struct Slot(());
+
+impl Slot {
+    fn take() -> Option<Slot> {
+        OPEN_STREAMS
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < MAX_STREAMS).then_some(n + 1))
+            .ok()
+            .map(|_| Slot(()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        OPEN_STREAMS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// `GET /runs/{id}/terminal`: `{"attach", "screen", "state"}` (the screen's text now).
 async fn screen(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
@@ -112,20 +132,19 @@ async fn stream(
     let (Some(Extension(caller)), Some(Extension(standing))) = (caller, standing) else {
         return Err(ApiError::internal("a stream without a caller"));
     };
-    if OPEN_STREAMS.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
-        OPEN_STREAMS.fetch_sub(1, Ordering::SeqCst);
+    let Some(slot) = Slot::take() else {
         return Err(ApiError {
             status: StatusCode::SERVICE_UNAVAILABLE,
             code: "too_many_streams",
             message: format!("{MAX_STREAMS} terminal views are open already: close one"),
         });
-    }
+    };
     let me = holder_of(&access, &caller);
     let actor = access.actor(&caller);
     Ok(ws.max_message_size(64 * 1024).on_upgrade(move |socket| async move {
+        let _slot = slot;
         let open = Open { runs, run, me, actor, log };
         open.serve(socket, standing).await;
-        OPEN_STREAMS.fetch_sub(1, Ordering::SeqCst);
     }))
 }
 

@@ -57,6 +57,40 @@ pub fn parse_line(line: &str) -> ControlLine {
     }
 }
 
+/// The control protocol read with its state: between a `%begin` and the `%end` or
+/// `%error` that carries the same time, number and flags, every line is the command's
+/// output (a captured screen holds whatever the agent drew: `%exit`, `%end 1 2 0`, …),
+/// never protocol; outside a block, a line is read by [`parse_line`]. `%output`'s data
+/// is one line with its newlines escaped, so it never frames anything either.
+#[derive(Debug, Default)]
+pub struct Framer {
+    /// The open block's `<time> <number> <flags>`.
+    open: Option<String>,
+}
+
+impl Framer {
+    /// Read the next line.
+    pub fn read(&mut self, line: &str) -> ControlLine {
+        if let Some(tag) = &self.open {
+            let closes = |word: &str| line.strip_prefix(word).is_some_and(|rest| rest == tag);
+            let end = if closes("%end ") {
+                ControlLine::End { error: false }
+            } else if closes("%error ") {
+                ControlLine::End { error: true }
+            } else {
+                return ControlLine::Text(line.to_string());
+            };
+            self.open = None;
+            return end;
+        }
+        let read = parse_line(line);
+        if read == ControlLine::Begin {
+            self.open = Some(line.strip_prefix("%begin ").unwrap_or("").to_string());
+        }
+        read
+    }
+}
+
 /// The bytes of `%output`'s data: tmux writes every byte below 32 and the backslash
 /// as `\ooo` (three octal digits); anything else is itself. A malformed escape is kept
 /// as it is.
@@ -236,6 +270,7 @@ fn read_client(
     events: &tokio::sync::mpsc::Sender<PaneEvent>,
 ) {
     let mut awaiting = Awaiting::Info;
+    let mut framer = Framer::default();
     let mut block: Option<Vec<String>> = None;
     let mut line = Vec::new();
     let ended = loop {
@@ -250,7 +285,9 @@ fn read_client(
         }
         let text = String::from_utf8_lossy(&line);
         let send = |e: PaneEvent| events.blocking_send(e).is_ok();
-        let ok = match parse_line(&text) {
+        let read = framer.read(&text);
+        let exit = read == ControlLine::Exit;
+        let ok = match read {
             ControlLine::Begin => {
                 block = Some(Vec::new());
                 true
@@ -296,7 +333,7 @@ fn read_client(
         if !ok {
             return; // nobody listens
         }
-        if matches!(parse_line(&text), ControlLine::Exit) {
+        if exit {
             break "the session ended".to_string();
         }
     };
@@ -323,6 +360,22 @@ mod tests {
         // UTF-8 above 127 comes as itself; a broken escape stays as it is.
         assert_eq!(unescape("é\\9\\01"), "é\\9\\01".as_bytes());
         assert_eq!(unescape("\\033[1m"), b"\x1b[1m");
+    }
+
+    #[test]
+    fn inside_a_block_only_its_own_end_closes_it_and_every_other_line_is_output() {
+        let mut f = Framer::default();
+        let mut read = |l: &str| f.read(l);
+        assert_eq!(read("%begin 1700000000 12 1"), ControlLine::Begin);
+        for screen in ["%exit", "%end 1 2 0", "%begin 1 2 0", "%error 1700000000 12 0", "%output %1 x", "%end"] {
+            assert_eq!(read(screen), ControlLine::Text(screen.into()), "{screen}");
+        }
+        assert_eq!(read("%end 1700000000 12 1"), ControlLine::End { error: false });
+        // Outside a block: protocol.
+        assert_eq!(read("%output %1 x"), ControlLine::Output { pane: "%1".into(), bytes: b"x".to_vec() });
+        assert_eq!(read("%begin 1700000001 13 1"), ControlLine::Begin);
+        assert_eq!(read("%error 1700000001 13 1"), ControlLine::End { error: true });
+        assert_eq!(read("%exit"), ControlLine::Exit);
     }
 
     #[test]
