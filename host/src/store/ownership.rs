@@ -117,6 +117,52 @@ pub fn check_operator(path: &Path, kind: Kind) -> Result<(), String> {
     }
 }
 
+/// The most bytes of an operator's file lab reads ([`read_operator`]).
+pub const OPERATOR_FILE_MAX: u64 = 512 * 1024 * 1024;
+
+/// Read an operator's file lab loads (a provider component), checked as it is read: it
+/// is opened once (a symlink followed, never blocking on a FIFO); the opened file must
+/// be a regular file of lab's user or root that nobody else may write
+/// ([`operator_file`]), and every folder on its real path must be out of other users'
+/// reach as the home's are ([`chain_dir`]: a symlink into a shared folder leads to a
+/// file anyone there could swap). The bytes come from the descriptor checked, so a file
+/// replaced after the check is never what is read.
+pub fn read_operator(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let euid = fsutil::euid();
+    let bad = |why: String| format!("{}: {why}", path.display());
+    let fix = "another user could change what lab loads (fix it with chmod go-w, or chown)";
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| bad(e.to_string()))?;
+    let m = f.metadata().map_err(|e| bad(e.to_string()))?;
+    if let Some(why) = operator_file(&m, Kind::File, euid) {
+        return Err(bad(format!("{why}; {fix}")));
+    }
+    // Where the opened file really is: the path resolved, and proven the same file.
+    let real = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
+    let at = std::fs::metadata(&real).map_err(|e| bad(e.to_string()))?;
+    if (at.dev(), at.ino()) != (m.dev(), m.ino()) {
+        return Err(bad("it changed while lab read it; it is read again on the next change".into()));
+    }
+    for dir in real.ancestors().skip(1) {
+        let dm = std::fs::metadata(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+        if let Some(why) = chain_dir(&dm, euid) {
+            let via = if real == path { String::new() } else { format!(" (it leads to {})", real.display()) };
+            return Err(bad(format!("its folder {}{via}: {why}; {fix}", dir.display())));
+        }
+    }
+    if m.len() > OPERATOR_FILE_MAX {
+        return Err(bad(format!("it is {} bytes, over lab's {OPERATOR_FILE_MAX}", m.len())));
+    }
+    let mut bytes = Vec::with_capacity(m.len() as usize);
+    f.take(OPERATOR_FILE_MAX).read_to_end(&mut bytes).map_err(|e| bad(format!("reading it: {e}")))?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +205,34 @@ mod tests {
         assert!(operator_file(&f(0, REG | 0o664), Kind::File, me).unwrap().contains("writable"));
         assert!(operator_file(&f(1001, REG | 0o644), Kind::File, me).unwrap().contains("uid 1001"));
         assert_eq!(operator_file(&f(0, REG | 0o600), Kind::File, 0), None, "root's own");
+    }
+
+    #[test]
+    fn an_operator_s_file_is_read_only_from_folders_nobody_else_may_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let own = d.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        std::fs::write(own.join("a.wasm"), b"bytes").unwrap();
+        assert_eq!(read_operator(&own.join("a.wasm")).unwrap(), b"bytes");
+        // Through a symlink to a safe place: read.
+        std::os::unix::fs::symlink(own.join("a.wasm"), d.path().join("link.wasm")).unwrap();
+        assert_eq!(read_operator(&d.path().join("link.wasm")).unwrap(), b"bytes");
+        // Into a shared folder that is not sticky: refused, the folder named.
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::write(shared.join("b.wasm"), b"theirs").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(shared.join("b.wasm"), d.path().join("b.wasm")).unwrap();
+        let e = read_operator(&d.path().join("b.wasm")).unwrap_err();
+        assert!(e.contains(&format!("its folder {}", shared.display())) && e.contains("not sticky"), "{e}");
+        // A FIFO is refused without blocking.
+        let fifo = own.join("f.wasm");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo on a path this test made.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_operator(&fifo).unwrap_err().contains("a special file"));
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
 
     #[test]

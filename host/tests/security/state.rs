@@ -206,6 +206,46 @@ fn modes_hold_whatever_the_umask_and_the_agent_keeps_the_operators() {
     check_home_modes(&w.home);
 }
 
+/// Fourth review, row 6: a component in `providers/` that is a symlink into a folder
+/// others may write is refused (the folder named), though the file it leads to is the
+/// operator's own; its bundled namesake goes on serving. The same component moved
+/// into a folder of the operator's loads.
+#[test]
+fn a_component_symlinked_into_a_shared_folder_is_not_loaded() {
+    use lab::agents::components::fixtures;
+    let w = World::new();
+    let shared = w.dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::copy(fixtures::PLAINLOG, shared.join("plainlog.wasm")).unwrap();
+    std::fs::set_permissions(&shared, PermissionsExt::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(shared.join("plainlog.wasm"), PermissionsExt::from_mode(0o644)).unwrap();
+    let providers = w.home.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    let link = providers.join("plainlog.wasm");
+    std::os::unix::fs::symlink(shared.join("plainlog.wasm"), &link).unwrap();
+    let lab = w.serve();
+    let (status, list) = lab.get("/providers");
+    assert_eq!(status, 200, "{list}");
+    let rows = list.as_array().unwrap();
+    assert!(!rows.iter().any(|p| p["name"] == "plainlog" && p["state"] == "serving"), "loaded: {list}");
+    let refused = rows.iter().find(|p| p["name"] == "plainlog" && p["state"] == "refused").expect("refused");
+    let why = refused["error"].as_str().unwrap();
+    assert!(why.contains(&format!("its folder {}", shared.display())) && why.contains("not sticky"), "{why}");
+    // Moved into a folder of the operator's own: it loads (the providers folder is
+    // watched).
+    let own = w.dir.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::rename(shared.join("plainlog.wasm"), own.join("plainlog.wasm")).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(own.join("plainlog.wasm"), &link).unwrap();
+    wait_for(Duration::from_secs(20), "the component from the operator's folder", || {
+        let (_, list) = lab.get("/providers");
+        list.as_array()?.iter().find(|p| p["name"] == "plainlog" && p["state"] == "serving").cloned()
+    });
+    std::fs::set_permissions(&shared, PermissionsExt::from_mode(0o700)).unwrap();
+    lab.stop();
+}
+
 #[test]
 fn only_lab_s_own_compiled_code_is_loaded_from_the_cache() {
     use lab::agents::components::{fixtures, ComponentHost, Limits};

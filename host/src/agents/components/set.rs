@@ -183,8 +183,9 @@ fn sandbox_needs_bounded(handle: &ProviderHandle) -> Result<(), String> {
     }
 }
 
-/// The `.wasm` files in `dir`, sorted, each read if it is the operator's own (none if
-/// the folder cannot be read).
+/// The `.wasm` files in `dir`, sorted, each read if it is the operator's own, checked
+/// as it is read ([`crate::store::ownership::read_operator`]); none if the folder
+/// cannot be read.
 fn scan(dir: &Path) -> Vec<Scanned> {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
@@ -197,8 +198,7 @@ fn scan(dir: &Path) -> Vec<Scanned> {
     files
         .into_iter()
         .map(|path| {
-            let bytes = crate::store::ownership::check_operator(&path, crate::store::fsutil::Kind::File)
-                .and_then(|()| std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display())));
+            let bytes = crate::store::ownership::read_operator(&path);
             Scanned { path, bytes }
         })
         .collect()
