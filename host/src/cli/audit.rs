@@ -32,23 +32,55 @@ pub fn run(
 }
 
 /// One entry as a line of text: time, who, action, run, outcome (and why), detail.
+/// Every field is printed escaped ([`shown`]): what a caller put in an entry (a field
+/// name in a refusal's reason, a device's name) can neither start a line of its own
+/// nor reach the terminal as a control sequence.
 pub fn line(e: &Entry) -> String {
     let who = match &e.actor {
-        Actor::Device { device_id, device_name } => format!("{device_name} ({device_id})"),
-        Actor::Other(s) => s.clone(),
+        Actor::Device { device_id, device_name } => format!("{} ({})", shown(device_name), shown(device_id)),
+        Actor::Other(s) => shown(s),
     };
     let outcome = match (e.outcome, &e.reason) {
         (Outcome::Applied, _) => "applied".to_string(),
-        (Outcome::Refused, Some(r)) => format!("REFUSED {r}"),
+        (Outcome::Refused, Some(r)) => format!("REFUSED {}", shown(r)),
         (Outcome::Refused, None) => "REFUSED".to_string(),
     };
     let detail = match &e.detail {
         serde_json::Value::Null => String::new(),
         serde_json::Value::Object(m) if m.is_empty() => String::new(),
-        d => format!(" {d}"),
+        // JSON escapes what is below a space and quotes; the rest of what does not print
+        // is escaped here.
+        d => format!(" {}", unprintable(&d.to_string(), false)),
     };
-    let run = e.run_id.as_deref().unwrap_or("-");
-    format!("{}  {who}  {}  {run}  {outcome}{detail}", e.t, e.action)
+    let run = e.run_id.as_deref().map_or("-".to_string(), shown);
+    format!("{}  {who}  {}  {run}  {outcome}{detail}", shown(&e.t), shown(&e.action))
+}
+
+/// `s` with what does not print escaped (a control character as `\n`, `\t`, `\r` or
+/// `\u{1b}`; the invisible formatting ones too: bidi overrides, zero widths, line
+/// separators), and a backslash as `\\` (so an escape is never forged).
+pub fn shown(s: &str) -> String {
+    unprintable(s, true)
+}
+
+fn unprintable(s: &str, backslash: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' if backslash => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || invisible(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Characters that change how text reads without being seen.
+fn invisible(c: char) -> bool {
+    matches!(c as u32, 0xad | 0x061c | 0x180e | 0x200b..=0x200f | 0x2028..=0x202e | 0x2060..=0x206f | 0xfeff | 0xfff9..=0xfffb)
 }
 
 /// Log an action the command line took.
@@ -74,5 +106,30 @@ mod tests {
         let r =
             audit::entry(Actor::bearer(), "run.stop", None, serde_json::Value::Null, Some("run_ended: gone".into()));
         assert!(line(&r).ends_with("bearer  run.stop  -  REFUSED run_ended: gone"), "{}", line(&r));
+    }
+
+    #[test]
+    fn every_field_is_printed_escaped() {
+        let forged = "x`\n2026-12-07T10:00:00.000Z  Phone (d-1)  run.stop  r-1  applied\x1b[2J\u{202e}\\n";
+        let mut e = audit::entry(
+            Actor::Other("nobody".into()),
+            "device.login",
+            None,
+            serde_json::json!({"name": "a\u{202e}b\x1b"}),
+            Some(format!("bad_request: unknown field `{forged}`")),
+        );
+        e.t = "T".into();
+        let l = line(&e);
+        assert_eq!(l.lines().count(), 1, "{l}");
+        assert!(!l.chars().any(|c| c.is_control() || c == '\u{202e}'), "{l:?}");
+        assert!(
+            l.contains("`x`\\n2026-12-07T10:00:00.000Z  Phone (d-1)  run.stop  r-1  applied\\u{1b}[2J\\u{202e}\\\\n`"),
+            "{l}"
+        );
+        assert!(l.ends_with(r#"{"name":"a\u{202e}b\u001b"}"#), "{l}");
+        let dev = Actor::Device { device_id: "d\n1".into(), device_name: "Ph\tone".into() };
+        let mut e = audit::entry(dev, "run.stop", Some("r\x07".into()), serde_json::Value::Null, None);
+        e.t = "T".into();
+        assert_eq!(line(&e), r"T  Ph\tone (d\n1)  run.stop  r\u{7}  applied");
     }
 }

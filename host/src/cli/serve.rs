@@ -129,12 +129,25 @@ pub fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
+        let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
         let state = crate::edge::http::AppState {
             runs: runs.clone(),
             access: edge.access.clone(),
             push,
             served: std::sync::Arc::new(info),
-            audit: std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root)),
+            audit: audit.clone(),
+        };
+        // The counts of refusals held back are written when their window ends.
+        let sweeper = {
+            let audit = audit.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(crate::edge::audit::STRANGER_WINDOW / 4);
+                loop {
+                    every.tick().await;
+                    let audit = audit.clone();
+                    let _ = tokio::task::spawn_blocking(move || audit.sweep(false)).await;
+                }
+            })
         };
         let control_app = crate::edge::http::control_router(state.clone());
         let app = crate::edge::http::router(state, edge.policy)
@@ -167,6 +180,8 @@ pub fn serve(
             }
             None => main.await?,
         }
+        sweeper.abort();
+        let _ = tokio::task::spawn_blocking(move || audit.sweep(true)).await;
         drop(serve_file);
         drop(control.guard);
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");

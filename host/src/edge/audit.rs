@@ -2,14 +2,22 @@
 //! on which run, and whether lab applied it or refused it and why — appended as one
 //! JSON line to `<home>/audit.jsonl` (0600, in the 0700 home), rotated by size into
 //! `audit.jsonl.1` … `.4`. Only appended to: nothing lab does rewrites an entry.
-//! `GET /audit` and `lab audit` read it back ([`Audit::read`]).
+//! `GET /audit` and `lab audit` read it back ([`Audit::read`]), with the refusals below.
+//!
+//! What a caller without a credential contributes (a refused `POST /login`) can neither
+//! wash the operators' entries out nor fill the log: it goes to a file of its own,
+//! `audit.anonymous.jsonl` (rotated the same way), its reason and detail cut
+//! ([`REASON_KEPT`], [`DETAIL_KEPT`]), at most [`STRANGER_PER_WINDOW`] entries per
+//! source per [`STRANGER_WINDOW`] ([`Strangers`]); the rest are counted, and one entry
+//! says how many ("and 1,204 more like it") when the window ends.
 
 use crate::store::fsutil;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// The size past which the file is rotated.
 pub const ROTATE_AT: u64 = 4 * 1024 * 1024;
@@ -20,6 +28,16 @@ pub const MAX_LIMIT: usize = 5000;
 /// The longest text an entry's detail keeps of an operator's message (the rest is
 /// counted, not kept).
 pub const TEXT_KEPT: usize = 200;
+/// The most characters of an entry's reason (and run id) kept.
+pub const REASON_KEPT: usize = 300;
+/// The most bytes of a caller-without-credential's detail kept (else only its size).
+pub const DETAIL_KEPT: usize = 512;
+/// Full entries of refusals from one source per window, at most.
+pub const STRANGER_PER_WINDOW: u32 = 5;
+/// The window.
+pub const STRANGER_WINDOW: Duration = Duration::from_secs(60);
+/// Sources followed one by one; past this many, new ones share one count.
+pub const STRANGER_SOURCES: usize = 256;
 
 /// Who did it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,60 +137,235 @@ impl Filter {
 /// The log of one lab home.
 pub struct Audit {
     file: PathBuf,
+    /// The refusals of callers without a credential (module docs).
+    anonymous: PathBuf,
     /// One writer at a time in this process (another process — the CLI — takes the
     /// file's lock too).
     writing: std::sync::Mutex<()>,
+    strangers: std::sync::Mutex<Strangers>,
 }
 
 impl Audit {
     pub fn new(home: &Path) -> Audit {
-        Audit { file: crate::store::paths::Home::new(home.to_path_buf()).audit_file(), writing: Default::default() }
+        let home = crate::store::paths::Home::new(home.to_path_buf());
+        Audit {
+            file: home.audit_file(),
+            anonymous: home.anonymous_audit_file(),
+            writing: Default::default(),
+            strangers: Default::default(),
+        }
     }
 
     /// Append `e`. A failure is logged, never the caller's: an action is not undone
     /// because its record could not be written (lab's log says so).
     pub fn append(&self, e: &Entry) {
-        if let Err(err) = self.try_append(e) {
+        if let Err(err) = self.try_append(&self.file, e) {
             tracing::error!(error = %err, action = %e.action, "the audit log could not be written");
         }
     }
 
-    fn try_append(&self, e: &Entry) -> std::io::Result<()> {
+    /// Log a refusal of a caller without a credential, from `source` (its address), by
+    /// the module's rules: cut, in its own file, at most so many per source and window.
+    pub fn refused_anonymously(&self, e: Entry, source: &str) {
+        let e = Entry { detail: bounded_detail(e.detail), ..e };
+        let (summaries, write) =
+            self.strangers.lock().unwrap_or_else(|p| p.into_inner()).admit(source, Instant::now(), &e);
+        self.append_anonymous(summaries.iter().chain(write.then_some(&e)));
+    }
+
+    /// Write the counts of the windows that have ended (lab serve calls this every
+    /// window; `all`: every count, at a stop).
+    pub fn sweep(&self, all: bool) {
+        let now = Instant::now();
+        let summaries = {
+            let mut s = self.strangers.lock().unwrap_or_else(|p| p.into_inner());
+            if all {
+                s.flush()
+            } else {
+                s.due(now)
+            }
+        };
+        self.append_anonymous(summaries.iter());
+    }
+
+    fn append_anonymous<'a>(&self, entries: impl Iterator<Item = &'a Entry>) {
+        for e in entries {
+            if let Err(err) = self.try_append(&self.anonymous, e) {
+                tracing::error!(error = %err, action = %e.action, "the audit log could not be written");
+            }
+        }
+    }
+
+    fn try_append(&self, file: &Path, e: &Entry) -> std::io::Result<()> {
         let _one = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let mut line = serde_json::to_vec(e).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let mut f = fsutil::private_file(&self.file)?;
+        let mut f = fsutil::private_file(file)?;
         let _lock = Flock::exclusive(&f)?;
         if f.metadata()?.len() + line.len() as u64 > ROTATE_AT && f.metadata()?.len() > 0 {
-            rotate(&self.file)?;
+            rotate(file)?;
             drop(_lock);
-            f = fsutil::private_file(&self.file)?;
+            f = fsutil::private_file(file)?;
             let _lock = Flock::exclusive(&f)?;
             return f.write_all(&line);
         }
         f.write_all(&line)
     }
 
-    /// The entries `filter` wants, oldest first: the newest `limit` of them. Lines that
+    /// The entries `filter` wants, oldest first: the newest `limit` of them, the
+    /// operators' and the refusals of callers without a credential together. Lines that
     /// are not entries (a torn write) are skipped.
     pub fn read(&self, filter: &Filter) -> std::io::Result<Vec<Entry>> {
         let limit = filter.limit.unwrap_or(500).clamp(1, MAX_LIMIT);
-        let mut out = std::collections::VecDeque::new();
-        let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| rotated(&self.file, n)).collect();
-        files.push(self.file.clone());
-        for path in files {
-            let Some(f) = fsutil::open_untrusted(&path)? else { continue };
-            for line in std::io::BufReader::new(f).split(b'\n') {
-                let Ok(e) = serde_json::from_slice::<Entry>(&line?) else { continue };
-                if filter.wants(&e) {
-                    if out.len() == limit {
-                        out.pop_front();
-                    }
-                    out.push_back(e);
+        let mut all = read_files(&self.file, filter, limit)?;
+        all.extend(read_files(&self.anonymous, filter, limit)?);
+        // Oldest first by time (RFC 3339, one width: text order is time order); the
+        // operators' first at a tie.
+        all.sort_by(|a, b| a.t.cmp(&b.t));
+        let skip = all.len().saturating_sub(limit);
+        Ok(all.split_off(skip))
+    }
+}
+
+/// The newest `limit` entries `filter` wants in `file` and its rotations, oldest first.
+fn read_files(file: &Path, filter: &Filter, limit: usize) -> std::io::Result<Vec<Entry>> {
+    let mut out = std::collections::VecDeque::new();
+    let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| rotated(file, n)).collect();
+    files.push(file.to_path_buf());
+    for path in files {
+        let Some(f) = fsutil::open_untrusted(&path)? else { continue };
+        for line in std::io::BufReader::new(f).split(b'\n') {
+            let Ok(e) = serde_json::from_slice::<Entry>(&line?) else { continue };
+            if filter.wants(&e) {
+                if out.len() == limit {
+                    out.pop_front();
                 }
+                out.push_back(e);
             }
         }
-        Ok(out.into())
+    }
+    Ok(out.into())
+}
+
+/// One source's window of refusals.
+#[derive(Debug, Clone)]
+struct Window {
+    start: Instant,
+    written: u32,
+    /// Held back: how many, when the first and the last were, and the last itself.
+    more: u64,
+    first: String,
+    last: Option<Entry>,
+}
+
+/// The rate of refusals of callers without a credential, per source: the first
+/// [`STRANGER_PER_WINDOW`] of a [`STRANGER_WINDOW`] are written, the rest counted; a
+/// window's count becomes one entry when it ends ([`Strangers::due`]) or when the
+/// source's next refusal opens a new one. At most [`STRANGER_SOURCES`] are followed.
+#[derive(Debug, Default)]
+pub struct Strangers {
+    sources: HashMap<String, Window>,
+}
+
+/// The key of the sources past [`STRANGER_SOURCES`].
+const OTHERS: &str = "other sources";
+
+impl Strangers {
+    /// A refusal `e` from `source` at `now`: the counts to write first (a window that
+    /// ended), and whether `e` is written.
+    pub fn admit(&mut self, source: &str, now: Instant, e: &Entry) -> (Vec<Entry>, bool) {
+        let summaries = self.due(now);
+        let key =
+            if self.sources.contains_key(source) || self.sources.len() < STRANGER_SOURCES { source } else { OTHERS };
+        let w = self.sources.entry(key.to_string()).or_insert_with(|| Window {
+            start: now,
+            written: 0,
+            more: 0,
+            first: String::new(),
+            last: None,
+        });
+        if w.written < STRANGER_PER_WINDOW {
+            w.written += 1;
+            return (summaries, true);
+        }
+        if w.more == 0 {
+            w.first = e.t.clone();
+        }
+        w.more += 1;
+        w.last = Some(e.clone());
+        (summaries, false)
+    }
+
+    /// The counts of the windows that ended by `now` (their sources forgotten).
+    pub fn due(&mut self, now: Instant) -> Vec<Entry> {
+        let ended: Vec<String> = self
+            .sources
+            .iter()
+            .filter(|(_, w)| now.duration_since(w.start) >= STRANGER_WINDOW)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out: Vec<Entry> =
+            ended.into_iter().filter_map(|k| self.sources.remove(&k).and_then(|w| summary(&k, w))).collect();
+        out.sort_by(|a, b| a.t.cmp(&b.t));
+        out
+    }
+
+    /// Every count now (lab stops).
+    pub fn flush(&mut self) -> Vec<Entry> {
+        let mut out: Vec<Entry> = self.sources.drain().filter_map(|(k, w)| summary(&k, w)).collect();
+        out.sort_by(|a, b| a.t.cmp(&b.t));
+        out
+    }
+}
+
+/// The one entry that stands for a window's held-back refusals (none if none were).
+fn summary(source: &str, w: Window) -> Option<Entry> {
+    let last = w.last?;
+    let reason = format!(
+        "and {} more like it from {source} ({} to {}); the last: {}",
+        thousands(w.more),
+        w.first,
+        last.t,
+        last.reason.as_deref().unwrap_or("refused")
+    );
+    Some(Entry {
+        t: crate::util::time::now_rfc3339(),
+        detail: serde_json::json!({"more_like_it": w.more, "source": source, "first": w.first, "last": last.t}),
+        reason: Some(cut(&reason, REASON_KEPT * 2)),
+        ..last
+    })
+}
+
+/// `1204` as `1,204`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text`'s first `n` characters, and how long it was when that is not all of it.
+pub fn cut(text: &str, n: usize) -> String {
+    let count = text.chars().count();
+    if count <= n {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(n).collect();
+    format!("{kept}… ({count} characters)")
+}
+
+/// A caller-without-credential's detail: kept when small, else only its size.
+fn bounded_detail(detail: Value) -> Value {
+    let size = serde_json::to_vec(&detail).map_or(0, |v| v.len());
+    if size <= DETAIL_KEPT {
+        detail
+    } else {
+        serde_json::json!({"bytes": size})
     }
 }
 
@@ -223,10 +416,10 @@ pub fn entry(actor: Actor, action: &str, run_id: Option<String>, detail: Value, 
         t: crate::util::time::now_rfc3339(),
         actor,
         action: action.to_string(),
-        run_id,
+        run_id: run_id.map(|r| cut(&r, REASON_KEPT)),
         detail,
         outcome: if refused.is_some() { Outcome::Refused } else { Outcome::Applied },
-        reason: refused,
+        reason: refused.map(|r| cut(&r, REASON_KEPT)),
     }
 }
 
@@ -240,6 +433,7 @@ pub fn text_detail(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::os::unix::fs::PermissionsExt;
 
     fn e(action: &str, run: Option<&str>, t: &str) -> Entry {
@@ -304,6 +498,83 @@ mod tests {
         assert_eq!(is.last(), Some(&39), "the newest is in the current file");
         assert!(is.windows(2).all(|w| w[1] == w[0] + 1), "oldest first, none lost between files: {is:?}");
         assert!(is.len() < 40, "the oldest rotated out");
+    }
+
+    #[test]
+    fn refusals_of_strangers_are_written_a_few_per_source_and_window_and_the_rest_counted() {
+        let mut s = Strangers::default();
+        let t0 = Instant::now();
+        let refusal = |i: u32| Entry {
+            t: format!("2026-12-07T10:00:{i:02}.000Z"),
+            ..entry(Actor::Other("nobody".into()), "device.login", None, Value::Null, Some(format!("bad_request: {i}")))
+        };
+        let mut written = 0;
+        for i in 0..40 {
+            let (summaries, write) = s.admit("10.0.0.1", t0 + Duration::from_millis(i as u64), &refusal(i));
+            assert!(summaries.is_empty());
+            written += write as u32;
+        }
+        assert_eq!(written, STRANGER_PER_WINDOW);
+        // Another source has its own share.
+        assert!(s.admit("10.0.0.2", t0, &refusal(0)).1);
+        assert!(s.due(t0 + Duration::from_secs(1)).is_empty(), "the window is not over");
+        // The window over: one entry says how many more there were, and the source's
+        // next refusal is written again.
+        let later = t0 + STRANGER_WINDOW + Duration::from_secs(1);
+        let (summaries, write) = s.admit("10.0.0.1", later, &refusal(41));
+        assert!(write);
+        assert_eq!(summaries.len(), 1, "10.0.0.2 held none back: no count for it");
+        let c = &summaries[0];
+        assert_eq!(c.detail["more_like_it"], 35);
+        assert_eq!(c.detail["first"], "2026-12-07T10:00:05.000Z");
+        assert_eq!(c.detail["last"], "2026-12-07T10:00:39.000Z");
+        let why = c.reason.as_deref().unwrap();
+        assert!(why.starts_with("and 35 more like it from 10.0.0.1") && why.ends_with("bad_request: 39"), "{why}");
+        assert_eq!((c.action.as_str(), c.outcome), ("device.login", Outcome::Refused));
+        // Past the sources followed, new ones share one count.
+        let mut s = Strangers::default();
+        for n in 0..STRANGER_SOURCES + 10 {
+            for _ in 0..=STRANGER_PER_WINDOW {
+                s.admit(&format!("10.1.{}.{}", n / 256, n % 256), t0, &refusal(1));
+            }
+        }
+        assert_eq!(s.sources.len(), STRANGER_SOURCES + 1);
+        let all = s.flush();
+        let others = all.iter().find(|e| e.detail["source"] == OTHERS).unwrap();
+        assert_eq!(others.detail["more_like_it"], 10 * (STRANGER_PER_WINDOW as u64 + 1) - STRANGER_PER_WINDOW as u64);
+        assert_eq!(thousands(1204), "1,204");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(12), "12");
+    }
+
+    #[test]
+    fn a_stranger_s_refusal_is_cut_kept_apart_and_read_with_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let a = Audit::new(d.path());
+        a.append(&e("run.start", Some("r1"), "2026-12-05T10:00:00.000Z"));
+        let huge = "x".repeat(500 * 1024);
+        let nobody = Actor::Other("nobody".into());
+        for i in 0..30 {
+            let mut r =
+                entry(nobody.clone(), "device.login", None, json!({"name": huge}), Some(format!("{i}: {huge}")));
+            r.t = format!("2026-12-05T11:00:{i:02}.000Z");
+            a.refused_anonymously(r, "127.0.0.1");
+        }
+        a.append(&e("run.stop", Some("r1"), "2026-12-05T12:00:00.000Z"));
+        a.sweep(true);
+        let size = |p: &str| std::fs::metadata(d.path().join(p)).map_or(0, |m| m.len());
+        assert!(size("audit.anonymous.jsonl") < 8 * 1024, "{}", size("audit.anonymous.jsonl"));
+        assert!(!d.path().join("audit.anonymous.jsonl.1").exists());
+        let all = a.read(&Filter::default()).unwrap();
+        let actions: Vec<(&str, Outcome)> = all.iter().map(|e| (e.action.as_str(), e.outcome)).collect();
+        assert_eq!(actions.first(), Some(&("run.start", Outcome::Applied)), "{actions:?}");
+        assert_eq!(actions.iter().filter(|(a, _)| *a == "device.login").count(), STRANGER_PER_WINDOW as usize + 1);
+        assert!(all.iter().all(|e| e.reason.as_deref().is_none_or(|r| r.chars().count() < 2 * REASON_KEPT + 40)));
+        assert_eq!(all[1].detail, json!({"bytes": 500 * 1024 + 11}));
+        assert_eq!(all.last().unwrap().detail["more_like_it"], 25);
+        assert_eq!(all.iter().filter(|e| e.action == "run.stop").count(), 1);
+        let mode = std::fs::metadata(d.path().join("audit.anonymous.jsonl")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 
     #[test]

@@ -169,6 +169,10 @@ impl Home {
     pub fn audit_file(&self) -> PathBuf {
         self.root.join("audit.jsonl")
     }
+    /// The refusals of callers without a credential ([`crate::edge::audit`]).
+    pub fn anonymous_audit_file(&self) -> PathBuf {
+        self.root.join("audit.anonymous.jsonl")
+    }
     /// The logged-in devices (browsers, paired phones).
     pub fn devices_file(&self) -> PathBuf {
         self.root.join("devices.json")

@@ -5,6 +5,7 @@
 mod common;
 
 mod agent_side;
+mod audit;
 mod credentials;
 mod http;
 mod input;

@@ -6,13 +6,14 @@
 use super::{auth, ApiError, ApiResult, AppState};
 use crate::edge::audit::{self, Actor, Audit, Filter};
 use axum::body::Body;
-use axum::extract::{MatchedPath, Query, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Query, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
@@ -108,6 +109,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         return next.run(req).await;
     };
     let caller = req.extensions().get::<auth::Caller>().cloned();
+    let source = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
     let run_id = run_of(req.uri().path());
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, READ_AT_MOST).await {
@@ -135,9 +137,9 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let wants_body = !status.is_success() || matches!(action, "run.start" | "run.fork");
     let (resp, out) = if wants_body {
         let (p, b) = resp.into_parts();
-        let bytes = axum::body::to_bytes(b, 1024 * 1024).await.unwrap_or_default();
-        let out: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (Response::from_parts(p, Body::from(bytes)), out)
+        let (body, seen) = peek(b, READ_AT_MOST).await;
+        let out: Value = seen.and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        (Response::from_parts(p, body), out)
     } else {
         (resp, Value::Null)
     };
@@ -153,9 +155,47 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let run_id = made_run(action, &out).or(run_id);
     let entry = audit::entry(actor, action, run_id, detail, refused);
     let log = state.audit.clone();
+    // A refusal of a caller without a credential is theirs, not an operator's action:
+    // bounded, and in a file of its own (crate::edge::audit).
+    let stranger = caller.is_none() && !status.is_success();
     // A file append: off the async threads.
-    let _ = tokio::task::spawn_blocking(move || log.append(&entry)).await;
+    let _ = tokio::task::spawn_blocking(move || match stranger {
+        true => log.refused_anonymously(entry, source.as_deref().unwrap_or("unknown")),
+        false => log.append(&entry),
+    })
+    .await;
     resp
+}
+
+/// A response body read for the log up to `at_most` bytes, and the body passed on
+/// whole whatever its size: what was read, then the rest as it comes. `Some` bytes
+/// when the whole body was read.
+async fn peek(body: Body, at_most: usize) -> (Body, Option<axum::body::Bytes>) {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut seen = Vec::new();
+    loop {
+        match stream.next().await {
+            None => {
+                let bytes = axum::body::Bytes::from(seen);
+                return (Body::from(bytes.clone()), Some(bytes));
+            }
+            Some(Ok(chunk)) => {
+                seen.extend_from_slice(&chunk);
+                if seen.len() > at_most {
+                    let head =
+                        futures_util::stream::once(async move { Ok::<_, axum::Error>(axum::body::Bytes::from(seen)) });
+                    return (Body::from_stream(head.chain(stream)), None);
+                }
+            }
+            Some(Err(e)) => {
+                let head =
+                    futures_util::stream::once(async move { Ok::<_, axum::Error>(axum::body::Bytes::from(seen)) });
+                let rest = futures_util::stream::once(async move { Err::<axum::body::Bytes, _>(e) });
+                return (Body::from_stream(head.chain(rest)), None);
+            }
+        }
+    }
 }
 
 fn action_or(action: &'static str) -> &'static str {
@@ -209,6 +249,17 @@ mod tests {
         assert_eq!(logged_action("terminal.control", &json!({"take": false})), "terminal.release");
         assert_eq!(run_of("/runs/r-1/stop").as_deref(), Some("r-1"));
         assert_eq!(run_of("/devices/x"), None);
+    }
+
+    #[tokio::test]
+    async fn a_body_over_what_the_log_reads_passes_on_whole() {
+        let big: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        let (body, seen) = peek(Body::from(big.clone()), 1024 * 1024).await;
+        assert!(seen.is_none());
+        assert_eq!(axum::body::to_bytes(body, usize::MAX).await.unwrap(), big);
+        let (body, seen) = peek(Body::from("{\"error\":\"x\"}"), 1024).await;
+        assert_eq!(seen.as_deref(), Some(&b"{\"error\":\"x\"}"[..]));
+        assert_eq!(axum::body::to_bytes(body, usize::MAX).await.unwrap(), "{\"error\":\"x\"}");
     }
 
     #[test]
