@@ -115,7 +115,7 @@ fn lab_is_put_on_a_machine_once_and_checked_by_its_hash() {
     let there = s.m.user_home.join(".cache/lab/bin").join(build_name(version, &sha));
 
     let t = Instant::now();
-    let first = ensure_lab(&master, binary, version).unwrap();
+    let first = ensure_lab(&master, binary, version, None).unwrap();
     eprintln!("bootstrap, cold ({} MB uploaded): {} ms", bytes.len() >> 20, t.elapsed().as_millis());
     assert!(first.uploaded && first.system.starts_with("Linux"), "{first:?}");
     assert_eq!(std::path::Path::new(&first.path), there);
@@ -125,17 +125,26 @@ fn lab_is_put_on_a_machine_once_and_checked_by_its_hash() {
     assert_eq!(std::fs::read(&there).unwrap(), bytes);
 
     let t = Instant::now();
-    let again = ensure_lab(&master, binary, version).unwrap();
+    let again = ensure_lab(&master, binary, version, None).unwrap();
     eprintln!("bootstrap, warm: {} ms", t.elapsed().as_millis());
     assert!(!again.uploaded, "{again:?}");
+    assert_eq!(again.identity, first.identity);
+    let t = Instant::now();
+    let known = ensure_lab(&master, binary, version, Some(&again)).unwrap();
+    eprintln!("bootstrap, warm, its identity known (not hashed again): {} ms", t.elapsed().as_millis());
+    assert!(!known.uploaded, "{known:?}");
 
-    // A damaged copy (its hash is not the build's) is replaced.
+    // A damaged copy (its hash is not the build's) is replaced, its identity known or not.
     std::fs::write(&there, b"#!/bin/sh\necho lab 6.6.6\n").unwrap();
-    assert!(ensure_lab(&master, binary, version).unwrap().uploaded);
+    let replaced = ensure_lab(&master, binary, version, Some(&known)).unwrap();
+    assert!(replaced.uploaded && replaced.identity != known.identity, "{replaced:?}");
+    assert_eq!(std::fs::read(&there).unwrap(), bytes);
+    std::fs::write(&there, b"#!/bin/sh\necho lab 6.6.6\n").unwrap();
+    assert!(ensure_lab(&master, binary, version, None).unwrap().uploaded);
     assert_eq!(std::fs::read(&there).unwrap(), bytes);
 
     // A binary that does not say the version lab expects is refused.
-    let e = ensure_lab(&master, binary, "9.9.9").unwrap_err().to_string();
+    let e = ensure_lab(&master, binary, "9.9.9", None).unwrap_err().to_string();
     assert!(e.contains(&format!("says \"lab {version}\", not \"lab 9.9.9\"")), "{e}");
     master.exit();
 }
@@ -421,4 +430,81 @@ fn the_real_claude_on_a_machine_lab_toml_names_is_answered_over_ssh() {
     assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
     drop(lab);
     standin.shutdown();
+}
+
+/// Fourth review, row 1: lab runs a build there only if nobody but the ssh user (or
+/// root) could have written it or its folders, and checks it on every link. A host
+/// whose lab folder sits in a folder anyone may write is refused, the reason in `GET
+/// /hosts`, and nothing is put there. On a sound host, the build replaced between two
+/// links (here by the user: another could not) is never run: the link after a cut
+/// finds it changed, and puts lab's build back before running it.
+#[test]
+fn a_build_there_runs_only_if_nobody_else_could_write_it_and_is_checked_on_every_link() {
+    use common::{wait_for, World};
+    use serde_json::Value;
+    use std::os::unix::fs::PermissionsExt;
+    let Some(s) = SshMachine::new() else { return };
+    let m = &s.m;
+    let w = World::new();
+    let shared = m.root.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    m.give(&shared);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let host = |name: &str, lab: &str| {
+        format!(
+            "[hosts.{name}]\nssh = \"{}\"\nidentity = \"{}\"\nknown_hosts = \"{}\"\nlab = \"{lab}\"\n",
+            s.destination(),
+            s.client_key.display(),
+            s.known_hosts.display()
+        )
+    };
+    w.write_config(&format!("{}{}", host("open", &format!("{}/lab", shared.display())), host("sound", "~/builds")));
+    let lab = common::Lab::start(&w);
+    let row = |lab: &common::Lab, name: &str| -> Value {
+        let (_, list) = lab.get("/hosts");
+        list.as_array().unwrap().iter().find(|h| h["name"] == name).cloned().unwrap_or(Value::Null)
+    };
+    let open = wait_for(Duration::from_secs(60), "host `open` refused", || {
+        Some(row(&lab, "open")).filter(|h| h["last_error"].as_str().is_some_and(|e| !e.is_empty()))
+    });
+    let why = open["last_error"].as_str().unwrap();
+    assert!(
+        why.contains(&format!(
+            "a folder above lab's {} may be written by group or others (mode 0777)",
+            shared.display()
+        )),
+        "{why}"
+    );
+    assert_ne!(open["state"], "connected", "{open}");
+    assert!(!shared.join("lab").exists(), "nothing put in a folder others may write");
+
+    let linked = |lab: &common::Lab, what: &str| {
+        wait_for(Duration::from_secs(60), what, || Some(row(lab, "sound")).filter(|h| h["state"] == "connected"))
+    };
+    linked(&lab, "host `sound` linked");
+    let builds = m.user_home.join("builds");
+    let mode = std::fs::metadata(&builds).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "lab's folder there is made private");
+    let build = std::fs::read_dir(&builds)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("lab-"))
+        .expect("lab's build there");
+    // The build replaced there while linked; then the link is cut.
+    let ran = m.user_home.join("planted-ran");
+    // (Renamed over it: the build runs there, so it cannot be written in place.)
+    let planted = build.with_extension("planted");
+    m.write(&planted, format!("#!/bin/sh\ntouch {}\nexit 1\n", ran.display()).as_bytes());
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::rename(&planted, &build).unwrap();
+    let master = master_pid(&w.home.join("runtime/ssh-sound.sock"));
+    unsafe { libc::kill(master as i32, libc::SIGKILL) };
+    let ours = std::fs::read(common::LAB).unwrap();
+    wait_for(Duration::from_secs(60), "lab's build put back there", || {
+        std::fs::read(&build).ok().filter(|b| *b == ours)
+    });
+    linked(&lab, "host `sound` linked again");
+    assert!(!ran.exists(), "a build that changed between links was run");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    drop(lab);
 }

@@ -392,7 +392,7 @@ fn add_ssh_host(
     let master = Master::new(target.clone(), home.ssh_control(name));
     let reached = master.up().and_then(|()| {
         let exe = std::env::current_exe().map_err(|e| SshError::Failed(format!("lab's own binary: {e}")))?;
-        bootstrap::ensure_lab(&master, &exe, env!("CARGO_PKG_VERSION"))
+        bootstrap::ensure_lab(&master, &exe, env!("CARGO_PKG_VERSION"), None)
     });
     master.exit();
     match reached {

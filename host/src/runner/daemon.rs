@@ -322,7 +322,7 @@ fn start(home: &Home, build: &str) -> Result<(), String> {
     for d in [home.root.clone(), home.runtime_dir(), home.logs_dir()] {
         crate::store::fsutil::private_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
-    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let exe = super::own_exe().map_err(|e| format!("this program's path: {e}"))?;
     let log_path = home.runner_log();
     let log = std::fs::OpenOptions::new()
         .create(true)

@@ -131,6 +131,21 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// This program's path. Once its file is replaced (lab put this build there again:
+/// the path names the build, so it holds the same one) Linux reports it as `<path>
+/// (deleted)`; the path itself is what runs it again.
+pub fn own_exe() -> std::io::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(live_path(&exe, |p| p.is_file()))
+}
+
+fn live_path(exe: &Path, exists: impl Fn(&Path) -> bool) -> std::path::PathBuf {
+    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")).map(Path::new) {
+        Some(p) if exists(p) => p.to_path_buf(),
+        _ => exe.to_path_buf(),
+    }
+}
+
 /// The runner's first frame: `proof` and what it is on this machine.
 pub fn hello(proof: String, home: &Path, tmux: &Tmux) -> Up {
     Up::Hello {
@@ -138,7 +153,7 @@ pub fn hello(proof: String, home: &Path, tmux: &Tmux) -> Up {
         hostname: hostname(),
         home: home.display().to_string(),
         tmux_socket: tmux.socket.display().to_string(),
-        lab_exe: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        lab_exe: own_exe().map(|p| p.display().to_string()).unwrap_or_default(),
         env: crate::runs::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
             .env
             .into_iter()
@@ -432,6 +447,14 @@ async fn connect_once(url: &url::Url, opts: &Options, key: &str, tmux: &Tmux) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_replaced_by_itself_is_run_by_its_path() {
+        let deleted = Path::new("/h/.cache/lab/bin/lab-1-ab (deleted)");
+        assert_eq!(live_path(deleted, |_| true), Path::new("/h/.cache/lab/bin/lab-1-ab"));
+        assert_eq!(live_path(deleted, |_| false), deleted, "gone: said as it is");
+        assert_eq!(live_path(Path::new("/x/lab"), |_| true), Path::new("/x/lab"));
+    }
 
     #[test]
     fn what_does_not_fit_in_a_frame_is_not_sent_and_a_reply_says_why() {

@@ -168,9 +168,9 @@ async fn keep(
 ) {
     let mut wait = Duration::ZERO;
     let mut last_error: Option<String> = None;
-    // lab of this build there, checked by its hash on this lab serve's first link: not
-    // hashed there again after a cut (a link that ends before the runner's hello checks
-    // it again).
+    // lab of this build there as last checked: on every link it is looked at again
+    // (who may write it and its folders, its identity) and hashed again only if its
+    // identity changed.
     let mut checked: Option<bootstrap::Installed> = None;
     loop {
         hosts.set_dialing(&name, Some(Dialing { trying: true, last_error: last_error.clone() }));
@@ -219,10 +219,7 @@ async fn link_once(
     let installed = match tokio::task::spawn_blocking(move || {
         m.up()?;
         let up = started.elapsed();
-        match known {
-            Some(i) => Ok((bootstrap::Installed { uploaded: false, ..i }, up)),
-            None => bootstrap::ensure_lab(&m, &exe, protocol::VERSION).map(|i| (i, up)),
-        }
+        bootstrap::ensure_lab(&m, &exe, protocol::VERSION, known.as_ref()).map(|i| (i, up))
     })
     .await
     {
@@ -233,10 +230,12 @@ async fn link_once(
         Ok(Err(e)) => return failed(e),
         Err(e) => return Ended::Failed(format!("the dial task failed: {e}")),
     };
-    let command = format!(
-        "exec {} runner proxy --home \"{REMOTE_HOME}\" --build {}",
-        crate::util::shell::quote(&installed.path),
-        crate::util::shell::quote(&installed.build)
+    // Run only if it is still the file just checked (the check and the run are one
+    // command there).
+    let command = bootstrap::run_checked(
+        &installed.path,
+        &installed.identity,
+        &format!("runner proxy --home \"{REMOTE_HOME}\" --build {}", crate::util::shell::quote(&installed.build)),
     );
     let mut c = tokio::process::Command::from(master.session(&command));
     c.stdin(std::process::Stdio::piped())
