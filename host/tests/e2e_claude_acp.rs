@@ -121,7 +121,7 @@ fn a_permission_answered_allow_runs_the_command_and_a_stale_answer_is_refused() 
     assert_eq!((s, &r["error"]), (409, &json!("no_dialog")), "a stale answer: {r}");
     let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "The file is written."));
     assert_eq!(std::fs::read_to_string(e.w.workdir.join("acp-ran.txt")).unwrap().trim(), "acp");
-    assert!(has_text(&v, "I will write the file."), "the agent's text before the call");
+    assert!(has_text(&v, "I will write the file."), "the agent's text before the call: {:#}", v["messages"]);
     assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"));
     e.stop_run(&id);
 }
