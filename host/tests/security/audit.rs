@@ -44,17 +44,21 @@ fn refused_logins_cannot_wash_flood_or_forge_the_audit_log() {
     // An operator's action first.
     let id = lab.create_run(&w, "claude-code", "hello")["id"].as_str().unwrap().to_string();
 
-    // The flood: 40 refused logins, each with a field name of 500 KiB that holds a
-    // forged line and terminal control sequences.
+    // The flood: 40 refused logins, each with a long field name that holds a forged
+    // line and terminal control sequences; the first one's is 600 KiB (its error answer,
+    // which holds it twice, is over 1 MiB), the others' 8 KiB.
     let forged = "\n2026-12-07T10:00:00.000Z  Phone (d-1)  run.stop r-1  applied\u{1b}[2J\u{1b}]0;owned\u{7}";
-    let name = format!("{forged}{}", "x".repeat(500 * 1024));
-    let body = serde_json::to_vec(&json!({ name.clone(): 1 })).unwrap();
     for i in 0..40 {
+        let name = format!("{forged}{}", "x".repeat(if i == 0 { 600 * 1024 } else { 8 * 1024 }));
+        let body = serde_json::to_vec(&json!({ name.clone(): 1 })).unwrap();
         let (status, answer) = login(&addr, &body);
         assert_eq!(status, 400, "login {i}");
         // Row 7: the error answer reaches the caller whole (it holds the name).
         let v: Value = serde_json::from_slice(&answer).unwrap_or_else(|e| panic!("login {i}: {e}"));
         assert!(v["message"].as_str().unwrap().contains(&name), "the answer whole");
+        if i == 0 {
+            assert!(answer.len() > 1024 * 1024, "{} bytes", answer.len());
+        }
     }
 
     // Row 2: the operator's entry is there; what the flood left is bounded and counted.

@@ -136,9 +136,16 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let status = resp.status();
     let wants_body = !status.is_success() || matches!(action, "run.start" | "run.fork");
     let (resp, out) = if wants_body {
-        let (p, b) = resp.into_parts();
+        let (mut p, b) = resp.into_parts();
+        // Its length said as it was: a body passed on in pieces keeps it.
+        if let Some(n) = axum::body::HttpBody::size_hint(&b).exact() {
+            p.headers.entry(axum::http::header::CONTENT_LENGTH).or_insert(n.into());
+        }
         let (body, seen) = peek(b, READ_AT_MOST).await;
-        let out: Value = seen.and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        let out: Value = match seen {
+            Seen::Whole(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
+            Seen::Start(b) => error_of_start(&b),
+        };
         (Response::from_parts(p, body), out)
     } else {
         (resp, Value::Null)
@@ -167,10 +174,16 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     resp
 }
 
+/// What the log read of a response body.
+enum Seen {
+    Whole(axum::body::Bytes),
+    /// Its first bytes: it was longer than the log reads.
+    Start(Vec<u8>),
+}
+
 /// A response body read for the log up to `at_most` bytes, and the body passed on
-/// whole whatever its size: what was read, then the rest as it comes. `Some` bytes
-/// when the whole body was read.
-async fn peek(body: Body, at_most: usize) -> (Body, Option<axum::body::Bytes>) {
+/// whole whatever its size: what was read, then the rest as it comes.
+async fn peek(body: Body, at_most: usize) -> (Body, Seen) {
     use futures_util::StreamExt;
     let mut stream = body.into_data_stream();
     let mut seen = Vec::new();
@@ -178,23 +191,64 @@ async fn peek(body: Body, at_most: usize) -> (Body, Option<axum::body::Bytes>) {
         match stream.next().await {
             None => {
                 let bytes = axum::body::Bytes::from(seen);
-                return (Body::from(bytes.clone()), Some(bytes));
+                return (Body::from(bytes.clone()), Seen::Whole(bytes));
             }
             Some(Ok(chunk)) => {
                 seen.extend_from_slice(&chunk);
                 if seen.len() > at_most {
+                    let start = seen[..at_most.min(64 * 1024)].to_vec();
                     let head =
                         futures_util::stream::once(async move { Ok::<_, axum::Error>(axum::body::Bytes::from(seen)) });
-                    return (Body::from_stream(head.chain(stream)), None);
+                    return (Body::from_stream(head.chain(stream)), Seen::Start(start));
                 }
             }
             Some(Err(e)) => {
+                let start = seen.clone();
                 let head =
                     futures_util::stream::once(async move { Ok::<_, axum::Error>(axum::body::Bytes::from(seen)) });
                 let rest = futures_util::stream::once(async move { Err::<axum::body::Bytes, _>(e) });
-                return (Body::from_stream(head.chain(rest)), None);
+                return (Body::from_stream(head.chain(rest)), Seen::Start(start));
             }
         }
+    }
+}
+
+/// lab's error (`{"error": code, "message": …}`) from the start of an answer too long
+/// to read whole: its code, and its message's start.
+fn error_of_start(start: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(start);
+    // A JSON string field's value (its escapes read), its first `at_most` characters.
+    let field = |name: &str, at_most: usize| -> Option<String> {
+        let open = text.find(&format!("\"{name}\":\""))? + name.len() + 3;
+        let rest = &text[open + 1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in rest.char_indices() {
+            match (escaped, c) {
+                (false, '\\') => escaped = true,
+                (false, '"') => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let whole = end.is_some();
+        let mut raw = rest[..end.unwrap_or(rest.len())].to_string();
+        // Cut inside an escape: drop its pieces until the string reads.
+        let value = (0..8).find_map(|_| {
+            let v = serde_json::from_str::<String>(&format!("\"{raw}\"")).ok();
+            if v.is_none() {
+                raw.pop();
+            }
+            v
+        })?;
+        let kept: String = value.chars().take(at_most).collect();
+        Some(if whole && kept.len() == value.len() { kept } else { format!("{kept}…") })
+    };
+    match field("error", 64) {
+        Some(code) => json!({"error": code, "message": field("message", audit::REASON_KEPT).unwrap_or_default()}),
+        None => Value::Null,
     }
 }
 
@@ -255,11 +309,18 @@ mod tests {
     async fn a_body_over_what_the_log_reads_passes_on_whole() {
         let big: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
         let (body, seen) = peek(Body::from(big.clone()), 1024 * 1024).await;
-        assert!(seen.is_none());
+        assert!(matches!(seen, Seen::Start(ref s) if s[..] == big[..64 * 1024]));
         assert_eq!(axum::body::to_bytes(body, usize::MAX).await.unwrap(), big);
         let (body, seen) = peek(Body::from("{\"error\":\"x\"}"), 1024).await;
-        assert_eq!(seen.as_deref(), Some(&b"{\"error\":\"x\"}"[..]));
+        assert!(matches!(seen, Seen::Whole(ref b) if b[..] == b"{\"error\":\"x\"}"[..]));
         assert_eq!(axum::body::to_bytes(body, usize::MAX).await.unwrap(), "{\"error\":\"x\"}");
+        // An error too long to read whole is logged by its code and its message's start.
+        let long = format!("{{\"error\":\"bad_request\",\"message\":\"a \\\"q\\\" {}", "y".repeat(2000));
+        let v = error_of_start(long.as_bytes());
+        assert_eq!(v["error"], "bad_request");
+        let m = v["message"].as_str().unwrap();
+        assert!(m.starts_with("a \"q\" yyy") && m.ends_with('…') && m.chars().count() == audit::REASON_KEPT + 1, "{m}");
+        assert_eq!(error_of_start(b"not lab's"), Value::Null);
     }
 
     #[test]

@@ -176,6 +176,13 @@ fn text(v: serde_json::Value) -> Message {
 
 impl Open {
     async fn serve(self, mut socket: WebSocket, standing: auth::Standing) {
+        // Who has control, first: a view whose client is gone already (a dropped
+        // connection) ends here, before a terminal client is started for it.
+        let mut view = self.run.subscribe();
+        let mut holder = view.borrow_and_update().keyboard.clone();
+        if socket.send(self.control_message(&holder)).await.is_err() {
+            return;
+        }
         let rec = self.run.record();
         let term = self.runs.terminal_for(&rec);
         let (tx, mut pane) = tokio::sync::mpsc::channel(256);
@@ -187,14 +194,9 @@ impl Open {
             Err(e) => return end(socket, &e.to_string()).await,
         };
         let up = typist(watch);
-        let mut view = self.run.subscribe();
-        let mut holder = view.borrow_and_update().keyboard.clone();
         let mut stop = self.runs.shutdown_signal();
         let ended = standing.ended();
         tokio::pin!(ended);
-        if socket.send(self.control_message(&holder)).await.is_err() {
-            return;
-        }
         let why = loop {
             tokio::select! {
                 ev = pane.recv() => match ev {
