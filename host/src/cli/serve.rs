@@ -130,6 +130,7 @@ pub fn serve(
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
         let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
+        let search = runs.books().search.clone();
         let state = crate::edge::http::AppState {
             runs: runs.clone(),
             access: edge.access.clone(),
@@ -182,6 +183,8 @@ pub fn serve(
         }
         sweeper.abort();
         let _ = tokio::task::spawn_blocking(move || audit.sweep(true)).await;
+        // The search index closed in order: the next start trusts it without reading it.
+        let _ = tokio::task::spawn_blocking(move || search.close(std::time::Duration::from_secs(5))).await;
         drop(serve_file);
         drop(control.guard);
         tracing::info!("lab stopped; runs keep going in tmux and are picked up by the next `lab serve`");

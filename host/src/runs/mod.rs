@@ -488,7 +488,8 @@ impl Runs {
         let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
         // Before the (slower) providers: a damaged registry fails fast, with its fix.
         let registry = Registry::open(&home.registry())?;
-        let (search, index_opened) = search::SearchIndex::open(&home.search_index(), config.search.max_mb << 20)?;
+        // Returns at once: the index is looked at (and built if new) in the background.
+        let (search, index_ready) = search::SearchIndex::open(&home.search_index(), config.search.max_mb << 20)?;
         let books = Arc::new(books::Books {
             usage: usage::UsageBook::open(home.usage_dir(), usage::Prices::new(&config.prices))?,
             search,
@@ -596,8 +597,15 @@ impl Runs {
             runs.agent_version(&f.info.name, &f.info.default_program);
         }
         runs.clone().spawn_provider_watch(look);
-        if index_opened == search::Opened::Fresh {
-            runs.clone().spawn_reindex();
+        {
+            let runs = Arc::downgrade(&runs);
+            tokio::spawn(async move {
+                if index_ready.await == Ok(search::Opened::Fresh) {
+                    if let Some(runs) = runs.upgrade() {
+                        runs.spawn_reindex();
+                    }
+                }
+            });
         }
         liveness::spawn(runs.clone(), in_tmux);
         runs.clone().spawn_evictions();

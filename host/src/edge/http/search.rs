@@ -56,10 +56,13 @@ async fn search(
         Some(id) => Some(RunId::parse(id).ok_or_else(|| ApiError::bad_request(format!("run {id:?} is not a run id")))?),
     };
     let index = runs.books().search.clone();
-    let indexing = index.building();
-    let hits = tokio::task::spawn_blocking(move || index.search(&text, limit, run.as_ref()))
-        .await
-        .map_err(|e| ApiError::internal(format!("the search stopped: {e}")))?
-        .map_err(|e| ApiError::internal(format!("the search index failed: {e:#}")))?;
+    let (hits, indexing) = tokio::task::spawn_blocking(move || {
+        let hits = index.search(&text, limit, run.as_ref());
+        // Asked after: hits found in an index that was just opened come with `false`.
+        (hits, index.building())
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the search stopped: {e}")))?;
+    let hits = hits.map_err(|e| ApiError::internal(format!("the search index failed: {e:#}")))?;
     Ok(Json(json!({ "hits": hits, "indexing": indexing })).into_response())
 }

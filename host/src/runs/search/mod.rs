@@ -8,10 +8,13 @@
 //!   one writer thread takes them in, a transaction per batch (at most
 //!   [`BATCH_WAIT`] after they arrive). Each run's next message number is kept, so a
 //!   transcript read again (after a restart) adds nothing twice.
-//! - **Rebuilt when missing or damaged**: a file that does not open, fails SQLite's
-//!   `quick_check` or lacks lab's tables is moved aside (`search.db.damaged`) and a new
-//!   one made; [`SearchIndex::open`] says so, and lab serve indexes every run again
-//!   from its transcript.
+//! - **Opened without a wait**: [`SearchIndex::open`] returns at once; the writer
+//!   thread opens the file, and reads it whole (SQLite's `quick_check`) only if lab serve
+//!   did not close it in order ([`SearchIndex::close`] marks it so and empties its
+//!   write-ahead log). Until then searches find nothing and say `indexing`.
+//! - **Rebuilt when missing or damaged**: a file that does not open, fails that check
+//!   or lacks lab's tables is moved aside (`search.db.damaged`) and a new one made;
+//!   [`Ready`] says so, and lab serve indexes every run again from its transcript.
 //! - **Bounded**: past `max_bytes` the oldest messages are dropped, then the freed pages.
 
 pub mod query;
@@ -39,6 +42,8 @@ pub const RANK_WINDOW: i64 = 1000;
 const TEXT_CAP: usize = 16 * 1024;
 /// The schema lab's index has (a different one is rebuilt).
 const SCHEMA: &str = "lab-search-2";
+/// The write-ahead log's size kept after it is folded in (SQLite's `journal_size_limit`).
+const WAL_KEPT: i64 = 4 << 20;
 
 /// One hit of `GET /search`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -67,13 +72,18 @@ enum Job {
     Flush(mpsc::Sender<()>),
     /// Every run was read into it (after a build from the transcripts).
     Complete,
+    /// lab serve stops: the index is marked as closed in order, its log folded in, and
+    /// the writer ends (answering once done).
+    Close(mpsc::Sender<()>),
 }
 
 /// The index: a writer thread and a connection for queries.
 pub struct SearchIndex {
     jobs: Mutex<mpsc::Sender<Job>>,
-    reader: Mutex<Connection>,
-    /// It is being built from the transcripts (hits may be missing until it is done).
+    /// None until the writer has looked at the file (or if it could not be opened).
+    reader: Mutex<Option<Connection>>,
+    /// It is being looked at or built from the transcripts (hits may be missing until
+    /// it is done).
     building: Arc<AtomicBool>,
     /// Each run's next message number not yet indexed (the writer's, shared): a tail
     /// reading a transcript again hands over nothing the index has.
@@ -100,37 +110,80 @@ pub enum Opened {
     /// whose build from the transcripts did not finish: every run is to be read into it
     /// ([`SearchIndex::mark_complete`] when done).
     Fresh,
+    /// It could not be opened nor made (the reason is logged): searches find nothing.
+    Unusable,
 }
 
+/// What [`SearchIndex::open`] found, said by its writer once it has looked.
+pub type Ready = tokio::sync::oneshot::Receiver<Opened>;
+
 impl SearchIndex {
-    /// Open (or make) the index at `path`, at most `max_bytes` on disk.
-    pub fn open(path: &Path, max_bytes: u64) -> Result<(Arc<SearchIndex>, Opened)> {
-        let (writer, opened) = match open_checked(path) {
-            Ok(Some(c)) => {
-                let complete = c.query_row("SELECT 1 FROM meta WHERE key = 'complete'", [], |_| Ok(())).is_ok();
-                (c, if complete { Opened::AsItWas } else { Opened::Fresh })
-            }
-            Ok(None) => (create(path)?, Opened::Fresh),
-            Err(why) => {
-                let aside = path.with_extension("db.damaged");
-                tracing::warn!(index = %path.display(), aside = %aside.display(), "the search index is damaged ({why:#}); it is moved aside and built again");
-                std::fs::rename(path, &aside).with_context(|| format!("moving {} aside", path.display()))?;
-                for ext in ["db-wal", "db-shm"] {
-                    let _ = fsutil::remove_if_exists(&path.with_extension(ext));
-                }
-                (create(path)?, Opened::Fresh)
-            }
-        };
-        let reader =
-            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .with_context(|| format!("opening {} to read", path.display()))?;
-        reader.busy_timeout(Duration::from_secs(2))?;
+    /// The index at `path`, at most `max_bytes` on disk. Returns at once: the file is
+    /// opened, checked (after a stop that was not orderly: SQLite's `quick_check`,
+    /// which reads the whole file) and, if damaged, moved aside and made anew by the
+    /// writer thread; meanwhile messages handed over wait for it, searches find nothing
+    /// and [`SearchIndex::building`] is true. [`Ready`] says what it found.
+    pub fn open(path: &Path, max_bytes: u64) -> Result<(Arc<SearchIndex>, Ready)> {
         let (tx, rx) = mpsc::channel();
-        let building = Arc::new(AtomicBool::new(opened == Opened::Fresh));
-        let mut w = Writer::new(writer, max_bytes, building.clone())?;
-        let next = w.next.clone();
-        std::thread::Builder::new().name("lab-search".into()).spawn(move || w.run(rx))?;
-        Ok((Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(reader), building, next }), opened))
+        let building = Arc::new(AtomicBool::new(true));
+        let next: Next = Arc::default();
+        let index = Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(None), building, next });
+        let (said, ready) = tokio::sync::oneshot::channel();
+        let path = path.to_path_buf();
+        let shared = index.clone();
+        // The writer holds the index only until it has looked: dropping every other
+        // handle still ends it (its jobs' channel closes).
+        let (reader, building, next) = (Arc::downgrade(&shared), shared.building.clone(), shared.next.clone());
+        drop(shared);
+        std::thread::Builder::new().name("lab-search".into()).spawn(move || {
+            let opened = match look(&path) {
+                Ok((writer, opened)) => {
+                    let found = Connection::open_with_flags(
+                        &path,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )
+                    .with_context(|| format!("opening {} to read", path.display()))
+                    .and_then(|r| {
+                        r.busy_timeout(Duration::from_secs(2))?;
+                        Ok(r)
+                    })
+                    .and_then(|r| Writer::new(writer, max_bytes, building.clone(), next).map(|w| (r, w)));
+                    match found {
+                        Ok((r, w)) => Some((r, w, opened)),
+                        Err(e) => {
+                            tracing::warn!(index = %path.display(), error = %format!("{e:#}"), "the search index could not be opened; search finds nothing until lab serve starts again");
+                            None
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(index = %path.display(), error = %format!("{e:#}"), "the search index could not be opened nor made; search finds nothing until lab serve starts again");
+                    None
+                }
+            };
+            let Some((r, mut w, opened)) = opened else {
+                building.store(false, Ordering::SeqCst);
+                let _ = said.send(Opened::Unusable);
+                // Jobs are taken and dropped; a flush is answered.
+                while let Ok(job) = rx.recv() {
+                    if let Job::Flush(f) | Job::Close(f) = job {
+                        let _ = f.send(());
+                    }
+                }
+                return;
+            };
+            // Under the reader's lock: a search that found something sees it done.
+            if let Some(index) = reader.upgrade() {
+                let mut slot = index.reader.lock().unwrap();
+                *slot = Some(r);
+                if opened == Opened::AsItWas {
+                    building.store(false, Ordering::SeqCst);
+                }
+            }
+            let _ = said.send(opened);
+            w.run(rx)
+        })?;
+        Ok((index, ready))
     }
 
     /// Index a run's new messages (those it has already are skipped).
@@ -161,7 +214,18 @@ impl SearchIndex {
         let _ = self.jobs.lock().unwrap().send(Job::Complete);
     }
 
-    /// Whether it is being built from the transcripts.
+    /// lab serve stops: what was added before is committed, the index marked as closed
+    /// in order (the next start trusts it without reading it all) and its write-ahead
+    /// log folded in and emptied. Waits at most `within`; nothing is taken in after.
+    pub fn close(&self, within: Duration) -> bool {
+        let (tx, rx) = mpsc::channel();
+        if self.jobs.lock().unwrap().send(Job::Close(tx)).is_err() {
+            return false;
+        }
+        rx.recv_timeout(within).is_ok()
+    }
+
+    /// Whether it is being looked at or built from the transcripts.
     pub fn building(&self) -> bool {
         self.building.load(Ordering::SeqCst)
     }
@@ -183,7 +247,8 @@ impl SearchIndex {
     pub fn search(&self, q: &str, limit: usize, run: Option<&RunId>) -> Result<Vec<Hit>> {
         let Some(fts) = query::to_fts(q) else { return Ok(Vec::new()) };
         let terms = query::terms(q);
-        let c = self.reader.lock().unwrap();
+        let reader = self.reader.lock().unwrap();
+        let Some(c) = reader.as_ref() else { return Ok(Vec::new()) };
         let mut stmt = c.prepare_cached(
             "SELECT rowid, run, seq, role, ts, text FROM msgs WHERE msgs MATCH ?1 AND (?2 IS NULL OR run = ?2) \
              ORDER BY rowid DESC LIMIT ?3",
@@ -257,19 +322,47 @@ fn role_name(r: Role) -> &'static str {
     }
 }
 
-/// The index at `path` if it is there and sound; None if there is none.
+/// The index's file, opened to write: as it was, or made anew (none was there, or it
+/// was damaged and is moved aside).
+fn look(path: &Path) -> Result<(Connection, Opened)> {
+    Ok(match open_checked(path) {
+        Ok(Some(c)) => {
+            let complete = c.query_row("SELECT 1 FROM meta WHERE key = 'complete'", [], |_| Ok(())).is_ok();
+            (c, if complete { Opened::AsItWas } else { Opened::Fresh })
+        }
+        Ok(None) => (create(path)?, Opened::Fresh),
+        Err(why) => {
+            let aside = path.with_extension("db.damaged");
+            tracing::warn!(index = %path.display(), aside = %aside.display(), "the search index is damaged ({why:#}); it is moved aside and built again");
+            std::fs::rename(path, &aside).with_context(|| format!("moving {} aside", path.display()))?;
+            for ext in ["db-wal", "db-shm"] {
+                let _ = fsutil::remove_if_exists(&path.with_extension(ext));
+            }
+            (create(path)?, Opened::Fresh)
+        }
+    })
+}
+
+/// The index at `path` if it is there and sound; None if there is none. Read whole
+/// (`quick_check`) only if lab serve did not close it in order.
 fn open_checked(path: &Path) -> Result<Option<Connection>> {
     if !path.exists() {
         return Ok(None);
     }
     let c = Connection::open(path)?;
-    let ok: String = c.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
-    anyhow::ensure!(ok == "ok", "quick_check: {ok}");
+    c.busy_timeout(Duration::from_secs(5))?;
+    let clean = c.query_row("SELECT 1 FROM meta WHERE key = 'clean'", [], |_| Ok(())).is_ok();
+    if !clean {
+        let ok: String = c.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        anyhow::ensure!(ok == "ok", "quick_check: {ok}");
+    }
     let schema: String =
         c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).context("no schema record")?;
     anyhow::ensure!(schema == SCHEMA, "schema {schema:?}, not {SCHEMA:?}");
     // The FTS tables themselves answer.
     c.query_row("SELECT count(*) FROM msgs WHERE msgs MATCH '\"lab\"'", [], |r| r.get::<_, i64>(0))?;
+    // Open now: a stop that is not in order from here on leaves it to be read whole.
+    c.execute("DELETE FROM meta WHERE key = 'clean'", [])?;
     fsutil::set_mode(path, 0o600)?;
     Ok(Some(c))
 }
@@ -297,12 +390,17 @@ struct Writer {
     building: Arc<AtomicBool>,
     /// Each run's next message number not yet indexed.
     next: Next,
+    /// A build just finished: its log is folded in and emptied.
+    fold: bool,
 }
 
 impl Writer {
-    fn new(c: Connection, max_bytes: u64, building: Arc<AtomicBool>) -> Result<Writer> {
+    fn new(c: Connection, max_bytes: u64, building: Arc<AtomicBool>, shared: Next) -> Result<Writer> {
         c.pragma_update(None, "journal_mode", "WAL")?;
         c.pragma_update(None, "synchronous", "NORMAL")?;
+        // The log is folded into the file every ~4 MiB and cut back to that after; at a
+        // stop it is emptied ([`Job::Close`]).
+        c.pragma_update(None, "journal_size_limit", WAL_KEPT)?;
         for ext in ["db-wal", "db-shm"] {
             let p: PathBuf = PathBuf::from(c.path().unwrap_or_default()).with_extension(ext);
             let _ = fsutil::set_mode(&p, 0o600);
@@ -312,25 +410,39 @@ impl Writer {
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?;
             rows.collect::<Result<HashMap<_, _>, _>>()?
         };
-        Ok(Writer { c, max_bytes, building, next: Arc::new(Mutex::new(Known { next, ..Known::default() })) })
+        shared.lock().unwrap().next = next;
+        Ok(Writer { c, max_bytes, building, next: shared, fold: false })
     }
 
     fn run(&mut self, rx: mpsc::Receiver<Job>) {
         while let Ok(first) = rx.recv() {
             // A flush is answered now; anything else waits a little for company.
-            let mut flushing = matches!(first, Job::Flush(_));
+            let now = |j: &Job| matches!(j, Job::Flush(_) | Job::Close(_));
+            let mut flushing = now(&first);
             let mut batch = vec![first];
             while !flushing && batch.len() < 256 {
                 let Ok(more) = rx.recv_timeout(BATCH_WAIT) else { break };
-                flushing = matches!(more, Job::Flush(_));
+                flushing = now(&more);
                 batch.push(more);
             }
+            let closing = batch.iter().any(|j| matches!(j, Job::Close(_)));
             let mut flushes = Vec::new();
-            if let Err(e) = self.commit(batch, &mut flushes) {
+            let done = self.commit(batch, &mut flushes);
+            if let Err(e) = &done {
                 tracing::warn!(error = %format!("{e:#}"), "the search index could not take messages in");
+            }
+            if closing || self.fold {
+                // Its log folded into the file and emptied: none is left at rest.
+                self.fold = false;
+                if let Err(e) = self.c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                    tracing::debug!(error = %e, "the search index's log could not be folded in now");
+                }
             }
             for f in flushes {
                 let _ = f.send(());
+            }
+            if closing {
+                return;
             }
         }
     }
@@ -342,6 +454,10 @@ impl Writer {
         for job in batch {
             match job {
                 Job::Flush(f) => flushes.push(f),
+                Job::Close(f) => {
+                    tx.execute("INSERT OR REPLACE INTO meta VALUES ('clean', '1')", [])?;
+                    flushes.push(f);
+                }
                 Job::Complete => {
                     tx.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')", [])?;
                     complete = true;
@@ -376,6 +492,7 @@ impl Writer {
         tx.commit()?;
         if complete {
             self.building.store(false, Ordering::SeqCst);
+            self.fold = true;
         }
         if added {
             self.bound()?;

@@ -20,8 +20,8 @@ fn run(id: &str) -> RunId {
 fn messages_are_found_ranked_with_the_match_marked_and_never_twice() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("search.db");
-    let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
-    assert_eq!(opened, Opened::Fresh);
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
     let a = run("run-a");
     idx.add(
         &a,
@@ -61,18 +61,18 @@ fn an_index_reopened_keeps_its_messages_and_a_damaged_one_is_made_anew() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("search.db");
     {
-        let (idx, _) = SearchIndex::open(&path, 1 << 30).unwrap();
+        let (idx, _ready) = SearchIndex::open(&path, 1 << 30).unwrap();
         idx.add(&run("run-a"), &[msg(0, Role::User, "papaya")]);
         assert!(idx.flush(Duration::from_secs(5)));
     }
     // Its build never finished: built again (what it has is kept).
-    let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
-    assert_eq!(opened, Opened::Fresh);
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
     idx.mark_complete();
     assert!(idx.flush(Duration::from_secs(5)));
     drop(idx);
-    let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
-    assert_eq!(opened, Opened::AsItWas);
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::AsItWas));
     assert_eq!(idx.search("papaya", 10, None).unwrap().len(), 1);
     // Seq 0 is known: adding it again changes nothing.
     idx.add(&run("run-a"), &[msg(0, Role::User, "papaya")]);
@@ -80,8 +80,8 @@ fn an_index_reopened_keeps_its_messages_and_a_damaged_one_is_made_anew() {
     assert_eq!(idx.search("papaya", 10, None).unwrap().len(), 1);
     drop(idx);
     std::fs::write(&path, b"this is not an SQLite database, it was overwritten").unwrap();
-    let (idx, opened) = SearchIndex::open(&path, 1 << 30).unwrap();
-    assert_eq!(opened, Opened::Fresh);
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
     assert!(path.with_extension("db.damaged").exists());
     assert_eq!(idx.search("papaya", 10, None).unwrap().len(), 0);
 }
@@ -90,7 +90,7 @@ fn an_index_reopened_keeps_its_messages_and_a_damaged_one_is_made_anew() {
 fn past_its_bound_the_oldest_messages_go() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("search.db");
-    let (idx, _) = SearchIndex::open(&path, 256 * 1024).unwrap();
+    let (idx, _ready) = SearchIndex::open(&path, 256 * 1024).unwrap();
     for batch in 0..40u64 {
         let msgs: Vec<SeqMessage> = (0..50u64)
             .map(|i| msg(batch * 50 + i, Role::Assistant, &format!("word{batch}x{i} {}", "filler text ".repeat(40))))
@@ -100,4 +100,34 @@ fn past_its_bound_the_oldest_messages_go() {
     }
     assert_eq!(idx.search("word0x0", 10, None).unwrap().len(), 0, "the oldest went");
     assert_eq!(idx.search("word39x49", 10, None).unwrap().len(), 1, "the newest stay");
+}
+
+#[test]
+fn opening_touches_nothing_until_the_writer_has_looked_and_a_closed_index_leaves_no_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("search.db");
+    {
+        let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+        assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
+        idx.add(&run("run-a"), &[msg(0, Role::User, "guava")]);
+        idx.mark_complete();
+        assert!(idx.close(Duration::from_secs(5)), "closed in order");
+        // Nothing is taken in after.
+        assert!(!idx.flush(Duration::from_millis(200)));
+    }
+    let wal = path.with_extension("db-wal");
+    assert!(std::fs::metadata(&wal).map(|m| m.len() == 0).unwrap_or(true), "its log is folded in and emptied");
+    // Another holds the file: open returns all the same, finds nothing and says it is
+    // looking, until the file is free.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE; UPDATE meta SET value = value WHERE key = 'schema';").unwrap();
+    let (idx, mut ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert!(idx.building());
+    assert_eq!(idx.search("guava", 10, None).unwrap(), vec![]);
+    assert_eq!(ready.try_recv(), Err(tokio::sync::oneshot::error::TryRecvError::Empty));
+    other.execute_batch("COMMIT").unwrap();
+    drop(other);
+    assert_eq!(ready.blocking_recv(), Ok(Opened::AsItWas));
+    assert!(!idx.building());
+    assert_eq!(idx.search("guava", 10, None).unwrap().len(), 1);
 }
