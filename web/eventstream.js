@@ -1,4 +1,5 @@
-// The run's live view over server-sent events (GET /runs/{id}/events).
+// A live view over server-sent events: a run's (GET /runs/{id}/events, events named
+// "view") or the run list's (GET /runs/events, "runs").
 
 import { deviceKey } from "./api.js";
 
@@ -8,8 +9,9 @@ import { deviceKey } from "./api.js";
  * function: it is asked again on each reopen (to start after what the page has).
  */
 export class ViewStream {
-  constructor(url, { onView, onStatus, onClosed }) {
+  constructor(url, { onView, onStatus, onClosed, event = "view" }) {
     this.url = url;
+    this.event = event;
     this.onView = onView;
     this.onStatus = onStatus;
     this.onClosed = onClosed;
@@ -29,7 +31,7 @@ export class ViewStream {
     const es = new EventSource(url);
     this.es = es;
     es.addEventListener("open", () => { this.onStatus("live"); });
-    es.addEventListener("view", (e) => {
+    es.addEventListener(this.event, (e) => {
       this.backoff = 1000;
       this.onStatus("live");
       let data;

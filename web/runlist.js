@@ -1,10 +1,10 @@
-// The run list in the sidebar, fed by polling GET /runs.
+// The run list in the sidebar, fed by the run list's event stream (GET /runs/events)
+// and older pages on request (GET /runs?limit&before).
 import { api, enc } from "./api.js";
+import { ViewStream } from "./eventstream.js";
 import { ago, basename, h, parseTime, plusMinus, shortId, stateBadge } from "./dom.js";
 import { summaryText } from "./diffparse.js";
 import { store } from "./store.js";
-
-const RUNS_POLL_MS = 2000;
 
 const runListEl = document.getElementById("run-list");
 const runListStatus = document.getElementById("run-list-status");
@@ -72,52 +72,92 @@ export function renderRunList() {
 
 const pollListeners = [];
 
-/** Call fn(runs) after every successful GET /runs poll. */
+/** Call fn(runs) after every change of the run list (its first snapshot included). */
 export function onRunsPolled(fn) {
   pollListeners.push(fn);
 }
 
-async function pollRuns() {
-  const res = await api("GET", "runs");
-  if (res.ok && Array.isArray(res.data)) {
-    const fresh = new Map(res.data.map((r) => [r.id, r]));
-    store.runs = fresh;
+/** How many runs the list asks for at a time (the newest first). */
+const PAGE = 50;
+/** Where the next older page starts (null: none older, or not known yet). */
+let older = null;
+/** Whether the operator loaded older pages (a snapshot's cursor then stays theirs). */
+let olderLoaded = false;
+const olderButton = h("button", { type: "button", class: "run-list-older", "data-testid": "run-list-older", hidden: true }, "Show older runs");
+runListEl.after(olderButton);
+olderButton.addEventListener("click", async () => {
+  if (!older) return;
+  olderButton.disabled = true;
+  const res = await api("GET", `runs?limit=${PAGE}&before=${enc(older)}`);
+  olderButton.disabled = false;
+  if (!res.ok || !res.data) {
+    runListStatus.textContent = res.message || "Cannot load older runs";
+    runListStatus.classList.add("error");
+    return;
+  }
+  olderLoaded = true;
+  older = res.data.next;
+  for (const r of res.data.runs) store.runs.set(r.id, r);
+  changed();
+});
+
+function changed() {
+  runListStatus.textContent = "";
+  runListStatus.classList.remove("error");
+  olderButton.hidden = !older;
+  renderRunList();
+  if (store.currentView && store.currentView.onRunsUpdated) store.currentView.onRunsUpdated();
+  const runs = [...store.runs.values()];
+  for (const fn of pollListeners) fn(runs);
+}
+
+/** A run-list event (GET /runs/events): the first page, or one run that changed. */
+function onListEvent(ev) {
+  if (ev.type === "snapshot" && Array.isArray(ev.runs)) {
+    for (const r of ev.runs) store.runs.set(r.id, r);
+    if (!olderLoaded) older = ev.next;
     for (const id of store.liveState.keys()) {
       if (!store.currentView || store.currentView.runId !== id) store.liveState.delete(id);
     }
-    runListStatus.textContent = "";
-    runListStatus.classList.remove("error");
-    renderRunList();
-    if (store.currentView && store.currentView.onRunsUpdated) store.currentView.onRunsUpdated();
-    for (const fn of pollListeners) fn(res.data);
-  } else if (!res.ok) {
-    runListStatus.textContent = res.message;
-    runListStatus.classList.add("error");
+    changed();
+  } else if ((ev.type === "added" || ev.type === "changed") && ev.run && ev.run.id) {
+    store.runs.set(ev.run.id, ev.run);
+    changed();
+  } else if (ev.type === "removed" && ev.run && ev.run.id) {
+    store.runs.delete(ev.run.id);
+    changed();
   }
 }
 
-let refreshNow = () => {};
-
-/** Poll GET /runs now (e.g. after starting or stopping a run). */
-export function refreshRunsNow() {
-  refreshNow();
+/** The newest page again now (e.g. after starting or stopping a run). */
+export async function refreshRunsNow() {
+  const res = await api("GET", `runs?limit=${PAGE}`);
+  if (res.ok && res.data && Array.isArray(res.data.runs)) {
+    for (const r of res.data.runs) store.runs.set(r.id, r);
+    if (!olderLoaded) older = res.data.next;
+    changed();
+  }
 }
 
-/** Start polling GET /runs every RUNS_POLL_MS (and when the tab becomes visible). */
+/**
+ * Follow the run list: one event stream of its changes (nothing is asked while nothing
+ * changes); the browser reconnects by itself and is sent the newest page again.
+ */
 export function startRunPolling() {
-  let timer = null;
-  let inflight = false;
-  let again = false;
-  const tick = async () => {
-    clearTimeout(timer);
-    if (inflight) { again = true; return; }
-    inflight = true;
-    await pollRuns();
-    inflight = false;
-    if (again) { again = false; tick(); return; }
-    timer = setTimeout(tick, RUNS_POLL_MS);
-  };
-  tick();
-  document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
-  refreshNow = () => tick();
+  new ViewStream("runs/events", {
+    event: "runs",
+    onView: onListEvent,
+    onStatus: (status) => {
+      if (status === "live") {
+        runListStatus.textContent = "";
+        runListStatus.classList.remove("error");
+      } else if (status === "offline") {
+        runListStatus.textContent = "Cannot reach lab; trying again…";
+        runListStatus.classList.add("error");
+      }
+    },
+    // A closed stream (lab restarted, a session ended): a plain request finds out which
+    // (a 401 goes to the login page), then the stream opens again.
+    onClosed: async () => { await api("GET", "runs?limit=1"); return true; },
+  });
 }

@@ -7,13 +7,14 @@
 //   in proxies that report each field name the page reads, at any depth.
 // - Sent: every JSON response from lab itself (not one a test fakes with page.route)
 //   that the page receives, all field names at any depth: recorded from the real runs
-//   the browser tests drive.
+//   the browser tests drive; and every event lab's event streams sent (the data
+//   eventstream.js parses, as it came, before any read).
 
 /**
  * The init script (runs in the page before its own scripts). `binding`: the name of
  * the exposed binding that takes a field name.
  */
-export function fieldProbe(binding, OPAQUE) {
+export function fieldProbe(binding, OPAQUE, sentBinding) {
   const seen = new Set();
   const report = (name) => {
     if (seen.has(name)) return;
@@ -47,12 +48,28 @@ export function fieldProbe(binding, OPAQUE) {
     proxies.set(value, proxy);
     return proxy;
   };
+  const sentNames = new Set();
+  const reportSent = (v) => {
+    if (Array.isArray(v)) { for (const x of v) reportSent(x); return; }
+    if (!v || typeof v !== "object") return;
+    for (const [k, x] of Object.entries(v)) {
+      if (!sentNames.has(k)) {
+        sentNames.add(k);
+        const send = window[sentBinding];
+        if (typeof send === "function") Promise.resolve(send(k)).catch(() => {});
+      }
+      if (!opaque.has(k)) reportSent(x);
+    }
+  };
   const parse = JSON.parse;
   JSON.parse = function (text, reviver) {
     const value = parse.call(this, text, reviver);
     // The caller's frame (the first after this one's): only the UI's two API readers,
     // not its parses of the agent's own text (a tool call's input).
     const caller = String(new Error().stack || "").split("\n").filter((l) => /^\s*at /.test(l))[1] || "";
+    // What an event stream brought is what lab sent (fetched answers are recorded as
+    // they arrive, outside the page).
+    if (/\/eventstream\.js[:?]/.test(caller)) reportSent(value);
     return /\/(api|eventstream)\.js[:?]/.test(caller) ? wrap(value) : value;
   };
 }
@@ -95,11 +112,13 @@ export function fieldRecord() {
   const sent = new Set();
   const pending = [];
   const binding = "__labFieldRead";
+  const sentBinding = "__labFieldSent";
   return {
     read, sent,
     async watch(context) {
       await context.exposeBinding(binding, (_source, name) => { read.add(String(name)); });
-      await context.addInitScript({ content: `(${fieldProbe})(${JSON.stringify(binding)}, ${JSON.stringify(OPAQUE)});` });
+      await context.exposeBinding(sentBinding, (_source, name) => { sent.add(String(name)); });
+      await context.addInitScript({ content: `(${fieldProbe})(${JSON.stringify(binding)}, ${JSON.stringify(OPAQUE)}, ${JSON.stringify(sentBinding)});` });
       context.on("response", (res) => {
         const h = res.headers();
         // lab's own answers carry its security headers; a test's page.route fakes do

@@ -285,6 +285,24 @@ async function holdEventStream(page, view) {
 // ------------------------------------------------------------------ tests
 
 describe("lab web UI in a real browser", () => {
+  scenario("the run list follows one event stream: a run started elsewhere shows and changes state, and the list is never polled", {
+    script: { steps: [{ say: "Hello from the list." }, { idle: {} }] }, prompt: null, open: false,
+  }, async ({ world, page }) => {
+    const lists = [];
+    page.on("request", (r) => {
+      const u = new URL(r.url());
+      if (r.method() === "GET" && /^\/runs(\/events)?$/.test(u.pathname)) lists.push(u.pathname + u.search);
+    });
+    await page.goto(world.url);
+    await page.locator(".run-list-empty").waitFor();
+    const run = await world.createRun("go");
+    await page.locator(`[data-testid=run-item][data-run-id="${run.id}"]`).waitFor();
+    await world.waitView(run.id, (v) => v.state === "idle", "the run idles");
+    await page.waitForFunction((id) => document.querySelector(`[data-testid=run-item][data-run-id="${id}"]`)?.dataset.state === "idle", run.id);
+    assert.equal(await page.getByTestId("run-list-older").isVisible(), false, "no older runs to offer");
+    assert.ok(lists.length >= 1 && lists.every((l) => l.startsWith("/runs/events")), `the list was asked for, not followed: ${lists}`);
+  });
+
   scenario("a long chat opens on its newest page and loads older pages as the operator scrolls up: in order, none twice", {
     script: { steps: [...Array.from({ length: 450 }, (_, i) => ({ say: `line ${i}` })), { idle: {} }] }, open: false,
   }, async ({ world, page, id }) => {

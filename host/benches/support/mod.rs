@@ -361,6 +361,64 @@ pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
     ids
 }
 
+/// `w`'s history used as weeks of work leave it: lab serve started on it builds the
+/// search index and the usage books from every transcript (waited for, at most
+/// `within`), one action per run is taken through the API (a stop of an ended run:
+/// an audit entry each), and it is stopped in order. Returns how long the build took.
+pub fn use_history(w: &World, ids: &[RunId], within: Duration) -> Duration {
+    let lab = w.serve();
+    let t = std::time::Instant::now();
+    wait_for(within, "the search index built from every transcript", || {
+        let (status, v) = lab.get("/search?q=hello");
+        assert_eq!(status, 200, "{v}");
+        (v["indexing"] == false).then_some(())
+    });
+    let built = t.elapsed();
+    for id in ids {
+        lab.post(&format!("/runs/{id}/stop"), &serde_json::json!({}));
+    }
+    lab.stop();
+    built
+}
+
+/// The bytes of `w`'s search index on disk (its file and its write-ahead log).
+pub fn index_bytes(w: &World) -> u64 {
+    ["search.db", "search.db-wal"].iter().map(|f| std::fs::metadata(w.home.join(f)).map(|m| m.len()).unwrap_or(0)).sum()
+}
+
+/// From spawning `lab serve` on `w` to the first answer of `GET path` (asked every
+/// millisecond from before the spawn, as a browser left open on lab asks again), and
+/// the serve. The address is one taken and freed just before.
+pub fn first_answer(w: &World, path: &str) -> (Duration, Lab) {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let token = std::fs::read_to_string(w.home.join("token")).ok().map(|t| t.trim().to_string());
+    let url = format!("http://{addr}{path}");
+    let t = std::time::Instant::now();
+    let asker = std::thread::spawn(move || {
+        let client = bearer_client(
+            token.as_deref(),
+            reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .connect_timeout(Duration::from_millis(200)),
+        );
+        let until = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Ok(r) = client.get(&url).send() {
+                assert_eq!(r.status().as_u16(), 200, "the first answer to {url}");
+                return std::time::Instant::now();
+            }
+            assert!(std::time::Instant::now() < until, "no answer from lab serve at {url} within 120 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let lab = Lab::start_on(w, &addr.to_string(), |_| {});
+    let answered = asker.join().unwrap();
+    (answered - t, lab)
+}
+
 /// VmHWM (the peak) and VmRSS of `pid`, in MiB.
 pub fn peak_and_rss_mib(pid: u32) -> (f64, f64) {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -378,7 +436,9 @@ pub fn peak_and_rss_mib(pid: u32) -> (f64, f64) {
 /// What a restart of `lab serve` on a home full of ended runs costs.
 #[derive(Debug, Clone)]
 pub struct Restart {
-    /// From spawning `lab serve` to its "serving" line.
+    /// From spawning `lab serve` to the first answer of `GET /runs?limit=50`.
+    pub first_answer: Duration,
+    /// From spawning `lab serve` to its "serving" line (another start).
     pub serving: Duration,
     pub rss_serving_mib: f64,
     /// `GET /runs`, each of `list_samples` requests, in ms.
@@ -404,6 +464,8 @@ pub struct Restart {
 /// a chat.
 pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usize) -> Restart {
     w.serve().stop();
+    let (first_answer, lab) = first_answer(w, "/runs?limit=50");
+    lab.stop();
     let t = std::time::Instant::now();
     let lab = w.serve();
     let serving = t.elapsed();
@@ -440,6 +502,7 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usiz
     let rss_all_open_mib = rss_mib(pid);
     lab.stop();
     Restart {
+        first_answer,
         serving,
         rss_serving_mib,
         list: pct(list),

@@ -141,6 +141,7 @@ impl Runs {
         next.remote_transcript = next.remote_transcript.or(rec.remote_transcript.clone());
         self.registry.put(&next).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         *run.record.lock().unwrap() = next;
+        run.view.touch();
         let pending = typed.is_some();
         run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| tail.revive(pending)).await;
         drop(keys);

@@ -43,6 +43,7 @@ pub mod message_store;
 pub mod playback;
 pub mod providers;
 pub mod registry;
+pub mod run_list;
 pub mod screen;
 pub mod spool;
 pub mod tailer;
@@ -131,7 +132,7 @@ pub struct Run {
     messages: Arc<MessageStore>,
     /// When someone last read the run's messages (GET or an event stream).
     looked_at: Mutex<std::time::Instant>,
-    view: watch::Sender<Snapshot>,
+    view: run_list::ViewCell<Snapshot>,
     wake: Notify,
     /// Its provider: the build it started with, kept until it ends.
     provider: Option<Pinned>,
@@ -143,7 +144,13 @@ pub struct Run {
 
 impl Run {
     /// A run as found or created, before its first view: `starting` (or `ended`).
-    fn new(rec: RunRecord, tail: Tail, pinned: Option<Pinned>, changes: broadcast::Sender<Change>) -> Arc<Run> {
+    fn new(
+        rec: RunRecord,
+        tail: Tail,
+        pinned: Option<Pinned>,
+        changes: broadcast::Sender<Change>,
+        listed: broadcast::Sender<RunId>,
+    ) -> Arc<Run> {
         let messages = tail.messages();
         let initial = Snapshot {
             derived: Derived {
@@ -163,7 +170,7 @@ impl Run {
             keyboard: None,
             egress: None,
         };
-        let (view, _) = watch::channel(initial);
+        let view = run_list::ViewCell::new(initial, rec.id.clone(), listed);
         Arc::new(Run {
             id: rec.id.clone(),
             record: Mutex::new(rec),
@@ -282,7 +289,11 @@ impl Run {
         let mut rec = self.record.lock().unwrap();
         let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
         let remote = rec.take_remote_transcript(tail.remote_transcript());
-        (live || remote).then(|| rec.clone())
+        let changed = (live || remote).then(|| rec.clone());
+        if changed.is_some() {
+            self.view.touch();
+        }
+        changed
     }
 
     /// Publish the view derived from `tail`, with the composer lock that follows from it
@@ -432,6 +443,8 @@ struct News {
     shutdown: watch::Sender<bool>,
     /// Every run's view changes ([`Runs::changes`]).
     changes: broadcast::Sender<Change>,
+    /// Which run's list entry may have changed ([`Runs::list_news`]).
+    listed: broadcast::Sender<RunId>,
 }
 
 /// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
@@ -536,7 +549,11 @@ impl Runs {
             here: transport::tmux::TmuxRuns::on(sessions, tmux, lab_exe),
             lives: Lives::default(),
             files: follow::FileWatch::default(),
-            news: News { shutdown: watch::channel(false).0, changes: broadcast::channel(CHANGES_CAPACITY).0 },
+            news: News {
+                shutdown: watch::channel(false).0,
+                changes: broadcast::channel(CHANGES_CAPACITY).0,
+                listed: broadcast::channel(run_list::NEWS_CAPACITY).0,
+            },
             books,
             turns: Turns::default(),
             acp: transport::acp::AcpRuns::new(acp_dir, acp_agents),
@@ -631,6 +648,13 @@ impl Runs {
         self.news.changes.subscribe()
     }
 
+    /// The id of each run whose list entry may have changed (added, its view or its
+    /// record changed), as it happens; a receiver that falls behind is told how many
+    /// it missed.
+    pub fn list_news(&self) -> broadcast::Receiver<RunId> {
+        self.news.listed.subscribe()
+    }
+
     pub fn home(&self) -> &Home {
         &self.home
     }
@@ -688,11 +712,13 @@ impl Runs {
             tail.await_session_info();
         }
         tail.prompt_pending = prompt_pending;
-        let run = Run::new(rec, tail, pinned, self.news.changes.clone());
+        let run = Run::new(rec, tail, pinned, self.news.changes.clone(), self.news.listed.clone());
         if let Some(t) = transcript {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
         self.lives.awake.write().unwrap().insert(run.id.clone(), run.clone());
+        // New in the list, or back from rest (its entry as it was).
+        run.view.touch();
         self.watch_egress(&run);
         run
     }
@@ -814,6 +840,7 @@ impl Runs {
         if let Err(e) = self.registry.put(&rec) {
             tracing::error!(run = %run.id, error = %e, "could not record the error");
         }
+        run.view.touch();
     }
 }
 
@@ -860,7 +887,7 @@ mod update_tests {
         let records = Registry::open(&dir.join("runs.redb")).unwrap();
         records.put(&rec).unwrap();
         let (changes, rx) = broadcast::channel(16);
-        World { run: Run::new(rec, tail, None, changes), changes: rx, records, _dir: d }
+        World { run: Run::new(rec, tail, None, changes, broadcast::channel(16).0), changes: rx, records, _dir: d }
     }
 
     /// A change is derived and published once; an update that changes nothing

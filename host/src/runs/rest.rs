@@ -5,6 +5,7 @@
 //! the history.
 
 use super::registry::Status;
+use super::run_list::{self, Cursor};
 use super::tailer::Tail;
 use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 /// A run in [`Runs::listing`]: one being followed or looked at, or the id of one at
 /// rest (its record read from the registry when its body is made, [`Runs::bodies_of`]).
+#[derive(Clone)]
 pub enum Listed {
     Awake(Arc<Run>),
     AtRest(RunId),
@@ -156,6 +158,11 @@ impl Runs {
     /// made when asked for ([`Runs::bodies_of`]), so a long list is read and sent a
     /// page at a time.
     pub fn listing(&self) -> Vec<Listed> {
+        self.positioned().into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// Every run with its place in the list, oldest first.
+    fn positioned(&self) -> Vec<(Cursor, Listed)> {
         let mut v: Vec<(String, Listed)> = self
             .lives
             .awake
@@ -166,7 +173,45 @@ impl Runs {
             .collect();
         v.extend(self.lives.at_rest.read().unwrap().iter().map(|(id, at)| (at.clone(), Listed::AtRest(id.clone()))));
         v.sort_by(|(a_at, a), (b_at, b)| a_at.cmp(b_at).then_with(|| a.id().cmp(b.id())));
-        v.into_iter().map(|(_, l)| l).collect()
+        v.into_iter().map(|(at, l)| (Cursor { created_at: at, id: l.id().to_string() }, l)).collect()
+    }
+
+    /// A page of the list ([`run_list::page`]): at most `limit` runs older than
+    /// `before`, newest first, and where the next page starts.
+    pub fn page(&self, limit: usize, before: Option<&Cursor>) -> (Vec<RunBody>, Option<Cursor>) {
+        let (listed, next) = run_list::page(&self.positioned(), limit, before);
+        (self.bodies_of(&listed), next)
+    }
+
+    /// What a client following the list is sent first: the newest page, and every run
+    /// not ended beyond it (what waits for the operator is never on a later page).
+    pub fn list_front(&self, limit: usize) -> (Vec<RunBody>, Option<Cursor>) {
+        let all = self.positioned();
+        let (front, next) = run_list::page(&all, limit, None);
+        let older = all.len().saturating_sub(limit);
+        let live: Vec<Listed> = all[..older]
+            .iter()
+            .rev()
+            .filter_map(|(_, l)| match l {
+                Listed::Awake(r) if r.view.borrow().derived.state != RunState::Ended => Some(l.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut bodies = self.bodies_of(&front);
+        bodies.extend(self.bodies_of(&live));
+        (bodies, next)
+    }
+
+    /// One run's list entry, as `GET /runs` shows it (None if there is no such run).
+    pub fn list_entry(&self, id: &RunId) -> Option<RunBody> {
+        let listed = match self.lives.awake.read().unwrap().get(id) {
+            Some(r) => Listed::Awake(r.clone()),
+            None => {
+                self.lives.at_rest.read().unwrap().get(id)?;
+                Listed::AtRest(id.clone())
+            }
+        };
+        self.bodies_of(&[listed]).pop()
     }
 
     /// The bodies of `page` (a piece of [`Runs::listing`]), the records of those at

@@ -84,6 +84,7 @@ impl Runs {
             rec.clone()
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        run.view.touch();
         // Its view says so, and a limit already hit is waited for.
         run.update(&self.registry, Read::AsIs, async |_: &mut super::tailer::Tail| ()).await;
         // A wait for a limit already hit starts again, with the new choice.

@@ -145,6 +145,7 @@ impl Runs {
             rec.clone()
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the merge: {e}")))?;
+        run.view.touch();
         self.count_diff(run).await;
         Ok(commit)
     }
@@ -171,6 +172,7 @@ impl Runs {
             rec.clone()
         };
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the discard: {e}")))?;
+        run.view.touch();
         run.set_diff(None);
         Ok(())
     }

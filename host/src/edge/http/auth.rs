@@ -341,6 +341,7 @@ fn is_event_stream(path: &str) -> bool {
     matches!(
         (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
         (Some(""), Some("runs"), Some(_), Some("events"), None, None)
+            | (Some(""), Some("runs"), Some("events"), None, None, None)
             | (Some(""), Some("runs"), Some(_), Some("terminal"), Some("stream"), None)
     )
 }

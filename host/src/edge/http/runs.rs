@@ -5,6 +5,7 @@
 use super::{auth, ApiError, ApiResult, AppState};
 use crate::agents::model::Answer;
 use crate::runs::message_store::{Page, MAX_PAGE};
+use crate::runs::run_list::Cursor;
 use crate::runs::{CreateRun, Runs};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -24,6 +25,7 @@ use std::sync::Arc;
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/runs", get(list_runs).post(create_run))
+        .route("/runs/events", get(list_events))
         .route("/runs/{id}", get(get_run))
         .route("/runs/{id}/messages", get(get_messages).post(post_message))
         .route("/runs/{id}/events", get(events))
@@ -36,7 +38,18 @@ const LIST_PAGE: usize = 256;
 
 /// `GET /runs`: one JSON array, sent a page of runs at a time, so a history of
 /// thousands of runs never sits in memory as one document.
-async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
+async fn list_runs(
+    State(runs): State<Arc<Runs>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Response> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    if let Some((limit, before)) = q.page()? {
+        let (page, next) = runs.page(limit, before.as_ref());
+        if page.len() > LIST_PAGE {
+            crate::runs::give_back_freed_memory();
+        }
+        return Ok(Json(json!({ "runs": page, "next": next.map(|c| c.encode()) })).into_response());
+    }
     let listing = runs.listing();
     let long = listing.len() > LIST_PAGE;
     let pieces = json_array_pieces(listing, LIST_PAGE, move |page| runs.bodies_of(page))
@@ -48,8 +61,158 @@ async fn list_runs(State(runs): State<Arc<Runs>>) -> Response {
             Vec::new()
         }))
         .map(|piece| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(piece)));
-    ([(header::CONTENT_TYPE, "application/json")], axum::body::Body::from_stream(futures_util::stream::iter(pieces)))
-        .into_response()
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        axum::body::Body::from_stream(futures_util::stream::iter(pieces)),
+    )
+        .into_response())
+}
+
+/// The most runs one page of the list holds (`?limit=`).
+const MAX_LIST_LIMIT: usize = 1000;
+
+/// How many runs the first event of `GET /runs/events` holds (beside every live one).
+const FRONT_PAGE: usize = 50;
+
+/// `GET /runs?limit=N&before=CURSOR`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+impl ListQuery {
+    /// None: the whole list (no `limit`). A bad value is a 400 naming it.
+    fn page(&self) -> Result<Option<(usize, Option<Cursor>)>, ApiError> {
+        let before = match self.before.as_deref() {
+            None | Some("") => None,
+            Some(s) => Some(
+                Cursor::decode(s)
+                    .ok_or_else(|| ApiError::bad_request("before must be a cursor from an earlier page's `next`"))?,
+            ),
+        };
+        let limit = match self.limit.as_deref() {
+            None | Some("") if before.is_some() => {
+                return Err(ApiError::bad_request("before needs limit: the size of the page"))
+            }
+            None | Some("") => return Ok(None),
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=MAX_LIST_LIMIT).contains(&n) => n,
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "limit must be a whole number from 1 to {MAX_LIST_LIMIT}"
+                    )))
+                }
+            },
+        };
+        Ok(Some((limit, before)))
+    }
+}
+
+/// `GET /runs/events`: the run list as it changes. First `{"type": "snapshot", "runs":
+/// [the newest page, then every run not ended beyond it], "next": CURSOR|null}`; then
+/// `{"type": "added"|"changed", "run": <its list entry>}` for each run whose entry
+/// changed (a run created since the stream opened is `added` the first time), nothing
+/// while nothing changes. A stream that fell behind is sent a snapshot again.
+async fn list_events(
+    State(runs): State<Arc<Runs>>,
+    standing: Option<axum::Extension<auth::Standing>>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let standing =
+        standing.map(|axum::Extension(s)| s).ok_or_else(|| ApiError::internal("a stream without a caller"))?;
+    // Subscribed before the snapshot is made: nothing that changes after is missed.
+    let news = runs.list_news();
+    let stop = runs.shutdown_signal();
+    let follow = ListFollow { runs, news, stop, opened: crate::runs::now_rfc3339(), sent: Default::default() };
+    let stream = futures_util::stream::unfold((follow, true), |(mut f, first)| async move {
+        let events = if first { vec![f.snapshot()] } else { f.next().await? };
+        Some((futures_util::stream::iter(events.into_iter().map(Ok)), (f, false)))
+    })
+    .flatten()
+    .take_until(Box::pin(standing.ended()));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// One `GET /runs/events` stream's side.
+struct ListFollow {
+    runs: Arc<Runs>,
+    news: tokio::sync::broadcast::Receiver<crate::store::paths::RunId>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    /// When the stream opened: a run created after is `added`.
+    opened: String,
+    /// What was sent of each run (a hash of its entry): an entry sent as it is now is
+    /// not sent again.
+    sent: std::collections::HashMap<crate::store::paths::RunId, u64>,
+}
+
+impl ListFollow {
+    fn snapshot(&mut self) -> Event {
+        let (bodies, next) = self.runs.list_front(FRONT_PAGE);
+        self.sent.clear();
+        for b in &bodies {
+            self.sent.insert(b.id.clone(), hash_of(b));
+        }
+        Event::default()
+            .event("runs")
+            .json_data(json!({"type": "snapshot", "runs": bodies, "next": next.map(|c| c.encode())}))
+            .unwrap_or_else(|_| Event::default().comment("encode error"))
+    }
+
+    /// The events of the next news (those that came together, each run once); None
+    /// when lab serve stops.
+    async fn next(&mut self) -> Option<Vec<Event>> {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+        loop {
+            let first = tokio::select! {
+                got = self.news.recv() => got,
+                _ = self.stop.wait_for(|s| *s) => return None,
+            };
+            let mut ids = match first {
+                Ok(id) => vec![id],
+                Err(RecvError::Lagged(_)) => return Some(vec![self.snapshot()]),
+                Err(RecvError::Closed) => return None,
+            };
+            loop {
+                match self.news.try_recv() {
+                    Ok(id) => {
+                        if !ids.contains(&id) {
+                            ids.push(id);
+                        }
+                    }
+                    Err(TryRecvError::Lagged(_)) => return Some(vec![self.snapshot()]),
+                    Err(_) => break,
+                }
+            }
+            let mut events = Vec::new();
+            for id in ids {
+                let Some(body) = self.runs.list_entry(&id) else { continue };
+                let hash = hash_of(&body);
+                let before = self.sent.insert(id, hash);
+                if before == Some(hash) {
+                    continue;
+                }
+                let kind = if before.is_none() && body.created_at >= self.opened { "added" } else { "changed" };
+                events.push(
+                    Event::default()
+                        .event("runs")
+                        .json_data(json!({"type": kind, "run": body}))
+                        .unwrap_or_else(|_| Event::default().comment("encode error")),
+                );
+            }
+            if !events.is_empty() {
+                return Some(events);
+            }
+        }
+    }
+}
+
+/// A run's list entry's hash (its JSON's).
+fn hash_of(body: &crate::runs::RunBody) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(body).unwrap_or_default().hash(&mut h);
+    h.finish()
 }
 
 /// One JSON array of the bodies `bodies` makes of `items`, a page of `page` items at
