@@ -1,8 +1,8 @@
 //! Search across every run's messages: an SQLite FTS5 index under lab's home
 //! (`search.db`, 0600), fed by the runs' tails as messages arrive and queried by
 //! `GET /search`. Ranked BM25-style among a query's newest [`RANK_WINDOW`] matches;
-//! words, `"phrases"` and `prefix*` ([`query`]; prefixes of 2 to 4 characters have their
-//! own index).
+//! words, `"phrases"` and `prefix*` ([`query`]; prefixes of 2 and 3 characters have
+//! their own index, longer ones are looked up among the words that start so).
 //!
 //! - **Kept up to date**: a tail hands each batch of new messages over ([`SearchIndex::add`]);
 //!   one writer thread takes them in, a transaction per batch (at most
@@ -40,8 +40,12 @@ pub const BATCH_WAIT: Duration = Duration::from_millis(200);
 pub const RANK_WINDOW: i64 = 1000;
 /// The most of one message's text that is indexed.
 const TEXT_CAP: usize = 16 * 1024;
+/// Of a tool's output (a file read, a command's output) longer than twice this, its
+/// start and its end are indexed, this much of each: where a command says what it
+/// did and how it ended, without the index growing with every file an agent reads.
+const TOOL_ENDS: usize = 2 * 1024;
 /// The schema lab's index has (a different one is rebuilt).
-const SCHEMA: &str = "lab-search-2";
+const SCHEMA: &str = "lab-search-3";
 /// The write-ahead log's size kept after it is folded in (SQLite's `journal_size_limit`).
 const WAL_KEPT: i64 = 4 << 20;
 
@@ -300,17 +304,35 @@ struct Candidate {
 }
 
 /// What of a message is searched: its text (a tool call's one-line summary, a result's
-/// output), capped.
+/// output), capped ([`indexed_text`]).
 fn doc(m: &SeqMessage) -> Option<Doc> {
     let text = m.text.trim();
     if text.is_empty() {
         return None;
     }
-    let mut end = text.len().min(TEXT_CAP);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    Some(Doc { seq: m.seq, role: role_name(m.role), timestamp: m.timestamp.clone(), text: indexed_text(m.role, text) })
+}
+
+/// The part of a message's text that is indexed: at most [`TEXT_CAP`] bytes; of a tool's
+/// output over twice [`TOOL_ENDS`], its first and last [`TOOL_ENDS`] bytes with `…`
+/// between (cut at characters).
+fn indexed_text(role: Role, text: &str) -> String {
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let ceil = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i += 1;
+        }
+        i
+    };
+    if role == Role::Tool && text.len() > 2 * TOOL_ENDS {
+        return format!("{} … {}", &text[..floor(TOOL_ENDS)], &text[ceil(text.len() - TOOL_ENDS)..]);
     }
-    Some(Doc { seq: m.seq, role: role_name(m.role), timestamp: m.timestamp.clone(), text: text[..end].to_string() })
+    text[..floor(text.len().min(TEXT_CAP))].to_string()
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -331,6 +353,14 @@ fn look(path: &Path) -> Result<(Connection, Opened)> {
             (c, if complete { Opened::AsItWas } else { Opened::Fresh })
         }
         Ok(None) => (create(path)?, Opened::Fresh),
+        Err(why) if why.downcast_ref::<Outdated>().is_some() => {
+            tracing::info!(index = %path.display(), "the search index is of an earlier lab ({why}); it is built again");
+            for ext in ["db", "db-wal", "db-shm"] {
+                fsutil::remove_if_exists(&path.with_extension(ext))
+                    .with_context(|| format!("removing {}", path.with_extension(ext).display()))?;
+            }
+            (create(path)?, Opened::Fresh)
+        }
         Err(why) => {
             let aside = path.with_extension("db.damaged");
             tracing::warn!(index = %path.display(), aside = %aside.display(), "the search index is damaged ({why:#}); it is moved aside and built again");
@@ -351,14 +381,18 @@ fn open_checked(path: &Path) -> Result<Option<Connection>> {
     }
     let c = Connection::open(path)?;
     c.busy_timeout(Duration::from_secs(5))?;
+    let schema: String =
+        c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).context("no schema record")?;
+    // An earlier lab's is built again without being read whole first.
+    if schema != SCHEMA && schema.starts_with("lab-search-") {
+        return Err(Outdated(schema).into());
+    }
+    anyhow::ensure!(schema == SCHEMA, "schema {schema:?}, not {SCHEMA:?}");
     let clean = c.query_row("SELECT 1 FROM meta WHERE key = 'clean'", [], |_| Ok(())).is_ok();
     if !clean {
         let ok: String = c.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
         anyhow::ensure!(ok == "ok", "quick_check: {ok}");
     }
-    let schema: String =
-        c.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).context("no schema record")?;
-    anyhow::ensure!(schema == SCHEMA, "schema {schema:?}, not {SCHEMA:?}");
     // The FTS tables themselves answer.
     c.query_row("SELECT count(*) FROM msgs WHERE msgs MATCH '\"lab\"'", [], |r| r.get::<_, i64>(0))?;
     // Open now: a stop that is not in order from here on leaves it to be read whole.
@@ -366,6 +400,18 @@ fn open_checked(path: &Path) -> Result<Option<Connection>> {
     fsutil::set_mode(path, 0o600)?;
     Ok(Some(c))
 }
+
+/// An index lab made with another schema (sound, but not what this lab reads).
+#[derive(Debug)]
+struct Outdated(String);
+
+impl std::fmt::Display for Outdated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "schema {:?}, not {SCHEMA:?}", self.0)
+    }
+}
+
+impl std::error::Error for Outdated {}
 
 fn create(path: &Path) -> Result<Connection> {
     // Made private before SQLite writes a byte into it.
@@ -376,7 +422,7 @@ fn create(path: &Path) -> Result<Connection> {
          CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
          CREATE TABLE runs(run TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
          CREATE VIRTUAL TABLE msgs USING fts5(text, run UNINDEXED, seq UNINDEXED, role UNINDEXED, ts UNINDEXED,
-             tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4');
+             tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3', columnsize = 0);
          INSERT INTO meta VALUES ('schema', '{SCHEMA}');"
     ))?;
     Ok(c)

@@ -131,3 +131,29 @@ fn opening_touches_nothing_until_the_writer_has_looked_and_a_closed_index_leaves
     assert!(!idx.building());
     assert_eq!(idx.search("guava", 10, None).unwrap().len(), 1);
 }
+
+#[test]
+fn a_long_tool_output_is_indexed_by_its_ends_and_an_earlier_labs_index_is_made_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("search.db");
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
+    let middle = "filler ".repeat(2000);
+    let out = format!("startword {middle} middleword {middle} endword");
+    idx.add(&run("run-a"), &[msg(0, Role::Tool, &out), msg(1, Role::Assistant, &format!("{middle} saidword"))]);
+    assert!(idx.flush(Duration::from_secs(5)));
+    for (word, n) in [("startword", 1), ("endword", 1), ("middleword", 0), ("saidword", 1)] {
+        assert_eq!(idx.search(word, 10, None).unwrap().len(), n, "{word}");
+    }
+    // Multi-byte characters where the ends are cut: cut between characters.
+    let wide = "€".repeat(3000);
+    assert!(super::indexed_text(Role::Tool, &wide).contains(" … "));
+    drop(idx);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute("UPDATE meta SET value = 'lab-search-1' WHERE key = 'schema'", []).unwrap();
+    drop(c);
+    let (idx, ready) = SearchIndex::open(&path, 1 << 30).unwrap();
+    assert_eq!(ready.blocking_recv(), Ok(Opened::Fresh));
+    assert!(!path.with_extension("db.damaged").exists(), "not damaged: only older");
+    assert_eq!(idx.search("startword", 10, None).unwrap().len(), 0);
+}
