@@ -10,8 +10,12 @@
 //! KiB (549: ten messages of ~54 KiB, lines of a recorded Claude Code session
 //! repeated). Then:
 //!
-//! 1. **one start**: release `lab serve` is started; printed: the time to its
-//!    "serving" line, the time until `GET /runs` shows every run ended (polled every
+//! 1. **one start, on a home used as after weeks of work**: the runs were first used
+//!    ended (lab serve built the search index and usage books from their transcripts,
+//!    one audited action each), then a lab serve was killed (its index not closed in
+//!    order, as in a crash) and the runs made active again. Release `lab serve` is
+//!    started; printed: the time from its spawn to the first answer of `GET
+//!    /runs?limit=50`, the time until `GET /runs` shows every run ended (polled every
 //!    10 ms), the peak RSS (VmHWM) and the RSS 2 s after the last end.
 //! 2. **a start stopped half-way, then another**: the same home again with the N runs
 //!    active; `lab serve` is killed (SIGKILL) as soon as `GET /runs` shows a first
@@ -33,12 +37,13 @@ use lab::runs::registry::{Registry, Status};
 use lab::store::paths::{Home, RunId};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use support::{env_counts, env_num, history, ms, peak_and_rss_mib};
+use support::{env_counts, env_num, first_answer, history, index_bytes, ms, peak_and_rss_mib, use_history};
 
 /// How long every run may take to be ended before the bench gives up.
 const ALL_ENDED_WITHIN: Duration = Duration::from_secs(120);
 
 struct Start {
+    /// From the spawn to the first answer of `GET /runs?limit=50`.
     serving: Duration,
     all_ended: Duration,
     peak_mib: f64,
@@ -57,8 +62,7 @@ fn ended(lab: &Lab, n: usize) -> usize {
 /// Start lab serve on `w` and measure it until every one of the `n` runs is ended.
 fn start_and_end_all(w: &World, n: usize) -> Start {
     let t = Instant::now();
-    let lab = w.serve();
-    let serving = t.elapsed();
+    let (serving, lab) = first_answer(w, "/runs?limit=50");
     let deadline = Instant::now() + ALL_ENDED_WITHIN;
     while ended(&lab, n) < n {
         assert!(Instant::now() < deadline, "every run ended within {ALL_ENDED_WITHIN:?}");
@@ -69,6 +73,29 @@ fn start_and_end_all(w: &World, n: usize) -> Start {
     let (peak_mib, settled_mib) = peak_and_rss_mib(lab.child.id());
     lab.stop();
     Start { serving, all_ended, peak_mib, settled_mib }
+}
+
+/// `w`'s history as a crash leaves it after weeks of use: its runs used
+/// ([`use_history`]: search index, usage books and audit log built), then a lab serve
+/// started and killed (the index not closed in order), then every run made active
+/// again, its tmux session gone (the crash took the server down). lab serve must not
+/// run. Returns the index's bytes.
+fn crashed_after_use(w: &World, n: usize, body: &[u8]) -> u64 {
+    let ids = history(w, n, body, Status::Ended);
+    use_history(w, &ids, Duration::from_secs(3600));
+    let mut lab = w.serve();
+    lab.child.kill().unwrap();
+    lab.child.wait().unwrap();
+    let home = Home::new(w.home.clone());
+    let registry = Registry::open(&home.registry()).unwrap();
+    let mut records = registry.list().unwrap();
+    for r in &mut records {
+        r.status = Status::Active;
+        r.ended_at = None;
+        r.end_reason = None;
+    }
+    registry.put_all(&records).unwrap();
+    index_bytes(w)
 }
 
 /// The registry's records of `w`, by id: (status, ended_at). lab serve must not run.
@@ -88,10 +115,12 @@ fn main() {
         let w = World::new();
         // The compile cache filled, as on any start after the first.
         w.serve().stop();
-        history(&w, n, &body, Status::Active);
+        let index = crashed_after_use(&w, n, &body);
         let one = start_and_end_all(&w, n);
         println!(
-            "{n} runs: serving after {:.0} ms; all ended after {:.0} ms; peak RSS {:.0} MiB, settled {:.0} MiB",
+            "{n} runs (a home used: search index of {:.0} MiB, usage, audit): first answer after {:.0} ms; \
+             all ended after {:.0} ms; peak RSS {:.0} MiB, settled {:.0} MiB",
+            index as f64 / (1 << 20) as f64,
             ms(one.serving),
             ms(one.all_ended),
             one.peak_mib,
@@ -122,7 +151,7 @@ fn main() {
             .count();
         assert_eq!(redone, 0, "a second start wrote again ends the first had recorded");
         println!(
-            "{n} runs, the first start killed after {:.0} ms with {first_ended} ends recorded; the second: serving after {:.0} ms; \
+            "{n} runs, the first start killed after {:.0} ms with {first_ended} ends recorded; the second: first answer after {:.0} ms; \
              all ended after {:.0} ms; peak RSS {:.0} MiB, settled {:.0} MiB; ends recorded by the first written again: {redone}",
             ms(killed_after),
             ms(two.serving),

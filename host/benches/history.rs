@@ -41,7 +41,7 @@ fn main() {
         println!(
             "{n} ended runs, {history_mib:.0} MiB of transcripts, indexed in {:.1} s: index {:.0} MiB ({:.0} % of the transcripts); \
              first answer (GET /runs?limit=50) after {:.0} ms; serving after {:.0} ms (RSS {:.0} MiB); \
-             GET /runs {:.1} ms (RSS then {:.0} MiB); first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
+             GET /runs {:.1} ms (RSS then {:.0} MiB); GET /runs?limit=50 {:.1} ms; first view of a run {:.0} ms, of another {:.0} ms, again {:.1} ms; RSS after {:.0} MiB; \
              {} chats opened (newest page): p50 {:.0} ms, p99 {:.0} ms, RSS then {:.0} MiB",
             built.as_secs_f64(),
             index as f64 / (1 << 20) as f64,
@@ -51,6 +51,7 @@ fn main() {
             r.rss_serving_mib,
             r.list.p50,
             r.rss_listed_mib,
+            r.page.p50,
             ms(r.first_views[0]),
             ms(r.first_views[1]),
             ms(r.again),

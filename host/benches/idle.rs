@@ -23,7 +23,7 @@ mod support;
 use common::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{cpu_split, create_runs, env_counts, env_secs, wait_all_in_state};
+use support::{cpu_split, create_runs, env_counts, env_secs, peak_and_rss_mib, wait_all_in_state};
 
 /// The goal (issue 12): lab + its children + the tmux server under 2 % of a core at
 /// 500 idle runs.
@@ -44,9 +44,13 @@ fn measure(n: usize, settle: Duration, window: Duration) {
     let (_, list) = lab.get("/runs");
     let still_idle = list.as_array().unwrap().iter().filter(|r| r["state"] == "idle").count();
     assert_eq!(still_idle, n, "every run stayed idle");
+    let pid = lab.child.id();
+    let (peak, rss) = peak_and_rss_mib(pid);
+    let parts = memory_parts(pid);
     println!(
         "{n:>4} idle runs, {:.0} s: lab + children {:.2} %, tmux server {:.2} %, \
-         total {total:.2} % of a core (goal < {GOAL_PERCENT} % at 500) {}; agents (not counted) {:.2} %",
+         total {total:.2} % of a core (goal < {GOAL_PERCENT} % at 500) {}; agents (not counted) {:.2} %; \
+         lab serve RSS {rss:.1} MiB (peak {peak:.1} MiB; {parts})",
         cpu.secs,
         cpu.lab,
         cpu.tmux,
@@ -55,6 +59,26 @@ fn measure(n: usize, settle: Duration, window: Duration) {
     );
     lab.stop();
     // World's drop stops the tmux server (and with it every run) and removes the home.
+}
+
+/// Where lab serve's resident memory is (/proc/<pid>/status): anonymous (its heap,
+/// the components' memories, stacks), file-backed (its code, mapped files) and shared.
+fn memory_parts(pid: u32) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |name: &str| {
+        s.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let threads = kib("Threads:");
+    format!(
+        "anonymous {:.1} MiB, files {:.1} MiB, shared {:.1} MiB, {threads:.0} threads",
+        kib("RssAnon:") / 1024.0,
+        kib("RssFile:") / 1024.0,
+        kib("RssShmem:") / 1024.0
+    )
 }
 
 fn main() {

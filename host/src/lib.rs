@@ -23,7 +23,7 @@
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |
 //! | [`sandbox`] | a run's jail (bubblewrap, podman) and its egress: the allowlist, the proxy outside the jail and the bridge inside, the ledger of what was reached and refused |
 //! | [`store`] | lab's home on disk: where each file is, lab.toml, safe file reads and writes, ownership checks |
-//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets, POSIX shell quoting |
+//! | [`util`] | what every layer may use and that uses nothing of lab's: the time as lab writes it, text checks, secrets, POSIX shell quoting, memory given back |
 
 pub mod agents;
 pub mod cli;

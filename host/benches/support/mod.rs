@@ -445,6 +445,8 @@ pub struct Restart {
     pub list: Pct,
     /// After those lists.
     pub rss_listed_mib: f64,
+    /// `GET /runs?limit=50` (the newest page, as the UI asks), `list_samples` times.
+    pub page: Pct,
     /// The first `GET /runs/{id}/messages` of two runs (their transcripts read), then
     /// the first one again.
     pub first_views: [Duration; 2],
@@ -480,6 +482,13 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usiz
         assert_eq!(runs.as_array().unwrap().len(), ids.len());
     }
     let rss_listed_mib = rss_mib(pid);
+    let mut page = Vec::new();
+    for _ in 0..list_samples.max(1) {
+        let t = std::time::Instant::now();
+        let (status, p) = lab.get("/runs?limit=50");
+        page.push(ms(t.elapsed()));
+        assert_eq!(status, 200, "GET /runs?limit=50: {p}");
+    }
     let mut first_views = [Duration::ZERO; 2];
     for (i, id) in ids.iter().take(2).enumerate() {
         let t = std::time::Instant::now();
@@ -507,6 +516,7 @@ pub fn measure_restart(w: &World, ids: &[RunId], list_samples: usize, open: usiz
         rss_serving_mib,
         list: pct(list),
         rss_listed_mib,
+        page: pct(page),
         first_views,
         again,
         rss_after_mib,

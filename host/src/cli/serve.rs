@@ -129,6 +129,12 @@ pub fn serve(
             // One write: a reader that stops after the first line loses nothing it needs.
             let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         }
+        // What only the start ran (loading the providers, the checks) stays resident no
+        // longer: its code and the memory it freed go back (util::memory).
+        tokio::task::spawn_blocking(|| {
+            crate::util::memory::give_back_freed_memory();
+            crate::util::memory::drop_idle_code();
+        });
         let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
         let search = runs.books().search.clone();
         let state = crate::edge::http::AppState {
