@@ -113,8 +113,7 @@ fn main() {
     println!("runs live when their tmux server died, then lab serve started (transcripts of {kib} KiB each)");
     for n in runs {
         let w = World::new();
-        // The compile cache filled, as on any start after the first.
-        w.serve().stop();
+        // (Its use fills the compile cache, as on any start after the first.)
         let index = crashed_after_use(&w, n, &body);
         let one = start_and_end_all(&w, n);
         println!(

@@ -152,6 +152,8 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/providers".into(), Value::Null),
         ("GET", "/info".into(), Value::Null),
         ("GET", "/runs".into(), Value::Null),
+        ("GET", "/runs?limit=5".into(), Value::Null),
+        ("GET", "/runs/events".into(), Value::Null),
         ("GET", format!("/runs/{id}"), Value::Null),
         ("GET", format!("/runs/{id}/messages"), Value::Null),
         ("GET", format!("/runs/{id}/events"), Value::Null),
@@ -286,7 +288,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 22, "{headers:?}");
+        assert_eq!(served, 24, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -568,7 +570,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 36, "{refused}/36 refused");
+    assert_eq!(refused, 38, "{refused}/38 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
@@ -614,9 +616,12 @@ fn off_loopback_nothing_is_served_without_the_token() {
     let cookie_alone = [("Host", host.as_str()), ("Cookie", cookie.as_str())];
     assert_eq!(send(port, "GET", "/", &cookie_alone, &Value::Null).status, 200);
     assert_eq!(send(port, "GET", "/app.js", &cookie_alone, &Value::Null).status, 200);
-    for (method, path) in
-        [("GET", format!("/runs/{id}")), ("GET", "/runs".into()), ("GET", format!("/runs/{id}/events"))]
-    {
+    for (method, path) in [
+        ("GET", format!("/runs/{id}")),
+        ("GET", "/runs".into()),
+        ("GET", format!("/runs/{id}/events")),
+        ("GET", "/runs/events".into()),
+    ] {
         let r = send(port, method, &path, &cookie_alone, &Value::Null);
         assert_eq!(r.status, 401, "{path}: {}", r.text());
         assert!(r.text().contains("device key"), "{}", r.text());
@@ -631,6 +636,8 @@ fn off_loopback_nothing_is_served_without_the_token() {
     // An EventSource sends no headers: the key in the stream's query, that route only.
     let events = send(port, "GET", &format!("/runs/{id}/events?device_key={key}"), &cookie_alone, &Value::Null);
     assert_eq!(events.status, 200, "{}", events.text());
+    let list = send(port, "GET", &format!("/runs/events?device_key={key}"), &cookie_alone, &Value::Null);
+    assert_eq!(list.status, 200, "the run list's stream too: {}", list.text());
     assert_eq!(send(port, "GET", &format!("/runs?device_key={key}"), &cookie_alone, &Value::Null).status, 401);
     let again = send(port, "POST", "/login", &[("Host", host.as_str())], &json!({"code": code}));
     assert_eq!((again.status, again.error().as_str()), (401, "unauthorized"), "a login code works once");
