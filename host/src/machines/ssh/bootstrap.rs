@@ -48,7 +48,9 @@ pub struct Installed {
     pub system: String,
     /// The build's name: the start of its SHA-256 (16 hex digits).
     pub build: String,
-    /// The file's identity there when it was checked: `device:inode:mtime:ctime`.
+    /// The file's identity there when it was checked: `device:inode:size:mtime:ctime`,
+    /// the times to the nanosecond where its `stat` tells them (a copy rewritten within
+    /// the second it was checked is another file).
     pub identity: String,
 }
 
@@ -136,9 +138,10 @@ pub fn runs_on(system: &str) -> bool {
     os_ok && arch_ok
 }
 
-/// Whether `s` is an identity as lab's look prints it (digits and colons).
+/// Whether `s` is an identity as lab's look prints it (digits, colons, the times'
+/// decimal points).
 fn is_identity(s: &str) -> bool {
-    !s.is_empty() && s.len() < 100 && s.bytes().all(|b| b.is_ascii_digit() || b == b':')
+    !s.is_empty() && s.len() < 100 && s.bytes().all(|b| b.is_ascii_digit() || b == b':' || b == b'.')
 }
 
 /// `<uid> <hex mode> <rest>` as `stat -c '%u %f …'` prints it.
@@ -189,9 +192,9 @@ fn probe_script(dir: &str, name: &str, known: &str) -> String {
            while [ ! -d \"$e\" ]; do e=$(dirname \"$e\"); done; fi; \
          r=$(cd \"$e\" && pwd -P) || exit 1; \
          for i in $(seq 64); do echo \"dir=$(stat -c '%u %f' \"$r\") $r\"; [ \"$r\" = / ] && break; r=$(dirname \"$r\"); done; \
-         if [ -e \"$p\" ] || [ -L \"$p\" ]; then echo \"file=$(stat -c '%u %f %d:%i:%Y:%Z' \"$p\")\"; else echo file=; fi; \
+         if [ -e \"$p\" ] || [ -L \"$p\" ]; then echo \"file=$(stat -c '%u %f %d:%i:%s:%.9Y:%.9Z' \"$p\")\"; else echo file=; fi; \
          if [ -f \"$p\" ] && [ ! -L \"$p\" ] && [ -x \"$p\" ]; then \
-           if [ \"$(stat -c '%d:%i:%Y:%Z' \"$p\")\" = '{known}' ]; then echo sha256=known; \
+           if [ \"$(stat -c '%d:%i:%s:%.9Y:%.9Z' \"$p\")\" = '{known}' ]; then echo sha256=known; \
            else echo \"sha256=$(sha256sum \"$p\" | cut -d' ' -f1)\"; fi; \
          else echo sha256=; fi"
     )
@@ -203,7 +206,7 @@ pub fn run_checked(exe: &str, identity: &str, args: &str) -> String {
     let p = crate::util::shell::quote(exe);
     let id = if is_identity(identity) { identity } else { "-" };
     format!(
-        "if [ \"$(stat -c '%d:%i:%Y:%Z' {p} 2>/dev/null)\" != '{id}' ]; then \
+        "if [ \"$(stat -c '%d:%i:%s:%.9Y:%.9Z' {p} 2>/dev/null)\" != '{id}' ]; then \
            echo \"lab: its build at {exe} changed since it was checked; it is checked again\" >&2; exit 97; fi; \
          exec {p} {args}",
         exe = exe.replace(['"', '`', '$', '\\'], "")
@@ -264,7 +267,7 @@ pub fn ensure_lab(
          s=$(sha256sum \"$t\" | cut -d' ' -f1); \
          if [ \"$s\" != \"{sha}\" ]; then echo \"the upload arrived as $s, not {sha}\" >&2; exit 3; fi; \
          mv -f \"$t\" \"$d/{name}\"; trap - EXIT; \"$d/{name}\" --version; \
-         echo \"identity=$(stat -c '%d:%i:%Y:%Z' \"$d/{name}\")\""
+         echo \"identity=$(stat -c '%d:%i:%s:%.9Y:%.9Z' \"$d/{name}\")\""
     );
     let out = master.run(&upload, &bytes, UPLOAD_WITHIN)?;
     let said = String::from_utf8_lossy(&out.stdout).to_string();
