@@ -303,7 +303,12 @@ fn wait_or_show(
             let pane = w.tmux(&["capture-pane", "-p", "-t", &format!("lab-{id}")]);
             let mut v = v;
             v["messages"] = json!(v["messages"].as_array().map(|m| m.len()));
-            panic!("timed out waiting for {what}; the view: {v}\nthe pane:\n{}", String::from_utf8_lossy(&pane.stdout));
+            let (_, run) = lab.get(&format!("/runs/{id}"));
+            panic!(
+                "timed out waiting for {what}; the view: {v}\nwhy it ended: {}\nthe pane:\n{}",
+                run["end_reason"],
+                String::from_utf8_lossy(&pane.stdout)
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -324,6 +329,26 @@ fn fake_in_jail(w: &World, dir: &Path, steps: serde_json::Value, sandbox: &str) 
         fake_claude().display().to_string(),
         script.display().to_string(),
     ));
+}
+
+/// A jailed agent that exits with an error takes its pane with it: why it ended is
+/// kept in the run (its launcher's last words), so the operator sees more than "its
+/// session is gone".
+#[test]
+fn a_jailed_agent_that_exits_with_an_error_says_so_in_why_its_run_ended() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    fake_in_jail(&w, &w.workdir, json!({"steps": [{"say": "Leaving."}, {"exit": 3}]}), "default = \"bwrap\"");
+    let lab = w.serve();
+    let (status, run) = lab.post("/runs", &json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "Go."}));
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    wait_or_show(&lab, &w, &id, "the run's end", |v| v["state"] == "ended");
+    let (_, run) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(run["end_reason"], "its tmux session is gone: the agent exited with code 3 in its sandbox", "{run}");
+    assert!(!w.home.join(format!("runtime/{id}.box")).exists(), "its files went with it");
 }
 
 /// What a run's `sh` step printed, once it is in the run's view.

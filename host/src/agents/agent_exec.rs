@@ -14,6 +14,7 @@
 //! it. Like `lab hook`, it loads nothing else.
 
 use crate::store::fsutil::{self, Kind, OwnerFacts};
+use crate::store::paths::LAUNCH_FAILED_CAP;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -121,12 +122,19 @@ pub fn main(args: &[String]) -> i32 {
     let launch = match launch {
         Ok(l) => l,
         Err(e) => {
+            // (Nothing is written beside a launch file that may not be lab's.)
             eprintln!("lab agent-exec: cannot read the launch file {file}: {e}");
             return 2;
         }
     };
+    // Why the agent did not start (or how a jailed one ended), where lab serve reads it
+    // when the run's session is gone: the pane that showed it is gone with it.
+    let why = |text: &str| {
+        eprintln!("lab agent-exec: {text}");
+        tell_lab(Path::new(file), text);
+    };
     if let Err(e) = enter_workdir(&launch.workdir) {
-        eprintln!("lab agent-exec: {e}");
+        why(&e);
         return 2;
     }
     let env = |cmd: &mut Command| {
@@ -153,25 +161,52 @@ pub fn main(args: &[String]) -> i32 {
             }
         };
         if let Err(e) = git(true) {
-            eprintln!("lab agent-exec: making the run's git ready for its sandbox: {e}");
+            why(&format!("making the run's git ready for its sandbox: {e}"));
             return 127;
         }
-        let code =
-            crate::sandbox::supervise::run_jailed(plan, &launch.argv, &launch.workdir, env).unwrap_or_else(|e| {
-                eprintln!("lab agent-exec: {e}");
-                127
-            });
-        if let Err(e) = git(false) {
-            eprintln!("lab agent-exec: the run's commits stay in its sandbox's git folder: {e}");
+        let code = crate::sandbox::supervise::run_jailed(plan, &launch.argv, &launch.workdir, env);
+        let brought = git(false);
+        match (&code, &brought) {
+            (Err(e), _) => why(e),
+            (Ok(c), Err(e)) => {
+                why(&format!("the agent exited with code {c}; the run's commits stay in its sandbox's git folder: {e}"))
+            }
+            (Ok(c), Ok(())) if *c != 0 => why(&format!("the agent exited with code {c} in its sandbox")),
+            _ => {}
         }
-        return code;
+        return code.unwrap_or(127);
     }
     let mut cmd = Command::new(&launch.argv[0]);
     cmd.args(&launch.argv[1..]);
     env(&mut cmd);
     let err = cmd.exec();
-    eprintln!("lab agent-exec: cannot start {}: {err}", launch.argv[0]);
+    why(&format!("cannot start {}: {err}", launch.argv[0]));
     127
+}
+
+/// Write `text` (cut to [`LAUNCH_FAILED_CAP`]) as the run's `failed` file, beside its
+/// launch file: made anew, private, never through a symlink. A failure to write is
+/// only said on the pane.
+fn tell_lab(launch: &Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(path) = crate::store::paths::RunFiles::failed_beside(launch) else { return };
+    let _ = std::fs::remove_file(&path);
+    let mut end = text.len().min(LAUNCH_FAILED_CAP);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = &text[..end];
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("lab agent-exec: cannot tell lab serve why ({}): {e}", path.display());
+    }
 }
 
 #[cfg(test)]

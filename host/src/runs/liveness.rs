@@ -117,6 +117,34 @@ async fn reconcile(runs: &Arc<Runs>, why: &str) -> bool {
     true
 }
 
+/// A run's `failed` file as one line of text to show: read as the agent's side writes
+/// it (never through a symlink, at most [`crate::store::paths::LAUNCH_FAILED_CAP`]
+/// bytes), control and invisible characters made spaces. None if there is none (or
+/// it cannot be read: said in the log).
+pub(super) fn last_words(path: &std::path::Path) -> Option<String> {
+    let bytes = match crate::store::fsutil::read_untrusted(path, crate::store::paths::LAUNCH_FAILED_CAP) {
+        Ok(b) => b?,
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "the launcher's last words cannot be read");
+            return None;
+        }
+    };
+    let text: String = String::from_utf8_lossy(&bytes)
+        .chars()
+        .map(|c| {
+            let hidden =
+                c.is_control() || crate::util::text::is_bidi_control(c) || crate::util::text::is_invisible_format(c);
+            if hidden {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!text.is_empty()).then_some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ pub mod answer_guard;
 mod api;
 pub mod books;
 mod continuation;
+mod ending;
 mod follow;
 pub mod hook_channels;
 pub mod hook_file;
@@ -750,73 +751,6 @@ impl Runs {
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
         tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
-    }
-
-    /// End a run: last read of its transcript, delete its spool, marker and settings
-    /// file, record the end. Idempotent.
-    pub async fn end(&self, run: &Arc<Run>, why: &str) {
-        self.end_all(std::slice::from_ref(run), why).await;
-    }
-
-    /// End runs ([`Runs::end`]) [`ENDS_PER_COMMIT`] at a time: each batch's ends are
-    /// saved in one registry commit, before any of them is published. What a run's
-    /// transcript has that its tail has not read yet is read first; a transcript never
-    /// looked at since `lab serve` started (a run found dead at start) is not read at
-    /// all: its chat is read when someone looks ([`Runs::ensure_loaded`]). So ending
-    /// costs what is new, not the run's history, and the ends of an interrupted start
-    /// stay recorded batch by batch.
-    pub async fn end_all(&self, runs: &[Arc<Run>], why: &str) {
-        let mut runs: Vec<&Arc<Run>> = runs.iter().collect();
-        // One order for the tails' locks, whoever ends more than one run.
-        runs.sort_by(|a, b| a.id.cmp(&b.id));
-        runs.dedup_by(|a, b| a.id == b.id);
-        for batch in runs.chunks(ENDS_PER_COMMIT) {
-            self.end_batch(batch, why).await;
-        }
-    }
-
-    async fn end_batch(&self, batch: &[&Arc<Run>], why: &str) {
-        // Under each tail's lock until the files are gone and the end is recorded: once
-        // `ended` is set, the tailer publishes `ended` as soon as it gets the lock (and
-        // removing the first file wakes it), so a client must not see `ended` while the
-        // spool, marker or settings file still exists or `ended_at` is still unset.
-        let mut ending = Vec::new();
-        let mut records = Vec::new();
-        for run in batch {
-            let mut tail = run.tail.lock().await;
-            if tail.ended {
-                continue;
-            }
-            let read = tail.read_before_end().await;
-            tail.ended = true;
-            run.record.lock().unwrap().end_reason = Some(why.to_string());
-            if let Err(e) = self.home.run_files(&run.id).remove() {
-                tracing::warn!(run = %run.id, error = %e, "could not remove the run's files");
-            }
-            records.extend(run.take_record_changes(&tail));
-            ending.push((*run, tail, read));
-        }
-        if ending.is_empty() {
-            return;
-        }
-        // Temp files of hooks killed mid-write: nothing of the runs survives their end
-        // (one look at runtime/ for the batch).
-        let ids: Vec<&RunId> = ending.iter().map(|(run, _, _)| &run.id).collect();
-        self.remove_runtime_files(|name, _| ids.iter().any(|id| crate::store::paths::is_temp_of(name, id)));
-        if let Err(e) = self.registry.put_all(&records) {
-            tracing::error!(runs = records.len(), error = %e, "could not record the runs' ends");
-        }
-        for (run, mut tail, read) in ending {
-            if !read {
-                run.unread.store(true, Ordering::SeqCst);
-            }
-            let derived = tail.derive().await;
-            run.publish(&tail, derived);
-            drop(tail);
-            self.transport(&run.record()).ended(&run.id);
-            tracing::info!(run = %run.id, why, "run ended");
-            run.wake();
-        }
     }
 
     /// `POST /runs/{id}/stop`.

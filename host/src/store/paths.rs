@@ -272,6 +272,9 @@ pub struct RunFiles {
     pub marker: PathBuf,
     /// What the agent's session-info hook said (transcript path, session id).
     pub session: PathBuf,
+    /// Why `lab agent-exec` could not start the agent, or how the jailed agent ended
+    /// (written by it, read when the run's session is gone: [`LAUNCH_FAILED_CAP`]).
+    pub failed: PathBuf,
     /// The run's jail directory these are in (a sandboxed run's), removed with them.
     pub jail: Option<PathBuf>,
 }
@@ -284,6 +287,7 @@ impl RunFiles {
             spool: runtime.join(format!("{id}.spool.json")),
             marker: runtime.join(format!("{id}.marker.json")),
             session: runtime.join(format!("{id}.session.json")),
+            failed: runtime.join(format!("{id}.failed.txt")),
             jail: None,
         }
     }
@@ -313,10 +317,21 @@ impl RunFiles {
         file_name.trim_start_matches('.').split('.').next().filter(|s| !s.is_empty())
     }
 
-    pub fn all(&self) -> [&Path; 5] {
-        [&self.settings, &self.launch, &self.spool, &self.marker, &self.session]
+    pub fn all(&self) -> [&Path; 6] {
+        [&self.settings, &self.launch, &self.spool, &self.marker, &self.session, &self.failed]
+    }
+
+    /// The `failed` file beside a launch file (`<id>.launch.json` → `<id>.failed.txt`),
+    /// None for a path that is not a launch file's.
+    pub fn failed_beside(launch: &Path) -> Option<PathBuf> {
+        let name = launch.file_name()?.to_str()?;
+        let id = name.strip_suffix(".launch.json").filter(|id| RunId::parse(id).is_some())?;
+        Some(launch.with_file_name(format!("{id}.failed.txt")))
     }
 }
+
+/// The most of a run's `failed` file that is read (it is shown as why the run ended).
+pub const LAUNCH_FAILED_CAP: usize = 2048;
 
 /// What start-up does with a file in `runtime/`: it is garbage when no active run owns
 /// it, or when it is a temp file (of a hook killed mid-write) older than
@@ -355,6 +370,18 @@ mod tests {
         assert_eq!(l["runtime"], h.runtime_dir());
         assert_eq!(l["token"], h.token_file());
         assert!(l.values().all(|p| p.starts_with("/h")));
+    }
+
+    #[test]
+    fn the_failed_file_sits_beside_a_launch_file_only() {
+        let at = |p: &str| RunFiles::failed_beside(Path::new(p));
+        assert_eq!(at("/h/runtime/r-1.launch.json"), Some(PathBuf::from("/h/runtime/r-1.failed.txt")));
+        assert_eq!(at("/h/runtime/r-1.box/r-1.launch.json"), Some(PathBuf::from("/h/runtime/r-1.box/r-1.failed.txt")));
+        for not in ["/h/runtime/r-1.spool.json", "/h/runtime/R-1.launch.json", "/h/runtime/.launch.json", "/"] {
+            assert_eq!(at(not), None, "{not}");
+        }
+        let files = RunFiles::new(Path::new("/h/runtime"), &RunId::parse("r-1").unwrap());
+        assert!(files.all().contains(&Path::new("/h/runtime/r-1.failed.txt")), "removed with the rest");
     }
 
     #[test]
