@@ -192,12 +192,21 @@ impl Drop for ScratchIndex {
     }
 }
 
+/// Whether `file_name` is one of the scratch indexes [`snapshot`] makes beside a
+/// worktree's index (or its lock).
+pub fn is_scratch_index(file_name: &str) -> bool {
+    file_name.strip_prefix(SCRATCH_PREFIX).is_some_and(|r| r.ends_with(".index") || r.ends_with(".index.lock"))
+}
+
+/// The start of a scratch index's name.
+const SCRATCH_PREFIX: &str = "lab-snapshot-";
+
 /// The worktree as it is now, as a tree object: its index copied (so unchanged files
 /// are not hashed again), every change and untracked file added to the copy, written.
 pub async fn snapshot(git: &Git) -> Result<String, String> {
     let git_dir = git.line(&["rev-parse", "--absolute-git-dir"]).await?;
     let scratch =
-        ScratchIndex(Path::new(&git_dir).join(format!("lab-snapshot-{}.index", uuid::Uuid::new_v4().simple())));
+        ScratchIndex(Path::new(&git_dir).join(format!("{SCRATCH_PREFIX}{}.index", uuid::Uuid::new_v4().simple())));
     match std::fs::copy(Path::new(&git_dir).join("index"), &scratch.0) {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -145,15 +145,27 @@ impl JailedGit {
 }
 
 /// Copy the folder `from` to `to` (made 0700): regular files and folders only, at most
-/// `depth` levels (a worktree's git folder: HEAD, index, logs/).
+/// `depth` levels (a worktree's git folder: HEAD, index, logs/). Not copied: locks
+/// (a lock held now would be a stale one in the copy) and lab's own scratch indexes
+/// (its diff's, made and removed beside the index while lab serve looks at the run's
+/// work); a file gone between the listing and its copy is not missed.
 fn copy_tree(from: &Path, to: &Path, depth: usize) -> Result<(), String> {
     crate::store::fsutil::private_dir(to).map_err(|e| format!("making {}: {e}", to.display()))?;
     let entries = std::fs::read_dir(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
     for e in entries.flatten() {
         let Ok(t) = e.file_type() else { continue };
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".lock") || super::diff::is_scratch_index(&name) {
+            continue;
+        }
         let dest = to.join(e.file_name());
         if t.is_file() {
-            std::fs::copy(e.path(), &dest).map_err(|err| format!("copying {}: {err}", e.path().display()))?;
+            match std::fs::copy(e.path(), &dest) {
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => return Err(format!("copying {}: {err}", e.path().display())),
+                Ok(_) => {}
+            }
         } else if t.is_dir() && depth > 0 {
             copy_tree(&e.path(), &dest, depth - 1)?;
         }
@@ -164,6 +176,40 @@ fn copy_tree(from: &Path, to: &Path, depth: usize) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_git_folder_is_copied_without_locks_or_lab_s_scratch_indexes() {
+        let d = tempfile::tempdir().unwrap();
+        let (from, to) = (d.path().join("from"), d.path().join("to"));
+        std::fs::create_dir_all(from.join("logs")).unwrap();
+        for f in [
+            "HEAD",
+            "index",
+            "logs/HEAD",
+            "index.lock",
+            "lab-snapshot-0123abcd.index",
+            "lab-snapshot-0123abcd.index.lock",
+        ] {
+            std::fs::write(from.join(f), f).unwrap();
+        }
+        copy_tree(&from, &to, 2).unwrap();
+        let mut got: Vec<String> = walk(&to);
+        got.sort();
+        assert_eq!(got, ["HEAD", "index", "logs/HEAD"]);
+    }
+
+    fn walk(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk(&e.path()).into_iter().map(|f| format!("{name}/{f}")));
+            } else {
+                out.push(name);
+            }
+        }
+        out
+    }
 
     fn wt() -> Worktree {
         Worktree {
