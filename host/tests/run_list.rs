@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use lab::runs::registry::{Registry, RunRecord, Status};
+use lab::runs::registry::{Registry, Status};
 use lab::store::paths::{Home, RunId};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -21,30 +21,9 @@ fn ended_runs(w: &World, n: usize) -> Vec<String> {
     let registry = Registry::open(&home.registry()).unwrap();
     let mut records = Vec::new();
     for i in 0..n {
-        let id = RunId::generate();
-        records.push(RunRecord {
-            id: id.clone(),
-            provider: "claude-code".into(),
-            workdir: "/tmp".into(),
-            prompt: format!("run {i}"),
-            permission_mode: None,
-            status: Status::Ended,
-            created_at: format!("2026-11-30T{:02}:{:02}:{:02}.000Z", i / 3600, (i / 60) % 60, i % 60),
-            ended_at: Some("2026-11-30T23:00:00.000Z".into()),
-            tmux_target: format!("lab-{id}"),
-            tmux_socket: w.home.join("tmux.sock").display().to_string(),
-            session_id: None,
-            transcript_path: None,
-            dialog_hooker: true,
-            error: None,
-            worktree: None,
-            host: None,
-            remote_transcript: None,
-            parent: None,
-            end_reason: None,
-            resume_after_limit: None,
-            sandbox: Default::default(),
-        });
+        let at = format!("2026-11-30T{:02}:{:02}:{:02}.000Z", i / 3600, (i / 60) % 60, i % 60);
+        let socket = w.home.join("tmux.sock").display().to_string();
+        records.push(a_record(RunId::generate(), Status::Ended, &at, &socket, None));
     }
     registry.put_all(&records).unwrap();
     records.into_iter().map(|r| r.id.to_string()).collect()

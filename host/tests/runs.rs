@@ -1046,29 +1046,13 @@ fn only_the_basics_and_what_lab_toml_passes_reach_the_agent() {
 }
 
 fn ended(id: &str, at: &str, transcript: &std::path::Path) -> lab::runs::registry::RunRecord {
-    lab::runs::registry::RunRecord {
-        id: lab::store::paths::RunId::parse(id).unwrap(),
-        provider: "claude-code".into(),
-        workdir: "/tmp".into(),
-        prompt: "a prompt that stays in the registry".into(),
-        permission_mode: None,
-        status: lab::runs::registry::Status::Ended,
-        created_at: at.into(),
-        ended_at: Some(at.into()),
-        tmux_target: format!("lab-{id}"),
-        tmux_socket: "/nonexistent/tmux.sock".into(),
-        session_id: None,
-        transcript_path: Some(transcript.display().to_string()),
-        dialog_hooker: true,
-        error: None,
-        worktree: None,
-        host: None,
-        remote_transcript: None,
-        parent: None,
-        end_reason: None,
-        resume_after_limit: None,
-        sandbox: Default::default(),
-    }
+    a_record(
+        lab::store::paths::RunId::parse(id).unwrap(),
+        lab::runs::registry::Status::Ended,
+        at,
+        "/nonexistent/tmux.sock",
+        Some(transcript.display().to_string()),
+    )
 }
 
 /// Ended runs found at start cost their record alone: listed, woken by a look (the

@@ -7,7 +7,7 @@
 pub mod delay_line;
 
 use crate::common::*;
-use lab::runs::registry::{Registry, RunRecord, Status};
+use lab::runs::registry::{Registry, Status};
 use lab::store::paths::{Home, RunId};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -328,29 +328,12 @@ pub fn history(w: &World, n: usize, body: &[u8], status: Status) -> Vec<RunId> {
         let t = dir.join(format!("{i}.jsonl"));
         let _ = std::fs::remove_file(&t);
         std::fs::hard_link(&original, &t).unwrap();
-        records.push(RunRecord {
-            id: id.clone(),
-            provider: "claude-code".into(),
-            workdir: "/tmp".into(),
-            prompt: "hello".into(),
-            permission_mode: None,
-            status,
-            created_at: format!("2026-11-30T00:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000),
-            ended_at: (status == Status::Ended).then(|| "2026-11-30T01:00:00.000Z".into()),
-            tmux_target: format!("lab-{id}"),
-            tmux_socket: w.home.join("tmux.sock").display().to_string(),
-            session_id: None,
-            transcript_path: Some(t.display().to_string()),
-            dialog_hooker: true,
-            error: None,
-            worktree: None,
-            host: None,
-            remote_transcript: None,
-            parent: None,
-            end_reason: None,
-            resume_after_limit: None,
-            sandbox: Default::default(),
-        });
+        let at = format!("2026-11-30T00:{:02}:{:02}.{:03}Z", (i / 60) % 60, i % 60, i % 1000);
+        let socket = w.home.join("tmux.sock").display().to_string();
+        let mut rec = a_record(id.clone(), status, &at, &socket, Some(t.display().to_string()));
+        rec.prompt = "hello".into();
+        rec.ended_at = (status == Status::Ended).then(|| "2026-11-30T01:00:00.000Z".into());
+        records.push(rec);
         ids.push(id);
         if records.len() == 500 {
             registry.put_all(&records).unwrap();

@@ -523,3 +523,40 @@ pub fn claude_offline_env(base_url: String) -> Vec<(&'static str, String)> {
         ("DISABLE_AUTOUPDATER", "1".into()),
     ]
 }
+
+/// A claude-code run's record as lab's registry keeps it, for a history written
+/// straight into a registry (lab serve not running): in `status` (ended at
+/// `created_at` if ended), its tmux session on `tmux_socket`, its transcript at
+/// `transcript` if any.
+pub fn a_record(
+    id: lab::store::paths::RunId,
+    status: lab::runs::registry::Status,
+    created_at: &str,
+    tmux_socket: &str,
+    transcript: Option<String>,
+) -> lab::runs::registry::RunRecord {
+    let ended = status == lab::runs::registry::Status::Ended;
+    lab::runs::registry::RunRecord {
+        tmux_target: format!("lab-{id}"),
+        id,
+        provider: "claude-code".into(),
+        workdir: "/tmp".into(),
+        prompt: "a prompt that stays in the registry".into(),
+        permission_mode: None,
+        status,
+        created_at: created_at.into(),
+        ended_at: ended.then(|| created_at.into()),
+        tmux_socket: tmux_socket.into(),
+        session_id: None,
+        transcript_path: transcript,
+        dialog_hooker: true,
+        error: None,
+        worktree: None,
+        host: None,
+        remote_transcript: None,
+        parent: None,
+        end_reason: None,
+        resume_after_limit: None,
+        sandbox: Default::default(),
+    }
+}
