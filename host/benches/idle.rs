@@ -23,7 +23,7 @@ mod support;
 use common::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{cpu_split, create_runs, env_counts, env_secs, peak_and_rss_mib, wait_all_in_state};
+use support::{cpu_split, create_runs, env_counts, env_secs, peak_and_rss_mib, status_kib, wait_all_in_state};
 
 /// The goal (issue 12): lab + its children + the tmux server under 2 % of a core at
 /// 500 idle runs.
@@ -64,20 +64,13 @@ fn measure(n: usize, settle: Duration, window: Duration) {
 /// Where lab serve's resident memory is (/proc/<pid>/status): anonymous (its heap,
 /// the components' memories, stacks), file-backed (its code, mapped files) and shared.
 fn memory_parts(pid: u32) -> String {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    let threads = kib("Threads:");
+    let mib = |name| status_kib(pid, name) / 1024.0;
     format!(
-        "anonymous {:.1} MiB, files {:.1} MiB, shared {:.1} MiB, {threads:.0} threads",
-        kib("RssAnon:") / 1024.0,
-        kib("RssFile:") / 1024.0,
-        kib("RssShmem:") / 1024.0
+        "anonymous {:.1} MiB, files {:.1} MiB, shared {:.1} MiB, {:.0} threads",
+        mib("RssAnon:"),
+        mib("RssFile:"),
+        mib("RssShmem:"),
+        status_kib(pid, "Threads:")
     )
 }
 

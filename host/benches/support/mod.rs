@@ -259,14 +259,17 @@ pub fn cpu_split(lab: &Lab, w: &World, window: Duration) -> CpuSplit {
 }
 
 pub fn rss_mib(pid: u32) -> f64 {
+    status_kib(pid, "VmRSS:") / 1024.0
+}
+
+/// A `kB` field of /proc/<pid>/status (`VmRSS:`, `RssAnon:`, …); 0 if absent.
+pub fn status_kib(pid: u32, name: &str) -> f64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+    s.lines()
+        .find(|l| l.starts_with(name))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
+        .unwrap_or(0.0)
 }
 
 // ---- runs -------------------------------------------------------------------------------
@@ -404,16 +407,7 @@ pub fn first_answer(w: &World, path: &str) -> (Duration, Lab) {
 
 /// VmHWM (the peak) and VmRSS of `pid`, in MiB.
 pub fn peak_and_rss_mib(pid: u32) -> (f64, f64) {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        s.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmHWM:"), field("VmRSS:"))
+    (status_kib(pid, "VmHWM:") / 1024.0, status_kib(pid, "VmRSS:") / 1024.0)
 }
 
 /// What a restart of `lab serve` on a home full of ended runs costs.

@@ -131,10 +131,7 @@ pub fn serve(
         }
         // What only the start ran (loading the providers, the checks) stays resident no
         // longer: its code and the memory it freed go back (util::memory).
-        tokio::task::spawn_blocking(|| {
-            crate::util::memory::give_back_freed_memory();
-            crate::util::memory::drop_idle_code();
-        });
+        tokio::task::spawn_blocking(crate::util::memory::give_back);
         let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
         let search = runs.books().search.clone();
         let state = crate::edge::http::AppState {

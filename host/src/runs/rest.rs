@@ -67,11 +67,7 @@ impl Runs {
                 // What the runs' reading freed since, in every thread's arena, goes back
                 // to the system (at 50 idle runs that is ~7 of 21 MiB of heap).
                 // So does the code only the start ran (it comes back if it runs again).
-                let _ = tokio::task::spawn_blocking(|| {
-                    give_back_freed_memory();
-                    crate::util::memory::drop_idle_code();
-                })
-                .await;
+                let _ = tokio::task::spawn_blocking(crate::util::memory::give_back).await;
             }
         });
     }

@@ -22,6 +22,12 @@ pub fn give_back_freed_memory() {
     }
 }
 
+/// Both of the above: what the start (or a minute of serving) used and let go.
+pub fn give_back() {
+    give_back_freed_memory();
+    drop_idle_code();
+}
+
 /// Drop the resident pages of lab's own executable that hold only what its file holds:
 /// its private, read-only mappings of its own file with no page written (no private
 /// copy, `Anonymous: 0 kB` in `/proc/self/smaps`): its code and its read-only data

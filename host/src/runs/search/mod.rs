@@ -134,11 +134,9 @@ impl SearchIndex {
         let index = Arc::new(SearchIndex { jobs: Mutex::new(tx), reader: Mutex::new(None), building, next });
         let (said, ready) = tokio::sync::oneshot::channel();
         let path = path.to_path_buf();
-        let shared = index.clone();
-        // The writer holds the index only until it has looked: dropping every other
-        // handle still ends it (its jobs' channel closes).
-        let (reader, building, next) = (Arc::downgrade(&shared), shared.building.clone(), shared.next.clone());
-        drop(shared);
+        // The writer holds the index only weakly: dropping every handle still ends it
+        // (its jobs' channel closes).
+        let (reader, building, next) = (Arc::downgrade(&index), index.building.clone(), index.next.clone());
         std::thread::Builder::new().name("lab-search".into()).spawn(move || {
             let opened = match look(&path) {
                 Ok((writer, opened)) => {
