@@ -56,27 +56,9 @@ struct InternalCause(String);
 
 impl From<RunError> for ApiError {
     fn from(e: RunError) -> Self {
-        let status = match &e {
-            RunError::NotFound => StatusCode::NOT_FOUND,
-            RunError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            RunError::DialogPending
-            | RunError::ComposerLocked { .. }
-            | RunError::DialogChanged { .. }
-            | RunError::NoDialog
-            | RunError::NotOnScreen(_)
-            | RunError::AnswerLost(_)
-            | RunError::RunEnded
-            | RunError::NoWorktree(_)
-            | RunError::RunActive
-            | RunError::NotResumable(_)
-            | RunError::HostDown(_) => StatusCode::CONFLICT,
-            RunError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            RunError::NotAnswerable | RunError::LaunchFailed(_) | RunError::NotSupported(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            RunError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError { status, code: e.code(), message: e.to_string() }
+        let (status, code) = e.wire();
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError { status, code, message: e.to_string() }
     }
 }
 

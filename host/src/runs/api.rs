@@ -72,28 +72,34 @@ impl From<ComposerLock> for RunError {
 }
 
 impl RunError {
-    /// The `error` code the HTTP API answers with (and an answer's progress reports).
-    pub fn code(&self) -> &'static str {
+    /// How the HTTP API answers this error: its status and its `error` code, in one
+    /// table (an answer's progress reports the same code).
+    pub fn wire(&self) -> (u16, &'static str) {
         match self {
-            RunError::NotFound => "run_not_found",
-            RunError::BadRequest(_) => "bad_request",
-            RunError::DialogPending => "dialog_pending",
-            RunError::ComposerLocked { code, .. } => code,
-            RunError::TooLarge(_) => "payload_too_large",
-            RunError::DialogChanged { .. } => "dialog_changed",
-            RunError::NoDialog => "no_dialog",
-            RunError::NotAnswerable => "not_answerable",
-            RunError::NotOnScreen(_) => "not_on_screen",
-            RunError::AnswerLost(_) => "answer_lost",
-            RunError::RunEnded => "run_ended",
-            RunError::NoWorktree(_) => "no_worktree",
-            RunError::RunActive => "run_active",
-            RunError::LaunchFailed(_) => "launch_failed",
-            RunError::NotSupported(_) => "not_supported",
-            RunError::NotResumable(_) => "not_resumable",
-            RunError::HostDown(_) => "host_down",
-            RunError::Internal(_) => "internal",
+            RunError::NotFound => (404, "run_not_found"),
+            RunError::BadRequest(_) => (400, "bad_request"),
+            RunError::DialogPending => (409, "dialog_pending"),
+            RunError::ComposerLocked { code, .. } => (409, code),
+            RunError::TooLarge(_) => (413, "payload_too_large"),
+            RunError::DialogChanged { .. } => (409, "dialog_changed"),
+            RunError::NoDialog => (409, "no_dialog"),
+            RunError::NotAnswerable => (422, "not_answerable"),
+            RunError::NotOnScreen(_) => (409, "not_on_screen"),
+            RunError::AnswerLost(_) => (409, "answer_lost"),
+            RunError::RunEnded => (409, "run_ended"),
+            RunError::NoWorktree(_) => (409, "no_worktree"),
+            RunError::RunActive => (409, "run_active"),
+            RunError::LaunchFailed(_) => (422, "launch_failed"),
+            RunError::NotSupported(_) => (422, "not_supported"),
+            RunError::NotResumable(_) => (409, "not_resumable"),
+            RunError::HostDown(_) => (409, "host_down"),
+            RunError::Internal(_) => (500, "internal"),
         }
+    }
+
+    /// The `error` code the HTTP API answers with ([`RunError::wire`]).
+    pub fn code(&self) -> &'static str {
+        self.wire().1
     }
 
     /// Refused operator text: too long → 413, anything else → 400.

@@ -141,8 +141,108 @@ fn tmux_sessions(w: &World) -> usize {
 }
 
 /// Every route lab serves (plus the fallback, OPTIONS and HEAD), with a body that the
-/// handler would accept.
+/// handler would accept: checked against the router's own source ([`served_routes`]),
+/// so a route added there and not here fails the tests that use this list.
 fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
+    let list = routes_to_try(w, id);
+    let missing: Vec<String> = served_routes()
+        .into_iter()
+        .filter(|(method, pattern)| !list.iter().any(|(m, path, _)| m == method && matches_pattern(path, pattern)))
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    assert!(missing.is_empty(), "routes the router serves and the security tests do not try: {missing:?}");
+    list
+}
+
+/// Every `(method, path pattern)` the router serves, read from its source: each
+/// `.route(PATH, get(…).post(…))` in host/src/edge outside test modules (a path given
+/// as a constant is looked up where it is defined).
+fn served_routes() -> Vec<(String, String)> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![src.join("edge/http.rs")];
+    let mut dir: Vec<_> = std::fs::read_dir(src.join("edge/http")).unwrap().map(|e| e.unwrap().path()).collect();
+    dir.sort();
+    files.extend(dir);
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (at, _) in code.match_indices(".route(") {
+            let call = balanced(&code[at + ".route".len()..]);
+            let (path, methods) = call[1..call.len() - 1].split_once(',').unwrap();
+            let path = path.trim();
+            let path = match path.strip_prefix('"') {
+                Some(p) => p.trim_end_matches('"').to_string(),
+                None => constant(&src, path),
+            };
+            for m in ["get", "post", "put", "delete", "patch"] {
+                let called = methods.match_indices(&format!("{m}(")).any(|(i, _)| {
+                    i == 0 || !methods.as_bytes()[i - 1].is_ascii_alphanumeric() && methods.as_bytes()[i - 1] != b'_'
+                });
+                if called {
+                    out.push((m.to_uppercase(), path.clone()));
+                }
+            }
+        }
+    }
+    assert!(out.len() > 30, "the router's routes were found: {out:?}");
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The parenthesised text `s` starts with, its parentheses balanced.
+fn balanced(s: &str) -> &str {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &s[..=i];
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("unbalanced: {s}")
+}
+
+/// The value of the `&str` constant `path` (`crate::a::b::NAME`) names in host/src.
+fn constant(src: &std::path::Path, path: &str) -> String {
+    let segs: Vec<&str> = path.trim_start_matches("crate::").split("::").collect();
+    let (name, module) = segs.split_last().unwrap();
+    let base = src.join(module.join("/"));
+    let text = std::fs::read_to_string(base.with_extension("rs"))
+        .or_else(|_| std::fs::read_to_string(base.join("mod.rs")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let def = format!("const {name}: &str = \"");
+    let at = text.find(&def).unwrap_or_else(|| panic!("{path} is defined as a string"));
+    text[at + def.len()..].split('"').next().unwrap().to_string()
+}
+
+/// Whether the concrete `path` (its query left off) is one `pattern` serves.
+fn matches_pattern(path: &str, pattern: &str) -> bool {
+    let path = path.split('?').next().unwrap();
+    let (a, b): (Vec<&str>, Vec<&str>) = (path.split('/').collect(), pattern.split('/').collect());
+    a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| y.starts_with('{') || x == y)
+}
+
+#[test]
+fn the_route_list_is_read_from_the_router() {
+    let served = served_routes();
+    for want in
+        [("GET", "/runs/events"), ("POST", "/runs/{id}/fork"), ("GET", "/runners/connect"), ("DELETE", "/devices/{id}")]
+    {
+        assert!(served.iter().any(|(m, p)| m == want.0 && p == want.1), "{want:?} in {served:?}");
+    }
+    assert!(matches_pattern("/runs/r-1/messages?limit=5", "/runs/{id}/messages"));
+    assert!(!matches_pattern("/runs/r-1", "/runs/{id}/messages"));
+    assert!(matches_pattern("/app.js", "/{file}"));
+}
+
+fn routes_to_try(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
     let create = json!({"provider": "claude-code", "workdir": w.workdir, "prompt": "hi", "permission_mode": "bypassPermissions"});
     vec![
         ("GET", "/".into(), Value::Null),
@@ -183,7 +283,11 @@ fn routes(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/search?q=hello".into(), Value::Null),
         ("PUT", format!("/runs/{id}/auto-resume"), json!({"on": false})),
         ("PUT", format!("/runs/{id}/egress"), json!({"allow": ["example.com:443"]})),
+        ("POST", format!("/runs/{id}/resume"), json!({})),
+        ("POST", format!("/runs/{id}/fork"), json!({"prompt": "and then"})),
         ("POST", format!("/runs/{id}/stop"), json!({})),
+        ("GET", "/hosts".into(), Value::Null),
+        ("GET", "/runners/connect".into(), Value::Null),
         ("OPTIONS", "/runs".into(), Value::Null),
         ("GET", "/no-such-thing".into(), Value::Null),
     ]
@@ -279,8 +383,8 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
                 404
             } else if path.ends_with("/diff") {
                 409
-            } else if path.ends_with("/terminal/stream") {
-                // (A plain GET, not a WebSocket's: its handler's own refusal.)
+            } else if path.ends_with("/terminal/stream") || path == "/runners/connect" {
+                // (A plain GET, not a WebSocket's, nor a runner's: its handler's own refusal.)
                 400
             } else {
                 200
@@ -288,7 +392,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 24, "{headers:?}");
+        assert_eq!(served, 26, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -307,6 +411,8 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/pair", 201),
         ("/devices/0123456789abcdef", 404),
         ("/terminal/control", 200),
+        ("/resume", 409),
+        ("/fork", 201),
         ("/stop", 200),
         ("/runs", 405),
     ];
@@ -560,7 +666,10 @@ fn off_loopback_nothing_is_served_without_the_token() {
     // No token: nothing but /login is served, and nothing starts.
     let routes = routes(&w, "r-0123456789ab");
     let mut refused = 0;
-    for (method, path, body) in routes.iter().filter(|(m, p, _)| *m != "OPTIONS" && !p.starts_with("/login")) {
+    // (Runners authenticate with their machine's credential, not the token.)
+    let served_by_token =
+        |(m, p, _): &&(&str, String, Value)| *m != "OPTIONS" && !p.starts_with("/login") && p != "/runners/connect";
+    for (method, path, body) in routes.iter().filter(served_by_token) {
         let r = send(port, method, path, &[("Host", host.as_str())], body);
         assert_eq!(r.status, 401, "{method} {path}: {}", r.text());
         if path == "/" && *method == "GET" {
@@ -570,7 +679,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 38, "{refused}/38 refused");
+    assert_eq!(refused, 41, "{refused}/41 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))
