@@ -196,15 +196,13 @@ mod tests {
     use super::*;
 
     fn rec(status: Status, session: Option<&str>) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "id": "r-1", "provider": "p", "workdir": "/w", "prompt": "hi", "permission_mode": null,
-            "status": "ended", "created_at": "t0", "ended_at": "t1", "tmux_target": "lab-r-1",
-            "tmux_socket": "/s", "session_id": session, "transcript_path": "/t.jsonl", "dialog_hooker": true,
-            "error": null,
-        }))
-        .unwrap();
-        r.status = status;
-        r
+        let id = crate::store::paths::RunId::parse("r-1").unwrap();
+        RunRecord {
+            status,
+            session_id: session.map(String::from),
+            transcript_path: Some("/t.jsonl".into()),
+            ..RunRecord::new(id, "p", "/w", "hi", "t0").ended("t1")
+        }
     }
 
     const BOTH: Option<Abilities> = Some(Abilities { resume: true, fork: true });

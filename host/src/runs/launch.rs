@@ -84,27 +84,12 @@ impl Runs {
         hooker: bool,
     ) -> RunRecord {
         RunRecord {
-            id: id.clone(),
-            provider: provider.to_string(),
-            workdir: req.workdir.clone(),
-            prompt,
             permission_mode: req.permission_mode.clone(),
-            status: Status::Active,
-            created_at: now_rfc3339(),
-            ended_at: None,
-            tmux_target: format!("lab-{id}"),
             tmux_socket: self.here.sessions.place(),
-            session_id: None,
-            transcript_path: None,
             dialog_hooker: hooker,
-            error: None,
-            worktree: None,
-            host: None,
-            remote_transcript: None,
             parent: req.fork.as_ref().map(|f| f.parent.clone()),
-            end_reason: None,
             resume_after_limit: Some(self.auto_resume_for(req.resume_after_limit)),
-            sandbox: crate::sandbox::Kind::None,
+            ..RunRecord::new(id.clone(), provider, &req.workdir, &prompt, &now_rfc3339())
         }
     }
 

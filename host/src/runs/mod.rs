@@ -795,27 +795,9 @@ mod update_tests {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().to_path_buf();
         let rec = RunRecord {
-            id: id.clone(),
-            provider: "p".into(),
-            workdir: "/w".into(),
-            prompt: "go".into(),
-            permission_mode: None,
-            status: Status::Active,
-            created_at: now_rfc3339(),
-            ended_at: None,
             tmux_target: "=lab-r-1:".into(),
             tmux_socket: "/s".into(),
-            session_id: None,
-            transcript_path: None,
-            dialog_hooker: false,
-            error: None,
-            worktree: None,
-            host: None,
-            remote_transcript: None,
-            parent: None,
-            end_reason: None,
-            resume_after_limit: None,
-            sandbox: Default::default(),
+            ..RunRecord::new(id.clone(), "p", "/w", "go", &now_rfc3339())
         };
         let tail = Tail::new_inert(id.clone(), crate::store::paths::RunFiles::new(&dir, &id));
         let records = Registry::open(&dir.join("runs.redb")).unwrap();

@@ -80,6 +80,41 @@ pub struct AutoResume {
 }
 
 impl RunRecord {
+    /// A run's record as it begins: active since `created_at`, in tmux session
+    /// `lab-<id>`, every other fact unknown yet. Launch and the tests and benches that
+    /// write histories start here and set the rest by struct update
+    /// (`RunRecord { host: …, ..RunRecord::new(…) }`) or with [`RunRecord::ended`].
+    pub fn new(id: RunId, provider: &str, workdir: &str, prompt: &str, created_at: &str) -> RunRecord {
+        RunRecord {
+            tmux_target: format!("lab-{id}"),
+            id,
+            provider: provider.to_string(),
+            workdir: workdir.to_string(),
+            prompt: prompt.to_string(),
+            permission_mode: None,
+            status: Status::Active,
+            created_at: created_at.to_string(),
+            ended_at: None,
+            tmux_socket: String::new(),
+            session_id: None,
+            transcript_path: None,
+            dialog_hooker: false,
+            error: None,
+            worktree: None,
+            host: None,
+            remote_transcript: None,
+            parent: None,
+            end_reason: None,
+            resume_after_limit: None,
+            sandbox: crate::sandbox::Kind::None,
+        }
+    }
+
+    /// The same record, ended at `at`.
+    pub fn ended(self, at: &str) -> RunRecord {
+        RunRecord { status: Status::Ended, ended_at: Some(at.to_string()), ..self }
+    }
+
     /// [`RecordHead::may_rest`], of the whole record.
     pub fn may_rest(&self) -> bool {
         may_rest(self.status, self.worktree.as_ref().map(|w| w.discarded))
@@ -494,27 +529,9 @@ mod tests {
 
     fn rec(id: &str, at: &str) -> RunRecord {
         RunRecord {
-            id: RunId::parse(id).unwrap(),
-            provider: "p".into(),
-            workdir: "/w".into(),
-            prompt: "hi".into(),
-            permission_mode: None,
-            status: Status::Active,
-            created_at: at.into(),
-            ended_at: None,
-            tmux_target: format!("lab-{id}"),
             tmux_socket: "/s".into(),
-            session_id: None,
-            transcript_path: None,
             dialog_hooker: true,
-            error: None,
-            worktree: None,
-            host: None,
-            remote_transcript: None,
-            parent: None,
-            end_reason: None,
-            resume_after_limit: None,
-            sandbox: Default::default(),
+            ..RunRecord::new(RunId::parse(id).unwrap(), "p", "/w", "hi", at)
         }
     }
 

@@ -535,28 +535,15 @@ pub fn a_record(
     tmux_socket: &str,
     transcript: Option<String>,
 ) -> lab::runs::registry::RunRecord {
-    let ended = status == lab::runs::registry::Status::Ended;
-    lab::runs::registry::RunRecord {
-        tmux_target: format!("lab-{id}"),
-        id,
-        provider: "claude-code".into(),
-        workdir: "/tmp".into(),
-        prompt: "a prompt that stays in the registry".into(),
-        permission_mode: None,
-        status,
-        created_at: created_at.into(),
-        ended_at: ended.then(|| created_at.into()),
+    use lab::runs::registry::{RunRecord, Status};
+    let rec = RunRecord {
         tmux_socket: tmux_socket.into(),
-        session_id: None,
         transcript_path: transcript,
         dialog_hooker: true,
-        error: None,
-        worktree: None,
-        host: None,
-        remote_transcript: None,
-        parent: None,
-        end_reason: None,
-        resume_after_limit: None,
-        sandbox: Default::default(),
+        ..RunRecord::new(id, "claude-code", "/tmp", "a prompt that stays in the registry", created_at)
+    };
+    match status {
+        Status::Ended => rec.ended(created_at),
+        status => RunRecord { status, ..rec },
     }
 }

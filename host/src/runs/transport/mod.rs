@@ -254,13 +254,13 @@ mod tests {
     use crate::store::paths::RunId;
 
     pub(super) fn record(id: &str, host: Option<&str>, transcript: Option<&str>) -> RunRecord {
-        serde_json::from_value(serde_json::json!({
-            "id": id, "provider": "p", "workdir": "/w", "prompt": "hi", "permission_mode": null,
-            "status": "active", "created_at": "t0", "ended_at": null, "tmux_target": format!("lab-{id}"),
-            "tmux_socket": "/s", "session_id": null, "transcript_path": transcript, "dialog_hooker": true,
-            "error": null, "host": host,
-        }))
-        .unwrap()
+        RunRecord {
+            host: host.map(String::from),
+            transcript_path: transcript.map(String::from),
+            tmux_socket: "/s".into(),
+            dialog_hooker: true,
+            ..RunRecord::new(RunId::parse(id).unwrap(), "p", "/w", "hi", "t0")
+        }
     }
 
     fn request(host: Option<&str>) -> CreateRun {
