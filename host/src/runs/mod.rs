@@ -2,17 +2,49 @@
 //! [`tailer::Tail`], changed only through [`Run::update`] — its key lock and its
 //! published view) and [`Runs`] (every run, the registry, the providers, the file
 //! watcher), with what `Runs` does to one run as a whole: start-up, lookup, the end.
-//!
 //! Where a run lives and how lab speaks to it (tmux here, tmux on another machine, an
 //! ACP agent) is a `Transport` each, in `transport/`: nothing else here asks.
-//! `Runs`' other methods live beside what they do: `launch` (starting agents here),
-//! `follow` (the tailer task, file notifications, screen looks, leftovers), `answer`
-//! (messages and answer plans typed into a terminal), `rest` (ended runs kept as their
-//! record until looked at), [`providers`] (the providers serving new runs, swapped
-//! while lab serves; each run keeps the build it started with); `api` has the bodies
-//! and errors, [`liveness`] learns of ended sessions. The decisions are pure modules: [`view`] (state derivation),
-//! [`answer_guard`], [`spool`], [`screen`], [`input`], [`keystrokes`]; the reading is
-//! [`tailer`] with a reader per channel ([`transcript`], [`hook_channels`]).
+//!
+//! The map: one row per child, by part (`tests/structure.rs` holds it complete).
+//!
+//! | child | what it owns |
+//! |---|---|
+//! | [`registry`] | the runs' records on disk (redb), read a head at a time |
+//! | [`api`] | the bodies and errors of the HTTP routes about runs |
+//! | [`run_list`] | the run list as a client follows it: pages, a cursor, the list's news |
+//! | [`rest`] | ended runs at rest: a record until looked at, back to rest when unwatched |
+//! | [`ending`] | how runs end: last read, files removed, ends saved a batch at a time |
+//! | [`liveness`] | learning that a run's tmux session is gone |
+//! | [`providers`] | the providers serving new runs, swapped while lab serves |
+//! | [`transport`] | where a run lives and how lab speaks to it: tmux here, a machine's runner, ACP |
+//! | [`launch`] | launching a run here: spec, hooks, settings, worktree, first prompt |
+//! | [`agent_env`] | the environment an agent starts with |
+//! | [`agent_version`] | the agent's own version, for the operator |
+//! | [`hook_settings`] | the commands the agent's hooks run, per binding |
+//! | [`sandboxing`] | a run's sandbox from lab serve's side: which, its jail, its egress |
+//! | [`workspace`] | where a run's worktree is and its git work is done |
+//! | [`work`] | the run's work through the API: diff, review, merge, discard |
+//! | [`follow`] | the tailer task per run, file notifications, screen looks, leftovers |
+//! | [`tailer`] | one run's live state: its channels read, its view derived |
+//! | [`transcript`] | the transcript reader, incremental |
+//! | [`hook_channels`] | the spool, marker and session-info readers |
+//! | [`hook_file`] | one hook file, read when it changed |
+//! | [`spool`] | the spool's rules: the prompt waiting, plan files |
+//! | [`screen`] | prompts read off the agent's screen |
+//! | [`mirror`] | the bounded mirror of a transcript on another machine |
+//! | [`message_store`] | a run's chat as seq-numbered messages, in pages |
+//! | [`view`] | the run's view derived from its facts |
+//! | [`answer`] | typing messages and playing answer plans, guarded |
+//! | [`answer_guard`] | may lab play keys for this answer now? |
+//! | [`input`] | the rules for operator text and the composer lock |
+//! | [`keystrokes`] | the rules of a provider's answer plan |
+//! | [`playback`] | what lab types into a terminal, paced, checked on screen |
+//! | [`terminal_control`] | who holds a run's terminal |
+//! | [`continuation`] | resume and fork |
+//! | [`usage_limit`] | a run stopped at a usage limit, and going on when it resets |
+//! | [`books`] | what lab keeps of runs' history besides records: usage, search |
+//! | [`usage`] | what runs cost, per response, per model |
+//! | [`search`] | search across every run's messages (SQLite FTS5) |
 
 pub mod agent_env;
 pub mod agent_version;
