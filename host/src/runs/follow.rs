@@ -104,7 +104,7 @@ impl Runs {
                         let runs = self.clone();
                         let run = run.clone();
                         tokio::spawn(async move {
-                            if let Err(e) = runs.watch_remote(&run).await {
+                            if let Err(e) = runs.remote.watch_remote(&runs, &run).await {
                                 // Its runner follows it once connected again (the record names it).
                                 tracing::warn!(run = %run.id, error = %e, "cannot have the host follow the run's transcript yet");
                             }

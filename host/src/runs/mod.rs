@@ -603,7 +603,7 @@ impl Runs {
             tokio::spawn(async move {
                 while let Some((host, event)) = rx.recv().await {
                     let Some(runs) = weak.upgrade() else { break };
-                    runs.on_host(host, event).await;
+                    runs.remote.on_host(&runs, host, event).await;
                 }
             });
         }
@@ -641,7 +641,7 @@ impl Runs {
             }
         }
         runs.gc_orphans();
-        runs.await_hosts();
+        runs.remote.await_hosts(&runs);
         // Each agent's own version, asked now in the background for GET /providers.
         for (f, _) in &set.loaded {
             runs.agent_version(&f.info.name, &f.info.default_program);
@@ -708,6 +708,21 @@ impl Runs {
     /// What lab keeps of runs' history: usage, the search index.
     pub fn books(&self) -> Arc<books::Books> {
         self.books.clone()
+    }
+
+    /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
+    pub fn acp_agents(&self) -> Arc<BTreeMap<String, crate::agents::acp::agents::AcpAgent>> {
+        self.acp.agents()
+    }
+
+    /// The modes ACP agent `name` takes (`permission_mode`), its default first.
+    pub fn acp_modes(&self, name: &str) -> Vec<String> {
+        self.acp.modes(name)
+    }
+
+    /// How many active runs host `name` has.
+    pub fn active_runs_on(&self, name: &str) -> usize {
+        self.remote.runs_on(self, name).len()
     }
 
     /// Other machines' runners.

@@ -67,7 +67,7 @@ impl AcpRuns {
         *self.agents.write().unwrap() = Arc::new(agents);
     }
 
-    fn agents(&self) -> Arc<BTreeMap<String, AcpAgent>> {
+    pub(in crate::runs) fn agents(&self) -> Arc<BTreeMap<String, AcpAgent>> {
         self.agents.read().unwrap().clone()
     }
 
@@ -108,7 +108,7 @@ impl Transport for AcpRuns {
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
         match self.agents().get(&req.provider).cloned() {
-            Some(agent) => Box::pin(runs.create_acp(req, agent)),
+            Some(agent) => Box::pin(self.create_acp(runs, req, agent)),
             None => {
                 Box::pin(std::future::ready(Err(RunError::BadRequest(format!("unknown provider `{}`", req.provider)))))
             }
@@ -122,7 +122,7 @@ impl Transport for AcpRuns {
         text: String,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         match self.session(&run.id) {
-            Some(session) => Box::pin(runs.send_acp_message(run, session, text)),
+            Some(session) => Box::pin(self.send_acp_message(runs, run, session, text)),
             None => Box::pin(runs.type_message(run, text)),
         }
     }
@@ -135,7 +135,7 @@ impl Transport for AcpRuns {
         answers: Vec<Answer>,
     ) -> BoxFuture<'a, Result<AnswerProgress, RunError>> {
         match self.session(&run.id) {
-            Some(session) => Box::pin(runs.answer_acp(run, session, tool_id, answers)),
+            Some(session) => Box::pin(self.answer_acp(runs, run, session, tool_id, answers)),
             None => Box::pin(runs.type_answer(run, tool_id, answers)),
         }
     }
@@ -149,7 +149,7 @@ impl Transport for AcpRuns {
     fn stop<'a>(&'a self, runs: &'a Runs, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
         match self.session(&run.id) {
             Some(session) => Box::pin(async move {
-                runs.stop_acp(run, session).await;
+                self.stop_acp(runs, run, session).await;
                 Ok(())
             }),
             None => Box::pin(super::close_and_end(self, runs, run)),
@@ -178,8 +178,8 @@ impl Transport for AcpRuns {
     /// An ACP run is resumed by starting its agent again and asking it to load the
     /// session (`session/load`, where the agent offers `loadSession`); forks are not
     /// offered for ACP runs.
-    fn abilities(&self, runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
-        runs.acp_agent(&rec.provider)?;
+    fn abilities(&self, _runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
+        self.agent(&rec.provider)?;
         Some(crate::agents::model::Abilities { resume: true, fork: false })
     }
 
@@ -190,12 +190,12 @@ impl Transport for AcpRuns {
         continuing: &'a crate::runs::continuation::Continuing,
     ) -> BoxFuture<'a, Result<Option<String>, RunError>> {
         Box::pin(async move {
-            let agent = runs.acp_agent(&rec.provider).ok_or_else(|| {
+            let agent = self.agent(&rec.provider).ok_or_else(|| {
                 RunError::NotSupported(format!("no ACP agent `{}` is configured any more", rec.provider))
             })?;
             let sid = continuing.earlier.session_id.clone();
             let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
-            let session = runs.start_acp(rec, &agent, Some(sid)).await.map_err(|e| match e {
+            let session = self.start_acp(runs, rec, &agent, Some(sid)).await.map_err(|e| match e {
                 StartError::CannotResume => RunError::NotSupported(format!(
                     "the ACP agent `{}` cannot load a session again (it offers no loadSession)",
                     rec.provider
@@ -213,7 +213,7 @@ impl Transport for AcpRuns {
     fn resumed<'a>(&'a self, runs: &'a Arc<Runs>, run: &'a Arc<Run>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some((session, prompt)) = self.resuming.lock().unwrap().remove(&run.id) else { return };
-            runs.adopt_acp(run, session);
+            self.adopt_acp(runs, run, session);
             run.wake();
             if !prompt.is_empty() {
                 if let Err(e) = runs.send_message(run, &prompt).await {
@@ -226,47 +226,43 @@ impl Transport for AcpRuns {
     /// The agent started again and asked to load its session (`session/load`); the run
     /// ends with the reason when it cannot.
     fn resume(&self, runs: &Arc<Runs>, run: Arc<Run>) -> Resume {
-        runs.resume_acp(run.clone());
+        self.resume_acp(runs, run.clone());
         runs.clone().spawn_tailer(run, true);
         Resume::Followed
     }
 }
 
-impl Runs {
+impl AcpRuns {
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
-    pub fn acp_agent(&self, name: &str) -> Option<AcpAgent> {
-        self.acp.agents().get(name).cloned()
-    }
-
-    /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
-    pub fn acp_agents(&self) -> Arc<BTreeMap<String, AcpAgent>> {
-        self.acp.agents()
+    pub(in crate::runs) fn agent(&self, name: &str) -> Option<AcpAgent> {
+        self.agents().get(name).cloned()
     }
 
     /// The modes an ACP agent takes (`permission_mode`), its default first: lab.toml's
     /// `permission_modes`, else what the agent offered in its last new session (none
     /// known before its first run).
-    pub fn acp_modes(&self, name: &str) -> Vec<String> {
-        match self.acp.agents().get(name).and_then(|a| a.config.permission_modes.clone()) {
+    pub(in crate::runs) fn modes(&self, name: &str) -> Vec<String> {
+        match self.agents().get(name).and_then(|a| a.config.permission_modes.clone()) {
             Some(m) => m,
-            None => self.acp.learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
+            None => self.learned_modes.lock().unwrap().get(name).cloned().unwrap_or_default(),
         }
     }
 
-    fn acp_files(&self, id: &RunId) -> (PathBuf, PathBuf) {
-        let dir = self.home.acp_dir();
+    fn files(runs: &Runs, id: &RunId) -> (PathBuf, PathBuf) {
+        let dir = runs.home.acp_dir();
         (journal_of(&dir, id), dir.join(format!("{id}.stderr.log")))
     }
 
     /// `POST /runs` for an ACP agent.
     pub(in crate::runs) async fn create_acp(
-        self: &Arc<Self>,
+        &self,
+        runs: &Arc<Runs>,
         req: CreateRun,
         agent: AcpAgent,
     ) -> Result<RunBody, RunError> {
         let prompt = crate::runs::launch::checked_request(&req)?;
         if let Some(m) = &req.permission_mode {
-            let known = self.acp_modes(&req.provider);
+            let known = self.modes(&req.provider);
             if !known.is_empty() && !known.contains(m) {
                 return Err(RunError::BadRequest(format!(
                     "permission_mode {m:?} is not one of the agent's: {}",
@@ -275,13 +271,13 @@ impl Runs {
             }
         }
         let id = RunId::generate();
-        let (journal, stderr) = self.acp_files(&id);
-        let mut rec = self.new_record(&id, &req.provider, &req, prompt.clone(), true);
+        let (journal, stderr) = Self::files(runs, &id);
+        let mut rec = runs.new_record(&id, &req.provider, &req, prompt.clone(), true);
         // (Refused for anything but `none`: an ACP agent is lab serve's own child.)
-        rec.sandbox = self.sandbox_for(&req)?;
+        rec.sandbox = runs.sandbox_for(&req)?;
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
-        rec.worktree = self.make_worktree(&rec, &req).await?;
-        let started = match self.start_acp(&rec, &agent, None).await {
+        rec.worktree = runs.make_worktree(&rec, &req).await?;
+        let started = match self.start_acp(runs, &rec, &agent, None).await {
             Ok(s) => Ok(s),
             Err(e) => Err(e.to_string()),
         };
@@ -291,33 +287,34 @@ impl Runs {
                 let _ = fsutil::remove_if_exists(&journal);
                 tracing::info!(run = %id, stderr = %stderr.display(), "the ACP agent's log");
                 rec.transcript_path = None;
-                return Err(self.launch_failed(rec, msg).await);
+                return Err(runs.launch_failed(rec, msg).await);
             }
         };
         rec.session_id = Some(session.session_id());
 
-        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        runs.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "ACP run launched");
-        let run = self.attach(rec, false, None);
-        self.adopt_acp(&run, session.clone());
+        let run = runs.attach(rec, false, None);
+        self.adopt_acp(runs, &run, session.clone());
         session.prompt(prompt);
         if run.record().worktree.is_some() {
-            self.clone().spawn_diff_watch(run.clone());
+            runs.clone().spawn_diff_watch(run.clone());
         }
-        self.clone().spawn_tailer(run.clone(), false);
-        Ok(self.body_of(&run))
+        runs.clone().spawn_tailer(run.clone(), false);
+        Ok(runs.body_of(&run))
     }
 
     /// Start the agent for `rec` (a new session, or `resume`'s), and the run's tmux
     /// session showing its log if there is none.
     async fn start_acp(
-        self: &Arc<Self>,
+        &self,
+        runs: &Arc<Runs>,
         rec: &RunRecord,
         agent: &AcpAgent,
         resume: Option<String>,
     ) -> Result<Arc<Session>, StartError> {
         let fail = StartError::Failed;
-        let dir = self.home.acp_dir();
+        let dir = runs.home.acp_dir();
         fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
         let pconf = agent.config.as_provider();
         let env = crate::runs::launch::agent_env(&rec.provider, &pconf);
@@ -332,14 +329,14 @@ impl Runs {
                 "program `{}` not found{}; {fix} in {}",
                 wanted.display(),
                 if wanted.components().count() > 1 { "" } else { " on PATH" },
-                self.home.config_file().display()
+                runs.home.config_file().display()
             ))
         })?;
         let mut argv = agent.config.acp.clone();
         argv[0] = program.to_string_lossy().into_owned();
-        let (journal, stderr_log) = self.acp_files(&rec.id);
+        let (journal, stderr_log) = Self::files(runs, &rec.id);
         let wake = {
-            let (runs, id) = (Arc::downgrade(self), rec.id.clone());
+            let (runs, id) = (Arc::downgrade(runs), rec.id.clone());
             Arc::new(move || {
                 if let Some(run) = runs.upgrade().and_then(|r| r.get(id.as_str()).ok()) {
                     run.wake();
@@ -352,7 +349,7 @@ impl Runs {
             env: env.clone(),
             cwd: rec.agent_dir(),
             journal,
-            spool: self.home.run_files(&rec.id).spool,
+            spool: runs.home.run_files(&rec.id).spool,
             stderr_log: stderr_log.clone(),
             start_timeout: agent.config.start_timeout(),
             mode: rec.permission_mode.clone(),
@@ -360,18 +357,18 @@ impl Runs {
             terminals: Some(Arc::new(acp::terminal::Terminals::new(acp::terminal::Places {
                 run: rec.id.to_string(),
                 dir: dir.clone(),
-                runtime: self.home.runtime_dir(),
-                lab_exe: self.here.lab_exe.clone(),
+                runtime: runs.home.runtime_dir(),
+                lab_exe: runs.here.lab_exe.clone(),
                 root: std::fs::canonicalize(rec.agent_dir()).unwrap_or_else(|_| rec.agent_dir()),
                 env: env.clone(),
                 windows: Arc::new(TmuxWindows {
-                    tmux: self.here.tmux.clone(),
+                    tmux: runs.here.tmux.clone(),
                     session: rec.tmux_target.clone(),
-                    lab_exe: self.here.lab_exe.clone(),
+                    lab_exe: runs.here.lab_exe.clone(),
                 }),
             }))),
             on_modes: {
-                let (runs, name) = (Arc::downgrade(self), rec.provider.clone());
+                let (runs, name) = (Arc::downgrade(runs), rec.provider.clone());
                 Box::new(move |modes| {
                     if let Some(runs) = runs.upgrade() {
                         runs.acp.learned_modes.lock().unwrap().insert(name.clone(), modes);
@@ -381,7 +378,7 @@ impl Runs {
         };
         let session = Session::start(setup, resume).await?;
         // The run's terminal: the agent's log, followed.
-        let sessions = self.here.sessions.clone();
+        let sessions = runs.here.sessions.clone();
         let name = rec.tmux_target.clone();
         let argv: Vec<String> = ["tail", "-n", "+1", "-F"]
             .iter()
@@ -408,10 +405,10 @@ impl Runs {
         Ok(session)
     }
 
-    /// Keep the run's session, and end the run when the agent's process exits by itself.
-    fn adopt_acp(self: &Arc<Self>, run: &Arc<Run>, session: Arc<Session>) {
-        self.acp.sessions.lock().unwrap().insert(run.id.clone(), session.clone());
-        let (runs, run) = (self.clone(), run.clone());
+    /// Keep the run's session, and end the run when the agent's process exits by itruns.
+    fn adopt_acp(&self, runs: &Arc<Runs>, run: &Arc<Run>, session: Arc<Session>) {
+        self.sessions.lock().unwrap().insert(run.id.clone(), session.clone());
+        let (runs, run) = (runs.clone(), run.clone());
         tokio::spawn(async move {
             let why = session.exited().await;
             if session.stopping() {
@@ -426,20 +423,20 @@ impl Runs {
 
     /// After a restart: the active ACP runs get their agent back with `session/load`;
     /// one whose agent cannot (or is no longer configured) ends, saying why.
-    pub(in crate::runs) fn resume_acp(self: &Arc<Self>, run: Arc<Run>) {
-        let runs = self.clone();
+    pub(in crate::runs) fn resume_acp(&self, runs: &Arc<Runs>, run: Arc<Run>) {
+        let runs = runs.clone();
         tokio::spawn(async move {
             let rec = run.record();
-            let why = match (runs.acp_agent(&rec.provider), rec.session_id.clone()) {
+            let why = match (runs.acp.agent(&rec.provider), rec.session_id.clone()) {
                 (None, _) => format!("lab restarted and no ACP agent `{}` is configured any more", rec.provider),
                 (Some(_), None) => "lab restarted before the agent's session began".to_string(),
                 (Some(agent), Some(sid)) => {
                     let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
-                    match runs.start_acp(&rec, &agent, Some(sid)).await {
+                    match runs.acp.start_acp(&runs, &rec, &agent, Some(sid)).await {
                         Ok(session) => {
                             tracing::info!(run = %rec.id, "resumed the ACP run's session after a restart");
                             session.note("lab restarted: the agent's session was loaded again");
-                            runs.adopt_acp(&run, session);
+                            runs.acp.adopt_acp(&runs, &run, session);
                             run.wake();
                             return;
                         }
@@ -461,11 +458,12 @@ impl Runs {
     /// runs, if any).
     pub(in crate::runs) async fn send_acp_message(
         &self,
+        runs: &Runs,
         run: &Arc<Run>,
         session: Arc<Session>,
         text: String,
     ) -> Result<(), RunError> {
-        let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
+        let (ended, _) = run.update(&runs.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
             return Err(RunError::RunEnded);
         }
@@ -480,6 +478,7 @@ impl Runs {
     /// then the agent's request answered with the result the operator chose.
     pub(in crate::runs) async fn answer_acp(
         &self,
+        runs: &Runs,
         run: &Arc<Run>,
         session: Arc<Session>,
         tool_id: &str,
@@ -487,11 +486,11 @@ impl Runs {
     ) -> Result<AnswerProgress, RunError> {
         let _keys = run.keys.lock().await;
         let (sent, _) = run
-            .update(&self.registry, Read::Channels, async |tail: &mut Tail| {
+            .update(&runs.registry, Read::Channels, async |tail: &mut Tail| {
                 if tail.ended {
                     return Err(RunError::NoDialog);
                 }
-                let dialog = self.guarded(tail, tool_id, crate::runs::answer::Guard::New)?;
+                let dialog = runs.guarded(tail, tool_id, crate::runs::answer::Guard::New)?;
                 let n = acp::dialog::request_number(&dialog.id).ok_or(RunError::NotAnswerable)?;
                 match session.answer(n, &answers).await {
                     Ok(()) => {
@@ -522,11 +521,11 @@ impl Runs {
     }
 
     /// `POST /runs/{id}/stop` for an ACP run: cancel, end the agent, close its terminal.
-    pub(in crate::runs) async fn stop_acp(&self, run: &Arc<Run>, session: Arc<Session>) {
+    pub(in crate::runs) async fn stop_acp(&self, runs: &Runs, run: &Arc<Run>, session: Arc<Session>) {
         session.stop().await;
-        self.acp.sessions.lock().unwrap().remove(&run.id);
-        let _ = self.close_session(run).await;
-        self.end(run, "stopped by the operator").await;
+        self.sessions.lock().unwrap().remove(&run.id);
+        let _ = runs.close_session(run).await;
+        runs.end(run, "stopped by the operator").await;
     }
 }
 

@@ -202,7 +202,7 @@ impl Runs {
     /// How the run `req` asks for is launched: on its `host`, as the ACP agent it
     /// names, or in lab's tmux here. With [`Runs::transport`], the only places that ask.
     pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> &dyn Transport {
-        self.by_way(way_for(req, self.acp_agent(&req.provider).is_some()))
+        self.by_way(way_for(req, self.acp.agent(&req.provider).is_some()))
     }
 
     /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that ask.

@@ -58,14 +58,14 @@ impl Transport for RemoteRuns {
 
     fn put_allowlist<'a>(
         &'a self,
-        runs: &'a Runs,
+        _runs: &'a Runs,
         rec: &'a RunRecord,
         list: &'a crate::sandbox::egress::Allowlist,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(async move {
             let host = rec.host.clone().unwrap_or_default();
             let doc = allow_doc(list)?;
-            runs.step(&host, Op::Write { run: rec.id.to_string(), file: LaunchFile::EgressAllow, content: doc })
+            self.step(&host, Op::Write { run: rec.id.to_string(), file: LaunchFile::EgressAllow, content: doc })
                 .await
                 .map(|_| ())
                 .map_err(|e| RunError::HostDown(format!("putting the allowlist on host {host}: {e}")))
@@ -74,7 +74,7 @@ impl Transport for RemoteRuns {
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
         let host = req.host.clone().unwrap_or_default();
-        Box::pin(runs.create_remote(req, host))
+        Box::pin(self.create_remote(runs, req, host))
     }
 
     /// The host's terminal, through its runner.
@@ -92,8 +92,8 @@ impl Transport for RemoteRuns {
     }
 
     /// Its watch there ended and its session killed, through the runner.
-    fn close<'a>(&'a self, runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
-        Box::pin(async move { runs.close_remote(rec).await.map_err(RunError::Internal) })
+    fn close<'a>(&'a self, _runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move { self.close_remote(rec).await.map_err(RunError::Internal) })
     }
 
     /// No path its payloads name is read here: its runner reads its plan files there.
@@ -103,7 +103,7 @@ impl Transport for RemoteRuns {
             host: rec.host.clone().unwrap_or_default(),
             workdir: rec.agent_dir().to_string_lossy().into_owned(),
             home: runs.config.provider(&rec.provider).env.get("HOME").cloned(),
-            mirror: runs.mirror_path(&rec.id),
+            mirror: runs.home.mirror_file(&rec.id),
         }));
     }
 
@@ -136,7 +136,7 @@ impl Transport for RemoteRuns {
             let host = rec.host.clone().unwrap_or_default();
             let runner = runs.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
             let program = pinned.facts.info.default_program.clone();
-            runs.launch_remote(rec, pinned.provider.as_ref(), &program, &runner, Some(continuing))
+            self.launch_remote(runs, rec, pinned.provider.as_ref(), &program, &runner, Some(continuing))
                 .await
                 .map_err(RunError::LaunchFailed)
         })
@@ -145,10 +145,10 @@ impl Transport for RemoteRuns {
     /// Its host's runner follows it again, from where the mirror ends.
     fn resumed<'a>(&'a self, runs: &'a Arc<Runs>, run: &'a Arc<crate::runs::Run>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if let Err(e) = runs.watch_remote(run).await {
+            if let Err(e) = self.watch_remote(runs, run).await {
                 let why = format!("following the resumed run on its host failed: {e}");
                 runs.record_error(run, &why);
-                let _ = runs.close_remote(&run.record()).await;
+                let _ = self.close_remote(&run.record()).await;
                 runs.end(run, &why).await;
             }
         })
@@ -158,14 +158,9 @@ impl Transport for RemoteRuns {
 /// How long a launch step on the runner may take.
 const STEP: Duration = Duration::from_secs(15);
 
-impl Runs {
-    /// Where a remote run's transcript is mirrored.
-    pub(in crate::runs) fn mirror_path(&self, id: &RunId) -> PathBuf {
-        self.home.mirror_file(id)
-    }
-
+impl RemoteRuns {
     async fn step(&self, host: &str, op: Op) -> Result<Reply, String> {
-        match self.remote.hosts.call(host, op, STEP).await? {
+        match self.hosts.call(host, op, STEP).await? {
             Reply::Error { message } => Err(message),
             r => Ok(r),
         }
@@ -173,22 +168,23 @@ impl Runs {
 
     /// `POST /runs` with a `host`.
     pub(in crate::runs) async fn create_remote(
-        self: &Arc<Self>,
+        &self,
+        runs: &Arc<Runs>,
         req: CreateRun,
         host: String,
     ) -> Result<RunBody, RunError> {
-        if self.acp_agent(&req.provider).is_some() {
+        if runs.acp.agent(&req.provider).is_some() {
             return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
         }
-        let pinned = self.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
+        let pinned = runs.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
         let facts = pinned.facts.clone();
-        let known = self.remote.hosts.known(&host).map_err(|e| RunError::Internal(e.to_string()))?;
+        let known = self.hosts.known(&host).map_err(|e| RunError::Internal(e.to_string()))?;
         if !known {
             return Err(RunError::BadRequest(format!(
                 "unknown host `{host}` (`lab hosts add {host}` or lab.toml [hosts.{host}] makes one)"
             )));
         }
-        let runner = self.remote.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
+        let runner = self.hosts.facts(&host).ok_or_else(|| RunError::HostDown(host.clone()))?;
         // The workdir is the host's: checked there.
         let prompt = checked_fields(&req)?;
         self.step(&host, Op::IsDir { path: req.workdir.clone() })
@@ -196,25 +192,31 @@ impl Runs {
             .map_err(|e| RunError::BadRequest(format!("workdir {} on host {host}: {e}", req.workdir)))?;
 
         let id = RunId::generate();
-        let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
-        rec.sandbox = self.sandbox_for(&req)?;
+        let mut rec = runs.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
+        rec.sandbox = runs.sandbox_for(&req)?;
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();
         // Its worktree, as for a run here, made there (in the runner's home).
-        rec.worktree = self.make_worktree(&rec, &req).await?;
+        rec.worktree = runs.make_worktree(&rec, &req).await?;
         let continuing = req.fork.as_ref().map(|f| &f.continuing);
-        let launched =
-            self.launch_remote(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &runner, continuing);
+        let launched = self.launch_remote(
+            runs,
+            &mut rec,
+            pinned.provider.as_ref(),
+            &facts.info.default_program,
+            &runner,
+            continuing,
+        );
         let typed_prompt = match launched.await {
             Ok(typed) => typed,
             Err(msg) => {
-                let _ = fsutil::remove_if_exists(&self.mirror_path(&id));
-                return Err(self.launch_failed(rec, msg).await);
+                let _ = fsutil::remove_if_exists(&runs.home.mirror_file(&id));
+                return Err(runs.launch_failed(rec, msg).await);
             }
         };
-        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        runs.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         tracing::info!(run = %id, provider = %rec.provider, %host, workdir = %rec.workdir, "run launched on a host");
-        let run = self.follow_launched(rec, typed_prompt, pinned);
+        let run = runs.follow_launched(rec, typed_prompt, pinned);
         // Followed once it is a run here: what the runner reports from now on has a
         // run to go to (the runner sends what the files hold when it starts).
         let rec = run.record();
@@ -226,15 +228,16 @@ impl Runs {
         };
         if let Err(e) = self.step(&host, op).await {
             let why = format!("following the run on host {host} failed: {e}");
-            self.record_error(&run, &why);
+            runs.record_error(&run, &why);
             let _ = self.close_remote(&rec).await;
-            self.end(&run, &why).await;
+            runs.end(&run, &why).await;
         }
-        Ok(self.body_of(&run))
+        Ok(runs.body_of(&run))
     }
 
     async fn launch_remote(
         &self,
+        runs: &Runs,
         rec: &mut RunRecord,
         provider: &dyn crate::agents::provider::Provider,
         default_program: &str,
@@ -242,7 +245,7 @@ impl Runs {
         continuing: Option<&crate::runs::continuation::Continuing>,
     ) -> Result<Option<String>, String> {
         let host = rec.host.clone().expect("a remote run");
-        let pconf = self.config.provider(&rec.provider);
+        let pconf = runs.config.provider(&rec.provider);
         let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
         let program = match self.step(&host, Op::Resolve { program: wanted.to_string_lossy().into_owned() }).await {
             Ok(Reply::Text { text }) => text,
@@ -261,7 +264,7 @@ impl Runs {
         // A jailed agent's HOME is the run's own there (its transcript is there too).
         let operator_env = env.clone();
         if !rec.sandbox.is_none() {
-            env.insert("HOME".into(), there.agent_home(&self.home_of(rec)).to_string_lossy().into_owned());
+            env.insert("HOME".into(), there.agent_home(&runs.home_of(rec)).to_string_lossy().into_owned());
         }
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
         let mut prepared = prepare(rec, provider, &program, &place, continuing).await?;
@@ -284,7 +287,7 @@ impl Runs {
                 fallback_home: runner.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| v.clone()),
                 local: false,
             };
-            if let Some((plan, list)) = self.jail_plan(rec, provider, &operator_env, &site).await? {
+            if let Some((plan, list)) = runs.jail_plan(rec, provider, &operator_env, &site).await? {
                 prepared.launch.sandbox = Some(plan);
                 // First: it makes the run's jail directory there, where the rest goes.
                 let doc = allow_doc(&list).map_err(|e| e.to_string())?;
@@ -305,7 +308,7 @@ impl Runs {
         }
         // The transcript is the host's: followed here through the run's mirror. One the
         // agent names only once started (its session info) is mirrored from then on.
-        let mirror = self.mirror_path(&rec.id);
+        let mirror = runs.home.mirror_file(&rec.id);
         let dir = mirror.parent().expect("in remote/");
         fsutil::private_dir(dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
         fsutil::private_file(&mirror).map_err(|e| format!("making {}: {e}", mirror.display()))?;
@@ -335,14 +338,9 @@ impl Runs {
         }
     }
 
-    /// How many active runs host `name` has.
-    pub fn active_runs_on(&self, name: &str) -> usize {
-        self.runs_on(name).len()
-    }
-
     /// The active runs of host `host`.
-    fn runs_on(&self, host: &str) -> Vec<Arc<crate::runs::Run>> {
-        self.list()
+    pub(in crate::runs) fn runs_on(&self, runs: &Runs, host: &str) -> Vec<Arc<crate::runs::Run>> {
+        runs.list()
             .into_iter()
             .filter(|r| {
                 let rec = r.record();
@@ -353,17 +351,17 @@ impl Runs {
 
     /// Runs on hosts that are not connected now (lab serve just started): shown
     /// disconnected, and ended if their runner does not come within the grace.
-    pub(in crate::runs) fn await_hosts(self: &Arc<Self>) {
-        let mut hosts: Vec<String> = self.runs_on_any_host();
+    pub(in crate::runs) fn await_hosts(&self, runs: &Arc<Runs>) {
+        let mut hosts: Vec<String> = self.runs_on_any_host(runs);
         hosts.sort();
         hosts.dedup();
-        for host in hosts.into_iter().filter(|h| !self.remote.hosts.connected(h)) {
-            self.host_gone(host);
+        for host in hosts.into_iter().filter(|h| !self.hosts.connected(h)) {
+            self.host_gone(runs, host);
         }
     }
 
-    fn runs_on_any_host(&self) -> Vec<String> {
-        self.list()
+    fn runs_on_any_host(&self, runs: &Runs) -> Vec<String> {
+        runs.list()
             .iter()
             .filter_map(|r| {
                 let rec = r.record();
@@ -372,20 +370,20 @@ impl Runs {
             .collect()
     }
 
-    fn host_gone(self: &Arc<Self>, host: String) {
-        for run in self.runs_on(&host) {
+    fn host_gone(&self, runs: &Arc<Runs>, host: String) {
+        for run in self.runs_on(runs, &host) {
             run.set_disconnected(true);
         }
-        let grace = Duration::from_secs(self.config.runs.host_grace_secs.unwrap_or(60).clamp(1, 86_400));
-        let since = self.remote.hosts.down_since(&host);
-        let runs = Arc::downgrade(self);
+        let grace = Duration::from_secs(runs.config.runs.host_grace_secs.unwrap_or(60).clamp(1, 86_400));
+        let since = self.hosts.down_since(&host);
+        let runs = Arc::downgrade(runs);
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
             let Some(runs) = runs.upgrade() else { return };
             if runs.remote.hosts.connected(&host) || runs.remote.hosts.down_since(&host) != since {
                 return;
             }
-            for run in runs.runs_on(&host) {
+            for run in runs.remote.runs_on(&runs, &host) {
                 let why = format!(
                     "host {host}'s runner has been gone for {} s: the run is ended here (its session there may \
                      still run)",
@@ -404,22 +402,22 @@ impl Runs {
     /// Whatever waits on a runner's reply goes to a task of its own: the events come
     /// through a bounded queue that a runner's connection waits on when it is full, so
     /// waiting here for that connection to read a reply could hold both up.
-    pub(in crate::runs) async fn on_host(self: &Arc<Self>, host: String, event: HostEvent) {
+    pub(in crate::runs) async fn on_host(&self, runs: &Arc<Runs>, host: String, event: HostEvent) {
         match event {
             HostEvent::Connected => {
-                let runs = self.clone();
-                tokio::spawn(async move { runs.follow_again(host).await });
+                let runs = runs.clone();
+                tokio::spawn(async move { runs.remote.follow_again(&runs, host).await });
             }
-            HostEvent::Down => self.host_gone(host),
-            HostEvent::Report(up) => self.on_runner(host, up).await,
+            HostEvent::Down => self.host_gone(runs, host),
+            HostEvent::Report(up) => self.on_runner(runs, host, up).await,
         }
     }
 
     /// Host `host`'s runner (re)connected: have it follow each of its active runs from
     /// where the run's mirror ends.
-    async fn follow_again(self: &Arc<Self>, host: String) {
-        for run in self.runs_on(&host) {
-            match self.watch_remote(&run).await {
+    async fn follow_again(&self, runs: &Arc<Runs>, host: String) {
+        for run in self.runs_on(runs, &host) {
+            match self.watch_remote(runs, &run).await {
                 Ok(()) => run.set_disconnected(false),
                 Err(e) => {
                     tracing::warn!(run = %run.id, %host, error = %e, "cannot follow the run on its host again")
@@ -431,10 +429,14 @@ impl Runs {
     /// Have a run's runner follow it (again, or now that its agent named its
     /// transcript): the transcript its record names from where the mirror ends, its
     /// hook files, its session.
-    pub(in crate::runs) async fn watch_remote(self: &Arc<Self>, run: &Arc<crate::runs::Run>) -> Result<(), String> {
+    pub(in crate::runs) async fn watch_remote(
+        &self,
+        runs: &Arc<Runs>,
+        run: &Arc<crate::runs::Run>,
+    ) -> Result<(), String> {
         let rec = run.record();
         let Some(host) = rec.host.clone() else { return Ok(()) };
-        let offset = std::fs::metadata(self.mirror_path(&rec.id)).map(|m| m.len()).unwrap_or(0);
+        let offset = std::fs::metadata(runs.home.mirror_file(&rec.id)).map(|m| m.len()).unwrap_or(0);
         tracing::debug!(run = %rec.id, %host, transcript = ?rec.remote_transcript, offset, "the host is to follow the run");
         let op = Op::Watch {
             run: rec.id.to_string(),
@@ -447,9 +449,9 @@ impl Runs {
 
     /// What a host's runner reported on one of its runs: its transcript grew, its spool
     /// or marker changed, its session ended.
-    async fn on_runner(self: &Arc<Self>, host: String, up: Up) {
+    async fn on_runner(&self, runs: &Arc<Runs>, host: String, up: Up) {
         let run_of = |run: &str| {
-            let run = self.get(run).ok()?;
+            let run = runs.get(run).ok()?;
             let rec = run.record();
             (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
         };
@@ -461,7 +463,7 @@ impl Runs {
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
                     return tracing::warn!(%host, run = %run.id, "a transcript chunk that is not base64; dropped");
                 };
-                match self.remote.mirrors.append(&run.id, &self.mirror_path(&run.id), offset, &bytes) {
+                match self.mirrors.append(&run.id, &runs.home.mirror_file(&run.id), offset, &bytes) {
                     Ok(Appended::Added) => run.wake(),
                     Ok(Appended::Nothing) => {}
                     Ok(Appended::Stopped(why)) => run.set_transcript_stopped(Some(why)),
@@ -471,14 +473,14 @@ impl Runs {
             Up::RunFile { run, file, content } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 tracing::debug!(%host, run = %run.id, ?file, present = content.is_some(), "a hook file from the host");
-                let files = self.home.run_files(&run.id);
+                let files = runs.home.run_files(&run.id);
                 let path = match file {
                     HookFile::Spool => files.spool,
                     HookFile::Marker => files.marker,
                     HookFile::Session => files.session,
                     // Its egress proxy's ledger, mirrored where the run's view reads it.
                     HookFile::Ledger => {
-                        let ledger = self.home.egress_files(&run.id).1;
+                        let ledger = runs.home.egress_files(&run.id).1;
                         if let Err(e) = fsutil::private_dir(ledger.parent().expect("in egress/")) {
                             return tracing::warn!(%host, run = %run.id, error = %e, "cannot keep the run's egress ledger");
                         }
@@ -502,7 +504,7 @@ impl Runs {
             }
             Up::Ended { run } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
-                let runs = self.clone();
+                let runs = runs.clone();
                 tokio::spawn(async move {
                     runs.end(&run, &format!("its session on host {host} closed")).await;
                     runs.remote.mirrors.forget(&run.id);
