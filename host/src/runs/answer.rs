@@ -10,6 +10,7 @@ use super::tailer::Tail;
 use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
 use crate::agents::model::Answer;
 use crate::agents::provider::Provider;
+use crate::runs::Core;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -26,13 +27,13 @@ impl Runs {
     /// ([`input::composer_lock`]).
     pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
-        self.transport(&run.record()).send_message(self, run, text).await
+        run.transport().send_message(self, run, text).await
     }
 
     /// A message typed into the run's terminal ([`Runs::send_message`] of a run whose
     /// transport types keys): pasted, then Enter.
     pub(super) async fn type_message(&self, run: &Arc<Run>, text: String) -> Result<(), RunError> {
-        self.reachable(run)?;
+        run.transport().reachable(&run.record())?;
         let _keys = run.keys.lock().await;
         let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
@@ -49,7 +50,7 @@ impl Runs {
         if snap.answer.as_ref().is_some_and(|a| matches!(a.state, AnswerState::Waiting | AnswerState::Playing)) {
             return Err(input::answer_pending_lock().into());
         }
-        let term = self.terminal_for(&run.record());
+        let term = run.terminal();
         let target = run.record().tmux_target;
         let buffer = format!("lab-{}", run.id);
         tokio::task::spawn_blocking(move || type_text(term.as_ref(), &target, &buffer, &text))
@@ -86,7 +87,7 @@ impl Runs {
                 Answer::Option(_) | Answer::Options(_) => {}
             }
         }
-        self.transport(&run.record()).answer(self, run, tool_id, answers).await
+        run.transport().answer(self, run, tool_id, answers).await
     }
 
     /// An answer typed into the run's terminal ([`Runs::answer`] of a run whose
@@ -101,7 +102,7 @@ impl Runs {
         if !provider.dialog_hooker() {
             return Err(RunError::NotAnswerable);
         }
-        self.reachable(run)?;
+        run.transport().reachable(&run.record())?;
         // The run's keys if nobody types into it now; else playback waits its turn (an
         // earlier answer still playing, a message being pasted), not this POST.
         let keys = run.keys.clone().try_lock_owned().ok();
@@ -179,7 +180,7 @@ impl Runs {
         plan: crate::agents::model::AnswerPlan,
     ) -> Result<(), RunError> {
         let target = run.record().tmux_target;
-        let term = self.terminal_for(&run.record());
+        let term = run.terminal();
         // A provider that fails to tell is taken as "not drawn": fail closed.
         let drawn = |pane: String| {
             let dialog = dialog.clone();
@@ -242,7 +243,9 @@ impl Runs {
             .await;
         still
     }
+}
 
+impl Core {
     /// The answer guard on the tail's current facts: the live prompt, if it is the one
     /// `tool_id` names and lab can answer it.
     pub(super) fn guarded(

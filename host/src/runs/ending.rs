@@ -2,12 +2,12 @@
 //! at a time, and why (with what their launcher said before its pane went, if it
 //! said anything: [`super::liveness::last_words`]).
 
-use super::{liveness, Run, Runs, ENDS_PER_COMMIT};
+use super::{liveness, Core, Run, ENDS_PER_COMMIT};
 use crate::store::paths::RunId;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-impl Runs {
+impl Core {
     /// End a run: last read of its transcript, delete its spool, marker and settings
     /// file, record the end. Idempotent.
     pub async fn end(&self, run: &Arc<Run>, why: &str) {
@@ -71,12 +71,12 @@ impl Runs {
         }
         for (run, mut tail, read) in ending {
             if !read {
-                run.unread.store(true, Ordering::SeqCst);
+                run.found.unread.store(true, Ordering::SeqCst);
             }
             let derived = tail.derive().await;
             run.publish(&tail, derived);
             drop(tail);
-            self.transport(&run.record()).ended(&run.id);
+            run.transport().ended(&run.id);
             tracing::info!(run = %run.id, why, "run ended");
             run.wake();
         }

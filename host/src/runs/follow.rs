@@ -7,7 +7,7 @@
 use super::registry::Status;
 use super::tailer::{self, Tail};
 use super::view::RunState;
-use super::{liveness, screen, Read, Run, Runs};
+use super::{liveness, screen, Core, Read, Run, Runs};
 use crate::store::fsutil;
 use crate::store::paths::RunId;
 use std::collections::HashMap;
@@ -157,15 +157,6 @@ impl Runs {
         });
     }
 
-    /// Notifications of the run's transcript reach its tailer (a path named late, by
-    /// the session info, too).
-    fn follow_transcript(&self, run: &Arc<Run>, transcript: &Path) {
-        let mut map = self.files.transcripts.lock().unwrap();
-        if !map.contains_key(transcript) {
-            map.insert(transcript.to_path_buf(), run.id.clone());
-        }
-    }
-
     /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
     pub(super) async fn read_screen(
         &self,
@@ -175,7 +166,7 @@ impl Runs {
         running_for: std::time::Duration,
         current: Option<crate::agents::model::Dialog>,
     ) -> Option<crate::agents::model::Dialog> {
-        let term = self.terminal_for(&run.record());
+        let term = run.terminal();
         let target = run.record().tmux_target;
         let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {
             return current;
@@ -252,12 +243,6 @@ impl Runs {
         Ok(())
     }
 
-    /// Whether `path` is the file tmux's session-closed hook writes.
-    pub(super) fn is_liveness_signal(&self, path: &Path) -> bool {
-        path.parent() == Some(self.home.runtime_dir().as_path())
-            && path.file_name().and_then(|n| n.to_str()).is_some_and(liveness::is_signal)
-    }
-
     /// Which run a changed file belongs to: runtime files are named `<run-id>.…`
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
     pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
@@ -266,6 +251,36 @@ impl Runs {
         }
         let id = self.files.transcripts.lock().unwrap().get(path).cloned()?;
         self.lives.awake.read().unwrap().get(&id).cloned()
+    }
+
+    /// Delete runtime files that belong to no active run (left by a crash), and temp
+    /// files of active runs old enough that no hook is still writing them.
+    pub(super) fn gc_orphans(&self) {
+        let now = SystemTime::now();
+        self.remove_runtime_files(|name, modified| {
+            let id = crate::store::paths::RunFiles::owner(name).unwrap_or_default();
+            let awake = crate::store::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
+            let active = awake.is_some_and(|r| r.record().status == Status::Active);
+            let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+            crate::store::paths::runtime_file_is_garbage(name, active, age)
+        });
+    }
+}
+
+impl Core {
+    /// Notifications of the run's transcript reach its tailer (a path named late, by
+    /// the session info, too).
+    fn follow_transcript(&self, run: &Arc<Run>, transcript: &Path) {
+        let mut map = self.files.transcripts.lock().unwrap();
+        if !map.contains_key(transcript) {
+            map.insert(transcript.to_path_buf(), run.id.clone());
+        }
+    }
+
+    /// Whether `path` is the file tmux's session-closed hook writes.
+    pub(super) fn is_liveness_signal(&self, path: &Path) -> bool {
+        path.parent() == Some(self.home.runtime_dir().as_path())
+            && path.file_name().and_then(|n| n.to_str()).is_some_and(liveness::is_signal)
     }
 
     /// Watch the directory of a run's transcript; whether it is watched (false: not
@@ -294,19 +309,6 @@ impl Runs {
             }
         }
         false
-    }
-
-    /// Delete runtime files that belong to no active run (left by a crash), and temp
-    /// files of active runs old enough that no hook is still writing them.
-    pub(super) fn gc_orphans(&self) {
-        let now = SystemTime::now();
-        self.remove_runtime_files(|name, modified| {
-            let id = crate::store::paths::RunFiles::owner(name).unwrap_or_default();
-            let awake = crate::store::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
-            let active = awake.is_some_and(|r| r.record().status == Status::Active);
-            let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
-            crate::store::paths::runtime_file_is_garbage(name, active, age)
-        });
     }
 
     /// Remove the files in runtime/ for which `garbage(name, modified)` says so.

@@ -190,7 +190,7 @@ impl Runs {
     /// and quiet, [`input::Readiness`]), then unlock the composer.
     pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
         tokio::spawn(async move {
-            let term = self.terminal_for(&run.record());
+            let term = run.terminal();
             let target = run.record().tmux_target;
             let alive = {
                 let (term, target) = (term.clone(), target.clone());

@@ -9,6 +9,7 @@
 //!
 //! | child | what it owns |
 //! |---|---|
+//! | [`core`] | the services every part uses: home, config, registry, providers, news, books, turns, file watch |
 //! | [`registry`] | the runs' records on disk (redb), read a head at a time |
 //! | [`api`] | the bodies and errors of the HTTP routes about runs |
 //! | [`run_list`] | the run list as a client follows it: pages, a cursor, the list's news |
@@ -53,6 +54,7 @@ pub mod answer_guard;
 mod api;
 pub mod books;
 mod continuation;
+pub mod core;
 mod ending;
 mod follow;
 pub mod hook_channels;
@@ -89,6 +91,8 @@ pub mod workspace;
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;
 
+pub use self::core::Core;
+use self::core::{News, Turns};
 use crate::agents::components::{ComponentHost, Limits};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
@@ -158,10 +162,8 @@ pub struct Run {
     /// Serialises everything that types into the pane (answers, messages). Owned
     /// guards: an answer's playback holds it after its POST has returned.
     keys: Arc<tokio::sync::Mutex<()>>,
-    /// An ended run found at start-up whose transcript has not been read yet: it is
-    /// read when someone first looks at its chat ([`Runs::ensure_loaded`]), so start-up
-    /// and memory do not grow with the history of ended runs.
-    unread: AtomicBool,
+    /// What is still owed to a run found at start-up ([`FoundAtStart`]).
+    found: FoundAtStart,
     messages: Arc<MessageStore>,
     /// When someone last read the run's messages (GET or an event stream).
     looked_at: Mutex<std::time::Instant>,
@@ -169,10 +171,21 @@ pub struct Run {
     wake: Notify,
     /// Its provider: the build it started with, kept until it ends.
     provider: Option<Pinned>,
+    /// How lab reaches it, decided once when it is made ([`Run::transport`]).
+    transport: Arc<dyn transport::Transport>,
     changes: broadcast::Sender<Change>,
-    /// The next view published is the first of a run found at start-up: it is reported
-    /// with no `before` (see [`Change::before`]).
-    found_at_start: AtomicBool,
+}
+
+/// What is still owed to a run `lab serve` found at start-up.
+#[derive(Default)]
+struct FoundAtStart {
+    /// An ended run whose transcript has not been read yet: it is read when someone
+    /// first looks at its chat ([`Core::ensure_loaded`]), so start-up and memory do not
+    /// grow with the history of ended runs.
+    unread: AtomicBool,
+    /// The next view published is its first: it is reported with no `before` (see
+    /// [`Change::before`]).
+    first_view: AtomicBool,
 }
 
 impl Run {
@@ -181,6 +194,7 @@ impl Run {
         rec: RunRecord,
         tail: Tail,
         pinned: Option<Pinned>,
+        transport: Arc<dyn transport::Transport>,
         changes: broadcast::Sender<Change>,
         listed: broadcast::Sender<RunId>,
     ) -> Arc<Run> {
@@ -214,14 +228,24 @@ impl Run {
             view,
             wake: Notify::new(),
             provider: pinned,
+            transport,
             changes,
-            found_at_start: AtomicBool::new(false),
-            unread: AtomicBool::new(false),
+            found: FoundAtStart::default(),
         })
     }
 
     pub fn record(&self) -> RunRecord {
         self.record.lock().unwrap().clone()
+    }
+
+    /// How lab reaches the run: where it lives and how lab speaks to it.
+    pub(in crate::runs) fn transport(&self) -> &dyn transport::Transport {
+        &*self.transport
+    }
+
+    /// The terminal the run's agent lives in: this machine's tmux, or its host's.
+    pub fn terminal(&self) -> Arc<dyn Terminal> {
+        self.transport.terminal(&self.record())
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Snapshot> {
@@ -354,7 +378,7 @@ impl Run {
             if *cur == snap {
                 return false;
             }
-            let found_at_start = self.found_at_start.swap(false, Ordering::SeqCst);
+            let found_at_start = self.found.first_view.swap(false, Ordering::SeqCst);
             if found_at_start || cur.derived != snap.derived {
                 let (provider, workdir) = {
                     let r = self.record.lock().unwrap();
@@ -445,39 +469,27 @@ pub struct Seams {
     pub providers: Providers,
 }
 
+/// Every run, and how each is reached: the set of runs (awake or at rest) and the
+/// transports, on the [`Core`] of services they all use (its methods are called on
+/// `Runs` as on the core: `Runs` derefs to it).
 pub struct Runs {
-    home: Home,
-    config: Config,
-    /// The providers lab serve runs with, swapped while it serves ([`providers`]).
-    providers: Providers,
-    registry: Registry,
+    /// The services every part of `runs` uses ([`core`]).
+    core: Core,
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
-    here: transport::tmux::TmuxRuns,
+    here: Arc<transport::tmux::TmuxRuns>,
     /// Where each run is: awake or at rest ([`Lives`]).
     lives: Lives,
-    /// The file notifications: the watcher and which run each transcript is
-    /// ([`follow::FileWatch`]).
-    files: follow::FileWatch,
-    /// What it announces: shutdown, every run's view changes.
-    news: News,
-    /// What lab keeps of runs' history besides their records: usage ([`usage`]).
-    books: Arc<books::Books>,
-    /// The work that takes turns across runs ([`Turns`]).
-    turns: Turns,
     /// The ACP runs: the agents, their sessions ([`transport::acp`]).
-    acp: transport::acp::AcpRuns,
+    acp: Arc<transport::acp::AcpRuns>,
     /// The runs on other machines: their runners, their mirrors ([`transport::remote`]).
-    remote: transport::remote::RemoteRuns,
+    remote: Arc<transport::remote::RemoteRuns>,
 }
 
-/// What [`Runs`] announces to whoever listens.
-struct News {
-    /// Flips to true when `lab serve` shuts down, so open event streams end.
-    shutdown: watch::Sender<bool>,
-    /// Every run's view changes ([`Runs::changes`]).
-    changes: broadcast::Sender<Change>,
-    /// Which run's list entry may have changed ([`Runs::list_news`]).
-    listed: broadcast::Sender<RunId>,
+impl std::ops::Deref for Runs {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 /// Where each run is: awake (a [`Run`] in memory, followed) or at rest.
@@ -494,29 +506,6 @@ struct Lives {
     /// Moves between `awake` and `at_rest` take turns (a lookup never sees a run in
     /// neither).
     moving: Mutex<()>,
-}
-
-/// The work that takes turns across runs, so that many runs do not do it at once.
-struct Turns {
-    /// Merges and discards (they move branches of shared repositories).
-    work: tokio::sync::Mutex<()>,
-    /// The first reads of runs found at start ([`follow::CATCH_UP_AT_ONCE`] at once).
-    catch_up: tokio::sync::Semaphore,
-    /// Diff summaries, counted one at a time ([`Runs::spawn_diff_watch`]).
-    diff_counting: tokio::sync::Mutex<()>,
-    /// Runs waiting for a usage limit to reset before they go on ([`usage_limit`]).
-    limit_waits: usage_limit::LimitWaits,
-}
-
-impl Default for Turns {
-    fn default() -> Turns {
-        Turns {
-            work: tokio::sync::Mutex::new(()),
-            catch_up: tokio::sync::Semaphore::new(follow::CATCH_UP_AT_ONCE),
-            diff_counting: tokio::sync::Mutex::new(()),
-            limit_waits: Default::default(),
-        }
-    }
 }
 
 impl Runs {
@@ -575,25 +564,27 @@ impl Runs {
         let home_hosts = home.hosts_file();
         let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
-            home,
-            config,
-            providers,
-            registry,
-            here: transport::tmux::TmuxRuns::on(sessions, tmux, lab_exe),
-            lives: Lives::default(),
-            files: follow::FileWatch::default(),
-            news: News {
-                shutdown: watch::channel(false).0,
-                changes: broadcast::channel(CHANGES_CAPACITY).0,
-                listed: broadcast::channel(run_list::NEWS_CAPACITY).0,
+            core: Core {
+                home,
+                config,
+                providers,
+                registry,
+                files: follow::FileWatch::default(),
+                news: News {
+                    shutdown: watch::channel(false).0,
+                    changes: broadcast::channel(CHANGES_CAPACITY).0,
+                    listed: broadcast::channel(run_list::NEWS_CAPACITY).0,
+                },
+                books,
+                turns: Turns::default(),
             },
-            books,
-            turns: Turns::default(),
-            acp: transport::acp::AcpRuns::new(acp_dir, acp_agents),
-            remote: transport::remote::RemoteRuns::new(
+            here: Arc::new(transport::tmux::TmuxRuns::on(sessions.clone(), tmux, lab_exe)),
+            lives: Lives::default(),
+            acp: Arc::new(transport::acp::AcpRuns::new(acp_dir, acp_agents, sessions)),
+            remote: Arc::new(transport::remote::RemoteRuns::new(
                 crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home_hosts)),
                 mirrors,
-            ),
+            )),
         });
         {
             // What runners report reaches their runs, in order, one at a time.
@@ -628,14 +619,14 @@ impl Runs {
         for rec in records {
             let active = rec.status == Status::Active;
             let run = runs.attach(rec, false, None);
-            run.found_at_start.store(true, Ordering::SeqCst);
+            run.found.first_view.store(true, Ordering::SeqCst);
             let rec = run.record();
             if rec.worktree.as_ref().is_some_and(|w| !w.discarded) {
                 runs.clone().spawn_diff_watch(run.clone());
             }
             if !active {
                 // Its chat is read when first looked at.
-                run.unread.store(true, Ordering::SeqCst);
+                run.found.unread.store(true, Ordering::SeqCst);
             } else if let transport::Resume::AfterLiveness(run) = runs.transport(&rec).resume(&runs, run) {
                 in_tmux.push(run);
             }
@@ -672,26 +663,6 @@ impl Runs {
         self.here.sessions.shut_down();
     }
 
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.news.shutdown.subscribe()
-    }
-
-    /// Every change of any run's derived view from now on, in order per run.
-    pub fn changes(&self) -> broadcast::Receiver<Change> {
-        self.news.changes.subscribe()
-    }
-
-    /// The id of each run whose list entry may have changed (added, its view or its
-    /// record changed), as it happens; a receiver that falls behind is told how many
-    /// it missed.
-    pub fn list_news(&self) -> broadcast::Receiver<RunId> {
-        self.news.listed.subscribe()
-    }
-
-    pub fn home(&self) -> &Home {
-        &self.home
-    }
-
     /// The runs' terminal ([`crate::machines::terminal`]).
     pub fn terminal(&self) -> Arc<dyn Terminal> {
         self.here.terminal()
@@ -703,11 +674,6 @@ impl Runs {
             return Ok(run.clone());
         }
         self.wake_up(&id).ok_or(RunError::NotFound)
-    }
-
-    /// What lab keeps of runs' history: usage, the search index.
-    pub fn books(&self) -> Arc<books::Books> {
-        self.books.clone()
     }
 
     /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
@@ -760,7 +726,7 @@ impl Runs {
             tail.await_session_info();
         }
         tail.prompt_pending = prompt_pending;
-        let run = Run::new(rec, tail, pinned, self.news.changes.clone(), self.news.listed.clone());
+        let run = Run::new(rec, tail, pinned, transport, self.news.changes.clone(), self.news.listed.clone());
         if let Some(t) = transcript {
             self.files.transcripts.lock().unwrap().insert(t, run.id.clone());
         }
@@ -771,6 +737,18 @@ impl Runs {
         run
     }
 
+    /// `POST /runs/{id}/stop`.
+    pub async fn stop(&self, run: &Arc<Run>) -> Result<(), RunError> {
+        run.transport().stop(self, run).await
+    }
+
+    /// Close the run's tmux session (here or on its machine), if it is still there.
+    async fn close_session(&self, run: &Run) -> Result<(), RunError> {
+        run.transport().close(self, &run.record()).await
+    }
+}
+
+impl Core {
     /// How a run whose transcript its provider reads is read: the provider's tail (of
     /// the build `pinned`, else the one serving now), or an inert one (no chat) when
     /// the provider is not loaded.
@@ -798,17 +776,6 @@ impl Runs {
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
         tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
-    }
-
-    /// `POST /runs/{id}/stop`.
-    pub async fn stop(&self, run: &Arc<Run>) -> Result<(), RunError> {
-        self.transport(&run.record()).stop(self, run).await
-    }
-
-    /// Close the run's tmux session (here or on its machine), if it is still there.
-    async fn close_session(&self, run: &Run) -> Result<(), RunError> {
-        let rec = run.record();
-        self.transport(&rec).close(self, &rec).await
     }
 
     /// Keep why a run went wrong in its record (shown as its `error`).
@@ -850,7 +817,10 @@ mod update_tests {
         let records = Registry::open(&dir.join("runs.redb")).unwrap();
         records.put(&rec).unwrap();
         let (changes, rx) = broadcast::channel(16);
-        World { run: Run::new(rec, tail, None, changes, broadcast::channel(16).0), changes: rx, records, _dir: d }
+        let tmux = Tmux::new(dir.join("tmux.sock"));
+        let here = Arc::new(transport::tmux::TmuxRuns::on(Arc::new(tmux.clone()), tmux, dir.join("lab")));
+        let run = Run::new(rec, tail, None, here, changes, broadcast::channel(16).0);
+        World { run, changes: rx, records, _dir: d }
     }
 
     /// A change is derived and published once; an update that changes nothing

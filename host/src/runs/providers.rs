@@ -10,6 +10,7 @@ use super::registry::Status;
 use super::Runs;
 use crate::agents::components::{ComponentFacts, ComponentHost, ProviderSet};
 use crate::agents::provider::Provider;
+use crate::runs::Core;
 use crate::store::config::{find_program, Config};
 use crate::store::paths::RunId;
 use std::collections::BTreeMap;
@@ -233,16 +234,6 @@ impl<L: PartialEq + Clone> Watch<L> {
 }
 
 impl Runs {
-    /// The providers serving new runs now.
-    pub fn providers(&self) -> Arc<ProviderSet> {
-        self.providers.now()
-    }
-
-    /// The providers removed while lab served, by name.
-    pub fn removed_providers(&self) -> BTreeMap<String, Removed> {
-        self.providers.removed()
-    }
-
     /// Which build each awake, active run uses, by provider name: `(run, build)`.
     pub fn builds_in_use(&self) -> BTreeMap<String, Vec<(RunId, Build)>> {
         let mut out: BTreeMap<String, Vec<(RunId, Build)>> = BTreeMap::new();
@@ -285,6 +276,18 @@ impl Runs {
                 }
             }
         });
+    }
+}
+
+impl Core {
+    /// The providers serving new runs now.
+    pub fn providers(&self) -> Arc<ProviderSet> {
+        self.providers.now()
+    }
+
+    /// The providers removed while lab served, by name.
+    pub fn removed_providers(&self) -> BTreeMap<String, Removed> {
+        self.providers.removed()
     }
 
     /// The version of the agent program a run of `provider` would start (lab.toml's

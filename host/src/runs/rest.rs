@@ -9,6 +9,7 @@ use super::run_list::{self, Cursor};
 use super::tailer::Tail;
 use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
+use crate::runs::Core;
 use crate::store::paths::RunId;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -34,23 +35,6 @@ impl Listed {
 pub use crate::util::memory::give_back_freed_memory;
 
 impl Runs {
-    /// Read an ended run's finished transcript if nobody has looked at it since
-    /// `lab serve` started (see [`Run`]'s `unread`). Cheap once done.
-    pub async fn ensure_loaded(&self, run: &Arc<Run>) {
-        if !run.unread.load(Ordering::SeqCst) {
-            return;
-        }
-        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
-            if run.unread.swap(false, Ordering::SeqCst) {
-                tail.read().await;
-                // An ended chat never changes: its index is all it keeps; pages are read
-                // from the transcript when asked for.
-                run.messages.evict();
-            }
-        })
-        .await;
-    }
-
     /// Every [`EVICT_AFTER`]: the runs nobody has looked at for that long (no event
     /// stream open, no page read) drop the messages they hold in memory; their index
     /// stays, so a later look reads them again from the transcript.
@@ -118,7 +102,7 @@ impl Runs {
             }
         };
         let run = self.attach(rec, false, None);
-        run.unread.store(true, Ordering::SeqCst);
+        run.found.unread.store(true, Ordering::SeqCst);
         Some(run)
     }
 
@@ -130,7 +114,7 @@ impl Runs {
         let may_rest = rec.status == Status::Ended
             && rec.may_rest()
             && run.view.receiver_count() == 0
-            && !self.transport(&rec).holds_live(&run.id);
+            && !run.transport().holds_live(&run.id);
         if !may_rest || self.lives.awake.write().unwrap().remove(&run.id).is_none() {
             return false;
         }
@@ -235,5 +219,24 @@ impl Runs {
                 }),
             })
             .collect()
+    }
+}
+
+impl Core {
+    /// Read an ended run's finished transcript if nobody has looked at it since
+    /// `lab serve` started (see [`Run`]'s `unread`). Cheap once done.
+    pub async fn ensure_loaded(&self, run: &Arc<Run>) {
+        if !run.found.unread.load(Ordering::SeqCst) {
+            return;
+        }
+        run.update(&self.registry, Read::AsIs, async |tail: &mut Tail| {
+            if run.found.unread.swap(false, Ordering::SeqCst) {
+                tail.read().await;
+                // An ended chat never changes: its index is all it keeps; pages are read
+                // from the transcript when asked for.
+                run.messages.evict();
+            }
+        })
+        .await;
     }
 }

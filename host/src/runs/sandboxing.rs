@@ -8,6 +8,7 @@ use super::api::{CreateRun, RunError};
 use super::registry::{RunRecord, Status};
 use super::{Run, Runs};
 use crate::agents::provider::{CallErrorKind, Provider};
+use crate::runs::Core;
 use crate::sandbox::egress::{self, Allowlist, EgressView};
 use crate::sandbox::{EgressFiles, Kind, Needs, Plan};
 use crate::store::config::{find_program, SandboxConfig};
@@ -65,17 +66,6 @@ impl Runs {
             self.transport_for(req).can_jail(kind)?;
         }
         Ok(kind)
-    }
-
-    /// The run's files: a sandboxed run's in a jail directory of its own (0700), made
-    /// here.
-    pub(super) fn files_for(&self, rec: &RunRecord) -> Result<RunFiles, String> {
-        if !rec.sandbox.is_none() {
-            let dir = self.home.jail_dir(&rec.id);
-            fsutil::private_dir(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
-            self.watch_jail(rec);
-        }
-        Ok(self.home.run_files(&rec.id))
     }
 
     /// What `rec`'s jail gets at `site` (none for a run without a sandbox), and its
@@ -207,52 +197,6 @@ impl Runs {
         Ok(Some((plan, list)))
     }
 
-    /// Nothing of lab's inside the jail, whatever the workdir: a workdir inside lab's
-    /// own files, or one too broad to jail (the machine, a home: unless lab.toml's
-    /// `[sandbox] allow_broad_workdir`), is refused with why; lab's home and worktrees
-    /// folder inside a bound path are masked (the mount points returned).
-    fn lab_inside_jail(
-        &self,
-        rec: &RunRecord,
-        home: &Path,
-        writable: &[PathBuf],
-        readable: &[PathBuf],
-        site: &JailSite,
-    ) -> Result<Vec<PathBuf>, String> {
-        use crate::sandbox::bounds;
-        // Symlinks resolved where they can be: here (a machine's paths are as given).
-        let real = |p: &Path| if site.local { bounds::real(p) } else { bounds::lexical(p) };
-        let worktrees = match (&self.config.runs.worktree_dir, site.local) {
-            (Some(d), true) => d.clone(),
-            _ => site.home.worktrees_dir(),
-        };
-        let lab = [real(&site.home.root), real(&worktrees)];
-        if rec.worktree.is_none() {
-            let workdir = real(Path::new(&rec.workdir));
-            if let Some(why) = bounds::workdir_in_lab(&workdir, &lab) {
-                return Err(format!("a sandboxed run cannot start there: {why}"));
-            }
-            if !self.config.sandbox.allow_broad_workdir {
-                let homes: Vec<PathBuf> = [Some(home.to_path_buf()), site.fallback_home.as_ref().map(PathBuf::from)]
-                    .into_iter()
-                    .flatten()
-                    .map(|h| real(&h))
-                    .collect();
-                if let Some(why) = bounds::broad_workdir(&workdir, &homes) {
-                    return Err(format!(
-                        "a sandboxed run cannot have {} as its workdir: {why}, and its jail would hand the agent all of it \
-                         (every project, key and agent config there). Pick a project folder, or set \
-                         `allow_broad_workdir = true` under [sandbox] in lab.toml",
-                        rec.workdir
-                    ));
-                }
-            }
-        }
-        let bound: Vec<bounds::Bound> =
-            writable.iter().chain(readable).map(|p| bounds::Bound { at: p.clone(), real: real(p) }).collect();
-        Ok(bounds::masks(&lab, &bound))
-    }
-
     /// Whose home a sandboxed run's agent has: its own, or, for a fork of a sandboxed
     /// run, the one its conversation is in (its parent's, up the line).
     pub(super) fn home_of(&self, rec: &RunRecord) -> crate::store::paths::RunId {
@@ -303,7 +247,7 @@ impl Runs {
         egress::write_allow(&allow_file, &list)
             .map_err(|e| RunError::Internal(format!("writing the allowlist: {e}")))?;
         // Where its proxy reads it, if that is another machine.
-        self.transport(&rec).put_allowlist(self, &rec, &list).await?;
+        run.transport().put_allowlist(self, &rec, &list).await?;
         let view = EgressView::read(&allow_file, &ledger_file);
         run.set_egress(Some(view.clone()));
         Ok(view)
@@ -321,6 +265,65 @@ impl Runs {
             self.watch_jail(&rec);
         }
         self.read_egress(run);
+    }
+}
+
+impl Core {
+    /// The run's files: a sandboxed run's in a jail directory of its own (0700), made
+    /// here.
+    pub(super) fn files_for(&self, rec: &RunRecord) -> Result<RunFiles, String> {
+        if !rec.sandbox.is_none() {
+            let dir = self.home.jail_dir(&rec.id);
+            fsutil::private_dir(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
+            self.watch_jail(rec);
+        }
+        Ok(self.home.run_files(&rec.id))
+    }
+
+    /// Nothing of lab's inside the jail, whatever the workdir: a workdir inside lab's
+    /// own files, or one too broad to jail (the machine, a home: unless lab.toml's
+    /// `[sandbox] allow_broad_workdir`), is refused with why; lab's home and worktrees
+    /// folder inside a bound path are masked (the mount points returned).
+    fn lab_inside_jail(
+        &self,
+        rec: &RunRecord,
+        home: &Path,
+        writable: &[PathBuf],
+        readable: &[PathBuf],
+        site: &JailSite,
+    ) -> Result<Vec<PathBuf>, String> {
+        use crate::sandbox::bounds;
+        // Symlinks resolved where they can be: here (a machine's paths are as given).
+        let real = |p: &Path| if site.local { bounds::real(p) } else { bounds::lexical(p) };
+        let worktrees = match (&self.config.runs.worktree_dir, site.local) {
+            (Some(d), true) => d.clone(),
+            _ => site.home.worktrees_dir(),
+        };
+        let lab = [real(&site.home.root), real(&worktrees)];
+        if rec.worktree.is_none() {
+            let workdir = real(Path::new(&rec.workdir));
+            if let Some(why) = bounds::workdir_in_lab(&workdir, &lab) {
+                return Err(format!("a sandboxed run cannot start there: {why}"));
+            }
+            if !self.config.sandbox.allow_broad_workdir {
+                let homes: Vec<PathBuf> = [Some(home.to_path_buf()), site.fallback_home.as_ref().map(PathBuf::from)]
+                    .into_iter()
+                    .flatten()
+                    .map(|h| real(&h))
+                    .collect();
+                if let Some(why) = bounds::broad_workdir(&workdir, &homes) {
+                    return Err(format!(
+                        "a sandboxed run cannot have {} as its workdir: {why}, and its jail would hand the agent all of it \
+                         (every project, key and agent config there). Pick a project folder, or set \
+                         `allow_broad_workdir = true` under [sandbox] in lab.toml",
+                        rec.workdir
+                    ));
+                }
+            }
+        }
+        let bound: Vec<bounds::Bound> =
+            writable.iter().chain(readable).map(|p| bounds::Bound { at: p.clone(), real: real(p) }).collect();
+        Ok(bounds::masks(&lab, &bound))
     }
 
     /// Watch a sandboxed run's jail directory here as the runtime directory is (its

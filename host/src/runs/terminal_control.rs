@@ -8,6 +8,7 @@
 use super::input::ComposerLock;
 use super::{AnswerState, RunError};
 use super::{Read, Run, Runs};
+use crate::runs::Core;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -34,20 +35,19 @@ pub fn lock(h: &Holder) -> ComposerLock {
 impl Runs {
     /// Whether `run` has a terminal to watch and take (not an ACP run).
     pub fn has_terminal(&self, run: &Run) -> bool {
-        self.transport(&run.record()).has_screen()
+        run.transport().has_screen()
     }
 
     /// Give `who` the run's terminal (taking it from another device if one has it).
     /// Refused for a run without a screen, an ended one, one whose host is away, and
     /// while lab is typing into it (an answer or a message: its keys go first).
     pub async fn take_terminal(&self, run: &Arc<Run>, who: Holder) -> Result<Option<Holder>, RunError> {
-        let rec = run.record();
-        if !self.transport(&rec).has_screen() {
+        if !run.transport().has_screen() {
             return Err(RunError::NotSupported(
                 "this run has no terminal to take (its agent speaks a protocol)".into(),
             ));
         }
-        self.reachable(run)?;
+        run.transport().reachable(&run.record())?;
         let snap = run.snapshot();
         if snap.derived.state == super::view::RunState::Ended {
             return Err(RunError::RunEnded);
@@ -64,7 +64,9 @@ impl Runs {
         })?;
         Ok(run.set_holder(Some(who)))
     }
+}
 
+impl Core {
     /// `device_id` lets go of the run's terminal: `true` if it had it (another
     /// device's hold is not this one's to end: `false`).
     pub async fn release_terminal(&self, run: &Arc<Run>, device_id: &str) -> bool {

@@ -13,6 +13,7 @@ pub use super::registry::AutoResume;
 use super::registry::Status;
 use super::{Read, Run, Runs};
 use crate::agents::model::UsageLimit;
+use crate::runs::Core;
 use crate::store::paths::RunId;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -50,22 +51,6 @@ pub(super) type LimitWaits =
     std::sync::Mutex<std::collections::BTreeMap<RunId, (UsageLimit, tokio::task::JoinHandle<()>)>>;
 
 impl Runs {
-    /// A new run's choice: the request's, else lab.toml's `[runs]`.
-    pub(super) fn auto_resume_for(&self, requested: Option<bool>) -> AutoResume {
-        AutoResume {
-            on: requested.or(self.config.runs.resume_after_limit).unwrap_or(false),
-            prompt: self.limit_prompt(),
-        }
-    }
-
-    fn limit_prompt(&self) -> String {
-        self.config
-            .runs
-            .resume_after_limit_prompt
-            .clone()
-            .unwrap_or_else(|| crate::store::config::DEFAULT_LIMIT_PROMPT.to_string())
-    }
-
     /// `PUT /runs/{id}/auto-resume` `{"on", "prompt"?}`: whether the run goes on by
     /// itself once a usage limit resets, and with what message.
     pub async fn set_auto_resume(
@@ -138,6 +123,24 @@ impl Runs {
                 self.record_error(run, &format!("the usage limit reset, but the run could not go on: {e}"));
             }
         }
+    }
+}
+
+impl Core {
+    /// A new run's choice: the request's, else lab.toml's `[runs]`.
+    pub(super) fn auto_resume_for(&self, requested: Option<bool>) -> AutoResume {
+        AutoResume {
+            on: requested.or(self.config.runs.resume_after_limit).unwrap_or(false),
+            prompt: self.limit_prompt(),
+        }
+    }
+
+    fn limit_prompt(&self) -> String {
+        self.config
+            .runs
+            .resume_after_limit_prompt
+            .clone()
+            .unwrap_or_else(|| crate::store::config::DEFAULT_LIMIT_PROMPT.to_string())
     }
 }
 

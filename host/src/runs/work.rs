@@ -77,7 +77,7 @@ impl Runs {
         };
         let counted = {
             let _one_at_a_time = self.turns.diff_counting.lock().await;
-            self.workspace_of(&run.record()).summary(&wt).await
+            run.transport().workspace(self, &run.record()).summary(&wt).await
         };
         match counted {
             Ok(s) => run.set_diff(Some(s)),
@@ -89,7 +89,7 @@ impl Runs {
     /// `GET /runs/{id}/diff`.
     pub async fn diff(&self, run: &Arc<Run>) -> Result<Diff, RunError> {
         let wt = worktree_of(run)?;
-        self.workspace_of(&run.record()).diff(&wt).await
+        run.transport().workspace(self, &run.record()).diff(&wt).await
     }
 
     /// `POST /runs/{id}/review`: each comment with its line's text, as one message.
@@ -107,7 +107,7 @@ impl Runs {
             return Err(RunError::BadRequest(format!("a review takes at most {} comments", review::MAX_COMMENTS)));
         }
         let mut quoted = Vec::with_capacity(comments.len());
-        let workspace = self.workspace_of(&run.record());
+        let workspace = run.transport().workspace(self, &run.record());
         for (i, c) in comments.into_iter().enumerate() {
             review::check_path(&c.path).map_err(RunError::BadRequest)?;
             if c.text.trim().is_empty() {
@@ -135,7 +135,7 @@ impl Runs {
         }
         let _turn = self.turns.work.lock().await;
         let wt = worktree_of(run)?;
-        let commit = self.workspace_of(&run.record()).merge(&wt, &run.id, strategy, message).await?;
+        let commit = run.transport().workspace(self, &run.record()).merge(&wt, &run.id, strategy, message).await?;
         tracing::info!(run = %run.id, commit = %commit, base = ?wt.base_ref, "merged the run's branch");
         let rec = {
             let mut rec = run.record.lock().unwrap();
@@ -162,7 +162,7 @@ impl Runs {
         if wt.discarded {
             return Err(RunError::NoWorktree("the run's worktree was already discarded".into()));
         }
-        self.workspace_of(&run.record()).remove(&wt).await.map_err(RunError::Internal)?;
+        run.transport().workspace(self, &run.record()).remove(&wt).await.map_err(RunError::Internal)?;
         tracing::info!(run = %run.id, path = %wt.path, branch = %wt.branch, "discarded the run's worktree and branch");
         let rec = {
             let mut rec = run.record.lock().unwrap();

@@ -129,7 +129,7 @@ impl From<WorkFailed> for WorkError {
     }
 }
 
-impl super::Runs {
+impl super::Core {
     /// Where the git work of a run on this machine is done.
     pub(super) fn workspace_here(&self) -> Workspace {
         Workspace::at(Here {

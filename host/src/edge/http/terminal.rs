@@ -59,7 +59,7 @@ impl Drop for Slot {
 async fn screen(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
     let run = runs.get(&id)?;
     let rec = run.record();
-    let term = runs.terminal_for(&rec);
+    let term = run.terminal();
     // How to attach is the terminal's to say (a terminal on another host says otherwise).
     let attach = crate::util::shell::join(term.attach_command(&rec.tmux_target));
     let target = rec.tmux_target.clone();
@@ -184,7 +184,7 @@ impl Open {
             return;
         }
         let rec = self.run.record();
-        let term = self.runs.terminal_for(&rec);
+        let term = self.run.terminal();
         let (tx, mut pane) = tokio::sync::mpsc::channel(256);
         let target = rec.tmux_target.clone();
         let watch = tokio::task::spawn_blocking(move || term.watch(&target, tx)).await;

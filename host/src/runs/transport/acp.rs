@@ -49,11 +49,18 @@ pub(in crate::runs) struct AcpRuns {
     /// Runs being resumed: the agent's session loaded again, and the operator's next
     /// message, until the run is live again ([`Transport::resumed`]).
     resuming: Mutex<HashMap<RunId, (Arc<Session>, String)>>,
+    /// Where each run's session showing its agent's log is: lab's tmux here.
+    log_sessions: Arc<dyn crate::machines::terminal::Sessions>,
 }
 
 impl AcpRuns {
-    pub(in crate::runs) fn new(dir: PathBuf, agents: BTreeMap<String, AcpAgent>) -> AcpRuns {
+    pub(in crate::runs) fn new(
+        dir: PathBuf,
+        agents: BTreeMap<String, AcpAgent>,
+        log_sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    ) -> AcpRuns {
         AcpRuns {
+            log_sessions,
             dir,
             agents: std::sync::RwLock::new(Arc::new(agents)),
             sessions: Mutex::default(),
@@ -138,6 +145,11 @@ impl Transport for AcpRuns {
             Some(session) => Box::pin(self.answer_acp(runs, run, session, tool_id, answers)),
             None => Box::pin(runs.type_answer(run, tool_id, answers)),
         }
+    }
+
+    /// The session showing the agent's log, in lab's tmux here.
+    fn terminal(&self, _rec: &RunRecord) -> Arc<dyn crate::machines::terminal::Terminal> {
+        self.log_sessions.clone()
     }
 
     /// The session that shows the agent's log, here.
@@ -562,7 +574,8 @@ mod transport_tests {
     /// nothing that keeps it from resting, and its end lets go of nothing.
     #[test]
     fn without_a_live_session_an_acp_run_holds_nothing() {
-        let acp = AcpRuns::new(PathBuf::from("/home/op/.lab/acp"), BTreeMap::new());
+        let tmux = crate::machines::tmux::Tmux::new(PathBuf::from("/nonexistent/tmux.sock"));
+        let acp = AcpRuns::new(PathBuf::from("/home/op/.lab/acp"), BTreeMap::new(), Arc::new(tmux));
         let id = RunId::parse("r-1").unwrap();
         assert!(acp.session(&id).is_none());
         assert!(!acp.holds_live(&id));

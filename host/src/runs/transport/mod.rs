@@ -78,9 +78,7 @@ pub(in crate::runs) trait Transport: Send + Sync {
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>>;
 
     /// The terminal the run's agent lives in: looked at, typed into, attached to.
-    fn terminal(&self, runs: &Runs, _rec: &RunRecord) -> Arc<dyn Terminal> {
-        runs.here.terminal()
-    }
+    fn terminal(&self, rec: &RunRecord) -> Arc<dyn Terminal>;
 
     /// Whether the run has a screen an operator can watch and take (a terminal program).
     fn has_screen(&self) -> bool {
@@ -201,37 +199,28 @@ pub(in crate::runs) trait Transport: Send + Sync {
 impl Runs {
     /// How the run `req` asks for is launched: on its `host`, as the ACP agent it
     /// names, or in lab's tmux here. With [`Runs::transport`], the only places that ask.
-    pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> &dyn Transport {
+    pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> Arc<dyn Transport> {
         self.by_way(way_for(req, self.acp.agent(&req.provider).is_some()))
     }
 
-    /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that ask.
-    pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> &dyn Transport {
+    /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that
+    /// ask (a run holds its own from then on: [`Run::transport`]; this is for records
+    /// with no run in memory, at rest or still launching).
+    pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> Arc<dyn Transport> {
         self.by_way(way_of(rec, self.acp.dir()))
     }
 
-    fn by_way(&self, way: Way) -> &dyn Transport {
+    fn by_way(&self, way: Way) -> Arc<dyn Transport> {
         match way {
-            Way::Here => &self.here,
-            Way::Remote => &self.remote,
-            Way::Acp => &self.acp,
+            Way::Here => self.here.clone(),
+            Way::Remote => self.remote.clone(),
+            Way::Acp => self.acp.clone(),
         }
-    }
-
-    /// The terminal `rec`'s run lives in: this machine's tmux, or its host's.
-    pub fn terminal_for(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
-        self.transport(rec).terminal(self, rec)
     }
 
     /// Where `rec`'s run does its git work (worktrees, diffs, merges).
     pub(in crate::runs) fn workspace_of(&self, rec: &RunRecord) -> Workspace {
         self.transport(rec).workspace(self, rec)
-    }
-
-    /// `Err` when nothing can be typed to the run now (its host is not connected).
-    pub(in crate::runs) fn reachable(&self, run: &Run) -> Result<(), RunError> {
-        let rec = run.record();
-        self.transport(&rec).reachable(&rec)
     }
 }
 

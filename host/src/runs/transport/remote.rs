@@ -78,7 +78,7 @@ impl Transport for RemoteRuns {
     }
 
     /// The host's terminal, through its runner.
-    fn terminal(&self, _runs: &Runs, rec: &RunRecord) -> Arc<dyn Terminal> {
+    fn terminal(&self, rec: &RunRecord) -> Arc<dyn Terminal> {
         let host = rec.host.clone().unwrap_or_default();
         Arc::new(RemoteTerminal::new(self.hosts.clone(), host, tokio::runtime::Handle::current()))
     }

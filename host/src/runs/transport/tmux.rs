@@ -50,6 +50,10 @@ impl TmuxRuns {
 }
 
 impl Transport for TmuxRuns {
+    fn terminal(&self, _rec: &RunRecord) -> Arc<dyn Terminal> {
+        self.sessions.clone()
+    }
+
     fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
         crate::runs::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
     }
