@@ -7,10 +7,9 @@
 use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
 use super::playback::{self, type_text};
 use super::tailer::Tail;
-use super::{answer_guard, input, keystrokes, now_rfc3339, Read, Run, Runs};
+use super::{answer_guard, input, keystrokes, now_rfc3339, Core, Read, Run};
 use crate::agents::model::Answer;
 use crate::agents::provider::Provider;
-use crate::runs::Core;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
@@ -21,11 +20,11 @@ pub(super) enum Guard {
     Playing,
 }
 
-impl Runs {
+impl Core {
     /// `POST /runs/{id}/messages`: paste the text into the agent, then Enter — under
     /// the run's key lock and only if a fresh read finds the composer unlocked
     /// ([`input::composer_lock`]).
-    pub async fn send_message(&self, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
+    pub async fn send_message(self: &Arc<Self>, run: &Arc<Run>, text: &str) -> Result<(), RunError> {
         let text = input::chat_text(text).map_err(|e| RunError::text(e, "text"))?;
         run.transport().send_message(self, run, text).await
     }

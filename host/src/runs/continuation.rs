@@ -147,7 +147,7 @@ impl Runs {
         drop(keys);
         tracing::info!(run = %run.id, provider = %rec.provider, "run resumed");
         if let Some(prompt) = typed {
-            self.clone().spawn_first_prompt(run.clone(), prompt);
+            self.core.clone().spawn_first_prompt(run.clone(), prompt);
         }
         self.clone().spawn_tailer(run.clone(), false);
         transport.resumed(self, run).await;

@@ -157,38 +157,6 @@ impl Runs {
         });
     }
 
-    /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
-    pub(super) async fn read_screen(
-        &self,
-        run: &Arc<Run>,
-        pane: &mut screen::PaneWatch,
-        before_first_line: bool,
-        running_for: std::time::Duration,
-        current: Option<crate::agents::model::Dialog>,
-    ) -> Option<crate::agents::model::Dialog> {
-        let term = run.terminal();
-        let target = run.record().tmux_target;
-        let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {
-            return current;
-        };
-        let quiet_for = pane.observe(&text, std::time::Instant::now());
-        if quiet_for < screen::QUIET {
-            // Still moving: keep what was read before (if anything) until it settles.
-            return current;
-        }
-        let read = match run.provider.as_ref().map(|p| &p.provider) {
-            Some(p) if p.screen_reader() => match p.read_screen(text.clone()).await {
-                Ok(d) => d,
-                Err(e) => {
-                    tracing::warn!(run = %run.id, error = %e, "the provider could not read the screen");
-                    None
-                }
-            },
-            _ => None,
-        };
-        screen::decide(read, before_first_line, &text, quiet_for, running_for)
-    }
-
     pub(super) fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
         use notify::Watcher;
         // A path that changed, or None: events were lost (the kernel's queue overflowed),
@@ -264,6 +232,40 @@ impl Runs {
             let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
             crate::store::paths::runtime_file_is_garbage(name, active, age)
         });
+    }
+}
+
+impl Core {
+    /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
+    pub(super) async fn read_screen(
+        &self,
+        run: &Arc<Run>,
+        pane: &mut screen::PaneWatch,
+        before_first_line: bool,
+        running_for: std::time::Duration,
+        current: Option<crate::agents::model::Dialog>,
+    ) -> Option<crate::agents::model::Dialog> {
+        let term = run.terminal();
+        let target = run.record().tmux_target;
+        let Some(text) = tokio::task::spawn_blocking(move || term.capture(&target).ok()).await.ok().flatten() else {
+            return current;
+        };
+        let quiet_for = pane.observe(&text, std::time::Instant::now());
+        if quiet_for < screen::QUIET {
+            // Still moving: keep what was read before (if anything) until it settles.
+            return current;
+        }
+        let read = match run.provider.as_ref().map(|p| &p.provider) {
+            Some(p) if p.screen_reader() => match p.read_screen(text.clone()).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "the provider could not read the screen");
+                    None
+                }
+            },
+            _ => None,
+        };
+        screen::decide(read, before_first_line, &text, quiet_for, running_for)
     }
 }
 

@@ -8,7 +8,7 @@ use super::api::{CreateRun, RunBody, RunError};
 use super::playback::{type_text, wait_until_ready};
 use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
-use super::{hook_settings, input, now_rfc3339, Read, Run, Runs};
+use super::{hook_settings, input, now_rfc3339, Core, Read, Run, Runs};
 use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::agents::provider::Provider;
 use crate::store::config::find_program;
@@ -65,10 +65,10 @@ impl Runs {
     ) -> Arc<Run> {
         let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
         if let Some(prompt) = typed_prompt {
-            self.clone().spawn_first_prompt(run.clone(), prompt);
+            self.core.clone().spawn_first_prompt(run.clone(), prompt);
         }
         if run.record().worktree.is_some() {
-            self.clone().spawn_diff_watch(run.clone());
+            self.core.clone().spawn_diff_watch(run.clone());
         }
         self.clone().spawn_tailer(run.clone(), false);
         run
@@ -185,7 +185,9 @@ impl Runs {
             .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
         Ok(prepared.typed_prompt)
     }
+}
 
+impl Core {
     /// Type a run's first prompt into its agent once the agent is ready (its pane drawn
     /// and quiet, [`input::Readiness`]), then unlock the composer.
     pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {

@@ -474,7 +474,7 @@ pub struct Seams {
 /// `Runs` as on the core: `Runs` derefs to it).
 pub struct Runs {
     /// The services every part of `runs` uses ([`core`]).
-    core: Core,
+    core: Arc<Core>,
     /// The runs in lab's tmux here: its server and terminal ([`transport::tmux`]).
     here: Arc<transport::tmux::TmuxRuns>,
     /// Where each run is: awake or at rest ([`Lives`]).
@@ -486,8 +486,8 @@ pub struct Runs {
 }
 
 impl std::ops::Deref for Runs {
-    type Target = Core;
-    fn deref(&self) -> &Core {
+    type Target = Arc<Core>;
+    fn deref(&self) -> &Arc<Core> {
         &self.core
     }
 }
@@ -564,7 +564,7 @@ impl Runs {
         let home_hosts = home.hosts_file();
         let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
-            core: Core {
+            core: Arc::new(Core {
                 home,
                 config,
                 providers,
@@ -577,7 +577,7 @@ impl Runs {
                 },
                 books,
                 turns: Turns::default(),
-            },
+            }),
             here: Arc::new(transport::tmux::TmuxRuns::on(sessions.clone(), tmux, lab_exe)),
             lives: Lives::default(),
             acp: Arc::new(transport::acp::AcpRuns::new(acp_dir, acp_agents, sessions)),
@@ -622,7 +622,7 @@ impl Runs {
             run.found.first_view.store(true, Ordering::SeqCst);
             let rec = run.record();
             if rec.worktree.as_ref().is_some_and(|w| !w.discarded) {
-                runs.clone().spawn_diff_watch(run.clone());
+                runs.core.clone().spawn_diff_watch(run.clone());
             }
             if !active {
                 // Its chat is read when first looked at.
@@ -736,14 +736,16 @@ impl Runs {
         self.watch_egress(&run);
         run
     }
+}
 
+impl Core {
     /// `POST /runs/{id}/stop`.
-    pub async fn stop(&self, run: &Arc<Run>) -> Result<(), RunError> {
+    pub async fn stop(self: &Arc<Self>, run: &Arc<Run>) -> Result<(), RunError> {
         run.transport().stop(self, run).await
     }
 
     /// Close the run's tmux session (here or on its machine), if it is still there.
-    async fn close_session(&self, run: &Run) -> Result<(), RunError> {
+    async fn close_session(self: &Arc<Self>, run: &Run) -> Result<(), RunError> {
         run.transport().close(self, &run.record()).await
     }
 }

@@ -252,7 +252,9 @@ impl Runs {
         run.set_egress(Some(view.clone()));
         Ok(view)
     }
+}
 
+impl Core {
     /// Keep a sandboxed run's egress in its view: read now, and again whenever its
     /// files change (lab's file watcher: [`Runs::read_egress`]); its jail directory here
     /// watched as the runtime directory is (its hook files are there).

@@ -7,8 +7,7 @@
 
 use super::input::ComposerLock;
 use super::{AnswerState, RunError};
-use super::{Read, Run, Runs};
-use crate::runs::Core;
+use super::{Core, Read, Run};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -32,7 +31,7 @@ pub fn lock(h: &Holder) -> ComposerLock {
     )
 }
 
-impl Runs {
+impl Core {
     /// Whether `run` has a terminal to watch and take (not an ACP run).
     pub fn has_terminal(&self, run: &Run) -> bool {
         run.transport().has_screen()

@@ -1,7 +1,7 @@
 //! The run's work ([`crate::worktree`]) through the API: its diff, review comments sent
 //! to the agent as one message (composer rules apply), merge into the base, discard.
 
-use super::{Run, RunError, Runs};
+use super::{Core, Run, RunError};
 use crate::worktree::{diff::Diff, merge::MergeError, merge::Strategy, review, Worktree};
 use std::sync::Arc;
 
@@ -33,7 +33,7 @@ fn worktree_of(run: &Run) -> Result<Worktree, RunError> {
 /// How often at most a run's diff summary is counted again.
 const DIFF_WATCH_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
-impl Runs {
+impl Core {
     /// Keep the run's view's `diff` summary up to date: counted at once, then again
     /// (at most once per [`DIFF_WATCH_PAUSE`]) whenever new messages arrived — the agent's
     /// edits come with its tool calls — and once more after the run ended; merges and
@@ -94,7 +94,7 @@ impl Runs {
 
     /// `POST /runs/{id}/review`: each comment with its line's text, as one message.
     pub async fn review(
-        &self,
+        self: &Arc<Self>,
         run: &Arc<Run>,
         comments: Vec<review::Comment>,
         summary: Option<String>,

@@ -13,7 +13,7 @@ use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError
 use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
-use crate::runs::{now_rfc3339, Read, Run, Runs};
+use crate::runs::{now_rfc3339, Core, Read, Run, Runs};
 use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -124,26 +124,26 @@ impl Transport for AcpRuns {
 
     fn send_message<'a>(
         &'a self,
-        runs: &'a Runs,
+        core: &'a Arc<Core>,
         run: &'a Arc<Run>,
         text: String,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         match self.session(&run.id) {
-            Some(session) => Box::pin(self.send_acp_message(runs, run, session, text)),
-            None => Box::pin(runs.type_message(run, text)),
+            Some(session) => Box::pin(self.send_acp_message(core, run, session, text)),
+            None => Box::pin(core.type_message(run, text)),
         }
     }
 
     fn answer<'a>(
         &'a self,
-        runs: &'a Arc<Runs>,
+        core: &'a Arc<Core>,
         run: &'a Arc<Run>,
         tool_id: &'a str,
         answers: Vec<Answer>,
     ) -> BoxFuture<'a, Result<AnswerProgress, RunError>> {
         match self.session(&run.id) {
-            Some(session) => Box::pin(self.answer_acp(runs, run, session, tool_id, answers)),
-            None => Box::pin(runs.type_answer(run, tool_id, answers)),
+            Some(session) => Box::pin(self.answer_acp(core, run, session, tool_id, answers)),
+            None => Box::pin(core.type_answer(run, tool_id, answers)),
         }
     }
 
@@ -153,26 +153,26 @@ impl Transport for AcpRuns {
     }
 
     /// The session that shows the agent's log, here.
-    fn close<'a>(&'a self, runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
-        Box::pin(runs.here.kill_session(rec.tmux_target.clone()))
+    fn close<'a>(&'a self, _core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(super::tmux::end_session(self.log_sessions.clone(), rec.tmux_target.clone()))
     }
 
     /// The agent asked to stop (its session ends), then the run closed and ended.
-    fn stop<'a>(&'a self, runs: &'a Runs, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
+    fn stop<'a>(&'a self, core: &'a Arc<Core>, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
         match self.session(&run.id) {
             Some(session) => Box::pin(async move {
-                self.stop_acp(runs, run, session).await;
+                self.stop_acp(core, run, session).await;
                 Ok(())
             }),
-            None => Box::pin(super::close_and_end(self, runs, run)),
+            None => Box::pin(super::close_and_end(self, core, run)),
         }
     }
 
     /// lab's own journal, read natively; no provider.
-    fn reader(&self, runs: &Runs, rec: &RunRecord, _pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
+    fn reader(&self, core: &Core, rec: &RunRecord, _pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
         let reader = Arc::new(acp::journal::JournalReader);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        (None, Tail::new(rec.id.clone(), reader, transcript, runs.home.run_files(&rec.id), None))
+        (None, Tail::new(rec.id.clone(), reader, transcript, core.home.run_files(&rec.id), None))
     }
 
     /// While its agent's session is live.
@@ -190,7 +190,7 @@ impl Transport for AcpRuns {
     /// An ACP run is resumed by starting its agent again and asking it to load the
     /// session (`session/load`, where the agent offers `loadSession`); forks are not
     /// offered for ACP runs.
-    fn abilities(&self, _runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
+    fn abilities(&self, _core: &Core, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
         self.agent(&rec.provider)?;
         Some(crate::agents::model::Abilities { resume: true, fork: false })
     }
@@ -310,7 +310,7 @@ impl AcpRuns {
         self.adopt_acp(runs, &run, session.clone());
         session.prompt(prompt);
         if run.record().worktree.is_some() {
-            runs.clone().spawn_diff_watch(run.clone());
+            runs.core.clone().spawn_diff_watch(run.clone());
         }
         runs.clone().spawn_tailer(run.clone(), false);
         Ok(runs.body_of(&run))
@@ -470,12 +470,12 @@ impl AcpRuns {
     /// runs, if any).
     pub(in crate::runs) async fn send_acp_message(
         &self,
-        runs: &Runs,
+        core: &Arc<Core>,
         run: &Arc<Run>,
         session: Arc<Session>,
         text: String,
     ) -> Result<(), RunError> {
-        let (ended, _) = run.update(&runs.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
+        let (ended, _) = run.update(&core.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
         if ended {
             return Err(RunError::RunEnded);
         }
@@ -490,7 +490,7 @@ impl AcpRuns {
     /// then the agent's request answered with the result the operator chose.
     pub(in crate::runs) async fn answer_acp(
         &self,
-        runs: &Runs,
+        core: &Arc<Core>,
         run: &Arc<Run>,
         session: Arc<Session>,
         tool_id: &str,
@@ -498,11 +498,11 @@ impl AcpRuns {
     ) -> Result<AnswerProgress, RunError> {
         let _keys = run.keys.lock().await;
         let (sent, _) = run
-            .update(&runs.registry, Read::Channels, async |tail: &mut Tail| {
+            .update(&core.registry, Read::Channels, async |tail: &mut Tail| {
                 if tail.ended {
                     return Err(RunError::NoDialog);
                 }
-                let dialog = runs.guarded(tail, tool_id, crate::runs::answer::Guard::New)?;
+                let dialog = core.guarded(tail, tool_id, crate::runs::answer::Guard::New)?;
                 let n = acp::dialog::request_number(&dialog.id).ok_or(RunError::NotAnswerable)?;
                 match session.answer(n, &answers).await {
                     Ok(()) => {
@@ -533,11 +533,11 @@ impl AcpRuns {
     }
 
     /// `POST /runs/{id}/stop` for an ACP run: cancel, end the agent, close its terminal.
-    pub(in crate::runs) async fn stop_acp(&self, runs: &Runs, run: &Arc<Run>, session: Arc<Session>) {
+    pub(in crate::runs) async fn stop_acp(&self, core: &Arc<Core>, run: &Arc<Run>, session: Arc<Session>) {
         session.stop().await;
         self.sessions.lock().unwrap().remove(&run.id);
-        let _ = runs.close_session(run).await;
-        runs.end(run, "stopped by the operator").await;
+        let _ = core.close_session(run).await;
+        core.end(run, "stopped by the operator").await;
     }
 }
 

@@ -20,7 +20,7 @@ use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::tailer::Tail;
 use crate::runs::workspace::Workspace;
-use crate::runs::{Run, Runs};
+use crate::runs::{Core, Run, Runs};
 use crate::store::paths::RunId;
 use futures_util::future::BoxFuture;
 use std::path::Path;
@@ -95,7 +95,7 @@ pub(in crate::runs) trait Transport: Send + Sync {
     /// serve's own file, written already).
     fn put_allowlist<'a>(
         &'a self,
-        _runs: &'a Runs,
+        _core: &'a Core,
         _rec: &'a RunRecord,
         _list: &'a crate::sandbox::egress::Allowlist,
     ) -> BoxFuture<'a, Result<(), RunError>> {
@@ -110,31 +110,31 @@ pub(in crate::runs) trait Transport: Send + Sync {
     /// `POST /runs/{id}/messages`, the text checked: pasted into the run's terminal.
     fn send_message<'a>(
         &'a self,
-        runs: &'a Runs,
+        core: &'a Arc<Core>,
         run: &'a Arc<Run>,
         text: String,
     ) -> BoxFuture<'a, Result<(), RunError>> {
-        Box::pin(runs.type_message(run, text))
+        Box::pin(core.type_message(run, text))
     }
 
     /// `POST /runs/{id}/dialog/answer`, the answers checked: the provider's plan typed
     /// into the run's terminal, paced.
     fn answer<'a>(
         &'a self,
-        runs: &'a Arc<Runs>,
+        core: &'a Arc<Core>,
         run: &'a Arc<Run>,
         tool_id: &'a str,
         answers: Vec<Answer>,
     ) -> BoxFuture<'a, Result<AnswerProgress, RunError>> {
-        Box::pin(runs.type_answer(run, tool_id, answers))
+        Box::pin(core.type_answer(run, tool_id, answers))
     }
 
     /// Close where the run's agent lives (its tmux session), if it is still there.
-    fn close<'a>(&'a self, runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>>;
+    fn close<'a>(&'a self, core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>>;
 
     /// `POST /runs/{id}/stop`: closed, then ended, taking its turn with the run's keys.
-    fn stop<'a>(&'a self, runs: &'a Runs, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
-        Box::pin(close_and_end(self, runs, run))
+    fn stop<'a>(&'a self, core: &'a Arc<Core>, run: &'a Arc<Run>) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(close_and_end(self, core, run))
     }
 
     /// An active run found in the registry when `lab serve` starts: pick it up.
@@ -160,19 +160,19 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// What `rec`'s run can be continued with: its provider's abilities as the build
     /// serving now says (a resume or fork launches with it); None: not loaded.
-    fn abilities(&self, runs: &Runs, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
-        Some(runs.providers.pin(&rec.provider).ok()?.provider.abilities())
+    fn abilities(&self, core: &Core, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
+        Some(core.providers.pin(&rec.provider).ok()?.provider.abilities())
     }
 
     /// How the run's chat is read: its provider (and the tail over its transcript).
-    fn reader(&self, runs: &Runs, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
-        runs.provider_reader(rec, pinned)
+    fn reader(&self, core: &Core, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
+        core.provider_reader(rec, pinned)
     }
 
     /// Where the plan files the run's dialogs name are read: here, under its agent's
     /// directories.
-    fn plan_files(&self, runs: &Runs, rec: &RunRecord, tail: &mut Tail) {
-        runs.plan_files_here(rec, tail)
+    fn plan_files(&self, core: &Core, rec: &RunRecord, tail: &mut Tail) {
+        core.plan_files_here(rec, tail)
     }
 
     /// Whether the run's session is in lab's tmux here, where the liveness loop looks
@@ -182,8 +182,8 @@ pub(in crate::runs) trait Transport: Send + Sync {
     }
 
     /// Where the run's git work is done: this machine's worktrees.
-    fn workspace(&self, runs: &Runs, _rec: &RunRecord) -> Workspace {
-        runs.workspace_here()
+    fn workspace(&self, core: &Core, _rec: &RunRecord) -> Workspace {
+        core.workspace_here()
     }
 
     /// Whether this transport still holds something live for run `id` (an agent
@@ -228,12 +228,12 @@ impl Runs {
 /// ended, taking its turn with the run's keys.
 pub(in crate::runs) async fn close_and_end<T: Transport + ?Sized>(
     t: &T,
-    runs: &Runs,
+    core: &Arc<Core>,
     run: &Arc<Run>,
 ) -> Result<(), RunError> {
     let _keys = run.keys.lock().await;
-    t.close(runs, &run.record()).await?;
-    runs.end(run, "stopped by the operator").await;
+    t.close(core, &run.record()).await?;
+    core.end(run, "stopped by the operator").await;
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use crate::runs::mirror::Appended;
 use crate::runs::registry::{RunRecord, Status};
 use crate::runs::transport::{Resume, Transport};
 use crate::runs::workspace::{WorkPlace, Workspace};
-use crate::runs::Runs;
+use crate::runs::{Core, Runs};
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
 use crate::worktree::call::{WorkCall, WorkDone, WorkFailed, WorkOutcome};
@@ -58,7 +58,7 @@ impl Transport for RemoteRuns {
 
     fn put_allowlist<'a>(
         &'a self,
-        _runs: &'a Runs,
+        _core: &'a Core,
         rec: &'a RunRecord,
         list: &'a crate::sandbox::egress::Allowlist,
     ) -> BoxFuture<'a, Result<(), RunError>> {
@@ -92,18 +92,18 @@ impl Transport for RemoteRuns {
     }
 
     /// Its watch there ended and its session killed, through the runner.
-    fn close<'a>(&'a self, _runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+    fn close<'a>(&'a self, _core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(async move { self.close_remote(rec).await.map_err(RunError::Internal) })
     }
 
     /// No path its payloads name is read here: its runner reads its plan files there.
-    fn plan_files(&self, runs: &Runs, rec: &RunRecord, tail: &mut crate::runs::tailer::Tail) {
+    fn plan_files(&self, core: &Core, rec: &RunRecord, tail: &mut crate::runs::tailer::Tail) {
         tail.set_remote(Arc::new(RemoteRun {
             hosts: self.hosts.clone(),
             host: rec.host.clone().unwrap_or_default(),
             workdir: rec.agent_dir().to_string_lossy().into_owned(),
-            home: runs.config.provider(&rec.provider).env.get("HOME").cloned(),
-            mirror: runs.home.mirror_file(&rec.id),
+            home: core.config.provider(&rec.provider).env.get("HOME").cloned(),
+            mirror: core.home.mirror_file(&rec.id),
         }));
     }
 
@@ -114,7 +114,7 @@ impl Transport for RemoteRuns {
 
     /// On its host, through the runner.
     /// There, through its runner.
-    fn workspace(&self, _runs: &Runs, rec: &RunRecord) -> Workspace {
+    fn workspace(&self, _core: &Core, rec: &RunRecord) -> Workspace {
         Workspace::at(HostWork { hosts: self.hosts(), host: rec.host.clone().unwrap_or_default() })
     }
 

@@ -6,7 +6,7 @@ use crate::machines::terminal::{Sessions, Terminal};
 use crate::machines::tmux::Tmux;
 use crate::runs::api::{CreateRun, RunBody, RunError};
 use crate::runs::registry::RunRecord;
-use crate::runs::{Run, Runs};
+use crate::runs::{Core, Run, Runs};
 use futures_util::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,12 +41,16 @@ impl TmuxRuns {
 
     /// End session `name` here, if it is still there.
     pub(in crate::runs) async fn kill_session(&self, name: String) -> Result<(), RunError> {
-        let sessions = self.sessions.clone();
-        tokio::task::spawn_blocking(move || sessions.end(&name))
-            .await
-            .map_err(|e| RunError::Internal(e.to_string()))?
-            .map_err(|e| RunError::Internal(e.to_string()))
+        end_session(self.sessions.clone(), name).await
     }
+}
+
+/// End session `name` of `sessions`, if it is still there.
+pub(in crate::runs) async fn end_session(sessions: Arc<dyn Sessions>, name: String) -> Result<(), RunError> {
+    tokio::task::spawn_blocking(move || sessions.end(&name))
+        .await
+        .map_err(|e| RunError::Internal(e.to_string()))?
+        .map_err(|e| RunError::Internal(e.to_string()))
 }
 
 impl Transport for TmuxRuns {
@@ -62,7 +66,7 @@ impl Transport for TmuxRuns {
         Box::pin(runs.create_here(req))
     }
 
-    fn close<'a>(&'a self, _runs: &'a Runs, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
+    fn close<'a>(&'a self, _core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(self.kill_session(rec.tmux_target.clone()))
     }
 
