@@ -10,7 +10,7 @@ pub(super) use super::api::{Continuing, ForkOf};
 use super::api::{CreateRun, RunBody, RunError};
 use super::registry::{RunRecord, Status};
 use super::tailer::Tail;
-use super::{input, Read, Run, Runs};
+use super::{input, Core, Read, Run, Runs};
 use crate::agents::model::{Abilities, Continuation, EarlierRun};
 use std::sync::Arc;
 
@@ -181,12 +181,14 @@ impl Runs {
         tracing::info!(run = %body.id, parent = %rec.id, "run forked");
         Ok(body)
     }
+}
 
+impl Core {
     /// A run's body, with what it can be continued as.
     pub fn body_of(&self, run: &Run) -> RunBody {
         let mut body = run.body();
         let rec = run.record();
-        (body.resumable, body.forkable) = continuable(&rec, self.abilities_of(&rec));
+        (body.resumable, body.forkable) = continuable(&rec, run.transport().abilities(self, &rec));
         body
     }
 }

@@ -215,7 +215,7 @@ impl Runs {
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
     pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
         if let Some(id) = owner_of(path, &self.home.runtime_dir(), &self.home.egress_dir()) {
-            return self.get_awake(&crate::store::paths::RunId::parse(id)?);
+            return self.lives.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
         let id = self.files.transcripts.lock().unwrap().get(path).cloned()?;
         self.lives.awake.read().unwrap().get(&id).cloned()
@@ -227,7 +227,7 @@ impl Runs {
         let now = SystemTime::now();
         self.remove_runtime_files(|name, modified| {
             let id = crate::store::paths::RunFiles::owner(name).unwrap_or_default();
-            let awake = crate::store::paths::RunId::parse(id).and_then(|id| self.get_awake(&id));
+            let awake = crate::store::paths::RunId::parse(id).and_then(|id| self.lives.get_awake(&id));
             let active = awake.is_some_and(|r| r.record().status == Status::Active);
             let age = modified.and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
             crate::store::paths::runtime_file_is_garbage(name, active, age)

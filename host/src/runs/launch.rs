@@ -11,8 +11,6 @@ use super::tailer::Tail;
 use super::{hook_settings, input, now_rfc3339, Core, Read, Run, Runs};
 use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::agents::provider::Provider;
-use crate::store::config::find_program;
-use crate::store::fsutil;
 use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,36 +20,6 @@ impl Runs {
     /// `POST /runs`: launch a run, the way its request asks for ([`Runs::transport_for`]).
     pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
         self.transport_for(&req).launch(self, req).await
-    }
-
-    /// Launch a run in lab's tmux here.
-    pub(super) async fn create_here(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
-        let pinned = self.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
-        let facts = pinned.facts.clone();
-        let prompt = checked_request(&req)?;
-
-        let id = RunId::generate();
-        let mut rec = self.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
-        rec.sandbox = self.sandbox_for(&req)?;
-        rec.worktree = self.make_worktree(&rec, &req).await?;
-        let files = match self.files_for(&rec) {
-            Ok(f) => f,
-            Err(msg) => return Err(self.launch_failed(rec, msg).await),
-        };
-
-        let continuing = req.fork.as_ref().map(|f| &f.continuing);
-        let launched = self.launch(&mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files, continuing);
-        let typed_prompt = match launched.await {
-            Ok(typed) => typed,
-            Err(msg) => {
-                let _ = files.remove();
-                return Err(self.launch_failed(rec, msg).await);
-            }
-        };
-        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
-        tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
-        let run = self.follow_launched(rec, typed_prompt, pinned);
-        Ok(self.body_of(&run))
     }
 
     /// A run just launched and recorded, followed from now on: in memory on the build
@@ -72,25 +40,6 @@ impl Runs {
         }
         self.clone().spawn_tailer(run.clone(), false);
         run
-    }
-
-    /// A new run's record, active from now (what its launch learns is added to it).
-    pub(super) fn new_record(
-        &self,
-        id: &RunId,
-        provider: &str,
-        req: &CreateRun,
-        prompt: String,
-        hooker: bool,
-    ) -> RunRecord {
-        RunRecord {
-            permission_mode: req.permission_mode.clone(),
-            tmux_socket: self.here.sessions.place(),
-            dialog_hooker: hooker,
-            parent: req.fork.as_ref().map(|f| f.parent.clone()),
-            resume_after_limit: Some(self.auto_resume_for(req.resume_after_limit)),
-            ..RunRecord::new(id.clone(), provider, &req.workdir, &prompt, &now_rfc3339())
-        }
     }
 
     /// A launch that failed (the caller removed its own files): the worktree made for
@@ -135,55 +84,27 @@ impl Runs {
         }
         Ok(wt)
     }
+}
 
-    /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`
-    /// through a private launch file, so tmux's command line is short and constant.
-    /// A first prompt too large to be one argument (Linux's `MAX_ARG_STRLEN`) is left
-    /// off the command line: the provider launches the agent without a prompt, and
-    /// the prompt is returned to be typed in once the agent is ready.
-    pub(super) async fn launch(
+impl Core {
+    /// A new run's record, active from now, its tmux session on `tmux_socket` (what
+    /// its launch learns is added to it).
+    pub(super) fn new_record(
         &self,
-        rec: &mut RunRecord,
-        provider: &dyn Provider,
-        default_program: &str,
-        files: &crate::store::paths::RunFiles,
-        continuing: Option<&super::continuation::Continuing>,
-    ) -> Result<Option<String>, String> {
-        let pconf = self.config.provider(&rec.provider);
-        let path_var = std::env::var_os("PATH");
-        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
-        let program = find_program(&wanted, path_var.as_deref()).ok_or_else(|| {
-            format!(
-                "program `{}` not found{}; name it in {} as [providers.{}] program = \"/path/to/it\"",
-                wanted.display(),
-                if pconf.program.is_some() { "" } else { " on PATH" },
-                self.home.config_file().display(),
-                rec.provider
-            )
-        })?;
-        let operator_env = agent_env(&rec.provider, &pconf);
-        let mut env = operator_env.clone();
-        // A jailed agent's HOME is the run's own (its transcript is there too).
-        if !rec.sandbox.is_none() {
-            env.insert("HOME".into(), self.home.agent_home(&self.home_of(rec)).to_string_lossy().into_owned());
+        id: &RunId,
+        (provider, req): (&str, &CreateRun),
+        prompt: String,
+        hooker: bool,
+        tmux_socket: String,
+    ) -> RunRecord {
+        RunRecord {
+            permission_mode: req.permission_mode.clone(),
+            tmux_socket,
+            dialog_hooker: hooker,
+            parent: req.fork.as_ref().map(|f| f.parent.clone()),
+            resume_after_limit: Some(self.auto_resume_for(req.resume_after_limit)),
+            ..RunRecord::new(id.clone(), provider, &req.workdir, &prompt, &now_rfc3339())
         }
-        let place = Place { lab_exe: self.here.lab_exe.clone(), files: files.clone(), env };
-        let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
-        prepared.launch.sandbox = self.local_jail(rec, provider, &program, &operator_env).await?;
-        if let Some(doc) = &prepared.settings {
-            hook_settings::write(&self.home.runtime_dir(), files, doc)?;
-        }
-        let launch_json = serde_json::to_vec(&prepared.launch).map_err(|e| e.to_string())?;
-        fsutil::write_atomic(&files.launch, &launch_json, 0o600)
-            .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
-        let argv = place.agent_exec_argv();
-        let sessions = self.here.sessions.clone();
-        let name = rec.tmux_target.clone();
-        tokio::task::spawn_blocking(move || sessions.start(&name, &argv))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
-        Ok(prepared.typed_prompt)
     }
 }
 

@@ -508,6 +508,14 @@ struct Lives {
     moving: Mutex<()>,
 }
 
+impl Lives {
+    /// A run that is a [`Run`] now, if it is one: never one at rest (for what only
+    /// concerns runs being followed: file notifications, leftovers).
+    fn get_awake(&self, id: &RunId) -> Option<Arc<Run>> {
+        self.awake.read().unwrap().get(id).cloned()
+    }
+}
+
 impl Runs {
     /// Load providers, open the registry, resume active runs (their tmux sessions
     /// outlive `lab serve`), end the ones whose session is gone, and start watching.
@@ -643,7 +651,7 @@ impl Runs {
             tokio::spawn(async move {
                 if index_ready.await == Ok(search::Opened::Fresh) {
                     if let Some(runs) = runs.upgrade() {
-                        runs.spawn_reindex();
+                        runs.core.clone().spawn_reindex();
                     }
                 }
             });
@@ -663,11 +671,6 @@ impl Runs {
         self.here.sessions.shut_down();
     }
 
-    /// The runs' terminal ([`crate::machines::terminal`]).
-    pub fn terminal(&self) -> Arc<dyn Terminal> {
-        self.here.terminal()
-    }
-
     pub fn get(&self, id: &str) -> Result<Arc<Run>, RunError> {
         let id = RunId::parse(id).ok_or(RunError::NotFound)?;
         if let Some(run) = self.lives.awake.read().unwrap().get(&id) {
@@ -676,14 +679,10 @@ impl Runs {
         self.wake_up(&id).ok_or(RunError::NotFound)
     }
 
-    /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name).
-    pub fn acp_agents(&self) -> Arc<BTreeMap<String, crate::agents::acp::agents::AcpAgent>> {
-        self.acp.agents()
-    }
-
-    /// The modes ACP agent `name` takes (`permission_mode`), its default first.
-    pub fn acp_modes(&self, name: &str) -> Vec<String> {
-        self.acp.modes(name)
+    /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name),
+    /// with the modes it takes (`permission_mode`), its default first.
+    pub fn acp_agents(&self) -> Vec<(String, crate::agents::acp::agents::AcpAgent, Vec<String>)> {
+        self.acp.agents().iter().map(|(name, a)| (name.clone(), a.clone(), self.acp.modes(name))).collect()
     }
 
     /// How many active runs host `name` has.

@@ -77,17 +77,11 @@ impl Runs {
         n
     }
 
-    /// A run that is a [`Run`] now, if it is one: never one at rest (for what only
-    /// concerns runs being followed: file notifications, leftovers).
-    pub(super) fn get_awake(&self, id: &RunId) -> Option<Arc<Run>> {
-        self.lives.awake.read().unwrap().get(id).cloned()
-    }
-
     /// Make an ended run at rest a [`Run`] again (its chat read when it is looked at,
     /// [`Runs::ensure_loaded`]); None if there is no such run.
     pub(super) fn wake_up(&self, id: &RunId) -> Option<Arc<Run>> {
         let _turn = self.lives.moving.lock().unwrap();
-        if let Some(run) = self.get_awake(id) {
+        if let Some(run) = self.lives.get_awake(id) {
             return Some(run);
         }
         let created_at = self.lives.at_rest.write().unwrap().remove(id)?;

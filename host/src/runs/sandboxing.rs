@@ -214,26 +214,6 @@ impl Runs {
         id
     }
 
-    /// The plan of `rec`'s jail here, if it has a sandbox.
-    pub(super) async fn local_jail(
-        &self,
-        rec: &RunRecord,
-        provider: &dyn Provider,
-        program: &Path,
-        env: &BTreeMap<String, String>,
-    ) -> Result<Option<Plan>, String> {
-        let Some(jail_program) = jail_program(rec.sandbox)? else { return Ok(None) };
-        let site = JailSite {
-            home: self.home.clone(),
-            lab_exe: self.here.lab_exe.to_string_lossy().into_owned(),
-            jail_program,
-            program_dir: std::fs::canonicalize(program).ok().and_then(|p| p.parent().map(Path::to_path_buf)),
-            fallback_home: std::env::var("HOME").ok(),
-            local: true,
-        };
-        Ok(self.jail_plan(rec, provider, env, &site).await?.map(|(plan, _)| plan))
-    }
-
     /// `PUT /runs/{id}/egress`: replace a sandboxed run's allowlist; its proxy goes by
     /// it from its next connection.
     pub async fn set_egress(&self, id: &str, allow: Vec<String>) -> Result<EgressView, RunError> {

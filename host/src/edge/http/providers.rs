@@ -47,18 +47,18 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "refused": refused_of(&f.source),
         }));
     }
-    for (name, a) in runs.acp_agents().iter() {
+    for (name, a, modes) in runs.acp_agents() {
         let c = a.component.as_ref();
         list.push(json!({
             "name": name,
             "state": "serving",
-            "display_name": a.display_name(name),
+            "display_name": a.display_name(&name),
             "version": c.map(|c| c.info.version.clone()),
             "source": c.map_or_else(|| "lab.toml".to_string(), |c| c.source.to_string()),
             "digest": c.map(|c| c.digest.clone()),
             "agent_version": null,
             "description": a.description(),
-            "permission_modes": runs.acp_modes(name),
+            "permission_modes": modes,
             "dialog_hooker": true,
             "screen_reader": false,
             "wit": c.map(|c| c.capabilities.version.package()),

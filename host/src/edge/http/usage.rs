@@ -21,7 +21,9 @@ pub(super) fn router() -> Router<AppState> {
 const DEFAULT_DAYS: i64 = 30;
 
 async fn run_usage(State(runs): State<Arc<Runs>>, Path(id): Path<String>) -> ApiResult<Response> {
-    Ok(Json(runs.run_usage(&id)?).into_response())
+    // (404 for a run lab does not know.)
+    let run = runs.get(&id)?;
+    Ok(Json(runs.books().usage.run_usage(&run.id)).into_response())
 }
 
 #[derive(Deserialize)]

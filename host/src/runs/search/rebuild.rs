@@ -9,11 +9,11 @@
 use crate::runs::message_store::parse_chunk;
 use crate::runs::transcript::{Step, TranscriptReader};
 use crate::runs::view::SeqMessage;
-use crate::runs::Runs;
+use crate::runs::Core;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-impl Runs {
+impl Core {
     /// Index every run lab knows again, from its transcript.
     pub(crate) fn spawn_reindex(self: Arc<Self>) {
         tokio::spawn(async move {

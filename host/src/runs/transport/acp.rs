@@ -284,7 +284,7 @@ impl AcpRuns {
         }
         let id = RunId::generate();
         let (journal, stderr) = Self::files(runs, &id);
-        let mut rec = runs.new_record(&id, &req.provider, &req, prompt.clone(), true);
+        let mut rec = runs.new_record(&id, (&req.provider, &req), prompt.clone(), true, self.log_sessions.place());
         // (Refused for anything but `none`: an ACP agent is lab serve's own child.)
         rec.sandbox = runs.sandbox_for(&req)?;
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());

@@ -192,7 +192,8 @@ impl RemoteRuns {
             .map_err(|e| RunError::BadRequest(format!("workdir {} on host {host}: {e}", req.workdir)))?;
 
         let id = RunId::generate();
-        let mut rec = runs.new_record(&id, &facts.info.name, &req, prompt, facts.dialog_hooker);
+        let mut rec =
+            runs.new_record(&id, (&facts.info.name, &req), prompt, facts.dialog_hooker, runner.tmux_socket.clone());
         rec.sandbox = runs.sandbox_for(&req)?;
         rec.host = Some(host.clone());
         rec.tmux_socket = runner.tmux_socket.clone();

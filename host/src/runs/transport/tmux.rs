@@ -2,12 +2,21 @@
 //! into through the terminal seam, closed by ending its session.
 
 use super::{Resume, Transport};
+use crate::agents::provider::Provider;
 use crate::machines::terminal::{Sessions, Terminal};
 use crate::machines::tmux::Tmux;
 use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::launch::{agent_env, checked_request, prepare, Place};
 use crate::runs::registry::RunRecord;
+use crate::runs::sandboxing::{jail_program, JailSite};
 use crate::runs::{Core, Run, Runs};
+use crate::sandbox::Plan;
+use crate::store::config::find_program;
+use crate::store::fsutil;
+use crate::store::paths::RunId;
 use futures_util::future::BoxFuture;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -34,11 +43,6 @@ impl TmuxRuns {
         TmuxRuns { sessions, tmux, lab_exe, liveness: Notify::new() }
     }
 
-    /// The sessions as the terminal seam.
-    pub(in crate::runs) fn terminal(&self) -> Arc<dyn Terminal> {
-        self.sessions.clone()
-    }
-
     /// End session `name` here, if it is still there.
     pub(in crate::runs) async fn kill_session(&self, name: String) -> Result<(), RunError> {
         end_session(self.sessions.clone(), name).await
@@ -63,7 +67,7 @@ impl Transport for TmuxRuns {
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
-        Box::pin(runs.create_here(req))
+        Box::pin(self.create_here(runs, req))
     }
 
     fn close<'a>(&'a self, _core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>> {
@@ -85,11 +89,119 @@ impl Transport for TmuxRuns {
             let pinned = runs.providers.pin(&rec.provider).map_err(RunError::NotSupported)?;
             let files = runs.files_for(rec).map_err(RunError::LaunchFailed)?;
             let program = pinned.facts.info.default_program.clone();
-            runs.launch(rec, pinned.provider.as_ref(), &program, &files, Some(continuing)).await.map_err(|msg| {
+            self.launch(runs, rec, pinned.provider.as_ref(), &program, &files, Some(continuing)).await.map_err(|msg| {
                 let _ = files.remove();
                 RunError::LaunchFailed(msg)
             })
         })
+    }
+}
+
+impl TmuxRuns {
+    /// Launch a run in lab's tmux here.
+    pub(in crate::runs) async fn create_here(&self, runs: &Arc<Runs>, req: CreateRun) -> Result<RunBody, RunError> {
+        let pinned = runs.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
+        let facts = pinned.facts.clone();
+        let prompt = checked_request(&req)?;
+
+        let id = RunId::generate();
+        let mut rec =
+            runs.new_record(&id, (&facts.info.name, &req), prompt, facts.dialog_hooker, self.sessions.place());
+        rec.sandbox = runs.sandbox_for(&req)?;
+        rec.worktree = runs.make_worktree(&rec, &req).await?;
+        let files = match runs.files_for(&rec) {
+            Ok(f) => f,
+            Err(msg) => return Err(runs.launch_failed(rec, msg).await),
+        };
+
+        let continuing = req.fork.as_ref().map(|f| &f.continuing);
+        let launched =
+            self.launch(runs, &mut rec, pinned.provider.as_ref(), &facts.info.default_program, &files, continuing);
+        let typed_prompt = match launched.await {
+            Ok(typed) => typed,
+            Err(msg) => {
+                let _ = files.remove();
+                return Err(runs.launch_failed(rec, msg).await);
+            }
+        };
+        runs.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "run launched");
+        let run = runs.follow_launched(rec, typed_prompt, pinned);
+        Ok(runs.body_of(&run))
+    }
+
+    /// Start the agent. Its argv, workdir and environment go to `lab agent-exec`
+    /// through a private launch file, so tmux's command line is short and constant.
+    /// A first prompt too large to be one argument (Linux's `MAX_ARG_STRLEN`) is left
+    /// off the command line: the provider launches the agent without a prompt, and
+    /// the prompt is returned to be typed in once the agent is ready.
+    pub(in crate::runs) async fn launch(
+        &self,
+        runs: &Runs,
+        rec: &mut RunRecord,
+        provider: &dyn Provider,
+        default_program: &str,
+        files: &crate::store::paths::RunFiles,
+        continuing: Option<&crate::runs::continuation::Continuing>,
+    ) -> Result<Option<String>, String> {
+        let pconf = runs.config.provider(&rec.provider);
+        let path_var = std::env::var_os("PATH");
+        let wanted = pconf.program.clone().unwrap_or_else(|| PathBuf::from(default_program));
+        let program = find_program(&wanted, path_var.as_deref()).ok_or_else(|| {
+            format!(
+                "program `{}` not found{}; name it in {} as [providers.{}] program = \"/path/to/it\"",
+                wanted.display(),
+                if pconf.program.is_some() { "" } else { " on PATH" },
+                runs.home.config_file().display(),
+                rec.provider
+            )
+        })?;
+        let operator_env = agent_env(&rec.provider, &pconf);
+        let mut env = operator_env.clone();
+        // A jailed agent's HOME is the run's own (its transcript is there too).
+        if !rec.sandbox.is_none() {
+            env.insert("HOME".into(), runs.home.agent_home(&runs.home_of(rec)).to_string_lossy().into_owned());
+        }
+        let place = Place { lab_exe: self.lab_exe.clone(), files: files.clone(), env };
+        let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
+        prepared.launch.sandbox = self.local_jail(runs, rec, provider, &program, &operator_env).await?;
+        if let Some(doc) = &prepared.settings {
+            crate::runs::hook_settings::write(&runs.home.runtime_dir(), files, doc)?;
+        }
+        let launch_json = serde_json::to_vec(&prepared.launch).map_err(|e| e.to_string())?;
+        fsutil::write_atomic(&files.launch, &launch_json, 0o600)
+            .map_err(|e| format!("writing {}: {e}", files.launch.display()))?;
+        let argv = place.agent_exec_argv();
+        let sessions = self.sessions.clone();
+        let name = rec.tmux_target.clone();
+        tokio::task::spawn_blocking(move || sessions.start(&name, &argv))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("starting the agent in tmux failed: {e}"))?;
+        Ok(prepared.typed_prompt)
+    }
+}
+
+impl TmuxRuns {
+    /// The plan of `rec`'s jail here, if it has a sandbox.
+    async fn local_jail(
+        &self,
+        runs: &Runs,
+        rec: &RunRecord,
+        provider: &dyn Provider,
+        program: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Option<Plan>, String> {
+        let Some(jail_program) = jail_program(rec.sandbox)? else { return Ok(None) };
+        let site = JailSite {
+            home: runs.home.clone(),
+            lab_exe: self.lab_exe.to_string_lossy().into_owned(),
+            jail_program,
+            program_dir: std::fs::canonicalize(program).ok().and_then(|p| p.parent().map(Path::to_path_buf)),
+            fallback_home: std::env::var("HOME").ok(),
+            local: true,
+        };
+        Ok(runs.jail_plan(rec, provider, env, &site).await?.map(|(plan, _)| plan))
     }
 }
 

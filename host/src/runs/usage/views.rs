@@ -1,8 +1,8 @@
 //! The usage the API serves, over every run lab knows: `GET /runs/{id}/usage` and
 //! `GET /usage` ([`super::UsageBook`] counts; this names runs' providers).
 
-use super::{Group, Row, RunUsage, Windows};
-use crate::runs::{RunError, Runs};
+use super::{Group, Row, Windows};
+use crate::runs::Runs;
 use crate::store::paths::RunId;
 use serde::Serialize;
 
@@ -17,12 +17,6 @@ pub struct UsageRows {
 }
 
 impl Runs {
-    /// A run's usage (404 for a run lab does not know).
-    pub fn run_usage(&self, id: &str) -> Result<RunUsage, RunError> {
-        let run = self.get(id)?;
-        Ok(self.books.usage.run_usage(&run.id))
-    }
-
     /// The responses answered in `[from, to)` (Unix seconds), grouped.
     pub fn usage(&self, from: i64, to: i64, group: Group) -> UsageRows {
         let provider_of = |id: &RunId| -> Option<String> {
