@@ -720,19 +720,6 @@ fn the_place_gate_finds_a_branch_on_a_host_and_nothing_in_comments() {
 /// fails above it, and below it too, until it is lowered.
 const RUNS_METHODS: usize = 45;
 
-/// The files that both carry `impl Runs` and define a public type of their own, as a
-/// ratchet: emptied as they are split (a type's users must not be pulled into the hub).
-const RUNS_BESIDE_A_TYPE: &[&str] = &[
-    "runs/follow.rs",
-    "runs/launch.rs",
-    "runs/mod.rs",
-    "runs/providers.rs",
-    "runs/rest.rs",
-    "runs/sandboxing.rs",
-    "runs/transport/mod.rs",
-    "runs/usage/views.rs",
-];
-
 /// The brace-matched bodies of every `impl Name {` block in `code` (production code,
 /// scrubbed), the type named by its path too (`impl super::Name {`).
 fn impl_bodies<'a>(code: &'a str, name: &str) -> Vec<&'a str> {
@@ -839,10 +826,7 @@ fn runs_is_a_narrow_core() {
     assert!(total > 10, "Runs' methods were found: {per_file:?}");
     assert!(total <= RUNS_METHODS, "Runs has {total} methods (at most {RUNS_METHODS}): {per_file:#?}");
     assert!(total == RUNS_METHODS, "Runs is down to {total} methods: lower RUNS_METHODS to {total}");
-    let new: Vec<&String> = beside.iter().filter(|f| !RUNS_BESIDE_A_TYPE.contains(&f.as_str())).collect();
-    assert!(new.is_empty(), "`impl Runs` in a file that defines a public type of its own: {new:?}");
-    let gone: Vec<&&str> = RUNS_BESIDE_A_TYPE.iter().filter(|f| !beside.iter().any(|b| b == *f)).collect();
-    assert!(gone.is_empty(), "no longer beside a type of their own: take them out of RUNS_BESIDE_A_TYPE: {gone:?}");
+    assert!(beside.is_empty(), "`impl Runs` in a file that defines a public type of its own: {beside:?}");
 }
 
 /// The counters themselves, on planted code: methods at the block's top level only,

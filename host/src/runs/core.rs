@@ -3,11 +3,16 @@
 //! (which runs there are, awake or at rest) and how each is reached (the transports)
 //! is [`super::Runs`]'s, which stands on a `Core`.
 
-use super::{books, follow, usage_limit, Change};
+use super::api::RunError;
+use super::providers::Pinned;
+use super::registry::RunRecord;
+use super::tailer::Tail;
+use super::{books, follow, spool, usage_limit, Change, Run};
 use crate::runs::providers::Providers;
 use crate::runs::registry::Registry;
 use crate::store::config::Config;
 use crate::store::paths::{Home, RunId};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
@@ -20,14 +25,25 @@ pub struct Core {
     /// Every run's record ([`super::registry`]).
     pub(in crate::runs) registry: Registry,
     /// The file notifications: the watcher and which run each transcript is
-    /// ([`follow::FileWatch`]).
-    pub(in crate::runs) files: follow::FileWatch,
+    /// ([`FileWatch`]).
+    pub(in crate::runs) files: FileWatch,
     /// What it announces: shutdown, every run's view changes.
     pub(in crate::runs) news: News,
     /// What lab keeps of runs' history besides their records: usage, search ([`books`]).
     pub(in crate::runs) books: Arc<books::Books>,
     /// The work that takes turns across runs ([`Turns`]).
     pub(in crate::runs) turns: Turns,
+}
+
+/// What lab watches for its runs' file notifications, and only following touches: one
+/// watcher (the runtime directory, and each transcript's directory once), and which
+/// run each transcript is.
+#[derive(Default)]
+pub(in crate::runs) struct FileWatch {
+    /// Transcript file → run.
+    pub(in crate::runs) transcripts: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, RunId>>,
+    pub(in crate::runs) watched_dirs: std::sync::Mutex<Vec<std::path::PathBuf>>,
+    pub(in crate::runs) watcher: std::sync::Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 /// What the runs announce to whoever listens.
@@ -87,5 +103,69 @@ impl Core {
     /// What lab keeps of runs' history: usage, the search index.
     pub fn books(&self) -> Arc<books::Books> {
         self.books.clone()
+    }
+}
+
+/// Where [`Runs`] reaches the world, when given from outside ([`Runs::start_with`]):
+/// tests give a terminal in memory and providers of their own.
+pub struct Seams {
+    /// Where runs' sessions are started, looked at and typed into.
+    pub sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    pub providers: Providers,
+}
+
+impl Core {
+    /// `POST /runs/{id}/stop`.
+    pub async fn stop(self: &Arc<Self>, run: &Arc<Run>) -> Result<(), RunError> {
+        run.transport().stop(self, run).await
+    }
+
+    /// Close the run's tmux session (here or on its machine), if it is still there.
+    pub(in crate::runs) async fn close_session(self: &Arc<Self>, run: &Run) -> Result<(), RunError> {
+        run.transport().close(self, &run.record()).await
+    }
+}
+
+impl Core {
+    /// How a run whose transcript its provider reads is read: the provider's tail (of
+    /// the build `pinned`, else the one serving now), or an inert one (no chat) when
+    /// the provider is not loaded.
+    pub(in crate::runs) fn provider_reader(&self, rec: &RunRecord, pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
+        let files = self.home.run_files(&rec.id);
+        let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
+        match pinned.map_or_else(|| self.providers.pin(&rec.provider), Ok) {
+            Ok(p) => {
+                let terminal = Some(format!("/#/runs/{}/terminal", rec.id));
+                let mut tail = Tail::new(rec.id.clone(), p.provider.clone(), transcript, files, terminal);
+                tail.set_books(self.books.clone());
+                (Some(p), tail)
+            }
+            Err(why) => {
+                tracing::warn!(run = %rec.id, provider = %rec.provider, "{why}; the run's chat cannot be read");
+                (None, Tail::new_inert(rec.id.clone(), files))
+            }
+        }
+    }
+
+    /// The plan files a run here names are read here, under its agent's directories:
+    /// its workdir and the agent's home as its launch gets it (lab.toml's `env` for the
+    /// provider, else lab serve's own).
+    pub(in crate::runs) fn plan_files_here(&self, rec: &RunRecord, tail: &mut Tail) {
+        let agent_home =
+            self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
+        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
+    }
+
+    /// Keep why a run went wrong in its record (shown as its `error`).
+    pub(in crate::runs) fn record_error(&self, run: &Run, why: &str) {
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            rec.error = Some(why.to_string());
+            rec.clone()
+        };
+        if let Err(e) = self.registry.put(&rec) {
+            tracing::error!(run = %run.id, error = %e, "could not record the error");
+        }
+        run.view.touch();
     }
 }

@@ -9,10 +9,8 @@ use super::tailer::{self, Tail};
 use super::view::RunState;
 use super::{liveness, screen, Core, Read, Run, Runs};
 use crate::store::fsutil;
-use crate::store::paths::RunId;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What the tailer's refresh saw of the run, for what it does next.
@@ -45,17 +43,6 @@ pub fn owner_of<'a>(path: &'a Path, runtime: &Path, egress: &Path) -> Option<&'a
 
 /// How many runs found at start read their transcript at once ([`Runs::spawn_tailer`]).
 pub const CATCH_UP_AT_ONCE: usize = 2;
-
-/// What lab watches for its runs' file notifications, and only following touches: one
-/// watcher (the runtime directory, and each transcript's directory once), and which
-/// run each transcript is.
-#[derive(Default)]
-pub(super) struct FileWatch {
-    /// Transcript file → run.
-    pub(super) transcripts: Mutex<HashMap<PathBuf, RunId>>,
-    watched_dirs: Mutex<Vec<PathBuf>>,
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
-}
 
 impl Runs {
     /// Follow a run until it ends: a full refresh on every wake (file notifications,

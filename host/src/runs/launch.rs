@@ -4,87 +4,17 @@
 //! the launch: the new run's record goes to the registry and its live state to
 //! [`Run`].
 
-use super::api::{CreateRun, RunBody, RunError};
+use super::api::{CreateRun, RunError};
 use super::playback::{type_text, wait_until_ready};
-use super::registry::{RunRecord, Status};
+use super::registry::RunRecord;
 use super::tailer::Tail;
-use super::{hook_settings, input, now_rfc3339, Core, Read, Run, Runs};
+use super::{hook_settings, input, now_rfc3339, Core, Read, Run};
 use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::agents::provider::Provider;
 use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-impl Runs {
-    /// `POST /runs`: launch a run, the way its request asks for ([`Runs::transport_for`]).
-    pub async fn create(self: &Arc<Self>, req: CreateRun) -> Result<RunBody, RunError> {
-        self.transport_for(&req).launch(self, req).await
-    }
-
-    /// A run just launched and recorded, followed from now on: in memory on the build
-    /// it was launched with, its first prompt typed once the agent is ready (one too
-    /// long for the command line), its worktree's diff counted, its tailer started.
-    pub(super) fn follow_launched(
-        self: &Arc<Self>,
-        rec: RunRecord,
-        typed_prompt: Option<String>,
-        pinned: super::providers::Pinned,
-    ) -> Arc<Run> {
-        let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
-        if let Some(prompt) = typed_prompt {
-            self.core.clone().spawn_first_prompt(run.clone(), prompt);
-        }
-        if run.record().worktree.is_some() {
-            self.core.clone().spawn_diff_watch(run.clone());
-        }
-        self.clone().spawn_tailer(run.clone(), false);
-        run
-    }
-
-    /// A launch that failed (the caller removed its own files): the worktree made for
-    /// it removed (never used: nothing of the operator's is in it), the run recorded as
-    /// failed with `msg` and its first view published; the error to answer.
-    pub(super) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
-        if let Some(wt) = &rec.worktree {
-            if let Err(e) = self.workspace_of(&rec).remove(wt).await {
-                tracing::warn!(run = %rec.id, error = %e, "could not remove the failed run's worktree");
-            }
-        }
-        rec.status = Status::Failed;
-        rec.ended_at = Some(now_rfc3339());
-        rec.error = Some(msg.clone());
-        if let Err(e) = self.registry.put(&rec) {
-            tracing::error!(run = %rec.id, error = %e, "could not record the failed run");
-        }
-        let id = rec.id.clone();
-        // Its first view says so (a record not active: the tail has ended).
-        let run = self.attach(rec, false, None);
-        run.update(&self.registry, Read::AsIs, async |_: &mut Tail| ()).await;
-        tracing::warn!(run = %id, error = %msg, "launch failed");
-        RunError::LaunchFailed(msg)
-    }
-
-    /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]), in its
-    /// record's workspace (on its host, that is there, in the runner's home).
-    pub(super) async fn make_worktree(
-        &self,
-        rec: &RunRecord,
-        req: &CreateRun,
-    ) -> Result<Option<crate::worktree::Worktree>, RunError> {
-        let id = &rec.id;
-        let workspace = self.workspace_of(rec);
-        let wt = match &req.fork {
-            // A fork's: branched from its parent's files as they are now.
-            Some(f) => workspace.fork(id, &req.workdir, f.worktree.as_ref()).await?,
-            None => workspace.make(id, &req.workdir, req.worktree, self.config.runs.worktree).await?,
-        };
-        if let Some(wt) = &wt {
-            tracing::info!(run = %id, path = %wt.path, branch = %wt.branch, base = %wt.base, host = ?rec.host, "made the run's worktree");
-        }
-        Ok(wt)
-    }
-}
 
 impl Core {
     /// A new run's record, active from now, its tmux session on `tmux_socket` (what

@@ -6,13 +6,10 @@
 //! (its [`Pinned`]) until it ends, whatever is swapped in meanwhile. What changed is
 //! logged; a removed provider's name is kept, so a run asked of it is refused with why.
 
-use super::registry::Status;
-use super::Runs;
 use crate::agents::components::{ComponentFacts, ComponentHost, ProviderSet};
 use crate::agents::provider::Provider;
 use crate::runs::Core;
 use crate::store::config::{find_program, Config};
-use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -230,52 +227,6 @@ impl<L: PartialEq + Clone> Watch<L> {
         }
         self.last = Some(look);
         false
-    }
-}
-
-impl Runs {
-    /// Which build each awake, active run uses, by provider name: `(run, build)`.
-    pub fn builds_in_use(&self) -> BTreeMap<String, Vec<(RunId, Build)>> {
-        let mut out: BTreeMap<String, Vec<(RunId, Build)>> = BTreeMap::new();
-        for run in self.lives.awake.read().unwrap().values() {
-            let Some(build) = run.provider.as_ref().map(|p| Build::of(&p.facts)) else { continue };
-            let rec = run.record.lock().unwrap();
-            if rec.status == Status::Active {
-                out.entry(rec.provider.clone()).or_default().push((run.id.clone(), build));
-            }
-        }
-        out
-    }
-
-    /// Watch `<home>/providers/` ([`providers`]): a change that held still is loaded
-    /// and serves new runs; the ACP agents are resolved again with it.
-    pub(super) fn spawn_provider_watch(self: Arc<Self>, loaded: Vec<(String, [i64; 8])>) {
-        let weak = Arc::downgrade(&self);
-        let mut shutdown = self.shutdown_signal();
-        drop(self);
-        tokio::spawn(async move {
-            let mut watch = Watch::new(loaded);
-            let mut tick = tokio::time::interval(LOOK_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = shutdown.changed() => break,
-                }
-                let Some(runs) = weak.upgrade() else { break };
-                let dir = runs.home.providers_dir();
-                let look = tokio::task::spawn_blocking(move || look(&dir)).await.unwrap_or_default();
-                if !watch.seen(look) {
-                    continue;
-                }
-                let runs2 = runs.clone();
-                let Ok(set) = tokio::task::spawn_blocking(move || runs2.providers.reload()).await else { continue };
-                runs.acp.set_agents(acp_agents(&runs.config, &set));
-                for (f, _) in &set.loaded {
-                    runs.agent_version(&f.info.name, &f.info.default_program);
-                }
-            }
-        });
     }
 }
 

@@ -5,7 +5,7 @@
 //! the history.
 
 use super::registry::Status;
-use super::run_list::{self, Cursor};
+use super::run_list::{self, Cursor, Listed};
 use super::tailer::Tail;
 use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
@@ -14,23 +14,6 @@ use crate::store::paths::RunId;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// A run in [`Runs::listing`]: one being followed or looked at, or the id of one at
-/// rest (its record read from the registry when its body is made, [`Runs::bodies_of`]).
-#[derive(Clone)]
-pub enum Listed {
-    Awake(Arc<Run>),
-    AtRest(RunId),
-}
-
-impl Listed {
-    pub fn id(&self) -> &RunId {
-        match self {
-            Listed::Awake(r) => &r.id,
-            Listed::AtRest(id) => id,
-        }
-    }
-}
 
 pub use crate::util::memory::give_back_freed_memory;
 

@@ -104,6 +104,23 @@ impl<T> ViewCell<T> {
     }
 }
 
+/// A run in [`Runs::listing`]: one being followed or looked at, or the id of one at
+/// rest (its record read from the registry when its body is made, [`Runs::bodies_of`]).
+#[derive(Clone)]
+pub enum Listed {
+    Awake(std::sync::Arc<super::Run>),
+    AtRest(RunId),
+}
+
+impl Listed {
+    pub fn id(&self) -> &RunId {
+        match self {
+            Listed::Awake(r) => &r.id,
+            Listed::AtRest(id) => id,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,18 +43,7 @@ pub fn check_config(c: &SandboxConfig) -> Result<(), String> {
 
 pub use crate::worktree::jailed::git_common_dir;
 
-/// Where a run's jail is made: lab's home there (its runtime and egress folders), lab's
-/// binary there, the jail's program found there, the agent program's folder; `local`:
-/// this machine (what is missing can be made).
-pub struct JailSite {
-    pub home: crate::store::paths::Home,
-    pub lab_exe: String,
-    pub jail_program: PathBuf,
-    pub program_dir: Option<PathBuf>,
-    /// HOME when the agent's environment names none.
-    pub fallback_home: Option<String>,
-    pub local: bool,
-}
+pub use crate::sandbox::JailSite;
 
 impl Runs {
     /// The sandbox a new run gets: the one it asks for, else lab.toml's default.

@@ -241,6 +241,19 @@ pub fn jail(kind: Kind) -> Option<Box<dyn Jail>> {
     }
 }
 
+/// Where a run's jail is made: lab's home there (its runtime and egress folders), lab's
+/// binary there, the jail's program found there, the agent program's folder; `local`:
+/// this machine (what is missing can be made).
+pub struct JailSite {
+    pub home: crate::store::paths::Home,
+    pub lab_exe: String,
+    pub jail_program: std::path::PathBuf,
+    pub program_dir: Option<std::path::PathBuf>,
+    /// HOME when the agent's environment names none.
+    pub fallback_home: Option<String>,
+    pub local: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 //! the run's terminal, read back from its screen and transcript.
 
 pub(crate) mod acp;
+mod pick;
 pub(crate) mod remote;
 pub(crate) mod tmux;
 
@@ -194,34 +195,6 @@ pub(in crate::runs) trait Transport: Send + Sync {
 
     /// Run `id` has ended: let go of what is still held for it.
     fn ended(&self, _id: &RunId) {}
-}
-
-impl Runs {
-    /// How the run `req` asks for is launched: on its `host`, as the ACP agent it
-    /// names, or in lab's tmux here. With [`Runs::transport`], the only places that ask.
-    pub(in crate::runs) fn transport_for(&self, req: &CreateRun) -> Arc<dyn Transport> {
-        self.by_way(way_for(req, self.acp.agent(&req.provider).is_some()))
-    }
-
-    /// How `rec`'s run is reached: with [`Runs::transport_for`], the only places that
-    /// ask (a run holds its own from then on: [`Run::transport`]; this is for records
-    /// with no run in memory, at rest or still launching).
-    pub(in crate::runs) fn transport(&self, rec: &RunRecord) -> Arc<dyn Transport> {
-        self.by_way(way_of(rec, self.acp.dir()))
-    }
-
-    fn by_way(&self, way: Way) -> Arc<dyn Transport> {
-        match way {
-            Way::Here => self.here.clone(),
-            Way::Remote => self.remote.clone(),
-            Way::Acp => self.acp.clone(),
-        }
-    }
-
-    /// Where `rec`'s run does its git work (worktrees, diffs, merges).
-    pub(in crate::runs) fn workspace_of(&self, rec: &RunRecord) -> Workspace {
-        self.transport(rec).workspace(self, rec)
-    }
 }
 
 /// [`Transport::stop`]'s way for a run whose agent lives in a tmux session: closed, then

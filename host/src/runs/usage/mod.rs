@@ -7,7 +7,6 @@
 pub mod ledger;
 pub mod prices;
 mod views;
-pub use views::UsageRows;
 
 use crate::agents::model::{ApiError, ContextUse, LimitWindow, Tokens, UsageReport};
 use crate::store::fsutil;
@@ -293,6 +292,16 @@ impl UsageBook {
 pub fn rfc3339(t: i64) -> String {
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64);
     humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// `GET /usage`.
+#[derive(Debug, Serialize)]
+pub struct UsageRows {
+    pub rows: Vec<Row>,
+    /// The account windows each provider's newest report says (for every page's header).
+    pub windows: Vec<Windows>,
+    /// The date of the price table.
+    pub prices_as_of: String,
 }
 
 #[cfg(test)]

@@ -1,20 +1,9 @@
 //! The usage the API serves, over every run lab knows: `GET /runs/{id}/usage` and
 //! `GET /usage` ([`super::UsageBook`] counts; this names runs' providers).
 
-use super::{Group, Row, Windows};
+use super::{Group, UsageRows};
 use crate::runs::Runs;
 use crate::store::paths::RunId;
-use serde::Serialize;
-
-/// `GET /usage`.
-#[derive(Debug, Serialize)]
-pub struct UsageRows {
-    pub rows: Vec<Row>,
-    /// The account windows each provider's newest report says (for every page's header).
-    pub windows: Vec<Windows>,
-    /// The date of the price table.
-    pub prices_as_of: String,
-}
 
 impl Runs {
     /// The responses answered in `[from, to)` (Unix seconds), grouped.
