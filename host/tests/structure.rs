@@ -645,10 +645,14 @@ fn the_layer_gate_finds_an_import_up_across_or_from_nowhere() {
 // ---- where a run lives ------------------------------------------------------------------------
 
 /// How production code asks where a run lives or how lab speaks to it: a branch on
-/// the `host` of a run's record (`rec`, `run.record()`) or request (`req`), or on its
-/// being an ACP run.
+/// the `host` of a run's record (`rec`, `run.record()`) or request (`req`), on its
+/// being an ACP run, or on the tail's run being elsewhere.
 fn place_question_words() -> Vec<String> {
-    let mut words: Vec<String> = ["is_acp_record(", "acp_session(", "acp_agent("].map(String::from).to_vec();
+    // The tail's old seam to a run elsewhere: every tail has its `Whereabouts` now.
+    let mut words: Vec<String> =
+        ["is_acp_record(", "acp_session(", "acp_agent(", "Elsewhere", "set_remote(", "src.remote", ".remote.watch_"]
+            .map(String::from)
+            .to_vec();
     for value in ["rec", "req", "record()", "record"] {
         for asked in [".is_some()", ".is_none()", ".as_deref()", ".as_ref()", " {", " else"] {
             words.push(format!("{value}.host{asked}"));
@@ -709,6 +713,11 @@ fn the_place_gate_finds_a_branch_on_a_host_and_nothing_in_comments() {
         ["line 1: record().host.as_deref()"]
     );
     assert!(place_questions("match &origin.host {").is_empty(), "a URL's host is no run's");
+    assert_eq!(
+        place_questions("pub remote: Option<Arc<dyn Elsewhere>>,\nlet p = match &self.src.remote {"),
+        ["line 1: Elsewhere", "line 2: src.remote"],
+        "the tail asking whether its run is elsewhere"
+    );
     assert!(may_ask_where_a_run_lives(Path::new("runs/transport/acp.rs")));
     assert!(!may_ask_where_a_run_lives(Path::new("runs/launch.rs")));
 }

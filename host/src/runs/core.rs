@@ -153,7 +153,8 @@ impl Core {
     pub(in crate::runs) fn plan_files_here(&self, rec: &RunRecord, tail: &mut Tail) {
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
-        tail.set_plan_roots(spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir()));
+        let plan_roots = spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir());
+        tail.set_place(Arc::new(super::hook_channels::ThisMachine { plan_roots }));
     }
 
     /// Keep why a run went wrong in its record (shown as its `error`).

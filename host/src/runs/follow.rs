@@ -21,7 +21,7 @@ struct Seen {
     prompt_pending: bool,
     on_screen: bool,
     /// A run on another host named its transcript there: its runner is to follow it.
-    remote_transcript_news: bool,
+    transcript_elsewhere: bool,
     /// The usage limit its agent hit, while that is its last word.
     usage_limit: Option<crate::agents::model::UsageLimit>,
 }
@@ -73,7 +73,7 @@ impl Runs {
                             spooled: tail.has_spool(),
                             prompt_pending: tail.prompt_pending,
                             on_screen: tail.screen().is_some(),
-                            remote_transcript_news: tail.take_remote_transcript_news(),
+                            transcript_elsewhere: tail.take_transcript_elsewhere_news(),
                             usage_limit: tail.usage_limit().cloned(),
                         })
                         .await;
@@ -86,16 +86,11 @@ impl Runs {
                             run.messages.evict();
                         }
                     }
-                    if seen.remote_transcript_news {
+                    if seen.transcript_elsewhere {
                         // Its record names the path now (saved under the tail's lock).
                         let runs = self.clone();
                         let run = run.clone();
-                        tokio::spawn(async move {
-                            if let Err(e) = runs.remote.watch_remote(&runs, &run).await {
-                                // Its runner follows it once connected again (the record names it).
-                                tracing::warn!(run = %run.id, error = %e, "cannot have the host follow the run's transcript yet");
-                            }
-                        });
+                        tokio::spawn(async move { run.transport().transcript_elsewhere(&runs, &run).await });
                     }
                     if let Some(t) = &seen.transcript {
                         self.follow_transcript(&run, t);

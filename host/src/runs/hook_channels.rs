@@ -24,36 +24,52 @@ pub struct Source {
     pub hooker: bool,
     /// The deep link a dialog without one gets (the run's terminal page).
     pub fallback_deep_link: Option<String>,
-    /// Where a plan dialog's plan file may be read from ([`spool::plan_roots`]).
-    pub plan_roots: Vec<PathBuf>,
-    /// A run on another host: its runner reads the plan files (never this machine).
-    pub remote: Option<Arc<dyn Elsewhere>>,
+    /// Where the agent runs: where its plan files are read, where a transcript it
+    /// names is read here ([`Whereabouts`]; this machine, no plan roots, until set).
+    pub place: Arc<dyn Whereabouts>,
     /// Where what the transcript says goes besides the chat: usage, the search index
     /// (None: nowhere, as in tests).
     pub books: Option<Arc<crate::runs::books::Books>>,
 }
 
-/// What the tail of a run on another machine asks of where it lives (the seam between
-/// following a run and reaching its machine: `transport::remote` implements it).
-pub trait Elsewhere: Send + Sync {
-    /// The text of plan file `file` there (read by the machine's runner, from inside
-    /// the agent's home or workdir there), or why not.
+/// Where a run's agent runs, as its tail sees it: the seam between following a run and
+/// reaching where it lives. Every tail has one — [`ThisMachine`], or what its transport
+/// gives it (`transport::remote`: the run's machine, through its runner) — so the tail
+/// never asks which.
+pub trait Whereabouts: Send + Sync {
+    /// The text of plan file `file` a dialog names, read where the agent runs (from
+    /// inside its home or workdir there), or why not.
     fn read_plan<'a>(&'a self, file: &'a str) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
-    /// Where a transcript its agent names (a path there) is read here: the run's mirror.
-    fn mirror(&self) -> PathBuf;
+    /// Where a transcript the agent names (`named`, a path where it runs) is read here,
+    /// and that path when it is not this machine's (kept in the run's record, and
+    /// followed there).
+    fn transcript(&self, named: PathBuf) -> (PathBuf, Option<String>);
 }
 
-/// Give a plan dialog that names its plan file the file's text: read here from inside
-/// the plan roots, or by the runner of the run's host. Failing that, the dialog stays
-/// as it is (the card shows no plan text), and the log says why.
+/// A run whose agent runs on this machine: its plan files are read from inside the
+/// agent's home and workdir ([`spool::plan_roots`]), a transcript it names where it is.
+pub struct ThisMachine {
+    pub plan_roots: Vec<PathBuf>,
+}
+
+impl Whereabouts for ThisMachine {
+    fn read_plan<'a>(&'a self, file: &'a str) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
+        Box::pin(std::future::ready(spool::read_plan_file(file, &self.plan_roots)))
+    }
+
+    fn transcript(&self, named: PathBuf) -> (PathBuf, Option<String>) {
+        (named, None)
+    }
+}
+
+/// Give a plan dialog that names its plan file the file's text, read where the agent
+/// runs. Failing that, the dialog stays as it is (the card shows no plan text), and the
+/// log says why.
 async fn fill_plan(d: &mut Dialog, src: &Source) {
-    let r = match (&src.remote, spool::plan_file_wanted(d)) {
-        (Some(remote), Some(file)) => remote.read_plan(&file).await.map(|text| spool::set_plan(d, text)),
-        (Some(_), None) => Ok(()),
-        (None, _) => spool::fill_plan_from_file(d, &src.plan_roots),
-    };
-    if let Err(why) = r {
-        tracing::warn!(run = %src.run, %why, "showing the plan without its text");
+    let Some(file) = spool::plan_file_wanted(d) else { return };
+    match src.place.read_plan(&file).await {
+        Ok(text) => spool::set_plan(d, text),
+        Err(why) => tracing::warn!(run = %src.run, %why, "showing the plan without its text"),
     }
 }
 

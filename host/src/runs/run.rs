@@ -241,7 +241,7 @@ impl Run {
     pub(in crate::runs) fn take_record_changes(&self, tail: &Tail) -> Option<RunRecord> {
         let mut rec = self.record.lock().unwrap();
         let live = rec.take_live_facts(tail.session_id.as_deref(), tail.transcript_path(), tail.ended, now_rfc3339);
-        let remote = rec.take_remote_transcript(tail.remote_transcript());
+        let remote = rec.take_remote_transcript(tail.transcript_elsewhere());
         let changed = (live || remote).then(|| rec.clone());
         if changed.is_some() {
             self.view.touch();

@@ -3,7 +3,9 @@
 //! file — and keeps the facts the view is derived from. The decisions are in
 //! [`super::view`], [`super::answer_guard`] and [`super::spool`].
 
-use super::hook_channels::{Elsewhere, MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel};
+use super::hook_channels::{
+    MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel, ThisMachine, Whereabouts,
+};
 use super::hook_file::HookFile;
 use super::message_store::{parse_chunk, MessageStore};
 use super::transcript::{Step, TranscriptReader};
@@ -165,19 +167,14 @@ impl Tail {
         }
     }
 
-    /// The folders a plan file named by a spooled prompt may be read from.
-    pub fn set_plan_roots(&mut self, roots: Vec<PathBuf>) {
-        self.src.plan_roots = roots;
+    /// Where the run's agent runs ([`Whereabouts`]): its plan files, its transcript.
+    pub fn set_place(&mut self, place: Arc<dyn Whereabouts>) {
+        self.src.place = place;
     }
 
     /// Where what its transcript says about usage is counted and its messages indexed.
     pub fn set_books(&mut self, books: Arc<crate::runs::books::Books>) {
         self.src.books = Some(books);
-    }
-
-    /// A run on another host: its plan files are read by its runner.
-    pub fn set_remote(&mut self, remote: Arc<dyn Elsewhere>) {
-        self.src.remote = Some(remote);
     }
 
     /// The transcript is not known at spawn: the session-info channel will name it.
@@ -193,8 +190,7 @@ impl Tail {
                 provider: None,
                 hooker: false,
                 fallback_deep_link: None,
-                plan_roots: Vec::new(),
-                remote: None,
+                place: Arc::new(ThisMachine { plan_roots: Vec::new() }),
                 books: None,
             },
             transcript: TranscriptReader::new(None),
@@ -221,12 +217,12 @@ impl Tail {
 
     /// A run on another host whose agent named its transcript late: that path there
     /// (kept in the run's record).
-    pub fn remote_transcript(&self) -> Option<&str> {
+    pub fn transcript_elsewhere(&self) -> Option<&str> {
         self.session.named_there.as_deref()
     }
 
     /// Whether its runner is yet to be told to follow that path (true once).
-    pub fn take_remote_transcript_news(&mut self) -> bool {
+    pub fn take_transcript_elsewhere_news(&mut self) -> bool {
         std::mem::take(&mut self.session.news_there)
     }
 
@@ -296,14 +292,11 @@ impl Tail {
         // On another host the path is the host's: its runner follows it, and what it
         // sends up is read here from the run's mirror (lab serve opens no path a host's
         // payload names).
-        let p = match &self.src.remote {
-            Some(remote) => {
-                self.session.named_there = Some(named.to_string_lossy().into_owned());
-                self.session.news_there = true;
-                remote.mirror()
-            }
-            None => named,
-        };
+        let (p, there) = self.src.place.transcript(named);
+        if there.is_some() {
+            self.session.named_there = there;
+            self.session.news_there = true;
+        }
         if let Some(provider) = &self.src.provider {
             self.messages.set_source(provider.clone(), p.clone());
             self.transcript.set_path(p);
@@ -918,7 +911,7 @@ mod tests {
         let v = tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(t.as_path()));
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
-        assert_eq!(tail.remote_transcript(), None, "a run here");
+        assert_eq!(tail.transcript_elsewhere(), None, "a run here");
     }
 
     /// Ending a run reads what is new since its tail last read; a transcript the tail
@@ -960,7 +953,7 @@ mod tests {
         let mirror = d.path().join("remote").join("r-1.jsonl");
         std::fs::create_dir_all(mirror.parent().unwrap()).unwrap();
         let hosts = crate::machines::hosts::HostCredentials::new(d.path().join("hosts.json"));
-        tail.set_remote(Arc::new(crate::runs::transport::remote::RemoteRun {
+        tail.set_place(Arc::new(crate::runs::transport::remote::RemoteRun {
             hosts: Arc::new(crate::machines::hosts::Hosts::new(hosts)),
             host: "m1".into(),
             workdir: "/w".into(),
@@ -975,13 +968,13 @@ mod tests {
             .unwrap();
         tail.refresh().await;
         assert_eq!(tail.transcript_path(), Some(mirror.as_path()));
-        assert_eq!(tail.remote_transcript(), Some(there.to_str().unwrap()));
-        assert!(tail.take_remote_transcript_news(), "its runner is to be told");
+        assert_eq!(tail.transcript_elsewhere(), Some(there.to_str().unwrap()));
+        assert!(tail.take_transcript_elsewhere_news(), "its runner is to be told");
         assert_eq!(tail.message_count(), 0, "nothing mirrored yet");
         append(&mirror, &[json!({"text": "from the host"})]);
         let v = tail.refresh().await;
         assert_eq!((v.state, tail.message_count()), (view::RunState::Working, 1));
-        assert!(!tail.take_remote_transcript_news(), "told once");
+        assert!(!tail.take_transcript_elsewhere_news(), "told once");
     }
 
     #[tokio::test]

@@ -193,6 +193,12 @@ pub(in crate::runs) trait Transport: Send + Sync {
         false
     }
 
+    /// The run's agent named a transcript where it runs, not here (its record keeps the
+    /// path now): have it followed there.
+    fn transcript_elsewhere<'a>(&'a self, _runs: &'a Arc<Runs>, _run: &'a Arc<Run>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Run `id` has ended: let go of what is still held for it.
     fn ended(&self, _id: &RunId) {}
 }

@@ -98,13 +98,23 @@ impl Transport for RemoteRuns {
 
     /// No path its payloads name is read here: its runner reads its plan files there.
     fn plan_files(&self, core: &Core, rec: &RunRecord, tail: &mut crate::runs::tailer::Tail) {
-        tail.set_remote(Arc::new(RemoteRun {
+        tail.set_place(Arc::new(RemoteRun {
             hosts: self.hosts.clone(),
             host: rec.host.clone().unwrap_or_default(),
             workdir: rec.agent_dir().to_string_lossy().into_owned(),
             home: core.config.provider(&rec.provider).env.get("HOME").cloned(),
             mirror: core.home.mirror_file(&rec.id),
         }));
+    }
+
+    /// Its runner follows the transcript its agent named there.
+    fn transcript_elsewhere<'a>(&'a self, runs: &'a Arc<Runs>, run: &'a Arc<crate::runs::Run>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(e) = self.watch_remote(runs, run).await {
+                // Its runner follows it once connected again (the record names it).
+                tracing::warn!(run = %run.id, error = %e, "cannot have the host follow the run's transcript yet");
+            }
+        })
     }
 
     /// Its runner reports its end.
@@ -531,7 +541,7 @@ pub struct RemoteRun {
     pub mirror: PathBuf,
 }
 
-impl crate::runs::hook_channels::Elsewhere for RemoteRun {
+impl crate::runs::hook_channels::Whereabouts for RemoteRun {
     fn read_plan<'a>(
         &'a self,
         file: &'a str,
@@ -539,8 +549,10 @@ impl crate::runs::hook_channels::Elsewhere for RemoteRun {
         Box::pin(self.read(file))
     }
 
-    fn mirror(&self) -> PathBuf {
-        self.mirror.clone()
+    /// The path is the host's: its runner follows it, and what it sends up is read
+    /// here from the run's mirror (lab serve opens no path a host's payload names).
+    fn transcript(&self, named: PathBuf) -> (PathBuf, Option<String>) {
+        (self.mirror.clone(), Some(named.to_string_lossy().into_owned()))
     }
 }
 
