@@ -875,3 +875,43 @@ fn the_map_in_runs_names_every_child() {
     let stale: Vec<&&str> = rows.iter().filter(|r| !children.contains(r)).collect();
     assert!(stale.is_empty(), "rows of runs' map that are no child: {stale:?}");
 }
+
+// ---- how a machine is reached ---------------------------------------------------------------
+
+/// How production code asks which way a host is reached: its record's ssh target, or
+/// a way made by name.
+const REACH_QUESTIONS: &[&str] = &[".ssh.is_some()", ".ssh.is_none()", "r.ssh", "OverSsh(", "DialBack)", "over_ssh()"];
+
+/// Where that may be asked: the ways themselves and their registration.
+fn may_ask_how_a_host_is_reached(rel: &Path) -> bool {
+    ["machines/hosts/mod.rs", "machines/hosts/over_ssh.rs"].iter().any(|f| rel == Path::new(f))
+}
+
+/// A new way of reaching a machine (a pod, a VM) is a new file and its registration:
+/// nothing else in host/src asks which way a host is reached.
+#[test]
+fn only_the_ways_ask_how_a_host_is_reached() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut asked = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).unwrap();
+        if may_ask_how_a_host_is_reached(rel) {
+            continue;
+        }
+        let code = production_code(&std::fs::read_to_string(f).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            asked.extend(
+                REACH_QUESTIONS
+                    .iter()
+                    .filter(|w| line.contains(**w))
+                    .map(|w| format!("{}:{}: {w}", rel.display(), n + 1)),
+            );
+        }
+    }
+    assert!(asked.is_empty(), "which way a host is reached is asked outside its ways: {asked:#?}");
+    let planted = production_code("fn f(r: &HostRecord) -> bool {\n    r.ssh.is_none()\n}\n");
+    assert!(REACH_QUESTIONS.iter().any(|w| planted.contains(w)), "the gate sees a planted question");
+    assert!(!may_ask_how_a_host_is_reached(Path::new("machines/hosts/link.rs")));
+}

@@ -109,7 +109,7 @@ impl Runs {
         // Hosts lab reaches over ssh: linked by lab serve itself, for as long as it runs.
         let configured = crate::machines::hosts::over_ssh::configured(&runs.config).map_err(anyhow::Error::msg)?;
         runs.remote.hosts().set_configured(configured);
-        crate::machines::hosts::over_ssh::spawn(
+        crate::machines::hosts::keep_all_linked(
             runs.remote.hosts(),
             runs.home.clone(),
             runs.here.lab_exe.clone(),

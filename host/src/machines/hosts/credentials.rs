@@ -124,7 +124,10 @@ impl HostCredentials {
     pub fn key(&self, name: &str) -> Option<String> {
         match self.list() {
             // A host reached over ssh has no credential: no runner dials in as it.
-            Ok(records) => records.into_iter().find(|r| r.name == name && r.ssh.is_none()).map(|r| r.credential_sha256),
+            Ok(records) => records
+                .into_iter()
+                .find(|r| r.name == name && super::reach_of(r).dials_in())
+                .map(|r| r.credential_sha256),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the hosts file: no runner is accepted");
                 None

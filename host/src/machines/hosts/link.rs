@@ -173,18 +173,18 @@ impl Hosts {
         *self.configured.lock().unwrap() = hosts;
     }
 
-    /// Every host lab reaches over ssh: added with `lab hosts add --ssh`, or named in
-    /// lab.toml (an added one wins over a lab.toml one of the same name).
-    pub fn over_ssh(&self) -> anyhow::Result<BTreeMap<String, crate::machines::ssh::SshTarget>> {
-        let mut all = self.configured.lock().unwrap().clone();
-        for r in self.credentials.list()? {
-            if let Some(t) = r.ssh {
-                all.insert(r.name, t);
-            } else {
-                all.remove(&r.name);
-            }
-        }
-        Ok(all)
+    /// Every host lab knows and how each is reached ([`super::reach`]): added with
+    /// `lab hosts add`, or named in lab.toml (reached over ssh; an added one of the same
+    /// name wins).
+    pub fn reaches(&self) -> anyhow::Result<BTreeMap<String, Arc<dyn super::Reach>>> {
+        let records = self.credentials.list()?;
+        Ok(super::reaches(&self.configured.lock().unwrap(), &records))
+    }
+
+    /// How host `name` is reached (a host lab does not know: as one whose runner dials
+    /// in, the way of a runner still connected after its host was removed).
+    pub fn reach(&self, name: &str) -> Arc<dyn super::Reach> {
+        self.reaches().ok().and_then(|mut all| all.remove(name)).unwrap_or_else(super::unknown)
     }
 
     /// Host `name` (which lab dials) is not connected: trying again or not, and why.
@@ -236,19 +236,11 @@ impl Hosts {
     /// Every host with a credential, and any still connected whose credential went.
     /// `active_runs`: how many active runs a host has.
     pub fn list(&self, active_runs: impl Fn(&str) -> usize) -> Vec<HostBody> {
-        let records = self.credentials.list().unwrap_or_else(|e| {
+        let reaches = self.reaches().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the hosts file");
-            Vec::new()
+            BTreeMap::new()
         });
-        let mut over_ssh: std::collections::BTreeSet<String> =
-            records.iter().filter(|r| r.ssh.is_some()).map(|r| r.name.clone()).collect();
-        let mut names: Vec<String> = records.iter().map(|r| r.name.clone()).collect();
-        for name in self.configured.lock().unwrap().keys() {
-            if !names.contains(name) {
-                over_ssh.insert(name.clone());
-                names.push(name.clone());
-            }
-        }
+        let mut names: Vec<String> = reaches.keys().cloned().collect();
         let links = self.links.lock().unwrap();
         let down = self.down_since.lock().unwrap();
         let dialing = self.dialing.lock().unwrap();
@@ -261,7 +253,7 @@ impl Hosts {
                 let link = links.get(&name);
                 let dial = dialing.get(&name).filter(|_| link.is_none());
                 HostBody {
-                    transport: if over_ssh.contains(&name) { "ssh" } else { "dial-back" },
+                    transport: reaches.get(&name).map_or("dial-back", |r| r.kind()),
                     runs: active_runs(&name),
                     state: match (link, dial) {
                         (Some(_), _) => "connected",

@@ -35,8 +35,6 @@ pub const REFUSED_RETRY: Duration = Duration::from_secs(60);
 pub const HELLO_WITHIN: Duration = Duration::from_secs(15);
 /// Where the runner keeps its home there (expanded by the machine's shell).
 pub const REMOTE_HOME: &str = "${XDG_STATE_HOME:-$HOME/.local/state}/lab/runner";
-/// How often the hosts file is read for hosts added or removed.
-pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// Why one try ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,49 +111,38 @@ fn before_hello(said: &str) -> Ended {
     }
 }
 
-/// Keep every ssh host of the hosts file and lab.toml linked, for as long as lab serve runs (until
-/// `stop` says true): a host added is dialled within [`LOOK_EVERY`], one removed
-/// unlinked.
-pub fn spawn(hosts: Arc<Hosts>, home: crate::store::paths::Home, lab_exe: PathBuf, stop: watch::Receiver<bool>) {
-    tokio::spawn(async move {
-        let mut kept: std::collections::BTreeMap<String, (SshTarget, watch::Sender<bool>)> = Default::default();
-        let mut stop = stop;
-        loop {
-            let wanted: std::collections::BTreeMap<String, SshTarget> = match hosts.over_ssh() {
-                Ok(all) => all,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the hosts file");
-                    kept.iter().map(|(n, (t, _))| (n.clone(), t.clone())).collect()
-                }
-            };
-            kept.retain(|name, (target, end)| {
-                let keep = wanted.get(name) == Some(target);
-                if !keep {
-                    let _ = end.send(true);
-                }
-                keep
-            });
-            for (name, target) in wanted {
-                if kept.contains_key(&name) {
-                    continue;
-                }
-                let (end, ended) = watch::channel(false);
-                let master = Arc::new(Master::new(target.clone(), home.ssh_control(&name)));
-                tokio::spawn(keep(hosts.clone(), name.clone(), master, lab_exe.clone(), ended));
-                kept.insert(name, (target, end));
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(LOOK_EVERY) => {}
-                _ = stop.changed() => {}
-            }
-            if *stop.borrow() {
-                for (_, (_, end)) in kept {
-                    let _ = end.send(true);
-                }
-                return;
-            }
-        }
-    });
+/// A host lab serve reaches over ssh and keeps linked itself.
+pub struct OverSsh(pub SshTarget);
+
+impl super::Reach for OverSsh {
+    fn kind(&self) -> &'static str {
+        "ssh"
+    }
+
+    /// No runner dials in as it: it has no credential.
+    fn dials_in(&self) -> bool {
+        false
+    }
+
+    /// As lab reaches it: its destination, port, key and known hosts.
+    fn attach_command(&self, _host: &str, socket: &str, target: &str) -> Vec<String> {
+        let mut words = super::terminal::ssh_attach(&self.0.destination, socket, target);
+        words.splice(2..2, self.0.attach_options());
+        words
+    }
+
+    fn fingerprint(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_default()
+    }
+
+    fn keep_linked(
+        &self,
+        linker: super::Linker,
+        ended: watch::Receiver<bool>,
+    ) -> Option<futures_util::future::BoxFuture<'static, ()>> {
+        let master = Arc::new(Master::new(self.0.clone(), linker.home.ssh_control(&linker.name)));
+        Some(Box::pin(keep(linker.hosts, linker.name, master, linker.lab_exe, ended)))
+    }
 }
 
 /// Keep host `name` linked until `ended` says true.
@@ -395,7 +382,8 @@ mod tests {
         let h = Hosts::new(creds);
         h.set_configured(hosts);
         // `gpu` was added as a dial-back host: that wins over lab.toml's.
-        assert_eq!(h.over_ssh().unwrap().keys().collect::<Vec<_>>(), ["build-2"]);
+        let kinds: Vec<(String, &str)> = h.reaches().unwrap().into_iter().map(|(n, r)| (n, r.kind())).collect();
+        assert_eq!(kinds, [("build-2".to_string(), "ssh"), ("gpu".to_string(), "dial-back")]);
         h.set_dialing("build-2", Some(Dialing { trying: true, last_error: Some("No route to host".into()) }));
         let list = h.list(|_| 0);
         let row = |n: &str| list.iter().find(|b| b.name == n).unwrap().clone();

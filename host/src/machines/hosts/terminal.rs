@@ -198,16 +198,8 @@ impl Terminal for RemoteTerminal {
             Some(f) => f.tmux_socket,
             None => "<its lab home>/tmux.sock".to_string(),
         };
-        // A host lab reaches over ssh: as lab reaches it (its port, key, known hosts).
-        let ssh = self.hosts.over_ssh().ok().and_then(|mut all| all.remove(&self.host));
-        match ssh {
-            Some(t) => {
-                let mut words = ssh_attach(&t.destination, &socket, target);
-                words.splice(2..2, t.attach_options());
-                words
-            }
-            None => ssh_attach(&self.host, &socket, target),
-        }
+        // As lab reaches the host (over ssh: its port, key, known hosts).
+        self.hosts.reach(&self.host).attach_command(&self.host, &socket, target)
     }
 }
 
