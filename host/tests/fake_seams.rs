@@ -11,7 +11,7 @@ use lab::agents::model::{
 use lab::agents::provider::{CallError, CallErrorKind, Provider, Reply};
 use lab::machines::terminal::memory::{Input, MemoryTerminal};
 use lab::runs::providers::{Pinned, Providers};
-use lab::runs::{AnswerState, CreateRun, Runs, Seams};
+use lab::runs::{AnswerState, CreateRun, Seams};
 use lab::store::paths::Home;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -176,7 +176,9 @@ async fn launch_and_answer_through_a_fake_provider_and_a_terminal_in_memory() {
         sessions: term.clone(),
         providers: Providers::fixed(vec![Pinned { facts: facts(), provider: fake.clone() }]),
     };
-    let runs = Runs::start_with(Home::new(home.clone()), PathBuf::from("/opt/lab/bin/lab"), Some(seams)).await.unwrap();
+    let runs = lab::cli::serve::compose(Home::new(home.clone()), PathBuf::from("/opt/lab/bin/lab"), Some(seams))
+        .await
+        .unwrap();
 
     // Launch: a prompt too long for one argument is typed once the agent is ready.
     let prompt = format!("Ship it. {}", "x".repeat(140_000));

@@ -1068,7 +1068,8 @@ async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
         let r = lab::runs::registry::Registry::open(&home.registry()).unwrap();
         r.put_all(&[ended("r-2", "2026-01-02T00:00:00Z", &t), ended("r-1", "2026-01-01T00:00:00Z", &t)]).unwrap();
     }
-    let runs = lab::runs::Runs::start(home.clone(), std::path::PathBuf::from("/nonexistent/lab")).await.unwrap();
+    let runs =
+        lab::cli::serve::compose(home.clone(), std::path::PathBuf::from("/nonexistent/lab"), None).await.unwrap();
     assert!(runs.list().is_empty(), "nothing woken at start");
     let listed: Vec<(String, lab::runs::view::RunState)> =
         runs.bodies().into_iter().map(|b| (b.id.as_str().to_string(), b.state)).collect();

@@ -727,7 +727,7 @@ fn the_place_gate_finds_a_branch_on_a_host_and_nothing_in_comments() {
 /// How many methods `Runs` has: a ratchet, lowered as its methods move to the parts
 /// that own what they do (126 when it was first counted; never above 45). The gate
 /// fails above it, and below it too, until it is lowered.
-const RUNS_METHODS: usize = 45;
+const RUNS_METHODS: usize = 44;
 
 /// The brace-matched bodies of every `impl Name {` block in `code` (production code,
 /// scrubbed), the type named by its path too (`impl super::Name {`).

@@ -1,7 +1,8 @@
 //! `lab serve`: the composition root. It prepares the home, binds the listeners (and
-//! the control socket), starts the runs (which load the providers and ACP agents), the
-//! edge's access rules, the `[notify]` webhook and Web Push, and wires them together;
-//! then it serves until a signal, and leaves the runs going in tmux.
+//! the control socket), opens the stores and loads the providers the runs stand on
+//! ([`compose`], what tests call too, with fakes), starts the runs, the edge's access
+//! rules, the `[notify]` webhook and Web Push, and wires them together; then it serves
+//! until a signal, and leaves the runs going in tmux.
 
 use crate::store::paths::{resolve_home, Home};
 use std::path::PathBuf;
@@ -104,7 +105,7 @@ pub fn serve(
         let edge = edge(&home, local, flags)?;
         info.token_required = edge.access.required;
         let notify = crate::notify::Settings::load(&home, local)?;
-        let runs = crate::runs::Runs::start(home.clone(), lab_exe).await?;
+        let runs = compose(home.clone(), lab_exe, None).await?;
         if let Some(settings) = notify {
             crate::notify::spawn(settings, runs.changes())?;
         }
@@ -354,4 +355,79 @@ fn init_serve_tracing(log: std::fs::File) {
         .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(log)))
         .try_init();
+}
+
+/// The runs' parts, opened and loaded, and the runs started on them: lab's home
+/// prepared, lab.toml read, the registry opened first (a damaged one fails fast, with
+/// its fix), the search index and the usage book opened (the index is looked at in the
+/// background), the providers loaded from the bundle and `<home>/providers/` (or
+/// `fakes`' with their terminal, in tests), lab's tmux server, the hosts lab.toml names
+/// and the hosts file's.
+pub async fn compose(
+    home: Home,
+    lab_exe: PathBuf,
+    fakes: Option<crate::runs::Seams>,
+) -> anyhow::Result<std::sync::Arc<crate::runs::Runs>> {
+    use crate::runs::{books, liveness, mirror, providers, search, usage, Parts, Seams};
+    use std::sync::Arc;
+    home.prepare()?;
+    let config = crate::store::config::Config::load(&home.config_file())?;
+    let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
+    // Before the (slower) providers: a damaged registry fails fast, with its fix.
+    let registry = crate::runs::registry::Registry::open(&home.registry())?;
+    // Returns at once: the index is looked at (and built if new) in the background.
+    let (search, index_ready) = search::SearchIndex::open(&home.search_index(), config.search.max_mb << 20)?;
+    let books = Arc::new(books::Books {
+        usage: usage::UsageBook::open(home.usage_dir(), usage::Prices::new(&config.prices))?,
+        search,
+    });
+    let cache = home.component_cache();
+    let providers_dir = home.providers_dir();
+    // A place to drop providers into, from the start (private, as all of lab's home;
+    // an existing one is left as it is, and checked when loaded).
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(&providers_dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                tracing::warn!(dir = %providers_dir.display(), error = %e, "could not make the providers folder");
+            }
+            _ => {}
+        }
+    }
+    // The folder as it was when loaded: a change from then on is loaded too.
+    let providers_seen = providers::look(&providers_dir);
+    let tmux = crate::machines::tmux::Tmux::new(home.tmux_socket())
+        .with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
+    let Seams { sessions, providers } = match fakes {
+        Some(fakes) => fakes,
+        None => Seams {
+            sessions: Arc::new(tmux.clone()),
+            providers: tokio::task::spawn_blocking(move || -> anyhow::Result<providers::Providers> {
+                let host = crate::agents::components::ComponentHost::new(
+                    Some(cache),
+                    crate::agents::components::Limits::default(),
+                )?;
+                Ok(providers::Providers::load(host, providers_dir))
+            })
+            .await??,
+        },
+    };
+    let hosts = crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home.hosts_file()));
+    // The hosts lab.toml names, checked (a bad one keeps lab serve from starting).
+    hosts.set_configured(crate::machines::hosts::over_ssh::configured(&config).map_err(anyhow::Error::msg)?);
+    crate::runs::Runs::start(Parts {
+        home,
+        config,
+        registry,
+        books,
+        index_ready,
+        providers,
+        providers_seen,
+        sessions,
+        tmux,
+        lab_exe,
+        hosts,
+        mirrors,
+    })
+    .await
 }

@@ -106,7 +106,7 @@ impl Core {
     }
 }
 
-/// Where [`Runs`] reaches the world, when given from outside ([`Runs::start_with`]):
+/// Where the runs reach the world, when given from outside (`cli::serve::compose`):
 /// tests give a terminal in memory and providers of their own.
 pub struct Seams {
     /// Where runs' sessions are started, looked at and typed into.

@@ -107,6 +107,7 @@ use providers::{Build, Pinned};
 use registry::{RunRecord, Status};
 use run::Read;
 pub use run::{Change, Run, Snapshot};
+pub use start::Parts;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};

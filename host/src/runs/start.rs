@@ -1,12 +1,11 @@
-//! Start-up: lab's home prepared, the stores opened (a damaged registry fails fast,
-//! the search index is looked at in the background), the providers loaded, the runs
-//! found in the registry picked up by their transports (or put to rest), and the
-//! background tasks started: liveness, evictions, the providers' folder watched.
+//! Start-up, on the parts the composition root opened and loaded ([`Parts`]): the runs
+//! found in the registry picked up by their transports (or put to rest), the hosts
+//! linked, and the background tasks started: liveness, evictions, the providers'
+//! folder watched, the search index built if it is new.
 
 use super::providers::{self, acp_agents, look, Providers, Watch, LOOK_EVERY};
 use super::registry::{Registry, Status};
-use super::{books, liveness, mirror, run_list, search, transport, usage, Lives, Runs, Seams, CHANGES_CAPACITY};
-use crate::agents::components::{ComponentHost, Limits};
+use super::{books, liveness, mirror, run_list, search, transport, Lives, Runs, CHANGES_CAPACITY};
 use crate::machines::tmux::Tmux;
 use crate::runs::core::{Core, News, Turns};
 use crate::store::config::Config;
@@ -16,60 +15,56 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 
-impl Runs {
-    /// Load providers, open the registry, resume active runs (their tmux sessions
-    /// outlive `lab serve`), end the ones whose session is gone, and start watching.
-    pub async fn start(home: Home, lab_exe: PathBuf) -> anyhow::Result<Arc<Runs>> {
-        Runs::start_with(home, lab_exe, None).await
-    }
+/// What a [`Runs`] is made of, opened and loaded by the composition root
+/// (`cli::serve::compose`, which tests call too, with fakes): nothing in `Runs::start`
+/// opens a store or loads a component.
+pub struct Parts {
+    pub home: Home,
+    pub config: Config,
+    pub registry: Registry,
+    pub books: Arc<books::Books>,
+    /// Says when the search index has been looked at (and whether it is to be built).
+    pub index_ready: search::Ready,
+    pub providers: Providers,
+    /// The providers' folder as it was when they were loaded (a change is loaded too).
+    pub providers_seen: Vec<(String, [i64; 8])>,
+    /// Where runs' sessions are started, looked at and typed into.
+    pub sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    /// lab's tmux server, for what only tmux has (an ACP run's windows).
+    pub tmux: Tmux,
+    /// lab's own binary: what a run's pane runs and its hooks call.
+    pub lab_exe: PathBuf,
+    /// Other machines' runners.
+    pub hosts: crate::machines::hosts::Hosts,
+    /// The mirrors of transcripts on other machines.
+    pub mirrors: mirror::Mirrors,
+}
 
-    /// [`Runs::start`] on `seams` given from outside, else lab's tmux server and the
-    /// providers loaded from the bundle and `<home>/providers/`.
-    pub async fn start_with(home: Home, lab_exe: PathBuf, seams: Option<Seams>) -> anyhow::Result<Arc<Runs>> {
-        home.prepare()?;
-        let config = Config::load(&home.config_file())?;
-        let mirrors = mirror::Mirrors::new(config.runs.host_transcript_max_mb, config.runs.host_transcript_min_free_mb);
-        // Before the (slower) providers: a damaged registry fails fast, with its fix.
-        let registry = Registry::open(&home.registry())?;
-        // Returns at once: the index is looked at (and built if new) in the background.
-        let (search, index_ready) = search::SearchIndex::open(&home.search_index(), config.search.max_mb << 20)?;
-        let books = Arc::new(books::Books {
-            usage: usage::UsageBook::open(home.usage_dir(), usage::Prices::new(&config.prices))?,
-            search,
-        });
-        let cache = home.component_cache();
-        let providers_dir = home.providers_dir();
-        // A place to drop providers into, from the start (private, as all of lab's home;
-        // an existing one is left as it is, and checked when loaded).
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            match std::fs::DirBuilder::new().mode(0o700).create(&providers_dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                    tracing::warn!(dir = %providers_dir.display(), error = %e, "could not make the providers folder");
-                }
-                _ => {}
-            }
-        }
-        // The folder as it was when loaded: a change from then on is loaded too.
-        let look = providers::look(&providers_dir);
-        let tmux = Tmux::new(home.tmux_socket()).with_closed_signal(home.runtime_dir().join(liveness::SIGNAL_FILE));
-        let Seams { sessions, providers } = match seams {
-            Some(seams) => seams,
-            None => Seams {
-                sessions: Arc::new(tmux.clone()),
-                providers: tokio::task::spawn_blocking(move || -> anyhow::Result<Providers> {
-                    let host = ComponentHost::new(Some(cache), Limits::default())?;
-                    Ok(Providers::load(host, providers_dir))
-                })
-                .await??,
-            },
-        };
+impl Runs {
+    /// Start the runs on `parts` (opened and loaded by the composition root,
+    /// `cli::serve::compose`): resume active runs (their tmux sessions outlive `lab
+    /// serve`), end the ones whose session is gone, put ended ones to rest, link the
+    /// hosts, and start watching.
+    pub async fn start(parts: Parts) -> anyhow::Result<Arc<Runs>> {
+        let Parts {
+            home,
+            config,
+            registry,
+            books,
+            index_ready,
+            providers,
+            providers_seen: look,
+            sessions,
+            tmux,
+            lab_exe,
+            hosts,
+            mirrors,
+        } = parts;
         let set = providers.now();
         for (f, _) in &set.loaded {
             tracing::info!(provider = %f.info.name, version = %f.info.version, build = %f.digest, dialog_hooker = f.dialog_hooker, source = %f.source, "provider loaded");
         }
         let acp_agents = providers::acp_agents(&config, &set);
-        let home_hosts = home.hosts_file();
         let acp_dir = home.acp_dir();
         let runs = Arc::new(Runs {
             core: Arc::new(Core {
@@ -89,10 +84,7 @@ impl Runs {
             here: Arc::new(transport::tmux::TmuxRuns::on(sessions.clone(), tmux, lab_exe)),
             lives: Lives::default(),
             acp: Arc::new(transport::acp::AcpRuns::new(acp_dir, acp_agents, sessions)),
-            remote: Arc::new(transport::remote::RemoteRuns::new(
-                crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(home_hosts)),
-                mirrors,
-            )),
+            remote: Arc::new(transport::remote::RemoteRuns::new(hosts, mirrors)),
         });
         {
             // What runners report reaches their runs, in order, one at a time.
@@ -107,8 +99,6 @@ impl Runs {
             });
         }
         // Hosts lab reaches over ssh: linked by lab serve itself, for as long as it runs.
-        let configured = crate::machines::hosts::over_ssh::configured(&runs.config).map_err(anyhow::Error::msg)?;
-        runs.remote.hosts().set_configured(configured);
         crate::machines::hosts::keep_all_linked(
             runs.remote.hosts(),
             runs.home.clone(),
