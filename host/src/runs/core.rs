@@ -170,3 +170,28 @@ impl Core {
         run.view.touch();
     }
 }
+
+/// What a [`super::Runs`] is made of, opened and loaded by the composition root
+/// (`cli::serve::compose`, which tests call too, with fakes): nothing in [`super::Runs::start`]
+/// opens a store or loads a component.
+pub struct Parts {
+    pub home: Home,
+    pub config: crate::store::config::Config,
+    pub registry: crate::runs::registry::Registry,
+    pub books: Arc<books::Books>,
+    /// Says when the search index has been looked at (and whether it is to be built).
+    pub index_ready: super::search::Ready,
+    pub providers: crate::runs::providers::Providers,
+    /// The providers' folder as it was when they were loaded (a change is loaded too).
+    pub providers_seen: Vec<(String, [i64; 8])>,
+    /// Where runs' sessions are started, looked at and typed into.
+    pub sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    /// lab's tmux server, for what only tmux has (an ACP run's windows).
+    pub tmux: crate::machines::tmux::Tmux,
+    /// lab's own binary: what a run's pane runs and its hooks call.
+    pub lab_exe: std::path::PathBuf,
+    /// Other machines' runners.
+    pub hosts: crate::machines::hosts::Hosts,
+    /// The mirrors of transcripts on other machines.
+    pub mirrors: super::mirror::Mirrors,
+}

@@ -101,13 +101,12 @@ pub mod workspace;
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;
 
-pub use self::core::{Core, Seams};
+pub use self::core::{Core, Parts, Seams};
 use crate::store::paths::RunId;
 use providers::{Build, Pinned};
 use registry::{RunRecord, Status};
 use run::Read;
 pub use run::{Change, Run, Snapshot};
-pub use start::Parts;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};

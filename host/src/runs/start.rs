@@ -3,42 +3,13 @@
 //! linked, and the background tasks started: liveness, evictions, the providers'
 //! folder watched, the search index built if it is new.
 
-use super::providers::{self, acp_agents, look, Providers, Watch, LOOK_EVERY};
-use super::registry::{Registry, Status};
-use super::{books, liveness, mirror, run_list, search, transport, Lives, Runs, CHANGES_CAPACITY};
-use crate::machines::tmux::Tmux;
+use super::providers::{self, acp_agents, look, Watch, LOOK_EVERY};
+use super::registry::Status;
+use super::{liveness, run_list, search, transport, Lives, Parts, Runs, CHANGES_CAPACITY};
 use crate::runs::core::{Core, News, Turns};
-use crate::store::config::Config;
-use crate::store::paths::Home;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
-
-/// What a [`Runs`] is made of, opened and loaded by the composition root
-/// (`cli::serve::compose`, which tests call too, with fakes): nothing in `Runs::start`
-/// opens a store or loads a component.
-pub struct Parts {
-    pub home: Home,
-    pub config: Config,
-    pub registry: Registry,
-    pub books: Arc<books::Books>,
-    /// Says when the search index has been looked at (and whether it is to be built).
-    pub index_ready: search::Ready,
-    pub providers: Providers,
-    /// The providers' folder as it was when they were loaded (a change is loaded too).
-    pub providers_seen: Vec<(String, [i64; 8])>,
-    /// Where runs' sessions are started, looked at and typed into.
-    pub sessions: Arc<dyn crate::machines::terminal::Sessions>,
-    /// lab's tmux server, for what only tmux has (an ACP run's windows).
-    pub tmux: Tmux,
-    /// lab's own binary: what a run's pane runs and its hooks call.
-    pub lab_exe: PathBuf,
-    /// Other machines' runners.
-    pub hosts: crate::machines::hosts::Hosts,
-    /// The mirrors of transcripts on other machines.
-    pub mirrors: mirror::Mirrors,
-}
 
 impl Runs {
     /// Start the runs on `parts` (opened and loaded by the composition root,
