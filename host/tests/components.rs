@@ -51,7 +51,7 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     assert_eq!(wiring.len(), 3);
     let files =
         lab::store::paths::RunFiles::new(Path::new("/run/lab"), &lab::store::paths::RunId::parse("r-1").unwrap());
-    let hooks = lab::runs::hook_settings::commands(Path::new("/usr/bin/lab"), &files, wiring);
+    let hooks = lab::runs::launch::hook_settings::commands(Path::new("/usr/bin/lab"), &files, wiring);
     let doc = c.hook_settings("r-1".into(), hooks).blocking().unwrap().expect("a settings document");
     assert!(doc.contains("/usr/bin/lab hook dialog-spool /run/lab/r-1.spool.json"), "{doc}");
     // The suffix 0.1.0 components append lands on the clear command `lab hook` takes.

@@ -29,7 +29,7 @@
 //!
 //! Operators in these tests answer the moment lab shows a dialog (~10 ms after the
 //! hook, before Claude Code has drawn its picker), which is what proves lab's settle
-//! wait before playing keys (`PICKER_SETTLE` in host/src/runs/keystrokes.rs).
+//! wait before playing keys (`PICKER_SETTLE` in host/src/runs/answer/keystrokes.rs).
 //!
 //! Printed per run, on stderr and appended to `test-output/e2e/latency.txt`: the dialog
 //! latency (spool file written → dialog on lab's SSE stream), when the picker was drawn

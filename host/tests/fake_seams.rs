@@ -243,7 +243,7 @@ async fn launch_and_answer_through_a_fake_provider_and_a_terminal_in_memory() {
         }
     });
     let run = runs.get(&id).unwrap();
-    let page = lab::runs::message_store::Page::default();
+    let page = lab::runs::live::message_store::Page::default();
     let view = until("the prompt in the view", async || {
         let v = run.view(&page).await;
         v.pending_dialog.is_some().then_some(v)
@@ -278,7 +278,9 @@ async fn launch_and_answer_through_a_fake_provider_and_a_terminal_in_memory() {
     // The session goes: the run ends (the in-memory terminal's names are the truth).
     term.close(&target);
     runs.stop(&run).await.ok();
-    until("the run to end", async || (run.snapshot().derived.state == lab::runs::view::RunState::Ended).then_some(()))
-        .await;
+    until("the run to end", async || {
+        (run.snapshot().derived.state == lab::runs::live::view::RunState::Ended).then_some(())
+    })
+    .await;
     runs.begin_shutdown();
 }

@@ -375,7 +375,7 @@ fn spool_marker_and_dialog_mapper_survive_anything() {
 
 #[test]
 fn the_line_reader_returns_whole_lines_and_skips_only_overlong_ones() {
-    use lab::runs::transcript::{LineBuf, Piece};
+    use lab::runs::live::transcript::{LineBuf, Piece};
     let content = prop::collection::vec(prop_oneof![4 => any::<u8>(), 1 => Just(b'\n')], 0..3000);
     fuzz(
         "LineBuf",

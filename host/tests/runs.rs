@@ -1071,18 +1071,21 @@ async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
     let runs =
         lab::cli::serve::compose(home.clone(), std::path::PathBuf::from("/nonexistent/lab"), None).await.unwrap();
     assert!(runs.list().is_empty(), "nothing woken at start");
-    let listed: Vec<(String, lab::runs::view::RunState)> =
+    let listed: Vec<(String, lab::runs::live::view::RunState)> =
         runs.bodies().into_iter().map(|b| (b.id.as_str().to_string(), b.state)).collect();
     assert_eq!(
         listed,
-        [("r-1".into(), lab::runs::view::RunState::Ended), ("r-2".into(), lab::runs::view::RunState::Ended)],
+        [
+            ("r-1".into(), lab::runs::live::view::RunState::Ended),
+            ("r-2".into(), lab::runs::live::view::RunState::Ended)
+        ],
         "oldest first"
     );
 
     let run = runs.get("r-1").unwrap();
     assert_eq!(runs.list().len(), 1, "woken by the look");
     runs.ensure_loaded(&run).await;
-    let first = run.view(&lab::runs::message_store::Page::default()).await;
+    let first = run.view(&lab::runs::live::message_store::Page::default()).await;
     assert!(!first.messages.is_empty(), "its chat is read");
     assert!(std::sync::Arc::ptr_eq(&run, &runs.get("r-1").unwrap()), "one Run while awake");
 
@@ -1101,7 +1104,7 @@ async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
     let again = runs.get("r-1").unwrap();
     runs.ensure_loaded(&again).await;
     assert_eq!(
-        again.view(&lab::runs::message_store::Page::default()).await.messages,
+        again.view(&lab::runs::live::message_store::Page::default()).await.messages,
         first.messages,
         "the same chat, read again"
     );

@@ -492,7 +492,7 @@ fn no_import_cycle_in_host_src() {
     assert!(graph.len() > 20, "the modules were found: {:?}", graph.keys().collect::<Vec<_>>());
     let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
     assert!(
-        graph[&m("runs::tailer")].contains(&m("runs::message_store")),
+        graph[&m("runs::live::tailer")].contains(&m("runs::live::message_store")),
         "the gate sees `use super::message_store::…`"
     );
     assert!(
@@ -719,7 +719,7 @@ fn the_place_gate_finds_a_branch_on_a_host_and_nothing_in_comments() {
         "the tail asking whether its run is elsewhere"
     );
     assert!(may_ask_where_a_run_lives(Path::new("runs/transport/acp.rs")));
-    assert!(!may_ask_where_a_run_lives(Path::new("runs/launch.rs")));
+    assert!(!may_ask_where_a_run_lives(Path::new("runs/launch/mod.rs")));
 }
 
 // ---- the run core ---------------------------------------------------------------------------
@@ -852,28 +852,35 @@ fn the_core_gate_counts_methods_and_types_it_is_shown() {
     assert_eq!(public_types(&code), ["Holder", "E"]);
 }
 
-/// `runs/mod.rs` opens with its own map: a row for every child module, none stale.
+/// The rooms of `runs` that open with a map of their children, as `lib.rs` does.
+const MAPPED: &[&str] =
+    &["runs/mod.rs", "runs/live/mod.rs", "runs/answer/mod.rs", "runs/launch/mod.rs", "runs/continuation/mod.rs"];
+
+/// `runs/mod.rs` and each room of it open with their own map: a row for every child
+/// module, none stale.
 #[test]
-fn the_map_in_runs_names_every_child() {
-    let text = std::fs::read_to_string(src().join("runs/mod.rs")).unwrap();
-    let rows: BTreeSet<&str> =
-        text.lines().filter_map(|l| l.strip_prefix("//! | [`")).filter_map(|l| l.split('`').next()).collect();
-    let code = production_code(&text);
-    let children: Vec<&str> = code
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| {
-            l.strip_prefix("pub mod ")
-                .or_else(|| l.strip_prefix("mod "))
-                .or_else(|| l.strip_prefix("pub(").and_then(|r| r.split_once(") mod ")).map(|x| x.1))
-        })
-        .map(|l| l.trim_end_matches(';').trim())
-        .collect();
-    assert!(children.len() > 5, "the children were found: {children:?}");
-    let missing: Vec<&&str> = children.iter().filter(|m| !rows.contains(**m)).collect();
-    assert!(missing.is_empty(), "children of runs missing from its map: {missing:?}");
-    let stale: Vec<&&str> = rows.iter().filter(|r| !children.contains(r)).collect();
-    assert!(stale.is_empty(), "rows of runs' map that are no child: {stale:?}");
+fn the_maps_in_runs_name_every_child() {
+    for file in MAPPED {
+        let text = std::fs::read_to_string(src().join(file)).unwrap();
+        let rows: BTreeSet<&str> =
+            text.lines().filter_map(|l| l.strip_prefix("//! | [`")).filter_map(|l| l.split('`').next()).collect();
+        let code = production_code(&text);
+        let children: Vec<&str> = code
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| {
+                l.strip_prefix("pub mod ")
+                    .or_else(|| l.strip_prefix("mod "))
+                    .or_else(|| l.strip_prefix("pub(").and_then(|r| r.split_once(") mod ")).map(|x| x.1))
+            })
+            .map(|l| l.trim_end_matches(';').trim())
+            .collect();
+        assert!(!children.is_empty(), "{file}: the children were found");
+        let missing: Vec<&&str> = children.iter().filter(|m| !rows.contains(**m)).collect();
+        assert!(missing.is_empty(), "{file}: children missing from its map: {missing:?}");
+        let stale: Vec<&&str> = rows.iter().filter(|r| !children.contains(r)).collect();
+        assert!(stale.is_empty(), "{file}: rows of its map that are no child: {stale:?}");
+    }
 }
 
 // ---- how a machine is reached ---------------------------------------------------------------

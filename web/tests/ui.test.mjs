@@ -939,7 +939,7 @@ function dialogView(id, dialog) {
   return { run_id: id, state: "question", pending_dialog: dialog, blocked: null, composer_lock: { code: "dialog_pending", message: "a dialog is pending" }, messages: [] };
 }
 
-/** A pending_dialog as the host serializes it (host/src/runs/view.rs DialogJson). */
+/** A pending_dialog as the host serializes it (host/src/runs/live/view.rs DialogJson). */
 function dialogJson(kind, fields) {
   return {
     tool_id: `${kind}-0001`, call_id: null, tool_name: kind, kind, answerable: true,

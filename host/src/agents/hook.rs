@@ -3,7 +3,7 @@
 //! and keeps its start-up tiny: no component, no database, no async runtime.
 //!
 //! One verb per lab channel (WIT `channel`; the host builds these commands for the
-//! bindings a provider asks for, [`crate::runs::hook_settings`]):
+//! bindings a provider asks for, [`crate::runs::launch::hook_settings`]):
 //!
 //! - `lab hook dialog-spool <spool>`: atomically write stdin to the spool.
 //! - `lab hook dialog-clear <spool> --match <pointer>…`: delete the spool when every

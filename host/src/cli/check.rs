@@ -366,7 +366,7 @@ fn sample_files() -> (RunId, RunFiles) {
 
 fn sample_hooks(bindings: &[HookBinding]) -> Vec<crate::agents::model::HookCommand> {
     let lab = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lab"));
-    crate::runs::hook_settings::commands(&lab, &sample_files().1, bindings.to_vec())
+    crate::runs::launch::hook_settings::commands(&lab, &sample_files().1, bindings.to_vec())
 }
 
 fn test_wiring(r: &mut Report, p: &dyn Provider) -> Vec<HookBinding> {
@@ -376,7 +376,7 @@ fn test_wiring(r: &mut Report, p: &dyn Provider) -> Vec<HookBinding> {
             Vec::new()
         }
         Ok(bindings) => {
-            match crate::runs::hook_settings::validate(&bindings) {
+            match crate::runs::launch::hook_settings::validate(&bindings) {
                 Ok(()) => r.ok(format!("hook-wiring: {}", plural(bindings.len(), "binding"))),
                 Err(e) => r.fail(format!("hook-wiring: {e}")),
             }
@@ -440,7 +440,7 @@ fn test_parse(r: &mut Report, p: &dyn Provider, samples: &Samples, deadline: Dur
     };
     r.ok(format!("parse-transcript on {lines} sample lines ({}): {}", ms(took), summary(&first)));
     for m in &first.messages {
-        let seq = crate::runs::view::SeqMessage::new(0, m.clone());
+        let seq = crate::runs::live::view::SeqMessage::new(0, m.clone());
         let text: String = seq.text.chars().take(60).collect();
         r.info(format!("{} {}: {text:?}", format!("{:?}", m.role).to_lowercase(), seq.kind));
     }
@@ -616,10 +616,10 @@ fn test_hooker(r: &mut Report, p: &dyn Provider, bindings: &[HookBinding], dialo
             r.fail(format!("plan-answer refused the first option of an answerable {}: {e}", d.tool_name))
         }
         (Err(e), _) => r.fail(e.to_string()),
-        (Ok(plan), took) => match crate::runs::keystrokes::validate(&plan) {
+        (Ok(plan), took) => match crate::runs::answer::keystrokes::validate(&plan) {
             Err(e) => r.fail(format!("plan-answer for {}: {e}", d.tool_name)),
             Ok(()) => {
-                let played: Vec<String> = plan.steps.iter().map(crate::runs::keystrokes::describe).collect();
+                let played: Vec<String> = plan.steps.iter().map(crate::runs::answer::keystrokes::describe).collect();
                 r.ok(format!("plan-answer({}, first option) ({}): {played:?}", d.tool_name, ms(took)));
                 r.info(format!(
                     "(played {} apart once the prompt is drawn, waiting at most {})",

@@ -90,7 +90,7 @@ pub fn serve(
 ) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
     let sandbox = crate::store::config::Config::load(&home.config_file())?.sandbox;
-    crate::runs::sandboxing::check_config(&sandbox)
+    crate::runs::launch::sandboxing::check_config(&sandbox)
         .map_err(|e| anyhow::anyhow!("{}: {e}", home.config_file().display()))?;
     // Private modes set explicitly (not through the umask, which the agents inherit).
     home.prepare()?;
@@ -368,7 +368,8 @@ pub async fn compose(
     lab_exe: PathBuf,
     fakes: Option<crate::runs::Seams>,
 ) -> anyhow::Result<std::sync::Arc<crate::runs::Runs>> {
-    use crate::runs::{books, liveness, mirror, providers, search, usage, Parts, Seams};
+    use crate::runs::live::{liveness, mirror};
+    use crate::runs::{books, providers, search, usage, Parts, Seams};
     use std::sync::Arc;
     home.prepare()?;
     let config = crate::store::config::Config::load(&home.config_file())?;

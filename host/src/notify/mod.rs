@@ -20,7 +20,7 @@
 pub mod push;
 
 use crate::agents::model::DialogBody;
-use crate::runs::view::{Derived, RunState};
+use crate::runs::live::view::{Derived, RunState};
 use crate::runs::Change;
 use crate::store::config::{Config, NotifyConfig};
 use crate::store::paths::{Home, RunId};
@@ -490,7 +490,7 @@ fn describe(e: &reqwest::Error) -> String {
 mod tests {
     use super::*;
     use crate::agents::model::{BlockedKind, BlockedView, Dialog, DialogBody, DialogOption, Question};
-    use crate::runs::view::{DialogSource, PendingDialog};
+    use crate::runs::live::view::{DialogSource, PendingDialog};
 
     fn addr() -> SocketAddr {
         "127.0.0.1:7777".parse().unwrap()

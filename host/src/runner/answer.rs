@@ -13,7 +13,7 @@ use crate::agents::model::{Dialog, KeyOp};
 use crate::machines::hosts::protocol::{Answered, Reply, Step};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
-use crate::runs::playback::wait_drawn;
+use crate::runs::answer::playback::wait_drawn;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

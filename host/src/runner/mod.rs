@@ -154,7 +154,7 @@ pub fn hello(proof: String, home: &Path, tmux: &Tmux) -> Up {
         home: home.display().to_string(),
         tmux_socket: tmux.socket.display().to_string(),
         lab_exe: own_exe().map(|p| p.display().to_string()).unwrap_or_default(),
-        env: crate::runs::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
+        env: crate::runs::launch::agent_env::decide(std::env::vars_os(), Some(&[]), &Default::default())
             .env
             .into_iter()
             .collect(),
@@ -271,8 +271,8 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
         }
         Op::ReadPlan { path, workdir, home } => {
             let home = home.or_else(|| std::env::var("HOME").ok());
-            let roots = crate::runs::spool::plan_roots(home.as_deref().map(Path::new), Path::new(&workdir));
-            return match crate::runs::spool::read_plan_file(&path, &roots) {
+            let roots = crate::runs::live::spool::plan_roots(home.as_deref().map(Path::new), Path::new(&workdir));
+            return match crate::runs::live::spool::read_plan_file(&path, &roots) {
                 Ok(text) => Reply::Text { text },
                 Err(message) => Reply::Error { message },
             };

@@ -1,9 +1,9 @@
 //! The runs' API types: the request and response bodies of the HTTP routes about runs,
-//! and the errors they map to (validation lives in [`super::input`]).
+//! and the errors they map to (validation lives in [`super::answer::input`]).
 
-use super::answer_guard::GuardError;
-use super::input::{ComposerLock, TextError};
-use super::view::{PendingDialog, RunState, SeqMessage};
+use super::answer::answer_guard::GuardError;
+use super::answer::input::{ComposerLock, TextError};
+use super::live::view::{PendingDialog, RunState, SeqMessage};
 use crate::store::paths::RunId;
 use serde::Serialize;
 
@@ -147,7 +147,7 @@ pub struct ViewBody {
     pub usage_limit: Option<LimitView>,
     /// The device that has taken control of the run's terminal (`{"device_id",
     /// "device_name", "since"}`), or null.
-    pub terminal_control: Option<super::terminal_control::Holder>,
+    pub terminal_control: Option<super::answer::terminal_control::Holder>,
     /// A sandboxed run's egress (see [`RunBody::egress`]).
     pub egress: Option<crate::sandbox::egress::EgressView>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).

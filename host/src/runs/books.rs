@@ -1,9 +1,9 @@
 //! What lab keeps of runs' history besides their records, fed by their tails as they
 //! read: usage ([`super::usage`]) and the search index ([`super::search`]).
 
+use super::live::view::SeqMessage;
 use super::search::SearchIndex;
 use super::usage::UsageBook;
-use super::view::SeqMessage;
 use crate::agents::model::UsageReport;
 use crate::store::paths::RunId;
 use std::sync::Arc;

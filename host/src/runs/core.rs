@@ -4,10 +4,10 @@
 //! is [`super::Runs`]'s, which stands on a `Core`.
 
 use super::api::RunError;
+use super::live::tailer::Tail;
 use super::providers::Pinned;
 use super::registry::RunRecord;
-use super::tailer::Tail;
-use super::{books, follow, spool, usage_limit, Change, Run};
+use super::{books, continuation::usage_limit, live::follow, live::spool, Change, Run};
 use crate::runs::providers::Providers;
 use crate::runs::registry::Registry;
 use crate::store::config::Config;
@@ -154,7 +154,7 @@ impl Core {
         let agent_home =
             self.config.provider(&rec.provider).env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok());
         let plan_roots = spool::plan_roots(agent_home.as_deref().map(Path::new), &rec.agent_dir());
-        tail.set_place(Arc::new(super::hook_channels::ThisMachine { plan_roots }));
+        tail.set_place(Arc::new(super::live::hook_channels::ThisMachine { plan_roots }));
     }
 
     /// Keep why a run went wrong in its record (shown as its `error`).
@@ -193,5 +193,5 @@ pub struct Parts {
     /// Other machines' runners.
     pub hosts: crate::machines::hosts::Hosts,
     /// The mirrors of transcripts on other machines.
-    pub mirrors: super::mirror::Mirrors,
+    pub mirrors: super::live::mirror::Mirrors,
 }

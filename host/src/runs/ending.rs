@@ -1,8 +1,8 @@
 //! How runs end: their last read, their files removed, their ends recorded a batch
 //! at a time, and why (with what their launcher said before its pane went, if it
-//! said anything: [`super::liveness::last_words`]).
+//! said anything: [`super::live::liveness::last_words`]).
 
-use super::{liveness, Core, Run, ENDS_PER_COMMIT};
+use super::{live::liveness, Core, Run, ENDS_PER_COMMIT};
 use crate::store::paths::RunId;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

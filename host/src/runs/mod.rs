@@ -8,7 +8,9 @@
 //! `tests/structure.rs` counts `Runs`' methods (at most 45) and keeps them out of files
 //! that define types of their own.
 //!
-//! The map: one row per child, by part (`tests/structure.rs` holds it complete).
+//! The map: one row per child — the set and its core first, then the transports, then
+//! the rooms of what happens to one run (each room has its own map) — and
+//! `tests/structure.rs` holds it and each room's complete.
 //!
 //! | child | what it owns |
 //! |---|---|
@@ -16,87 +18,43 @@
 //! | [`run`] | one run: its record, live state, key lock, transport and published view |
 //! | [`registry`] | the runs' records on disk (redb), read a head at a time |
 //! | [`start`] | start-up: stores opened, providers loaded, runs found picked up, background tasks |
-//! | [`new_run`] | a new run joins the set: launched by its transport, recorded, followed |
-//! | [`api`] | the bodies and errors of the HTTP routes about runs |
-//! | [`run_list`] | the run list as a client follows it: pages, a cursor, the list's news |
 //! | [`rest`] | ended runs at rest: a record until looked at, back to rest when unwatched |
 //! | [`ending`] | how runs end: last read, files removed, ends saved a batch at a time |
-//! | [`liveness`] | learning that a run's tmux session is gone |
+//! | [`run_list`] | the run list as a client follows it: pages, a cursor, the list's news |
+//! | [`api`] | the bodies and errors of the HTTP routes about runs |
 //! | [`providers`] | the providers serving new runs, swapped while lab serves |
 //! | [`transport`] | where a run lives and how lab speaks to it: tmux here, a machine's runner, ACP |
-//! | [`launch`] | launching a run here: spec, hooks, settings, worktree, first prompt |
-//! | [`agent_env`] | the environment an agent starts with |
-//! | [`agent_version`] | the agent's own version, for the operator |
-//! | [`hook_settings`] | the commands the agent's hooks run, per binding |
-//! | [`sandboxing`] | a run's sandbox from lab serve's side: which, its jail, its egress |
-//! | [`workspace`] | where a run's worktree is and its git work is done |
+//! | [`launch`] | launching a run here and admitting a new one: its spec, environment, hooks, sandbox, worktree, first prompt |
+//! | [`live`] | a run's live state as it is read: the tailer task, the transcript and hook channels, the screen, the chat's messages, the derived view, liveness, the mirror of a transcript elsewhere |
+//! | [`answer`] | what lab types into a run: messages and answer plans, guarded, paced, checked on screen; who holds the terminal |
 //! | [`work`] | the run's work through the API: diff, review, merge, discard |
-//! | [`follow`] | the tailer task per run, file notifications, screen looks, leftovers |
-//! | [`tailer`] | one run's live state: its channels read, its view derived |
-//! | [`transcript`] | the transcript reader, incremental |
-//! | [`hook_channels`] | the spool, marker and session-info readers |
-//! | [`hook_file`] | one hook file, read when it changed |
-//! | [`spool`] | the spool's rules: the prompt waiting, plan files |
-//! | [`screen`] | prompts read off the agent's screen |
-//! | [`mirror`] | the bounded mirror of a transcript on another machine |
-//! | [`message_store`] | a run's chat as seq-numbered messages, in pages |
-//! | [`view`] | the run's view derived from its facts |
-//! | [`answer`] | typing messages and playing answer plans, guarded |
-//! | [`answer_guard`] | may lab play keys for this answer now? |
-//! | [`input`] | the rules for operator text and the composer lock |
-//! | [`keystrokes`] | the rules of a provider's answer plan |
-//! | [`playback`] | what lab types into a terminal, paced, checked on screen |
-//! | [`terminal_control`] | who holds a run's terminal |
-//! | [`continuation`] | resume and fork |
-//! | [`usage_limit`] | a run stopped at a usage limit, and going on when it resets |
+//! | [`continuation`] | a run picked up again: resume and fork, and going on after a usage limit |
 //! | [`books`] | what lab keeps of runs' history besides records: usage, search |
 //! | [`usage`] | what runs cost, per response, per model |
 //! | [`search`] | search across every run's messages (SQLite FTS5) |
 
-pub mod agent_env;
-pub mod agent_version;
-mod answer;
-pub mod answer_guard;
+pub mod answer;
 mod api;
 pub mod books;
-mod continuation;
+pub mod continuation;
 pub mod core;
 mod ending;
-mod follow;
-pub mod hook_channels;
-pub mod hook_file;
-pub mod hook_settings;
-pub mod input;
-pub mod keystrokes;
-mod launch;
-pub mod mirror;
-mod new_run;
+pub mod launch;
+pub mod live;
 mod rest;
 pub mod run;
-pub mod sandboxing;
 pub mod search;
 mod transport;
 pub mod usage;
-pub mod usage_limit;
 pub use crate::util::time::now_rfc3339;
 pub(crate) use launch::check_spec;
 pub use rest::give_back_freed_memory;
 pub use run_list::Listed;
-pub mod liveness;
-pub mod message_store;
-pub mod playback;
 pub mod providers;
 pub mod registry;
 pub mod run_list;
-pub mod screen;
-pub mod spool;
 mod start;
-pub mod tailer;
-pub mod terminal_control;
-pub mod transcript;
-pub mod view;
 mod work;
-pub mod workspace;
 
 pub use api::{AnswerFailure, AnswerProgress, AnswerState, CreateRun, RunBody, RunError, ViewBody};
 pub use work::WorkError;

@@ -60,7 +60,7 @@ pub struct Providers {
     fixed: Vec<Pinned>,
     removed: Mutex<BTreeMap<String, Removed>>,
     /// The agents' own versions, asked in the background.
-    pub versions: Arc<super::agent_version::VersionCache>,
+    pub versions: Arc<super::launch::agent_version::VersionCache>,
 }
 
 impl Providers {

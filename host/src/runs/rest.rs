@@ -4,10 +4,10 @@
 //! back to rest. Memory and start-up follow what is being looked at, not the length of
 //! the history.
 
+use super::live::tailer::Tail;
+use super::live::view::RunState;
 use super::registry::Status;
 use super::run_list::{self, Cursor, Listed};
-use super::tailer::Tail;
-use super::view::RunState;
 use super::{Read, Run, RunBody, Runs, EVICT_AFTER};
 use crate::runs::Core;
 use crate::store::paths::RunId;

@@ -2,14 +2,14 @@
 //! [`Run::update`] — its key lock, its transport and its published view ([`Snapshot`]),
 //! and the [`Change`]s of its derived state that whoever listens hears of.
 
+use super::answer::input::{self, ComposerLock};
 use super::api::{AnswerProgress, RunBody, ViewBody};
-use super::input::{self, ComposerLock};
-use super::message_store::{self, MessageStore, Page};
+use super::live::message_store::{self, MessageStore, Page};
+use super::live::tailer::Tail;
+use super::live::view::{Derived, RunState};
 use super::providers::{Build, Pinned};
 use super::registry::{Registry, RunRecord, Status};
-use super::tailer::Tail;
-use super::view::{Derived, RunState};
-use super::{now_rfc3339, run_list, terminal_control, transport, usage_limit};
+use super::{answer::terminal_control, continuation::usage_limit, now_rfc3339, run_list, transport};
 use crate::machines::terminal::Terminal;
 use crate::store::paths::RunId;
 use std::sync::atomic::{AtomicBool, Ordering};

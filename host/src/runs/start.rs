@@ -5,7 +5,7 @@
 
 use super::providers::{self, acp_agents, look, Watch, LOOK_EVERY};
 use super::registry::Status;
-use super::{liveness, run_list, search, transport, Lives, Parts, Runs, CHANGES_CAPACITY};
+use super::{live::liveness, run_list, search, transport, Lives, Parts, Runs, CHANGES_CAPACITY};
 use crate::runs::core::{Core, News, Turns};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

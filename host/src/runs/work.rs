@@ -48,7 +48,7 @@ impl Core {
             loop {
                 let (count, ended) = {
                     let s = views.borrow_and_update();
-                    (s.message_count, s.derived.state == super::view::RunState::Ended)
+                    (s.message_count, s.derived.state == super::live::view::RunState::Ended)
                 };
                 if counted_at != Some(count) || (ended && !counted_ended) {
                     counted_at = Some(count);
@@ -128,7 +128,7 @@ impl Core {
         message: Option<String>,
     ) -> Result<String, WorkError> {
         if let Some(m) = &message {
-            let m = super::input::chat_text(m).map_err(|e| RunError::text(e, "message"))?;
+            let m = super::answer::input::chat_text(m).map_err(|e| RunError::text(e, "message"))?;
             if m.len() > 64 * 1024 {
                 return Err(RunError::TooLarge("message is longer than 64 KiB".into()).into());
             }

@@ -251,7 +251,7 @@ pub struct ProviderConfig {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// `None`: the agent gets all of lab serve's own environment. Else only the basics
-    /// and these (names, or prefixes ending in `*`): see [`crate::runs::agent_env`].
+    /// and these (names, or prefixes ending in `*`): see [`crate::runs::launch::agent_env`].
     #[serde(default)]
     pub pass_env: Option<Vec<String>>,
 }

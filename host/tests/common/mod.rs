@@ -424,12 +424,12 @@ pub fn three_options() -> Value {
 }
 
 /// The files in lab's `runtime/` other than tmux's session-closed signal
-/// (lab::runs::liveness), which is lab's own and outlives every run.
+/// (lab::runs::live::liveness), which is lab's own and outlives every run.
 pub fn runtime_files(runtime: &Path) -> Vec<String> {
     std::fs::read_dir(runtime)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != lab::runs::liveness::SIGNAL_FILE)
+        .filter(|n| n != lab::runs::live::liveness::SIGNAL_FILE)
         .collect()
 }
 

@@ -35,7 +35,7 @@ pub struct PermissionOption {
 }
 
 /// The dialog id of lab's request number `n` (before the spool's write time is added,
-/// see [`crate::runs::spool::identify`]).
+/// see [`crate::runs::live::spool::identify`]).
 pub fn dialog_id(n: u64) -> String {
     format!("acp-{n}")
 }

@@ -4,7 +4,7 @@
 
 use super::{auth, ApiError, ApiResult, AppState};
 use crate::agents::model::Answer;
-use crate::runs::message_store::{Page, MAX_PAGE};
+use crate::runs::live::message_store::{Page, MAX_PAGE};
 use crate::runs::run_list::Cursor;
 use crate::runs::{CreateRun, Runs};
 use axum::extract::rejection::JsonRejection;

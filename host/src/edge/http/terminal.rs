@@ -7,7 +7,7 @@
 use super::{auth, ApiError, ApiResult, AppState};
 use crate::edge::audit::{self, Actor, Audit};
 use crate::machines::terminal::{PaneEvent, PaneWatch};
-use crate::runs::terminal_control::Holder;
+use crate::runs::answer::terminal_control::Holder;
 use crate::runs::{Run, Runs};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};

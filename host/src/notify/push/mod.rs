@@ -15,7 +15,7 @@ pub mod payload;
 pub mod subscriptions;
 
 use crate::notify;
-use crate::runs::view::RunState;
+use crate::runs::live::view::RunState;
 use crate::runs::Change;
 use crate::store::paths::Home;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 
 use crate::agents::model::DialogBody;
 use crate::notify;
-use crate::runs::view::RunState;
+use crate::runs::live::view::RunState;
 use crate::runs::Change;
 use crate::store::paths::RunId;
 use serde::Serialize;
@@ -131,7 +131,7 @@ pub fn encode(p: &PushPayload) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::agents::model::{Dialog, DialogOption, Question};
-    use crate::runs::view::{Derived, DialogSource, PendingDialog};
+    use crate::runs::live::view::{Derived, DialogSource, PendingDialog};
 
     fn derived(state: RunState, dialog: Option<Dialog>) -> Derived {
         Derived {

@@ -21,7 +21,7 @@ pub mod query;
 mod rebuild;
 
 use crate::agents::model::Role;
-use crate::runs::view::SeqMessage;
+use crate::runs::live::view::SeqMessage;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
 use anyhow::{Context as _, Result};

@@ -6,9 +6,9 @@
 //! takes a response it has once). No run is lost: the index is marked complete only
 //! when every run was read.
 
-use crate::runs::message_store::parse_chunk;
-use crate::runs::transcript::{Step, TranscriptReader};
-use crate::runs::view::SeqMessage;
+use crate::runs::live::message_store::parse_chunk;
+use crate::runs::live::transcript::{Step, TranscriptReader};
+use crate::runs::live::view::SeqMessage;
 use crate::runs::Core;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 use super::{Opened, SearchIndex};
 use crate::agents::model::Role;
 use crate::agents::model::{Content, Message};
-use crate::runs::view::SeqMessage;
+use crate::runs::live::view::SeqMessage;
 use crate::store::paths::RunId;
 use std::time::Duration;
 

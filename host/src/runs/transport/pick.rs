@@ -4,8 +4,8 @@
 
 use super::{way_for, way_of, Transport, Way};
 use crate::runs::api::CreateRun;
+use crate::runs::launch::workspace::Workspace;
 use crate::runs::registry::RunRecord;
-use crate::runs::workspace::Workspace;
 use crate::runs::Runs;
 use std::sync::Arc;
 

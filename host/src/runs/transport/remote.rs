@@ -12,11 +12,11 @@ use crate::machines::hosts::protocol::{HookFile, LaunchFile, Op, Reply, Up};
 use crate::machines::hosts::{HostEvent, RemoteTerminal, RunnerFacts};
 use crate::machines::terminal::Terminal;
 use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::launch::workspace::{WorkPlace, Workspace};
 use crate::runs::launch::{checked_fields, prepare, Place};
-use crate::runs::mirror::Appended;
+use crate::runs::live::mirror::Appended;
 use crate::runs::registry::{RunRecord, Status};
 use crate::runs::transport::{Resume, Transport};
-use crate::runs::workspace::{WorkPlace, Workspace};
 use crate::runs::{Core, Runs};
 use crate::store::fsutil;
 use crate::store::paths::{Home, RunFiles, RunId};
@@ -32,14 +32,14 @@ use std::time::Duration;
 pub(in crate::runs) struct RemoteRuns {
     /// Other machines' runners ([`crate::machines::hosts`]).
     hosts: Arc<crate::machines::hosts::Hosts>,
-    /// The mirrors of runs on hosts, bounded ([`crate::runs::mirror`]).
-    mirrors: crate::runs::mirror::Mirrors,
+    /// The mirrors of runs on hosts, bounded ([`crate::runs::live::mirror`]).
+    mirrors: crate::runs::live::mirror::Mirrors,
 }
 
 impl RemoteRuns {
     pub(in crate::runs) fn new(
         hosts: crate::machines::hosts::Hosts,
-        mirrors: crate::runs::mirror::Mirrors,
+        mirrors: crate::runs::live::mirror::Mirrors,
     ) -> RemoteRuns {
         RemoteRuns { hosts: Arc::new(hosts), mirrors }
     }
@@ -97,7 +97,7 @@ impl Transport for RemoteRuns {
     }
 
     /// No path its payloads name is read here: its runner reads its plan files there.
-    fn plan_files(&self, core: &Core, rec: &RunRecord, tail: &mut crate::runs::tailer::Tail) {
+    fn plan_files(&self, core: &Core, rec: &RunRecord, tail: &mut crate::runs::live::tailer::Tail) {
         tail.set_place(Arc::new(RemoteRun {
             hosts: self.hosts.clone(),
             host: rec.host.clone().unwrap_or_default(),
@@ -290,7 +290,7 @@ impl RemoteRuns {
                     ))
                 }
             };
-            let site = crate::runs::sandboxing::JailSite {
+            let site = crate::runs::launch::sandboxing::JailSite {
                 home: there.clone(),
                 lab_exe: runner.lab_exe.clone(),
                 jail_program: found,
@@ -541,7 +541,7 @@ pub struct RemoteRun {
     pub mirror: PathBuf,
 }
 
-impl crate::runs::hook_channels::Whereabouts for RemoteRun {
+impl crate::runs::live::hook_channels::Whereabouts for RemoteRun {
     fn read_plan<'a>(
         &'a self,
         file: &'a str,
@@ -565,7 +565,7 @@ impl RemoteRun {
         let op = Op::ReadPlan { path: file.to_string(), workdir: self.workdir.clone(), home: self.home.clone() };
         match self.hosts.call(&self.host, op, Self::WITHIN).await {
             Ok(crate::machines::hosts::protocol::Reply::Text { text })
-                if text.len() as u64 <= crate::runs::spool::PLAN_FILE_MAX =>
+                if text.len() as u64 <= crate::runs::live::spool::PLAN_FILE_MAX =>
             {
                 Ok(text)
             }
@@ -633,7 +633,7 @@ mod transport_tests {
         let d = tempfile::tempdir().unwrap();
         let remote = RemoteRuns::new(
             Hosts::new(HostCredentials::new(d.path().join("hosts.json"))),
-            crate::runs::mirror::Mirrors::new(None, None),
+            crate::runs::live::mirror::Mirrors::new(None, None),
         );
         let rec = crate::runs::transport::tests::record("r-1", Some("m1"), None);
         assert!(matches!(remote.reachable(&rec), Err(RunError::HostDown(h)) if h == "m1"));

@@ -6,9 +6,9 @@ use crate::agents::provider::Provider;
 use crate::machines::terminal::{Sessions, Terminal};
 use crate::machines::tmux::Tmux;
 use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::launch::sandboxing::{jail_program, JailSite};
 use crate::runs::launch::{agent_env, checked_request, prepare, Place};
 use crate::runs::registry::RunRecord;
-use crate::runs::sandboxing::{jail_program, JailSite};
 use crate::runs::{Core, Run, Runs};
 use crate::sandbox::Plan;
 use crate::store::config::find_program;
@@ -32,7 +32,7 @@ pub(in crate::runs) struct TmuxRuns {
     pub(in crate::runs) sessions: Arc<dyn Sessions>,
     /// lab's own binary: what a run's pane runs (`lab agent-exec`) and its hooks call.
     pub(in crate::runs) lab_exe: PathBuf,
-    /// Wakes the liveness loop: tmux reported a closed session ([`crate::runs::liveness`]).
+    /// Wakes the liveness loop: tmux reported a closed session ([`crate::runs::live::liveness`]).
     pub(in crate::runs) liveness: Notify,
 }
 
@@ -63,7 +63,7 @@ impl Transport for TmuxRuns {
     }
 
     fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
-        crate::runs::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
+        crate::runs::launch::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
@@ -166,7 +166,7 @@ impl TmuxRuns {
         let mut prepared = prepare(rec, provider, &program.to_string_lossy(), &place, continuing).await?;
         prepared.launch.sandbox = self.local_jail(runs, rec, provider, &program, &operator_env).await?;
         if let Some(doc) = &prepared.settings {
-            crate::runs::hook_settings::write(&runs.home.runtime_dir(), files, doc)?;
+            crate::runs::launch::hook_settings::write(&runs.home.runtime_dir(), files, doc)?;
         }
         let launch_json = serde_json::to_vec(&prepared.launch).map_err(|e| e.to_string())?;
         fsutil::write_atomic(&files.launch, &launch_json, 0o600)

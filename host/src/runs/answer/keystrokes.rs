@@ -1,11 +1,11 @@
 //! Keystrokes: the rules of a provider's [`AnswerPlan`]. The plan says everything
 //! agent-specific (the keys, the pause after each, how long the prompt may take to be
 //! drawn); this module checks it and decides when it may be played and whether it
-//! took. It is pure: [`super::playback`] types it. Waiting for the prompt to be
+//! took. It is pure: [`crate::runs::answer::playback`] types it. Waiting for the prompt to be
 //! drawn is [`DrawnWait`], a pure decision fed one pane check at a time.
 
-use super::screen::PaneWatch;
 use crate::agents::model::{AnswerPlan, KeyOp};
+use crate::runs::live::screen::PaneWatch;
 use std::time::{Duration, Instant};
 
 /// Longest pause between two ops a plan may ask for.

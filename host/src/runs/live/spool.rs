@@ -1,9 +1,9 @@
 //! The spool: the one file per run where the agent's dialog hook puts the prompt it is
 //! showing (`lab hook dialog-spool`, atomically replaced by the next prompt, deleted by
 //! `lab hook dialog-clear` when the prompt resolves). The tailer reads it
-//! ([`super::tailer::Tail`]), the view decides when it is over
-//! ([`super::view::spool_is_live`], rule 2) and the tailer then deletes it (GC); the
-//! answer path waits on its write time ([`super::keystrokes::DrawnWait`]). This module
+//! ([`crate::runs::live::tailer::Tail`]), the view decides when it is over
+//! ([`crate::runs::live::view::spool_is_live`], rule 2) and the tailer then deletes it (GC); the
+//! answer path waits on its write time ([`crate::runs::answer::keystrokes::DrawnWait`]). This module
 //! holds the pure rules about a spooled prompt's identity.
 
 use crate::agents::model::Dialog;

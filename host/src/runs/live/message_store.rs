@@ -5,9 +5,9 @@
 //! (the WIT promises a re-read of the same bytes gives the same messages), so memory is
 //! bounded per run, whatever its history, and grows only with what is being looked at.
 
-use super::view::SeqMessage;
 use crate::agents::components::{CallError, Provider};
 use crate::agents::model::ParseOutput;
+use crate::runs::live::view::SeqMessage;
 use crate::store::paths::RunId;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
@@ -211,7 +211,11 @@ fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<V
 /// line by line so only the line that breaks it is lost. `log`: the run and the
 /// chunk's first line number, to log what was skipped (None when reading again what
 /// was read and logged before, to show an older page).
-pub(super) async fn parse_chunk(provider: &dyn Provider, chunk: &[u8], log: Option<(&RunId, u64)>) -> ParseOutput {
+pub(in crate::runs) async fn parse_chunk(
+    provider: &dyn Provider,
+    chunk: &[u8],
+    log: Option<(&RunId, u64)>,
+) -> ParseOutput {
     let diagnostics = |out: &ParseOutput, first_line: u64| {
         if let Some((run, base)) = log {
             for d in &out.diagnostics {

@@ -4,7 +4,7 @@
 //! device, at most what `lab hook` ever writes). What the bytes mean is the
 //! provider's; what follows from them, the tailer's.
 
-use super::transcript::{sig_of, FileSig};
+use crate::runs::live::transcript::{sig_of, FileSig};
 use crate::store::fsutil;
 use crate::store::paths::RunId;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ pub enum Look {
     /// A file lab does not read (a symlink, a FIFO, too big: said in the log).
     Refused,
     /// A new version: its bytes, when it was written, and its mtime in nanoseconds (a
-    /// version's identity: [`super::spool::identify`]).
+    /// version's identity: [`crate::runs::live::spool::identify`]).
     Written { bytes: Vec<u8>, written: SystemTime, mtime_ns: i128 },
 }
 
@@ -81,7 +81,7 @@ impl HookFile {
     /// Take the file's current version as looked at, without reading it (tests of the
     /// backstop poll).
     #[cfg(test)]
-    pub(super) fn seen(&mut self) {
+    pub(in crate::runs) fn seen(&mut self) {
         self.sig = sig_of(&self.path).map(|(s, _)| s);
     }
 }

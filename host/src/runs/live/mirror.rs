@@ -13,7 +13,7 @@
 //!   (`transcript_stopped`), and lab keeps serving. A later `lab serve` goes on from
 //!   where the mirror ends if the reason is gone.
 
-use super::transcript::MAX_LINE;
+use crate::runs::live::transcript::MAX_LINE;
 use crate::store::paths::RunId;
 use std::collections::HashMap;
 use std::ops::Range;

@@ -8,8 +8,8 @@
 //! first transcript line gets a generic card with the pane's text, never silence.
 //! The decisions are pure; the tailer does the looking.
 
-use super::view::{Derived, DialogSource, RunState};
 use crate::agents::model::{Dialog, DialogBody};
+use crate::runs::live::view::{Derived, DialogSource, RunState};
 use std::time::{Duration, Instant};
 
 /// How often the pane is looked at while [`should_look`] says so.
@@ -111,7 +111,7 @@ fn unrecognised(text: &str) -> Dialog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::view::PendingDialog;
+    use crate::runs::live::view::PendingDialog;
 
     fn derived(state: RunState, pending: Option<DialogSource>) -> Derived {
         Derived {

@@ -3,19 +3,33 @@
 //! answer guard). It owns the playback of an answer (in its own task, holding the key
 //! lock to the last key); the answered marks are the live state's, set and cleared
 //! through [`Run::update`], and the progress is the run's view's.
+//!
+//! | child | what it owns |
+//! |---|---|
+//! | [`answer_guard`] | may lab play keys for this answer now? |
+//! | [`input`] | the rules for operator text and the composer lock |
+//! | [`keystrokes`] | the rules of a provider's answer plan |
+//! | [`playback`] | what lab types into a terminal, paced, checked on screen |
+//! | [`terminal_control`] | who holds a run's terminal |
 
-use super::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
-use super::playback::{self, type_text};
-use super::tailer::Tail;
-use super::{answer_guard, input, keystrokes, now_rfc3339, Core, Read, Run};
+pub mod answer_guard;
+pub mod input;
+pub mod keystrokes;
+pub mod playback;
+pub mod terminal_control;
+
 use crate::agents::model::Answer;
 use crate::agents::provider::Provider;
+use crate::runs::api::{AnswerFailure, AnswerProgress, AnswerState, RunError};
+use crate::runs::live::tailer::Tail;
+use crate::runs::{now_rfc3339, Core, Read, Run};
+use playback::type_text;
 use std::sync::Arc;
 
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
 /// its prompt does not count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Guard {
+pub(in crate::runs) enum Guard {
     New,
     Playing,
 }
@@ -31,7 +45,7 @@ impl Core {
 
     /// A message typed into the run's terminal ([`Runs::send_message`] of a run whose
     /// transport types keys): pasted, then Enter.
-    pub(super) async fn type_message(&self, run: &Arc<Run>, text: String) -> Result<(), RunError> {
+    pub(in crate::runs) async fn type_message(&self, run: &Arc<Run>, text: String) -> Result<(), RunError> {
         run.transport().reachable(&run.record())?;
         let _keys = run.keys.lock().await;
         let (ended, _) = run.update(&self.registry, Read::Channels, async |tail: &mut Tail| tail.ended).await;
@@ -76,7 +90,7 @@ impl Core {
     ) -> Result<AnswerProgress, RunError> {
         // A device at the terminal: lab types nothing, an answer included.
         if let Some(h) = run.snapshot().keyboard {
-            return Err(super::terminal_control::lock(&h).into());
+            return Err(crate::runs::answer::terminal_control::lock(&h).into());
         }
         for a in &answers {
             match a {
@@ -91,7 +105,7 @@ impl Core {
 
     /// An answer typed into the run's terminal ([`Runs::answer`] of a run whose
     /// transport types keys): the provider's plan, played in the background.
-    pub(super) async fn type_answer(
+    pub(in crate::runs) async fn type_answer(
         self: &Arc<Self>,
         run: &Arc<Run>,
         tool_id: &str,
@@ -247,7 +261,7 @@ impl Core {
 impl Core {
     /// The answer guard on the tail's current facts: the live prompt, if it is the one
     /// `tool_id` names and lab can answer it.
-    pub(super) fn guarded(
+    pub(in crate::runs) fn guarded(
         &self,
         tail: &Tail,
         tool_id: &str,

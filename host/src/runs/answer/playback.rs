@@ -1,13 +1,13 @@
 //! Playback: what lab types into a run's terminal, through the [`Terminal`] seam — a
 //! provider's answer plan with its pauses, an operator's message as one paste and
 //! Enter, and the wait until an agent is ready for its first prompt. What to type and
-//! when it may be typed are decided elsewhere ([`super::keystrokes`] checks plans and
-//! decides the drawn wait, [`super::input`] the paste's timing); this module types.
+//! when it may be typed are decided elsewhere ([`crate::runs::answer::keystrokes`] checks plans and
+//! decides the drawn wait, [`crate::runs::answer::input`] the paste's timing); this module types.
 //! Every function blocks: async callers use `spawn_blocking`.
 
-use super::{input, keystrokes};
 use crate::agents::model::AnswerPlan;
 use crate::machines::terminal::{Terminal, TerminalError, There};
+use crate::runs::{answer::input, answer::keystrokes};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;

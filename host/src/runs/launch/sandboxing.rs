@@ -4,11 +4,11 @@
 //! directory); its egress as the view shows it (the allowlist, what was reached and
 //! refused) and as the operator edits it (`PUT /runs/{id}/egress`).
 
-use super::api::{CreateRun, RunError};
-use super::registry::{RunRecord, Status};
-use super::{Run, Runs};
 use crate::agents::provider::{CallErrorKind, Provider};
+use crate::runs::api::{CreateRun, RunError};
+use crate::runs::registry::{RunRecord, Status};
 use crate::runs::Core;
+use crate::runs::{Run, Runs};
 use crate::sandbox::egress::{self, Allowlist, EgressView};
 use crate::sandbox::{EgressFiles, Kind, Needs, Plan};
 use crate::store::config::{find_program, SandboxConfig};
@@ -47,7 +47,7 @@ pub use crate::sandbox::JailSite;
 
 impl Runs {
     /// The sandbox a new run gets: the one it asks for, else lab.toml's default.
-    pub(super) fn sandbox_for(&self, req: &CreateRun) -> Result<Kind, RunError> {
+    pub(in crate::runs) fn sandbox_for(&self, req: &CreateRun) -> Result<Kind, RunError> {
         let asked = req.sandbox.as_deref().or(self.config.sandbox.default.as_deref()).unwrap_or("none");
         let kind = Kind::parse(asked).map_err(RunError::BadRequest)?;
         if !kind.is_none() {
@@ -60,7 +60,7 @@ impl Runs {
     /// What `rec`'s jail gets at `site` (none for a run without a sandbox), and its
     /// allowlist: written here the first time (a resumed run keeps the operator's
     /// edits), for the caller to put where the proxy reads it if that is elsewhere.
-    pub(super) async fn jail_plan(
+    pub(in crate::runs) async fn jail_plan(
         &self,
         rec: &RunRecord,
         provider: &dyn Provider,
@@ -188,7 +188,7 @@ impl Runs {
 
     /// Whose home a sandboxed run's agent has: its own, or, for a fork of a sandboxed
     /// run, the one its conversation is in (its parent's, up the line).
-    pub(super) fn home_of(&self, rec: &RunRecord) -> crate::store::paths::RunId {
+    pub(in crate::runs) fn home_of(&self, rec: &RunRecord) -> crate::store::paths::RunId {
         let mut id = rec.id.clone();
         let mut parent = rec.parent.clone();
         for _ in 0..64 {
@@ -227,7 +227,7 @@ impl Core {
     /// Keep a sandboxed run's egress in its view: read now, and again whenever its
     /// files change (lab's file watcher: [`Runs::read_egress`]); its jail directory here
     /// watched as the runtime directory is (its hook files are there).
-    pub(super) fn watch_egress(&self, run: &Arc<Run>) {
+    pub(in crate::runs) fn watch_egress(&self, run: &Arc<Run>) {
         let rec = run.record();
         if rec.sandbox.is_none() {
             return;
@@ -242,7 +242,7 @@ impl Core {
 impl Core {
     /// The run's files: a sandboxed run's in a jail directory of its own (0700), made
     /// here.
-    pub(super) fn files_for(&self, rec: &RunRecord) -> Result<RunFiles, String> {
+    pub(in crate::runs) fn files_for(&self, rec: &RunRecord) -> Result<RunFiles, String> {
         if !rec.sandbox.is_none() {
             let dir = self.home.jail_dir(&rec.id);
             fsutil::private_dir(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
@@ -306,7 +306,7 @@ impl Core {
     }
 
     /// Read a sandboxed run's egress files into its view.
-    pub(super) fn read_egress(&self, run: &Run) {
+    pub(in crate::runs) fn read_egress(&self, run: &Run) {
         let rec = run.record();
         if rec.sandbox.is_none() {
             return;

@@ -7,13 +7,13 @@
 //! operator's choosing: typed in if the agent still waits at its prompt, else the run
 //! is resumed with it. Off by default; with no reset time known, lab never guesses.
 
-pub use super::api::LimitView;
-use super::api::{RunBody, RunError};
-pub use super::registry::AutoResume;
-use super::registry::Status;
-use super::{Read, Run, Runs};
 use crate::agents::model::UsageLimit;
+pub use crate::runs::api::LimitView;
+use crate::runs::api::{RunBody, RunError};
+pub use crate::runs::registry::AutoResume;
+use crate::runs::registry::Status;
 use crate::runs::Core;
+use crate::runs::{Read, Run, Runs};
 use crate::store::paths::RunId;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -47,7 +47,7 @@ pub fn wait(limit: &UsageLimit, choice: Option<&AutoResume>, now: SystemTime) ->
 
 /// The waits for runs' limits to reset ([`Runs::spawn_limit_wait`]): the limit each
 /// waits for, and the wait.
-pub(super) type LimitWaits =
+pub(in crate::runs) type LimitWaits =
     std::sync::Mutex<std::collections::BTreeMap<RunId, (UsageLimit, tokio::task::JoinHandle<()>)>>;
 
 impl Runs {
@@ -60,7 +60,7 @@ impl Runs {
         prompt: Option<String>,
     ) -> Result<RunBody, RunError> {
         let prompt = match prompt {
-            Some(p) => super::input::chat_text(&p).map_err(|e| RunError::text(e, "prompt"))?,
+            Some(p) => crate::runs::answer::input::chat_text(&p).map_err(|e| RunError::text(e, "prompt"))?,
             None => run.record().resume_after_limit.map_or_else(|| self.limit_prompt(), |c| c.prompt),
         };
         let rec = {
@@ -71,7 +71,7 @@ impl Runs {
         self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
         run.view.touch();
         // Its view says so, and a limit already hit is waited for.
-        run.update(&self.registry, Read::AsIs, async |_: &mut super::tailer::Tail| ()).await;
+        run.update(&self.registry, Read::AsIs, async |_: &mut crate::runs::live::tailer::Tail| ()).await;
         // A wait for a limit already hit starts again, with the new choice.
         if let Some((_, h)) = self.turns.limit_waits.lock().unwrap().remove(&run.id) {
             h.abort();
@@ -83,7 +83,7 @@ impl Runs {
     /// Wait for the limit `run`'s agent hit to reset, if the run goes on by itself
     /// then; one wait per run at a time (a newer limit or a changed choice starts it
     /// again).
-    pub(super) fn spawn_limit_wait(self: &Arc<Self>, run: &Arc<Run>, limit: UsageLimit) {
+    pub(in crate::runs) fn spawn_limit_wait(self: &Arc<Self>, run: &Arc<Run>, limit: UsageLimit) {
         let choice = run.record().resume_after_limit;
         let Some(delay) = wait(&limit, choice.as_ref(), SystemTime::now()) else { return };
         let mut waits = self.turns.limit_waits.lock().unwrap();
@@ -128,7 +128,7 @@ impl Runs {
 
 impl Core {
     /// A new run's choice: the request's, else lab.toml's `[runs]`.
-    pub(super) fn auto_resume_for(&self, requested: Option<bool>) -> AutoResume {
+    pub(in crate::runs) fn auto_resume_for(&self, requested: Option<bool>) -> AutoResume {
         AutoResume {
             on: requested.or(self.config.runs.resume_after_limit).unwrap_or(false),
             prompt: self.limit_prompt(),

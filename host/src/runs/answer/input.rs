@@ -16,7 +16,7 @@
 //!   trailing `/`), free of control characters and at most [`WORKDIR_MAX`] bytes; the
 //!   caller checks that they exist and are directories.
 
-use super::view::{Derived, RunState, SeqMessage};
+use crate::runs::live::view::{Derived, RunState, SeqMessage};
 pub use crate::util::text::{char_name, is_bidi_control, is_invisible_format};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -290,7 +290,7 @@ impl Readiness {
 mod tests {
     use super::*;
     use crate::agents::model::{BlockedKind, BlockedView, Dialog, DialogBody, Role};
-    use crate::runs::view::{DialogSource, PendingDialog};
+    use crate::runs::live::view::{DialogSource, PendingDialog};
 
     #[test]
     fn chat_text_keeps_text_and_refuses_every_control_character() {

@@ -10,8 +10,8 @@
 //!   runs no hook; a lost file notification). One `tmux list-sessions` per interval,
 //!   whatever the number of runs.
 
-use super::registry::Status;
-use super::{Run, Runs};
+use crate::runs::registry::Status;
+use crate::runs::{Run, Runs};
 use crate::store::paths::RunId;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub fn gone<'a>(active: &'a [(RunId, String)], sessions: &BTreeSet<String>) -> V
 /// passes. `found`: the active runs in lab's tmux found at start, not followed yet:
 /// the first reconciliation ends those whose session is gone (their history unread)
 /// and starts following the others.
-pub(super) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
+pub(in crate::runs) fn spawn(runs: Arc<Runs>, found: Vec<Arc<Run>>) {
     tokio::spawn(async move {
         let sessions = runs.here.sessions.clone();
         // A server that outlived the last `lab serve` (or was started by someone
@@ -121,7 +121,7 @@ async fn reconcile(runs: &Arc<Runs>, why: &str) -> bool {
 /// it (never through a symlink, at most [`crate::store::paths::LAUNCH_FAILED_CAP`]
 /// bytes), control and invisible characters made spaces. None if there is none (or
 /// it cannot be read: said in the log).
-pub(super) fn last_words(path: &std::path::Path) -> Option<String> {
+pub(in crate::runs) fn last_words(path: &std::path::Path) -> Option<String> {
     let bytes = match crate::store::fsutil::read_untrusted(path, crate::store::paths::LAUNCH_FAILED_CAP) {
         Ok(b) => b?,
         Err(e) => {

@@ -3,8 +3,8 @@
 //! does the same calls ([`crate::worktree::call::exec`]); a run on a host never has
 //! its worktree's paths opened here. [`Workspace`] is the work itself, wherever.
 
-use super::api::RunError;
-use super::work::WorkError;
+use crate::runs::api::RunError;
+use crate::runs::work::WorkError;
 use crate::worktree::call::{self, WorkCall, WorkDone, WorkFailed};
 use crate::worktree::{diff, merge, review, Worktree};
 use futures_util::future::BoxFuture;
@@ -129,9 +129,9 @@ impl From<WorkFailed> for WorkError {
     }
 }
 
-impl super::Core {
+impl crate::runs::Core {
     /// Where the git work of a run on this machine is done.
-    pub(super) fn workspace_here(&self) -> Workspace {
+    pub(in crate::runs) fn workspace_here(&self) -> Workspace {
         Workspace::at(Here {
             worktrees: self.config.runs.worktree_dir.clone().unwrap_or_else(|| self.home.worktrees_dir()),
         })

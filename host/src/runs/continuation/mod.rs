@@ -5,13 +5,19 @@
 //! (`POST /runs/{id}/fork`). The provider says what its agent can do
 //! ([`Abilities`]) and how (`continue-session`); what may be continued is decided here
 //! ([`resumable`], [`forkable`]) from the record alone.
+//!
+//! | child | what it owns |
+//! |---|---|
+//! | [`usage_limit`] | a run stopped at a usage limit, and going on when it resets |
 
-pub(super) use super::api::{Continuing, ForkOf};
-use super::api::{CreateRun, RunBody, RunError};
-use super::registry::{RunRecord, Status};
-use super::tailer::Tail;
-use super::{input, Core, Read, Run, Runs};
+pub mod usage_limit;
+
 use crate::agents::model::{Abilities, Continuation, EarlierRun};
+pub(in crate::runs) use crate::runs::api::{Continuing, ForkOf};
+use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::live::tailer::Tail;
+use crate::runs::registry::{RunRecord, Status};
+use crate::runs::{answer::input, Core, Read, Run, Runs};
 use std::sync::Arc;
 
 /// Why `rec`'s run cannot be resumed (None: it can), with its provider's abilities
@@ -82,7 +88,10 @@ pub fn continuable(rec: &RunRecord, abilities: Option<Abilities>) -> (bool, bool
 
 /// A resumed run's transcript is read on from where it ended: the provider's resume
 /// must write to the transcript the run had (one it names late is looked at then).
-pub(super) fn check_resumed_transcript(spec: &crate::agents::model::Transcript, c: &Continuing) -> Result<(), String> {
+pub(in crate::runs) fn check_resumed_transcript(
+    spec: &crate::agents::model::Transcript,
+    c: &Continuing,
+) -> Result<(), String> {
     match (spec, &c.earlier.transcript_path) {
         (crate::agents::model::Transcript::Path(p), Some(earlier)) if p != earlier => Err(format!(
             "the provider resumes the conversation into another transcript ({p}) than the run's ({earlier}); \
@@ -113,7 +122,7 @@ impl Runs {
     /// What `rec`'s run can be continued with: its provider's abilities as the build
     /// serving now says (a resume or fork launches with it), as far as the way the run
     /// is reached allows (None: the provider is not loaded).
-    pub(super) fn abilities_of(&self, rec: &RunRecord) -> Option<Abilities> {
+    pub(in crate::runs) fn abilities_of(&self, rec: &RunRecord) -> Option<Abilities> {
         self.transport(rec).abilities(self, rec)
     }
 

@@ -3,14 +3,31 @@
 //! prompt too large for the command line once the agent is ready. It owns nothing past
 //! the launch: the new run's record goes to the registry and its live state to
 //! [`Run`].
+//!
+//! | child | what it owns |
+//! |---|---|
+//! | [`agent_env`] | the environment an agent starts with |
+//! | [`agent_version`] | the agent's own version, for the operator |
+//! | [`hook_settings`] | the commands the agent's hooks run, per binding |
+//! | [`sandboxing`] | a run's sandbox from lab serve's side: which, its jail, its egress |
+//! | [`workspace`] | where a run's worktree is and its git work is done |
+//! | [`new_run`] | a new run joins the set: launched by its transport, recorded, followed |
 
-use super::api::{CreateRun, RunError};
-use super::playback::{type_text, wait_until_ready};
-use super::registry::RunRecord;
-use super::tailer::Tail;
-use super::{hook_settings, input, now_rfc3339, Core, Read, Run};
+pub mod agent_env;
+pub mod agent_version;
+pub mod hook_settings;
+pub(in crate::runs) mod new_run;
+pub mod sandboxing;
+pub mod workspace;
+
 use crate::agents::model::{Channel, HookCommand, LaunchRequest, LaunchSpec, Transcript};
 use crate::agents::provider::Provider;
+use crate::runs::answer::input;
+use crate::runs::answer::playback::{type_text, wait_until_ready};
+use crate::runs::api::{CreateRun, RunError};
+use crate::runs::live::tailer::Tail;
+use crate::runs::registry::RunRecord;
+use crate::runs::{now_rfc3339, Core, Read, Run};
 use crate::store::paths::RunId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +36,7 @@ use std::sync::Arc;
 impl Core {
     /// A new run's record, active from now, its tmux session on `tmux_socket` (what
     /// its launch learns is added to it).
-    pub(super) fn new_record(
+    pub(in crate::runs) fn new_record(
         &self,
         id: &RunId,
         (provider, req): (&str, &CreateRun),
@@ -41,7 +58,7 @@ impl Core {
 impl Core {
     /// Type a run's first prompt into its agent once the agent is ready (its pane drawn
     /// and quiet, [`input::Readiness`]), then unlock the composer.
-    pub(super) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
+    pub(in crate::runs) fn spawn_first_prompt(self: Arc<Self>, run: Arc<Run>, prompt: String) {
         tokio::spawn(async move {
             let term = run.terminal();
             let target = run.record().tmux_target;
@@ -76,7 +93,7 @@ impl Core {
 /// What every new run's request is checked for, whatever its transport: an existing
 /// absolute workdir, a prompt within the chat's limits (returned), a permission mode of
 /// plain characters.
-pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
+pub(in crate::runs) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
     input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
     if !Path::new(&req.workdir).is_dir() {
         return Err(RunError::BadRequest(format!("workdir {} is not an existing directory", req.workdir)));
@@ -88,7 +105,7 @@ pub(super) fn checked_request(req: &CreateRun) -> Result<String, RunError> {
 /// workdir of plain characters, a prompt within the chat's limits (returned), a
 /// permission mode of plain characters. (Whether the workdir exists is asked where
 /// the agent runs.)
-pub(super) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
+pub(in crate::runs) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
     input::workdir(&req.workdir).map_err(RunError::BadRequest)?;
     let prompt = match &req.fork {
         // A fork without a message starts idle (its conversation is its parent's).
@@ -105,7 +122,7 @@ pub(super) fn checked_fields(req: &CreateRun) -> Result<String, RunError> {
 
 /// Where an agent is launched: the `lab` there (for hooks and `agent-exec`), the run's
 /// files there, and the environment it starts with (before the provider's additions).
-pub(super) struct Place {
+pub(in crate::runs) struct Place {
     pub lab_exe: PathBuf,
     pub files: crate::store::paths::RunFiles,
     pub env: BTreeMap<String, String>,
@@ -124,7 +141,7 @@ impl Place {
 }
 
 /// What a launch writes where the agent runs, decided with the provider.
-pub(super) struct Prepared {
+pub(in crate::runs) struct Prepared {
     /// The provider's hook settings document, for `files.settings`.
     pub settings: Option<String>,
     /// For `files.launch`.
@@ -138,12 +155,12 @@ pub(super) struct Prepared {
 /// session id and transcript path. `continuing`: the launch continues an earlier
 /// conversation (the provider's `continue-session`, with the operator's next message
 /// in place of the record's first prompt).
-pub(super) async fn prepare(
+pub(in crate::runs) async fn prepare(
     rec: &mut RunRecord,
     provider: &dyn Provider,
     program: &str,
     place: &Place,
-    continuing: Option<&super::continuation::Continuing>,
+    continuing: Option<&crate::runs::continuation::Continuing>,
 ) -> Result<Prepared, String> {
     let mut env = place.env.clone();
     let (hooks, settings, settings_path) = if provider.dialog_hooker() {
@@ -195,9 +212,9 @@ pub(super) async fn prepare(
     }
     check_spec(&spec, program, &hooks)?;
     if let Some(c) = continuing.filter(|c| c.how == crate::agents::model::Continuation::Resume) {
-        super::continuation::check_resumed_transcript(&spec.transcript, c)?;
+        crate::runs::continuation::check_resumed_transcript(&spec.transcript, c)?;
     }
-    super::agent_env::add_component_vars(&mut env, spec.env)?;
+    crate::runs::launch::agent_env::add_component_vars(&mut env, spec.env)?;
     rec.session_id = spec.session_id;
     rec.transcript_path = match spec.transcript {
         Transcript::Path(p) => Some(p),
@@ -207,14 +224,17 @@ pub(super) async fn prepare(
     Ok(Prepared { settings, launch, typed_prompt })
 }
 
-/// The environment a provider's agent starts with ([`super::agent_env`]), with a
+/// The environment a provider's agent starts with ([`crate::runs::launch::agent_env`]), with a
 /// warning for what is left out that the operator may have meant to pass.
-pub(super) fn agent_env(provider: &str, pconf: &crate::store::config::ProviderConfig) -> BTreeMap<String, String> {
-    let d = super::agent_env::decide(std::env::vars_os(), pconf.pass_env.as_deref(), &pconf.env);
+pub(in crate::runs) fn agent_env(
+    provider: &str,
+    pconf: &crate::store::config::ProviderConfig,
+) -> BTreeMap<String, String> {
+    let d = crate::runs::launch::agent_env::decide(std::env::vars_os(), pconf.pass_env.as_deref(), &pconf.env);
     for name in &d.not_utf8 {
         tracing::warn!(variable = %name, "not passed to the agent: lab serve's environment has it as bytes that are not UTF-8");
     }
-    let credentials = super::agent_env::credential_like(&d.not_passed);
+    let credentials = crate::runs::launch::agent_env::credential_like(&d.not_passed);
     if !credentials.is_empty() {
         tracing::info!(
             provider,
@@ -229,7 +249,7 @@ pub(super) fn agent_env(provider: &str, pconf: &crate::store::config::ProviderCo
 /// the same rules on a sample): an argv that starts with `program`, the one lab chose
 /// ([`check_program`]), with no argument longer than Linux takes; an absolute
 /// transcript path; a transcript named by session info only with a hook that feeds
-/// it; environment variables a component may set ([`super::agent_env::add_component_vars`]
+/// it; environment variables a component may set ([`crate::runs::launch::agent_env::add_component_vars`]
 /// on what lab sets, here nothing).
 pub fn check_spec(spec: &LaunchSpec, program: &str, hooks: &[HookCommand]) -> Result<(), String> {
     let Some(argv0) = spec.argv.first() else {
@@ -256,12 +276,12 @@ pub fn check_spec(spec: &LaunchSpec, program: &str, hooks: &[HookCommand]) -> Re
         }
         _ => {}
     }
-    super::agent_env::add_component_vars(&mut BTreeMap::new(), spec.env.clone())
+    crate::runs::launch::agent_env::add_component_vars(&mut BTreeMap::new(), spec.env.clone())
 }
 
 /// The agent's command line starts with the program lab chose (lab.toml's, else the
 /// provider's default found on PATH), never with another one the component names.
-pub(super) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
+pub(in crate::runs) fn check_program(argv0: &str, program: &str) -> Result<(), String> {
     if argv0 == program {
         return Ok(());
     }

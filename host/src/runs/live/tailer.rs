@@ -1,17 +1,17 @@
 //! The tailer: follows one run's channels — its transcript (through the
-//! [`super::transcript`] reader, parsed by the provider), spool, marker and session
+//! [`crate::runs::live::transcript`] reader, parsed by the provider), spool, marker and session
 //! file — and keeps the facts the view is derived from. The decisions are in
-//! [`super::view`], [`super::answer_guard`] and [`super::spool`].
+//! [`crate::runs::live::view`], [`crate::runs::answer::answer_guard`] and [`crate::runs::live::spool`].
 
-use super::hook_channels::{
-    MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel, ThisMachine, Whereabouts,
-};
-use super::hook_file::HookFile;
-use super::message_store::{parse_chunk, MessageStore};
-use super::transcript::{Step, TranscriptReader};
-use super::view::{self, Derived, Facts, SeqMessage};
 use crate::agents::components::Provider;
 use crate::agents::model::{Content, Dialog, Message, ParseOutput, Role, ToolUse, TurnSignal, UsageLimit};
+use crate::runs::live::hook_channels::{
+    MarkerChannel, SessionChannel, SessionNews, Source, SpoolChannel, ThisMachine, Whereabouts,
+};
+use crate::runs::live::hook_file::HookFile;
+use crate::runs::live::message_store::{parse_chunk, MessageStore};
+use crate::runs::live::transcript::{Step, TranscriptReader};
+use crate::runs::live::view::{self, Derived, Facts, SeqMessage};
 use crate::store::paths::{RunFiles, RunId};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -106,7 +106,7 @@ impl TranscriptFacts {
 
 /// One run's live state: what its channels said (each through its reader), the
 /// answered marks, whether lab has yet to type its first prompt, and whether it ended.
-/// Changed only through [`super::Run::update`], which derives and publishes the view.
+/// Changed only through [`crate::runs::Run::update`], which derives and publishes the view.
 pub struct Tail {
     src: Source,
     /// The transcript's reader: where it has been read to.
@@ -549,7 +549,7 @@ impl Tail {
         self.screen.dialog.as_ref().filter(|_| self.message_count() == self.screen.at_messages)
     }
 
-    /// The newest tool call with no result yet, by name (see [`super::input::composer_lock`]).
+    /// The newest tool call with no result yet, by name (see [`crate::runs::answer::input::composer_lock`]).
     pub fn open_call(&self) -> Option<&str> {
         self.facts.tool_calls.last().map(|c| c.name.as_str())
     }
@@ -979,7 +979,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_long_chat_keeps_only_its_newest_messages_in_memory_and_reads_older_pages_from_disk() {
-        use super::super::message_store::{select, Page, RESIDENT_MESSAGES};
+        use crate::runs::live::message_store::{select, Page, RESIDENT_MESSAGES};
         let d = tempfile::tempdir().unwrap();
         let t = d.path().join("t.jsonl");
         let mut tail = fake_tail(d.path(), Some(t.clone()));

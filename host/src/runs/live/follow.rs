@@ -4,10 +4,10 @@
 //! task's pace and pane watch live in the task; what it learns goes through
 //! [`Run::update`].
 
-use super::registry::Status;
-use super::tailer::{self, Tail};
-use super::view::RunState;
-use super::{liveness, screen, Core, Read, Run, Runs};
+use crate::runs::live::tailer::{self, Tail};
+use crate::runs::live::view::RunState;
+use crate::runs::registry::Status;
+use crate::runs::{live::liveness, live::screen, Core, Read, Run, Runs};
 use crate::store::fsutil;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ impl Runs {
     /// yet: that first read takes its turn with the others' ([`CATCH_UP_AT_ONCE`], so
     /// memory does not grow with the number of runs), and what it held of the chat is
     /// dropped after it if nobody is looking.
-    pub(super) fn spawn_tailer(self: Arc<Self>, run: Arc<Run>, catch_up: bool) {
+    pub(in crate::runs) fn spawn_tailer(self: Arc<Self>, run: Arc<Run>, catch_up: bool) {
         tokio::spawn(async move {
             let mut backoff = tailer::Backoff::default();
             let mut watched = false;
@@ -139,7 +139,7 @@ impl Runs {
         });
     }
 
-    pub(super) fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
+    pub(in crate::runs) fn start_watcher(self: &Arc<Self>) -> anyhow::Result<()> {
         use notify::Watcher;
         // A path that changed, or None: events were lost (the kernel's queue overflowed),
         // so every run and the liveness loop look again.
@@ -195,7 +195,7 @@ impl Runs {
 
     /// Which run a changed file belongs to: runtime files are named `<run-id>.…`
     /// (temp files `.<run-id>.…`); transcripts are looked up by path.
-    pub(super) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
+    pub(in crate::runs) fn run_for_path(&self, path: &Path) -> Option<Arc<Run>> {
         if let Some(id) = owner_of(path, &self.home.runtime_dir(), &self.home.egress_dir()) {
             return self.lives.get_awake(&crate::store::paths::RunId::parse(id)?);
         }
@@ -205,7 +205,7 @@ impl Runs {
 
     /// Delete runtime files that belong to no active run (left by a crash), and temp
     /// files of active runs old enough that no hook is still writing them.
-    pub(super) fn gc_orphans(&self) {
+    pub(in crate::runs) fn gc_orphans(&self) {
         let now = SystemTime::now();
         self.remove_runtime_files(|name, modified| {
             let id = crate::store::paths::RunFiles::owner(name).unwrap_or_default();
@@ -219,7 +219,7 @@ impl Runs {
 
 impl Core {
     /// One look at a run's pane ([`screen`]): what prompt it shows, if any.
-    pub(super) async fn read_screen(
+    pub(in crate::runs) async fn read_screen(
         &self,
         run: &Arc<Run>,
         pane: &mut screen::PaneWatch,
@@ -262,19 +262,19 @@ impl Core {
     }
 
     /// Whether `path` is the file tmux's session-closed hook writes.
-    pub(super) fn is_liveness_signal(&self, path: &Path) -> bool {
+    pub(in crate::runs) fn is_liveness_signal(&self, path: &Path) -> bool {
         path.parent() == Some(self.home.runtime_dir().as_path())
             && path.file_name().and_then(|n| n.to_str()).is_some_and(liveness::is_signal)
     }
 
     /// Watch the directory of a run's transcript; whether it is watched (false: not
     /// there yet, or it cannot be, and the tailer polls at its fastest).
-    pub(super) fn watch_transcript_dir(&self, transcript: &Path) -> bool {
+    pub(in crate::runs) fn watch_transcript_dir(&self, transcript: &Path) -> bool {
         transcript.parent().is_some_and(|dir| self.watch_dir(dir))
     }
 
     /// Watch directory `dir` (once); whether it is watched.
-    pub(super) fn watch_dir(&self, dir: &Path) -> bool {
+    pub(in crate::runs) fn watch_dir(&self, dir: &Path) -> bool {
         use notify::Watcher;
         let mut watched = self.files.watched_dirs.lock().unwrap();
         if watched.iter().any(|d| d == dir) {
@@ -296,7 +296,7 @@ impl Core {
     }
 
     /// Remove the files in runtime/ for which `garbage(name, modified)` says so.
-    pub(super) fn remove_runtime_files(&self, garbage: impl Fn(&str, Option<SystemTime>) -> bool) {
+    pub(in crate::runs) fn remove_runtime_files(&self, garbage: impl Fn(&str, Option<SystemTime>) -> bool) {
         let Ok(rd) = std::fs::read_dir(self.home.runtime_dir()) else { return };
         for entry in rd.flatten() {
             let name = entry.file_name();

@@ -3,11 +3,11 @@
 //! types nothing into the run itself: the composer is locked (`terminal_controlled`)
 //! and an answer to a card is refused with the same reason, so an operator's keys and
 //! lab's never interleave. The holder is kept in the run's published view (one owner:
-//! [`super::Run`]'s view), so every page sees it at once.
+//! [`crate::runs::Run`]'s view), so every page sees it at once.
 
-use super::input::ComposerLock;
-use super::{AnswerState, RunError};
-use super::{Core, Read, Run};
+use crate::runs::answer::input::ComposerLock;
+use crate::runs::{AnswerState, RunError};
+use crate::runs::{Core, Read, Run};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -48,11 +48,11 @@ impl Core {
         }
         run.transport().reachable(&run.record())?;
         let snap = run.snapshot();
-        if snap.derived.state == super::view::RunState::Ended {
+        if snap.derived.state == crate::runs::live::view::RunState::Ended {
             return Err(RunError::RunEnded);
         }
         if snap.answer.as_ref().is_some_and(|a| matches!(a.state, AnswerState::Waiting | AnswerState::Playing)) {
-            return Err(super::input::answer_pending_lock().into());
+            return Err(crate::runs::answer::input::answer_pending_lock().into());
         }
         // lab's own typing holds the run's keys: not while it types.
         let _keys = run.keys.clone().try_lock_owned().map_err(|_| {

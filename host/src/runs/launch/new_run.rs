@@ -2,10 +2,10 @@
 //! for, its worktree made first; once launched, recorded and followed; a launch that
 //! failed, recorded as failed with why (its worktree removed).
 
-use super::api::{CreateRun, RunBody, RunError};
-use super::registry::{RunRecord, Status};
-use super::tailer::Tail;
-use super::{now_rfc3339, Read, Run, Runs};
+use crate::runs::api::{CreateRun, RunBody, RunError};
+use crate::runs::live::tailer::Tail;
+use crate::runs::registry::{RunRecord, Status};
+use crate::runs::{now_rfc3339, Read, Run, Runs};
 use std::sync::Arc;
 
 impl Runs {
@@ -17,11 +17,11 @@ impl Runs {
     /// A run just launched and recorded, followed from now on: in memory on the build
     /// it was launched with, its first prompt typed once the agent is ready (one too
     /// long for the command line), its worktree's diff counted, its tailer started.
-    pub(super) fn follow_launched(
+    pub(in crate::runs) fn follow_launched(
         self: &Arc<Self>,
         rec: RunRecord,
         typed_prompt: Option<String>,
-        pinned: super::providers::Pinned,
+        pinned: crate::runs::providers::Pinned,
     ) -> Arc<Run> {
         let run = self.attach(rec, typed_prompt.is_some(), Some(pinned));
         if let Some(prompt) = typed_prompt {
@@ -37,7 +37,7 @@ impl Runs {
     /// A launch that failed (the caller removed its own files): the worktree made for
     /// it removed (never used: nothing of the operator's is in it), the run recorded as
     /// failed with `msg` and its first view published; the error to answer.
-    pub(super) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
+    pub(in crate::runs) async fn launch_failed(&self, mut rec: RunRecord, msg: String) -> RunError {
         if let Some(wt) = &rec.worktree {
             if let Err(e) = self.workspace_of(&rec).remove(wt).await {
                 tracing::warn!(run = %rec.id, error = %e, "could not remove the failed run's worktree");
@@ -59,7 +59,7 @@ impl Runs {
 
     /// The new run's worktree, if it gets one ([`crate::worktree::wanted`]), in its
     /// record's workspace (on its host, that is there, in the runner's home).
-    pub(super) async fn make_worktree(
+    pub(in crate::runs) async fn make_worktree(
         &self,
         rec: &RunRecord,
         req: &CreateRun,

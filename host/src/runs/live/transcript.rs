@@ -3,7 +3,7 @@
 //! never read again) for its newline; a line over [`MAX_LINE`] is skipped with one
 //! warning; a truncated or replaced file starts over. What it gives is whole lines,
 //! with where they start in the file and their first line number, for the provider to
-//! parse ([`super::message_store::parse_chunk`]); what they mean is the tailer's.
+//! parse ([`crate::runs::live::message_store::parse_chunk`]); what they mean is the tailer's.
 
 use crate::store::fsutil;
 use crate::store::paths::RunId;
@@ -99,13 +99,13 @@ impl LineBuf {
 
 /// Identity of a file version: a change in any part means "re-read it".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileSig {
+pub(in crate::runs) struct FileSig {
     pub ino: u64,
     pub len: u64,
     pub mtime_ns: i128,
 }
 
-pub(super) fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
+pub(in crate::runs) fn sig_of(path: &Path) -> Option<(FileSig, SystemTime)> {
     let m = std::fs::metadata(path).ok()?;
     let mtime_ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
     Some((FileSig { ino: m.ino(), len: m.len(), mtime_ns }, m.modified().ok()?))
@@ -267,7 +267,7 @@ impl TranscriptReader {
 
     /// Mark the file as just looked at (tests of the backstop poll).
     #[cfg(test)]
-    pub(super) fn look(&mut self) {
+    pub(in crate::runs) fn look(&mut self) {
         self.seen = self.path.as_deref().and_then(sig_of).map(|(s, _)| s);
     }
 }

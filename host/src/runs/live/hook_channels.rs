@@ -1,13 +1,13 @@
 //! The hook channels' readers: the spool (the prompt waiting for an answer), the
 //! blocked marker and the session info, each a [`HookFile`] with what it last said.
 //! The provider reads the bytes; what follows from them is the view's
-//! ([`super::view`]). Owned by the run's [`super::tailer::Tail`], one of each.
+//! ([`crate::runs::live::view`]). Owned by the run's [`crate::runs::live::tailer::Tail`], one of each.
 
-use super::hook_file::{HookFile, Look};
-use super::spool;
-use super::view::{MarkerFact, SpoolFact};
 use crate::agents::components::Provider;
 use crate::agents::model::{Dialog, ToolUse};
+use crate::runs::live::hook_file::{HookFile, Look};
+use crate::runs::live::spool;
+use crate::runs::live::view::{MarkerFact, SpoolFact};
 use crate::store::paths::RunId;
 use std::collections::HashSet;
 use std::future::Future;
@@ -75,7 +75,7 @@ async fn fill_plan(d: &mut Dialog, src: &Source) {
 
 /// The spool: the prompt the agent's hook says is waiting.
 pub struct SpoolChannel {
-    pub(super) file: HookFile,
+    pub(in crate::runs) file: HookFile,
     /// What the spool says now (None: no spool, or not read yet).
     pub fact: Option<SpoolFact>,
     /// How many tool calls the transcript had given when the spool was last parsed.
@@ -148,7 +148,7 @@ impl SpoolChannel {
 
 /// The blocked marker: the agent's hook says it waits on the operator.
 pub struct MarkerChannel {
-    pub(super) file: HookFile,
+    pub(in crate::runs) file: HookFile,
     pub fact: Option<MarkerFact>,
 }
 
@@ -178,7 +178,7 @@ impl MarkerChannel {
 /// The session info: what the agent's hook says of its session (its id, and the
 /// transcript's path when it is not known at spawn).
 pub struct SessionChannel {
-    pub(super) file: HookFile,
+    pub(in crate::runs) file: HookFile,
     /// The transcript is to be named here: the channel is followed until it is.
     pub awaiting: bool,
     /// On another host: the transcript path it named there, and whether the host's
