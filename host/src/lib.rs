@@ -17,7 +17,7 @@
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone, the audit log of every operator action |
 //! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
-//! | [`runs`] | runs: launch, the registry, each run's live state and view, answers, liveness |
+//! | [`runs`] | runs: the set of runs on its core of services (registry, providers, news, books), a transport per place and protocol, and rooms for what happens to one run — its live state, answers, launch, continuation |
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`), linked over OpenSSH (`ssh`, `hosts::over_ssh`) or dialling back |
 //! | [`agents`] | what lab knows of agents without naming one: the provider component loader, the model, ACP, `lab hook`, `lab agent-exec` |
 //! | [`worktree`] | a git worktree per run, its diff, review and merge |

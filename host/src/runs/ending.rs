@@ -14,11 +14,11 @@ impl Core {
         self.end_all(std::slice::from_ref(run), why).await;
     }
 
-    /// End runs ([`Runs::end`]) [`ENDS_PER_COMMIT`] at a time: each batch's ends are
+    /// End runs ([`Core::end`]) [`ENDS_PER_COMMIT`] at a time: each batch's ends are
     /// saved in one registry commit, before any of them is published. What a run's
     /// transcript has that its tail has not read yet is read first; a transcript never
     /// looked at since `lab serve` started (a run found dead at start) is not read at
-    /// all: its chat is read when someone looks ([`Runs::ensure_loaded`]). So ending
+    /// all: its chat is read when someone looks ([`Core::ensure_loaded`]). So ending
     /// costs what is new, not the run's history, and the ends of an interrupted start
     /// stay recorded batch by batch.
     pub async fn end_all(&self, runs: &[Arc<Run>], why: &str) {

@@ -72,10 +72,10 @@ use std::sync::{Arc, Mutex, RwLock};
 /// How long a run's messages stay in memory with nobody looking ([`Runs::evict_unwatched`]).
 pub const EVICT_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// How many runs' ends [`Runs::end_all`] saves in one registry commit.
+/// How many runs' ends [`Core::end_all`] saves in one registry commit.
 pub const ENDS_PER_COMMIT: usize = 64;
 
-/// How many changes a slow reader of [`Runs::changes`] may fall behind before it
+/// How many changes a slow reader of [`Core::changes`] may fall behind before it
 /// misses some (it is told how many).
 const CHANGES_CAPACITY: usize = 1024;
 

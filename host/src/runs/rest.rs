@@ -61,7 +61,7 @@ impl Runs {
     }
 
     /// Make an ended run at rest a [`Run`] again (its chat read when it is looked at,
-    /// [`Runs::ensure_loaded`]); None if there is no such run.
+    /// [`Core::ensure_loaded`]); None if there is no such run.
     pub(super) fn wake_up(&self, id: &RunId) -> Option<Arc<Run>> {
         let _turn = self.lives.moving.lock().unwrap();
         if let Some(run) = self.lives.get_awake(id) {

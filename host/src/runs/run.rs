@@ -38,7 +38,7 @@ pub struct Snapshot {
     pub egress: Option<crate::sandbox::egress::EgressView>,
 }
 
-/// A change of a run's derived view, as [`Runs::changes`] reports it: whoever wants to
+/// A change of a run's derived view, as [`Core::changes`] reports it: whoever wants to
 /// hear about state transitions of every run (the `[notify]` webhook) reads these.
 #[derive(Debug, Clone)]
 pub struct Change {

@@ -79,7 +79,7 @@ impl Runs {
         runs.start_watcher()?;
         // Active runs in lab's tmux: followed once liveness has seen their session
         // (one `list-sessions` for all); those whose session is gone are ended without
-        // reading their history ([`Runs::end_all`]).
+        // reading their history ([`Core::end_all`]).
         let mut in_tmux = Vec::new();
         // Ended runs rest in the registry, read when first looked at or listed; until
         // then their id and date are all they cost.

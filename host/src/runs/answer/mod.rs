@@ -43,7 +43,7 @@ impl Core {
         run.transport().send_message(self, run, text).await
     }
 
-    /// A message typed into the run's terminal ([`Runs::send_message`] of a run whose
+    /// A message typed into the run's terminal ([`Core::send_message`] of a run whose
     /// transport types keys): pasted, then Enter.
     pub(in crate::runs) async fn type_message(&self, run: &Arc<Run>, text: String) -> Result<(), RunError> {
         run.transport().reachable(&run.record())?;
@@ -103,7 +103,7 @@ impl Core {
         run.transport().answer(self, run, tool_id, answers).await
     }
 
-    /// An answer typed into the run's terminal ([`Runs::answer`] of a run whose
+    /// An answer typed into the run's terminal ([`Core::answer`] of a run whose
     /// transport types keys): the provider's plan, played in the background.
     pub(in crate::runs) async fn type_answer(
         self: &Arc<Self>,

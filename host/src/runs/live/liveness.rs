@@ -82,7 +82,7 @@ const GONE_AT_START: &str =
     "its tmux session was gone when lab serve started (the agent exited while lab was stopped, or the machine restarted)";
 
 /// End the active runs whose tmux session is gone, saying `why`: one `list-sessions` for
-/// all, their ends saved in batches ([`Runs::end_all`]). Whether tmux could be asked.
+/// all, their ends saved in batches ([`Core::end_all`]). Whether tmux could be asked.
 async fn reconcile(runs: &Arc<Runs>, why: &str) -> bool {
     // The active runs first: a run launched after the listing is not judged by it
     // (a run is registered only once its session exists).
