@@ -922,3 +922,47 @@ fn only_the_ways_ask_how_a_host_is_reached() {
     assert!(REACH_QUESTIONS.iter().any(|w| planted.contains(w)), "the gate sees a planted question");
     assert!(!may_ask_how_a_host_is_reached(Path::new("machines/hosts/link.rs")));
 }
+
+// ---- one answer player ----------------------------------------------------------------------
+
+/// How production code plays an answer's keys onto a prompt, and where each may be
+/// said: the drawn wait and the gone check only in the player; a terminal's `play` in
+/// the player, the terminals that implement it, and the runner's half of a machine's
+/// terminal (`Op::Play`, the keys lab serve's player sent in one go).
+const PLAYER_WORDS: &[(&str, &[&str])] = &[
+    ("DrawnWait::new", &["runs/answer/playback.rs"]),
+    ("GoneCheck::new", &["runs/answer/playback.rs"]),
+    ("wait_drawn(", &["runs/answer/playback.rs"]),
+    (".play(", &["runs/answer/playback.rs", "machines/terminal/mod.rs", "machines/hosts/terminal.rs", "runner/mod.rs"]),
+];
+
+fn player_words_in(rel: &Path, code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        for (word, allowed) in PLAYER_WORDS {
+            if line.contains(word) && !allowed.iter().any(|f| rel == Path::new(f)) {
+                found.push(format!("{}:{}: {word}", rel.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// One answer player serves both ends of a machine's link: lab serve and a runner
+/// playing next to its agent both go through `runs::answer::playback`; nothing else
+/// waits for a prompt to be drawn or types a plan itself.
+#[test]
+fn one_answer_player_serves_both_ends_of_the_link() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).unwrap();
+        found.extend(player_words_in(rel, &production_code(&std::fs::read_to_string(f).unwrap())));
+    }
+    assert!(found.is_empty(), "an answer played outside the one player: {found:#?}");
+    let planted = production_code("async fn answer(t: Tmux) {\n    wait_drawn(&t).await;\n    t.play(&x, &s);\n}\n");
+    assert_eq!(player_words_in(Path::new("runner/answer.rs"), &planted).len(), 2, "the gate sees a second player");
+    assert!(player_words_in(Path::new("runs/answer/playback.rs"), &planted).is_empty());
+}

@@ -1,19 +1,20 @@
 //! Answers played next to the agent: lab serve sends the prompt, the provider's plan and
 //! the provider build the run pinned
-//! ([`Op::Answer`](crate::machines::hosts::protocol::Op::Answer)); the runner looks at
-//! the pane here, asks that same build whether the prompt is drawn (a runner is lab serve's own build,
-//! so it bundles the same providers, by digest), and types the keys at once — click →
+//! ([`Op::Answer`](crate::machines::hosts::protocol::Op::Answer)); the runner plays it
+//! with lab's one answer player ([`type_onto_drawn`]), asking that same build whether
+//! the prompt is drawn (a runner is lab serve's own build, so it bundles the same
+//! providers, by digest), and types the keys at once — click →
 //! first key costs one trip instead of three. A build this runner lacks (a provider
 //! dropped in at lab serve), the providers not loaded yet, or a prompt not drawn and
 //! still within the short look, is said ([`Answered::No`]); lab serve then plays the
 //! answer itself, as before. The keys only ever land on a prompt the provider saw drawn.
 
 use crate::agents::components::{ComponentHost, Limits, ProviderSet};
-use crate::agents::model::{Dialog, KeyOp};
+use crate::agents::model::{AnswerPlan, Dialog};
 use crate::machines::hosts::protocol::{Answered, Reply, Step};
 use crate::machines::terminal::Terminal;
 use crate::machines::tmux::Tmux;
-use crate::runs::answer::playback::wait_drawn;
+use crate::runs::answer::playback::{type_onto_drawn, Typed};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -66,18 +67,17 @@ pub async fn answer(
         let (provider, dialog) = (provider.clone(), dialog.clone());
         async move { provider.is_drawn(dialog, pane).await.unwrap_or(false) }
     };
-    let term: Arc<dyn Terminal> = Arc::new(tmux.clone());
-    let Some(pane) = wait_drawn(&term, &target, look, settle, &drawn).await else {
-        return no("the prompt was not drawn and still within the look");
-    };
-    let steps: Vec<KeyOp> = steps.into_iter().map(Into::into).collect();
-    let typed = tokio::task::spawn_blocking(move || tmux.play(&target, &steps, pause, &mut |_| {})).await;
+    let term: Arc<dyn Terminal> = Arc::new(tmux);
+    let plan = AnswerPlan { drawn_within: look, settle, pause, steps: steps.into_iter().map(Into::into).collect() };
+    // lab serve asked the guard just before the trip: the prompt is the run's.
+    let live = || std::future::ready(Ok::<bool, std::convert::Infallible>(true));
+    let Ok(typed) = type_onto_drawn(&term, &target, &plan, &drawn, &live, |_| {}).await;
     match typed {
-        Ok(Ok(())) => {
+        Typed::Onto(pane) => {
             tracing::info!("an answer played here, its prompt seen drawn here");
             Reply::Text { text: crate::machines::hosts::protocol::encode(&Answered::Yes { pane }) }
         }
-        Ok(Err(e)) => Reply::Error { message: e.to_string() },
-        Err(e) => Reply::Error { message: format!("playing the answer: {e}") },
+        Typed::NotOnScreen | Typed::NoLongerLive => no("the prompt was not drawn and still within the look"),
+        Typed::Failed(e) => Reply::Error { message: e.to_string() },
     }
 }

@@ -81,9 +81,8 @@ pub enum Played {
 
 /// Wait until `drawn` sees the prompt on `target`'s pane and the pane has held still
 /// for `settle` ([`keystrokes::DrawnWait`]), within `within` + `settle` counted from now:
-/// the pane then, or `None` (it never was: nothing may be typed). Here, and on a runner
-/// playing an answer next to its agent.
-pub async fn wait_drawn<DrawnF: Future<Output = bool>>(
+/// the pane then, or `None` (it never was: nothing may be typed).
+async fn wait_drawn<DrawnF: Future<Output = bool>>(
     term: &Arc<dyn Terminal>,
     target: &str,
     within: std::time::Duration,
@@ -171,23 +170,14 @@ pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output 
                 Err(e) => return Ok(Played::Failed(e)),
             }
         }
-        // 1. Only onto the prompt on screen, drawn and still, within the plan's budget
-        //    counted from now.
-        let Some(before) = wait_drawn(&term, target, plan.drawn_within, plan.settle, &drawn).await else {
-            return Ok(Played::NotOnScreen);
+        // 1–2. Only onto the prompt on screen, drawn and still, within the plan's budget
+        //      counted from now; the guard again; the keys.
+        let before = match type_onto_drawn(&term, target, plan, &drawn, &live, report.clone()).await? {
+            Typed::Onto(before) => before,
+            Typed::NotOnScreen => return Ok(Played::NotOnScreen),
+            Typed::NoLongerLive => return Ok(Played::NoLongerLive),
+            Typed::Failed(e) => return Ok(Played::Failed(e)),
         };
-        // 2. The guard again (the prompt may have gone while it was drawn), then play.
-        if !live().await? {
-            return Ok(Played::NoLongerLive);
-        }
-        report(Progress::Playing);
-        let (t, target2, plan2, r) = (term.clone(), target.to_string(), plan.clone(), report.clone());
-        let typed = tokio::task::spawn_blocking(move || play(t.as_ref(), &target2, &plan2, |n| r(Progress::Sent(n))))
-            .await
-            .unwrap_or_else(|e| Err(TerminalError { action: "play".into(), message: e.to_string() }));
-        if let Err(e) = typed {
-            return Ok(Played::Failed(e));
-        }
         // 3. Did it take? The prompt must go away.
         let outcome = gone(&term, target, &before, &drawn, &live).await;
         match outcome {
@@ -199,6 +189,50 @@ pub async fn play_answer<E, DrawnF: Future<Output = bool>, LiveF: Future<Output 
             keystrokes::AfterKeys::Lost { unchanged } => return Ok(Played::Lost { unchanged, replays }),
         }
     }
+}
+
+/// How one try at an answer's keys ended ([`type_onto_drawn`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Typed {
+    /// The keys went onto this pane (the prompt drawn and still, and live).
+    Onto(String),
+    /// The prompt was not drawn and still within the plan's budget: nothing typed.
+    NotOnScreen,
+    /// The guard said the prompt is no longer the run's: nothing typed.
+    NoLongerLive,
+    /// The terminal refused an op (the progress said how many went).
+    Failed(TerminalError),
+}
+
+/// One try at an answer's keys — the one player both ends of a machine's link use:
+/// wait until `drawn` sees the prompt on `target` drawn and still for the plan's settle
+/// time, within its budget counted from now ([`keystrokes::DrawnWait`]); ask `live`
+/// once more (the prompt may have gone while it was drawn); type the plan with its
+/// pauses ([`Terminal::play`]). Here, inside [`play_answer`]; on a runner, next to its
+/// agent (`runner::answer`, whose guard lab serve asked just before the trip).
+pub async fn type_onto_drawn<E, DrawnF: Future<Output = bool>, LiveF: Future<Output = Result<bool, E>>>(
+    term: &Arc<dyn Terminal>,
+    target: &str,
+    plan: &AnswerPlan,
+    drawn: &impl Fn(String) -> DrawnF,
+    live: &impl Fn() -> LiveF,
+    report: impl Fn(Progress) + Send + 'static,
+) -> Result<Typed, E> {
+    let Some(before) = wait_drawn(term, target, plan.drawn_within, plan.settle, drawn).await else {
+        return Ok(Typed::NotOnScreen);
+    };
+    if !live().await? {
+        return Ok(Typed::NoLongerLive);
+    }
+    report(Progress::Playing);
+    let (t, target, plan) = (term.clone(), target.to_string(), plan.clone());
+    let typed = tokio::task::spawn_blocking(move || play(t.as_ref(), &target, &plan, |n| report(Progress::Sent(n))))
+        .await
+        .unwrap_or_else(|e| Err(TerminalError { action: "play".into(), message: e.to_string() }));
+    Ok(match typed {
+        Ok(()) => Typed::Onto(before),
+        Err(e) => Typed::Failed(e),
+    })
 }
 
 /// The screen's visible text ("" when it cannot be read: nothing is drawn there).
