@@ -10,6 +10,7 @@ use std::{env, path::PathBuf, process::Command};
 const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
     ("CLAUDE_CODE", "lab-provider-claude-code", Some("claude-code")),
     ("CODEX", "lab-provider-codex", Some("codex")),
+    ("GEMINI_CLI", "lab-provider-gemini-cli", Some("gemini-cli")),
     ("PLAINLOG", "lab-provider-plainlog", None),
     ("UNRULY", "lab-provider-unruly", None),
     ("GREEDY", "lab-provider-greedy", None),

@@ -47,7 +47,9 @@ fn an_acp_run_shows_every_kind_and_answers_permissions_and_forms_through_the_gua
     assert_eq!(s, 200);
     let fake = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake").expect("the ACP agent is listed");
     assert_eq!((&fake["transport"], &fake["display_name"]), (&json!("acp"), &json!("Fake ACP")));
-    assert!(providers.as_array().unwrap().iter().filter(|p| p["name"] != "fake").all(|p| p["transport"] == "tmux"));
+    let transport =
+        |name: &str| providers.as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["transport"].clone();
+    assert_eq!([transport("claude-code"), transport("codex"), transport("gemini-cli")], ["tmux", "tmux", "acp"]);
 
     let run = lab.create_run(
         &w,

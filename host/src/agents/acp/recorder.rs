@@ -23,13 +23,22 @@ pub struct Recorder {
     label: String,
     journal: Journal,
     buffer: Mutex<Buffered>,
+    /// Tool calls journalled already (an agent may name a call first in an update or
+    /// a permission request, never in a `tool_call`).
+    started: Mutex<HashSet<String>>,
     /// Tool calls whose result is journalled already.
     finished: Mutex<HashSet<String>>,
 }
 
 impl Recorder {
     pub fn new(label: String, journal: PathBuf) -> Recorder {
-        Recorder { label, journal: Journal::new(journal), buffer: Mutex::default(), finished: Mutex::default() }
+        Recorder {
+            label,
+            journal: Journal::new(journal),
+            buffer: Mutex::default(),
+            started: Mutex::default(),
+            finished: Mutex::default(),
+        }
     }
 
     /// Forget gathered text (what `session/load` replayed).
@@ -87,22 +96,19 @@ impl Recorder {
             }
             "tool_call" => {
                 self.flush();
-                let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
-                let title = u["title"].as_str().unwrap_or_default().to_string();
-                let name = u["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or("tool").to_string();
-                let input = match &u["rawInput"] {
-                    Value::Null => "{}".to_string(),
-                    v => v.to_string(),
-                };
-                self.write(Entry::ToolCall { id: id.clone(), name, input, summary: title });
+                self.call(u);
                 if let Some(done) = finished_result(u) {
-                    self.finish(id, done);
+                    self.finish(u["toolCallId"].as_str().unwrap_or_default().to_string(), done);
                 }
             }
             "tool_call_update" => {
                 let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
-                if let Some(done) = finished_result(u) {
+                let done = finished_result(u);
+                if done.is_some() || !self.started.lock().unwrap().contains(&id) {
                     self.flush();
+                }
+                self.call(u);
+                if let Some(done) = done {
                     self.finish(id, done);
                 }
             }
@@ -129,6 +135,22 @@ impl Recorder {
             _ => return false,
         }
         true
+    }
+
+    /// A tool call (a `tool_call`, or the `ToolCallUpdate` of an update or a permission
+    /// request naming a call not seen before) into the journal, once per id.
+    pub fn call(&self, u: &Value) {
+        let id = u["toolCallId"].as_str().unwrap_or_default().to_string();
+        if !self.started.lock().unwrap().insert(id.clone()) {
+            return;
+        }
+        let title = u["title"].as_str().unwrap_or_default().to_string();
+        let name = u["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or("tool").to_string();
+        let input = match &u["rawInput"] {
+            Value::Null => "{}".to_string(),
+            v => v.to_string(),
+        };
+        self.write(Entry::ToolCall { id, name, input, summary: title });
     }
 
     fn finish(&self, id: String, (text, is_error): (String, bool)) {
@@ -216,6 +238,29 @@ mod tests {
         assert!(
             texts[0].contains("Hello") && texts[1].contains("Thinking") && texts[3].contains("ToolResult"),
             "{texts:?}"
+        );
+    }
+
+    /// An agent that names a call first in its permission request or an update (Gemini
+    /// CLI sends no `tool_call`) still shows it in the chat, once, before its result.
+    #[test]
+    fn a_call_first_named_in_an_update_or_a_permission_request_is_journalled_once() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Recorder::new("t".into(), d.path().join("j.jsonl"));
+        r.call(&json!({"toolCallId": "p1", "title": "echo hi > f", "kind": "execute", "status": "pending"}));
+        let done = json!({"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed", "title": "echo hi > f"});
+        assert!(r.update(&done));
+        assert!(r.update(
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "u1", "status": "failed", "title": "rm x"})
+        ));
+        r.call(&json!({"toolCallId": "u1", "title": "rm x"}));
+        let out = super::super::journal::parse(&std::fs::read(d.path().join("j.jsonl")).unwrap());
+        let kinds: Vec<String> = out.messages.iter().map(|m| format!("{:?}", m.content)).collect();
+        assert_eq!(out.messages.len(), 4, "{kinds:?}");
+        assert!(kinds[0].contains("ToolUse") && kinds[0].contains("echo hi > f"), "{kinds:?}");
+        assert!(
+            kinds[1].contains("ToolResult") && kinds[2].contains("ToolUse") && kinds[3].contains("ToolResult"),
+            "{kinds:?}"
         );
     }
 }

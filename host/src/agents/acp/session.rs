@@ -447,6 +447,11 @@ impl Session {
                         match req {
                             Ok(req) => {
                                 self.rec.flush();
+                                // The call asked about, journalled if the agent named it
+                                // nowhere else first.
+                                if params["toolCall"]["toolCallId"].is_string() {
+                                    self.rec.call(&params["toolCall"]);
+                                }
                                 let first = {
                                     let mut q = self.pending.lock().unwrap();
                                     q.push_back((id, req));

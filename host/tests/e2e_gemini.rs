@@ -1,0 +1,141 @@
+//! End-to-end: lab driving the REAL Google Gemini CLI (`@google/gemini-cli`, pinned by
+//! scripts/install-gemini.sh) through its bundled `gemini-cli` provider — an ACP provider
+//! component built with the SDK alone (`gemini --acp`) — talking to a `gemini-standin`
+//! on 127.0.0.1 as its model (`GOOGLE_GEMINI_BASE_URL`), with an isolated HOME and usage
+//! statistics off, so nothing leaves the machine. lab.toml only names the program and
+//! the environment; every operator step goes through lab's HTTP API, and each scenario
+//! checks what the agent did (the file the command wrote, what reached the stand-in).
+//!
+//! The binary: `LAB_GEMINI_BIN` (scripts/test sets it). Missing: with `CI=true` every
+//! test fails; otherwise each prints a loud SKIPPED. At most 2 agents at a time.
+
+mod common;
+
+use common::*;
+use gemini_standin::{Matcher, Reply, Script, Standin};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(90);
+
+fn gemini_bin() -> Option<PathBuf> {
+    agent_bin("LAB_GEMINI_BIN", "scripts/install-gemini.sh", "the end-to-end tests against the real Gemini CLI")
+}
+
+struct E2e {
+    w: World,
+    standin: Standin,
+    lab: Option<Lab>,
+    _slot: Slot,
+}
+
+impl E2e {
+    fn start(script: Script) -> Option<E2e> {
+        let bin = gemini_bin()?;
+        let slot = Slot::take(2);
+        let standin = Standin::start(script).unwrap();
+        let w = World::new();
+        // The agent's own settings: no usage statistics (they would go to Google).
+        let settings = w.agent_home.join(".gemini");
+        std::fs::create_dir_all(&settings).unwrap();
+        std::fs::write(settings.join("settings.json"), r#"{"privacy": {"usageStatisticsEnabled": false}}"#).unwrap();
+        w.write_config(&format!(
+            "[providers.gemini-cli]\nprogram = {bin:?}\n\
+             env = {{ GOOGLE_GEMINI_BASE_URL = {url:?}, GEMINI_API_KEY = \"standin-key\" }}\n",
+            bin = bin.display().to_string(),
+            url = standin.base_url(),
+        ));
+        let lab = w.serve();
+        Some(E2e { w, standin, lab: Some(lab), _slot: slot })
+    }
+
+    fn lab(&self) -> &Lab {
+        self.lab.as_ref().unwrap()
+    }
+
+    fn run(&self, prompt: &str) -> String {
+        let body = json!({"provider": "gemini-cli", "workdir": self.w.workdir, "prompt": prompt});
+        let (s, r) = self.lab().post("/runs", &body);
+        assert_eq!(s, 201, "POST /runs: {r}");
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        wait_for(STEP, what, || Some(self.lab().view(id)).filter(|v| pred(v)))
+    }
+
+    fn pending(&self, id: &str, kind: &str) -> Value {
+        self.wait(id, &format!("a {kind} dialog"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
+    }
+
+    fn answer(&self, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
+        self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
+    }
+
+    /// The dialog's option of ACP kind `kind` (lab shows it as the option's description;
+    /// the labels are the agent's: "Allow", "Reject", …).
+    fn option(d: &Value, kind: &str) -> usize {
+        d["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|o| o["description"] == kind)
+            .unwrap_or_else(|| panic!("{kind} in {d}"))
+    }
+
+    fn stop_run(&self, id: &str) {
+        let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
+    }
+}
+
+fn has_text(v: &Value, needle: &str) -> bool {
+    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
+}
+
+#[test]
+fn a_shell_command_gemini_asks_about_is_allowed_from_lab_and_runs() {
+    let script = Script::new()
+        .turn(
+            Matcher::Any,
+            Reply::shell("echo gemini > gemini-ran.txt", "Write a marker file").after("I will write it."),
+        )
+        .after_response("The file is written.");
+    let Some(e) = E2e::start(script) else { return };
+    let id = e.run("write the marker file");
+    let d = e.pending(&id, "permission");
+    let tool_id = d["tool_id"].as_str().unwrap().to_string();
+    assert!(d.to_string().contains("echo gemini > gemini-ran.txt"), "the prompt shows the command: {d}");
+    let allow = E2e::option(&d, "allow_once");
+    let (s, r) = e.answer(&id, "acp-999~1", json!([{"option": allow}]));
+    assert_eq!((s, &r["error"]), (409, &json!("dialog_changed")), "{r}");
+    let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
+    assert_eq!(s, 202, "{r}");
+    let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
+    assert_eq!((s, &r["error"]), (409, &json!("no_dialog")), "a stale answer: {r}");
+    let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "The file is written."));
+    assert_eq!(std::fs::read_to_string(e.w.workdir.join("gemini-ran.txt")).unwrap().trim(), "gemini");
+    assert!(has_text(&v, "I will write it."), "the agent's text before the call: {:#}", v["messages"]);
+    assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"), "{:#}", v["messages"]);
+    let response = e.standin.wait_for_response("run_shell_command", STEP).expect("the command's result");
+    assert!(response.to_string().contains("gemini-ran.txt") || !response.is_null(), "{response}");
+    assert!(e.standin.requests().iter().all(|r| r.header("x-goog-api-key") == Some("standin-key")));
+    e.stop_run(&id);
+}
+
+#[test]
+fn a_shell_command_rejected_from_lab_never_runs() {
+    let script = Script::new()
+        .turn(Matcher::Any, Reply::shell("echo no > gemini-rejected.txt", "Write a file"))
+        .after_response("Understood, I did not run it.");
+    let Some(e) = E2e::start(script) else { return };
+    let id = e.run("try the command");
+    let d = e.pending(&id, "permission");
+    let reject = E2e::option(&d, "reject_once");
+    let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
+    assert_eq!(s, 202, "{r}");
+    let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
+    assert!(!e.w.workdir.join("gemini-rejected.txt").exists(), "a rejected command never ran: {:#}", v["messages"]);
+    e.stop_run(&id);
+}
