@@ -11,6 +11,7 @@ const COMPONENTS: &[(&str, &str, Option<&str>)] = &[
     ("CLAUDE_CODE", "lab-provider-claude-code", Some("claude-code")),
     ("CODEX", "lab-provider-codex", Some("codex")),
     ("GEMINI_CLI", "lab-provider-gemini-cli", Some("gemini-cli")),
+    ("OPENCODE", "lab-provider-opencode", Some("opencode")),
     ("PLAINLOG", "lab-provider-plainlog", None),
     ("UNRULY", "lab-provider-unruly", None),
     ("GREEDY", "lab-provider-greedy", None),

@@ -1,0 +1,142 @@
+//! End-to-end: lab driving the REAL OpenCode (`opencode-ai`, pinned by
+//! scripts/install-opencode.sh) through its bundled `opencode` provider — an ACP provider
+//! component built with the SDK alone (`opencode acp`) — with OpenCode's Anthropic
+//! provider pointed at a `messages-standin` on 127.0.0.1 (`OPENCODE_CONFIG_CONTENT`),
+//! an isolated HOME, and npm's registry set to a closed loopback port (OpenCode installs
+//! its plugin package in the background at start), so nothing leaves the machine. Every
+//! operator step goes through lab's HTTP API; each scenario checks what the agent did.
+//!
+//! The binary: `LAB_OPENCODE_BIN` (scripts/test sets it). Missing: with `CI=true` every
+//! test fails; otherwise each prints a loud SKIPPED. At most 2 agents at a time.
+
+mod common;
+
+use common::*;
+use messages_standin::{Reply, Script, Standin};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const STEP: Duration = Duration::from_secs(90);
+
+fn opencode_bin() -> Option<PathBuf> {
+    agent_bin("LAB_OPENCODE_BIN", "scripts/install-opencode.sh", "the end-to-end tests against the real OpenCode")
+}
+
+struct E2e {
+    w: World,
+    standin: Standin,
+    lab: Option<Lab>,
+    _slot: Slot,
+}
+
+impl E2e {
+    fn start(script: Script) -> Option<E2e> {
+        let bin = opencode_bin()?;
+        let slot = Slot::take(2);
+        let standin = Standin::start(script).unwrap();
+        let w = World::new();
+        let config = json!({
+            "model": "anthropic/claude-sonnet-4-5",
+            "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
+            "share": "disabled",
+        });
+        w.write_config(&format!(
+            "[providers.opencode]\nprogram = {bin:?}\n\
+             env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
+             npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
+            bin = bin.display().to_string(),
+            config = config.to_string(),
+        ));
+        let lab = w.serve();
+        Some(E2e { w, standin, lab: Some(lab), _slot: slot })
+    }
+
+    fn lab(&self) -> &Lab {
+        self.lab.as_ref().unwrap()
+    }
+
+    fn run(&self, prompt: &str) -> String {
+        let body = json!({"provider": "opencode", "workdir": self.w.workdir, "prompt": prompt});
+        let (s, r) = self.lab().post("/runs", &body);
+        assert_eq!(s, 201, "POST /runs: {r}");
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        wait_for(STEP, what, || Some(self.lab().view(id)).filter(|v| pred(v)))
+    }
+
+    fn pending(&self, id: &str, kind: &str) -> Value {
+        self.wait(id, &format!("a {kind} dialog"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
+    }
+
+    fn answer(&self, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
+        self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
+    }
+
+    fn option(d: &Value, kind: &str) -> usize {
+        d["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|o| o["description"] == kind)
+            .unwrap_or_else(|| panic!("{kind} in {d}"))
+    }
+
+    fn stop_run(&self, id: &str) {
+        let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
+    }
+}
+
+fn has_text(v: &Value, needle: &str) -> bool {
+    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
+}
+
+fn bash(command: &str) -> Value {
+    json!({"command": command, "description": "Write a marker file"})
+}
+
+#[test]
+fn a_shell_command_opencode_asks_about_is_allowed_from_lab_and_runs() {
+    let script = Script::new()
+        .turn(
+            messages_standin::Matcher::Any,
+            Reply::tool_use_with_text("bash", bash("echo oc > oc-ran.txt"), "I will write it."),
+        )
+        .after_tool_result("The file is written.");
+    let Some(e) = E2e::start(script) else { return };
+    let id = e.run("write the marker file");
+    let d = e.pending(&id, "permission");
+    let tool_id = d["tool_id"].as_str().unwrap().to_string();
+    assert!(d.to_string().contains("echo oc > oc-ran.txt"), "the prompt shows the command: {d}");
+    let allow = E2e::option(&d, "allow_once");
+    let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
+    assert_eq!(s, 202, "{r}");
+    let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
+    assert_eq!((s, &r["error"]), (409, &json!("no_dialog")), "a stale answer: {r}");
+    let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "The file is written."));
+    assert_eq!(std::fs::read_to_string(e.w.workdir.join("oc-ran.txt")).unwrap().trim(), "oc");
+    assert!(has_text(&v, "I will write it."), "the agent's text before the call: {:#}", v["messages"]);
+    assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"), "{:#}", v["messages"]);
+    let call = e.standin.emitted_tool_uses().into_iter().find(|t| t.name == "bash").expect("the bash call");
+    assert!(!e.standin.tool_results_for(&call.id).is_empty(), "the command's result reached the model");
+    e.stop_run(&id);
+}
+
+#[test]
+fn a_shell_command_rejected_from_lab_never_runs() {
+    let script = Script::new()
+        .turn(messages_standin::Matcher::Any, Reply::tool_use("bash", bash("echo no > oc-rejected.txt")))
+        .after_tool_result("Understood, I did not run it.");
+    let Some(e) = E2e::start(script) else { return };
+    let id = e.run("try the command");
+    let d = e.pending(&id, "permission");
+    let reject = E2e::option(&d, "reject_once");
+    let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
+    assert_eq!(s, 202, "{r}");
+    let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
+    assert!(!e.w.workdir.join("oc-rejected.txt").exists(), "a rejected command never ran: {:#}", v["messages"]);
+    e.stop_run(&id);
+}
