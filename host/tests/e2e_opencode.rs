@@ -122,6 +122,32 @@ fn a_shell_command_opencode_asks_about_is_allowed_from_lab_and_runs() {
     assert!(v["messages"].as_array().unwrap().iter().any(|m| m["kind"] == "tool_use"), "{:#}", v["messages"]);
     let call = e.standin.emitted_tool_uses().into_iter().find(|t| t.name == "bash").expect("the bash call");
     assert!(!e.standin.tool_results_for(&call.id).is_empty(), "the command's result reached the model");
+    // Usage: what the agent reported for the turn (the standard `usage` of its prompt
+    // response), counted once. OpenCode 1.18.33 reports there the turn's LAST model
+    // response only (docs/opencode-observed.md): here the reply after the command, not
+    // the one that asked for it.
+    let last = e
+        .standin
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .filter_map(|r| r.reply?.usage)
+        .next_back()
+        .expect("the model's last response");
+    let (s, u) = e.lab().get(&format!("/runs/{id}/usage"));
+    assert_eq!(s, 200, "{u}");
+    assert_eq!(u["responses"], 1, "one turn, one record: {u}");
+    assert_eq!(
+        [&u["input_tokens"], &u["output_tokens"], &u["cache_read_tokens"], &u["cache_write_tokens"]],
+        [
+            &last["input_tokens"],
+            &last["output_tokens"],
+            &last["cache_read_input_tokens"],
+            &last["cache_creation_input_tokens"]
+        ],
+        "{u}"
+    );
+    assert!(u["by_model"]["claude-sonnet-4-5"].is_object(), "the session's model, priced: {u}");
     e.stop_run(&id);
 }
 

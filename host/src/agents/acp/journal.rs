@@ -57,6 +57,23 @@ pub enum Entry {
     Session {
         session_id: String,
     },
+    /// What one turn's model responses used, as the prompt response said
+    /// ([`super::usage::turn_tokens`]); `id` is unique per turn.
+    Usage {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        input: u64,
+        output: u64,
+        cache_read: u64,
+        cache_write: u64,
+    },
+    /// How full the context window is ([`super::usage::context`]).
+    Context {
+        used: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +149,29 @@ pub fn parse(chunk: &[u8]) -> ParseOutput {
                 out.turn = Some(TurnSignal::Idle);
             }
             Entry::Session { session_id } => out.session_id = Some(session_id),
+            Entry::Usage { .. } | Entry::Context { .. } => {}
+        }
+    }
+    out
+}
+
+/// What journal bytes (whole lines) say of usage: each turn's tokens, the newest
+/// context use. Lines that are not journal lines are skipped (`parse` reports them).
+pub fn usage(chunk: &[u8]) -> model::UsageReport {
+    let mut out = model::UsageReport::default();
+    for raw in chunk.split(|b| *b == b'\n') {
+        let Ok(line) = serde_json::from_slice::<Line>(raw) else { continue };
+        match line.entry {
+            Entry::Usage { id, model, input, output, cache_read, cache_write } => {
+                out.responses.push(model::ResponseUsage {
+                    response_id: id,
+                    model,
+                    tokens: model::Tokens { input, output, cache_read, cache_write },
+                    timestamp: line.t,
+                })
+            }
+            Entry::Context { used, window } => out.context = Some(model::ContextUse { used, window }),
+            _ => {}
         }
     }
     out
@@ -169,6 +209,12 @@ impl Provider for JournalReader {
     }
     fn session_info(&self, _payload: Vec<u8>) -> Reply<model::SessionFacts> {
         Box::pin(async { Ok(model::SessionFacts::default()) })
+    }
+    fn reads_usage(&self) -> bool {
+        true
+    }
+    fn read_usage(&self, chunk: Vec<u8>) -> Reply<model::UsageReport> {
+        Box::pin(async move { Ok(usage(&chunk)) })
     }
 }
 
@@ -208,5 +254,32 @@ mod tests {
         assert_eq!(out.diagnostics[0].line, 11);
         let err = parse(br#"{"t":"x","type":"error","text":"boom"}"#);
         assert!(matches!(&err.messages[0].content, Content::Other { kind, .. } if kind == model::TURN_ERROR_KIND));
+    }
+
+    /// The usage lines read back as the usage book takes them; the chat skips them.
+    #[test]
+    fn usage_lines_are_the_book_s_and_not_the_chat_s() {
+        let d = tempfile::tempdir().unwrap();
+        let j = Journal::new(d.path().join("r.jsonl"));
+        j.append(Entry::Agent { text: "done".into() }).unwrap();
+        let tokens = |id: &str, input| Entry::Usage {
+            id: id.into(),
+            model: Some("m-1".into()),
+            input,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+        };
+        j.append(tokens("s@1", 10)).unwrap();
+        j.append(Entry::Context { used: 500, window: Some(1000) }).unwrap();
+        j.append(tokens("s@2", 20)).unwrap();
+        let bytes = std::fs::read(j.path()).unwrap();
+        assert_eq!(parse(&bytes).messages.len(), 1, "usage is no message");
+        let u = usage(&bytes);
+        let got: Vec<(&str, u64)> = u.responses.iter().map(|r| (r.response_id.as_str(), r.tokens.input)).collect();
+        assert_eq!(got, [("s@1", 10), ("s@2", 20)]);
+        assert_eq!(u.responses[0].model.as_deref(), Some("m-1"));
+        assert_eq!(u.context, Some(model::ContextUse { used: 500, window: Some(1000) }));
+        assert!(usage(b"not json\n").is_empty());
     }
 }

@@ -5,7 +5,8 @@
 //! ([`journal`]), which the tailer reads like any transcript; a request that waits for
 //! the operator (a permission, a form) is the run's spool, mapped by [`dialog`]; its
 //! file requests are confined to the workdir ([`fs`]); the terminals it asks
-//! for are windows of the run's tmux session ([`terminal`]). The run model, the API, the
+//! for are windows of the run's tmux session ([`terminal`]); what it says of its usage
+//! is read from the protocol ([`usage`]). The run model, the API, the
 //! answer guard and the UI are the same as for tmux runs.
 
 pub mod agents;
@@ -16,6 +17,7 @@ pub mod recorder;
 pub mod rpc;
 pub mod session;
 pub mod terminal;
+pub mod usage;
 
 pub use agents::AcpAgent;
 pub use session::{AnswerError, Session, Setup, StartError};

@@ -132,6 +132,13 @@ impl Recorder {
                     .unwrap_or_default();
                 self.write(Entry::Plan { text });
             }
+            "usage_update" => {
+                // Not the chat: the usage book reads it from the journal.
+                if let Some(c) = super::usage::context(u) {
+                    self.write(Entry::Context { used: c.used, window: c.window });
+                }
+                return false;
+            }
             _ => return false,
         }
         true

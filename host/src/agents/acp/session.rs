@@ -53,6 +53,8 @@ pub struct Session {
     label: String,
     conn: Arc<Connection>,
     session_id: Mutex<String>,
+    /// The model the session said it uses, if it said ([`super::usage::session_model`]).
+    model: Mutex<Option<String>>,
     /// What the agent says, into the run's journal.
     rec: Recorder,
     spool: PathBuf,
@@ -131,6 +133,7 @@ impl Session {
             label: setup.label.clone(),
             conn,
             session_id: Mutex::new(String::new()),
+            model: Mutex::new(None),
             rec: Recorder::new(setup.label.clone(), setup.journal),
             spool: setup.spool,
             root,
@@ -222,6 +225,7 @@ impl Session {
                     .as_str()
                     .ok_or_else(|| StartError::Failed("session/new returned no sessionId".into()))?;
                 *self.session_id.lock().unwrap() = sid.to_string();
+                *self.model.lock().unwrap() = super::usage::session_model(&r);
                 offered = offered_modes(&r["modes"]);
                 if !offered.is_empty() {
                     on_modes(offered.clone());
@@ -233,10 +237,12 @@ impl Session {
                     return Err(StartError::CannotResume);
                 }
                 *self.session_id.lock().unwrap() = sid.clone();
-                self.conn
+                let r = self
+                    .conn
                     .request("session/load", json!({"sessionId": sid, "cwd": cwd, "mcpServers": []}))
                     .await
                     .map_err(fail)?;
+                *self.model.lock().unwrap() = super::usage::session_model(&r);
                 // The replay is over once every update sent before the response was
                 // taken (and skipped): what comes after it is new.
                 if let Some(fence) = self.conn.fence() {
@@ -318,6 +324,19 @@ impl Session {
             s.rec.flush();
             match r {
                 Ok(v) => {
+                    if let Some(t) = super::usage::turn_tokens(&v) {
+                        // Unique per turn, across restarts of lab too.
+                        let id = format!("{sid}@{}", humantime::format_rfc3339_nanos(std::time::SystemTime::now()));
+                        let model = s.model.lock().unwrap().clone();
+                        s.rec.write(Entry::Usage {
+                            id,
+                            model,
+                            input: t.input,
+                            output: t.output,
+                            cache_read: t.cache_read,
+                            cache_write: t.cache_write,
+                        });
+                    }
                     s.rec.write(Entry::Turn { working: false, reason: v["stopReason"].as_str().map(str::to_string) })
                 }
                 Err(RpcError::Closed(_)) if s.stopping() => {}

@@ -168,11 +168,14 @@ impl Transport for AcpRuns {
         }
     }
 
-    /// lab's own journal, read natively; no provider.
+    /// lab's own journal, read natively; no provider. Its usage lines (what the agent
+    /// said of each turn's tokens) go to the usage book like a transcript's.
     fn reader(&self, core: &Core, rec: &RunRecord, _pinned: Option<Pinned>) -> (Option<Pinned>, Tail) {
         let reader = Arc::new(acp::journal::JournalReader);
         let transcript = rec.transcript_path.as_ref().map(PathBuf::from);
-        (None, Tail::new(rec.id.clone(), reader, transcript, core.home.run_files(&rec.id), None))
+        let mut tail = Tail::new(rec.id.clone(), reader, transcript, core.home.run_files(&rec.id), None);
+        tail.set_books(core.books.clone());
+        (None, tail)
     }
 
     /// While its agent's session is live.
