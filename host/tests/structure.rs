@@ -966,3 +966,55 @@ fn one_answer_player_serves_both_ends_of_the_link() {
     assert_eq!(player_words_in(Path::new("runner/answer.rs"), &planted).len(), 2, "the gate sees a second player");
     assert!(player_words_in(Path::new("runs/answer/playback.rs"), &planted).is_empty());
 }
+
+// ---- providers stand on the SDK alone ------------------------------------------------------
+
+/// The path dependencies of a provider crate's manifest: (dependency, path), from every
+/// dependency table.
+fn path_dependencies(manifest: &str) -> Vec<(String, String)> {
+    let doc: toml::Value = toml::from_str(manifest).expect("a manifest parses");
+    let mut out = Vec::new();
+    for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        for (name, dep) in doc.get(table).and_then(toml::Value::as_table).into_iter().flatten() {
+            if let Some(path) = dep.get("path").and_then(toml::Value::as_str) {
+                out.push((name.clone(), path.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Every provider crate lab bundles (and every fixture) is built from its own crate
+/// against the SDK alone: no path into host/ or another crate of lab's, so a provider
+/// author needs nothing lab does not publish to them (the SDK and the WIT), and a new
+/// agent touches no line of host/src.
+#[test]
+fn providers_build_against_the_sdk_alone() {
+    let root = src().parent().unwrap().parent().unwrap().to_path_buf();
+    let mut manifests = Vec::new();
+    for dir in ["providers", "providers/fixtures"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let m = e.path().join("Cargo.toml");
+            if m.is_file() {
+                manifests.push(m);
+            }
+        }
+    }
+    assert!(manifests.len() >= 7, "the provider crates: {manifests:?}");
+    for m in &manifests {
+        let deps = path_dependencies(&std::fs::read_to_string(m).unwrap());
+        let crate_dir = m.parent().unwrap();
+        for (name, path) in &deps {
+            let target = std::fs::canonicalize(crate_dir.join(path)).unwrap();
+            assert_eq!(
+                (name.as_str(), target.as_path()),
+                ("lab-provider-sdk", root.join("sdk").canonicalize().unwrap().as_path()),
+                "{}: a path dependency other than the SDK",
+                m.display()
+            );
+        }
+        assert!(deps.iter().any(|(n, _)| n == "lab-provider-sdk"), "{}: built against the SDK", m.display());
+    }
+    let planted = path_dependencies("[dependencies]\nlab = { path = \"../../host\" }\nserde = \"1\"\n");
+    assert_eq!(planted, [("lab".to_string(), "../../host".to_string())], "the gate sees a path into host/");
+}
