@@ -8,6 +8,7 @@ const newRunDetails = document.getElementById("new-run");
 const newRunForm = document.getElementById("new-run-form");
 const providerSelect = document.getElementById("nr-provider");
 const providerRefused = document.getElementById("nr-provider-refused");
+const providerCan = document.getElementById("nr-provider-can");
 const modeField = document.getElementById("nr-mode-field");
 const modeSelect = document.getElementById("nr-mode");
 const hostField = document.getElementById("nr-host-field");
@@ -97,6 +98,9 @@ export async function loadProviders() {
  */
 function showModes() {
   const p = store.providers.find((x) => x.name === providerSelect.value);
+  const can = abilitiesText(p);
+  providerCan.textContent = can;
+  providerCan.hidden = !can;
   const modes = p && Array.isArray(p.permission_modes) ? p.permission_modes.map(String) : [];
   const keep = modeSelect.value;
   modeSelect.replaceChildren(...modes.map((m) => h("option", { value: m }, m)));
@@ -111,6 +115,22 @@ providerSelect.addEventListener("change", () => {
   providerSelect.dataset.chosen = providerSelect.value;
   showModes();
 });
+
+/**
+ * What lab does with runs of a provider (GET /providers `abilities`), in a line under
+ * its select: the prompt kinds it answers, resume, fork, usage, sandbox. "" when the
+ * provider does not say.
+ */
+export function abilitiesText(p) {
+  const a = p && p.abilities;
+  if (!a || typeof a !== "object") return "";
+  const kinds = Array.isArray(a.prompts) ? a.prompts.map(String) : [];
+  const parts = [kinds.length ? `answers ${kinds.join(", ")} prompts` : "no prompts answered from lab"];
+  parts.push(a.resume ? "resume" : "no resume", a.fork ? "fork" : "no fork");
+  parts.push(a.usage ? "usage counted" : "no usage");
+  parts.push(a.sandbox ? "sandbox" : "no sandbox");
+  return parts.join(" · ");
+}
 
 /** A provider's version, build and source, for its tooltip. */
 export function providerTitle(p) {

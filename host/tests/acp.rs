@@ -50,6 +50,22 @@ fn an_acp_run_shows_every_kind_and_answers_permissions_and_forms_through_the_gua
     let transport =
         |name: &str| providers.as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["transport"].clone();
     assert_eq!([transport("claude-code"), transport("codex"), transport("gemini-cli")], ["tmux", "tmux", "acp"]);
+    // What each can do, for an operator to pick knowingly: the prompt kinds lab answers,
+    // resume and fork, usage, sandbox.
+    let can =
+        |name: &str| providers.as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["abilities"].clone();
+    assert_eq!(
+        can("claude-code"),
+        json!({"prompts": ["permission", "plan", "question"], "resume": true, "fork": true, "usage": true, "sandbox": true})
+    );
+    assert_eq!(can("codex")["prompts"], json!(["permission"]), "{}", can("codex"));
+    for acp in ["gemini-cli", "opencode", "fake"] {
+        assert_eq!(
+            can(acp),
+            json!({"prompts": ["permission", "question"], "resume": true, "fork": false, "usage": true, "sandbox": false}),
+            "{acp}"
+        );
+    }
 
     let run = lab.create_run(
         &w,

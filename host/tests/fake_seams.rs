@@ -146,6 +146,7 @@ fn facts() -> ComponentFacts {
         wit_packages: Vec::new(),
         from_cache: false,
         digest: "feedfacefeedface".into(),
+        prompt_kinds: vec!["permission".into()],
     }
 }
 

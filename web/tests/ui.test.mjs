@@ -467,6 +467,19 @@ describe("lab web UI in a real browser", () => {
     // Each option names the agent (display name), never the provider's own version as if it were the agent's.
     const first = page.locator("#nr-provider option").first();
     assert.equal((await first.textContent()).trim(), [providers[0].display_name || providers[0].name, providers[0].agent_version].filter(Boolean).join(" "));
+    // Under the select: what lab does with runs of the chosen provider.
+    const can = page.getByTestId("new-run-provider-can");
+    const canOf = (p) => {
+      const a = p.abilities;
+      return [`answers ${a.prompts.join(", ")} prompts`, a.resume ? "resume" : "no resume", a.fork ? "fork" : "no fork",
+        a.usage ? "usage counted" : "no usage", a.sandbox ? "sandbox" : "no sandbox"].join(" · ");
+    };
+    assert.equal(await can.textContent(), canOf(providers[0]));
+    const acp = providers.find((p) => p.transport === "acp");
+    await page.getByTestId("new-run-provider").selectOption(acp.name);
+    await waitFor(async () => (await can.textContent()) === canOf(acp), { what: `${acp.name}'s abilities under the select` });
+    assert.match(await can.textContent(), /answers permission, question prompts · resume · no fork/);
+    await page.getByTestId("new-run-provider").selectOption(providers[0].name);
     // Its tooltip: the provider's version, build and source.
     assert.equal(await first.getAttribute("title"), `provider ${providers[0].name} ${providers[0].version}, build ${providers[0].digest}, from ${providers[0].source}`);
     // No agent's name in the UI's code.

@@ -125,6 +125,7 @@ mod tests {
             wit_packages: vec!["lab:provider@0.3.0".into()],
             from_cache: false,
             digest: "0123456789abcdef".into(),
+            prompt_kinds: Vec::new(),
         }
     }
 

@@ -48,6 +48,11 @@ impl Capabilities {
     pub fn reads_usage(&self) -> bool {
         matches!(self.version, Version::V0_5_0 | Version::V0_6_0) && !self.acp
     }
+    /// Whether it says what its agent needs in a sandbox (0.6.0 `sandbox`, every tmux
+    /// world since).
+    pub fn says_sandbox_needs(&self) -> bool {
+        matches!(self.version, Version::V0_6_0) && !self.acp
+    }
 }
 
 /// The export indices of one component, per version.

@@ -361,6 +361,12 @@ pub struct ComponentFacts {
     /// The component's bytes' SHA-256, as 16 hex digits: which build it is (two builds
     /// may say the same version).
     pub digest: String,
+    /// The kinds of prompt its agent blocks on that lab shows and answers (`permission`,
+    /// `question`, `plan`, …), sorted: for an ACP provider the protocol's two
+    /// (`session/request_permission`, an elicitation); for a tmux one what its own
+    /// self-test samples map to, asked once at load, and `permission` for a dialog
+    /// hooker (its hooks catch the tool calls the agent asks about).
+    pub prompt_kinds: Vec<String>,
 }
 
 /// A component that failed to load, with the reason.
@@ -526,7 +532,20 @@ impl ComponentHost {
         }
         handle.set_name(&info.name);
         let digest = digest(bytes);
-        Ok((ComponentFacts { source, info, capabilities, dialog_hooker, wit_packages, from_cache, digest }, handle))
+        let prompt_kinds = prompt_kinds(&handle, &capabilities);
+        Ok((
+            ComponentFacts {
+                source,
+                info,
+                capabilities,
+                dialog_hooker,
+                wit_packages,
+                from_cache,
+                digest,
+                prompt_kinds,
+            },
+            handle,
+        ))
     }
 
     /// Load a component file.
@@ -574,6 +593,26 @@ pub fn check_acp_launch(info: &model::ProviderInfo, launch: model::AcpLaunch) ->
         return Err(format!("the ACP provider declares an argument with a NUL byte: {a:?}"));
     }
     Ok(launch)
+}
+
+/// The prompt kinds a provider's agent blocks on (see [`ComponentFacts::prompt_kinds`]).
+/// A sample the component cannot map is skipped; a component without samples has none.
+fn prompt_kinds(handle: &ProviderHandle, caps: &Capabilities) -> Vec<String> {
+    if caps.acp {
+        return vec!["permission".into(), "question".into()];
+    }
+    let calls = handle.self_test_samples().blocking().map(|s| s.dialog_calls).unwrap_or_default();
+    let mut kinds: Vec<String> = calls
+        .into_iter()
+        .filter_map(|call| handle.map_dialog(call).blocking().ok().flatten())
+        .map(|d| d.kind().to_string())
+        .collect();
+    if caps.dialog_hooker {
+        kinds.push("permission".into());
+    }
+    kinds.sort();
+    kinds.dedup();
+    kinds
 }
 
 #[cfg(test)]

@@ -281,6 +281,7 @@ mod tests {
             wit_packages: Vec::new(),
             from_cache: false,
             digest: digest(bytes),
+            prompt_kinds: Vec::new(),
         }
     }
 

@@ -43,6 +43,13 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "screen_reader": f.capabilities.screen_reader,
             "wit": f.capabilities.version.package(),
             "transport": "tmux",
+            "abilities": {
+                "prompts": f.prompt_kinds,
+                "resume": f.capabilities.abilities.resume,
+                "fork": f.capabilities.abilities.fork,
+                "usage": f.capabilities.reads_usage(),
+                "sandbox": f.capabilities.says_sandbox_needs(),
+            },
             "runs": runs_of(&f.info.name),
             "refused": refused_of(&f.source),
         }));
@@ -63,6 +70,15 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "screen_reader": false,
             "wit": c.map(|c| c.capabilities.version.package()),
             "transport": "acp",
+            // What lab does for every ACP agent: the protocol's prompts, resume by
+            // `session/load` (where the agent offers it), usage where its responses say it.
+            "abilities": {
+                "prompts": ["permission", "question"],
+                "resume": true,
+                "fork": false,
+                "usage": true,
+                "sandbox": false,
+            },
             "runs": [],
             "refused": c.map(|c| refused_of(&c.source)).unwrap_or_default(),
         }));
