@@ -166,3 +166,31 @@ fn a_shell_command_rejected_from_lab_never_runs() {
     assert!(!e.w.workdir.join("oc-rejected.txt").exists(), "a rejected command never ran: {:#}", v["messages"]);
     e.stop_run(&id);
 }
+
+/// The agent declares `loadSession`: after a restart of lab the run is picked up under
+/// the same id, its chat whole and not replayed twice, and a second prompt reaches the
+/// same session.
+#[test]
+fn a_second_prompt_after_a_restart_of_lab_reaches_the_same_session() {
+    let script = Script::new()
+        .turn(messages_standin::Matcher::Any, Reply::text("First reply."))
+        .turn(messages_standin::Matcher::Any, Reply::text("Second reply."));
+    let Some(mut e) = E2e::start(script) else { return };
+    let id = e.run("hello");
+    e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
+    e.lab.take().unwrap().stop();
+    e.lab = Some(e.w.serve());
+    let v = e.wait(&id, "the run resumed", |v| has_text(v, "lab restarted") || v["state"] == "ended");
+    assert_ne!(v["state"], "ended", "{}", e.lab().get(&format!("/runs/{id}")).1);
+    let v = e.wait(&id, "the run idle again", |v| v["state"] == "idle");
+    assert_eq!(
+        v["messages"].as_array().unwrap().iter().filter(|m| m["text"] == "First reply.").count(),
+        1,
+        "no replay shown: {:#}",
+        v["messages"]
+    );
+    let (s, r) = e.lab().post(&format!("/runs/{id}/messages"), &json!({"text": "again"}));
+    assert_eq!(s, 202, "{r}");
+    e.wait(&id, "the second reply", |v| v["state"] == "idle" && has_text(v, "Second reply."));
+    e.stop_run(&id);
+}
