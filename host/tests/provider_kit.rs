@@ -313,6 +313,43 @@ fn a_dialog_hooker_provider_builds_checks_and_its_prompts_are_answered_in_lab_se
     lab.stop();
 }
 
+/// `lab new-provider --acp`: an ACP provider from the SDK alone — checked, installed
+/// in a home's providers folder, and an unmodified lab serve runs the agent it declares
+/// (here the scripted ACP agent of lab's tests, named by lab.toml's `program`), its
+/// permission request answered from lab.
+#[test]
+fn an_acp_provider_made_by_new_provider_runs_its_agent_in_lab_serve() {
+    let outside = outside_dir();
+    let wasm = new_provider(outside.path(), "acp-kit", &["--acp"]);
+    let (ok, stdout, stderr) = check(&wasm);
+    assert!(ok, "{stdout}\n{stderr}");
+    for want in ["exports      acp-agent", "launch (", "acp-kit ; env: none", "result: OK"] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    let w = World::new();
+    std::fs::create_dir_all(w.home.join("providers")).unwrap();
+    std::fs::copy(&wasm, w.home.join("providers/acp-kit.wasm")).unwrap();
+    let agent = workspace_bin("fake-acp", "fake-acp");
+    w.write_config(&format!("[providers.acp-kit]\nprogram = {:?}\n", agent.display().to_string()));
+    let lab = w.serve();
+    let (_, providers) = lab.get("/providers");
+    let mine = providers.as_array().unwrap().iter().find(|p| p["name"] == "acp-kit").cloned().unwrap_or(Value::Null);
+    assert_eq!(mine["transport"], "acp", "{providers}");
+    let run = lab.create_run(&w, "acp-kit", "run:echo kit > kit.txt;say:done");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the permission request", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    let allow = d["options"].as_array().unwrap().iter().position(|o| o["description"] == "allow_once").unwrap();
+    let (status, body) = lab
+        .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": allow}]}));
+    assert_eq!(status, 202, "{body}");
+    lab.wait_view(&id, "the turn's end", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
+    assert_eq!(std::fs::read_to_string(w.workdir.join("kit.txt")).unwrap().trim(), "kit");
+    let (status, body) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert!(status < 300, "{status} {body}");
+    lab.stop();
+}
+
 #[test]
 fn a_provider_that_misbehaves_fails_the_self_test() {
     let outside = outside_dir();

@@ -173,8 +173,12 @@ enum Command {
         /// The provider's name in lab: [a-z0-9-] (the crate is lab-provider-<name>).
         name: String,
         /// Also implement the dialog-hooker interface (live dialogs, keystroke answers).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "acp")]
         dialog_hooker: bool,
+        /// An ACP provider instead: it declares an agent that speaks the Agent Client
+        /// Protocol (lab speaks the protocol; its prompts are answered from lab).
+        #[arg(long)]
+        acp: bool,
         /// Folder to create the crate folder in (default: the current folder).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -261,8 +265,14 @@ pub fn main() -> i32 {
         Command::Hosts { home, action } => hosts(home, action),
         Command::Runner { connect, name, home, credential_file, allow_http } => resolve_home(home)
             .and_then(|home| runner(crate::runner::Options { connect, name, home, credential_file, allow_http })),
-        Command::NewProvider { name, dialog_hooker, dir, sdk_path } => {
-            crate::cli::scaffold::run(name, dialog_hooker, dir, sdk_path)
+        Command::NewProvider { name, dialog_hooker, acp, dir, sdk_path } => {
+            use crate::cli::scaffold::Kind;
+            let kind = match (acp, dialog_hooker) {
+                (true, _) => Kind::Acp,
+                (false, true) => Kind::DialogHooker,
+                (false, false) => Kind::TranscriptOnly,
+            };
+            crate::cli::scaffold::run(name, kind, dir, sdk_path)
         }
     };
     match result {

@@ -9,7 +9,8 @@
 //!
 //! The template files live under `host/templates/provider/`. `lib.rs.tmpl` has two
 //! variants in one file: whole lines `//#if hooker`, `//#else`, `//#end` select the
-//! `--dialog-hooker` lines; `{{key}}` placeholders are filled in from [`Vars`].
+//! `--dialog-hooker` lines; `acp_lib.rs.tmpl` is an ACP provider's (`--acp`);
+//! `{{key}}` placeholders are filled in from [`Vars`].
 
 use anyhow::{bail, Context as _, Result};
 use std::path::{Path, PathBuf};
@@ -17,11 +18,15 @@ use std::path::{Path, PathBuf};
 const CARGO_TOML: &str = include_str!("../../templates/provider/Cargo.toml.tmpl");
 const TOOLCHAIN: &str = include_str!("../../templates/provider/rust-toolchain.toml.tmpl");
 const LIB_RS: &str = include_str!("../../templates/provider/lib.rs.tmpl");
+const ACP_LIB_RS: &str = include_str!("../../templates/provider/acp_lib.rs.tmpl");
 const README: &str = include_str!("../../templates/provider/README.md.tmpl");
 const GITIGNORE: &str = include_str!("../../templates/provider/gitignore.tmpl");
 
 /// The WIT version new providers are built against (the SDK's, the newest this lab loads).
-const WIT_VERSION: &str = "0.2.0";
+fn wit_version() -> &'static str {
+    let newest = crate::agents::components::WIT_PACKAGES[0];
+    newest.strip_prefix("lab:provider@").unwrap_or(newest)
+}
 
 /// lab's own rust-toolchain.toml, for when the SDK's checkout has none.
 const LAB_TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
@@ -29,11 +34,22 @@ const LAB_TOOLCHAIN: &str = include_str!("../../../rust-toolchain.toml");
 /// The SDK of the checkout this binary was built from.
 pub const DEFAULT_SDK_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sdk");
 
+/// Which kind of provider `lab new-provider` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `base` only: the agent's dialogs from its transcript.
+    TranscriptOnly,
+    /// `--dialog-hooker`: live prompts through the agent's hooks, answered with keys.
+    DialogHooker,
+    /// `--acp`: an agent that speaks the Agent Client Protocol; the component declares it.
+    Acp,
+}
+
 /// What `lab new-provider` was asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub name: String,
-    pub dialog_hooker: bool,
+    pub kind: Kind,
     /// The folder the crate folder is created in.
     pub parent: PathBuf,
     /// `lab-provider-sdk`'s folder (None: [`DEFAULT_SDK_PATH`]).
@@ -167,18 +183,29 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
         .or_else(|| toolchain_channel(LAB_TOOLCHAIN))
         .unwrap_or_else(|| "stable".into());
     let guide = lab_root.join("docs/providers.md").display().to_string();
-    let (capability, hooker_trait, description) = if opts.dialog_hooker {
-        (
+    let (capability, hooker_trait, description) = match opts.kind {
+        Kind::DialogHooker => (
             "exports `base`, `dialog-hooker` and `screen-reader`: lab captures the agent's dialogs live through its hooks (and reads the ones shown before any hook off the screen) and answers them with keystrokes",
             ", `DialogHooker` and `ScreenReader`",
             format!("{name}: JSONL transcript, live questions, permission prompts and a trust screen answered from lab"),
-        )
-    } else {
-        (
+        ),
+        Kind::TranscriptOnly => (
             "exports `base` only (transcript-only): lab shows the agent's dialogs from the transcript, the operator answers them in the terminal",
             "",
             format!("{name}: JSONL transcript (transcript-only)"),
-        )
+        ),
+        Kind::Acp => (
+            "exports `acp-agent` (an ACP provider): it declares an agent that speaks the Agent Client Protocol; lab runs it and speaks the protocol, its permission requests and forms answered from lab",
+            "",
+            format!("{name}: an Agent Client Protocol agent"),
+        ),
+    };
+    let (teaches, traits) = match opts.kind {
+        Kind::Acp => ("how to start the `{name}` agent, which speaks the Agent Client Protocol".replace("{name}", name), "`AcpAgent`".to_string()),
+        _ => (
+            format!("how to start the `{name}` agent, where its transcript is, how transcript lines become chat messages, and which tool calls are interactive dialogs"),
+            format!("`Provider`{hooker_trait}"),
+        ),
     };
     let vars: Vec<(&str, String)> = vec![
         ("name", name.clone()),
@@ -186,21 +213,24 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
         ("type_name", type_name(name)),
         ("wasm_file", wasm_file.clone()),
         ("sdk_path", toml::Value::String(sdk.display().to_string()).to_string()),
-        ("wit_version", WIT_VERSION.to_string()),
+        ("wit_version", wit_version().to_string()),
         ("toolchain_channel", channel),
         ("lab_root", lab_root.display().to_string()),
         ("guide", guide),
         ("capability", capability.to_string()),
         ("hooker_trait", hooker_trait.to_string()),
+        ("teaches", teaches.to_string()),
+        ("traits", traits),
         ("description", description),
     ];
-    let hooker = opts.dialog_hooker;
+    let hooker = opts.kind == Kind::DialogHooker;
+    let lib = if opts.kind == Kind::Acp { ACP_LIB_RS } else { LIB_RS };
     let mut files: Vec<(&'static str, String)> = vec![
         ("Cargo.toml", render(CARGO_TOML, &vars, hooker)),
         ("rust-toolchain.toml", render(TOOLCHAIN, &vars, hooker)),
         ("README.md", render(README, &vars, hooker)),
         (".gitignore", render(GITIGNORE, &vars, hooker)),
-        ("src/lib.rs", render(LIB_RS, &vars, hooker)),
+        ("src/lib.rs", render(lib, &vars, hooker)),
     ];
     // lab's lock file: cargo keeps the versions the new crate uses and drops the rest.
     if let Ok(lock) = std::fs::read_to_string(lab_root.join("Cargo.lock")) {
@@ -215,16 +245,20 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
 }
 
 /// `lab new-provider`: create the crate and say what to do next.
-pub fn run(name: String, dialog_hooker: bool, dir: Option<PathBuf>, sdk_path: Option<PathBuf>) -> Result<()> {
+pub fn run(name: String, kind: Kind, dir: Option<PathBuf>, sdk_path: Option<PathBuf>) -> Result<()> {
     let parent = match dir {
         Some(d) => d,
         None => std::env::current_dir()?,
     };
-    let created = create(&Options { name: name.clone(), dialog_hooker, parent, sdk_path })?;
-    let kind = if dialog_hooker { "dialog-hooker" } else { "transcript-only" };
+    let created = create(&Options { name: name.clone(), kind, parent, sdk_path })?;
+    let kind = match kind {
+        Kind::DialogHooker => "dialog-hooker",
+        Kind::TranscriptOnly => "transcript-only",
+        Kind::Acp => "ACP",
+    };
     println!("created {} ({kind} provider `{name}`)", created.dir.display());
     println!("  files: {}", created.files.join(", "));
-    println!("  lab-provider-sdk: {} (WIT lab:provider@{})", created.sdk.display(), WIT_VERSION);
+    println!("  lab-provider-sdk: {} (WIT lab:provider@{})", created.sdk.display(), wit_version());
     if created.sdk.parent().is_some_and(|lab_root| created.dir.starts_with(lab_root)) {
         println!("  note: this is inside the lab checkout; it builds on its own, but belongs outside (--dir)");
     }
@@ -273,19 +307,17 @@ mod tests {
     }
 
     #[test]
-    fn every_placeholder_is_filled_in_both_variants() {
+    fn every_placeholder_is_filled_in_every_variant() {
         let d = tempfile::tempdir().unwrap();
-        for hooker in [false, true] {
-            let name = if hooker { "hooked" } else { "plain" };
-            let c =
-                create(&Options { name: name.into(), dialog_hooker: hooker, parent: d.path().into(), sdk_path: None })
-                    .unwrap();
+        for (kind, name) in [(Kind::TranscriptOnly, "plain"), (Kind::DialogHooker, "hooked"), (Kind::Acp, "proto")] {
+            let c = create(&Options { name: name.into(), kind, parent: d.path().into(), sdk_path: None }).unwrap();
             for f in &c.files {
                 let text = std::fs::read_to_string(c.dir.join(f)).unwrap();
                 assert!(!text.contains("{{") && !text.contains("//#"), "{f}: {text}");
             }
             let lib = std::fs::read_to_string(c.dir.join("src/lib.rs")).unwrap();
-            assert_eq!(lib.contains("impl DialogHooker for"), hooker);
+            assert_eq!(lib.contains("impl DialogHooker for"), kind == Kind::DialogHooker);
+            assert_eq!(lib.contains("impl AcpAgent for Proto"), kind == Kind::Acp);
             let manifest: toml::Value =
                 toml::from_str(&std::fs::read_to_string(c.dir.join("Cargo.toml")).unwrap()).unwrap();
             assert_eq!(manifest["package"]["name"].as_str(), Some(format!("lab-provider-{name}").as_str()));
@@ -304,7 +336,7 @@ mod tests {
         std::fs::create_dir(d.path().join("taken")).unwrap();
         let opts = |name: &str, sdk: Option<PathBuf>| Options {
             name: name.into(),
-            dialog_hooker: false,
+            kind: Kind::TranscriptOnly,
             parent: d.path().into(),
             sdk_path: sdk,
         };
