@@ -19,7 +19,7 @@ fn capability_is_detected_both_ways() {
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
     assert_eq!(plain.info.name, "plainlog");
     assert!(!plain.dialog_hooker && !p.dialog_hooker());
-    assert_eq!(plain.wit_packages, vec!["lab:provider@0.6.0".to_string()]);
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.7.0".to_string()]);
 
     let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     assert_eq!(cc.info.name, "claude-code");
@@ -70,13 +70,13 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     assert!(err.refusal().is_some(), "{err}");
 }
 
-/// The SDK builds 0.6.0; what was built against 0.2.0 (the bundled claude-code and the
+/// The SDK builds 0.7.0; what was built against 0.2.0 (the bundled claude-code and the
 /// plainlog fixture, as main built them before the move) loads and runs as before.
 #[test]
-fn components_built_against_0_2_0_load_next_to_0_6_0_ones() {
+fn components_built_against_0_2_0_load_next_to_0_7_0_ones() {
     let h = host(None);
     let (now, _) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
-    assert_eq!(now.capabilities.version, Version::V0_6_0);
+    assert_eq!(now.capabilities.version, Version::V0_7_0);
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG_V0_2_0)).unwrap();
     assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
     assert_eq!((plain.capabilities.version, plain.capabilities.acp), (Version::V0_2_0, false));
@@ -89,7 +89,7 @@ fn components_built_against_0_2_0_load_next_to_0_6_0_ones() {
     assert_eq!((d.id.as_str(), d.kind()), ("toolu_1", "question"));
     let plan = c.plan_answer(d.clone(), vec![Answer::Option(1)]).blocking().unwrap();
     assert_eq!(plan.steps.last(), Some(&KeyOp::Key("Enter".into())));
-    // The same calls give the same answers from the 0.6.0 build.
+    // The same calls give the same answers from the 0.7.0 build.
     let (_, c3) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     let d3 = c3.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
     assert_eq!(d3, d);
@@ -137,9 +137,9 @@ fn components_built_against_0_3_0_load_and_can_neither_resume_nor_fork() {
         &spec.argv[1..5],
         ["--resume", "11111111-2222-4333-8444-555555555555", "--fork-session", "--session-id"]
     );
-    // A 0.6.0 provider that keeps the SDK's default bodies: nothing.
+    // A 0.7.0 provider that keeps the SDK's default bodies: nothing.
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
-    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_6_0, Abilities::default()));
+    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_7_0, Abilities::default()));
     let msg = lab::agents::model::Message::text(lab::agents::model::Role::Assistant, "limit", "");
     assert_eq!(p.usage_limit(msg).blocking().unwrap(), None);
 }
@@ -203,13 +203,50 @@ fn sandbox_needs_come_from_0_6_0_components_and_0_5_0_ones_load_without_them() {
     }
 }
 
-/// A 0.6.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
+/// 0.7.0: an ACP provider reads what a turn used from its agent's own words
+/// (`turn-usage`); one keeping the SDK's default says nothing; components built against
+/// 0.6.0 load and run as before (a tmux one reads usage and says its sandbox needs, an
+/// ACP one declares its agent) and cannot be asked `turn-usage`.
+#[test]
+fn turn_usage_is_0_7_0_s_and_0_6_0_components_load_without_it() {
+    let h = host(None);
+    let (_, fixture) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
+    assert_eq!(fixture.turn_usage(r#"{"stopReason":"end_turn"}"#.into()).blocking().unwrap(), vec![]);
+    let (gem, g) = h.load_file(Path::new(fixtures::GEMINI_CLI)).unwrap();
+    assert_eq!((gem.info.name.as_str(), gem.capabilities.acp), ("gemini-cli", true));
+    let response = r#"{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":20,"output_tokens":10},
+        "model_usage":[{"model":"gemini-3.8-flash","token_count":{"input_tokens":10,"output_tokens":5}},
+                       {"model":"auto","token_count":{"input_tokens":10,"output_tokens":5}}]}}}"#;
+    let tokens = lab::agents::model::Tokens { input: 20, output: 10, cache_read: 0, cache_write: 0 };
+    assert_eq!(g.turn_usage(response.into()).blocking().unwrap(), vec![("gemini-3.8-flash".to_string(), tokens)]);
+    assert_eq!(g.turn_usage("not json".into()).blocking().unwrap(), vec![], "never fails");
+    let env = vec![("ANTHROPIC_BASE_URL".to_string(), "http://127.0.0.1:4567".to_string())];
+    for (file, acp) in [
+        (fixtures::CLAUDE_CODE_V0_6_0, false),
+        (fixtures::PLAINLOG_V0_6_0, false),
+        (fixtures::ACP_FIXTURE_V0_6_0, true),
+    ] {
+        let (old, o) = h.load_file(Path::new(file)).unwrap();
+        assert_eq!(old.wit_packages, vec!["lab:provider@0.6.0".to_string()], "{file}");
+        assert_eq!((old.capabilities.version, old.capabilities.acp), (Version::V0_6_0, acp), "{file}");
+        assert_eq!(old.capabilities.reads_usage(), !acp, "{file}");
+        assert_eq!(o.turn_usage("{}".into()).blocking().unwrap_err().kind, CallErrorKind::Unsupported, "{file}");
+        if acp {
+            let launch = lab::agents::components::acp_declaration(&old, &o).unwrap();
+            assert_eq!(launch.args, ["--declared-by", "component"]);
+        } else {
+            assert!(o.sandbox_needs(env.clone()).blocking().is_ok(), "{file}");
+        }
+    }
+}
+
+/// A 0.7.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
 /// asked of it; in a provider set it is an ACP agent, not a tmux provider.
 #[test]
 fn an_acp_provider_declares_its_agent() {
     let h = host(None);
     let (facts, p) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
-    assert_eq!(facts.wit_packages, vec!["lab:provider@0.6.0".to_string()]);
+    assert_eq!(facts.wit_packages, vec!["lab:provider@0.7.0".to_string()]);
     assert!(facts.capabilities.acp && !facts.dialog_hooker && !p.screen_reader());
     assert_eq!((facts.info.name.as_str(), facts.info.default_program.as_str()), ("fake-acp", "fake-acp"));
     assert_eq!(facts.info.permission_modes, ["ask", "yolo"]);
@@ -234,7 +271,8 @@ fn an_acp_provider_declares_its_agent() {
     let (facts, launch) = set.get_acp("fake-acp").expect("an ACP provider");
     assert_eq!(facts.source, Source::File(dir.join("fake-acp.wasm")));
     assert_eq!(launch.args, ["--declared-by", "component"]);
-    assert_eq!(set.loaded.len(), lab::agents::components::BUNDLED.len());
+    assert_eq!(set.loaded.len() + set.acp.len(), lab::agents::components::BUNDLED.len() + 1);
+    assert!(set.acp_handle("fake-acp").is_some(), "kept to read what its agent says of a turn");
 }
 
 #[test]
@@ -291,9 +329,11 @@ fn bad_files_are_reported_and_skipped() {
     std::fs::copy(fixtures::PLAINLOG, dir.join("plainlog.wasm")).unwrap();
     std::fs::write(dir.join("ignored.txt"), b"x").unwrap();
     let set = ProviderSet::load_all(&host(None), &dir);
-    let names: Vec<_> = set.loaded.iter().map(|(f, _)| f.info.name.clone()).collect();
+    let mut names: Vec<_> = set.facts().map(|f| f.info.name.clone()).collect();
+    names.sort();
     let mut want: Vec<String> = lab::agents::components::BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
     want.push("plainlog".into());
+    want.sort();
     assert_eq!(names, want);
     assert_eq!(set.failed.len(), 2, "{:?}", set.failed);
     for f in &set.failed {
@@ -312,7 +352,7 @@ fn a_dropped_in_component_replaces_the_bundled_one_of_the_same_name() {
     let (facts, _) = set.get("claude-code").unwrap();
     assert_eq!(facts.source, Source::File(dir.join("my-claude.wasm")));
     // Replaced, not added: as many providers as are bundled.
-    assert_eq!(set.loaded.len(), lab::agents::components::BUNDLED.len());
+    assert_eq!(set.loaded.len() + set.acp.len(), lab::agents::components::BUNDLED.len());
 }
 
 /// A component another user could have written (the file or `providers/` writable by
@@ -415,7 +455,7 @@ fn a_reload_swaps_builds_and_keeps_the_old_ones_working() {
     std::fs::copy(fixtures::PLAINLOG, &file).unwrap();
     let two = one.reload(&h, &dir);
     let (new_facts, _) = two.get("plainlog").unwrap();
-    assert_eq!(new_facts.capabilities.version, Version::V0_6_0);
+    assert_eq!(new_facts.capabilities.version, Version::V0_7_0);
     assert_ne!(new_facts.digest, old_facts.digest);
     assert!(two.failed.is_empty(), "{:?}", two.failed);
     drop(one);
@@ -433,5 +473,5 @@ fn a_reload_swaps_builds_and_keeps_the_old_ones_working() {
     std::fs::remove_file(&file).unwrap();
     let four = three.reload(&h, &dir);
     assert!(four.get("plainlog").is_none() && four.failed.is_empty());
-    assert_eq!(four.loaded.len(), lab::agents::components::BUNDLED.len());
+    assert_eq!(four.loaded.len() + four.acp.len(), lab::agents::components::BUNDLED.len());
 }

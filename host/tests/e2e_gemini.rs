@@ -121,6 +121,17 @@ fn a_shell_command_gemini_asks_about_is_allowed_from_lab_and_runs() {
     let response = e.standin.wait_for_response("run_shell_command", STEP).expect("the command's result");
     assert!(response.to_string().contains("gemini-ran.txt") || !response.is_null(), "{response}");
     assert!(e.standin.requests().iter().all(|r| r.header("x-goog-api-key") == Some("standin-key")));
+    // Usage: Gemini CLI says a turn's tokens only in its `_meta`; its provider reads them
+    // (WIT 0.7.0 `turn-usage`). Every model response of the turn counted once: the call
+    // and the reply after it (its model router's side request is not the turn's).
+    let turns = e.standin.turn_requests();
+    assert_eq!(turns.len(), 2, "the call and the reply");
+    let sum = |k: &str| -> u64 { turns.iter().filter_map(|r| r.reply.as_ref()?.usage.get(k)?.as_u64()).sum() };
+    let (s, u) = e.lab().get(&format!("/runs/{id}/usage"));
+    assert_eq!(s, 200, "{u}");
+    assert_eq!(u["input_tokens"], sum("promptTokenCount"), "{u}");
+    assert_eq!(u["output_tokens"], sum("candidatesTokenCount"), "{u}");
+    assert_eq!(u["responses"], 1, "one turn, one model: {u}");
     e.stop_run(&id);
 }
 

@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.6.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.7.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.6.0";
+pub const WIT_VERSION: &str = "0.7.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.6.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.7.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -291,6 +291,29 @@ pub trait AcpAgent {
     fn info() -> ProviderInfo;
     /// How it starts.
     fn launch() -> AcpLaunch;
+    /// What a turn used, from the agent's `session/prompt` response (`response`: its
+    /// `result` as JSON), when the agent says it only in its own words (its `_meta`)
+    /// and not in the protocol's `usage` (lab reads that itself, and asks this only
+    /// when it is absent): one entry per model that answered, each counted once. The
+    /// default: nothing.
+    fn turn_usage(response: &str) -> Vec<ModelTokens> {
+        let _ = response;
+        Vec::new()
+    }
+}
+
+/// Tokens one model used in a turn (WIT `acp-agent.model-tokens`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelTokens {
+    /// The model, as the API named it.
+    pub model: String,
+    /// Input tokens not read from or written to a prompt cache.
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from a prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to a prompt cache.
+    pub cache_write: u64,
 }
 
 /// How an ACP agent starts (WIT `acp-agent.acp-launch`).

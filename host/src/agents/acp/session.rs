@@ -47,7 +47,21 @@ pub struct Setup {
     pub on_modes: Box<dyn Fn(Vec<String>) + Send + Sync>,
     /// Where the agent's `terminal/*` requests run (None: not offered).
     pub terminals: Option<Arc<super::terminal::Terminals>>,
+    /// What a turn used, read from a prompt response without the protocol's `usage`
+    /// (its provider's `turn-usage`; None: nothing to read it with).
+    pub turn_usage: Option<TurnUsage>,
 }
+
+/// Reads a turn's tokens by model from a `session/prompt` response's JSON (an ACP
+/// provider's `turn-usage`); empty when it finds none.
+pub type TurnUsage = Arc<
+    dyn Fn(
+            String,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<(String, crate::agents::model::Tokens)>> + Send>>
+        + Send
+        + Sync,
+>;
 
 pub struct Session {
     label: String,
@@ -55,6 +69,7 @@ pub struct Session {
     session_id: Mutex<String>,
     /// The model the session said it uses, if it said ([`super::usage::session_model`]).
     model: Mutex<Option<String>>,
+    turn_usage: Option<TurnUsage>,
     /// What the agent says, into the run's journal.
     rec: Recorder,
     spool: PathBuf,
@@ -134,6 +149,7 @@ impl Session {
             conn,
             session_id: Mutex::new(String::new()),
             model: Mutex::new(None),
+            turn_usage: setup.turn_usage.clone(),
             rec: Recorder::new(setup.label.clone(), setup.journal),
             spool: setup.spool,
             root,
@@ -324,10 +340,21 @@ impl Session {
             s.rec.flush();
             match r {
                 Ok(v) => {
-                    if let Some(t) = super::usage::turn_tokens(&v) {
-                        // Unique per turn, across restarts of lab too.
-                        let id = format!("{sid}@{}", humantime::format_rfc3339_nanos(std::time::SystemTime::now()));
-                        let model = s.model.lock().unwrap().clone();
+                    // Unique per turn, across restarts of lab too.
+                    let id = format!("{sid}@{}", humantime::format_rfc3339_nanos(std::time::SystemTime::now()));
+                    let by_model = match (super::usage::turn_tokens(&v), &s.turn_usage) {
+                        (Some(t), _) => vec![(s.model.lock().unwrap().clone(), t)],
+                        (None, Some(read)) => {
+                            read(v.to_string()).await.into_iter().map(|(m, t)| (Some(m), t)).collect()
+                        }
+                        (None, None) => Vec::new(),
+                    };
+                    let several = by_model.len() > 1;
+                    for (model, t) in by_model {
+                        let id = match (&model, several) {
+                            (Some(m), true) => format!("{id}#{m}"),
+                            _ => id.clone(),
+                        };
                         s.rec.write(Entry::Usage {
                             id,
                             model,

@@ -1,7 +1,7 @@
 //! What a component exports, per WIT version: its [`Version`], the export indices found
 //! when it was loaded ([`Indices`]) and what lab may ask of it ([`Capabilities`]).
 
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6};
+use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7};
 use crate::agents::model as m;
 
 /// The WIT package version a component was built against.
@@ -13,6 +13,7 @@ pub enum Version {
     V0_4_0,
     V0_5_0,
     V0_6_0,
+    V0_7_0,
 }
 
 impl Version {
@@ -24,6 +25,7 @@ impl Version {
             Version::V0_4_0 => v4::PACKAGE,
             Version::V0_5_0 => v5::PACKAGE,
             Version::V0_6_0 => v6::PACKAGE,
+            Version::V0_7_0 => v7::PACKAGE,
         }
     }
 }
@@ -46,12 +48,12 @@ pub struct Capabilities {
 impl Capabilities {
     /// Whether it reads usage from transcripts (0.5.0 `usage`, every tmux world since).
     pub fn reads_usage(&self) -> bool {
-        matches!(self.version, Version::V0_5_0 | Version::V0_6_0) && !self.acp
+        matches!(self.version, Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0) && !self.acp
     }
     /// Whether it says what its agent needs in a sandbox (0.6.0 `sandbox`, every tmux
     /// world since).
     pub fn says_sandbox_needs(&self) -> bool {
-        matches!(self.version, Version::V0_6_0) && !self.acp
+        matches!(self.version, Version::V0_6_0 | Version::V0_7_0) && !self.acp
     }
 }
 
@@ -103,6 +105,17 @@ pub enum Indices {
     },
     Acp6 {
         agent: v6::acp_agent::GuestIndices,
+    },
+    V7 {
+        base: v7::base::GuestIndices,
+        hooker: Option<v7::dialog_hooker::GuestIndices>,
+        screen: Option<v7::screen_reader::GuestIndices>,
+        sessions: v7::sessions::GuestIndices,
+        usage: v7::usage::GuestIndices,
+        sandbox: v7::sandbox::GuestIndices,
+    },
+    Acp7 {
+        agent: v7::acp_agent::GuestIndices,
     },
 }
 
@@ -177,6 +190,20 @@ impl Indices {
             },
             Indices::Acp6 { .. } => Capabilities {
                 version: Version::V0_6_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::V7 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_7_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::Acp7 { .. } => Capabilities {
+                version: Version::V0_7_0,
                 dialog_hooker: false,
                 screen_reader: false,
                 acp: true,

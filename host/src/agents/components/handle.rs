@@ -16,7 +16,9 @@ pub use super::exports::{Capabilities, Version};
 pub use super::queue::Lane;
 use super::queue::{Queue, Stopped};
 use super::v0_3_0 as v3;
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, ComponentHost, StoreState};
+use super::{
+    v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, ComponentHost, StoreState,
+};
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
 use std::future::{Future, IntoFuture};
@@ -75,6 +77,17 @@ pub(super) enum Guests {
     Acp6 {
         agent: v6::acp_agent::Guest,
     },
+    V7 {
+        base: v7::base::Guest,
+        hooker: Option<v7::dialog_hooker::Guest>,
+        screen: Option<v7::screen_reader::Guest>,
+        sessions: v7::sessions::Guest,
+        usage: v7::usage::Guest,
+        sandbox: v7::sandbox::Guest,
+    },
+    Acp7 {
+        agent: v7::acp_agent::Guest,
+    },
 }
 
 /// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
@@ -88,7 +101,12 @@ macro_rules! per_version {
             Guests::V4 { $($field,)* .. } => $e,
             Guests::V5 { $($field,)* .. } => $e,
             Guests::V6 { $($field,)* .. } => $e,
-            Guests::Acp { .. } | Guests::Acp4 { .. } | Guests::Acp5 { .. } | Guests::Acp6 { .. } => None,
+            Guests::V7 { $($field,)* .. } => $e,
+            Guests::Acp { .. }
+            | Guests::Acp4 { .. }
+            | Guests::Acp5 { .. }
+            | Guests::Acp6 { .. }
+            | Guests::Acp7 { .. } => None,
         }
     };
 }
@@ -179,6 +197,15 @@ impl Worker {
                 sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
             },
             Indices::Acp6 { agent } => Guests::Acp6 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::V7 { base, hooker, screen, sessions, usage, sandbox } => Guests::V7 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+                usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
+                sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
+            },
+            Indices::Acp7 { agent } => Guests::Acp7 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -357,6 +384,8 @@ impl ProviderHandle {
             Guests::Acp5 { agent } => ok(agent.call_info(s).map(v2::info)),
             Guests::V6 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp6 { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::V7 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::Acp7 { agent } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -367,6 +396,16 @@ impl ProviderHandle {
             Guests::Acp4 { agent } => ok(agent.call_launch(s).map(v4::acp_launch)),
             Guests::Acp5 { agent } => ok(agent.call_launch(s).map(v5::acp_launch)),
             Guests::Acp6 { agent } => ok(agent.call_launch(s).map(v6::acp_launch)),
+            Guests::Acp7 { agent } => ok(agent.call_launch(s).map(v7::acp_launch)),
+            _ => None,
+        })
+    }
+
+    /// What a turn used, from an ACP agent's `session/prompt` response (0.7.0
+    /// `acp-agent.turn-usage`): tokens by model.
+    pub fn turn_usage(&self, response: String) -> Call<Vec<(String, m::Tokens)>> {
+        self.call("turn-usage", move |s, g| match g {
+            Guests::Acp7 { agent } => ok(agent.call_turn_usage(s, &response).map(v7::turn_usage)),
             _ => None,
         })
     }
@@ -488,13 +527,16 @@ impl ProviderHandle {
     /// What the agent can do with an earlier conversation (0.4.0 `sessions`), asked
     /// once when the component is loaded and kept in its [`Capabilities`].
     pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
-        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0) || self.caps.acp {
+        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0)
+            || self.caps.acp
+        {
             return Ok(());
         }
         let call = self.call("abilities", |s, g| match g {
             Guests::V4 { sessions, .. } => ok(sessions.call_abilities(s).map(v4::abilities)),
             Guests::V5 { sessions, .. } => ok(sessions.call_abilities(s).map(v5::abilities)),
             Guests::V6 { sessions, .. } => ok(sessions.call_abilities(s).map(v6::abilities)),
+            Guests::V7 { sessions, .. } => ok(sessions.call_abilities(s).map(v7::abilities)),
             _ => None,
         });
         self.caps.abilities = call.blocking()?;
@@ -517,6 +559,9 @@ impl ProviderHandle {
             Guests::V6 { sessions, .. } => res(sessions
                 .call_continue_session(s, &v2::launch_request(req), v6::continuation(how), &v6::earlier_run(earlier))
                 .map(|r| r.map(v2::launch_spec))),
+            Guests::V7 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v7::continuation(how), &v7::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
             _ => None,
         })
     }
@@ -532,6 +577,9 @@ impl ProviderHandle {
             Guests::V6 { sessions, .. } => {
                 ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v6::usage_limit)))
             }
+            Guests::V7 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v7::usage_limit)))
+            }
             _ => None,
         })
     }
@@ -541,6 +589,7 @@ impl ProviderHandle {
         self.call("read-usage", move |s, g| match g {
             Guests::V5 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v5::usage_report)),
             Guests::V6 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v6::usage_report)),
+            Guests::V7 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v7::usage_report)),
             _ => None,
         })
     }
@@ -549,6 +598,7 @@ impl ProviderHandle {
     pub fn sandbox_needs(&self, env: Vec<(String, String)>) -> Call<crate::sandbox::Needs> {
         self.call("sandbox-needs", move |s, g| match g {
             Guests::V6 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v6::needs)),
+            Guests::V7 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v7::needs)),
             _ => None,
         })
     }

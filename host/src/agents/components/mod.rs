@@ -19,6 +19,7 @@ pub mod v0_3_0;
 pub mod v0_4_0;
 pub mod v0_5_0;
 pub mod v0_6_0;
+pub mod v0_7_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -112,8 +113,15 @@ use wasmtime::{Config, Engine};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
-pub const WIT_PACKAGES: &[&str] =
-    &[v0_6_0::PACKAGE, v0_5_0::PACKAGE, v0_4_0::PACKAGE, v0_3_0::PACKAGE, v0_2_0::PACKAGE, v0_1_0::PACKAGE];
+pub const WIT_PACKAGES: &[&str] = &[
+    v0_7_0::PACKAGE,
+    v0_6_0::PACKAGE,
+    v0_5_0::PACKAGE,
+    v0_4_0::PACKAGE,
+    v0_3_0::PACKAGE,
+    v0_2_0::PACKAGE,
+    v0_1_0::PACKAGE,
+];
 
 // `BUNDLED` (the components embedded in the binary) and `fixtures` (paths of every
 // component the build made, and of older builds kept for the compatibility tests):
@@ -439,7 +447,29 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_6_0::PACKAGE {
+        let indices = if *version == v0_7_0::PACKAGE {
+            match v0_7_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp7 { agent },
+                Err(_) => handle::Indices::V7 {
+                    base: v0_7_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_7_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_7_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_7_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                    usage: v0_7_0::usage::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/usage as this lab expects")
+                    })?,
+                    sandbox: v0_7_0::sandbox::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sandbox as this lab expects")
+                    })?,
+                },
+            }
+        } else if *version == v0_6_0::PACKAGE {
             match v0_6_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp6 { agent },
                 Err(_) => handle::Indices::V6 {

@@ -16,6 +16,7 @@
 use super::{acp_declaration, ComponentFacts, ComponentHost, LoadFailure, ProviderHandle, Source, BUNDLED};
 use crate::agents::model;
 use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A component's bytes' SHA-256 as 16 hex digits ([`ComponentFacts::digest`]).
@@ -28,8 +29,9 @@ pub fn digest(bytes: &[u8]) -> String {
 pub(crate) enum Served<H> {
     /// A provider whose runs live in a terminal: kept loaded, its handle.
     Tmux(H),
-    /// An ACP provider: its declaration is all lab needs of it.
-    Acp(model::AcpLaunch),
+    /// An ACP provider: its declaration, and its handle for what it reads of its agent's
+    /// own words (WIT 0.7.0 `turn-usage`).
+    Acp(model::AcpLaunch, H),
 }
 
 /// One component file as scanned: its bytes, or why they cannot be used.
@@ -46,6 +48,8 @@ pub struct ProviderSet {
     pub loaded: Vec<(ComponentFacts, ProviderHandle)>,
     /// ACP providers (WIT 0.3.0 `acp-agent`): who each is and how to start its agent.
     pub acp: Vec<(ComponentFacts, model::AcpLaunch)>,
+    /// Their handles, by provider name.
+    acp_handles: BTreeMap<String, ProviderHandle>,
     /// The components refused, each with its reason.
     pub failed: Vec<LoadFailure>,
     /// The bundled providers as loaded (serving or replaced by a file: one replaced
@@ -60,6 +64,7 @@ impl ProviderSet {
         ProviderSet {
             loaded: Vec::new(),
             acp: Vec::new(),
+            acp_handles: BTreeMap::new(),
             failed: Vec::new(),
             bundled: Vec::new(),
             bundled_failed: Vec::new(),
@@ -72,7 +77,10 @@ impl ProviderSet {
         for (name, bytes) in BUNDLED {
             match load(host, Source::Bundled(name), bytes) {
                 Ok((facts, Served::Tmux(h))) => set.loaded.push((facts, h)),
-                Ok((facts, Served::Acp(l))) => set.acp.push((facts, l)),
+                Ok((facts, Served::Acp(l, h))) => {
+                    set.acp_handles.insert(facts.info.name.clone(), h);
+                    set.acp.push((facts, l));
+                }
                 Err(error) => set.failed.push(LoadFailure { source: Source::Bundled(name), error }),
             }
         }
@@ -89,7 +97,7 @@ impl ProviderSet {
                 Err(error) => bundled_failed.push(LoadFailure { source: Source::Bundled(name), error }),
             }
         }
-        let empty = ProviderSet { loaded: Vec::new(), acp: Vec::new(), failed: Vec::new(), bundled, bundled_failed };
+        let empty = ProviderSet { bundled, bundled_failed, ..ProviderSet::empty() };
         empty.reload(host, providers_dir)
     }
 
@@ -127,18 +135,27 @@ impl ProviderSet {
         }
         let mut loaded = Vec::new();
         let mut acp = Vec::new();
+        let mut acp_handles = BTreeMap::new();
         for (facts, served) in entries {
             match served {
                 Served::Tmux(h) => loaded.push((facts, h)),
-                Served::Acp(l) => acp.push((facts, l)),
+                Served::Acp(l, h) => {
+                    acp_handles.insert(facts.info.name.clone(), h);
+                    acp.push((facts, l));
+                }
             }
         }
-        ProviderSet { loaded, acp, failed, bundled: self.bundled.clone(), bundled_failed: self.bundled_failed.clone() }
+        let (bundled, bundled_failed) = (self.bundled.clone(), self.bundled_failed.clone());
+        ProviderSet { loaded, acp, acp_handles, failed, bundled, bundled_failed }
     }
 
     fn entries(&self) -> Vec<Entry<ProviderHandle>> {
         let tmux = self.loaded.iter().map(|(f, h)| (f.clone(), Served::Tmux(h.clone())));
-        tmux.chain(self.acp.iter().map(|(f, l)| (f.clone(), Served::Acp(l.clone())))).collect()
+        let acp = self.acp.iter().filter_map(|(f, l)| {
+            let h = self.acp_handles.get(&f.info.name)?.clone();
+            Some((f.clone(), Served::Acp(l.clone(), h)))
+        });
+        tmux.chain(acp).collect()
     }
 
     /// A loaded tmux provider.
@@ -149,6 +166,11 @@ impl ProviderSet {
     /// An ACP provider's declaration.
     pub fn get_acp(&self, name: &str) -> Option<&(ComponentFacts, model::AcpLaunch)> {
         self.acp.iter().find(|(f, _)| f.info.name == name)
+    }
+
+    /// An ACP provider's handle (to ask what its agent's own words say of a turn).
+    pub fn acp_handle(&self, name: &str) -> Option<&ProviderHandle> {
+        self.acp_handles.get(name)
     }
 
     /// Every provider's facts, tmux and ACP.
@@ -162,7 +184,7 @@ fn load(host: &ComponentHost, source: Source, bytes: &[u8]) -> Result<Entry<Prov
     let (facts, handle) = host.load(source, bytes).map_err(|e| format!("{e:#}"))?;
     if facts.capabilities.acp {
         let launch = acp_declaration(&facts, &handle)?;
-        return Ok((facts, Served::Acp(launch)));
+        return Ok((facts, Served::Acp(launch, handle)));
     }
     sandbox_needs_bounded(&handle)?;
     Ok((facts, Served::Tmux(handle)))
@@ -307,7 +329,7 @@ mod tests {
             .map(|(f, s)| {
                 let h = match s {
                     Served::Tmux(h) => *h,
-                    Served::Acp(_) => 0,
+                    Served::Acp(_, h) => *h,
                 };
                 (f.info.name.clone(), f.info.version.clone(), f.source.to_string(), h)
             })

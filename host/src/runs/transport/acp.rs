@@ -382,6 +382,24 @@ impl AcpRuns {
                     lab_exe: runs.here.lab_exe.clone(),
                 }),
             }))),
+            turn_usage: runs.providers().acp_handle(&rec.provider).cloned().map(|handle| {
+                let run = rec.id.clone();
+                let read: acp::session::TurnUsage = Arc::new(move |response: String| {
+                    let (handle, run) = (handle.clone(), run.clone());
+                    Box::pin(async move {
+                        match handle.turn_usage(response).await {
+                            Ok(by_model) => by_model,
+                            // A provider built before WIT 0.7.0 reads nothing of it.
+                            Err(e) if e.kind == crate::agents::provider::CallErrorKind::Unsupported => Vec::new(),
+                            Err(e) => {
+                                tracing::warn!(%run, error = %e, "the provider could not read the turn's usage");
+                                Vec::new()
+                            }
+                        }
+                    })
+                });
+                read
+            }),
             on_modes: {
                 let (runs, name) = (Arc::downgrade(runs), rec.provider.clone());
                 Box::new(move |modes| {

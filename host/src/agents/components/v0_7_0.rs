@@ -1,0 +1,62 @@
+//! `lab:provider@0.7.0`: host bindings. 0.7.0 is 0.6.0 plus `acp-agent.turn-usage`
+//! (what a turn used, where an ACP agent says it only in its own `_meta`); its `types`
+//! are 0.2.0's, so the bindings map them onto [`super::v0_2_0`]'s (`with:`).
+//! `sessions`' and `usage`' records are generated anew under this package: their
+//! conversions are written once ([`sessions_conversions!`](super::v0_4_0),
+//! [`usage_conversions!`](super::v0_5_0)).
+
+use crate::agents::model as m;
+
+/// The tmux worlds' exports (`screen-provider` exports every one of them).
+pub mod tmux {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.7.0",
+        world: "screen-provider",
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
+    });
+}
+
+/// The `acp-provider` world's export (0.6.0's and `turn-usage`).
+pub mod acp {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.7.0",
+        world: "acp-provider",
+        with: { "lab:provider/types": crate::agents::components::v0_2_0::w },
+    });
+}
+
+pub use acp::exports::lab::provider::acp_agent;
+pub use tmux::exports::lab::provider::base;
+pub use tmux::exports::lab::provider::dialog_hooker;
+pub use tmux::exports::lab::provider::sandbox;
+pub use tmux::exports::lab::provider::screen_reader;
+pub use tmux::exports::lab::provider::sessions;
+pub use tmux::exports::lab::provider::usage;
+
+pub const PACKAGE: &str = "lab:provider@0.7.0";
+
+super::v0_4_0::sessions_conversions!(sessions);
+super::v0_5_0::usage_conversions!(usage);
+
+pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
+    m::AcpLaunch {
+        args: l.args,
+        env: l.env,
+        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
+    }
+}
+
+pub fn needs(n: sandbox::SandboxNeeds) -> crate::sandbox::Needs {
+    crate::sandbox::Needs { writable: n.writable, readable: n.readable, hosts: n.hosts }
+}
+
+/// A turn's tokens by model, as `turn-usage` said them.
+pub fn turn_usage(list: Vec<acp_agent::ModelTokens>) -> Vec<(String, m::Tokens)> {
+    list.into_iter()
+        .map(|t| {
+            let tokens =
+                m::Tokens { input: t.input, output: t.output, cache_read: t.cache_read, cache_write: t.cache_write };
+            (t.model, tokens)
+        })
+        .collect()
+}
