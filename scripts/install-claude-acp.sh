@@ -15,34 +15,6 @@
 set -euo pipefail
 
 VERSION="${LAB_CLAUDE_ACP_VERSION:-0.101.0}"
-CACHE_ROOT="${LAB_CACHE_DIR:-${HOME:?HOME is not set}/.cache/lab}"
-PREFIX="${CACHE_ROOT}/claude-agent-acp/${VERSION}"
-PKG="@agentclientprotocol/claude-agent-acp"
-
-log() { printf 'install-claude-acp: %s\n' "$*" >&2; }
-die() { printf 'install-claude-acp: error: %s\n' "$*" >&2; exit 1; }
-
-case "$VERSION" in
-  ''|*[!0-9A-Za-z.+-]*) die "LAB_CLAUDE_ACP_VERSION '$VERSION' is not a plain version string" ;;
-esac
-command -v npm >/dev/null 2>&1 || die "npm is not installed"
-
-installed() {
-  [ -f "$PREFIX/node_modules/$PKG/package.json" ] &&
-    [ "$(node -p 'require(process.argv[1]).version' "$PREFIX/node_modules/$PKG/package.json" 2>/dev/null)" = "$VERSION" ] &&
-    [ -x "$PREFIX/node_modules/.bin/claude-agent-acp" ]
-}
-
-if ! installed; then
-  log "installing $PKG@$VERSION into $PREFIX"
-  mkdir -p "$PREFIX"
-  tmp="$(mktemp -d "${CACHE_ROOT}/.claude-acp-install.XXXXXX")"
-  trap 'rm -rf "$tmp"' EXIT
-  npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error --no-save "$PKG@$VERSION" >&2 ||
-    die "npm install $PKG@$VERSION failed"
-  rm -rf "$PREFIX"
-  mv "$tmp" "$PREFIX"
-  trap - EXIT
-  installed || die "installed, but $PREFIX/node_modules/.bin/claude-agent-acp is not $VERSION"
-fi
-printf '%s\n' "$PREFIX/node_modules/.bin/claude-agent-acp"
+# shellcheck source=lib/npm-bin.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/npm-bin.sh"
+install_npm_bin install-claude-acp LAB_CLAUDE_ACP_VERSION claude-agent-acp @agentclientprotocol/claude-agent-acp claude-agent-acp
