@@ -11,14 +11,13 @@
 
 mod common;
 
+use common::acp_run::{has_text, AcpRun};
 use common::*;
 use messages_standin::{Matcher, Reply, Script, Standin};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::time::Duration;
 
 const KEY: &str = "sk-ant-api03-standin-0123456789abcdefghijklmnopqrstuvwxyz-test";
-const STEP: Duration = Duration::from_secs(90);
 
 fn acp_bin() -> Option<PathBuf> {
     agent_bin(
@@ -29,10 +28,21 @@ fn acp_bin() -> Option<PathBuf> {
 }
 
 struct E2e {
-    w: World,
+    run: AcpRun,
     standin: Standin,
-    lab: Option<Lab>,
-    _slot: Slot,
+}
+
+impl std::ops::Deref for E2e {
+    type Target = AcpRun;
+    fn deref(&self) -> &AcpRun {
+        &self.run
+    }
+}
+
+impl std::ops::DerefMut for E2e {
+    fn deref_mut(&mut self) -> &mut AcpRun {
+        &mut self.run
+    }
 }
 
 impl E2e {
@@ -49,54 +59,14 @@ impl E2e {
             bin = bin.display().to_string(),
             url = standin.base_url(),
         ));
-        let lab = w.serve();
-        Some(E2e { w, standin, lab: Some(lab), _slot: slot })
-    }
-
-    fn lab(&self) -> &Lab {
-        self.lab.as_ref().unwrap()
+        Some(E2e { run: AcpRun::serve(w, slot, "claude-acp"), standin })
     }
 
     /// A run in the agent's `default` mode ("Manual": it asks before it acts; its own
     /// default, `auto`, decides by itself).
     fn run(&self, prompt: &str) -> String {
-        let body = json!({"provider": "claude-acp", "workdir": self.w.workdir, "prompt": prompt, "permission_mode": "default"});
-        let (s, r) = self.lab().post("/runs", &body);
-        assert_eq!(s, 201, "POST /runs: {r}");
-        r["id"].as_str().unwrap().to_string()
+        self.run.run_in_mode(prompt, Some("default"))
     }
-
-    fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        wait_for(STEP, what, || Some(self.lab().view(id)).filter(|v| pred(v)))
-    }
-
-    fn pending(&self, id: &str, kind: &str) -> Value {
-        self.wait(id, &format!("a {kind} dialog"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
-    }
-
-    fn answer(&self, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
-        self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
-    }
-
-    /// The dialog's option of ACP kind `kind` (lab shows it as the option's description;
-    /// the labels are the agent's: "Yes", "No", …).
-    fn option(d: &Value, kind: &str) -> usize {
-        d["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|o| o["description"] == kind)
-            .unwrap_or_else(|| panic!("{kind} in {d}"))
-    }
-
-    fn stop_run(&self, id: &str) {
-        let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
-        assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
-    }
-}
-
-fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 fn bash(command: &str) -> Value {
@@ -112,7 +82,7 @@ fn a_permission_answered_allow_runs_the_command_and_a_stale_answer_is_refused() 
     let id = e.run("write the marker file");
     let d = e.pending(&id, "permission");
     let tool_id = d["tool_id"].as_str().unwrap().to_string();
-    let allow = E2e::option(&d, "allow_once");
+    let allow = AcpRun::option(&d, "allow_once");
     let (s, r) = e.answer(&id, "acp-999~1", json!([{"option": allow}]));
     assert_eq!((s, &r["error"]), (409, &json!("dialog_changed")), "{r}");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
@@ -134,7 +104,7 @@ fn a_permission_answered_reject_does_not_run_the_command() {
     let Some(e) = E2e::start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = E2e::option(&d, "reject_once");
+    let reject = AcpRun::option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     e.wait(&id, "the reply after the refusal", |v| v["state"] == "idle" && has_text(v, "I did not run it"));
@@ -172,8 +142,7 @@ fn a_second_prompt_a_restart_of_lab_and_stop() {
     let Some(mut e) = E2e::start(script) else { return };
     let id = e.run("hello");
     e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
-    e.lab.take().unwrap().stop();
-    e.lab = Some(e.w.serve());
+    e.restart();
     // The agent declares loadSession: the run is resumed under the same id.
     let v = e.wait(&id, "the run resumed", |v| has_text(v, "lab restarted") || v["state"] == "ended");
     assert_ne!(v["state"], "ended", "{}", e.lab().get(&format!("/runs/{id}")).1);

@@ -10,23 +10,32 @@
 
 mod common;
 
+use common::acp_run::{has_text, AcpRun, STEP};
 use common::*;
 use responses_standin::{Script, Standin, API_KEY_ENV};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
-use std::time::Duration;
-
-const STEP: Duration = Duration::from_secs(90);
 
 fn codex_acp_bin() -> Option<PathBuf> {
     agent_bin("LAB_CODEX_ACP_BIN", "scripts/install-codex-acp.sh", "the end-to-end tests against the real codex-acp")
 }
 
 struct E2e {
-    w: World,
+    run: AcpRun,
     standin: Standin,
-    lab: Lab,
-    _slot: Slot,
+}
+
+impl std::ops::Deref for E2e {
+    type Target = AcpRun;
+    fn deref(&self) -> &AcpRun {
+        &self.run
+    }
+}
+
+impl std::ops::DerefMut for E2e {
+    fn deref_mut(&mut self) -> &mut AcpRun {
+        &mut self.run
+    }
 }
 
 impl E2e {
@@ -49,33 +58,8 @@ impl E2e {
             bin = bin.display().to_string(),
             home = codex_home.display().to_string(),
         ));
-        let lab = w.serve();
-        Some(E2e { w, standin, lab, _slot: slot })
+        Some(E2e { run: AcpRun::serve(w, slot, "codex-acp"), standin })
     }
-
-    fn run(&self, prompt: &str) -> String {
-        let body = json!({"provider": "codex-acp", "workdir": self.w.workdir, "prompt": prompt});
-        let (s, r) = self.lab.post("/runs", &body);
-        assert_eq!(s, 201, "POST /runs: {r}");
-        r["id"].as_str().unwrap().to_string()
-    }
-
-    fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        wait_for(STEP, what, || Some(self.lab.view(id)).filter(|v| pred(v)))
-    }
-
-    fn option(d: &Value, kind: &str) -> usize {
-        d["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|o| o["description"] == kind)
-            .unwrap_or_else(|| panic!("{kind} in {d}"))
-    }
-}
-
-fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 #[test]
@@ -88,9 +72,9 @@ fn an_escalated_command_is_asked_about_allowed_from_lab_and_runs() {
     let v = e.wait(&id, "the permission request", |v| v["pending_dialog"]["kind"] == "permission");
     let d = v["pending_dialog"].clone();
     assert!(d.to_string().contains("touch codex-acp-ran.txt"), "the prompt shows the command: {d}");
-    let allow = E2e::option(&d, "allow_once");
+    let allow = AcpRun::option(&d, "allow_once");
     let (s, r) = e
-        .lab
+        .lab()
         .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": allow}]}));
     assert_eq!(s, 202, "{r}");
     e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "Tool finished."));
@@ -99,10 +83,10 @@ fn an_escalated_command_is_asked_about_allowed_from_lab_and_runs() {
     assert!(e.standin.wait_for_output(&call.call_id, STEP).is_some(), "its output reached the model");
     // codex-acp 0.16.0 says how full the context is (`usage_update`), and no turn's
     // tokens (its prompt responses carry no `usage`): lab shows what it says.
-    let (_, u) = e.lab.get(&format!("/runs/{id}/usage"));
+    let (_, u) = e.lab().get(&format!("/runs/{id}/usage"));
     assert!(u["context"]["used"].as_u64().is_some_and(|n| n > 0), "{u}");
     assert!(u["context"]["window"].as_u64().is_some_and(|n| n > 0), "{u}");
     assert_eq!(u["responses"], 0, "{u}");
-    let (s, r) = e.lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    let (s, r) = e.lab().post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
 }

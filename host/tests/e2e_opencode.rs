@@ -11,23 +11,32 @@
 
 mod common;
 
+use common::acp_run::{has_text, AcpRun};
 use common::*;
 use messages_standin::{Reply, Script, Standin};
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::time::Duration;
-
-const STEP: Duration = Duration::from_secs(90);
 
 fn opencode_bin() -> Option<PathBuf> {
     agent_bin("LAB_OPENCODE_BIN", "scripts/install-opencode.sh", "the end-to-end tests against the real OpenCode")
 }
 
 struct E2e {
-    w: World,
+    run: AcpRun,
     standin: Standin,
-    lab: Option<Lab>,
-    _slot: Slot,
+}
+
+impl std::ops::Deref for E2e {
+    type Target = AcpRun;
+    fn deref(&self) -> &AcpRun {
+        &self.run
+    }
+}
+
+impl std::ops::DerefMut for E2e {
+    fn deref_mut(&mut self) -> &mut AcpRun {
+        &mut self.run
+    }
 }
 
 impl E2e {
@@ -48,50 +57,8 @@ impl E2e {
             bin = bin.display().to_string(),
             config = config.to_string(),
         ));
-        let lab = w.serve();
-        Some(E2e { w, standin, lab: Some(lab), _slot: slot })
+        Some(E2e { run: AcpRun::serve(w, slot, "opencode"), standin })
     }
-
-    fn lab(&self) -> &Lab {
-        self.lab.as_ref().unwrap()
-    }
-
-    fn run(&self, prompt: &str) -> String {
-        let body = json!({"provider": "opencode", "workdir": self.w.workdir, "prompt": prompt});
-        let (s, r) = self.lab().post("/runs", &body);
-        assert_eq!(s, 201, "POST /runs: {r}");
-        r["id"].as_str().unwrap().to_string()
-    }
-
-    fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        wait_for(STEP, what, || Some(self.lab().view(id)).filter(|v| pred(v)))
-    }
-
-    fn pending(&self, id: &str, kind: &str) -> Value {
-        self.wait(id, &format!("a {kind} dialog"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
-    }
-
-    fn answer(&self, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
-        self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
-    }
-
-    fn option(d: &Value, kind: &str) -> usize {
-        d["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|o| o["description"] == kind)
-            .unwrap_or_else(|| panic!("{kind} in {d}"))
-    }
-
-    fn stop_run(&self, id: &str) {
-        let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
-        assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
-    }
-}
-
-fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 fn bash(command: &str) -> Value {
@@ -111,7 +78,7 @@ fn a_shell_command_opencode_asks_about_is_allowed_from_lab_and_runs() {
     let d = e.pending(&id, "permission");
     let tool_id = d["tool_id"].as_str().unwrap().to_string();
     assert!(d.to_string().contains("echo oc > oc-ran.txt"), "the prompt shows the command: {d}");
-    let allow = E2e::option(&d, "allow_once");
+    let allow = AcpRun::option(&d, "allow_once");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
     assert_eq!(s, 202, "{r}");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
@@ -159,7 +126,7 @@ fn a_shell_command_rejected_from_lab_never_runs() {
     let Some(e) = E2e::start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = E2e::option(&d, "reject_once");
+    let reject = AcpRun::option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
@@ -178,8 +145,7 @@ fn a_second_prompt_after_a_restart_of_lab_reaches_the_same_session() {
     let Some(mut e) = E2e::start(script) else { return };
     let id = e.run("hello");
     e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
-    e.lab.take().unwrap().stop();
-    e.lab = Some(e.w.serve());
+    e.restart();
     let v = e.wait(&id, "the run resumed", |v| has_text(v, "lab restarted") || v["state"] == "ended");
     assert_ne!(v["state"], "ended", "{}", e.lab().get(&format!("/runs/{id}")).1);
     let v = e.wait(&id, "the run idle again", |v| v["state"] == "idle");

@@ -334,7 +334,7 @@ mod tests {
     fn a_provider_s_paths_are_its_own_state_or_absolute() {
         assert_eq!(need_path("~/.agent/"), Ok(NeedPath::State(p(".agent"))));
         assert_eq!(need_path("~/.agent.json"), Ok(NeedPath::State(p(".agent.json"))));
-        assert_eq!(need_path("~/.config/opencode/"), Ok(NeedPath::State(p(".config/opencode"))));
+        assert_eq!(need_path("~/.config/acme/"), Ok(NeedPath::State(p(".config/acme"))));
         assert_eq!(need_path("/srv/state/"), Ok(NeedPath::Absolute(p("/srv/state/"))));
         for (bad, why) in [
             ("~/", "whole home"),

@@ -374,11 +374,11 @@ mod tests {
             std::fs::write(&p, text).unwrap();
             Config::load(&p)
         };
-        let c = load("[agents.gem]\nacp = [\"gemini\", \"--acp\"]\nenv = { K = \"v\" }\ndisplay_name = \"Gemini\"\n")
+        let c = load("[agents.gem]\nacp = [\"gem-agent\", \"--acp\"]\nenv = { K = \"v\" }\ndisplay_name = \"Gem\"\n")
             .unwrap();
         let a = &c.agents["gem"];
-        assert_eq!(a.acp, ["gemini", "--acp"]);
-        assert_eq!((a.display_name.as_deref(), a.as_provider().env["K"].as_str()), (Some("Gemini"), "v"));
+        assert_eq!(a.acp, ["gem-agent", "--acp"]);
+        assert_eq!((a.display_name.as_deref(), a.as_provider().env["K"].as_str()), (Some("Gem"), "v"));
         assert_eq!(a.start_timeout(), std::time::Duration::from_secs(60));
         assert!(load("[agents.gem]\nacp = []\n").unwrap_err().to_string().contains("must name a command"));
         assert!(load("[agents.Gem]\nacp = [\"x\"]\n").unwrap_err().to_string().contains("name"));

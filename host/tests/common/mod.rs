@@ -2,6 +2,7 @@
 //! with its own home, real tmux, and agents that behave like the real ones.
 #![allow(dead_code)]
 
+pub mod acp_run;
 mod agent_bin;
 pub mod machine;
 pub mod sshd;

@@ -17,6 +17,10 @@ pub enum Request {
         tool_call_id: Option<String>,
         title: String,
         tool_kind: Option<String>,
+        /// The command the call runs (`rawInput.command`), where the agent says it apart
+        /// from its title: what the operator is asked to allow.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
         options: Vec<PermissionOption>,
     },
     Elicitation {
@@ -25,6 +29,21 @@ pub enum Request {
         message: String,
         schema: Value,
     },
+}
+
+/// A command shown on a permission card is cut here (a line of shell, not a file).
+const MAX_COMMAND: usize = 4096;
+
+/// `text` cut to at most `max` bytes on a char boundary, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,7 +96,13 @@ impl Request {
         }
         let tool_call_id = text(call, "toolCallId");
         let title = text(call, "title").or_else(|| tool_call_id.clone()).unwrap_or_else(|| "a tool call".into());
-        Ok(Request::Permission { n, tool_call_id, title, tool_kind: text(call, "kind"), options })
+        let command = call
+            .pointer("/rawInput/command")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|c| !c.is_empty() && *c != title.trim())
+            .map(|c| clip(c, MAX_COMMAND));
+        Ok(Request::Permission { n, tool_call_id, title, tool_kind: text(call, "kind"), command, options })
     }
 
     /// `elicitation/create`'s params (form mode only: lab draws the form as questions).
@@ -100,19 +125,19 @@ impl Request {
     /// The dialog the operator sees.
     pub fn dialog(&self) -> Result<Dialog, String> {
         let (call_id, tool_name, body) = match self {
-            Request::Permission { tool_call_id, title, tool_kind, options, .. } => {
+            Request::Permission { tool_call_id, title, tool_kind, command, options, .. } => {
                 let options = options
                     .iter()
                     .map(|o| DialogOption { label: o.name.clone(), description: o.kind.clone() })
                     .collect();
                 let tool = tool_kind.clone().unwrap_or_else(|| "tool".into());
-                let body = DialogBody::Permission {
-                    tool: tool.clone(),
-                    summary: title.clone(),
-                    reason: None,
-                    options,
-                    feedback_option: None,
+                // The command itself when the agent names it apart, its title then the why.
+                let (summary, reason) = match command {
+                    Some(c) => (c.clone(), Some(title.clone())),
+                    None => (title.clone(), None),
                 };
+                let body =
+                    DialogBody::Permission { tool: tool.clone(), summary, reason, options, feedback_option: None };
                 (tool_call_id.clone(), tool, body)
             }
             Request::Elicitation { tool_call_id, message, schema, .. } => {
@@ -465,5 +490,35 @@ mod tests {
             let bytes = serde_json::to_vec(&r).unwrap();
             assert_eq!(serde_json::from_slice::<Request>(&bytes).unwrap(), r);
         }
+    }
+
+    /// A permission whose call names its command apart from its title (the agent's
+    /// description): the card shows the command, the title as the reason; a spool
+    /// written before this field reads as before.
+    #[test]
+    fn a_command_named_apart_from_the_title_is_what_the_card_shows() {
+        let p = json!({"sessionId": "s", "toolCall": {"toolCallId": "t1", "title": "Write a marker file", "kind": "execute",
+            "rawInput": {"command": "echo x > f.txt", "commands": ["echo x > f.txt"]}},
+            "options": [{"optionId": "a", "name": "Allow once", "kind": "allow_once"}]});
+        let d = Request::permission(1, &p).unwrap().dialog().unwrap();
+        match d.body {
+            DialogBody::Permission { summary, reason, .. } => {
+                assert_eq!((summary.as_str(), reason.as_deref()), ("echo x > f.txt", Some("Write a marker file")));
+            }
+            other => panic!("{other:?}"),
+        }
+        let same = json!({"sessionId": "s", "toolCall": {"toolCallId": "t2", "title": "ls", "rawInput": {"command": "ls"}},
+            "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]});
+        let r = Request::permission(2, &same).unwrap();
+        assert!(matches!(&r, Request::Permission { command: None, .. }), "{r:?}");
+        let long = "x".repeat(MAX_COMMAND + 10);
+        let p = json!({"toolCall": {"toolCallId": "t3", "title": "t", "rawInput": {"command": long}},
+            "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]});
+        match Request::permission(3, &p).unwrap() {
+            Request::Permission { command: Some(c), .. } => assert!(c.len() <= MAX_COMMAND + 3 && c.ends_with('…')),
+            other => panic!("{other:?}"),
+        }
+        let old = r#"{"kind":"permission","n":4,"tool_call_id":"t4","title":"ls","tool_kind":"execute","options":[]}"#;
+        assert!(matches!(serde_json::from_str::<Request>(old).unwrap(), Request::Permission { command: None, .. }));
     }
 }

@@ -1,0 +1,86 @@
+//! An ACP agent driven end to end through lab's API, the same for every real agent
+//! (e2e_claude_acp, e2e_codex_acp, e2e_gemini, e2e_opencode): a world whose lab.toml
+//! names the agent, lab serving it, a slot (a few real agents at once at most), and the
+//! operator's steps — start a run, wait for a state, answer a prompt, restart lab, stop.
+
+use super::{wait_for, Lab, Slot, World};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// What a step of a real agent may take on a loaded machine.
+pub const STEP: Duration = Duration::from_secs(90);
+
+pub struct AcpRun {
+    pub w: World,
+    lab: Option<Lab>,
+    provider: String,
+    _slot: Slot,
+}
+
+impl AcpRun {
+    /// lab serving `w` (its lab.toml written), runs started with `provider`.
+    pub fn serve(w: World, slot: Slot, provider: &str) -> AcpRun {
+        let lab = w.serve();
+        AcpRun { w, lab: Some(lab), provider: provider.to_string(), _slot: slot }
+    }
+
+    pub fn lab(&self) -> &Lab {
+        self.lab.as_ref().expect("lab serves")
+    }
+
+    /// lab stopped and started again on the same home (its agents go with it).
+    pub fn restart(&mut self) {
+        self.lab.take().expect("lab serves").stop();
+        self.lab = Some(self.w.serve());
+    }
+
+    /// A run in the workdir with `prompt` (and `permission_mode`, when given): its id.
+    pub fn run_in_mode(&self, prompt: &str, mode: Option<&str>) -> String {
+        let mut body = json!({"provider": self.provider, "workdir": self.w.workdir, "prompt": prompt});
+        if let Some(m) = mode {
+            body["permission_mode"] = json!(m);
+        }
+        let (s, r) = self.lab().post("/runs", &body);
+        assert_eq!(s, 201, "POST /runs: {r}");
+        r["id"].as_str().unwrap().to_string()
+    }
+
+    pub fn run(&self, prompt: &str) -> String {
+        self.run_in_mode(prompt, None)
+    }
+
+    /// The run's view once `pred` holds for it (at most [`STEP`]).
+    pub fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        wait_for(STEP, what, || Some(self.lab().view(id)).filter(|v| pred(v)))
+    }
+
+    /// The run's pending dialog once it is of `kind`.
+    pub fn pending(&self, id: &str, kind: &str) -> Value {
+        self.wait(id, &format!("a {kind} dialog"), |v| v["pending_dialog"]["kind"] == kind)["pending_dialog"].clone()
+    }
+
+    pub fn answer(&self, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {
+        self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
+    }
+
+    /// The dialog's option of ACP kind `kind` (lab shows it as the option's
+    /// description; the labels are the agent's own).
+    pub fn option(d: &Value, kind: &str) -> usize {
+        d["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|o| o["description"] == kind)
+            .unwrap_or_else(|| panic!("{kind} in {d}"))
+    }
+
+    pub fn stop_run(&self, id: &str) {
+        let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
+        assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
+    }
+}
+
+/// Whether a message of the run's chat holds `needle`.
+pub fn has_text(v: &Value, needle: &str) -> bool {
+    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
+}
