@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::acp_run::{has_text, AcpRun};
+use common::acp_run::{has_text, option, AcpRun};
 use common::*;
 use messages_standin::{Matcher, Reply, Script, Standin};
 use serde_json::{json, Value};
@@ -27,46 +27,22 @@ fn acp_bin() -> Option<PathBuf> {
     )
 }
 
-struct E2e {
-    run: AcpRun,
-    standin: Standin,
-}
+type E2e = AcpRun<Standin>;
 
-impl std::ops::Deref for E2e {
-    type Target = AcpRun;
-    fn deref(&self) -> &AcpRun {
-        &self.run
-    }
-}
-
-impl std::ops::DerefMut for E2e {
-    fn deref_mut(&mut self) -> &mut AcpRun {
-        &mut self.run
-    }
-}
-
-impl E2e {
-    fn start(script: Script) -> Option<E2e> {
-        let bin = acp_bin()?;
-        let slot = Slot::take(2);
-        let standin = Standin::start(script).unwrap();
-        let w = World::new();
-        w.write_config(&format!(
-            "[agents.claude-acp]\nacp = [{bin:?}]\ndisplay_name = \"Claude (ACP)\"\nstart_timeout_secs = 120\n\
+fn start(script: Script) -> Option<E2e> {
+    let bin = acp_bin()?;
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    w.write_config(&format!(
+        "[agents.claude-acp]\nacp = [{bin:?}]\ndisplay_name = \"Claude (ACP)\"\nstart_timeout_secs = 120\n\
              env = {{ ANTHROPIC_BASE_URL = {url:?}, ANTHROPIC_API_KEY = {KEY:?}, IS_SANDBOX = \"1\", \
              DISABLE_AUTOUPDATER = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_ERROR_REPORTING = \"1\", \
              CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\" }}\n",
-            bin = bin.display().to_string(),
-            url = standin.base_url(),
-        ));
-        Some(E2e { run: AcpRun::serve(w, slot, "claude-acp"), standin })
-    }
-
-    /// A run in the agent's `default` mode ("Manual": it asks before it acts; its own
-    /// default, `auto`, decides by itself).
-    fn run(&self, prompt: &str) -> String {
-        self.run.run_in_mode(prompt, Some("default"))
-    }
+        bin = bin.display().to_string(),
+        url = standin.base_url(),
+    ));
+    Some(AcpRun::serve(w, slot, "claude-acp", standin).in_mode("default"))
 }
 
 fn bash(command: &str) -> Value {
@@ -78,11 +54,11 @@ fn a_permission_answered_allow_runs_the_command_and_a_stale_answer_is_refused() 
     let script = Script::new()
         .turn(Matcher::Any, Reply::tool_use_with_text("Bash", bash("echo acp > acp-ran.txt"), "I will write the file."))
         .after_tool_result("The file is written.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("write the marker file");
     let d = e.pending(&id, "permission");
     let tool_id = d["tool_id"].as_str().unwrap().to_string();
-    let allow = AcpRun::option(&d, "allow_once");
+    let allow = option(&d, "allow_once");
     let (s, r) = e.answer(&id, "acp-999~1", json!([{"option": allow}]));
     assert_eq!((s, &r["error"]), (409, &json!("dialog_changed")), "{r}");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
@@ -101,10 +77,10 @@ fn a_permission_answered_reject_does_not_run_the_command() {
     let script = Script::new()
         .turn(Matcher::Any, Reply::tool_use("Bash", bash("echo no > acp-rejected.txt")))
         .after_tool_result("Understood, I did not run it.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = AcpRun::option(&d, "reject_once");
+    let reject = option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     e.wait(&id, "the reply after the refusal", |v| v["state"] == "idle" && has_text(v, "I did not run it"));
@@ -117,7 +93,7 @@ fn a_question_is_answered_from_lab() {
     let script = Script::new()
         .turn(Matcher::Any, Reply::tool_use_with_text("AskUserQuestion", three_options(), "One question first."))
         .after_tool_result("Noted your choice.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("ask me something");
     let d = e.pending(&id, "question");
     assert_eq!(d["questions"][0]["question"], "Which database should we use?", "{d}");
@@ -139,7 +115,7 @@ fn a_question_is_answered_from_lab() {
 fn a_second_prompt_a_restart_of_lab_and_stop() {
     let script =
         Script::new().turn(Matcher::Any, Reply::text("First reply.")).turn(Matcher::Any, Reply::text("Second reply."));
-    let Some(mut e) = E2e::start(script) else { return };
+    let Some(mut e) = start(script) else { return };
     let id = e.run("hello");
     e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
     e.restart();

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::acp_run::{has_text, AcpRun, STEP};
+use common::acp_run::{has_text, option, AcpRun, STEP};
 use common::*;
 use responses_standin::{Script, Standin, API_KEY_ENV};
 use serde_json::json;
@@ -20,46 +20,28 @@ fn codex_acp_bin() -> Option<PathBuf> {
     agent_bin("LAB_CODEX_ACP_BIN", "scripts/install-codex-acp.sh", "the end-to-end tests against the real codex-acp")
 }
 
-struct E2e {
-    run: AcpRun,
-    standin: Standin,
-}
+type E2e = AcpRun<Standin>;
 
-impl std::ops::Deref for E2e {
-    type Target = AcpRun;
-    fn deref(&self) -> &AcpRun {
-        &self.run
-    }
-}
-
-impl std::ops::DerefMut for E2e {
-    fn deref_mut(&mut self) -> &mut AcpRun {
-        &mut self.run
-    }
-}
-
-impl E2e {
-    fn start(script: Script) -> Option<E2e> {
-        let bin = codex_acp_bin()?;
-        let slot = Slot::take(2);
-        let standin = Standin::start(script).unwrap();
-        let w = World::new();
-        let codex_home = w.dir.path().join("codex-home");
-        std::fs::create_dir_all(&codex_home).unwrap();
-        let trusted = w.workdir.canonicalize().unwrap();
-        std::fs::write(
-            codex_home.join("config.toml"),
-            responses_standin::codex_config(&standin.url(), Some(&trusted.display().to_string())),
-        )
-        .unwrap();
-        w.write_config(&format!(
-            "[agents.codex-acp]\nacp = [{bin:?}]\ndisplay_name = \"Codex (ACP)\"\nstart_timeout_secs = 120\n\
+fn start(script: Script) -> Option<E2e> {
+    let bin = codex_acp_bin()?;
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    let codex_home = w.dir.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let trusted = w.workdir.canonicalize().unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        responses_standin::codex_config(&standin.url(), Some(&trusted.display().to_string())),
+    )
+    .unwrap();
+    w.write_config(&format!(
+        "[agents.codex-acp]\nacp = [{bin:?}]\ndisplay_name = \"Codex (ACP)\"\nstart_timeout_secs = 120\n\
              env = {{ CODEX_HOME = {home:?}, {API_KEY_ENV} = \"standin-key\" }}\n",
-            bin = bin.display().to_string(),
-            home = codex_home.display().to_string(),
-        ));
-        Some(E2e { run: AcpRun::serve(w, slot, "codex-acp"), standin })
-    }
+        bin = bin.display().to_string(),
+        home = codex_home.display().to_string(),
+    ));
+    Some(AcpRun::serve(w, slot, "codex-acp", standin))
 }
 
 #[test]
@@ -67,12 +49,12 @@ fn an_escalated_command_is_asked_about_allowed_from_lab_and_runs() {
     let script = Script::new()
         .exec_command_escalated("touch codex-acp-ran.txt", "Stand-in wants to create a file")
         .after_output("Tool finished.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("make the file");
     let v = e.wait(&id, "the permission request", |v| v["pending_dialog"]["kind"] == "permission");
     let d = v["pending_dialog"].clone();
     assert!(d.to_string().contains("touch codex-acp-ran.txt"), "the prompt shows the command: {d}");
-    let allow = AcpRun::option(&d, "allow_once");
+    let allow = option(&d, "allow_once");
     let (s, r) = e
         .lab()
         .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": allow}]}));

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::acp_run::{has_text, AcpRun};
+use common::acp_run::{has_text, option, AcpRun};
 use common::*;
 use messages_standin::{Matcher, Reply, Script, Standin};
 use serde_json::{json, Value};
@@ -21,34 +21,22 @@ fn copilot_bin() -> Option<PathBuf> {
     agent_bin("LAB_COPILOT_BIN", "scripts/install-copilot.sh", "the end-to-end tests against the real Copilot CLI")
 }
 
-struct E2e {
-    run: AcpRun,
-    standin: Standin,
-}
+type E2e = AcpRun<Standin>;
 
-impl std::ops::Deref for E2e {
-    type Target = AcpRun;
-    fn deref(&self) -> &AcpRun {
-        &self.run
-    }
-}
-
-impl E2e {
-    fn start(script: Script) -> Option<E2e> {
-        let bin = copilot_bin()?;
-        let slot = Slot::take(2);
-        let standin = Standin::start(script).unwrap();
-        let w = World::new();
-        w.write_config(&format!(
-            "[agents.copilot]\nacp = [{bin:?}, \"--acp\"]\ndisplay_name = \"Copilot CLI\"\nstart_timeout_secs = 120\n\
+fn start(script: Script) -> Option<E2e> {
+    let bin = copilot_bin()?;
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    w.write_config(&format!(
+        "[agents.copilot]\nacp = [{bin:?}, \"--acp\"]\ndisplay_name = \"Copilot CLI\"\nstart_timeout_secs = 120\n\
              env = {{ COPILOT_PROVIDER_BASE_URL = {url:?}, COPILOT_PROVIDER_TYPE = \"anthropic\", \
              COPILOT_PROVIDER_API_KEY = \"sk-ant-standin\", COPILOT_MODEL = \"claude-sonnet-4.5\", \
              npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
-            bin = bin.display().to_string(),
-            url = standin.base_url(),
-        ));
-        Some(E2e { run: AcpRun::serve(w, slot, "copilot"), standin })
-    }
+        bin = bin.display().to_string(),
+        url = standin.base_url(),
+    ));
+    Some(AcpRun::serve(w, slot, "copilot", standin))
 }
 
 fn bash(command: &str) -> Value {
@@ -60,11 +48,11 @@ fn a_shell_command_copilot_asks_about_is_allowed_from_lab_runs_and_its_usage_is_
     let script = Script::new()
         .turn(Matcher::Any, Reply::tool_use_with_text("bash", bash("echo cop > copilot-ran.txt"), "I will write it."))
         .after_tool_result("The file is written.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("write the marker file");
     let d = e.pending(&id, "permission");
     assert!(d.to_string().contains("echo cop > copilot-ran.txt"), "the prompt shows the command: {d}");
-    let allow = AcpRun::option(&d, "allow_once");
+    let allow = option(&d, "allow_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": allow}]));
     assert_eq!(s, 202, "{r}");
     let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "The file is written."));
@@ -97,10 +85,10 @@ fn a_shell_command_denied_from_lab_never_runs() {
     let script = Script::new()
         .turn(Matcher::Any, Reply::tool_use("bash", bash("echo no > copilot-denied.txt")))
         .after_tool_result("Understood, I did not run it.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = AcpRun::option(&d, "reject_once");
+    let reject = option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());

@@ -11,52 +11,35 @@
 
 mod common;
 
-use common::acp_run::{has_text, AcpRun, STEP};
+use common::acp_run::{has_text, option, AcpRun, STEP};
 use common::*;
 use gemini_standin::{Matcher, Reply, Script, Standin};
 use serde_json::json;
 use std::path::PathBuf;
+use std::time::Duration;
 
 fn gemini_bin() -> Option<PathBuf> {
     agent_bin("LAB_GEMINI_BIN", "scripts/install-gemini.sh", "the end-to-end tests against the real Gemini CLI")
 }
 
-struct E2e {
-    run: AcpRun,
-    standin: Standin,
-}
+type E2e = AcpRun<Standin>;
 
-impl std::ops::Deref for E2e {
-    type Target = AcpRun;
-    fn deref(&self) -> &AcpRun {
-        &self.run
-    }
-}
-
-impl std::ops::DerefMut for E2e {
-    fn deref_mut(&mut self) -> &mut AcpRun {
-        &mut self.run
-    }
-}
-
-impl E2e {
-    fn start(script: Script) -> Option<E2e> {
-        let bin = gemini_bin()?;
-        let slot = Slot::take(2);
-        let standin = Standin::start(script).unwrap();
-        let w = World::new();
-        // The agent's own settings: no usage statistics (they would go to Google).
-        let settings = w.agent_home.join(".gemini");
-        std::fs::create_dir_all(&settings).unwrap();
-        std::fs::write(settings.join("settings.json"), r#"{"privacy": {"usageStatisticsEnabled": false}}"#).unwrap();
-        w.write_config(&format!(
-            "[providers.gemini-cli]\nprogram = {bin:?}\n\
+fn start(script: Script) -> Option<E2e> {
+    let bin = gemini_bin()?;
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    // The agent's own settings: no usage statistics (they would go to Google).
+    let settings = w.agent_home.join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(settings.join("settings.json"), r#"{"privacy": {"usageStatisticsEnabled": false}}"#).unwrap();
+    w.write_config(&format!(
+        "[providers.gemini-cli]\nprogram = {bin:?}\n\
              env = {{ GOOGLE_GEMINI_BASE_URL = {url:?}, GEMINI_API_KEY = \"standin-key\" }}\n",
-            bin = bin.display().to_string(),
-            url = standin.base_url(),
-        ));
-        Some(E2e { run: AcpRun::serve(w, slot, "gemini-cli"), standin })
-    }
+        bin = bin.display().to_string(),
+        url = standin.base_url(),
+    ));
+    Some(AcpRun::serve(w, slot, "gemini-cli", standin))
 }
 
 #[test]
@@ -67,12 +50,12 @@ fn a_shell_command_gemini_asks_about_is_allowed_from_lab_and_runs() {
             Reply::shell("echo gemini > gemini-ran.txt", "Write a marker file").after("I will write it."),
         )
         .after_response("The file is written.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("write the marker file");
     let d = e.pending(&id, "permission");
     let tool_id = d["tool_id"].as_str().unwrap().to_string();
     assert!(d.to_string().contains("echo gemini > gemini-ran.txt"), "the prompt shows the command: {d}");
-    let allow = AcpRun::option(&d, "allow_once");
+    let allow = option(&d, "allow_once");
     let (s, r) = e.answer(&id, "acp-999~1", json!([{"option": allow}]));
     assert_eq!((s, &r["error"]), (409, &json!("dialog_changed")), "{r}");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
@@ -105,10 +88,10 @@ fn a_shell_command_rejected_from_lab_never_runs() {
     let script = Script::new()
         .turn(Matcher::Any, Reply::shell("echo no > gemini-rejected.txt", "Write a file"))
         .after_response("Understood, I did not run it.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = AcpRun::option(&d, "reject_once");
+    let reject = option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
@@ -117,25 +100,41 @@ fn a_shell_command_rejected_from_lab_never_runs() {
 }
 
 /// Gemini CLI 0.61.0 declares `loadSession`, but its `session/load` starts recording
-/// the session anew before it looks for it, overwrites the record, and then finds
-/// nothing ("No previous sessions found for this project": docs/gemini-cli-observed.md).
-/// After a restart of lab the run ends saying so in the agent's words, its chat kept.
-/// A release that loads its sessions fails this test: the compat matrix shows it.
+/// the session anew and then looks for it: mostly it finds only its own new record and
+/// answers "No previous sessions found for this project" (the conversation on disk
+/// overwritten: docs/providers/gemini-cli/observed-0.61.0.md); when its lookup wins the
+/// race, the session loads. After a restart of lab the run is therefore resumed or ends
+/// saying why in the agent's words — never stuck — and its chat is kept either way.
 #[test]
-fn a_restart_of_lab_ends_the_run_in_gemini_s_words_when_it_cannot_load_its_session() {
-    let script = Script::new().turn(Matcher::Any, Reply::text("First reply."));
-    let Some(mut e) = E2e::start(script) else { return };
+fn a_restart_of_lab_resumes_the_run_or_ends_it_in_gemini_s_words() {
+    let script =
+        Script::new().turn(Matcher::Any, Reply::text("First reply.")).turn(Matcher::Any, Reply::text("Second reply."));
+    let Some(mut e) = start(script) else { return };
     let id = e.run("hello");
     e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
     e.restart();
-    let v = e.wait(&id, "the run ended", |v| v["state"] == "ended");
-    let (_, r) = e.lab().get(&format!("/runs/{id}"));
-    assert_eq!(r["end_reason"], "its ACP agent could not be resumed", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("No previous sessions found"), "the agent's words: {r}");
+    // lab decides within the agent's start timeout (the provider's 120 s): waited for
+    // that long, and a little more.
+    let decided = Duration::from_secs(150);
+    let v = wait_for(decided, "the run resumed or ended", || {
+        Some(e.lab().view(&id))
+            .filter(|v| v["state"] == "ended" || (v["state"] == "idle" && has_text(v, "lab restarted")))
+    });
     assert_eq!(
         v["messages"].as_array().unwrap().iter().filter(|m| m["text"] == "First reply.").count(),
         1,
-        "the chat is kept: {:#}",
+        "the chat is kept, not replayed: {:#}",
         v["messages"]
     );
+    if v["state"] == "ended" {
+        let (_, r) = e.lab().get(&format!("/runs/{id}"));
+        assert_eq!(r["end_reason"], "its ACP agent could not be resumed", "{r}");
+        // lab's words, then the agent's ("No previous sessions found for this project").
+        assert!(r["error"].as_str().unwrap().contains("resuming the agent failed"), "{r}");
+    } else {
+        let (s, r) = e.lab().post(&format!("/runs/{id}/messages"), &json!({"text": "again"}));
+        assert_eq!(s, 202, "{r}");
+        e.wait(&id, "the second reply", |v| v["state"] == "idle" && has_text(v, "Second reply."));
+        e.stop_run(&id);
+    }
 }

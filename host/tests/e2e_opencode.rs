@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::acp_run::{has_text, AcpRun};
+use common::acp_run::{has_text, option, AcpRun};
 use common::*;
 use messages_standin::{Reply, Script, Standin};
 use serde_json::{json, Value};
@@ -21,44 +21,26 @@ fn opencode_bin() -> Option<PathBuf> {
     agent_bin("LAB_OPENCODE_BIN", "scripts/install-opencode.sh", "the end-to-end tests against the real OpenCode")
 }
 
-struct E2e {
-    run: AcpRun,
-    standin: Standin,
-}
+type E2e = AcpRun<Standin>;
 
-impl std::ops::Deref for E2e {
-    type Target = AcpRun;
-    fn deref(&self) -> &AcpRun {
-        &self.run
-    }
-}
-
-impl std::ops::DerefMut for E2e {
-    fn deref_mut(&mut self) -> &mut AcpRun {
-        &mut self.run
-    }
-}
-
-impl E2e {
-    fn start(script: Script) -> Option<E2e> {
-        let bin = opencode_bin()?;
-        let slot = Slot::take(2);
-        let standin = Standin::start(script).unwrap();
-        let w = World::new();
-        let config = json!({
-            "model": "anthropic/claude-sonnet-4-5",
-            "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
-            "share": "disabled",
-        });
-        w.write_config(&format!(
-            "[providers.opencode]\nprogram = {bin:?}\n\
+fn start(script: Script) -> Option<E2e> {
+    let bin = opencode_bin()?;
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    let config = json!({
+        "model": "anthropic/claude-sonnet-4-5",
+        "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
+        "share": "disabled",
+    });
+    w.write_config(&format!(
+        "[providers.opencode]\nprogram = {bin:?}\n\
              env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
              npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
-            bin = bin.display().to_string(),
-            config = config.to_string(),
-        ));
-        Some(E2e { run: AcpRun::serve(w, slot, "opencode"), standin })
-    }
+        bin = bin.display().to_string(),
+        config = config.to_string(),
+    ));
+    Some(AcpRun::serve(w, slot, "opencode", standin))
 }
 
 fn bash(command: &str) -> Value {
@@ -73,12 +55,12 @@ fn a_shell_command_opencode_asks_about_is_allowed_from_lab_and_runs() {
             Reply::tool_use_with_text("bash", bash("echo oc > oc-ran.txt"), "I will write it."),
         )
         .after_tool_result("The file is written.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("write the marker file");
     let d = e.pending(&id, "permission");
     let tool_id = d["tool_id"].as_str().unwrap().to_string();
     assert!(d.to_string().contains("echo oc > oc-ran.txt"), "the prompt shows the command: {d}");
-    let allow = AcpRun::option(&d, "allow_once");
+    let allow = option(&d, "allow_once");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
     assert_eq!(s, 202, "{r}");
     let (s, r) = e.answer(&id, &tool_id, json!([{"option": allow}]));
@@ -123,10 +105,10 @@ fn a_shell_command_rejected_from_lab_never_runs() {
     let script = Script::new()
         .turn(messages_standin::Matcher::Any, Reply::tool_use("bash", bash("echo no > oc-rejected.txt")))
         .after_tool_result("Understood, I did not run it.");
-    let Some(e) = E2e::start(script) else { return };
+    let Some(e) = start(script) else { return };
     let id = e.run("try the command");
     let d = e.pending(&id, "permission");
-    let reject = AcpRun::option(&d, "reject_once");
+    let reject = option(&d, "reject_once");
     let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
     assert_eq!(s, 202, "{r}");
     let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
@@ -142,7 +124,7 @@ fn a_second_prompt_after_a_restart_of_lab_reaches_the_same_session() {
     let script = Script::new()
         .turn(messages_standin::Matcher::Any, Reply::text("First reply."))
         .turn(messages_standin::Matcher::Any, Reply::text("Second reply."));
-    let Some(mut e) = E2e::start(script) else { return };
+    let Some(mut e) = start(script) else { return };
     let id = e.run("hello");
     e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "First reply."));
     e.restart();

@@ -283,5 +283,5 @@ async fn launch_and_answer_through_a_fake_provider_and_a_terminal_in_memory() {
         (run.snapshot().derived.state == lab::runs::live::view::RunState::Ended).then_some(())
     })
     .await;
-    runs.begin_shutdown();
+    runs.begin_shutdown().await;
 }

@@ -1110,5 +1110,5 @@ async fn ended_runs_rest_until_looked_at_and_go_back_to_rest_when_unwatched() {
     );
     assert_eq!(again.record().prompt, "a prompt that stays in the registry");
     assert!(runs.get("r-9").is_err(), "an unknown run is not found");
-    runs.begin_shutdown();
+    runs.begin_shutdown().await;
 }

@@ -160,7 +160,7 @@ pub fn serve(
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             shutdown_signal().await;
-            runs.begin_shutdown();
+            runs.begin_shutdown().await;
             let _ = stop_tx.send(true);
         });
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {

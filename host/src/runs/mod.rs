@@ -128,9 +128,11 @@ impl Lives {
 
 impl Runs {
     /// End every open event stream (called when `lab serve` is asked to stop).
-    pub fn begin_shutdown(&self) {
-        // ACP agents are lab serve's children: they go now, their runs stay active.
-        self.acp.detach_all();
+    pub async fn begin_shutdown(&self) {
+        // ACP agents are lab serve's children: they go now (gone before lab serve is, so
+        // the next one resumes their sessions with nothing left of them running), their
+        // runs stay active.
+        self.acp.detach_all().await;
         self.news.shutdown.send_replace(true);
         // The server stays up when empty (for its session-closed hook): lab stops one
         // it leaves with no session.

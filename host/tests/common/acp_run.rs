@@ -10,18 +10,28 @@ use std::time::Duration;
 /// What a step of a real agent may take on a loaded machine.
 pub const STEP: Duration = Duration::from_secs(90);
 
-pub struct AcpRun {
+/// One agent's end-to-end world; `S` is the model-API stand-in it talks to.
+pub struct AcpRun<S> {
     pub w: World,
+    pub standin: S,
     lab: Option<Lab>,
     provider: String,
+    /// The `permission_mode` runs start in (None: the agent's own default).
+    mode: Option<String>,
     _slot: Slot,
 }
 
-impl AcpRun {
+impl<S> AcpRun<S> {
     /// lab serving `w` (its lab.toml written), runs started with `provider`.
-    pub fn serve(w: World, slot: Slot, provider: &str) -> AcpRun {
+    pub fn serve(w: World, slot: Slot, provider: &str, standin: S) -> AcpRun<S> {
         let lab = w.serve();
-        AcpRun { w, lab: Some(lab), provider: provider.to_string(), _slot: slot }
+        AcpRun { w, standin, lab: Some(lab), provider: provider.to_string(), mode: None, _slot: slot }
+    }
+
+    /// Runs start in `mode`.
+    pub fn in_mode(mut self, mode: &str) -> AcpRun<S> {
+        self.mode = Some(mode.to_string());
+        self
     }
 
     pub fn lab(&self) -> &Lab {
@@ -46,7 +56,7 @@ impl AcpRun {
     }
 
     pub fn run(&self, prompt: &str) -> String {
-        self.run_in_mode(prompt, None)
+        self.run_in_mode(prompt, self.mode.as_deref())
     }
 
     /// The run's view once `pred` holds for it (at most [`STEP`]).
@@ -63,21 +73,21 @@ impl AcpRun {
         self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
     }
 
-    /// The dialog's option of ACP kind `kind` (lab shows it as the option's
-    /// description; the labels are the agent's own).
-    pub fn option(d: &Value, kind: &str) -> usize {
-        d["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|o| o["description"] == kind)
-            .unwrap_or_else(|| panic!("{kind} in {d}"))
-    }
-
     pub fn stop_run(&self, id: &str) {
         let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
         assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
     }
+}
+
+/// The dialog's option of ACP kind `kind` (lab shows it as the option's description;
+/// the labels are the agent's own).
+pub fn option(d: &Value, kind: &str) -> usize {
+    d["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|o| o["description"] == kind)
+        .unwrap_or_else(|| panic!("{kind} in {d}"))
 }
 
 /// Whether a message of the run's chat holds `needle`.

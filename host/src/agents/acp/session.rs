@@ -438,7 +438,7 @@ impl Session {
     }
 
     /// End the process group: SIGTERM, then SIGKILL after [`STOP_GRACE`].
-    async fn kill(&self) {
+    pub async fn kill(&self) {
         let Some(pgid) = self.pgid else { return };
         if self.exit_reason().is_some() {
             return;

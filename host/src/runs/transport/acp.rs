@@ -85,10 +85,14 @@ impl AcpRuns {
 
     /// Let every agent go (`lab serve` stops): they are its children; their runs stay
     /// active and are resumed by the next serve.
-    pub(in crate::runs) fn detach_all(&self) {
-        for s in self.sessions.lock().unwrap().values() {
+    /// Every live agent asked to stop (SIGTERM), then waited for: one still there after
+    /// the grace is killed ([`Session::kill`]).
+    pub(in crate::runs) async fn detach_all(&self) {
+        let sessions: Vec<Arc<Session>> = self.sessions.lock().unwrap().values().cloned().collect();
+        for s in &sessions {
             s.detach();
         }
+        futures_util::future::join_all(sessions.iter().map(|s| s.kill())).await;
     }
 
     /// Run `id`'s live agent session (none before it started or was resumed, nor after
