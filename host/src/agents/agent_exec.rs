@@ -192,11 +192,7 @@ fn tell_lab(launch: &Path, text: &str) {
     use std::os::unix::fs::OpenOptionsExt;
     let Some(path) = crate::store::paths::RunFiles::failed_beside(launch) else { return };
     let _ = std::fs::remove_file(&path);
-    let mut end = text.len().min(LAUNCH_FAILED_CAP);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let text = &text[..end];
+    let text = crate::util::text::head(text, LAUNCH_FAILED_CAP);
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

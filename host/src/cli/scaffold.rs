@@ -218,7 +218,6 @@ fn write_files(dir: &Path, opts: &Options, sdk: &Path, lab_root: &Path) -> Resul
         ("lab_root", lab_root.display().to_string()),
         ("guide", guide),
         ("capability", capability.to_string()),
-        ("hooker_trait", hooker_trait.to_string()),
         ("teaches", teaches.to_string()),
         ("traits", traits),
         ("description", description),

@@ -1,5 +1,5 @@
 //! Text checks every layer may use: characters that hide text from whoever reads it,
-//! and how to name a character in an error.
+//! how to name a character in an error, and where a text may be cut.
 
 /// Bidirectional-text controls (the Trojan Source list, CVE-2021-42574): embeddings
 /// and overrides, isolates, and the implicit marks. Line breaks of another kind are
@@ -60,4 +60,28 @@ pub fn char_name(ch: char) -> String {
         _ => return format!("U+{:04X}", ch as u32),
     };
     format!("U+{:04X} ({name})", ch as u32)
+}
+
+/// The longest start of `text` at most `max` bytes long that ends on a character
+/// boundary (all of it when it is shorter).
+pub fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_head_ends_on_a_character_boundary() {
+        assert_eq!(super::head("héllo", 2), "h");
+        assert_eq!(super::head("héllo", 3), "hé");
+        assert_eq!(super::head("hi", 10), "hi");
+        assert_eq!(super::head("", 0), "");
+    }
 }

@@ -136,10 +136,7 @@ fn cut(s: &str, limit: usize) -> &str {
     if s.len() <= limit {
         return s;
     }
-    let mut end = limit;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::util::text::head(s, limit).len();
     match s[..end].rfind('\n') {
         Some(nl) => &s[..=nl],
         None => &s[..end],

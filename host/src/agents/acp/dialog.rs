@@ -39,11 +39,7 @@ fn clip(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
+    format!("{}…", crate::util::text::head(text, max))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

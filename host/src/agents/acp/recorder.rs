@@ -195,11 +195,7 @@ fn finished_result(u: &Value) -> Option<(String, bool)> {
     }
     let mut text = parts.join("\n");
     if text.len() > 64 * 1024 {
-        let mut cut = 64 * 1024;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
+        text.truncate(crate::util::text::head(&text, 64 * 1024).len());
         text.push_str("\n[cut]");
     }
     Some((text, failed))

@@ -56,11 +56,7 @@ pub fn shown_path(path: &str) -> String {
     if path.len() <= PATH_SHOWN {
         return path.to_string();
     }
-    let mut end = PATH_SHOWN;
-    while !path.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &path[..end], path.len())
+    format!("{}… ({} bytes)", crate::util::text::head(path, PATH_SHOWN), path.len())
 }
 
 static LIMITER: LazyLock<Mutex<Limiter>> = LazyLock::new(|| Mutex::new(Limiter::new()));

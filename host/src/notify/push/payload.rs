@@ -87,11 +87,7 @@ fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    format!("{}…", crate::util::text::head(text, max.saturating_sub('…'.len_utf8())))
 }
 
 /// The payload's JSON, cut until it fits [`MAX_PLAINTEXT`]: the body first, then the
