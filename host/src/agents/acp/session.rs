@@ -50,6 +50,8 @@ pub struct Setup {
     /// What a turn used, read from a prompt response without the protocol's `usage`
     /// (its provider's `turn-usage`; None: nothing to read it with).
     pub turn_usage: Option<TurnUsage>,
+    /// Where the agent's process is started ([`super::process::Local`]: here).
+    pub spawner: Arc<dyn super::process::Spawner>,
 }
 
 /// Reads a turn's tokens by model from a `session/prompt` response's JSON (an ACP
@@ -73,8 +75,9 @@ pub struct Session {
     /// What the agent says, into the run's journal.
     rec: Recorder,
     spool: PathBuf,
-    /// The workdir, resolved, and as the agent was told it (its `cwd`).
-    root: PathBuf,
+    /// The workdir, resolved (None: the agent's files are not here, and lab serves no
+    /// `fs/*` request), and as the agent was told it (its `cwd`).
+    root: Option<PathBuf>,
     told: PathBuf,
     /// The agent's requests waiting for the operator, oldest first (the spool shows the
     /// first), with their JSON-RPC ids.
@@ -88,7 +91,8 @@ pub struct Session {
     /// `session/load` replays the history: not journalled again.
     loading: AtomicBool,
     stopping: AtomicBool,
-    pgid: Option<i32>,
+    /// Signals the agent's process group, wherever it runs.
+    signal: Box<dyn Fn(super::process::Stop) + Send + Sync>,
     /// Why the process exited, once it has.
     exited: watch::Receiver<Option<String>>,
     wake: Arc<dyn Fn() + Send + Sync>,
@@ -116,34 +120,21 @@ impl Session {
     /// Spawn the agent and open a session: a new one, or `resume`'s (`session/load`).
     pub async fn start(setup: Setup, resume: Option<String>) -> Result<Arc<Session>, StartError> {
         let fail = |m: String| StartError::Failed(m);
-        let (program, args) = setup.argv.split_first().ok_or_else(|| fail("the agent's command is empty".into()))?;
-        let stderr = {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&setup.stderr_log)
-                .map_err(|e| fail(format!("opening {}: {e}", setup.stderr_log.display())))?
+        let files_here = setup.spawner.files_here();
+        let cmd = super::process::Command {
+            argv: setup.argv.clone(),
+            env: setup.env.clone(),
+            cwd: setup.cwd.clone(),
+            stderr_log: setup.stderr_log.clone(),
         };
-        let mut child = tokio::process::Command::new(program)
-            .args(args)
-            .current_dir(&setup.cwd)
-            .env_clear()
-            .envs(&setup.env)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(stderr)
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| fail(format!("starting the agent `{program}` failed: {e}")))?;
-        let pgid = child.id().map(|p| p as i32);
-        let stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout".into()))?;
+        let io = setup.spawner.spawn(cmd).await.map_err(fail)?;
+        let (stdout, stdin) = (io.reader, io.writer);
         let (conn, incoming) = Connection::start(stdout, stdin, setup.label.clone());
         let (exit_tx, exited) = watch::channel(None);
-        let root = std::fs::canonicalize(&setup.cwd).map_err(|e| fail(format!("{}: {e}", setup.cwd.display())))?;
+        let root = match files_here {
+            true => Some(std::fs::canonicalize(&setup.cwd).map_err(|e| fail(format!("{}: {e}", setup.cwd.display())))?),
+            false => None,
+        };
         let session = Arc::new(Session {
             label: setup.label.clone(),
             conn,
@@ -161,22 +152,15 @@ impl Session {
             prompts_served: watch::channel(0).0,
             loading: AtomicBool::new(resume.is_some()),
             stopping: AtomicBool::new(false),
-            pgid,
+            signal: io.signal,
             exited,
             wake: setup.wake,
-            terminals: setup.terminals.clone(),
+            terminals: if files_here { setup.terminals.clone() } else { None },
         });
         let stderr_log = setup.stderr_log.clone();
+        let exiting = io.exited;
         tokio::spawn(async move {
-            let status = child.wait().await;
-            let why = match status {
-                Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
-                    (Some(c), _) => format!("the agent exited with status {c}"),
-                    (None, Some(sig)) => format!("the agent was killed by signal {sig}"),
-                    _ => "the agent exited".to_string(),
-                },
-                Err(e) => format!("waiting for the agent failed: {e}"),
-            };
+            let why = exiting.await;
             let tail = stderr_tail(&stderr_log);
             let why = if tail.is_empty() { why } else { format!("{why}; its last words: {tail}") };
             let _ = exit_tx.send(Some(why));
@@ -220,7 +204,7 @@ impl Session {
                 json!({
                     "protocolVersion": PROTOCOL_VERSION,
                     "clientCapabilities": {
-                        "fs": {"readTextFile": true, "writeTextFile": true},
+                        "fs": {"readTextFile": self.root.is_some(), "writeTextFile": self.root.is_some()},
                         "terminal": self.terminals.is_some(),
                         "elicitation": {"form": {}}
                     },
@@ -431,25 +415,21 @@ impl Session {
     /// stays active (the next `lab serve` loads its session again).
     pub fn detach(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        if let (Some(pgid), None) = (self.pgid, self.exit_reason()) {
-            // SAFETY: signals only the process group lab made for this agent.
-            unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        if self.exit_reason().is_none() {
+            (self.signal)(super::process::Stop::Term);
         }
     }
 
     /// End the process group: SIGTERM, then SIGKILL after [`STOP_GRACE`].
     pub async fn kill(&self) {
-        let Some(pgid) = self.pgid else { return };
         if self.exit_reason().is_some() {
             return;
         }
-        // SAFETY: signals only the process group lab made for this agent.
-        unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        (self.signal)(super::process::Stop::Term);
         let mut rx = self.exited.clone();
         let ended = tokio::time::timeout(STOP_GRACE, rx.wait_for(|e| e.is_some())).await.is_ok();
         if !ended {
-            // SAFETY: as above.
-            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            (self.signal)(super::process::Stop::Kill);
             let _ = tokio::time::timeout(STOP_GRACE, rx.wait_for(|e| e.is_some())).await;
         }
     }
@@ -530,6 +510,9 @@ impl Session {
                 }
                 None
             }
+            "fs/read_text_file" | "fs/write_text_file" if self.root.is_none() => {
+                Some(Err((METHOD_NOT_FOUND, format!("lab does not offer {method} for an agent on another machine"))))
+            }
             "fs/read_text_file" => Some(self.read_file(params)),
             "fs/write_text_file" => Some(self.write_file(params)),
             other => {
@@ -560,9 +543,10 @@ impl Session {
     }
 
     fn read_file(&self, params: &Value) -> Result<Value, (i64, String)> {
+        let root = self.root.as_ref().ok_or((METHOD_NOT_FOUND, "no files here".to_string()))?;
         let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
-        let p = super::fs::confine(&self.root, &self.told, path).map_err(|e| self.refuse_fs("read", path, e))?;
-        let text = super::fs::read(&self.root, &p, params["line"].as_u64(), params["limit"].as_u64())
+        let p = super::fs::confine(root, &self.told, path).map_err(|e| self.refuse_fs("read", path, e))?;
+        let text = super::fs::read(root, &p, params["line"].as_u64(), params["limit"].as_u64())
             .map_err(|e| self.refuse_fs("read", path, e))?;
         Ok(json!({"content": text}))
     }
@@ -570,8 +554,9 @@ impl Session {
     fn write_file(&self, params: &Value) -> Result<Value, (i64, String)> {
         let path = params["path"].as_str().ok_or((INVALID_PARAMS, "no path".to_string()))?;
         let content = params["content"].as_str().ok_or((INVALID_PARAMS, "no content".to_string()))?;
-        let p = super::fs::confine(&self.root, &self.told, path).map_err(|e| self.refuse_fs("write", path, e))?;
-        super::fs::write(&self.root, &p, content).map_err(|e| self.refuse_fs("write", path, e))?;
+        let root = self.root.as_ref().ok_or((METHOD_NOT_FOUND, "no files here".to_string()))?;
+        let p = super::fs::confine(root, &self.told, path).map_err(|e| self.refuse_fs("write", path, e))?;
+        super::fs::write(root, &p, content).map_err(|e| self.refuse_fs("write", path, e))?;
         Ok(json!(null))
     }
 

@@ -386,6 +386,7 @@ impl AcpRuns {
                     lab_exe: runs.here.lab_exe.clone(),
                 }),
             }))),
+            spawner: Arc::new(acp::process::Local),
             turn_usage: runs.providers().acp_handle(&rec.provider).cloned().map(|handle| {
                 let run = rec.id.clone();
                 let read: acp::session::TurnUsage = Arc::new(move |response: String| {
