@@ -566,3 +566,64 @@ fn a_sandboxed_run_on_a_machine_is_jailed_there_and_its_egress_is_seen_and_set_f
     drop(lab);
     m.remove();
 }
+
+/// An ACP agent on a machine (issue 77): lab serve speaks ACP to it from here, its
+/// runner there starts it and carries its stdio. It runs as the machine's user in the
+/// machine's workdir, with the machine's environment; its permission requests are
+/// answered from lab (allowed: the command runs there; rejected: it never does); the
+/// file requests lab serves only for agents here are refused to it; and when the
+/// machine's link ends, its agent goes with it and the run ends saying so.
+#[test]
+fn an_acp_agent_on_a_machine_runs_there_is_answered_from_lab_and_ends_with_its_link() {
+    use common::acp_run::has_text;
+    let Some(mut m) = Machine::new() else { return };
+    let w = World::new();
+    let fake = common::workspace_bin("fake-acp", "fake-acp");
+    m.install("fake-acp", &fake);
+    w.write_config("[agents.fake]\nacp = [\"fake-acp\"]\ndisplay_name = \"Fake ACP\"\n");
+    // Not on lab serve's PATH: the program is looked for on the machine only.
+    let cred = add_host(&w, "m1");
+    let lab = serve_for(&w, &m, None);
+    m.start_runner(&lab.url, "m1", &cred);
+    wait_connected(&lab, &m, "m1");
+
+    let prompt = "env:HOME;say:here;run:id -u > ran.txt;read:ran.txt;say:bye";
+    let (s, run) =
+        lab.post("/runs", &json!({"provider": "fake", "workdir": m.workdir, "prompt": prompt, "host": "m1"}));
+    assert_eq!(s, 201, "{run}");
+    assert_eq!(run["host"], "m1", "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_agent(&lab, &m, &run, "the permission", |v| v["pending_dialog"]["kind"] == "permission");
+    assert!(has_text(&v, &format!("HOME={}", m.user_home.display())), "the machine's environment: {v}");
+    let d = &v["pending_dialog"];
+    let (s, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(s, 202, "{b}");
+    let v = wait_agent(&lab, &m, &run, "the turn's end", |v| v["state"] == "idle" && has_text(v, "bye"));
+    let ran = m.workdir.join("ran.txt");
+    let meta = std::fs::metadata(&ran).unwrap_or_else(|e| panic!("ran there: {e}\n{v}"));
+    assert_eq!(meta.uid(), m.uid, "run as the machine's user");
+    assert_eq!(std::fs::read_to_string(&ran).unwrap().trim(), m.uid.to_string());
+    assert!(!w.workdir.join("ran.txt").exists());
+    // lab serves no file of its own machine to an agent on another.
+    assert!(has_text(&v, "read failed: lab does not offer fs/read_text_file"), "{v}");
+
+    // A second prompt, rejected: it never runs there.
+    let (s, b) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "run:touch no.txt;say:after"}));
+    assert_eq!(s, 202, "{b}");
+    let v = wait_agent(&lab, &m, &run, "the second permission", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    let (s, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 2}]}));
+    assert_eq!(s, 202, "{b}");
+    wait_agent(&lab, &m, &run, "the second turn's end", |v| v["state"] == "idle" && has_text(v, "after"));
+    assert!(!m.workdir.join("no.txt").exists(), "a rejected command never ran");
+
+    // The link ends: the agent with it, and the run says why.
+    m.stop_runner();
+    let v = wait_agent(&lab, &m, &run, "the run's end", |v| v["state"] == "ended");
+    let (_, rec) = lab.get(&format!("/runs/{id}"));
+    assert!(rec.to_string().contains("the link to host `m1` ended"), "{rec}\n{v}");
+    drop(lab);
+    m.remove();
+}

@@ -25,6 +25,7 @@ use crate::machines::hosts::protocol::{
 };
 use crate::machines::tmux::Tmux;
 
+pub mod agents;
 pub mod answer;
 pub mod daemon;
 pub mod panes;
@@ -295,8 +296,11 @@ pub fn exec(tmux: &Tmux, home: &crate::store::paths::Home, op: Op) -> Reply {
         | Op::Pane { .. }
         | Op::PaneKeys { .. }
         | Op::PaneResize { .. }
-        | Op::PaneClose { .. } => {
-            return Reply::Error { message: "watching, answering and pane views are the link's".into() };
+        | Op::PaneClose { .. }
+        | Op::AgentStart { .. }
+        | Op::AgentInput { .. }
+        | Op::AgentStop { .. } => {
+            return Reply::Error { message: "watching, answering, pane views and agents are the link's".into() };
         }
     };
     r.unwrap_or_else(|e| Reply::Error { message: format!("tmux {}: {}", e.action, e.message) })

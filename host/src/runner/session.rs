@@ -1,8 +1,9 @@
 //! One link to lab serve after its handshake, whatever carries it (the dial-back
 //! WebSocket, or the stdio of an ssh session through `lab runner proxy`): the frames
 //! lab serve sends, handled — the welcome first, then calls, each on a thread of its
-//! own (a slow tmux never holds up the link), and the runs it follows, stopped with the
-//! link (the next one says which to follow again).
+//! own (a slow tmux never holds up the link), and the runs it follows and the ACP
+//! agents it started ([`super::agents`]), stopped with the link (the next one says which
+//! to follow again).
 
 use super::watch;
 use crate::machines::hosts::protocol::{self, Down, Op, Reply, Up};
@@ -25,6 +26,8 @@ pub struct Session {
     watches: HashMap<String, JoinHandle<()>>,
     /// The live pane views open on this link.
     panes: super::panes::Panes,
+    /// The ACP agents started on this link.
+    agents: super::agents::Agents,
     welcomed: bool,
 }
 
@@ -37,6 +40,7 @@ impl Session {
             wakes: watch::Wakes::new(),
             watches: HashMap::new(),
             panes: Default::default(),
+            agents: Default::default(),
             welcomed: false,
         }
     }
@@ -78,6 +82,13 @@ impl Session {
                 // Quick (a client started, or a line handed to its typist): in place,
                 // so a view's keys keep their order.
                 let reply = self.panes.on_op(&self.tmux, &self.out, op);
+                let _ = self.out.send(Up::Reply { id, reply });
+            }
+            Down::Call { id, op: op @ (Op::AgentStart { .. } | Op::AgentInput { .. } | Op::AgentStop { .. }) }
+                if self.welcomed =>
+            {
+                // In place, so an agent's input keeps its order.
+                let reply = self.agents.on_op(&self.out, op);
                 let _ = self.out.send(Up::Reply { id, reply });
             }
             Down::Call { id, op: op @ Op::Answer { .. } } if self.welcomed => {

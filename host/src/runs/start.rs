@@ -37,6 +37,7 @@ impl Runs {
         }
         let acp_agents = providers::acp_agents(&config, &set);
         let acp_dir = home.acp_dir();
+        let remote = Arc::new(transport::remote::RemoteRuns::new(hosts, mirrors));
         let runs = Arc::new(Runs {
             core: Arc::new(Core {
                 home,
@@ -54,8 +55,8 @@ impl Runs {
             }),
             here: Arc::new(transport::tmux::TmuxRuns::on(sessions.clone(), tmux, lab_exe)),
             lives: Lives::default(),
-            acp: Arc::new(transport::acp::AcpRuns::new(acp_dir, acp_agents, sessions)),
-            remote: Arc::new(transport::remote::RemoteRuns::new(hosts, mirrors)),
+            acp: Arc::new(transport::acp::AcpRuns::new(acp_dir, acp_agents, sessions, remote.hosts())),
+            remote,
         });
         {
             // What runners report reaches their runs, in order, one at a time.

@@ -232,6 +232,22 @@ impl Machine {
         self.children.push(child);
     }
 
+    /// Stop the runner (SIGTERM, as systemd stops it) and wait for it to go: its link
+    /// ends with it.
+    pub fn stop_runner(&mut self) {
+        for c in &mut self.children {
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        let start = Instant::now();
+        for c in &mut self.children {
+            while c.try_wait().unwrap().is_none() {
+                assert!(start.elapsed() < Duration::from_secs(15), "the runner did not stop within 15 s");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.children.clear();
+    }
+
     /// What the runner wrote on its stderr so far.
     pub fn runner_log(&self) -> String {
         std::fs::read_to_string(self.root.join("runner.log")).unwrap_or_default()

@@ -127,6 +127,8 @@ pub struct Hosts {
     next_conn: AtomicU64,
     /// The live pane views open on the hosts' runners ([`super::panes::PaneViews`]).
     pub(super) panes: super::panes::PaneViews,
+    /// The ACP agents running on the hosts' runners ([`super::agent_pipes::AgentPipes`]).
+    pub(super) agents: super::agent_pipes::AgentPipes,
 }
 
 impl Hosts {
@@ -140,6 +142,7 @@ impl Hosts {
             configured: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
             panes: Default::default(),
+            agents: Default::default(),
         }
     }
 
@@ -375,6 +378,7 @@ impl Hosts {
         };
         if gone {
             self.panes.host_gone(name);
+            self.agents.host_gone(name);
             self.report(name, HostEvent::Down).await;
         }
     }
@@ -393,6 +397,10 @@ impl Hosts {
             Up::Pong => Ok(()),
             Up::Pane { pane, event } => {
                 self.panes.deliver(name, pane, event);
+                Ok(())
+            }
+            Up::Agent { agent, event } => {
+                self.agents.deliver(name, agent, event);
                 Ok(())
             }
             Up::Hello { .. } => Err("a second hello".to_string()),

@@ -6,7 +6,7 @@
 //! which hosts there are ([`credentials`], `lab hosts add|list|remove`, lab.toml
 //! `[hosts.NAME]`) and which are connected ([`link::Hosts`], `GET /hosts`), whichever
 //! the link; a host's terminal is reached through its runner ([`terminal`]), its live
-//! pane views too ([`panes`]).
+//! pane views too ([`panes`]), and the ACP agents started there ([`agents`], their pipes [`agent_pipes`]).
 //!
 //! How lab reaches a machine's runner: a [`Reach`] per way, each in its own file —
 //! [`over_ssh::OverSsh`] (lab serve dials the machine through OpenSSH and keeps
@@ -17,6 +17,8 @@
 //! console — is a new file implementing `Reach` plus its arm in [`reach_of`] and its
 //! field in the host's record.
 
+pub mod agent_pipes;
+pub mod agents;
 pub mod credentials;
 pub mod lines;
 pub mod link;

@@ -127,8 +127,23 @@ pub enum Up {
     Ended { run: String },
     /// What live pane view `pane` ([`Op::Pane`]) saw.
     Pane { pane: u64, event: PaneUp },
+    /// What ACP agent `agent` ([`Op::AgentStart`]) wrote, or that it ended.
+    Agent { agent: u64, event: AgentUp },
     /// The answer to [`Down::Ping`].
     Pong,
+}
+
+/// What an ACP agent a runner started sends up, in the order it happened: every byte of
+/// its stdout before its end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AgentUp {
+    /// Bytes of its stdout (base64), at most [`MAX_PANE_CHUNK`] before encoding.
+    Output { data: String },
+    /// Bytes of its stderr (base64), as [`AgentUp::Output`].
+    Stderr { data: String },
+    /// It ended, and why.
+    Exited { reason: String },
 }
 
 /// What a live pane view sends up ([`crate::machines::terminal::PaneEvent`] on the wire).
@@ -307,6 +322,27 @@ pub enum Op {
     PaneClose {
         pane: u64,
     },
+    /// Start ACP agent `agent` (a number lab serve chose) of run `run`: `argv` (its
+    /// program resolved there) with exactly `env`, in `cwd`, its own process group. Its
+    /// stdout and stderr go up as [`Up::Agent`] until it ends; it lives as long as this
+    /// link (its stdio is the link's).
+    AgentStart {
+        agent: u64,
+        run: String,
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: String,
+    },
+    /// Write bytes (base64) to agent `agent`'s stdin.
+    AgentInput {
+        agent: u64,
+        data: String,
+    },
+    /// Signal agent `agent`'s process group: SIGTERM, or SIGKILL with `kill`.
+    AgentStop {
+        agent: u64,
+        kill: bool,
+    },
 }
 
 /// What [`Op::Answer`] did, as the reply's text (JSON).
@@ -392,7 +428,28 @@ pub fn check_op(op: &Op) -> Result<(), String> {
         Op::PaneKeys { data, .. } => {
             return if data.len() > MAX_TEXT { Err("keys over the limit".into()) } else { Ok(()) };
         }
-        Op::PaneResize { .. } | Op::PaneClose { .. } => return Ok(()),
+        Op::PaneResize { .. } | Op::PaneClose { .. } | Op::AgentStop { .. } => return Ok(()),
+        Op::AgentInput { data, .. } => {
+            return if data.len() > MAX_TEXT { Err("input over the limit".into()) } else { Ok(()) };
+        }
+        Op::AgentStart { run, argv, env, cwd, .. } => {
+            crate::store::paths::RunId::parse(run).ok_or_else(|| format!("{run:?} is not a run id"))?;
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err("an empty command line".into());
+            }
+            let all = argv.iter().chain(env.iter().flat_map(|(k, v)| [k, v])).chain([cwd]);
+            if all.clone().map(|a| a.len() + 1).sum::<usize>() > MAX_TEXT {
+                return Err(format!("a command line and environment over {MAX_TEXT} bytes"));
+            }
+            if all.clone().any(|a| a.contains('\0')) || env.iter().any(|(k, _)| k.is_empty() || k.contains('=')) {
+                return Err("a NUL byte, or an environment name that is empty or holds `=`".into());
+            }
+            return if std::path::Path::new(cwd).is_absolute() {
+                Ok(())
+            } else {
+                Err(format!("{cwd:?} is not an absolute path"))
+            };
+        }
         Op::Resolve { program } => {
             return if program.is_empty() || program.contains('\0') {
                 Err("an empty program name".into())

@@ -51,6 +51,8 @@ pub(in crate::runs) struct AcpRuns {
     resuming: Mutex<HashMap<RunId, (Arc<Session>, String)>>,
     /// Where each run's session showing its agent's log is: lab's tmux here.
     log_sessions: Arc<dyn crate::machines::terminal::Sessions>,
+    /// Other machines' runners, which start the agents of runs there.
+    hosts: Arc<crate::machines::hosts::Hosts>,
 }
 
 impl AcpRuns {
@@ -58,9 +60,11 @@ impl AcpRuns {
         dir: PathBuf,
         agents: BTreeMap<String, AcpAgent>,
         log_sessions: Arc<dyn crate::machines::terminal::Sessions>,
+        hosts: Arc<crate::machines::hosts::Hosts>,
     ) -> AcpRuns {
         AcpRuns {
             log_sessions,
+            hosts,
             dir,
             agents: std::sync::RwLock::new(Arc::new(agents)),
             sessions: Mutex::default(),
@@ -115,6 +119,22 @@ impl Transport for AcpRuns {
 
     fn has_screen(&self) -> bool {
         false
+    }
+
+    /// Its git work where its agent is: here, or on its host through the runner.
+    fn workspace(&self, core: &Core, rec: &RunRecord) -> crate::runs::launch::workspace::Workspace {
+        match &rec.host {
+            Some(host) => super::remote::host_work(self.hosts.clone(), host.clone()),
+            None => core.workspace_here(),
+        }
+    }
+
+    /// `Err(HostDown)` while the host of a run there is not connected.
+    fn reachable(&self, rec: &RunRecord) -> Result<(), RunError> {
+        match &rec.host {
+            Some(h) if !self.hosts.connected(h) => Err(RunError::HostDown(h.clone())),
+            _ => Ok(()),
+        }
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
@@ -251,7 +271,51 @@ impl Transport for AcpRuns {
     }
 }
 
+/// How long one step on a host may take (a program looked for, a directory checked).
+const HOST_STEP: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl AcpRuns {
+    /// A run on host `host` in `workdir` can start: the host is known and connected,
+    /// and the workdir is a directory there.
+    async fn check_host(&self, host: &str, workdir: &str) -> Result<(), RunError> {
+        if !self.hosts.known(host).map_err(|e| RunError::Internal(e.to_string()))? {
+            return Err(RunError::BadRequest(format!(
+                "unknown host `{host}` (`lab hosts add {host}` or lab.toml [hosts.{host}] makes one)"
+            )));
+        }
+        if !self.hosts.connected(host) {
+            return Err(RunError::HostDown(host.to_string()));
+        }
+        let op = crate::machines::hosts::protocol::Op::IsDir { path: workdir.to_string() };
+        match self.hosts.call(host, op, HOST_STEP).await {
+            Ok(crate::machines::hosts::protocol::Reply::Done) => Ok(()),
+            Ok(crate::machines::hosts::protocol::Reply::Error { message }) => {
+                Err(RunError::BadRequest(format!("workdir {workdir} on host {host}: {message}")))
+            }
+            Ok(other) => Err(RunError::Internal(format!("host {host} answered {other:?} for the workdir"))),
+            Err(e) => Err(RunError::HostDown(format!("{host}: {e}"))),
+        }
+    }
+
+    /// Host `host`'s runner, once connected (a resumed run's after lab serve restarts:
+    /// its runner links again first), within `limit`.
+    async fn wait_connected(
+        &self,
+        host: &str,
+        limit: std::time::Duration,
+    ) -> Result<crate::machines::hosts::RunnerFacts, String> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(facts) = self.hosts.facts(host) {
+                return Ok(facts);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("host `{host}` is not connected"));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
     pub(in crate::runs) fn agent(&self, name: &str) -> Option<AcpAgent> {
         self.agents().get(name).cloned()
@@ -289,9 +353,13 @@ impl AcpRuns {
                 )));
             }
         }
+        if let Some(host) = &req.host {
+            self.check_host(host, &req.workdir).await?;
+        }
         let id = RunId::generate();
         let (journal, stderr) = Self::files(runs, &id);
         let mut rec = runs.new_record(&id, (&req.provider, &req), prompt.clone(), true, self.log_sessions.place());
+        rec.host = req.host.clone();
         // (Refused for anything but `none`: an ACP agent is lab serve's own child.)
         rec.sandbox = runs.sandbox_for(&req)?;
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
@@ -336,23 +404,55 @@ impl AcpRuns {
         let dir = runs.home.acp_dir();
         fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
         let pconf = agent.config.as_provider();
-        let env = crate::runs::launch::agent_env(&rec.provider, &pconf);
-        let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+        let fix = || match agent.component {
+            Some(_) => format!("set [providers.{}] program", rec.provider),
+            None => format!("fix [agents.{}] acp", rec.provider),
+        };
         let wanted = PathBuf::from(&agent.config.acp[0]);
-        let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
-            let fix = match agent.component {
-                Some(_) => format!("set [providers.{}] program", rec.provider),
-                None => format!("fix [agents.{}] acp", rec.provider),
-            };
-            fail(format!(
-                "program `{}` not found{}; {fix} in {}",
-                wanted.display(),
-                if wanted.components().count() > 1 { "" } else { " on PATH" },
-                runs.home.config_file().display()
-            ))
-        })?;
+        let (env, program, spawner): (_, _, Arc<dyn acp::process::Spawner>) = match &rec.host {
+            None => {
+                let env = crate::runs::launch::agent_env(&rec.provider, &pconf);
+                let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+                let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
+                    fail(format!(
+                        "program `{}` not found{}; {} in {}",
+                        wanted.display(),
+                        if wanted.components().count() > 1 { "" } else { " on PATH" },
+                        fix(),
+                        runs.home.config_file().display()
+                    ))
+                })?;
+                (env, program.to_string_lossy().into_owned(), Arc::new(acp::process::Local))
+            }
+            // On its host: the runner's environment there, lab.toml's on top; the
+            // program found there.
+            Some(host) => {
+                let runner = self.wait_connected(host, agent.config.start_timeout()).await.map_err(fail)?;
+                let mut env: BTreeMap<String, String> = runner.env.iter().cloned().collect();
+                env.extend(pconf.env.clone());
+                let op = crate::machines::hosts::protocol::Op::Resolve { program: wanted.to_string_lossy().into() };
+                let program = match self.hosts.call(host, op, HOST_STEP).await {
+                    Ok(crate::machines::hosts::protocol::Reply::Text { text }) => text,
+                    Ok(crate::machines::hosts::protocol::Reply::Error { message }) => {
+                        return Err(fail(format!(
+                            "program `{}` on host {host}: {message}; {}",
+                            wanted.display(),
+                            fix()
+                        )))
+                    }
+                    Ok(other) => return Err(fail(format!("host {host} answered {other:?} for the program"))),
+                    Err(e) => return Err(fail(format!("program `{}` on host {host}: {e}", wanted.display()))),
+                };
+                let spawner = crate::machines::hosts::agents::HostSpawner {
+                    hosts: self.hosts.clone(),
+                    host: host.clone(),
+                    run: rec.id.to_string(),
+                };
+                (env, program, Arc::new(spawner))
+            }
+        };
         let mut argv = agent.config.acp.clone();
-        argv[0] = program.to_string_lossy().into_owned();
+        argv[0] = program;
         let (journal, stderr_log) = Self::files(runs, &rec.id);
         let wake = {
             let (runs, id) = (Arc::downgrade(runs), rec.id.clone());
@@ -386,7 +486,7 @@ impl AcpRuns {
                     lab_exe: runs.here.lab_exe.clone(),
                 }),
             }))),
-            spawner: Arc::new(acp::process::Local),
+            spawner,
             turn_usage: runs.providers().acp_handle(&rec.provider).cloned().map(|handle| {
                 let run = rec.id.clone();
                 let read: acp::session::TurnUsage = Arc::new(move |response: String| {
@@ -601,7 +701,10 @@ mod transport_tests {
     #[test]
     fn without_a_live_session_an_acp_run_holds_nothing() {
         let tmux = crate::machines::tmux::Tmux::new(PathBuf::from("/nonexistent/tmux.sock"));
-        let acp = AcpRuns::new(PathBuf::from("/home/op/.lab/acp"), BTreeMap::new(), Arc::new(tmux));
+        let d = tempfile::tempdir().unwrap();
+        let hosts =
+            crate::machines::hosts::Hosts::new(crate::machines::hosts::HostCredentials::new(d.path().join("h.json")));
+        let acp = AcpRuns::new(PathBuf::from("/home/op/.lab/acp"), BTreeMap::new(), Arc::new(tmux), Arc::new(hosts));
         let id = RunId::parse("r-1").unwrap();
         assert!(acp.session(&id).is_none());
         assert!(!acp.holds_live(&id));

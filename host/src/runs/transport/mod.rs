@@ -1,6 +1,7 @@
 //! Where a run lives and how lab speaks to it: tmux on this machine ([`tmux`]), tmux on
 //! another machine through its runner ([`remote`]), or an ACP agent over JSON-RPC
-//! ([`acp`]).
+//! ([`acp`]; the agent here, or on another machine with its stdio relayed by the
+//! runner there).
 //!
 //! Each is a [`Transport`] in its own file, owning its own state; [`Runs::transport`] is
 //! the one place that asks which one a run uses, so the rest of `runs` never branches on
@@ -34,30 +35,32 @@ pub(in crate::runs) enum Way {
     Here,
     /// In tmux on another machine, through its runner.
     Remote,
-    /// An ACP agent, lab's child here, over JSON-RPC.
+    /// An ACP agent over JSON-RPC: lab's child here, or its runner's on its host.
     Acp,
 }
 
-/// How a recorded run is reached. An ACP run is known by what lab set, never by what
-/// an agent said: no host, and as transcript exactly its own journal in `acp_dir`
-/// (a transcript an agent named elsewhere under `acp_dir` does not make a run ACP).
+/// How a recorded run is reached. An ACP run (here or on a host: lab speaks to its
+/// agent from here either way) is known by what lab set, never by what an agent said:
+/// as transcript exactly its own journal in `acp_dir` (a transcript an agent named
+/// elsewhere under `acp_dir` does not make a run ACP; a run on a host has its mirror
+/// under `remote/`).
 pub(in crate::runs) fn way_of(rec: &RunRecord, acp_dir: &Path) -> Way {
-    if rec.host.is_some() {
-        Way::Remote
-    } else if rec.transcript_path.as_deref().is_some_and(|t| acp::is_journal_of(Path::new(t), acp_dir, &rec.id)) {
+    if rec.transcript_path.as_deref().is_some_and(|t| acp::is_journal_of(Path::new(t), acp_dir, &rec.id)) {
         Way::Acp
+    } else if rec.host.is_some() {
+        Way::Remote
     } else {
         Way::Here
     }
 }
 
-/// How a requested run is launched: on the host it names, as the ACP agent its
-/// provider names (`acp_agent`), else in lab's tmux here.
+/// How a requested run is launched: as the ACP agent its provider names (`acp_agent`;
+/// here or on its host), on the host it names, else in lab's tmux here.
 pub(in crate::runs) fn way_for(req: &CreateRun, acp_agent: bool) -> Way {
-    if req.host.is_some() {
-        Way::Remote
-    } else if acp_agent {
+    if acp_agent {
         Way::Acp
+    } else if req.host.is_some() {
+        Way::Remote
     } else {
         Way::Here
     }
@@ -244,6 +247,8 @@ mod tests {
         assert_eq!(way_of(&record("r-1", None, Some("/home/op/.agent/t.jsonl")), acp), Way::Here);
         assert_eq!(way_of(&record("r-1", None, None), acp), Way::Here);
         assert_eq!(way_of(&record("r-1", Some("m1"), Some("/home/op/.lab/remote/r-1.jsonl")), acp), Way::Remote);
+        // An ACP agent on a host: its journal is here, lab speaks to it from here.
+        assert_eq!(way_of(&record("r-1", Some("m1"), Some(own.to_str().unwrap())), acp), Way::Acp);
         // A transcript an agent named under acp/ (another run's journal, or a path that
         // climbs out) does not make a run ACP.
         for named in ["/home/op/.lab/acp/r-2.jsonl", "/home/op/.lab/acp/../acp/r-1.jsonl", "/home/op/.lab/acp/x"] {
@@ -252,9 +257,9 @@ mod tests {
     }
 
     #[test]
-    fn a_requested_run_is_launched_on_its_host_then_as_an_acp_agent_then_here() {
+    fn a_requested_run_is_launched_as_an_acp_agent_then_on_its_host_then_here() {
         assert_eq!(way_for(&request(Some("m1")), false), Way::Remote);
-        assert_eq!(way_for(&request(Some("m1")), true), Way::Remote, "refused there: ACP runs here only");
+        assert_eq!(way_for(&request(Some("m1")), true), Way::Acp, "an ACP agent on a host");
         assert_eq!(way_for(&request(None), true), Way::Acp);
         assert_eq!(way_for(&request(None), false), Way::Here);
     }

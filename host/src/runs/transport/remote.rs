@@ -122,10 +122,9 @@ impl Transport for RemoteRuns {
         false
     }
 
-    /// On its host, through the runner.
     /// There, through its runner.
     fn workspace(&self, _core: &Core, rec: &RunRecord) -> Workspace {
-        Workspace::at(HostWork { hosts: self.hosts(), host: rec.host.clone().unwrap_or_default() })
+        host_work(self.hosts(), rec.host.clone().unwrap_or_default())
     }
 
     /// Followed now: what its runner sends up is mirrored when the host connects.
@@ -183,9 +182,6 @@ impl RemoteRuns {
         req: CreateRun,
         host: String,
     ) -> Result<RunBody, RunError> {
-        if runs.acp.agent(&req.provider).is_some() {
-            return Err(RunError::BadRequest("ACP agents run on lab serve's machine only (no host)".into()));
-        }
         let pinned = runs.providers.pin(&req.provider).map_err(RunError::BadRequest)?;
         let facts = pinned.facts.clone();
         let known = self.hosts.known(&host).map_err(|e| RunError::Internal(e.to_string()))?;
@@ -355,9 +351,15 @@ impl RemoteRuns {
             .into_iter()
             .filter(|r| {
                 let rec = r.record();
-                rec.host.as_deref() == Some(host) && rec.status == Status::Active
+                rec.host.as_deref() == Some(host) && rec.status == Status::Active && Self::ours(runs, &rec)
             })
             .collect()
+    }
+
+    /// Whether `rec`'s run is one of this transport's: on a host, in tmux there (an ACP
+    /// agent on a host is the ACP transport's: its link's end is its agent's).
+    fn ours(runs: &Runs, rec: &RunRecord) -> bool {
+        super::way_of(rec, runs.acp.dir()) == super::Way::Remote
     }
 
     /// Runs on hosts that are not connected now (lab serve just started): shown
@@ -376,7 +378,7 @@ impl RemoteRuns {
             .iter()
             .filter_map(|r| {
                 let rec = r.record();
-                (rec.status == Status::Active).then_some(rec.host).flatten()
+                (rec.status == Status::Active && Self::ours(runs, &rec)).then_some(rec.host).flatten()
             })
             .collect()
     }
@@ -467,8 +469,9 @@ impl RemoteRuns {
             (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
         };
         match up {
-            // Pane views go to their viewer ([`crate::machines::hosts::link`]), never here.
-            Up::Pane { .. } => {}
+            // Pane views go to their viewer, agents' stdio to their session
+            // ([`crate::machines::hosts::link`]), never here.
+            Up::Pane { .. } | Up::Agent { .. } => {}
             Up::Transcript { run, offset, data } => {
                 let Some(run) = run_of(&run) else { return unknown(&host, &run) };
                 let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(&data) else {
@@ -588,6 +591,12 @@ fn unknown(host: &str, run: &str) {
 pub const HOST_DIFF_LIMIT: usize = 512 << 10;
 /// How long a host has for one piece of git work (git's own limit, and the way).
 const HOST_WITHIN: Duration = Duration::from_secs(crate::worktree::GIT_TIMEOUT.as_secs() + 15);
+
+/// Git work done on host `host`, by its runner (a run's there, whatever speaks to its
+/// agent).
+pub(in crate::runs) fn host_work(hosts: Arc<crate::machines::hosts::Hosts>, host: String) -> Workspace {
+    Workspace::at(HostWork { hosts, host })
+}
 
 /// Git work done on a run's host, by its runner.
 struct HostWork {
