@@ -623,7 +623,10 @@ fn an_acp_agent_on_a_machine_runs_there_is_answered_from_lab_and_ends_with_its_l
     m.stop_runner();
     let v = wait_agent(&lab, &m, &run, "the run's end", |v| v["state"] == "ended");
     let (_, rec) = lab.get(&format!("/runs/{id}"));
-    assert!(rec.to_string().contains("the link to host `m1` ended"), "{rec}\n{v}");
+    let err = rec["error"].as_str().unwrap_or_default();
+    // Said by lab serve when the link ends; or by the runner, if its agent's end (on
+    // the SIGTERM it sent as it stopped) got up before the link went.
+    assert!(err.contains("the link to host `m1` ended") || err.contains("signal 15"), "{rec}\n{v}");
     drop(lab);
     m.remove();
 }

@@ -508,3 +508,68 @@ fn a_build_there_runs_only_if_nobody_else_could_write_it_and_is_checked_on_every
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
     drop(lab);
 }
+
+/// An ACP agent on a machine reached over ssh (issue 77): the runner daemon lab serve
+/// started there through OpenSSH starts the agent as the login user, with the login
+/// shell's PATH, and carries its stdio over the ssh session; its permission request is
+/// answered from lab and the command runs there; a stop from lab ends the agent there.
+#[test]
+fn an_acp_agent_on_a_machine_over_ssh_is_answered_from_lab_and_stopped_there() {
+    use common::{wait_for, World};
+    use serde_json::json;
+    use std::os::unix::fs::MetadataExt;
+    let Some(s) = SshMachine::new() else { return };
+    let w = World::new();
+    let m = &s.m;
+    m.install("fake-acp", &common::workspace_bin("fake-acp", "fake-acp"));
+    m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
+    w.write_config("[agents.fake]\nacp = [\"fake-acp\"]\n");
+    let add = std::process::Command::new(common::LAB)
+        .args(["hosts", "--home"])
+        .arg(&w.home)
+        .args(["add", "m1", "--ssh", &s.destination(), "--identity"])
+        .arg(&s.client_key)
+        .arg("--known-hosts")
+        .arg(&s.known_hosts)
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let lab = common::Lab::start(&w);
+    wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
+        let (_, list) = lab.get("/hosts");
+        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
+    });
+
+    let prompt = "run:id -u > ran.txt;hang";
+    let (st, run) =
+        lab.post("/runs", &json!({"provider": "fake", "workdir": m.workdir, "prompt": prompt, "host": "m1"}));
+    assert_eq!(st, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the permission", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    assert_eq!(d["permission"]["summary"], "id -u > ran.txt", "{d}");
+    let (st, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(st, 202, "{b}");
+    // The command's result in the chat (the agent's next words stay buffered while
+    // its turn goes on: it hangs).
+    let v = lab.wait_view(&id, "the command's result", |v| v["messages"].to_string().contains("\"tool_result\""));
+    let ran = m.workdir.join("ran.txt");
+    assert_eq!(
+        std::fs::metadata(&ran).unwrap_or_else(|e| panic!("{e}: {v}")).uid(),
+        m.uid,
+        "run as the login user there"
+    );
+    assert_eq!(std::fs::read_to_string(&ran).unwrap().trim(), m.uid.to_string());
+
+    // Stopped from lab (mid-turn: it hangs): the agent there is gone.
+    let there = || {
+        let out = m.run("pgrep", &["-u", &m.uid.to_string(), "-x", "fake-acp"]);
+        out.status.success()
+    };
+    assert!(there(), "the agent runs on the machine");
+    let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
+    wait_for(Duration::from_secs(15), "the agent there gone", || (!there()).then_some(()));
+    drop(lab);
+}
