@@ -62,7 +62,7 @@ fn an_acp_run_shows_every_kind_and_answers_permissions_and_forms_through_the_gua
     for acp in ["gemini-cli", "opencode", "fake"] {
         assert_eq!(
             can(acp),
-            json!({"prompts": ["permission", "question"], "resume": true, "fork": false, "usage": true, "sandbox": false}),
+            json!({"prompts": ["permission", "question"], "resume": true, "fork": false, "usage": true, "sandbox": true}),
             "{acp}"
         );
     }

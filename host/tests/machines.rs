@@ -587,6 +587,14 @@ fn an_acp_agent_on_a_machine_runs_there_is_answered_from_lab_and_ends_with_its_l
     m.start_runner(&lab.url, "m1", &cred);
     wait_connected(&lab, &m, "m1");
 
+    // Not in a sandbox there (yet): refused with why, nothing started.
+    let (s, e) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": m.workdir, "prompt": "hi", "host": "m1", "sandbox": "bwrap"}),
+    );
+    assert_eq!(s, 400, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("on another machine cannot have one yet"), "{e}");
+
     let prompt = "env:HOME;say:here;run:id -u > ran.txt;read:ran.txt;say:bye";
     let (s, run) =
         lab.post("/runs", &json!({"provider": "fake", "workdir": m.workdir, "prompt": prompt, "host": "m1"}));

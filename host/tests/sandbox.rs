@@ -717,3 +717,69 @@ fn a_podman_jail_runs_the_agent_on_the_same_plan() {
     assert_eq!(s, 200, "{b}");
     lab.stop();
 }
+
+/// An ACP agent in a bwrap jail (issue 77): `lab agent-exec` starts it from its launch
+/// file in the jail and lab speaks ACP over its stdio through it. Its permission request
+/// is answered from lab and the command it then runs is jailed: the run's own HOME, its
+/// workdir writable, the operator's home hidden and not writable; lab serves it no file
+/// of its own (it would read and write outside the jail for it). A stop ends it, and its
+/// jail's files go.
+#[test]
+fn an_acp_agent_in_bwrap_is_answered_from_lab_and_its_commands_stay_jailed() {
+    if bwrap().is_none() {
+        return;
+    }
+    let w = World::new();
+    let op = &w.agent_home;
+    std::fs::create_dir_all(op.join(".ssh")).unwrap();
+    std::fs::write(op.join(".ssh/id_ed25519"), "operator-ssh-key").unwrap();
+    let probe = format!(
+        "echo home=$HOME\ncat {op}/.ssh/id_ed25519 || echo ssh-hidden\n\
+         touch {op}/outside\necho x >> /etc/hostname && echo WROTE-ETC || echo etc-refused\nid -u > ran.txt && echo ran-in-workdir\n",
+        op = op.display()
+    );
+    std::fs::write(w.workdir.join("probe.sh"), probe).unwrap();
+    w.write_config(&format!(
+        "[agents.fake]\nacp = [{:?}]\n",
+        common::workspace_bin("fake-acp", "fake-acp").display().to_string()
+    ));
+    let lab = w.serve();
+    let (status, run) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": w.workdir, "prompt": "run:sh probe.sh;read:probe.sh;say:probed", "sandbox": "bwrap"}),
+    );
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["sandbox"], "bwrap", "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_or_show(&lab, &w, &id, "the permission", |v| v["pending_dialog"]["kind"] == "permission");
+    assert!(v["egress"].is_object(), "a jailed run's egress is shown: {v}");
+    let d = &v["pending_dialog"];
+    let (status, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(status, 202, "{b}");
+    let v = wait_or_show(&lab, &w, &id, "the turn's end", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("probed")
+    });
+    let out = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "tool_result")
+        .and_then(|m| m["text"].as_str())
+        .unwrap_or_else(|| panic!("the command's output: {v}"))
+        .to_string();
+    let run_home = w.home.join("homes").join(&id);
+    assert!(out.contains(&format!("home={}", run_home.display())), "the agent's HOME is the run's: {out}");
+    assert!(out.contains("ssh-hidden") && !out.contains("operator-ssh-key"), "{out}");
+    // The operator's home is a scratch folder of the jail's: nothing written there
+    // reaches it; the system is read-only.
+    assert!(!op.join("outside").exists(), "{out}");
+    assert!(out.contains("etc-refused"), "{out}");
+    assert!(out.contains("ran-in-workdir") && w.workdir.join("ran.txt").exists(), "{out}");
+    assert!(v["messages"].to_string().contains("read failed: lab does not offer fs/read_text_file"), "{v}");
+
+    let (status, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((status, &b["state"]), (200, &json!("ended")), "{b}");
+    wait_for(STEP, "its jail's files gone", || (!w.home.join(format!("runtime/{id}.box")).exists()).then_some(()));
+    lab.stop();
+}

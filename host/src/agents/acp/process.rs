@@ -1,6 +1,6 @@
 //! Where an ACP agent's process runs, and how its stdio is reached: a [`Spawner`] per
-//! place ([`Local`]: lab's own child here; another machine's runner relays one there,
-//! `crate::machines::hosts`). The session ([`super::session`]) speaks JSON-RPC over what
+//! place ([`Local`]: lab's own child here, in a jail or not; another machine's runner
+//! relays one there, `crate::machines::hosts`). The session ([`super::session`]) speaks JSON-RPC over what
 //! a spawner hands it and never asks where the process is (wezterm's `Domain`).
 
 use futures_util::future::BoxFuture;
@@ -54,11 +54,22 @@ pub trait Spawner: Send + Sync {
 }
 
 /// Lab's own child here: its own process group, stdio piped, stderr to the log.
-pub struct Local;
+pub struct Local {
+    /// Whether lab serves the agent's `fs/*` and terminal requests: not for an agent
+    /// in a sandbox (lab would read, write and run outside its jail for it).
+    pub serves_files: bool,
+}
+
+impl Local {
+    /// An agent with the operator's account: lab serves its files in its workdir.
+    pub const HERE: Local = Local { serves_files: true };
+    /// An agent in a jail (`lab agent-exec` starts it): it does its own files there.
+    pub const JAILED: Local = Local { serves_files: false };
+}
 
 impl Spawner for Local {
     fn files_here(&self) -> bool {
-        true
+        self.serves_files
     }
 
     fn spawn(&self, cmd: Command) -> BoxFuture<'_, Result<AgentIo, String>> {

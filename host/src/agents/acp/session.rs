@@ -511,7 +511,7 @@ impl Session {
                 None
             }
             "fs/read_text_file" | "fs/write_text_file" if self.root.is_none() => {
-                Some(Err((METHOD_NOT_FOUND, format!("lab does not offer {method} for an agent on another machine"))))
+                Some(Err((METHOD_NOT_FOUND, format!("lab does not offer {method} to this agent (on another machine or in a sandbox, it reads and writes its files itself)"))))
             }
             "fs/read_text_file" => Some(self.read_file(params)),
             "fs/write_text_file" => Some(self.write_file(params)),

@@ -71,13 +71,14 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "wit": c.map(|c| c.capabilities.version.package()),
             "transport": "acp",
             // What lab does for every ACP agent: the protocol's prompts, resume by
-            // `session/load` (where the agent offers it), usage where its responses say it.
+            // `session/load` (where the agent offers it), usage where its responses say
+            // it, a jail here (its workdir, a home of its own, `[sandbox] allow`'s hosts).
             "abilities": {
                 "prompts": ["permission", "question"],
                 "resume": true,
                 "fork": false,
                 "usage": true,
-                "sandbox": false,
+                "sandbox": true,
             },
             "runs": [],
             "refused": c.map(|c| refused_of(&c.source)).unwrap_or_default(),

@@ -60,17 +60,25 @@ impl Runs {
     /// What `rec`'s jail gets at `site` (none for a run without a sandbox), and its
     /// allowlist: written here the first time (a resumed run keeps the operator's
     /// edits), for the caller to put where the proxy reads it if that is elsewhere.
+    ///
+    /// What the agent needs is its `provider`'s to say (None: an ACP agent, whose
+    /// provider cannot say yet: its workdir, its own home, the program's folder and the
+    /// hosts lab.toml's `[sandbox] allow` names).
     pub(in crate::runs) async fn jail_plan(
         &self,
         rec: &RunRecord,
-        provider: &dyn Provider,
+        provider: Option<&dyn Provider>,
         env: &BTreeMap<String, String>,
         site: &JailSite,
     ) -> Result<Option<(Plan, Allowlist)>, String> {
         if rec.sandbox.is_none() {
             return Ok(None);
         }
-        let needs = match provider.sandbox_needs(env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).await {
+        let asked = match provider {
+            Some(p) => p.sandbox_needs(env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).await,
+            None => Ok(Needs::default()),
+        };
+        let needs = match asked {
             Ok(n) => n,
             Err(e) if e.kind == CallErrorKind::Unsupported => {
                 tracing::warn!(provider = %rec.provider, "the provider says nothing of what its agent needs in a sandbox (built before WIT 0.6.0): it gets its workdir and no hosts");

@@ -294,7 +294,7 @@ impl RemoteRuns {
                 fallback_home: runner.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| v.clone()),
                 local: false,
             };
-            if let Some((plan, list)) = runs.jail_plan(rec, provider, &operator_env, &site).await? {
+            if let Some((plan, list)) = runs.jail_plan(rec, Some(provider), &operator_env, &site).await? {
                 prepared.launch.sandbox = Some(plan);
                 // First: it makes the run's jail directory there, where the rest goes.
                 let doc = allow_doc(&list).map_err(|e| e.to_string())?;

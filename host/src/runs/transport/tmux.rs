@@ -201,7 +201,7 @@ impl TmuxRuns {
             fallback_home: std::env::var("HOME").ok(),
             local: true,
         };
-        Ok(runs.jail_plan(rec, provider, env, &site).await?.map(|(plan, _)| plan))
+        Ok(runs.jail_plan(rec, Some(provider), env, &site).await?.map(|(plan, _)| plan))
     }
 }
 

@@ -6,6 +6,8 @@
 //! is the same as for tmux runs: the journal is the run's transcript, the request that
 //! waits is its spool.
 
+mod place;
+
 use super::{Resume, Transport};
 use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
 use crate::agents::model::Answer;
@@ -14,7 +16,6 @@ use crate::runs::live::tailer::Tail;
 use crate::runs::providers::Pinned;
 use crate::runs::registry::RunRecord;
 use crate::runs::{now_rfc3339, Core, Read, Run, Runs};
-use crate::store::config::find_program;
 use crate::store::fsutil;
 use crate::store::paths::RunId;
 use futures_util::future::BoxFuture;
@@ -110,11 +111,10 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
+    /// Here, as a tmux run's: `lab agent-exec` starts the agent in its jail (the jail's
+    /// program must be here).
     fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
-        Err(RunError::BadRequest(format!(
-            "`{}` sandbox: an ACP agent is started by lab serve itself and cannot have one yet; start it with \"sandbox\": \"none\"",
-            kind.as_str()
-        )))
+        crate::runs::launch::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
     }
 
     fn has_screen(&self) -> bool {
@@ -271,51 +271,7 @@ impl Transport for AcpRuns {
     }
 }
 
-/// How long one step on a host may take (a program looked for, a directory checked).
-const HOST_STEP: std::time::Duration = std::time::Duration::from_secs(10);
-
 impl AcpRuns {
-    /// A run on host `host` in `workdir` can start: the host is known and connected,
-    /// and the workdir is a directory there.
-    async fn check_host(&self, host: &str, workdir: &str) -> Result<(), RunError> {
-        if !self.hosts.known(host).map_err(|e| RunError::Internal(e.to_string()))? {
-            return Err(RunError::BadRequest(format!(
-                "unknown host `{host}` (`lab hosts add {host}` or lab.toml [hosts.{host}] makes one)"
-            )));
-        }
-        if !self.hosts.connected(host) {
-            return Err(RunError::HostDown(host.to_string()));
-        }
-        let op = crate::machines::hosts::protocol::Op::IsDir { path: workdir.to_string() };
-        match self.hosts.call(host, op, HOST_STEP).await {
-            Ok(crate::machines::hosts::protocol::Reply::Done) => Ok(()),
-            Ok(crate::machines::hosts::protocol::Reply::Error { message }) => {
-                Err(RunError::BadRequest(format!("workdir {workdir} on host {host}: {message}")))
-            }
-            Ok(other) => Err(RunError::Internal(format!("host {host} answered {other:?} for the workdir"))),
-            Err(e) => Err(RunError::HostDown(format!("{host}: {e}"))),
-        }
-    }
-
-    /// Host `host`'s runner, once connected (a resumed run's after lab serve restarts:
-    /// its runner links again first), within `limit`.
-    async fn wait_connected(
-        &self,
-        host: &str,
-        limit: std::time::Duration,
-    ) -> Result<crate::machines::hosts::RunnerFacts, String> {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            if let Some(facts) = self.hosts.facts(host) {
-                return Ok(facts);
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(format!("host `{host}` is not connected"));
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    }
-
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
     pub(in crate::runs) fn agent(&self, name: &str) -> Option<AcpAgent> {
         self.agents().get(name).cloned()
@@ -360,8 +316,13 @@ impl AcpRuns {
         let (journal, stderr) = Self::files(runs, &id);
         let mut rec = runs.new_record(&id, (&req.provider, &req), prompt.clone(), true, self.log_sessions.place());
         rec.host = req.host.clone();
-        // (Refused for anything but `none`: an ACP agent is lab serve's own child.)
         rec.sandbox = runs.sandbox_for(&req)?;
+        if rec.host.is_some() && !rec.sandbox.is_none() {
+            return Err(RunError::BadRequest(format!(
+                "`{}` sandbox: an ACP agent on another machine cannot have one yet; start it with \"sandbox\": \"none\"",
+                rec.sandbox.as_str()
+            )));
+        }
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
         rec.worktree = runs.make_worktree(&rec, &req).await?;
         let started = match self.start_acp(runs, &rec, &agent, None).await {
@@ -403,56 +364,7 @@ impl AcpRuns {
         let fail = StartError::Failed;
         let dir = runs.home.acp_dir();
         fsutil::private_dir(&dir).map_err(|e| fail(format!("making {}: {e}", dir.display())))?;
-        let pconf = agent.config.as_provider();
-        let fix = || match agent.component {
-            Some(_) => format!("set [providers.{}] program", rec.provider),
-            None => format!("fix [agents.{}] acp", rec.provider),
-        };
-        let wanted = PathBuf::from(&agent.config.acp[0]);
-        let (env, program, spawner): (_, _, Arc<dyn acp::process::Spawner>) = match &rec.host {
-            None => {
-                let env = crate::runs::launch::agent_env(&rec.provider, &pconf);
-                let path = env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
-                let program = find_program(&wanted, path.as_deref()).ok_or_else(|| {
-                    fail(format!(
-                        "program `{}` not found{}; {} in {}",
-                        wanted.display(),
-                        if wanted.components().count() > 1 { "" } else { " on PATH" },
-                        fix(),
-                        runs.home.config_file().display()
-                    ))
-                })?;
-                (env, program.to_string_lossy().into_owned(), Arc::new(acp::process::Local))
-            }
-            // On its host: the runner's environment there, lab.toml's on top; the
-            // program found there.
-            Some(host) => {
-                let runner = self.wait_connected(host, agent.config.start_timeout()).await.map_err(fail)?;
-                let mut env: BTreeMap<String, String> = runner.env.iter().cloned().collect();
-                env.extend(pconf.env.clone());
-                let op = crate::machines::hosts::protocol::Op::Resolve { program: wanted.to_string_lossy().into() };
-                let program = match self.hosts.call(host, op, HOST_STEP).await {
-                    Ok(crate::machines::hosts::protocol::Reply::Text { text }) => text,
-                    Ok(crate::machines::hosts::protocol::Reply::Error { message }) => {
-                        return Err(fail(format!(
-                            "program `{}` on host {host}: {message}; {}",
-                            wanted.display(),
-                            fix()
-                        )))
-                    }
-                    Ok(other) => return Err(fail(format!("host {host} answered {other:?} for the program"))),
-                    Err(e) => return Err(fail(format!("program `{}` on host {host}: {e}", wanted.display()))),
-                };
-                let spawner = crate::machines::hosts::agents::HostSpawner {
-                    hosts: self.hosts.clone(),
-                    host: host.clone(),
-                    run: rec.id.to_string(),
-                };
-                (env, program, Arc::new(spawner))
-            }
-        };
-        let mut argv = agent.config.acp.clone();
-        argv[0] = program;
+        let place::Placed { argv, env, spawner } = self.place(runs, rec, agent).await.map_err(fail)?;
         let (journal, stderr_log) = Self::files(runs, &rec.id);
         let wake = {
             let (runs, id) = (Arc::downgrade(runs), rec.id.clone());
