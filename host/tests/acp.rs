@@ -526,13 +526,13 @@ fn an_acp_component_swapped_while_lab_serves() {
 
 /// Resume (issue 56) of an ended ACP run: its agent started again and asked to load the
 /// session (`session/load`), the operator's message its next prompt, the chat going on
-/// after the old messages with none replayed twice; forks are not offered for ACP runs;
-/// an agent that cannot load sessions answers `422 not_supported` and the run stays
-/// ended.
+/// after the old messages with none replayed twice; an agent that does not fork sessions
+/// offers no fork; an agent that cannot load sessions answers `422 not_supported` and
+/// the run stays ended.
 #[test]
 fn a_stopped_acp_run_is_resumed_by_loading_its_session() {
     let w = World::new();
-    configure(&w, "", "");
+    configure(&w, "FAKE_ACP_NO_FORK = \"1\"", "");
     let lab = w.serve();
     let id = lab.create_run(&w, "fake", "say:first answer")["id"].as_str().unwrap().to_string();
     lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && has_text(v, "first answer"));
@@ -559,4 +559,50 @@ fn a_stopped_acp_run_is_resumed_by_loading_its_session() {
     assert_eq!((s, e["error"].as_str()), (422, Some("not_supported")), "{e}");
     assert!(e["message"].as_str().unwrap().contains("cannot load a session again"), "{e}");
     assert_eq!(lab.get(&format!("/runs/{id}")).1["state"], "ended");
+}
+
+/// Fork of an ACP run whose agent forks sessions (issue 77; ACP `session/fork`, offered
+/// as `sessionCapabilities.fork`): a new run whose chat starts as its parent's, whose
+/// agent branched the parent's session (a new session id, the history not shown
+/// twice), its message the fork's first prompt; the parent goes on in its own session.
+#[test]
+fn an_acp_run_is_forked_where_its_agent_forks_sessions() {
+    let w = World::new();
+    configure(&w, "", "");
+    let lab = w.serve();
+    let id = lab.create_run(&w, "fake", "session;say:parent answer")["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the first turn", |v| v["state"] == "idle" && has_text(v, "parent answer"));
+    // (Said in one message with the words after it: chunks are joined.)
+    let parent_session = texts(&v)
+        .into_iter()
+        .find_map(|t| t.strip_suffix("parent answer").filter(|s| s.starts_with("session=")).map(String::from))
+        .expect("said its session");
+    let (_, body) = lab.get(&format!("/runs/{id}"));
+    assert_eq!(body["forkable"], true, "{body}");
+    let (_, providers) = lab.get("/providers");
+    let fake = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake").unwrap();
+    assert_eq!(fake["abilities"]["fork"], true, "{fake}");
+
+    let (s, fork) = lab.post(&format!("/runs/{id}/fork"), &json!({"prompt": "session;say:fork answer"}));
+    assert_eq!(s, 201, "{fork}");
+    let fid = fork["id"].as_str().unwrap().to_string();
+    assert_eq!(fork["parent"], id, "{fork}");
+    let v = lab.wait_view(&fid, "the fork's turn", |v| v["state"] == "idle" && has_text(v, "fork answer"));
+    let said = texts(&v);
+    assert!(said[1].ends_with("parent answer"), "the parent's chat first: {said:?}");
+    assert!(has_text(&v, &format!("forked from run {id}")), "{said:?}");
+    assert!(!has_text(&v, "replayed"), "the fork's replay is not shown: {said:?}");
+    let branched = format!("{parent_session}-fork-");
+    assert!(said.last().unwrap().starts_with(&branched), "branched from {parent_session}: {said:?}");
+    let seqs: Vec<u64> = v["messages"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "stable, dense seqs");
+
+    // The parent goes on in its own session.
+    let (s, e) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "session;say:parent again"}));
+    assert_eq!(s, 202, "{e}");
+    let v = lab.wait_view(&id, "the parent's next turn", |v| v["state"] == "idle" && has_text(v, "parent again"));
+    let own = texts(&v).into_iter().filter(|t| t.starts_with(&parent_session) && !t.contains("-fork-")).count();
+    assert_eq!(own, 2, "{:?}", texts(&v));
+    assert!(!has_text(&v, "fork answer"));
+    lab.stop();
 }

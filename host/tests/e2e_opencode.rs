@@ -142,3 +142,49 @@ fn a_second_prompt_after_a_restart_of_lab_reaches_the_same_session() {
     e.wait(&id, "the second reply", |v| v["state"] == "idle" && has_text(v, "Second reply."));
     e.stop_run(&id);
 }
+
+/// OpenCode forks sessions (`sessionCapabilities.fork`, ACP `session/fork`): a fork of a
+/// run is a new run whose agent branched the parent's session — the fork's prompt
+/// reaches the model with the parent's conversation before it, its chat starts as the
+/// parent's — and the parent goes on in its own session, without the fork's turn.
+#[test]
+fn a_fork_of_an_opencode_run_carries_its_conversation_to_the_model() {
+    use messages_standin::Matcher::Contains;
+    let script = Script::new()
+        .turn(Contains("PARSNIP".into()), Reply::text("Noted the word."))
+        .turn(Contains("what was the word".into()), Reply::text("The word was PARSNIP."))
+        .turn(Contains("and now".into()), Reply::text("Still here."));
+    let Some(e) = start(script) else { return };
+    let id = e.run("remember the word PARSNIP");
+    e.wait(&id, "the first reply", |v| v["state"] == "idle" && has_text(v, "Noted the word."));
+    let (_, body) = e.lab().get(&format!("/runs/{id}"));
+    assert_eq!(body["forkable"], true, "OpenCode forks sessions: {body}");
+
+    let (s, fork) = e.lab().post(&format!("/runs/{id}/fork"), &json!({"prompt": "what was the word?"}));
+    assert_eq!(s, 201, "{fork}");
+    let fid = fork["id"].as_str().unwrap().to_string();
+    let v = e.wait(&fid, "the fork's reply", |v| v["state"] == "idle" && has_text(v, "The word was PARSNIP."));
+    assert!(has_text(&v, "Noted the word.") && has_text(&v, &format!("forked from run {id}")), "{:#}", v["messages"]);
+    let seen = |needle: &str| {
+        e.standin
+            .requests()
+            .into_iter()
+            .filter(|r| r.is_main() && r.body.to_string().contains(needle))
+            .map(|r| r.body.to_string())
+            .collect::<Vec<_>>()
+    };
+    let asked = seen("what was the word");
+    assert!(!asked.is_empty(), "the fork's prompt reached the model");
+    assert!(
+        asked.iter().all(|b| b.contains("remember the word PARSNIP") && b.contains("Noted the word.")),
+        "with the parent's conversation before it: {asked:?}"
+    );
+
+    let (s, r) = e.lab().post(&format!("/runs/{id}/messages"), &json!({"text": "and now?"}));
+    assert_eq!(s, 202, "{r}");
+    e.wait(&id, "the parent's next reply", |v| v["state"] == "idle" && has_text(v, "Still here."));
+    let parent = seen("and now");
+    assert!(!parent.is_empty() && parent.iter().all(|b| !b.contains("what was the word")), "{parent:?}");
+    e.stop_run(&fid);
+    e.stop_run(&id);
+}

@@ -149,8 +149,13 @@ impl Runs {
 
     /// Every ACP agent ([`crate::agents::acp::agents::resolve`]: one owner per name),
     /// with the modes it takes (`permission_mode`), its default first.
-    pub fn acp_agents(&self) -> Vec<(String, crate::agents::acp::agents::AcpAgent, Vec<String>)> {
-        self.acp.agents().iter().map(|(name, a)| (name.clone(), a.clone(), self.acp.modes(name))).collect()
+    /// (Whether each forks sessions: as its newest start said.)
+    pub fn acp_agents(&self) -> Vec<(String, crate::agents::acp::agents::AcpAgent, Vec<String>, bool)> {
+        self.acp
+            .agents()
+            .iter()
+            .map(|(name, a)| (name.clone(), a.clone(), self.acp.modes(name), self.acp.forks(name)))
+            .collect()
     }
 
     /// How many active runs host `name` has.

@@ -5,9 +5,10 @@
 //! allowed), `ask:QUESTION` (a form: Postgres / SQLite / other), `read:PATH`,
 //! `write:PATH=TEXT`, `term:CMD` (a terminal running `sh -c CMD`, waited for, its output
 //! said, released), `termkeep:CMD` (not released), `termat:DIR|CMD` (in DIR),
-//! `garbage`, `crash`, `hang`, `sleep:MS`, `args` (says its arguments), `env:NAME` (says
+//! `garbage`, `crash`, `hang`, `session` (says `session=<its session id>`), `sleep:MS`, `args` (says its arguments), `env:NAME` (says
 //! `NAME=value`).
-//! Environment: `FAKE_ACP_NO_LOAD=1` (no loadSession), `FAKE_ACP_HANG_INIT=1` (never
+//! Environment: `FAKE_ACP_NO_LOAD=1` (no loadSession), `FAKE_ACP_NO_FORK=1` (no
+//! `sessionCapabilities.fork`; with it, `session/fork` answers `<id>-fork-<pid>`), `FAKE_ACP_HANG_INIT=1` (never
 //! answers initialize), `FAKE_ACP_LOG=FILE` (appends every line it reads).
 
 use serde_json::{json, Value};
@@ -101,7 +102,9 @@ fn main() {
                             continue;
                         }
                         let load = std::env::var("FAKE_ACP_NO_LOAD").is_err();
-                        agent.send(reply(json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": load},
+                        let fork = if std::env::var("FAKE_ACP_NO_FORK").is_err() { json!({}) } else { json!(null) };
+                        agent.send(reply(json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": load,
+                            "sessionCapabilities": {"fork": fork}},
                             "agentInfo": {"name": "fake-acp", "version": "1.0.0"}})));
                     }
                     "session/new" => {
@@ -118,6 +121,16 @@ fn main() {
                         agent.update(json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "(replayed prompt)"}}));
                         agent.say("(replayed reply)");
                         agent.send(reply(json!(null)));
+                    }
+                    "session/fork" => {
+                        // A new session with the earlier one's history, replayed.
+                        *agent.cwd.lock().unwrap() = msg["params"]["cwd"].as_str().unwrap_or_default().to_string();
+                        let from = msg["params"]["sessionId"].as_str().unwrap_or_default().to_string();
+                        let sid = format!("{from}-fork-{}", std::process::id());
+                        *agent.session.lock().unwrap() = sid.clone();
+                        agent.update(json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "(replayed prompt)"}}));
+                        agent.say("(replayed reply)");
+                        agent.send(reply(json!({"sessionId": sid})));
                     }
                     "session/set_mode" => match msg["params"]["modeId"].as_str() {
                         Some(m @ ("ask" | "yolo")) => {
@@ -281,6 +294,10 @@ fn run_script(a: &Agent, text: &str) -> Option<&'static str> {
             "crash" => {
                 eprintln!("fake-acp: crashing as asked");
                 std::process::exit(3);
+            }
+            "session" => {
+                let sid = a.session.lock().unwrap().clone();
+                a.say(&format!("session={sid}"))
             }
             "hang" => return None,
             other => a.say(&format!("unknown step {other:?}")),

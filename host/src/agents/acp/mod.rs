@@ -22,4 +22,4 @@ pub mod terminal;
 pub mod usage;
 
 pub use agents::AcpAgent;
-pub use session::{AnswerError, Session, Setup, StartError};
+pub use session::{AnswerError, Open, Session, Setup, StartError};

@@ -88,8 +88,10 @@ pub struct Session {
     /// Prompts given (numbered in order) and sent so far.
     prompt_seq: AtomicU64,
     prompts_served: watch::Sender<u64>,
-    /// `session/load` replays the history: not journalled again.
+    /// `session/load` and `session/fork` replay the history: not journalled again.
     loading: AtomicBool,
+    /// Whether the agent said it forks sessions (`sessionCapabilities.fork`).
+    can_fork: AtomicBool,
     stopping: AtomicBool,
     /// Signals the agent's process group, wherever it runs.
     signal: Box<dyn Fn(super::process::Stop) + Send + Sync>,
@@ -99,11 +101,25 @@ pub struct Session {
     terminals: Option<Arc<super::terminal::Terminals>>,
 }
 
+/// Which session a started agent opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Open {
+    /// A new one (`session/new`).
+    New,
+    /// This earlier one, again (`session/load`, after a restart or to resume a run).
+    Load(String),
+    /// A new one branched from this earlier one's conversation (`session/fork`, where
+    /// the agent offers `sessionCapabilities.fork`).
+    Fork(String),
+}
+
 /// Why a session could not start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartError {
     /// Resuming was asked and the agent cannot load sessions.
     CannotResume,
+    /// A fork was asked and the agent cannot fork sessions.
+    CannotFork,
     Failed(String),
 }
 
@@ -111,6 +127,7 @@ impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartError::CannotResume => f.write_str("the agent cannot load a session (no loadSession capability)"),
+            StartError::CannotFork => f.write_str("the agent cannot fork a session (no sessionCapabilities.fork)"),
             StartError::Failed(s) => f.write_str(s),
         }
     }
@@ -118,7 +135,7 @@ impl std::fmt::Display for StartError {
 
 impl Session {
     /// Spawn the agent and open a session: a new one, or `resume`'s (`session/load`).
-    pub async fn start(setup: Setup, resume: Option<String>) -> Result<Arc<Session>, StartError> {
+    pub async fn start(setup: Setup, open: Open) -> Result<Arc<Session>, StartError> {
         let fail = |m: String| StartError::Failed(m);
         let files_here = setup.spawner.files_here();
         let cmd = super::process::Command {
@@ -150,7 +167,8 @@ impl Session {
             turn: tokio::sync::Mutex::new(()),
             prompt_seq: AtomicU64::new(0),
             prompts_served: watch::channel(0).0,
-            loading: AtomicBool::new(resume.is_some()),
+            loading: AtomicBool::new(open != Open::New),
+            can_fork: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             signal: io.signal,
             exited,
@@ -167,7 +185,7 @@ impl Session {
         });
         tokio::spawn(session.clone().serve(incoming));
         let opened =
-            tokio::time::timeout(setup.start_timeout, session.open(&setup.cwd, resume, setup.mode, &*setup.on_modes))
+            tokio::time::timeout(setup.start_timeout, session.open(&setup.cwd, open, setup.mode, &*setup.on_modes))
                 .await;
         let result = match opened {
             Ok(r) => r,
@@ -192,7 +210,7 @@ impl Session {
     async fn open(
         &self,
         cwd: &std::path::Path,
-        resume: Option<String>,
+        open: Open,
         mode: Option<String>,
         on_modes: &(dyn Fn(Vec<String>) + Send + Sync),
     ) -> Result<(), StartError> {
@@ -215,11 +233,13 @@ impl Session {
             .map_err(fail)?;
         let caps = &init["agentCapabilities"];
         let can_load = caps["loadSession"].as_bool().unwrap_or(false);
+        let can_fork = caps["sessionCapabilities"]["fork"].is_object();
+        self.can_fork.store(can_fork, Ordering::SeqCst);
         let cwd = cwd.to_string_lossy();
         // The modes a new session offers (session/load's result does not say them).
         let mut offered = Vec::new();
-        match resume {
-            None => {
+        match open {
+            Open::New => {
                 let r = self.conn.request("session/new", json!({"cwd": cwd, "mcpServers": []})).await.map_err(fail)?;
                 let sid = r["sessionId"]
                     .as_str()
@@ -232,7 +252,7 @@ impl Session {
                 }
                 self.rec.write(Entry::Session { session_id: sid.to_string() });
             }
-            Some(sid) => {
+            Open::Load(sid) => {
                 if !can_load {
                     return Err(StartError::CannotResume);
                 }
@@ -243,13 +263,26 @@ impl Session {
                     .await
                     .map_err(fail)?;
                 *self.model.lock().unwrap() = super::usage::session_model(&r);
-                // The replay is over once every update sent before the response was
-                // taken (and skipped): what comes after it is new.
-                if let Some(fence) = self.conn.fence() {
-                    let _ = fence.await;
+                self.replayed().await;
+            }
+            Open::Fork(from) => {
+                if !can_fork {
+                    return Err(StartError::CannotFork);
                 }
-                self.loading.store(false, Ordering::SeqCst);
-                self.rec.clear_buffer();
+                let r = self
+                    .conn
+                    .request("session/fork", json!({"sessionId": from, "cwd": cwd, "mcpServers": []}))
+                    .await
+                    .map_err(fail)?;
+                let sid = r["sessionId"]
+                    .as_str()
+                    .filter(|s| !s.is_empty() && *s != from)
+                    .ok_or_else(|| StartError::Failed("session/fork returned no new sessionId".into()))?;
+                *self.session_id.lock().unwrap() = sid.to_string();
+                *self.model.lock().unwrap() = super::usage::session_model(&r);
+                offered = offered_modes(&r["modes"]);
+                self.replayed().await;
+                self.rec.write(Entry::Session { session_id: sid.to_string() });
             }
         }
         if let Some(mode) = mode {
@@ -261,6 +294,21 @@ impl Session {
             })?;
         }
         Ok(())
+    }
+
+    /// The history a loaded or forked session replays is over once every update sent
+    /// before the response was taken (and skipped): what comes after it is new.
+    async fn replayed(&self) {
+        if let Some(fence) = self.conn.fence() {
+            let _ = fence.await;
+        }
+        self.loading.store(false, Ordering::SeqCst);
+        self.rec.clear_buffer();
+    }
+
+    /// Whether the agent said it forks sessions (known once it started).
+    pub fn can_fork(&self) -> bool {
+        self.can_fork.load(Ordering::SeqCst)
     }
 
     /// Say something in the chat (lab's own words).

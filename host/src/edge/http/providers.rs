@@ -54,7 +54,7 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "refused": refused_of(&f.source),
         }));
     }
-    for (name, a, modes) in runs.acp_agents() {
+    for (name, a, modes, forks) in runs.acp_agents() {
         let c = a.component.as_ref();
         list.push(json!({
             "name": name,
@@ -72,11 +72,12 @@ pub(super) async fn providers(State(runs): State<Arc<Runs>>) -> impl IntoRespons
             "transport": "acp",
             // What lab does for every ACP agent: the protocol's prompts, resume by
             // `session/load` (where the agent offers it), usage where its responses say
-            // it, a jail here (its workdir, a home of its own, `[sandbox] allow`'s hosts).
+            // it, a jail here (its workdir, a home of its own, `[sandbox] allow`'s hosts);
+            // fork where the agent said it forks sessions (known once it ran).
             "abilities": {
                 "prompts": ["permission", "question"],
                 "resume": true,
-                "fork": false,
+                "fork": forks,
                 "usage": true,
                 "sandbox": true,
             },

@@ -9,7 +9,7 @@
 mod place;
 
 use super::{Resume, Transport};
-use crate::agents::acp::{self, AcpAgent, AnswerError, Session, Setup, StartError};
+use crate::agents::acp::{self, AcpAgent, AnswerError, Open, Session, Setup, StartError};
 use crate::agents::model::Answer;
 use crate::runs::api::{AnswerProgress, AnswerState, CreateRun, RunBody, RunError};
 use crate::runs::live::tailer::Tail;
@@ -47,6 +47,8 @@ pub(in crate::runs) struct AcpRuns {
     sessions: Mutex<HashMap<RunId, Arc<Session>>>,
     /// The session modes each ACP agent offered in its newest session.
     learned_modes: Mutex<HashMap<String, Vec<String>>>,
+    /// Whether each ACP agent said it forks sessions, as its newest start said.
+    learned_forks: Mutex<HashMap<String, bool>>,
     /// Runs being resumed: the agent's session loaded again, and the operator's next
     /// message, until the run is live again ([`Transport::resumed`]).
     resuming: Mutex<HashMap<RunId, (Arc<Session>, String)>>,
@@ -70,6 +72,7 @@ impl AcpRuns {
             agents: std::sync::RwLock::new(Arc::new(agents)),
             sessions: Mutex::default(),
             learned_modes: Mutex::default(),
+            learned_forks: Mutex::default(),
             resuming: Mutex::default(),
         }
     }
@@ -215,11 +218,11 @@ impl Transport for AcpRuns {
     }
 
     /// An ACP run is resumed by starting its agent again and asking it to load the
-    /// session (`session/load`, where the agent offers `loadSession`); forks are not
-    /// offered for ACP runs.
+    /// session (`session/load`, where the agent offers `loadSession`); forked where the
+    /// agent said it forks sessions (`session/fork`).
     fn abilities(&self, _core: &Core, rec: &RunRecord) -> Option<crate::agents::model::Abilities> {
         self.agent(&rec.provider)?;
-        Some(crate::agents::model::Abilities { resume: true, fork: false })
+        Some(crate::agents::model::Abilities { resume: true, fork: self.forks(&rec.provider) })
     }
 
     fn relaunch<'a>(
@@ -234,8 +237,8 @@ impl Transport for AcpRuns {
             })?;
             let sid = continuing.earlier.session_id.clone();
             let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
-            let session = self.start_acp(runs, rec, &agent, Some(sid)).await.map_err(|e| match e {
-                StartError::CannotResume => RunError::NotSupported(format!(
+            let session = self.start_acp(runs, rec, &agent, Open::Load(sid)).await.map_err(|e| match e {
+                StartError::CannotResume | StartError::CannotFork => RunError::NotSupported(format!(
                     "the ACP agent `{}` cannot load a session again (it offers no loadSession)",
                     rec.provider
                 )),
@@ -275,6 +278,12 @@ impl AcpRuns {
     /// The ACP agent `name` (declared by a component, or lab.toml's `[agents.<name>]`).
     pub(in crate::runs) fn agent(&self, name: &str) -> Option<AcpAgent> {
         self.agents().get(name).cloned()
+    }
+
+    /// Whether ACP agent `name` forks sessions (`sessionCapabilities.fork`), as its
+    /// newest start said (not known before its first run: no).
+    pub(in crate::runs) fn forks(&self, name: &str) -> bool {
+        self.learned_forks.lock().unwrap().get(name).copied().unwrap_or(false)
     }
 
     /// The modes an ACP agent takes (`permission_mode`), its default first: lab.toml's
@@ -325,8 +334,27 @@ impl AcpRuns {
         }
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
         rec.worktree = runs.make_worktree(&rec, &req).await?;
-        let started = match self.start_acp(runs, &rec, &agent, None).await {
+        // A fork's chat starts as its parent's (lab's own journal, copied); its agent
+        // branches the parent's session (`session/fork`).
+        let open = match &req.fork {
+            None => Open::New,
+            Some(f) => {
+                let parent = journal_of(&runs.home.acp_dir(), &f.parent);
+                if let Err(e) = fsutil::private_dir(&runs.home.acp_dir())
+                    .and_then(|()| std::fs::copy(&parent, &journal).map(|_| ()))
+                {
+                    tracing::warn!(run = %id, parent = %f.parent, error = %e, "the fork's chat starts empty");
+                }
+                Open::Fork(f.continuing.earlier.session_id.clone())
+            }
+        };
+        let forked_from = req.fork.as_ref().map(|f| f.parent.clone());
+        let started = match self.start_acp(runs, &rec, &agent, open).await {
             Ok(s) => Ok(s),
+            Err(StartError::CannotFork) => Err(format!(
+                "the ACP agent `{}` cannot fork a session (it offers no sessionCapabilities.fork)",
+                rec.provider
+            )),
             Err(e) => Err(e.to_string()),
         };
         let session = match started {
@@ -344,7 +372,13 @@ impl AcpRuns {
         tracing::info!(run = %id, provider = %rec.provider, workdir = %rec.workdir, "ACP run launched");
         let run = runs.attach(rec, false, None);
         self.adopt_acp(runs, &run, session.clone());
-        session.prompt(prompt);
+        if let Some(parent) = forked_from {
+            session.note(&format!("forked from run {parent}: the agent's session was branched"));
+        }
+        // A fork without a message waits idle for one.
+        if !prompt.is_empty() {
+            session.prompt(prompt);
+        }
         if run.record().worktree.is_some() {
             runs.core.clone().spawn_diff_watch(run.clone());
         }
@@ -359,7 +393,7 @@ impl AcpRuns {
         runs: &Arc<Runs>,
         rec: &RunRecord,
         agent: &AcpAgent,
-        resume: Option<String>,
+        open: Open,
     ) -> Result<Arc<Session>, StartError> {
         let fail = StartError::Failed;
         let dir = runs.home.acp_dir();
@@ -426,7 +460,8 @@ impl AcpRuns {
                 })
             },
         };
-        let session = Session::start(setup, resume).await?;
+        let session = Session::start(setup, open).await?;
+        self.learned_forks.lock().unwrap().insert(rec.provider.clone(), session.can_fork());
         // The run's terminal: the agent's log, followed.
         let sessions = runs.here.sessions.clone();
         let name = rec.tmux_target.clone();
@@ -482,7 +517,7 @@ impl AcpRuns {
                 (Some(_), None) => "lab restarted before the agent's session began".to_string(),
                 (Some(agent), Some(sid)) => {
                     let _ = fsutil::remove_if_exists(&runs.home.run_files(&rec.id).spool);
-                    match runs.acp.start_acp(&runs, &rec, &agent, Some(sid)).await {
+                    match runs.acp.start_acp(&runs, &rec, &agent, Open::Load(sid)).await {
                         Ok(session) => {
                             tracing::info!(run = %rec.id, "resumed the ACP run's session after a restart");
                             session.note("lab restarted: the agent's session was loaded again");
@@ -490,7 +525,7 @@ impl AcpRuns {
                             run.wake();
                             return;
                         }
-                        Err(StartError::CannotResume) => {
+                        Err(StartError::CannotResume | StartError::CannotFork) => {
                             "lab restarted and the agent cannot load its session again".to_string()
                         }
                         Err(StartError::Failed(e)) => format!("lab restarted and resuming the agent failed: {e}"),
