@@ -188,3 +188,89 @@ fn a_fork_of_an_opencode_run_carries_its_conversation_to_the_model() {
     e.stop_run(&fid);
     e.stop_run(&id);
 }
+
+/// The real OpenCode in a bwrap jail (`"sandbox": "bwrap"`): lab speaks ACP to it
+/// through the jail; it reaches the model stand-in only through the egress proxy (the
+/// stand-in's address on lab.toml's `[sandbox] allow`); its state is in the run's own
+/// home; the command it asks about is answered from lab and runs jailed — writing its
+/// workdir, not the operator's home.
+#[test]
+fn opencode_in_bwrap_asks_from_its_jail_and_reaches_only_its_allowlist() {
+    if !std::path::Path::new("/usr/bin/bwrap").exists() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bubblewrap is missing (scripts/test installs it)");
+        eprintln!("SKIPPED: the jailed OpenCode test needs bubblewrap");
+        return;
+    }
+    let script = Script::new()
+        .turn(
+            messages_standin::Matcher::Any,
+            Reply::tool_use(
+                "bash",
+                bash("echo jailed > oc-jailed.txt; echo x > $OPERATOR/escaped.txt; echo home=$HOME"),
+            ),
+        )
+        .after_tool_result("Done in the jail.");
+    let Some(bin) = opencode_bin() else { return };
+    let slot = Slot::take(2);
+    let standin = Standin::start(script).unwrap();
+    let w = World::new();
+    let port = standin.base_url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let config = json!({
+        "model": "anthropic/claude-sonnet-4-5",
+        "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
+        "share": "disabled",
+    });
+    w.write_config(&format!(
+        "[providers.opencode]\nprogram = {bin:?}\n\
+             env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
+             npm_config_registry = \"http://127.0.0.1:9/\", OPERATOR = {op:?} }}\n\
+         [sandbox]\nallow = [\"127.0.0.1:{port}\"]\n",
+        bin = bin.display().to_string(),
+        config = config.to_string(),
+        op = w.agent_home.display().to_string(),
+    ));
+    let e = AcpRun::serve(w, slot, "opencode", standin);
+    let (s, run) = e.lab().post(
+        "/runs",
+        &json!({"provider": "opencode", "workdir": e.w.workdir, "prompt": "write the marker", "sandbox": "bwrap"}),
+    );
+    if s != 201 {
+        show_run_files(&e.w);
+    }
+    assert_eq!(s, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let start = std::time::Instant::now();
+    let d = loop {
+        let v = e.lab().view(&id);
+        if v["pending_dialog"]["kind"] == "permission" {
+            break v["pending_dialog"].clone();
+        }
+        if start.elapsed() > common::acp_run::STEP {
+            show_run_files(&e.w);
+            panic!("no permission: {v}\nthe stand-in saw: {:?}", e.standin.requests().len());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": option(&d, "allow_once")}]));
+    assert_eq!(s, 202, "{r}");
+    let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "Done in the jail."));
+    assert_eq!(std::fs::read_to_string(e.w.workdir.join("oc-jailed.txt")).unwrap().trim(), "jailed");
+    assert!(!e.w.agent_home.join("escaped.txt").exists(), "the operator's home is not the jail's: {:#}", v["messages"]);
+    let run_home = e.w.home.join("homes").join(&id);
+    assert!(v["messages"].to_string().contains(&format!("home={}", run_home.display())), "{:#}", v["messages"]);
+    let (_, body) = e.lab().get(&format!("/runs/{id}"));
+    let reached = body["egress"]["reached"].to_string();
+    assert!(reached.contains(&port), "the model was reached through the proxy: {body}");
+    e.stop_run(&id);
+}
+
+/// What a jailed run left to say why it went wrong: the agent's journal and log, its
+/// allowlist and ledger.
+fn show_run_files(w: &World) {
+    for dir in ["acp", "egress"] {
+        for f in std::fs::read_dir(w.home.join(dir)).into_iter().flatten() {
+            let f = f.unwrap().path();
+            eprintln!("== {}\n{}", f.display(), std::fs::read_to_string(&f).unwrap_or_default());
+        }
+    }
+}

@@ -156,6 +156,12 @@ impl TmuxRuns {
                 rec.provider
             )
         })?;
+        // A jailed agent's program as the jail has it: the file itself, in the folder
+        // lent to the jail (a link to it, as npm's `.bin/` has, is not there).
+        let program = match rec.sandbox.is_none() {
+            true => program,
+            false => std::fs::canonicalize(&program).unwrap_or(program),
+        };
         let operator_env = agent_env(&rec.provider, &pconf);
         let mut env = operator_env.clone();
         // A jailed agent's HOME is the run's own (its transcript is there too).

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// The largest request head read.
 pub const MAX_HEAD: usize = 16 * 1024;
 /// How long a client has to send its request head.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long connecting to a destination may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most connections open at once (past it: `503`).
@@ -220,7 +220,7 @@ impl Proxy {
 }
 
 /// The head (through its blank line) and whatever came after it in the same reads.
-fn read_head(conn: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub(super) fn read_head(conn: &mut impl Read) -> Result<(Vec<u8>, Vec<u8>), String> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -310,28 +310,52 @@ fn reply(mut conn: &UnixStream, status: &str, body: &str) -> std::io::Result<()>
     conn.write_all(msg.as_bytes())
 }
 
+/// A byte stream [`pipe`] joins: a socket it can clone and shut down.
+pub(super) trait Stream: Read + Write + Send + Sized + 'static {
+    fn dup(&self) -> std::io::Result<Self>;
+    fn close(&self, how: Shutdown);
+}
+
+impl Stream for UnixStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self, how: Shutdown) {
+        let _ = self.shutdown(how);
+    }
+}
+
+impl Stream for TcpStream {
+    fn dup(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close(&self, how: Shutdown) {
+        let _ = self.shutdown(how);
+    }
+}
+
 /// Copy both ways: the client's bytes up on a thread of its own, the destination's back
 /// here (its response head first made the connection's last if `one_request`); once
 /// the destination has ended, so does the client's connection.
-pub(super) fn pipe(conn: UnixStream, up: TcpStream, one_request: bool) {
-    let (Ok(mut conn_r), Ok(mut up_w)) = (conn.try_clone(), up.try_clone()) else { return };
+pub(super) fn pipe(conn: impl Stream, up: impl Stream, one_request: bool) {
+    let (Ok(mut conn_r), Ok(mut up_w)) = (conn.dup(), up.dup()) else { return };
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut conn_r, &mut up_w);
-        let _ = up_w.shutdown(Shutdown::Write);
+        up_w.close(Shutdown::Write);
     });
     let (mut up_r, mut conn_w) = (up, conn);
     if one_request {
         let Ok((head, after)) = read_head(&mut up_r) else {
-            let _ = conn_w.shutdown(Shutdown::Both);
+            conn_w.close(Shutdown::Both);
             return;
         };
         if conn_w.write_all(&last_on_connection(&head)).and_then(|_| conn_w.write_all(&after)).is_err() {
-            let _ = up_r.shutdown(Shutdown::Both);
+            up_r.close(Shutdown::Both);
             return;
         }
     }
     let _ = std::io::copy(&mut up_r, &mut conn_w);
-    let _ = conn_w.shutdown(if one_request { Shutdown::Both } else { Shutdown::Write });
+    conn_w.close(if one_request { Shutdown::Both } else { Shutdown::Write });
 }
 
 #[cfg(test)]

@@ -104,6 +104,12 @@ impl AcpRuns {
             return Ok((argv, operator_env));
         };
         let files = runs.files_for(rec)?;
+        // The program as the jail has it: the file itself, in the folder lent to the
+        // jail (a link to it, as npm's `.bin/` has, is not there).
+        let mut argv = argv;
+        if let Ok(real) = std::fs::canonicalize(&argv[0]) {
+            argv[0] = real.to_string_lossy().into_owned();
+        }
         let site = crate::sandbox::JailSite {
             home: runs.home.clone(),
             lab_exe: runs.here.lab_exe.to_string_lossy().into_owned(),
