@@ -573,3 +573,83 @@ fn an_acp_agent_on_a_machine_over_ssh_is_answered_from_lab_and_stopped_there() {
     wait_for(Duration::from_secs(15), "the agent there gone", || (!there()).then_some(()));
     drop(lab);
 }
+
+/// The real OpenCode on a machine reached over ssh (issue 77), its model the Messages
+/// stand-in on this side of the link: the runner daemon there starts it, lab speaks ACP
+/// to it over the ssh session; the command it asks about is allowed from lab and runs
+/// there as the login user, its result reaches the model, and its usage is counted.
+#[test]
+fn the_real_opencode_on_a_machine_over_ssh_asks_from_there_and_runs_there() {
+    use common::{agent_bin, wait_for, World};
+    use messages_standin::{Matcher, Reply, Script, Standin};
+    use serde_json::json;
+    use std::os::unix::fs::MetadataExt;
+    let Some(opencode) = agent_bin("LAB_OPENCODE_BIN", "scripts/install-opencode.sh", "the real OpenCode over ssh")
+    else {
+        return;
+    };
+    let Some(s) = SshMachine::new() else { return };
+    let _slot = common::Slot::take(2);
+    let m = &s.m;
+    let w = World::new();
+    // The native program itself (npm's `.bin/` link points at it).
+    m.install("opencode", &std::fs::canonicalize(&opencode).unwrap());
+    m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
+    let command = json!({"command": "id -u > oc-there.txt", "description": "Write a marker file"});
+    let script = Script::new().turn(Matcher::Any, Reply::tool_use("bash", command)).after_tool_result("Ran it there.");
+    let standin = Standin::start_on((m.peer, 0), script).expect("the messages stand-in on the link");
+    let config = json!({
+        "model": "anthropic/claude-sonnet-4-5",
+        "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
+        "share": "disabled",
+    });
+    w.write_config(&format!(
+        "[providers.opencode]\nprogram = \"opencode\"\n\
+         env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
+         npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
+        config = config.to_string(),
+    ));
+    let add = std::process::Command::new(common::LAB)
+        .args(["hosts", "--home"])
+        .arg(&w.home)
+        .args(["add", "m1", "--ssh", &s.destination(), "--identity"])
+        .arg(&s.client_key)
+        .arg("--known-hosts")
+        .arg(&s.known_hosts)
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let lab = common::Lab::start(&w);
+    wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
+        let (_, list) = lab.get("/hosts");
+        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
+    });
+
+    let (st, run) = lab.post(
+        "/runs",
+        &json!({"provider": "opencode", "workdir": m.workdir, "prompt": "write the marker", "host": "m1"}),
+    );
+    assert_eq!(st, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_for(Duration::from_secs(90), "OpenCode's permission request", || {
+        Some(lab.view(&id)).filter(|v| v["pending_dialog"]["kind"] == "permission")
+    });
+    let d = &v["pending_dialog"];
+    let once = d["options"].as_array().unwrap().iter().position(|o| o["description"] == "allow_once").unwrap();
+    let (st, b) = lab
+        .post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": once}]}));
+    assert_eq!(st, 202, "{b}");
+    wait_for(Duration::from_secs(90), "the reply after the command", || {
+        Some(lab.view(&id)).filter(|v| v["state"] == "idle" && v["messages"].to_string().contains("Ran it there."))
+    });
+    let ran = m.workdir.join("oc-there.txt");
+    assert_eq!(std::fs::metadata(&ran).unwrap().uid(), m.uid, "run there as the login user");
+    let call = standin.emitted_tool_uses().into_iter().find(|t| t.name == "bash").expect("the bash call");
+    assert!(!standin.tool_results_for(&call.id).is_empty(), "the command's result reached the model");
+    let (st, u) = lab.get(&format!("/runs/{id}/usage"));
+    assert_eq!((st, &u["responses"]), (200, &json!(1)), "the turn's usage, counted once: {u}");
+    let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
+    drop(lab);
+    standin.shutdown();
+}
