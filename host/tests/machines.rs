@@ -587,14 +587,6 @@ fn an_acp_agent_on_a_machine_runs_there_is_answered_from_lab_and_ends_with_its_l
     m.start_runner(&lab.url, "m1", &cred);
     wait_connected(&lab, &m, "m1");
 
-    // Not in a sandbox there (yet): refused with why, nothing started.
-    let (s, e) = lab.post(
-        "/runs",
-        &json!({"provider": "fake", "workdir": m.workdir, "prompt": "hi", "host": "m1", "sandbox": "bwrap"}),
-    );
-    assert_eq!(s, 400, "{e}");
-    assert!(e["message"].as_str().unwrap().contains("on another machine cannot have one yet"), "{e}");
-
     let prompt = "env:HOME;say:here;run:id -u > ran.txt;read:ran.txt;say:bye";
     let (s, run) =
         lab.post("/runs", &json!({"provider": "fake", "workdir": m.workdir, "prompt": prompt, "host": "m1"}));
@@ -635,6 +627,71 @@ fn an_acp_agent_on_a_machine_runs_there_is_answered_from_lab_and_ends_with_its_l
     // Said by lab serve when the link ends; or by the runner, if its agent's end (on
     // the SIGTERM it sent as it stopped) got up before the link went.
     assert!(err.contains("the link to host `m1` ended") || err.contains("signal 15"), "{rec}\n{v}");
+    drop(lab);
+    m.remove();
+}
+
+/// An ACP agent jailed on a machine (issue 77): its runner starts `lab agent-exec` there
+/// on the launch file and allowlist lab put there; lab speaks ACP to the jailed agent
+/// over the link. The command it asks about is allowed from lab and runs in the jail
+/// there: the run's own home there, its workdir writable, the machine user's home
+/// hidden. An allowlist set from lab is the one its proxy there goes by.
+#[test]
+fn an_acp_agent_jailed_on_a_machine_is_answered_from_lab_and_its_command_stays_jailed() {
+    let Some(mut m) = Machine::new() else { return };
+    if !["/usr/bin/bwrap", "/bin/bwrap"].iter().any(|p| std::path::Path::new(p).exists()) {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bubblewrap is missing (scripts/test installs it)");
+        return;
+    }
+    let w = World::new();
+    let fake = common::workspace_bin("fake-acp", "fake-acp");
+    m.install("fake-acp", &fake);
+    let secret = m.user_home.join("secret.txt");
+    m.write(&secret, b"machine-user-secret");
+    let probe = format!(
+        "echo home=$HOME\ncat {s} || echo secret-hidden\nid -u > jailed.txt && echo wrote-workdir\n",
+        s = secret.display()
+    );
+    m.write(&m.workdir.join("probe.sh"), probe.as_bytes());
+    w.write_config("[agents.fake]\nacp = [\"fake-acp\"]\n");
+    let lab = linked_as_m1(&w, &mut m, &fake);
+    let (s, run) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": m.workdir, "prompt": "run:sh probe.sh;say:probed", "host": "m1", "sandbox": "bwrap"}),
+    );
+    assert_eq!(s, 201, "{run}");
+    assert_eq!((&run["sandbox"], &run["host"]), (&json!("bwrap"), &json!("m1")), "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_agent(&lab, &m, &run, "the permission", |v| v["pending_dialog"]["kind"] == "permission");
+    assert!(m.lab_home.join("runtime").join(format!("{id}.box")).is_dir(), "its jail directory is the runner's");
+    let d = &v["pending_dialog"];
+    let (s, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(s, 202, "{b}");
+    let v = wait_agent(&lab, &m, &run, "the turn's end", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("probed")
+    });
+    let out = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "tool_result")
+        .and_then(|m| m["text"].as_str())
+        .unwrap_or_else(|| panic!("the command's output: {v}"))
+        .to_string();
+    let run_home = m.lab_home.join("homes").join(&id);
+    assert!(out.contains(&format!("home={}", run_home.display())), "the run's own home there: {out}");
+    assert!(out.contains("secret-hidden") && !out.contains("machine-user-secret"), "{out}");
+    assert!(out.contains("wrote-workdir"), "{out}");
+    assert_eq!(std::fs::metadata(m.workdir.join("jailed.txt")).unwrap().uid(), m.uid);
+
+    // The allowlist set from lab is the one there.
+    let (s, e) = lab.put(&format!("/runs/{id}/egress"), &json!({"allow": ["127.0.0.1:9"]}));
+    assert_eq!(s, 200, "{e}");
+    let there = std::fs::read_to_string(m.lab_home.join("egress").join(format!("{id}.allow.json"))).unwrap();
+    assert!(there.contains("127.0.0.1:9"), "{there}");
+    let (s, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(s, 200, "{b}");
     drop(lab);
     m.remove();
 }

@@ -22,10 +22,13 @@ impl Jail for Podman {
             .as_deref()
             .filter(|i| !i.is_empty() && !i.starts_with('-'))
             .ok_or("a podman sandbox needs an image: name it in lab.toml as [sandbox] image = \"…\"")?;
-        let mut a: Vec<String> = [&plan.program, "run", "--rm", "-i", "-t", "--network", "none", "--init"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut a: Vec<String> =
+            [&plan.program, "run", "--rm", "-i", "--network", "none", "--init"].iter().map(|s| s.to_string()).collect();
+        // A terminal for an agent in a pane; none for one spoken to over its stdio (an
+        // ACP agent: a terminal would turn its lines' ends into CR LF).
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            a.insert(4, "-t".into());
+        }
         // The run's home: the jail's own, but for the state bound into it.
         a.extend(["--mount".into(), format!("type=tmpfs,destination={}", plan.home)]);
         let mut vol = |src: &str, ro: bool| {

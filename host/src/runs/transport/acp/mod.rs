@@ -114,10 +114,36 @@ impl AcpRuns {
 /// here only shows the agent's log. Without a live session (resuming after a restart),
 /// it is what any run here is.
 impl Transport for AcpRuns {
-    /// Here, as a tmux run's: `lab agent-exec` starts the agent in its jail (the jail's
-    /// program must be here).
-    fn can_jail(&self, kind: crate::sandbox::Kind) -> Result<(), RunError> {
-        crate::runs::launch::sandboxing::jail_program(kind).map(|_| ()).map_err(RunError::LaunchFailed)
+    /// As a tmux run's: `lab agent-exec` starts the agent in its jail, here or on its
+    /// host (the jail's program is looked for there when the agent starts).
+    fn can_jail(&self, _kind: crate::sandbox::Kind) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    /// On its host, where its proxy reads it (here: lab serve's own file, written
+    /// already).
+    fn put_allowlist<'a>(
+        &'a self,
+        _core: &'a Core,
+        rec: &'a RunRecord,
+        list: &'a crate::sandbox::egress::Allowlist,
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move {
+            let Some(host) = &rec.host else { return Ok(()) };
+            let doc = serde_json::to_string(&crate::sandbox::egress::AllowFile { allow: list.entries() })
+                .map_err(|e| RunError::Internal(e.to_string()))?;
+            let op = crate::machines::hosts::protocol::Op::Write {
+                run: rec.id.to_string(),
+                file: crate::machines::hosts::protocol::LaunchFile::EgressAllow,
+                content: doc,
+            };
+            match self.hosts.call(host, op, place::HOST_STEP).await {
+                Ok(crate::machines::hosts::protocol::Reply::Error { message }) | Err(message) => {
+                    Err(RunError::HostDown(format!("putting the allowlist on host {host}: {message}")))
+                }
+                Ok(_) => Ok(()),
+            }
+        })
     }
 
     fn has_screen(&self) -> bool {
@@ -326,12 +352,6 @@ impl AcpRuns {
         let mut rec = runs.new_record(&id, (&req.provider, &req), prompt.clone(), true, self.log_sessions.place());
         rec.host = req.host.clone();
         rec.sandbox = runs.sandbox_for(&req)?;
-        if rec.host.is_some() && !rec.sandbox.is_none() {
-            return Err(RunError::BadRequest(format!(
-                "`{}` sandbox: an ACP agent on another machine cannot have one yet; start it with \"sandbox\": \"none\"",
-                rec.sandbox.as_str()
-            )));
-        }
         rec.transcript_path = Some(journal.to_string_lossy().into_owned());
         rec.worktree = runs.make_worktree(&rec, &req).await?;
         // A fork's chat starts as its parent's (lab's own journal, copied); its agent

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// How long one step on a host may take (a program looked for, a directory checked).
-const HOST_STEP: std::time::Duration = std::time::Duration::from_secs(10);
+pub(super) const HOST_STEP: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A started agent's command line, its environment, and where it is started.
 pub(super) struct Placed {
@@ -81,9 +81,10 @@ impl AcpRuns {
         // A sandboxed agent is started in its jail by `lab agent-exec`, from a launch
         // file as a tmux run's is (its argv, workdir and environment never on a command
         // line), behind the egress proxy; its HOME is the run's own.
-        let (argv, env) = match rec.sandbox.is_none() {
-            true => (argv, env),
-            false => self.jailed(runs, rec, argv, env).await?,
+        let (argv, env) = match (rec.sandbox.is_none(), &rec.host) {
+            (true, _) => (argv, env),
+            (false, None) => self.jailed(runs, rec, argv, env).await?,
+            (false, Some(host)) => self.jailed_there(runs, rec, host, argv, env).await?,
         };
         Ok(Placed { argv, env, spawner })
     }
@@ -97,9 +98,6 @@ impl AcpRuns {
         argv: Vec<String>,
         operator_env: BTreeMap<String, String>,
     ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
-        if rec.host.is_some() {
-            return Err("an ACP agent on another machine cannot have a sandbox yet".into());
-        }
         let Some(jail_program) = crate::runs::launch::sandboxing::jail_program(rec.sandbox)? else {
             return Ok((argv, operator_env));
         };
@@ -134,6 +132,68 @@ impl AcpRuns {
         let place = crate::runs::launch::Place { lab_exe: runs.here.lab_exe.clone(), files, env: env.clone() };
         Ok((place.agent_exec_argv(), env))
     }
+    /// [`AcpRuns::jailed`] on host `host`: the jail's plan made for that machine (its
+    /// runner's home, its `lab`, its jail program), the allowlist and the launch file
+    /// put there by its runner; the command there (`lab agent-exec --launch-file …`).
+    async fn jailed_there(
+        &self,
+        runs: &Arc<Runs>,
+        rec: &RunRecord,
+        host: &str,
+        argv: Vec<String>,
+        operator_env: BTreeMap<String, String>,
+    ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
+        use crate::machines::hosts::protocol::{LaunchFile, Op, Reply};
+        let Some(jail_program) = rec.sandbox.program() else { return Ok((argv, operator_env)) };
+        let runner = self.hosts.facts(host).ok_or_else(|| format!("host `{host}` is not connected"))?;
+        let step = |op: Op| async move {
+            match self.hosts.call(host, op, HOST_STEP).await? {
+                Reply::Error { message } => Err(message),
+                r => Ok(r),
+            }
+        };
+        let found = match step(Op::Resolve { program: jail_program.into() }).await {
+            Ok(Reply::Text { text }) => PathBuf::from(text),
+            Ok(other) => return Err(format!("host {host} answered {other:?} for `{jail_program}`")),
+            Err(e) => {
+                return Err(format!(
+                    "the run asks for a `{}` sandbox, but host {host} has no `{jail_program}` ({e})",
+                    rec.sandbox.as_str()
+                ))
+            }
+        };
+        let there = crate::store::paths::Home::new(PathBuf::from(&runner.home));
+        let site = crate::sandbox::JailSite {
+            home: there.clone(),
+            lab_exe: runner.lab_exe.clone(),
+            jail_program: found,
+            program_dir: Path::new(&argv[0]).parent().map(Path::to_path_buf),
+            fallback_home: runner.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| v.clone()),
+            local: false,
+        };
+        let mut env = operator_env.clone();
+        env.insert("HOME".into(), there.agent_home(&runs.home_of(rec)).to_string_lossy().into_owned());
+        let Some((plan, list)) = runs.jail_plan(rec, None, &operator_env, &site).await? else {
+            return Ok((argv, operator_env));
+        };
+        let run = rec.id.to_string();
+        // First: it makes the run's jail directory there, where the launch file goes.
+        let doc = serde_json::to_string(&crate::sandbox::egress::AllowFile { allow: list.entries() })
+            .map_err(|e| e.to_string())?;
+        step(Op::Write { run: run.clone(), file: LaunchFile::EgressAllow, content: doc }).await?;
+        let launch = crate::agents::agent_exec::LaunchFile {
+            argv,
+            workdir: rec.agent_dir().to_string_lossy().into_owned(),
+            env: env.clone(),
+            sandbox: Some(plan),
+        };
+        let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
+        step(Op::Write { run, file: LaunchFile::Launch, content: launch }).await?;
+        let files = crate::store::paths::RunFiles::jailed(&there.jail_dir(&rec.id), &rec.id);
+        let place = crate::runs::launch::Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env: env.clone() };
+        Ok((place.agent_exec_argv(), env))
+    }
+
     /// A run on host `host` in `workdir` can start: the host is known and connected,
     /// and the workdir is a directory there.
     pub(super) async fn check_host(&self, host: &str, workdir: &str) -> Result<(), RunError> {
