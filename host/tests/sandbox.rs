@@ -783,3 +783,52 @@ fn an_acp_agent_in_bwrap_is_answered_from_lab_and_its_commands_stay_jailed() {
     wait_for(STEP, "its jail's files gone", || (!w.home.join(format!("runtime/{id}.box")).exists()).then_some(()));
     lab.stop();
 }
+
+/// An ACP agent in a podman jail (issue 77): spoken to over its stdio through the
+/// container — no terminal for it, so its lines stay as it wrote them — its permission
+/// answered from lab, the command it then runs inside the container.
+#[test]
+fn an_acp_agent_in_podman_is_answered_from_lab() {
+    if bwrap().is_none() {
+        return;
+    }
+    let podman = ["/usr/bin/podman", "/usr/local/bin/podman"].iter().map(PathBuf::from).find(|p| p.exists());
+    if podman.is_none() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "podman is missing (scripts/test installs it)");
+        eprintln!("SKIPPED: the podman test needs podman (scripts/test installs it)");
+        return;
+    }
+    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/podman-image");
+    let made = std::process::Command::new(script_path).output().unwrap();
+    assert!(made.status.success(), "the test image: {}", String::from_utf8_lossy(&made.stderr));
+    let made = String::from_utf8(made.stdout).unwrap();
+    let mut lines = made.lines();
+    let (image, conf) = (lines.next().unwrap().to_string(), lines.next().unwrap().to_string());
+    let w = World::new();
+    std::fs::write(w.workdir.join("probe.sh"), "grep -h ^VERSION_CODENAME /etc/os-release\necho home=$HOME\n").unwrap();
+    w.write_config(&format!(
+        "[agents.fake]\nacp = [{:?}]\nenv = {{ CONTAINERS_CONF = {conf:?} }}\n\n[sandbox]\nimage = {image:?}\n",
+        common::workspace_bin("fake-acp", "fake-acp").display().to_string(),
+    ));
+    let lab = w.serve();
+    let (status, run) = lab.post(
+        "/runs",
+        &json!({"provider": "fake", "workdir": w.workdir, "prompt": "run:sh probe.sh;say:probed", "sandbox": "podman"}),
+    );
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = wait_or_show(&lab, &w, &id, "the permission", |v| v["pending_dialog"]["kind"] == "permission");
+    let d = &v["pending_dialog"];
+    let (status, b) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": d["tool_id"], "answers": [{"option": 1}]}));
+    assert_eq!(status, 202, "{b}");
+    let v = wait_or_show(&lab, &w, &id, "the turn's end", |v| {
+        v["state"] == "idle" && v["messages"].to_string().contains("probed")
+    });
+    let out = v["messages"].to_string();
+    assert!(out.contains("VERSION_CODENAME="), "ran in the container's system: {out}");
+    assert!(out.contains(&format!("home={}", w.home.join("homes").join(&id).display())), "{out}");
+    let (status, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!(status, 200, "{b}");
+    lab.stop();
+}
