@@ -15,7 +15,7 @@
 //! |---|---|
 //! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key`, `lab audit` |
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone, the audit log of every operator action |
-//! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent |
+//! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent; ACP agents started there, their stdio carried over the link |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
 //! | [`runs`] | runs: the set of runs on its core of services (registry, providers, news, books), a transport per place and protocol, and rooms for what happens to one run — its live state, answers, launch, continuation |
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`), linked over OpenSSH (`ssh`, `hosts::over_ssh`) or dialling back |
