@@ -24,6 +24,12 @@ fn opencode_bin() -> Option<PathBuf> {
 type E2e = AcpRun<Standin>;
 
 fn start(script: Script) -> Option<E2e> {
+    start_with(script, |_, _| (String::new(), String::new()))
+}
+
+/// [`start`], with `extra`'s `env` entries (", K = \"v\"…") and lab.toml lines added,
+/// made knowing the world and the stand-in.
+fn start_with(script: Script, extra: impl FnOnce(&World, &Standin) -> (String, String)) -> Option<E2e> {
     let bin = opencode_bin()?;
     let slot = Slot::take(2);
     let standin = Standin::start(script).unwrap();
@@ -33,10 +39,11 @@ fn start(script: Script) -> Option<E2e> {
         "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
         "share": "disabled",
     });
+    let (env, toml) = extra(&w, &standin);
     w.write_config(&format!(
         "[providers.opencode]\nprogram = {bin:?}\n\
              env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
-             npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
+             npm_config_registry = \"http://127.0.0.1:9/\"{env} }}\n{toml}",
         bin = bin.display().to_string(),
         config = config.to_string(),
     ));
@@ -210,26 +217,14 @@ fn opencode_in_bwrap_asks_from_its_jail_and_reaches_only_its_allowlist() {
             ),
         )
         .after_tool_result("Done in the jail.");
-    let Some(bin) = opencode_bin() else { return };
-    let slot = Slot::take(2);
-    let standin = Standin::start(script).unwrap();
-    let w = World::new();
-    let port = standin.base_url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
-    let config = json!({
-        "model": "anthropic/claude-sonnet-4-5",
-        "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", standin.base_url()), "apiKey": "sk-ant-standin"}}},
-        "share": "disabled",
-    });
-    w.write_config(&format!(
-        "[providers.opencode]\nprogram = {bin:?}\n\
-             env = {{ OPENCODE_CONFIG_CONTENT = {config:?}, OPENCODE_DISABLE_MODELS_FETCH = \"true\", \
-             npm_config_registry = \"http://127.0.0.1:9/\", OPERATOR = {op:?} }}\n\
-         [sandbox]\nallow = [\"127.0.0.1:{port}\"]\n",
-        bin = bin.display().to_string(),
-        config = config.to_string(),
-        op = w.agent_home.display().to_string(),
-    ));
-    let e = AcpRun::serve(w, slot, "opencode", standin);
+    let port = |standin: &Standin| standin.base_url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let Some(e) = start_with(script, |w, standin| {
+        let env = format!(", OPERATOR = {:?}", w.agent_home.display().to_string());
+        (env, format!("[sandbox]\nallow = [\"127.0.0.1:{}\"]\n", port(standin)))
+    }) else {
+        return;
+    };
+    let port = port(&e.standin);
     let (s, run) = e.lab().post(
         "/runs",
         &json!({"provider": "opencode", "workdir": e.w.workdir, "prompt": "write the marker", "sandbox": "bwrap"}),

@@ -671,14 +671,7 @@ fn an_acp_agent_jailed_on_a_machine_is_answered_from_lab_and_its_command_stays_j
     let v = wait_agent(&lab, &m, &run, "the turn's end", |v| {
         v["state"] == "idle" && v["messages"].to_string().contains("probed")
     });
-    let out = v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["kind"] == "tool_result")
-        .and_then(|m| m["text"].as_str())
-        .unwrap_or_else(|| panic!("the command's output: {v}"))
-        .to_string();
+    let out = common::acp_run::tool_output(&v);
     let run_home = m.lab_home.join("homes").join(&id);
     assert!(out.contains(&format!("home={}", run_home.display())), "the run's own home there: {out}");
     assert!(out.contains("secret-hidden") && !out.contains("machine-user-secret"), "{out}");

@@ -760,14 +760,7 @@ fn an_acp_agent_in_bwrap_is_answered_from_lab_and_its_commands_stay_jailed() {
     let v = wait_or_show(&lab, &w, &id, "the turn's end", |v| {
         v["state"] == "idle" && v["messages"].to_string().contains("probed")
     });
-    let out = v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["kind"] == "tool_result")
-        .and_then(|m| m["text"].as_str())
-        .unwrap_or_else(|| panic!("the command's output: {v}"))
-        .to_string();
+    let out = common::acp_run::tool_output(&v);
     let run_home = w.home.join("homes").join(&id);
     assert!(out.contains(&format!("home={}", run_home.display())), "the agent's HOME is the run's: {out}");
     assert!(out.contains("ssh-hidden") && !out.contains("operator-ssh-key"), "{out}");

@@ -524,21 +524,7 @@ fn an_acp_agent_on_a_machine_over_ssh_is_answered_from_lab_and_stopped_there() {
     m.install("fake-acp", &common::workspace_bin("fake-acp", "fake-acp"));
     m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
     w.write_config("[agents.fake]\nacp = [\"fake-acp\"]\n");
-    let add = std::process::Command::new(common::LAB)
-        .args(["hosts", "--home"])
-        .arg(&w.home)
-        .args(["add", "m1", "--ssh", &s.destination(), "--identity"])
-        .arg(&s.client_key)
-        .arg("--known-hosts")
-        .arg(&s.known_hosts)
-        .output()
-        .unwrap();
-    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
-    let lab = common::Lab::start(&w);
-    wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
-        let (_, list) = lab.get("/hosts");
-        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
-    });
+    let lab = serving_with_m1(&w, &s);
 
     let prompt = "run:id -u > ran.txt;hang";
     let (st, run) =
@@ -609,21 +595,7 @@ fn the_real_opencode_on_a_machine_over_ssh_asks_from_there_and_runs_there() {
          npm_config_registry = \"http://127.0.0.1:9/\" }}\n",
         config = config.to_string(),
     ));
-    let add = std::process::Command::new(common::LAB)
-        .args(["hosts", "--home"])
-        .arg(&w.home)
-        .args(["add", "m1", "--ssh", &s.destination(), "--identity"])
-        .arg(&s.client_key)
-        .arg("--known-hosts")
-        .arg(&s.known_hosts)
-        .output()
-        .unwrap();
-    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
-    let lab = common::Lab::start(&w);
-    wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
-        let (_, list) = lab.get("/hosts");
-        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
-    });
+    let lab = serving_with_m1(&w, &s);
 
     let (st, run) = lab.post(
         "/runs",
@@ -652,4 +624,24 @@ fn the_real_opencode_on_a_machine_over_ssh_asks_from_there_and_runs_there() {
     assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
     drop(lab);
     standin.shutdown();
+}
+
+/// `lab hosts add m1 --ssh` for machine `s`, then lab serve for `w`, once m1 is linked.
+fn serving_with_m1(w: &common::World, s: &SshMachine) -> common::Lab {
+    let add = std::process::Command::new(common::LAB)
+        .args(["hosts", "--home"])
+        .arg(&w.home)
+        .args(["add", "m1", "--ssh", &s.destination(), "--identity"])
+        .arg(&s.client_key)
+        .arg("--known-hosts")
+        .arg(&s.known_hosts)
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let lab = common::Lab::start(w);
+    common::wait_for(Duration::from_secs(60), "host m1 linked over ssh", || {
+        let (_, list) = lab.get("/hosts");
+        list.as_array().unwrap().iter().find(|h| h["name"] == "m1" && h["state"] == "connected").cloned()
+    });
+    lab
 }

@@ -94,3 +94,15 @@ pub fn option(d: &Value, kind: &str) -> usize {
 pub fn has_text(v: &Value, needle: &str) -> bool {
     v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
+
+/// The text of the run's first tool result (what the command it ran printed).
+pub fn tool_output(v: &Value) -> String {
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "tool_result")
+        .and_then(|m| m["text"].as_str())
+        .unwrap_or_else(|| panic!("the command's output: {v}"))
+        .to_string()
+}

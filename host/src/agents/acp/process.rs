@@ -81,15 +81,7 @@ impl Spawner for Local {
 /// on its machine).
 pub fn spawn_here(cmd: &Command) -> Result<AgentIo, String> {
     let (program, args) = cmd.argv.split_first().ok_or("the agent's command is empty")?;
-    let stderr = {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&cmd.stderr_log)
-            .map_err(|e| format!("opening {}: {e}", cmd.stderr_log.display()))?
-    };
+    let stderr = open_log(&cmd.stderr_log)?;
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .current_dir(&cmd.cwd)
@@ -128,6 +120,17 @@ pub fn spawn_here(cmd: &Command) -> Result<AgentIo, String> {
         unsafe { libc::killpg(pgid, sig) };
     });
     Ok(AgentIo { reader: Box::new(stdout), writer: Box::new(stdin), exited, signal })
+}
+
+/// An agent's stderr log, opened to append (made 0600 if new).
+pub fn open_log(path: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("opening {}: {e}", path.display()))
 }
 
 /// Why a child ended, in words.

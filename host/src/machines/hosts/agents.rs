@@ -42,15 +42,7 @@ impl Spawner for HostSpawner {
 impl HostSpawner {
     async fn spawn_there(&self, cmd: Command) -> Result<AgentIo, String> {
         let (hosts, host) = (self.hosts.clone(), self.host.clone());
-        let mut log = {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&cmd.stderr_log)
-                .map_err(|e| format!("opening {}: {e}", cmd.stderr_log.display()))?
-        };
+        let mut log = crate::agents::acp::process::open_log(&cmd.stderr_log)?;
         let (tx, mut events) = mpsc::unbounded_channel();
         let agent = hosts.agents.add(&host, tx);
         let start = Op::AgentStart {

@@ -62,14 +62,7 @@ impl Transport for RemoteRuns {
         rec: &'a RunRecord,
         list: &'a crate::sandbox::egress::Allowlist,
     ) -> BoxFuture<'a, Result<(), RunError>> {
-        Box::pin(async move {
-            let host = rec.host.clone().unwrap_or_default();
-            let doc = allow_doc(list)?;
-            self.step(&host, Op::Write { run: rec.id.to_string(), file: LaunchFile::EgressAllow, content: doc })
-                .await
-                .map(|_| ())
-                .map_err(|e| RunError::HostDown(format!("putting the allowlist on host {host}: {e}")))
-        })
+        Box::pin(allowlist_there(&self.hosts, rec.host.as_deref().unwrap_or_default(), &rec.id, list))
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {
@@ -85,10 +78,7 @@ impl Transport for RemoteRuns {
 
     /// `Err(HostDown)` while the run's host is not connected.
     fn reachable(&self, rec: &RunRecord) -> Result<(), RunError> {
-        match &rec.host {
-            Some(h) if !self.hosts.connected(h) => Err(RunError::HostDown(h.clone())),
-            _ => Ok(()),
-        }
+        host_reachable(&self.hosts, rec)
     }
 
     /// Its watch there ended and its session killed, through the runner.
@@ -275,17 +265,8 @@ impl RemoteRuns {
         }
         let place = Place { lab_exe: PathBuf::from(&runner.lab_exe), files, env };
         let mut prepared = prepare(rec, provider, &program, &place, continuing).await?;
-        if let Some(jail_program) = rec.sandbox.program() {
-            let found = match self.step(&host, Op::Resolve { program: jail_program.into() }).await {
-                Ok(Reply::Text { text }) => PathBuf::from(text),
-                Ok(other) => return Err(format!("host {host} answered {other:?} for `{jail_program}`")),
-                Err(e) => {
-                    return Err(format!(
-                        "the run asks for a `{}` sandbox, but host {host} has no `{jail_program}` ({e})",
-                        rec.sandbox.as_str()
-                    ))
-                }
-            };
+        if !rec.sandbox.is_none() {
+            let found = jail_program_there(&self.hosts, &host, rec.sandbox).await?;
             let site = crate::runs::launch::sandboxing::JailSite {
                 home: there.clone(),
                 lab_exe: runner.lab_exe.clone(),
@@ -297,9 +278,7 @@ impl RemoteRuns {
             if let Some((plan, list)) = runs.jail_plan(rec, Some(provider), &operator_env, &site).await? {
                 prepared.launch.sandbox = Some(plan);
                 // First: it makes the run's jail directory there, where the rest goes.
-                let doc = allow_doc(&list).map_err(|e| e.to_string())?;
-                let run = rec.id.to_string();
-                self.step(&host, Op::Write { run, file: LaunchFile::EgressAllow, content: doc }).await?;
+                allowlist_there(&self.hosts, &host, &rec.id, &list).await.map_err(|e| e.to_string())?;
             }
         }
         // A first prompt too long for one argument is typed in once the agent is ready,
@@ -591,6 +570,47 @@ fn unknown(host: &str, run: &str) {
 pub const HOST_DIFF_LIMIT: usize = 512 << 10;
 /// How long a host has for one piece of git work (git's own limit, and the way).
 const HOST_WITHIN: Duration = Duration::from_secs(crate::worktree::GIT_TIMEOUT.as_secs() + 15);
+
+/// The program that makes a `kind` jail, found on host `host` by its runner.
+pub(in crate::runs) async fn jail_program_there(
+    hosts: &crate::machines::hosts::Hosts,
+    host: &str,
+    kind: crate::sandbox::Kind,
+) -> Result<PathBuf, String> {
+    let Some(name) = kind.program() else { return Err("the run has no sandbox".into()) };
+    match hosts.call(host, Op::Resolve { program: name.into() }, STEP).await {
+        Ok(Reply::Text { text }) => Ok(PathBuf::from(text)),
+        Ok(Reply::Error { message }) | Err(message) => {
+            Err(format!("the run asks for a `{}` sandbox, but host {host} has no `{name}` ({message})", kind.as_str()))
+        }
+        Ok(other) => Err(format!("host {host} answered {other:?} for `{name}`")),
+    }
+}
+
+/// Put run `run`'s allowlist on host `host`, where its egress proxy reads it (the
+/// first one makes the run's jail directory there).
+pub(in crate::runs) async fn allowlist_there(
+    hosts: &crate::machines::hosts::Hosts,
+    host: &str,
+    run: &RunId,
+    list: &crate::sandbox::egress::Allowlist,
+) -> Result<(), RunError> {
+    let op = Op::Write { run: run.to_string(), file: LaunchFile::EgressAllow, content: allow_doc(list)? };
+    match hosts.call(host, op, STEP).await {
+        Ok(Reply::Error { message }) | Err(message) => {
+            Err(RunError::HostDown(format!("putting the allowlist on host {host}: {message}")))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// `Err(HostDown)` while the host of `rec`'s run (if it has one) is not connected.
+pub(in crate::runs) fn host_reachable(hosts: &crate::machines::hosts::Hosts, rec: &RunRecord) -> Result<(), RunError> {
+    match &rec.host {
+        Some(h) if !hosts.connected(h) => Err(RunError::HostDown(h.clone())),
+        _ => Ok(()),
+    }
+}
 
 /// Git work done on host `host`, by its runner (a run's there, whatever speaks to its
 /// agent).

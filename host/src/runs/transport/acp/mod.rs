@@ -129,41 +129,11 @@ impl Transport for AcpRuns {
         list: &'a crate::sandbox::egress::Allowlist,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(async move {
-            let Some(host) = &rec.host else { return Ok(()) };
-            let doc = serde_json::to_string(&crate::sandbox::egress::AllowFile { allow: list.entries() })
-                .map_err(|e| RunError::Internal(e.to_string()))?;
-            let op = crate::machines::hosts::protocol::Op::Write {
-                run: rec.id.to_string(),
-                file: crate::machines::hosts::protocol::LaunchFile::EgressAllow,
-                content: doc,
-            };
-            match self.hosts.call(host, op, place::HOST_STEP).await {
-                Ok(crate::machines::hosts::protocol::Reply::Error { message }) | Err(message) => {
-                    Err(RunError::HostDown(format!("putting the allowlist on host {host}: {message}")))
-                }
-                Ok(_) => Ok(()),
+            match &rec.host {
+                Some(host) => super::remote::allowlist_there(&self.hosts, host, &rec.id, list).await,
+                None => Ok(()),
             }
         })
-    }
-
-    fn has_screen(&self) -> bool {
-        false
-    }
-
-    /// Its git work where its agent is: here, or on its host through the runner.
-    fn workspace(&self, core: &Core, rec: &RunRecord) -> crate::runs::launch::workspace::Workspace {
-        match &rec.host {
-            Some(host) => super::remote::host_work(self.hosts.clone(), host.clone()),
-            None => core.workspace_here(),
-        }
-    }
-
-    /// `Err(HostDown)` while the host of a run there is not connected.
-    fn reachable(&self, rec: &RunRecord) -> Result<(), RunError> {
-        match &rec.host {
-            Some(h) if !self.hosts.connected(h) => Err(RunError::HostDown(h.clone())),
-            _ => Ok(()),
-        }
     }
 
     fn launch<'a>(&'a self, runs: &'a Arc<Runs>, req: CreateRun) -> BoxFuture<'a, Result<RunBody, RunError>> {

@@ -144,7 +144,9 @@ impl AcpRuns {
         operator_env: BTreeMap<String, String>,
     ) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
         use crate::machines::hosts::protocol::{LaunchFile, Op, Reply};
-        let Some(jail_program) = rec.sandbox.program() else { return Ok((argv, operator_env)) };
+        if rec.sandbox.is_none() {
+            return Ok((argv, operator_env));
+        }
         let runner = self.hosts.facts(host).ok_or_else(|| format!("host `{host}` is not connected"))?;
         let step = |op: Op| async move {
             match self.hosts.call(host, op, HOST_STEP).await? {
@@ -152,16 +154,7 @@ impl AcpRuns {
                 r => Ok(r),
             }
         };
-        let found = match step(Op::Resolve { program: jail_program.into() }).await {
-            Ok(Reply::Text { text }) => PathBuf::from(text),
-            Ok(other) => return Err(format!("host {host} answered {other:?} for `{jail_program}`")),
-            Err(e) => {
-                return Err(format!(
-                    "the run asks for a `{}` sandbox, but host {host} has no `{jail_program}` ({e})",
-                    rec.sandbox.as_str()
-                ))
-            }
-        };
+        let found = crate::runs::transport::remote::jail_program_there(&self.hosts, host, rec.sandbox).await?;
         let there = crate::store::paths::Home::new(PathBuf::from(&runner.home));
         let site = crate::sandbox::JailSite {
             home: there.clone(),
@@ -178,9 +171,9 @@ impl AcpRuns {
         };
         let run = rec.id.to_string();
         // First: it makes the run's jail directory there, where the launch file goes.
-        let doc = serde_json::to_string(&crate::sandbox::egress::AllowFile { allow: list.entries() })
+        crate::runs::transport::remote::allowlist_there(&self.hosts, host, &rec.id, &list)
+            .await
             .map_err(|e| e.to_string())?;
-        step(Op::Write { run: run.clone(), file: LaunchFile::EgressAllow, content: doc }).await?;
         let launch = crate::agents::agent_exec::LaunchFile {
             argv,
             workdir: rec.agent_dir().to_string_lossy().into_owned(),
