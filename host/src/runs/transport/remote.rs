@@ -442,10 +442,14 @@ impl RemoteRuns {
     /// What a host's runner reported on one of its runs: its transcript grew, its spool
     /// or marker changed, its session ended.
     async fn on_runner(&self, runs: &Arc<Runs>, host: String, up: Up) {
+        // Only a run this transport follows there: an ACP run on the host is spoken to
+        // from here (its spool and its end are lab serve's own), never told of by the
+        // runner.
         let run_of = |run: &str| {
             let run = runs.get(run).ok()?;
             let rec = run.record();
-            (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active).then_some(run)
+            (rec.host.as_deref() == Some(host.as_str()) && rec.status == Status::Active && Self::ours(runs, &rec))
+                .then_some(run)
         };
         match up {
             // Pane views go to their viewer, agents' stdio to their session
