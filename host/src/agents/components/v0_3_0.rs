@@ -3,8 +3,6 @@
 //! [`super::v0_2_0`]'s (`with:`) and every conversion of a tmux provider's values is
 //! that module's. Only the ACP declaration converts here.
 
-use crate::agents::model as m;
-
 /// The tmux worlds' exports (`screen-provider` exports every one of them).
 pub mod tmux {
     wasmtime::component::bindgen!({
@@ -30,10 +28,19 @@ pub use tmux::exports::lab::provider::screen_reader;
 
 pub const PACKAGE: &str = "lab:provider@0.3.0";
 
-pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
-    m::AcpLaunch {
-        args: l.args,
-        env: l.env,
-        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
-    }
+/// The conversion of `acp-agent`'s launch record, for a package's generated module
+/// (0.3.0's here; every later package's generates it anew).
+macro_rules! acp_conversions {
+    ($acp_agent:ident) => {
+        pub fn acp_launch(l: $acp_agent::AcpLaunch) -> crate::agents::model::AcpLaunch {
+            crate::agents::model::AcpLaunch {
+                args: l.args,
+                env: l.env,
+                start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
+            }
+        }
+    };
 }
+pub(crate) use acp_conversions;
+
+acp_conversions!(acp_agent);

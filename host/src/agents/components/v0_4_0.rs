@@ -31,13 +31,7 @@ pub use tmux::exports::lab::provider::sessions;
 
 pub const PACKAGE: &str = "lab:provider@0.4.0";
 
-pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
-    m::AcpLaunch {
-        args: l.args,
-        env: l.env,
-        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
-    }
-}
+super::v0_3_0::acp_conversions!(acp_agent);
 
 /// The conversions of `sessions`' own records, for a package's generated module
 /// (0.4.0's here, 0.5.0's in [`super::v0_5_0`]).

@@ -5,8 +5,6 @@
 //! under this package: [`super::v0_4_0`]'s conversions are written once for both
 //! ([`sessions_conversions!`](super::v0_4_0)).
 
-use crate::agents::model as m;
-
 /// The tmux worlds' exports (`screen-provider` exports every one of them).
 pub mod tmux {
     wasmtime::component::bindgen!({
@@ -36,13 +34,7 @@ pub const PACKAGE: &str = "lab:provider@0.5.0";
 
 super::v0_4_0::sessions_conversions!(sessions);
 
-pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
-    m::AcpLaunch {
-        args: l.args,
-        env: l.env,
-        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
-    }
-}
+super::v0_3_0::acp_conversions!(acp_agent);
 
 /// The conversions of `usage`' own records, for a package's generated module (0.5.0's
 /// here, 0.6.0's in [`super::v0_6_0`]).

@@ -5,8 +5,6 @@
 //! conversions are written once ([`sessions_conversions!`](super::v0_4_0),
 //! [`usage_conversions!`](super::v0_5_0)).
 
-use crate::agents::model as m;
-
 /// The tmux worlds' exports (`screen-provider` exports every one of them).
 pub mod tmux {
     wasmtime::component::bindgen!({
@@ -38,14 +36,17 @@ pub const PACKAGE: &str = "lab:provider@0.6.0";
 super::v0_4_0::sessions_conversions!(sessions);
 super::v0_5_0::usage_conversions!(usage);
 
-pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
-    m::AcpLaunch {
-        args: l.args,
-        env: l.env,
-        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
-    }
-}
+super::v0_3_0::acp_conversions!(acp_agent);
 
-pub fn needs(n: sandbox::SandboxNeeds) -> crate::sandbox::Needs {
-    crate::sandbox::Needs { writable: n.writable, readable: n.readable, hosts: n.hosts }
+/// The conversion of `sandbox`' needs record, for a package's generated module (0.6.0's
+/// here, 0.7.0's in [`super::v0_7_0`]).
+macro_rules! sandbox_conversions {
+    ($sandbox:ident) => {
+        pub fn needs(n: $sandbox::SandboxNeeds) -> crate::sandbox::Needs {
+            crate::sandbox::Needs { writable: n.writable, readable: n.readable, hosts: n.hosts }
+        }
+    };
 }
+pub(crate) use sandbox_conversions;
+
+sandbox_conversions!(sandbox);

@@ -38,17 +38,9 @@ pub const PACKAGE: &str = "lab:provider@0.7.0";
 super::v0_4_0::sessions_conversions!(sessions);
 super::v0_5_0::usage_conversions!(usage);
 
-pub fn acp_launch(l: acp_agent::AcpLaunch) -> m::AcpLaunch {
-    m::AcpLaunch {
-        args: l.args,
-        env: l.env,
-        start_timeout_secs: (l.start_timeout_secs > 0).then_some(u64::from(l.start_timeout_secs)),
-    }
-}
+super::v0_3_0::acp_conversions!(acp_agent);
 
-pub fn needs(n: sandbox::SandboxNeeds) -> crate::sandbox::Needs {
-    crate::sandbox::Needs { writable: n.writable, readable: n.readable, hosts: n.hosts }
-}
+super::v0_6_0::sandbox_conversions!(sandbox);
 
 /// A turn's tokens by model, as `turn-usage` said them.
 pub fn turn_usage(list: Vec<acp_agent::ModelTokens>) -> Vec<(String, m::Tokens)> {
