@@ -79,10 +79,7 @@ fn a_permission_answered_reject_does_not_run_the_command() {
         .after_tool_result("Understood, I did not run it.");
     let Some(e) = start(script) else { return };
     let id = e.run("try the command");
-    let d = e.pending(&id, "permission");
-    let reject = option(&d, "reject_once");
-    let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
-    assert_eq!(s, 202, "{r}");
+    e.answer_permission(&id, "reject_once");
     e.wait(&id, "the reply after the refusal", |v| v["state"] == "idle" && has_text(v, "I did not run it"));
     assert!(!e.w.workdir.join("acp-rejected.txt").exists(), "a rejected command never ran");
     e.stop_run(&id);

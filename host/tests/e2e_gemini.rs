@@ -90,10 +90,7 @@ fn a_shell_command_rejected_from_lab_never_runs() {
         .after_response("Understood, I did not run it.");
     let Some(e) = start(script) else { return };
     let id = e.run("try the command");
-    let d = e.pending(&id, "permission");
-    let reject = option(&d, "reject_once");
-    let (s, r) = e.answer(&id, d["tool_id"].as_str().unwrap(), json!([{"option": reject}]));
-    assert_eq!(s, 202, "{r}");
+    e.answer_permission(&id, "reject_once");
     let v = e.wait(&id, "the run idle after the refusal", |v| v["state"] == "idle" && v["pending_dialog"].is_null());
     assert!(!e.w.workdir.join("gemini-rejected.txt").exists(), "a rejected command never ran: {:#}", v["messages"]);
     e.stop_run(&id);

@@ -73,6 +73,15 @@ impl<S> AcpRun<S> {
         self.lab().post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": tool_id, "answers": answers}))
     }
 
+    /// The run's permission request, once shown, answered from lab with its option of ACP
+    /// kind `kind` (`allow_once`, `reject_once`…): the dialog as it was.
+    pub fn answer_permission(&self, id: &str, kind: &str) -> Value {
+        let d = self.pending(id, "permission");
+        let (s, r) = self.answer(id, d["tool_id"].as_str().unwrap(), json!([{"option": option(&d, kind)}]));
+        assert_eq!(s, 202, "{r}");
+        d
+    }
+
     pub fn stop_run(&self, id: &str) {
         let (s, r) = self.lab().post(&format!("/runs/{id}/stop"), &json!({}));
         assert_eq!((s, &r["state"]), (200, &json!("ended")), "{r}");
