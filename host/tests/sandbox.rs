@@ -649,21 +649,7 @@ fn a_program_kept_loose_in_a_home_is_not_lent_with_the_home() {
 /// only through lab's proxy (the allowed server reached, the other refused with 403).
 #[test]
 fn a_podman_jail_runs_the_agent_on_the_same_plan() {
-    if bwrap().is_none() {
-        return;
-    }
-    let podman = ["/usr/bin/podman", "/usr/local/bin/podman"].iter().map(PathBuf::from).find(|p| p.exists());
-    if podman.is_none() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "podman is missing (scripts/test installs it)");
-        eprintln!("SKIPPED: the podman test needs podman, runc and mmdebstrap (apt-get install podman runc mmdebstrap catatonit)");
-        return;
-    }
-    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/podman-image");
-    let made = std::process::Command::new(script_path).output().unwrap();
-    assert!(made.status.success(), "the test image: {}", String::from_utf8_lossy(&made.stderr));
-    let made = String::from_utf8(made.stdout).unwrap();
-    let mut lines = made.lines();
-    let (image, conf) = (lines.next().unwrap().to_string(), lines.next().unwrap().to_string());
+    let Some((image, conf)) = podman_image() else { return };
     let w = World::new();
     let (allowed, refused) = (server("allowed"), server("refused"));
     let probe = format!(
@@ -782,21 +768,7 @@ fn an_acp_agent_in_bwrap_is_answered_from_lab_and_its_commands_stay_jailed() {
 /// answered from lab, the command it then runs inside the container.
 #[test]
 fn an_acp_agent_in_podman_is_answered_from_lab() {
-    if bwrap().is_none() {
-        return;
-    }
-    let podman = ["/usr/bin/podman", "/usr/local/bin/podman"].iter().map(PathBuf::from).find(|p| p.exists());
-    if podman.is_none() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "podman is missing (scripts/test installs it)");
-        eprintln!("SKIPPED: the podman test needs podman (scripts/test installs it)");
-        return;
-    }
-    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/podman-image");
-    let made = std::process::Command::new(script_path).output().unwrap();
-    assert!(made.status.success(), "the test image: {}", String::from_utf8_lossy(&made.stderr));
-    let made = String::from_utf8(made.stdout).unwrap();
-    let mut lines = made.lines();
-    let (image, conf) = (lines.next().unwrap().to_string(), lines.next().unwrap().to_string());
+    let Some((image, conf)) = podman_image() else { return };
     let w = World::new();
     std::fs::write(w.workdir.join("probe.sh"), "grep -h ^VERSION_CODENAME /etc/os-release\necho home=$HOME\n").unwrap();
     w.write_config(&format!(
@@ -824,4 +796,24 @@ fn an_acp_agent_in_podman_is_answered_from_lab() {
     let (status, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
     assert_eq!(status, 200, "{b}");
     lab.stop();
+}
+
+/// The podman test image and the containers.conf it runs with (`scripts/lib/podman-image`
+/// makes them once), or a loud skip (a failure with `CI=true`) without bubblewrap or
+/// podman.
+fn podman_image() -> Option<(String, String)> {
+    bwrap()?;
+    let podman = ["/usr/bin/podman", "/usr/local/bin/podman"].iter().map(PathBuf::from).find(|p| p.exists());
+    if podman.is_none() {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "podman is missing (scripts/test installs it)");
+        eprintln!("SKIPPED: the podman tests need podman, runc and mmdebstrap (apt-get install podman runc mmdebstrap catatonit)");
+        return None;
+    }
+    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lib/podman-image");
+    let made = std::process::Command::new(script_path).output().unwrap();
+    assert!(made.status.success(), "the test image: {}", String::from_utf8_lossy(&made.stderr));
+    let made = String::from_utf8(made.stdout).unwrap();
+    let mut lines = made.lines();
+    let (image, conf) = (lines.next().unwrap().to_string(), lines.next().unwrap().to_string());
+    Some((image, conf))
 }
