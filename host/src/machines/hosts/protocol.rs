@@ -663,6 +663,10 @@ mod tests {
         assert!(version_refusal("").unwrap().contains("(not given)"));
     }
 
+    fn agent_start(run: &str, argv: Vec<String>, env: Vec<(String, String)>, cwd: &str) -> Op {
+        Op::AgentStart { agent: 1, run: run.into(), argv, env, cwd: cwd.into() }
+    }
+
     #[test]
     fn the_runner_only_does_what_lab_would_ask() {
         let t = || "lab-r-0a1b".to_string();
@@ -673,6 +677,15 @@ mod tests {
             Op::Paste { target: t(), buffer: "lab-r-0a1b".into(), text: "x\ny".into() },
             Op::Start { target: t(), argv: vec!["/usr/bin/lab".into(), "agent-exec".into()] },
             Op::Kill { target: t() },
+            Op::AgentStart {
+                agent: 1,
+                run: "r-0a1b".into(),
+                argv: vec!["/usr/bin/agent".into(), "acp".into()],
+                env: vec![("HOME".into(), "/home/u".into())],
+                cwd: "/w".into(),
+            },
+            Op::AgentInput { agent: 1, data: "eA==".into() },
+            Op::AgentStop { agent: 1, kill: true },
         ] {
             assert_eq!(check_op(&ok), Ok(()), "{ok:?}");
         }
@@ -713,6 +726,14 @@ mod tests {
             (Op::Play { target: t(), steps: vec![Step::Key("a".into()); MAX_STEPS + 1], pause_ms: 0 }, "at most"),
             (Op::Play { target: t(), steps: vec![], pause_ms: MAX_PAUSE_MS + 1 }, "at most"),
             (Op::Play { target: "x".into(), steps: vec![], pause_ms: 0 }, "not a session lab names"),
+            (agent_start("../r", vec!["/a".into()], vec![], "/w"), "not a run id"),
+            (agent_start("r-1", vec![], vec![], "/w"), "empty command line"),
+            (agent_start("r-1", vec!["/a".into()], vec![], "w"), "not an absolute path"),
+            (agent_start("r-1", vec!["/a\0".into()], vec![], "/w"), "NUL"),
+            (agent_start("r-1", vec!["/a".into()], vec![("A=B".into(), "x".into())], "/w"), "holds `=`"),
+            (agent_start("r-1", vec!["/a".into()], vec![(String::new(), "x".into())], "/w"), "empty"),
+            (agent_start("r-1", vec!["x".repeat(MAX_TEXT)], vec![], "/w"), "over"),
+            (Op::AgentInput { agent: 1, data: "x".repeat(MAX_TEXT + 1) }, "over the limit"),
         ] {
             let e = check_op(&bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
