@@ -5,7 +5,7 @@
 //! helpers. A module imports only from the layers below its own:
 //!
 //! ```text
-//! cli → edge, runner → notify → runs → machines → agents, worktree → sandbox → store → util
+//! cli → edge, runner → notify, rules → runs → machines → agents, worktree → sandbox → store → util
 //! ```
 //!
 //! `tests/structure.rs` holds this: every module has its row here and its layer there,
@@ -17,6 +17,7 @@
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone, the audit log of every operator action |
 //! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent; ACP agents started there, their stdio carried over the link |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |
+//! | [`rules`] | answer rules: what the operator allowed or refused once, applied by lab to every run's new prompts through the guarded answer path, before the notifications |
 //! | [`runs`] | runs: the set of runs on its core of services (registry, providers, news, books), a transport per place and protocol, and rooms for what happens to one run — its live state, answers, launch, continuation |
 //! | [`machines`] | where an agent runs and its terminal is reached: tmux here, other machines' runners (`hosts`), linked over OpenSSH (`ssh`, `hosts::over_ssh`) or dialling back |
 //! | [`agents`] | what lab knows of agents without naming one: the provider component loader, the model, ACP, `lab hook`, `lab agent-exec` |
@@ -30,6 +31,7 @@ pub mod cli;
 pub mod edge;
 pub mod machines;
 pub mod notify;
+pub mod rules;
 pub mod runner;
 pub mod runs;
 pub mod sandbox;

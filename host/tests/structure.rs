@@ -46,7 +46,7 @@ const LIVE_STATE: &[&str] = &[
 const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["edge", "runner"],
-    &["notify"],
+    &["notify", "rules"],
     &["runs"],
     &["machines"],
     &["agents", "worktree"],
@@ -610,7 +610,7 @@ fn upward_edges(graph: &Graph) -> Vec<String> {
     bad
 }
 
-/// Dependencies point down: cli → edge, runner → notify → runs → machines → agents,
+/// Dependencies point down: cli → edge, runner → notify, rules → runs → machines → agents,
 /// worktree → sandbox → store → util. A new top-level module takes a layer; an import up (or
 /// across a layer) fails here, so no cycle between top-level modules can come back.
 #[test]

@@ -398,6 +398,21 @@ impl Dialog {
     }
 }
 
+/// What answer rules need of a prompt, from whoever knows the agent (its provider; the
+/// protocol, for an ACP agent): what the prompt is about, and which of its options
+/// lets this one call go ahead or refuses it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptFacts {
+    /// The command, path or URL the prompt is about, exactly (not a summary).
+    pub subject: Option<String>,
+    /// The option that lets this one call go ahead (never one that also allows later
+    /// calls): what an `allow` rule answers.
+    pub allow_once: Option<u32>,
+    /// The option that refuses it: what a `deny` rule answers (with its message when
+    /// this is the dialog's feedback option).
+    pub refuse: Option<u32>,
+}
+
 /// The operator's answer to one question (or to a plan, permission or generic prompt).
 /// JSON: `{"option": i}`, `{"options": [i, …]}`, `{"other": "text"}`,
 /// `{"feedback": {"option": i, "text": "…"}}`.

@@ -89,6 +89,11 @@ pub trait Provider: Send + Sync {
     fn read_usage(&self, _chunk: Vec<u8>) -> Reply<model::UsageReport> {
         unsupported("read-usage")
     }
+    /// What answer rules need of `dialog` (WIT 0.8.0 `answer-rules`); unsupported for
+    /// a component built before, whose prompts rules then never answer.
+    fn prompt_facts(&self, _dialog: model::Dialog) -> Reply<Option<model::PromptFacts>> {
+        unsupported("prompt-facts")
+    }
     /// What its agent needs inside a sandbox (WIT 0.6.0 `sandbox`), given the
     /// environment it starts with; unsupported for a component built before.
     fn sandbox_needs(&self, _env: Vec<(String, String)>) -> Reply<crate::sandbox::Needs> {

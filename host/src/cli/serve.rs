@@ -81,6 +81,25 @@ fn banner(local: std::net::SocketAddr, edge: &crate::edge::http::Edge) -> anyhow
     Ok(out)
 }
 
+/// What an answer rule did, into the audit log: `rule.answer` (or `rule.would_answer`
+/// for a dry run), by `"rule"`, with the rule, the tool and what the prompt was about.
+fn rule_audit(audit: std::sync::Arc<crate::edge::audit::Audit>) -> crate::rules::engine::OnApplied {
+    std::sync::Arc::new(move |a: &crate::rules::engine::Applied| {
+        let detail = serde_json::json!({
+            "rule": a.rule.id,
+            "name": a.rule.name,
+            "action": a.rule.action.name(),
+            "tool_id": a.tool_id,
+            "tool": a.tool,
+            "subject": a.subject.as_deref().map(crate::edge::audit::text_detail),
+        });
+        let action = if a.dry_run { "rule.would_answer" } else { "rule.answer" };
+        let actor = crate::edge::audit::Actor::Other("rule".into());
+        let refused = a.outcome.clone().err();
+        audit.append(&crate::edge::audit::entry(actor, action, Some(a.run_id.clone()), detail, refused));
+    })
+}
+
 /// `lab serve`: until SIGINT or SIGTERM.
 pub fn serve(
     addr: String,
@@ -89,7 +108,8 @@ pub fn serve(
     mut info: crate::edge::http::ServeInfo,
 ) -> anyhow::Result<()> {
     let home = Home::new(resolve_home(home)?);
-    let sandbox = crate::store::config::Config::load(&home.config_file())?.sandbox;
+    let config = crate::store::config::Config::load(&home.config_file())?;
+    let sandbox = config.sandbox;
     crate::runs::launch::sandboxing::check_config(&sandbox)
         .map_err(|e| anyhow::anyhow!("{}: {e}", home.config_file().display()))?;
     // Private modes set explicitly (not through the umask, which the agents inherit).
@@ -106,15 +126,21 @@ pub fn serve(
         info.token_required = edge.access.required;
         let notify = crate::notify::Settings::load(&home, local)?;
         let runs = compose(home.clone(), lab_exe, None).await?;
+        let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
+        // The answer rules see every change first: the notifications hear of them after,
+        // each prompt a rule answered marked so.
+        let book = crate::rules::book::Book::open(&home, &config.rules).map_err(|e| anyhow::anyhow!(e))?;
+        let rules = std::sync::Arc::new(crate::rules::Rules::new(book));
+        let changes = crate::rules::engine::spawn(runs.clone(), rules.clone(), rule_audit(audit.clone()));
         if let Some(settings) = notify {
-            crate::notify::spawn(settings, runs.changes())?;
+            crate::notify::spawn(settings, changes.subscribe())?;
         }
         let standing = {
             let access = edge.access.clone();
             std::sync::Arc::new(move |o: &crate::notify::push::subscriptions::Owner| access.owner_holds(o))
         };
         let push = crate::notify::push::Push::open(&home, standing)?;
-        push.spawn(runs.changes());
+        push.spawn(changes.subscribe());
         tracing::info!(home = %home.root.display(), token_required = edge.access.required, "lab serving on http://{local}");
         if !local.ip().is_loopback() {
             tracing::warn!("lab is listening on {local}, reachable from other machines: the token is required");
@@ -133,7 +159,6 @@ pub fn serve(
         // What only the start ran (loading the providers, the checks) stays resident no
         // longer: its code and the memory it freed go back (util::memory).
         tokio::task::spawn_blocking(crate::util::memory::give_back);
-        let audit = std::sync::Arc::new(crate::edge::audit::Audit::new(&home.root));
         let search = runs.books().search.clone();
         let state = crate::edge::http::AppState {
             runs: runs.clone(),
@@ -141,6 +166,7 @@ pub fn serve(
             push,
             served: std::sync::Arc::new(info),
             audit: audit.clone(),
+            rules,
         };
         // The counts of refusals held back are written when their window ends.
         let sweeper = {

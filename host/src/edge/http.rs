@@ -13,6 +13,7 @@ pub mod pairing;
 mod providers;
 mod push;
 pub mod refusals;
+mod rules;
 pub mod runners;
 mod runs;
 mod search;
@@ -112,6 +113,14 @@ pub struct AppState {
     pub served: Arc<ServeInfo>,
     /// The audit log every operator action goes into ([`audit::record`]).
     pub audit: Arc<crate::edge::audit::Audit>,
+    /// The answer rules (`/rules`).
+    pub rules: Arc<crate::rules::Rules>,
+}
+
+impl FromRef<AppState> for Arc<crate::rules::Rules> {
+    fn from_ref(s: &AppState) -> Self {
+        s.rules.clone()
+    }
 }
 
 impl FromRef<AppState> for Arc<crate::edge::audit::Audit> {
@@ -183,6 +192,7 @@ pub fn router(state: AppState, policy: guard::Policy) -> Router {
         .merge(audit::router())
         .merge(terminal::router())
         .merge(push::router())
+        .merge(rules::router())
         .route("/", get(index))
         .route("/{file}", get(asset))
         .fallback(not_found)

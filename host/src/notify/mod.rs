@@ -187,7 +187,8 @@ pub struct Transitions {
 impl Transitions {
     /// Whether `change` is a transition into one of `events` that calls for a
     /// notification: into a state from another one; for `question`, into a dialog not
-    /// seen before. A change with no `before` (a run found at start-up) never fires.
+    /// seen before. A change with no `before` (a run found at start-up) never fires, nor
+    /// one whose prompt an answer rule answered.
     pub fn observe(&mut self, events: &[RunState], change: &Change) -> bool {
         let after = &change.after;
         let seen = self.seen_dialogs.entry(change.run_id.clone()).or_default();
@@ -205,7 +206,8 @@ impl Transitions {
         if after.state == RunState::Ended {
             self.seen_dialogs.remove(&change.run_id);
         }
-        fires
+        // A prompt an answer rule answered: seen, and nobody called for it.
+        fires && change.answered_by.is_none()
     }
 }
 
@@ -529,7 +531,14 @@ mod tests {
     }
 
     fn change(run: &RunId, before: Option<Derived>, after: Derived) -> Change {
-        Change { run_id: run.clone(), provider: "p".into(), workdir: "/src/shop/".into(), before, after }
+        Change {
+            run_id: run.clone(),
+            provider: "p".into(),
+            workdir: "/src/shop/".into(),
+            before,
+            after,
+            answered_by: None,
+        }
     }
 
     #[test]
@@ -610,6 +619,18 @@ mod tests {
         assert!(!t.observe(&DEFAULT_EVENTS, &change(&run, Some(derived(RunState::Working)), question("t1", "Which?"))));
         assert!(t.observe(&DEFAULT_EVENTS, &change(&run, Some(derived(RunState::Working)), question("t2", "New?"))));
         assert!(!t.observe(&DEFAULT_EVENTS, &change(&id(), None, derived(RunState::NeedsInput))));
+    }
+
+    #[test]
+    fn a_prompt_an_answer_rule_answered_calls_nobody_and_stays_seen() {
+        let mut t = Transitions::default();
+        let run = id();
+        let mut ruled = change(&run, Some(derived(RunState::Working)), question("t1", "Run ls?"));
+        ruled.answered_by = Some(crate::runs::AnsweredBy { rule: "r-1".into(), name: "ls".into() });
+        assert!(!t.observe(&DEFAULT_EVENTS, &ruled));
+        // Seen: the same prompt again (a later view of it) does not call either.
+        assert!(!t.observe(&DEFAULT_EVENTS, &change(&run, Some(derived(RunState::Working)), question("t1", "Run ls?"))));
+        assert!(t.observe(&DEFAULT_EVENTS, &change(&run, Some(derived(RunState::Working)), question("t2", "Run rm?"))));
     }
 
     #[test]

@@ -327,6 +327,17 @@ pub struct AnswerProgress {
     pub started_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
+    /// The answer rule that gave this answer (absent: the operator did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<AnsweredBy>,
+}
+
+/// An answer rule that answered a prompt in the operator's place: `{"rule", "name"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnsweredBy {
+    /// The rule's id.
+    pub rule: String,
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -49,6 +49,9 @@ pub struct Change {
     /// started (its state was not reached while lab was watching).
     pub before: Option<Derived>,
     pub after: Derived,
+    /// The answer rule that answered the prompt `after` shows (set by whoever applies
+    /// the rules, before notifications): nobody is told of a prompt a rule answered.
+    pub answered_by: Option<super::api::AnsweredBy>,
 }
 
 pub struct Run {
@@ -287,6 +290,7 @@ impl Run {
                     workdir,
                     before: (!found_at_start).then(|| cur.derived.clone()),
                     after: snap.derived.clone(),
+                    answered_by: None,
                 });
             }
             *cur = snap;

@@ -73,6 +73,10 @@ pub struct Config {
     pub search: SearchConfig,
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// `[[rules]]`: answer rules shared by whoever edits lab.toml, read-only from the
+    /// API (their fields are checked by the rules module when lab serve starts).
+    #[serde(default)]
+    pub rules: Vec<toml::Value>,
 }
 
 /// `[sandbox]`: what a new run is jailed in, and what every jailed run may reach

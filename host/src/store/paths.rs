@@ -169,6 +169,10 @@ impl Home {
     pub fn audit_file(&self) -> PathBuf {
         self.root.join("audit.jsonl")
     }
+    /// The operator's answer rules: `rules.toml` (0600).
+    pub fn rules_file(&self) -> PathBuf {
+        self.root.join("rules.toml")
+    }
     /// The refusals of callers without a credential ([`crate::edge::audit`]).
     pub fn anonymous_audit_file(&self) -> PathBuf {
         self.root.join("audit.anonymous.jsonl")

@@ -60,6 +60,26 @@ pub fn request_number(dialog_id: &str) -> Option<u64> {
     dialog_id.strip_prefix("acp-")?.split('~').next()?.parse().ok()
 }
 
+/// What answer rules need of a permission this module drew ([`Request::dialog`]): the
+/// command (or, when the agent names none, its title) and the options by their ACP
+/// kind — `allow_once` lets the call go ahead, `reject_once` refuses it (never the
+/// `_always` ones, which would answer later calls too). Other prompts: none.
+pub fn prompt_facts(dialog: &Dialog) -> Option<crate::agents::model::PromptFacts> {
+    let DialogBody::Permission { summary, options, .. } = &dialog.body else {
+        return None;
+    };
+    request_number(&dialog.id)?;
+    let find = |kind: &str| options.iter().position(|o| o.description == kind).map(|i| i as u32);
+    Some(crate::agents::model::PromptFacts {
+        // A title that is a command in backticks (`` `ls -la` ``): the command.
+        subject: Some(summary.strip_prefix('`').and_then(|s| s.strip_suffix('`')).unwrap_or(summary))
+            .filter(|s| !s.is_empty() && !s.contains('`'))
+            .map(str::to_string),
+        allow_once: find("allow_once"),
+        refuse: find("reject_once"),
+    })
+}
+
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
@@ -386,6 +406,22 @@ mod tests {
                             {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]}),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn rules_learn_the_command_and_the_once_options_from_the_protocol() {
+        let facts = prompt_facts(&permission().dialog().unwrap()).unwrap();
+        assert_eq!(facts.subject.as_deref(), Some("rm -rf build"));
+        assert_eq!((facts.allow_once, facts.refuse), (Some(1), Some(2)), "never allow_always");
+        let only_always = Request::permission(
+            2,
+            &json!({"toolCall": {"toolCallId": "t", "title": "Edit a.rs", "kind": "edit", "rawInput": {"command": "x"}},
+                "options": [{"optionId": "a", "name": "Always", "kind": "allow_always"}]}),
+        )
+        .unwrap();
+        let facts = prompt_facts(&only_always.dialog().unwrap()).unwrap();
+        assert_eq!((facts.subject.as_deref(), facts.allow_once, facts.refuse), (Some("x"), None, None));
+        assert_eq!(prompt_facts(&question().dialog().unwrap()), None, "a form is no permission");
     }
 
     /// A question form as an ACP adapter sends it (shared/notes/acp-observed.md).

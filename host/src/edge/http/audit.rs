@@ -41,6 +41,9 @@ pub fn action_of(method: &str, route: &str) -> Option<&'static str> {
         ("POST", "/push/key/rotate") => "push_key.rotate",
         ("POST", "/push/subscriptions") => "push.subscribe",
         ("DELETE", "/push/subscriptions/{id}") => "push.unsubscribe",
+        ("POST", "/rules") => "rule.add",
+        ("PUT", "/rules/{id}") => "rule.change",
+        ("DELETE", "/rules/{id}") => "rule.remove",
         _ => return None,
     })
 }
@@ -77,6 +80,7 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
         "terminal.control" => pick(&["take"]),
         "run.egress" => pick(&["allow"]),
         "device.pair" => pick(&["name"]),
+        "rule.add" | "rule.change" => pick(&["name", "action", "message", "match", "dry_run"]),
         _ => json!({}),
     }
 }

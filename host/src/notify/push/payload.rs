@@ -146,6 +146,7 @@ mod tests {
             workdir: "/srv/webshop".into(),
             before: Some(derived(RunState::Working, None)),
             after: derived(state, dialog),
+            answered_by: None,
         }
     }
 

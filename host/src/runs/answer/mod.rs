@@ -103,6 +103,32 @@ impl Core {
         run.transport().answer(self, run, tool_id, answers).await
     }
 
+    /// What answer rules need of the run's prompt `dialog`, from its transport (the
+    /// protocol's word for an ACP agent, the provider's for one in a terminal).
+    pub async fn prompt_facts(
+        &self,
+        run: &Arc<Run>,
+        dialog: &crate::agents::model::Dialog,
+    ) -> Option<crate::agents::model::PromptFacts> {
+        run.transport().prompt_facts(run, dialog).await
+    }
+
+    /// [`Core::answer`] in the operator's place: the same guarded path (a device at the
+    /// terminal, the answer guard, the key lock, the provider's plan or the ACP reply),
+    /// the answer's progress then naming the rule `by`.
+    pub async fn answer_by_rule(
+        self: &Arc<Self>,
+        run: &Arc<Run>,
+        tool_id: &str,
+        answer: Answer,
+        by: crate::runs::api::AnsweredBy,
+    ) -> Result<AnswerProgress, RunError> {
+        let mut progress = self.answer(run, tool_id, vec![answer]).await?;
+        run.update_answer(tool_id, |p| p.answered_by = Some(by.clone()));
+        progress.answered_by = Some(by);
+        Ok(progress)
+    }
+
     /// An answer typed into the run's terminal ([`Core::answer`] of a run whose
     /// transport types keys): the provider's plan, played in the background.
     pub(in crate::runs) async fn type_answer(
@@ -148,6 +174,7 @@ impl Core {
             error: None,
             started_at: now_rfc3339(),
             finished_at: None,
+            answered_by: None,
         };
         run.start_answer(start.clone());
         let (runs, run2, tool_id) = (self.clone(), run.clone(), tool_id.to_string());

@@ -133,6 +133,19 @@ pub(in crate::runs) trait Transport: Send + Sync {
         Box::pin(core.type_answer(run, tool_id, answers))
     }
 
+    /// What answer rules need of the run's prompt `dialog`: its provider's word
+    /// (`None`: it does not say, and no rule answers it).
+    fn prompt_facts<'a>(
+        &'a self,
+        run: &'a Arc<Run>,
+        dialog: &'a crate::agents::model::Dialog,
+    ) -> BoxFuture<'a, Option<crate::agents::model::PromptFacts>> {
+        Box::pin(async move {
+            let provider = run.provider.as_ref()?.provider.clone();
+            provider.prompt_facts(dialog.clone()).await.ok().flatten()
+        })
+    }
+
     /// Close where the run's agent lives (its tmux session), if it is still there.
     fn close<'a>(&'a self, core: &'a Core, rec: &'a RunRecord) -> BoxFuture<'a, Result<(), RunError>>;
 

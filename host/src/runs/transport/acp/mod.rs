@@ -170,6 +170,15 @@ impl Transport for AcpRuns {
         }
     }
 
+    /// The protocol says it: the options' kinds ([`acp::dialog::prompt_facts`]).
+    fn prompt_facts<'a>(
+        &'a self,
+        _run: &'a Arc<Run>,
+        dialog: &'a crate::agents::model::Dialog,
+    ) -> BoxFuture<'a, Option<crate::agents::model::PromptFacts>> {
+        Box::pin(async move { acp::dialog::prompt_facts(dialog) })
+    }
+
     /// The session showing the agent's log, in lab's tmux here.
     fn terminal(&self, _rec: &RunRecord) -> Arc<dyn crate::machines::terminal::Terminal> {
         self.log_sessions.clone()
@@ -590,6 +599,7 @@ impl AcpRuns {
             error: None,
             started_at: now.clone(),
             finished_at: Some(now),
+            answered_by: None,
         };
         run.start_answer(progress.clone());
         Ok(progress)

@@ -1,0 +1,130 @@
+//! Answer rules over the API: `GET/POST /rules`, `PUT/DELETE /rules/{id}`, and `POST
+//! /rules/test` (which rule would answer a prompt with these facts). Each change is an
+//! action the audit layer logs (`rule.add`, `rule.change`, `rule.remove`); the rules
+//! themselves are [`crate::rules`]'.
+
+use super::{ApiError, ApiResult, AppState};
+use crate::rules::book::BookError;
+use crate::rules::evaluate::{evaluate, Facts};
+use crate::rules::rule::Rule;
+use crate::rules::Rules;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/rules", get(list).post(add))
+        .route("/rules/test", post(test))
+        .route("/rules/{id}", put(replace).delete(remove).get(one))
+}
+
+type RulesState = State<Arc<Rules>>;
+
+/// A rule as the API shows it: the rule, and how many prompts it answered today.
+fn shown(rules: &Rules, r: &Rule) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+    v["shared"] = json!(r.shared);
+    v["answered_today"] = json!(rules.answered_today(&r.id));
+    v
+}
+
+impl From<BookError> for ApiError {
+    fn from(e: BookError) -> Self {
+        let message = e.to_string();
+        match e {
+            BookError::Bad(_) => ApiError::bad_request(message),
+            BookError::NotFound => ApiError { status: StatusCode::NOT_FOUND, code: "not_found", message },
+            BookError::Shared => ApiError { status: StatusCode::CONFLICT, code: "read_only", message },
+            BookError::Io(_) => ApiError::internal(message),
+        }
+    }
+}
+
+async fn list(State(rules): RulesState) -> Response {
+    let all: Vec<Value> = rules.book.rules().iter().map(|r| shown(&rules, r)).collect();
+    Json(all).into_response()
+}
+
+async fn one(State(rules): RulesState, Path(id): Path<String>) -> ApiResult<Response> {
+    let r = rules.book.get(&id).ok_or(BookError::NotFound)?;
+    Ok(Json(shown(&rules, &r)).into_response())
+}
+
+/// `POST /rules` `Rule` (its `id` is lab's to give) → `201` the rule as kept.
+async fn add(State(rules): RulesState, body: Result<Json<Rule>, JsonRejection>) -> ApiResult<Response> {
+    let Json(rule) = body?;
+    if rule.shared {
+        return Err(ApiError::bad_request("shared rules are lab.toml's: write it there"));
+    }
+    let kept = rules.book.add(rule)?;
+    Ok((StatusCode::CREATED, Json(shown(&rules, &kept))).into_response())
+}
+
+/// `PUT /rules/{id}` `Rule` → `200` the rule as kept; lab.toml's: `409 read_only`.
+async fn replace(
+    State(rules): RulesState,
+    Path(id): Path<String>,
+    body: Result<Json<Rule>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(rule) = body?;
+    if !rule.id.is_empty() && rule.id != id {
+        return Err(ApiError::bad_request(format!("the body's id {:?} is not the path's {id:?}", rule.id)));
+    }
+    let (_, kept) = rules.book.replace(&id, rule)?;
+    Ok(Json(shown(&rules, &kept)).into_response())
+}
+
+async fn remove(State(rules): RulesState, Path(id): Path<String>) -> ApiResult<Response> {
+    let gone = rules.book.remove(&id)?;
+    Ok(Json(shown(&rules, &gone)).into_response())
+}
+
+/// A prompt's facts, as `POST /rules/test` takes them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestFacts {
+    provider: String,
+    #[serde(default = "permission")]
+    kind: String,
+    tool: String,
+    #[serde(default)]
+    subject: Option<String>,
+    #[serde(default)]
+    workdir: Option<String>,
+    #[serde(default)]
+    host: Option<String>,
+}
+
+fn permission() -> String {
+    "permission".into()
+}
+
+/// `POST /rules/test` facts → `{"action": "allow"|"deny"|"ask", "rule": Rule|null,
+/// "would": Rule|null}`: what the rules say now of a prompt with these facts.
+async fn test(State(rules): RulesState, body: Result<Json<TestFacts>, JsonRejection>) -> ApiResult<Response> {
+    let Json(t) = body?;
+    let set = rules.book.rules();
+    let f = Facts {
+        provider: &t.provider,
+        kind: &t.kind,
+        tool: &t.tool,
+        subject: t.subject.as_deref(),
+        workdirs: t.workdir.as_deref().into_iter().collect(),
+        host: t.host.as_deref().filter(|h| *h != "local"),
+    };
+    let v = evaluate(&set, &f);
+    let action = v.rule.map_or("ask", |r| r.action.name());
+    Ok(Json(json!({
+        "action": action,
+        "rule": v.rule.map(|r| shown(&rules, r)),
+        "would": v.would.map(|r| shown(&rules, r)),
+    }))
+    .into_response())
+}
