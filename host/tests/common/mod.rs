@@ -249,6 +249,17 @@ impl Lab {
         (status, r.json().unwrap_or(Value::Null))
     }
 
+    pub fn delete(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .delete(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
     pub fn post_raw(&self, path: &str, body: &str) -> (u16, Value) {
         let r = self
             .client

@@ -185,7 +185,10 @@ fn run_script(a: &Agent, text: &str) -> Option<&'static str> {
                 {"content": "do the work", "priority": "medium", "status": "pending"}]})),
             "sleep" => std::thread::sleep(std::time::Duration::from_millis(arg.parse().unwrap_or(100))),
             "run" => {
-                let call = format!("call-{n}-{}", std::process::id());
+                // Unique across the agent's turns, as a real agent's call ids are.
+                static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let k = CALLS.fetch_add(1, Ordering::SeqCst);
+                let call = format!("call-{n}-{k}-{}", std::process::id());
                 a.update(json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": arg, "kind": "execute", "status": "pending", "rawInput": {"command": arg}}));
                 let r = if *a.mode.lock().unwrap() == "yolo" {
                     json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}})

@@ -81,9 +81,10 @@ async fn replace(
     Ok(Json(shown(&rules, &kept)).into_response())
 }
 
+/// `DELETE /rules/{id}` → `204`.
 async fn remove(State(rules): RulesState, Path(id): Path<String>) -> ApiResult<Response> {
-    let gone = rules.book.remove(&id)?;
-    Ok(Json(shown(&rules, &gone)).into_response())
+    rules.book.remove(&id)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// A prompt's facts, as `POST /rules/test` takes them.
