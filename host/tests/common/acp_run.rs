@@ -99,9 +99,16 @@ pub fn option(d: &Value, kind: &str) -> usize {
         .unwrap_or_else(|| panic!("{kind} in {d}"))
 }
 
-/// Whether a message of the run's chat holds `needle`.
+/// Whether the agent or lab said `needle` in the run's chat: the operator's own prompt
+/// does not count (a turn's prompt is in the chat, the run still idle, before its turn
+/// starts).
 pub fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"].as_array().unwrap().iter().any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "user")
+        .any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 /// The text of the run's first tool result (what the command it ran printed).
