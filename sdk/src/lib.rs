@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.7.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.8.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.7.0";
+pub const WIT_VERSION: &str = "0.8.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.7.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.8.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -273,6 +273,25 @@ pub trait DialogHooker: Provider {
     fn plan_answer(dialog: Dialog, answers: Vec<Answer>) -> Result<AnswerPlan, String>;
     /// Whether `pane` shows `dialog` ready for keys.
     fn is_drawn(dialog: &Dialog, pane: &str) -> bool;
+    /// What lab's answer rules need of `dialog` (WIT 0.8.0 `answer-rules`): the exact
+    /// command, path or URL it is about, and which option lets this one call go ahead
+    /// and which refuses it. The default: nothing, and no rule ever answers the
+    /// provider's prompts.
+    fn prompt_facts(dialog: &Dialog) -> Option<PromptFacts> {
+        let _ = dialog;
+        None
+    }
+}
+
+/// What answer rules need of a prompt ([`DialogHooker::prompt_facts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptFacts {
+    /// The command as it will run, the file's absolute path, the URL; not a summary.
+    pub subject: Option<String>,
+    /// The option (0-based) that lets this one call go ahead and nothing more.
+    pub allow_once: Option<u32>,
+    /// The option that refuses the call.
+    pub refuse: Option<u32>,
 }
 
 /// Prompts read off the agent's screen (shown before or outside any hook).

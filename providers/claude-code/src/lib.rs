@@ -135,6 +135,10 @@ impl DialogHooker for ClaudeCode {
     fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
         screen::is_drawn(dialog, pane)
     }
+
+    fn prompt_facts(dialog: &Dialog) -> Option<lab_provider_sdk::PromptFacts> {
+        permission::prompt_facts(dialog)
+    }
 }
 
 impl ScreenReader for ClaudeCode {

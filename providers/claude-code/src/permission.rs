@@ -11,7 +11,7 @@
 //!   makes it unique per spool write).
 //! - `call_id`: the newest of the transcript's open calls with the same tool name and
 //!   an equal input (compared as parsed JSON), else `None`.
-//! - `summary`: Bash → the command (and its description on the next line);
+//! - `summary`: Bash → the command (its description is the `reason`);
 //!   Edit / MultiEdit → the file and `+A −R lines`; Write → the file and `+N lines`;
 //!   NotebookEdit → the notebook; WebFetch → the URL; anything else → the input as
 //!   compact JSON (cut to [`SUMMARY_MAX_CHARS`]).
@@ -79,7 +79,10 @@ pub fn permission_dialog(v: &Value, open_calls: &[ToolUse]) -> Result<Dialog, St
     let body = PermissionBody {
         tool: tool.to_string(),
         summary: summary(tool, input),
-        reason: None,
+        reason: (tool == "Bash")
+            .then(|| input.get("description").and_then(Value::as_str).filter(|d| !d.trim().is_empty()))
+            .flatten()
+            .map(str::to_string),
         options,
         feedback_option,
     };
@@ -101,10 +104,7 @@ pub fn summary(tool: &str, input: &Value) -> String {
     match tool {
         "Bash" => {
             if let Some(cmd) = s("command") {
-                return match s("description") {
-                    Some(d) => format!("{cmd}\n{d}"),
-                    None => cmd.to_string(),
-                };
+                return cmd.to_string();
             }
         }
         "Edit" => {
@@ -143,6 +143,37 @@ pub fn summary(tool: &str, input: &Value) -> String {
     } else {
         json
     }
+}
+
+/// What answer rules need of a permission dialog this module drew: the exact subject
+/// (the command; the file's path, its `(+A −R lines)` taken off; the URL), `Yes` as the
+/// option that allows this one call, the `No` row as the one that refuses it. Other
+/// tools' prompts (their summary is cut JSON) have no subject; other dialogs: none.
+pub fn prompt_facts(d: &Dialog) -> Option<lab_provider_sdk::PromptFacts> {
+    let DialogBody::Permission(p) = &d.body else { return None };
+    let position = |f: &dyn Fn(&str) -> bool| p.options.iter().position(|o| f(&o.label)).map(|i| i as u32);
+    let subject = match p.tool.as_str() {
+        "Bash" | "WebFetch" | "NotebookEdit" => Some(p.summary.clone()),
+        t if EDIT_TOOLS.contains(&t) => edited_path(&p.summary),
+        _ => None,
+    };
+    Some(lab_provider_sdk::PromptFacts {
+        subject: subject.filter(|s| !s.is_empty()),
+        allow_once: position(&|l| l == "Yes"),
+        refuse: p.feedback_option.or_else(|| position(&|l| l == "No" || l.starts_with("No,"))),
+    })
+}
+
+/// `<path> (+A −R lines)` or `<path> (+N lines)` → the path.
+fn edited_path(summary: &str) -> Option<String> {
+    let (path, counts) = summary.rsplit_once(" (+")?;
+    let counts = counts.strip_suffix(" lines)")?;
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let ok = match counts.split_once(" \u{2212}") {
+        Some((a, r)) => digits(a) && digits(r),
+        None => digits(counts),
+    };
+    (ok && path.starts_with('/')).then(|| path.to_string())
 }
 
 fn lines(s: Option<&str>) -> usize {
@@ -294,7 +325,8 @@ mod tests {
         assert_eq!(d.call_id, None);
         let p = perm(&d);
         assert_eq!(p.tool, "Bash");
-        assert_eq!(p.summary, "touch one.txt && echo one\nCreate file one");
+        assert_eq!(p.summary, "touch one.txt && echo one");
+        assert_eq!(p.reason.as_deref(), Some("Create file one"));
         assert_eq!(
             labels(&d),
             ["Yes", "Yes, and always allow access to /work/lab-live/runs/bash/work from this project", "No"]
@@ -310,6 +342,27 @@ mod tests {
             labels(&permission_dialog(&tmp, &[]).unwrap())[1],
             "Yes, and always allow access to /tmp from this project"
         );
+    }
+
+    #[test]
+    fn answer_rules_get_the_exact_subject_and_the_once_options() {
+        let facts = |d: &Dialog| prompt_facts(d).unwrap();
+        let bash = facts(&permission_dialog(&live("bash", "Bash"), &[]).unwrap());
+        assert_eq!(bash.subject.as_deref(), Some("touch one.txt && echo one"));
+        assert_eq!((bash.allow_once, bash.refuse), (Some(0), Some(2)), "Yes; No (never the always row)");
+        let write = facts(&permission_dialog(&live("perm2", "Write"), &[]).unwrap());
+        assert_eq!(write.subject.as_deref(), Some("/work/lab-live/runs/perm2/work/hello.txt"));
+        assert_eq!((write.allow_once, write.refuse), (Some(0), Some(2)));
+        let edit = facts(&permission_dialog(&live("perm2", "Edit"), &[]).unwrap());
+        assert_eq!(edit.subject.as_deref(), Some("/work/lab-live/runs/perm2/work/hello.txt"));
+        let fetch = facts(&permission_dialog(&live("perm2", "WebFetch"), &[]).unwrap());
+        assert_eq!(fetch.subject.as_deref(), Some("http://127.0.0.1:9/doc"));
+        let other = json!({"tool_name": "mcp__db__query", "tool_input": {"sql": "select 1"}});
+        let other = facts(&permission_dialog(&other, &[]).unwrap());
+        assert_eq!((other.subject, other.allow_once, other.refuse), (None, Some(0), Some(1)));
+        assert_eq!(edited_path("relative (+1 lines)"), None);
+        assert_eq!(edited_path("/a (+x lines)"), None);
+        assert_eq!(edited_path("/a (+1 \u{2212}2 lines)").as_deref(), Some("/a"));
     }
 
     #[test]

@@ -88,6 +88,20 @@ pub fn pending_dialog(spool: &[u8], open_calls: &[ToolUse]) -> Result<Option<Dia
     Ok(Some(d))
 }
 
+/// What answer rules need of a permission dialog [`pending_dialog`] drew: the command
+/// (when the prompt is for one: a summary that is the tool input's JSON has no
+/// subject), `Yes, proceed` as the option that runs it this once, the `No` row (the
+/// feedback option) as the one that refuses it. Other dialogs: none.
+pub fn prompt_facts(d: &Dialog) -> Option<lab_provider_sdk::PromptFacts> {
+    let DialogBody::Permission(p) = &d.body else { return None };
+    let command = d.answerable && !p.summary.is_empty();
+    Some(lab_provider_sdk::PromptFacts {
+        subject: command.then(|| p.summary.clone()),
+        allow_once: p.options.iter().position(|o| o.label.starts_with("Yes, proceed")).map(|i| i as u32),
+        refuse: p.feedback_option,
+    })
+}
+
 /// The prompt's rows, as 0.169.0 draws them for a command. The second row names the
 /// prefix codex would remember: for a simple command (even with arguments, quotes or a
 /// `>` redirect) the whole command, for a pipeline only its first part (observed by
@@ -158,6 +172,9 @@ mod tests {
         assert_eq!(p.summary, "touch approved.txt");
         assert_eq!(p.reason.as_deref(), Some("Stand-in wants to create approved.txt"));
         assert_eq!(p.feedback_option, Some(2), "No, then the next message");
+        let facts = prompt_facts(&d).unwrap();
+        assert_eq!(facts.subject.as_deref(), Some("touch approved.txt"));
+        assert_eq!((facts.allow_once, facts.refuse), (Some(0), Some(2)), "never the prefix rule row");
         let labels: Vec<&str> = p.options.iter().map(|o| o.label.as_str()).collect();
         // Word for word as the captured pane draws them.
         let pane = include_str!("../testdata/pane_approval.txt");

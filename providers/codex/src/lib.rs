@@ -126,6 +126,10 @@ impl DialogHooker for Codex {
     fn is_drawn(dialog: &Dialog, pane: &str) -> bool {
         answer::is_drawn(dialog, pane)
     }
+
+    fn prompt_facts(dialog: &Dialog) -> Option<lab_provider_sdk::PromptFacts> {
+        hooks::prompt_facts(dialog)
+    }
 }
 
 /// Rollout lines as 0.169.0 writes them (trimmed of metadata), one per message kind;

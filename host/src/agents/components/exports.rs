@@ -1,7 +1,9 @@
 //! What a component exports, per WIT version: its [`Version`], the export indices found
 //! when it was loaded ([`Indices`]) and what lab may ask of it ([`Capabilities`]).
 
-use super::{v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7};
+use super::{
+    v0_1_0 as v1, v0_2_0 as v2, v0_3_0 as v3, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, v0_8_0 as v8,
+};
 use crate::agents::model as m;
 
 /// The WIT package version a component was built against.
@@ -14,6 +16,7 @@ pub enum Version {
     V0_5_0,
     V0_6_0,
     V0_7_0,
+    V0_8_0,
 }
 
 impl Version {
@@ -26,6 +29,7 @@ impl Version {
             Version::V0_5_0 => v5::PACKAGE,
             Version::V0_6_0 => v6::PACKAGE,
             Version::V0_7_0 => v7::PACKAGE,
+            Version::V0_8_0 => v8::PACKAGE,
         }
     }
 }
@@ -48,12 +52,12 @@ pub struct Capabilities {
 impl Capabilities {
     /// Whether it reads usage from transcripts (0.5.0 `usage`, every tmux world since).
     pub fn reads_usage(&self) -> bool {
-        matches!(self.version, Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0) && !self.acp
+        matches!(self.version, Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0 | Version::V0_8_0) && !self.acp
     }
     /// Whether it says what its agent needs in a sandbox (0.6.0 `sandbox`, every tmux
     /// world since).
     pub fn says_sandbox_needs(&self) -> bool {
-        matches!(self.version, Version::V0_6_0 | Version::V0_7_0) && !self.acp
+        matches!(self.version, Version::V0_6_0 | Version::V0_7_0 | Version::V0_8_0) && !self.acp
     }
 }
 
@@ -116,6 +120,18 @@ pub enum Indices {
     },
     Acp7 {
         agent: v7::acp_agent::GuestIndices,
+    },
+    V8 {
+        base: v8::base::GuestIndices,
+        hooker: Option<v8::dialog_hooker::GuestIndices>,
+        screen: Option<v8::screen_reader::GuestIndices>,
+        sessions: v8::sessions::GuestIndices,
+        usage: v8::usage::GuestIndices,
+        sandbox: v8::sandbox::GuestIndices,
+        rules: Option<v8::answer_rules::GuestIndices>,
+    },
+    Acp8 {
+        agent: v8::acp_agent::GuestIndices,
     },
 }
 
@@ -204,6 +220,20 @@ impl Indices {
             },
             Indices::Acp7 { .. } => Capabilities {
                 version: Version::V0_7_0,
+                dialog_hooker: false,
+                screen_reader: false,
+                acp: true,
+                abilities: none,
+            },
+            Indices::V8 { hooker, screen, .. } => Capabilities {
+                version: Version::V0_8_0,
+                dialog_hooker: hooker.is_some(),
+                screen_reader: screen.is_some() && hooker.is_some(),
+                acp: false,
+                abilities: none,
+            },
+            Indices::Acp8 { .. } => Capabilities {
+                version: Version::V0_8_0,
                 dialog_hooker: false,
                 screen_reader: false,
                 acp: true,

@@ -17,7 +17,8 @@ pub use super::queue::Lane;
 use super::queue::{Queue, Stopped};
 use super::v0_3_0 as v3;
 use super::{
-    v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, ComponentHost, StoreState,
+    v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, v0_8_0 as v8, ComponentHost,
+    StoreState,
 };
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
@@ -88,6 +89,18 @@ pub(super) enum Guests {
     Acp7 {
         agent: v7::acp_agent::Guest,
     },
+    V8 {
+        base: v8::base::Guest,
+        hooker: Option<v8::dialog_hooker::Guest>,
+        screen: Option<v8::screen_reader::Guest>,
+        sessions: v8::sessions::Guest,
+        usage: v8::usage::Guest,
+        sandbox: v8::sandbox::Guest,
+        rules: Option<v8::answer_rules::Guest>,
+    },
+    Acp8 {
+        agent: v8::acp_agent::Guest,
+    },
 }
 
 /// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
@@ -102,11 +115,13 @@ macro_rules! per_version {
             Guests::V5 { $($field,)* .. } => $e,
             Guests::V6 { $($field,)* .. } => $e,
             Guests::V7 { $($field,)* .. } => $e,
+            Guests::V8 { $($field,)* .. } => $e,
             Guests::Acp { .. }
             | Guests::Acp4 { .. }
             | Guests::Acp5 { .. }
             | Guests::Acp6 { .. }
-            | Guests::Acp7 { .. } => None,
+            | Guests::Acp7 { .. }
+            | Guests::Acp8 { .. } => None,
         }
     };
 }
@@ -206,6 +221,16 @@ impl Worker {
                 sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
             },
             Indices::Acp7 { agent } => Guests::Acp7 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::V8 { base, hooker, screen, sessions, usage, sandbox, rules } => Guests::V8 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+                usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
+                sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
+                rules: rules.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
+            Indices::Acp8 { agent } => Guests::Acp8 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
         };
         Ok(Live { store, guests })
     }
@@ -386,6 +411,8 @@ impl ProviderHandle {
             Guests::Acp6 { agent } => ok(agent.call_info(s).map(v2::info)),
             Guests::V7 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp7 { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::V8 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::Acp8 { agent } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -397,6 +424,7 @@ impl ProviderHandle {
             Guests::Acp5 { agent } => ok(agent.call_launch(s).map(v5::acp_launch)),
             Guests::Acp6 { agent } => ok(agent.call_launch(s).map(v6::acp_launch)),
             Guests::Acp7 { agent } => ok(agent.call_launch(s).map(v7::acp_launch)),
+            Guests::Acp8 { agent } => ok(agent.call_launch(s).map(v8::acp_launch)),
             _ => None,
         })
     }
@@ -406,6 +434,7 @@ impl ProviderHandle {
     pub fn turn_usage(&self, response: String) -> Call<Vec<(String, m::Tokens)>> {
         self.call("turn-usage", move |s, g| match g {
             Guests::Acp7 { agent } => ok(agent.call_turn_usage(s, &response).map(v7::turn_usage)),
+            Guests::Acp8 { agent } => ok(agent.call_turn_usage(s, &response).map(v8::turn_usage)),
             _ => None,
         })
     }
@@ -527,8 +556,10 @@ impl ProviderHandle {
     /// What the agent can do with an earlier conversation (0.4.0 `sessions`), asked
     /// once when the component is loaded and kept in its [`Capabilities`].
     pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
-        if !matches!(self.caps.version, Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0)
-            || self.caps.acp
+        if !matches!(
+            self.caps.version,
+            Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0 | Version::V0_8_0
+        ) || self.caps.acp
         {
             return Ok(());
         }
@@ -537,6 +568,7 @@ impl ProviderHandle {
             Guests::V5 { sessions, .. } => ok(sessions.call_abilities(s).map(v5::abilities)),
             Guests::V6 { sessions, .. } => ok(sessions.call_abilities(s).map(v6::abilities)),
             Guests::V7 { sessions, .. } => ok(sessions.call_abilities(s).map(v7::abilities)),
+            Guests::V8 { sessions, .. } => ok(sessions.call_abilities(s).map(v8::abilities)),
             _ => None,
         });
         self.caps.abilities = call.blocking()?;
@@ -562,6 +594,9 @@ impl ProviderHandle {
             Guests::V7 { sessions, .. } => res(sessions
                 .call_continue_session(s, &v2::launch_request(req), v7::continuation(how), &v7::earlier_run(earlier))
                 .map(|r| r.map(v2::launch_spec))),
+            Guests::V8 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v8::continuation(how), &v8::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
             _ => None,
         })
     }
@@ -580,6 +615,9 @@ impl ProviderHandle {
             Guests::V7 { sessions, .. } => {
                 ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v7::usage_limit)))
             }
+            Guests::V8 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v8::usage_limit)))
+            }
             _ => None,
         })
     }
@@ -590,6 +628,7 @@ impl ProviderHandle {
             Guests::V5 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v5::usage_report)),
             Guests::V6 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v6::usage_report)),
             Guests::V7 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v7::usage_report)),
+            Guests::V8 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v8::usage_report)),
             _ => None,
         })
     }
@@ -599,6 +638,17 @@ impl ProviderHandle {
         self.call("sandbox-needs", move |s, g| match g {
             Guests::V6 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v6::needs)),
             Guests::V7 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v7::needs)),
+            Guests::V8 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v8::needs)),
+            _ => None,
+        })
+    }
+
+    /// What answer rules need of a prompt (0.8.0 `answer-rules.facts`).
+    pub fn prompt_facts(&self, dialog: m::Dialog) -> Call<Option<m::PromptFacts>> {
+        self.call("prompt-facts", move |s, g| match g {
+            Guests::V8 { rules: Some(r), .. } => {
+                ok(r.call_facts(s, &v2::dialog_out(&dialog)).map(|f| f.map(v8::prompt_facts)))
+            }
             _ => None,
         })
     }

@@ -20,6 +20,7 @@ pub mod v0_4_0;
 pub mod v0_5_0;
 pub mod v0_6_0;
 pub mod v0_7_0;
+pub mod v0_8_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -78,6 +79,9 @@ impl Provider for ProviderHandle {
     fn sandbox_needs(&self, env: Vec<(String, String)>) -> Reply<crate::sandbox::Needs> {
         ProviderHandle::sandbox_needs(self, env).into_future()
     }
+    fn prompt_facts(&self, dialog: model::Dialog) -> Reply<Option<model::PromptFacts>> {
+        ProviderHandle::prompt_facts(self, dialog).into_future()
+    }
     fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
         ProviderHandle::hook_wiring(self).into_future()
     }
@@ -114,6 +118,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
 pub const WIT_PACKAGES: &[&str] = &[
+    v0_8_0::PACKAGE,
     v0_7_0::PACKAGE,
     v0_6_0::PACKAGE,
     v0_5_0::PACKAGE,
@@ -447,7 +452,30 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_7_0::PACKAGE {
+        let indices = if *version == v0_8_0::PACKAGE {
+            match v0_8_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp8 { agent },
+                Err(_) => handle::Indices::V8 {
+                    base: v0_8_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_8_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_8_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_8_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                    usage: v0_8_0::usage::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/usage as this lab expects")
+                    })?,
+                    sandbox: v0_8_0::sandbox::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sandbox as this lab expects")
+                    })?,
+                    rules: v0_8_0::answer_rules::GuestIndices::new(&pre).ok(),
+                },
+            }
+        } else if *version == v0_7_0::PACKAGE {
             match v0_7_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp7 { agent },
                 Err(_) => handle::Indices::V7 {
