@@ -1156,6 +1156,85 @@ fn a_bash_permission_prompt_is_a_dialog_approved_from_lab() {
     assert!(v["blocked"].is_null());
 }
 
+/// The stand-in's first tool call, once the model made it.
+fn first_tool_use(e: &E2e) -> String {
+    wait_for(STEP_TIMEOUT, "the model's tool call", || e.standin.emitted_tool_uses().first().map(|t| t.id.clone()))
+}
+
+/// The run's audit entries of `action`.
+fn audited(e: &E2e, run: &Run, action: &str) -> Vec<Value> {
+    let (s, a) = e.lab().get(&format!("/audit?run={}", run.id));
+    assert_eq!(s, 200, "{a}");
+    a["entries"].as_array().unwrap().iter().filter(|x| x["action"] == action).cloned().collect()
+}
+
+/// Answer rules (issue 78): a Bash prompt an allow rule matches is answered by lab,
+/// nobody else: the command runs, the run's answer names the rule, the audit log has
+/// it, and no push goes out for it.
+#[test]
+fn an_allow_rule_answers_claude_s_bash_prompt_by_itself() {
+    let command = "touch e2e-rule-marker";
+    let Some(e) = setup("rule_allow", bash_script(command)) else { return };
+    use base64::Engine;
+    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint;
+    let (endpoint, pushes) = push_standin();
+    let secret = web_push_native::p256::SecretKey::random(&mut web_push_native::p256::elliptic_curve::rand_core::OsRng);
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let keys = json!({"p256dh": b64.encode(secret.public_key().to_encoded_point(false).as_bytes()), "auth": b64.encode([9u8; 16])});
+    let (status, body) = e.lab().post("/push/subscriptions", &json!({"endpoint": endpoint, "keys": keys}));
+    assert_eq!(status, 201, "{body}");
+    let workdir = e.w.workdir.display().to_string();
+    let (status, rule) = e.lab().post(
+        "/rules",
+        &json!({"name": "markers here", "action": "allow",
+                "match": {"provider": "claude-code", "tool": "Bash", "pattern": "touch e2e-rule-*", "workdir": workdir}}),
+    );
+    assert_eq!(status, 201, "{rule}");
+    let run = e.create("Create a marker file.", Some("default"));
+    let tool_use = first_tool_use(&e);
+    let (result, is_error) = wait_tool_result(&e, &tool_use);
+    assert!(!is_error, "allowed: {result}");
+    assert!(e.w.workdir.join("e2e-rule-marker").exists(), "the command ran");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the command", |v| v["state"] == "idle");
+    assert_eq!(v["answer"]["answered_by"], json!({"rule": rule["id"], "name": "markers here"}), "{}", v["answer"]);
+    assert_eq!(v["answer"]["state"], "played", "{}", v["answer"]);
+    let entries = audited(&e, &run, "rule.answer");
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["outcome"], "applied");
+    assert_eq!(entries[0]["detail"]["subject"]["text"], command, "{entries:?}");
+    assert!(audited(&e, &run, "dialog.answer").is_empty(), "nobody else answered it");
+    // The push worker has looked at the prompt and the turn's end by now: nothing sent.
+    assert!(pushes.try_recv().is_err(), "a prompt a rule answered is pushed to nobody");
+}
+
+/// A deny rule's message reaches the model: the command does not run.
+#[test]
+fn a_deny_rule_refuses_claude_s_bash_call_with_its_message() {
+    let command = "rm -f e2e-keep-me";
+    let script = bash_script(command)
+        .turn(Matcher::Contains("Never delete files in this repository".into()), Reply::text("Understood."));
+    let Some(e) = setup("rule_deny", script) else { return };
+    std::fs::write(e.w.workdir.join("e2e-keep-me"), "keep").unwrap();
+    let (status, rule) = e.lab().post(
+        "/rules",
+        &json!({"name": "no deleting", "action": "deny", "message": "Never delete files in this repository.",
+                "match": {"tool": "Bash", "pattern": "rm"}}),
+    );
+    assert_eq!(status, 201, "{rule}");
+    let run = e.create("Delete a file.", Some("default"));
+    let tool_use = first_tool_use(&e);
+    let (_, is_error) = wait_tool_result(&e, &tool_use);
+    assert!(is_error, "the call was refused");
+    wait_for(STEP_TIMEOUT, "the rule's message to reach the model", || {
+        let reqs = e.standin.main_requests();
+        reqs.iter().any(|r| r.body.to_string().contains("Never delete files in this repository")).then_some(())
+    });
+    assert!(e.w.workdir.join("e2e-keep-me").exists(), "the denied command ran");
+    let v = e.view(&run);
+    assert_eq!(v["answer"]["answered_by"]["name"], "no deleting", "{}", v["answer"]);
+    assert_eq!(audited(&e, &run, "rule.answer")[0]["detail"]["action"], "deny");
+}
+
 /// A push service stand-in on 127.0.0.1: answers 201 to every POST and hands the bodies
 /// over.
 fn push_standin() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
