@@ -406,9 +406,68 @@ export class RunView {
   computeCardKey() {
     const v = this.view;
     const d = this.pendingDialog();
-    if (d) return JSON.stringify(["d", d]);
-    if (v.state === "question" || v.state === "needs_input") return JSON.stringify(["g", v.state, v.blocked]);
+    const rule = this.ruleAnswer();
+    if (d) return JSON.stringify(["d", d, rule]);
+    if (v.state === "question" || v.state === "needs_input") return JSON.stringify(["g", v.state, v.blocked, rule]);
+    if (rule) return JSON.stringify(["r", rule]);
     return null;
+  }
+
+  /** The newest answer, when an answer rule gave it: `{tool_id, rule, name}`, else null. */
+  ruleAnswer() {
+    const a = this.view.answer;
+    return a && a.answered_by ? { tool_id: a.tool_id, rule: a.answered_by.rule, name: a.answered_by.name } : null;
+  }
+
+  /** "Answered by rule …", with a button that removes the rule. */
+  ruleNote(rule) {
+    const status = h("span", { class: "rule-note-status", role: "status", "aria-live": "polite" });
+    const remove = h("button", {
+      type: "button", class: "link-button", "data-testid": "rule-remove",
+      onclick: async () => {
+        remove.disabled = true;
+        const res = await api("DELETE", `rules/${enc(rule.rule)}`, {});
+        status.textContent = res.ok || res.status === 404 ? " Removed: lab asks you again next time." : ` ${res.message}`;
+        if (!res.ok && res.status !== 404) remove.disabled = false;
+      },
+    }, "Remove the rule");
+    return h("p", { class: "rule-note", "data-testid": "rule-note", "data-rule": rule.rule },
+      "Answered by rule ", h("strong", {}, `“${rule.name}”`), " · ", remove, status);
+  }
+
+  /** "Always allow this…": the narrowest rule for the prompt, kept, and the prompt answered by it. */
+  alwaysAllow(dialog) {
+    const scopes = [["repository", "In this repository"], ["machine", "On this machine"], ["everywhere", "Everywhere"]];
+    const buttons = scopes.map(([scope, label]) => h("button", {
+      type: "button", class: "secondary", "data-testid": "always-allow", "data-scope": scope,
+      onclick: () => this.allowAlways(dialog, scope),
+    }, label));
+    return h("details", { class: "card-rules", "data-testid": "always-allow-box" },
+      h("summary", {}, "Always allow this…"),
+      h("p", { class: "hint" }, "Makes an answer rule for this command, path or URL (the same one with more arguments too; never one chained to another), and answers this prompt with it."),
+      h("div", { class: "card-links" }, ...buttons));
+  }
+
+  async allowAlways(dialog, scope) {
+    if (this.answering && this.answering.phase === "sending") return;
+    const qc = this.card && this.card.qc;
+    this.notice = null;
+    this.answering = { toolId: dialog.tool_id, phase: "sending", chosen: [] };
+    if (qc) { qc.setBusy(true, []); qc.setStatus("Making the rule…"); }
+    const res = await api("POST", `runs/${enc(this.runId)}/dialog/rule`, { tool_id: dialog.tool_id, scope });
+    if (this.destroyed) return;
+    const stillSame = this.card && this.card.toolId === dialog.tool_id && this.card.qc;
+    if (res.ok) {
+      const started = res.data && res.data.answer ? res.data.answer.started_at : null;
+      this.answering = { toolId: dialog.tool_id, phase: "sent", chosen: [], started };
+      if (stillSame) this.card.qc.setStatus(`Rule “${res.data.rule.name}” made; answering with it…`, "ok");
+      return;
+    }
+    this.answering = null;
+    if (stillSame) {
+      this.card.qc.setBusy(false);
+      this.card.qc.setStatus(res.message, "error");
+    }
   }
 
   renderCard(force = false) {
@@ -430,9 +489,11 @@ export class RunView {
     const d = this.pendingDialog();
     if (this.answering && (!d || d.tool_id !== this.answering.toolId) && this.answering.phase !== "sending") this.answering = null;
 
-    if (!key) {
+    const rule = this.ruleAnswer();
+    if (!key || !d && !(this.view.state === "question" || this.view.state === "needs_input")) {
       this.card = null;
       const nodes = [];
+      if (rule) nodes.push(this.ruleNote(rule));
       if (this.notice) {
         nodes.push(h("div", { class: "dialog-notice", "data-testid": "dialog-status", role: "status", "aria-live": "polite" }, this.notice.text));
         const notice = this.notice;
@@ -450,6 +511,8 @@ export class RunView {
       const Card = { question: QuestionCard, questions: QuestionsCard, choice: ChoiceCard }[answerable];
       const card = new Card(d, { agent: this.agent, onAnswer: (answers, chosen) => this.answer(d, answers, chosen) });
       this.card = { toolId: d.tool_id, el: card.el, qc: card };
+      if (rule && rule.tool_id === d.tool_id) card.el.append(this.ruleNote(rule));
+      else if (d.kind === "permission") card.el.append(this.alwaysAllow(d));
       const attach = attachBox(attachCommand(this.run), { compact: true });
       card.el.append(h("details", { class: "card-terminal" },
         h("summary", {}, "Or answer in the terminal"),
@@ -471,6 +534,7 @@ export class RunView {
     } else {
       const { el, status } = readOnlyCard(this.view, this.runId, this.run, this.agent);
       this.card = { toolId: d ? d.tool_id : null, el };
+      if (rule && d && rule.tool_id === d.tool_id) el.append(this.ruleNote(rule));
       if (this.notice) { status.textContent = this.notice.text; status.classList.add("notice"); }
       this.dialogArea.replaceChildren(el);
     }

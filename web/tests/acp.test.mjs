@@ -61,3 +61,47 @@ test("acp: a permission card with the agent's options is clicked, then a form's 
   assert.ok(view.messages.some((m) => m.text === "Answered: SQLite"), JSON.stringify(view.messages.map((m) => m.text)));
   await page.locator("[data-testid=chat] [data-testid=message]", { hasText: "All done from the UI." }).first().waitFor();
 });
+
+test("answer rules: \"Always allow this in this repository\" on a card makes the rule, and the next identical prompt is answered by it", { timeout: 90000 }, async (t) => {
+  if (missing.length) {
+    if (process.env.LAB_UI_REQUIRED === "1") throw new Error(`cannot run: missing ${missing.join("; ")}`);
+    t.skip("fake-acp not available");
+    return;
+  }
+  const world = await startWorld(t, {
+    provider: "fake",
+    prefix: "/tmp/lab-rules-ui-",
+    labToml: () => `[agents.fake]\nacp = [${tomlStr(FAKE_ACP)}]\ndisplay_name = "Fake ACP"\n`,
+  });
+  const run = await world.createRun("run:touch ruled.txt;say:first done");
+  const { chromium } = await import("playwright-core");
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  t.after(async () => { await browser.close(); });
+  const page = await browser.newPage();
+  await openLoginLink(page, world.loginLink);
+  await page.goto(`${world.url}#/runs/${run.id}`);
+
+  const card = page.locator("[data-testid=dialog-area] [data-testid=dialog-card][data-kind=permission][data-answerable=true]");
+  await card.waitFor();
+  await card.getByText("Always allow this…").click();
+  await card.locator("[data-testid=always-allow][data-scope=repository]").click();
+  await waitFor(async () => fs.existsSync(path.join(world.workdir, "ruled.txt")), { what: "the command to run" });
+  await world.waitView(run.id, (v) => v.state === "idle" && v.messages.some((m) => m.role !== "user" && m.text.includes("first done")), "the first turn's end");
+  const rules = (await world.api("GET", "/rules")).body;
+  assert.equal(rules.length, 1, JSON.stringify(rules));
+  assert.deepEqual(rules[0].match, { provider: "fake", tool: "execute", pattern: "touch ruled.txt", workdir: world.workdir });
+  assert.equal(rules[0].action, "allow");
+
+  // The same prompt again: lab answers it by the rule, and the page says so.
+  fs.rmSync(path.join(world.workdir, "ruled.txt"));
+  const sent = await world.api("POST", `/runs/${run.id}/messages`, { text: "say:again;run:touch ruled.txt;say:second done" });
+  assert.equal(sent.status, 202, JSON.stringify(sent.body));
+  const v = await world.waitView(run.id, (v) => v.state === "idle" && v.messages.some((m) => m.role !== "user" && m.text.includes("second done")), "the second turn's end");
+  assert.ok(fs.existsSync(path.join(world.workdir, "ruled.txt")), "the rule let the command run");
+  assert.equal(v.answer.answered_by.rule, rules[0].id, JSON.stringify(v.answer));
+  const note = page.locator("[data-testid=dialog-area] [data-testid=rule-note]");
+  await note.waitFor();
+  assert.match(await note.textContent(), /Answered by rule “Allow execute touch ruled\.txt in /);
+  await note.getByTestId("rule-remove").click();
+  await waitFor(async () => (await world.api("GET", "/rules")).body.length === 0, { what: "the rule to be removed" });
+});

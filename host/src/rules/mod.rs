@@ -8,10 +8,12 @@
 //! | [`evaluate`] | which rule answers a prompt: a pure function of the rules and the prompt's facts |
 //! | [`book`] | the rule set: `rules.toml` and lab.toml's shared rules |
 //! | [`engine`] | applying them to every run's new prompts, before the notifications |
+//! | [`from_card`] | "Always allow this…" on a card: the narrowest rule for its prompt, kept and applied |
 
 pub mod book;
 pub mod engine;
 pub mod evaluate;
+pub mod from_card;
 pub mod rule;
 
 use std::collections::HashMap;
@@ -39,7 +41,7 @@ impl Rules {
         t.1.get(id).copied().unwrap_or(0)
     }
 
-    fn count(&self, id: &str) {
+    pub(crate) fn count(&self, id: &str) {
         let today = day();
         let mut t = self.today.lock().unwrap();
         if t.0 != today {

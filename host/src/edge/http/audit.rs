@@ -42,6 +42,7 @@ pub fn action_of(method: &str, route: &str) -> Option<&'static str> {
         ("POST", "/push/subscriptions") => "push.subscribe",
         ("DELETE", "/push/subscriptions/{id}") => "push.unsubscribe",
         ("POST", "/rules") => "rule.add",
+        ("POST", "/runs/{id}/dialog/rule") => "rule.from_card",
         ("PUT", "/rules/{id}") => "rule.change",
         ("DELETE", "/rules/{id}") => "rule.remove",
         _ => return None,
@@ -81,6 +82,7 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
         "run.egress" => pick(&["allow"]),
         "device.pair" => pick(&["name"]),
         "rule.add" | "rule.change" => pick(&["name", "action", "message", "match", "dry_run"]),
+        "rule.from_card" => pick(&["tool_id", "scope"]),
         _ => json!({}),
     }
 }

@@ -6,6 +6,7 @@
 use super::{ApiError, ApiResult, AppState};
 use crate::rules::book::BookError;
 use crate::rules::evaluate::{evaluate, Facts};
+use crate::rules::from_card::{allow_always, CardError, Scope};
 use crate::rules::rule::Rule;
 use crate::rules::Rules;
 use axum::extract::rejection::JsonRejection;
@@ -23,6 +24,7 @@ pub(super) fn router() -> Router<AppState> {
         .route("/rules", get(list).post(add))
         .route("/rules/test", post(test))
         .route("/rules/{id}", put(replace).delete(remove).get(one))
+        .route("/runs/{id}/dialog/rule", post(from_card))
 }
 
 type RulesState = State<Arc<Rules>>;
@@ -85,6 +87,36 @@ async fn replace(
 async fn remove(State(rules): RulesState, Path(id): Path<String>) -> ApiResult<Response> {
     rules.book.remove(&id)?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FromCard {
+    tool_id: String,
+    scope: Scope,
+}
+
+/// `POST /runs/{id}/dialog/rule` `{"tool_id", "scope": "repository"|"machine"|
+/// "everywhere"}` → `201 {"rule": Rule, "answer": AnswerProgress}`: the narrowest allow
+/// rule for the run's permission prompt, kept, and the prompt answered by it.
+async fn from_card(
+    State(runs): State<Arc<crate::runs::Runs>>,
+    State(rules): RulesState,
+    Path(id): Path<String>,
+    body: Result<Json<FromCard>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(req) = body?;
+    let run = runs.get(&id)?;
+    match allow_always(&runs, &rules, &run, &req.tool_id, req.scope).await {
+        Ok((rule, answer)) => {
+            Ok((StatusCode::CREATED, Json(json!({"rule": shown(&rules, &rule), "answer": answer}))).into_response())
+        }
+        Err(CardError::Run(e)) => Err(e.into()),
+        Err(CardError::Book(e)) => Err(e.into()),
+        Err(CardError::Unfit(message)) => {
+            Err(ApiError { status: StatusCode::UNPROCESSABLE_ENTITY, code: "not_supported", message })
+        }
+    }
 }
 
 /// A prompt's facts, as `POST /rules/test` takes them.
