@@ -174,3 +174,81 @@ fn a_matching_prompt_is_answered_by_its_rule_and_no_other_is() {
     assert_eq!((&t["action"], &t["rule"]["name"]), (&json!("deny"), &json!("no deleting")), "{t}");
     lab.stop();
 }
+
+fn lab_rules(w: &World, args: &[&str]) -> (bool, String, String) {
+    let out =
+        std::process::Command::new(common::LAB).arg("rules").args(args).arg("--home").arg(&w.home).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `lab rules`: with no serve running, `rules.toml` is changed in place; with one, the
+/// change goes through it (it takes effect for its next prompt) — the same commands.
+#[test]
+fn lab_rules_adds_lists_tests_and_removes_with_or_without_a_serve() {
+    let w = World::new();
+    let workdir = w.workdir.display().to_string();
+    let (ok, id, e) =
+        lab_rules(&w, &["add", "tests", "--allow", "--tool", "Bash", "--pattern", "cargo test", "--workdir", &workdir]);
+    assert!(ok, "{e}");
+    let id = id.trim().to_string();
+    assert!(id.starts_with("r-"), "{id}");
+    let (ok, _, e) = lab_rules(&w, &["add", "everything", "--allow"]);
+    assert!(!ok && e.contains("names a tool or a pattern"), "{e}");
+    let (ok, out, _) = lab_rules(
+        &w,
+        &[
+            "test",
+            "--provider",
+            "claude-code",
+            "--tool",
+            "Bash",
+            "--subject",
+            "cargo test --all",
+            "--workdir",
+            &workdir,
+        ],
+    );
+    assert!(ok && out.starts_with(&format!("allow: rule {id} (tests)")), "{out}");
+    let (_, out, _) = lab_rules(
+        &w,
+        &[
+            "test",
+            "--provider",
+            "claude-code",
+            "--tool",
+            "Bash",
+            "--subject",
+            "cargo test && rm -rf ~",
+            "--workdir",
+            &workdir,
+        ],
+    );
+    assert!(out.starts_with("ask:"), "never a chained command: {out}");
+
+    // With a serve: through it, and it answers with what it keeps.
+    let (url, _) = receiver();
+    let lab = serve(&w, &url);
+    let (_, list) = lab.get("/rules");
+    assert_eq!(list[0]["id"], json!(id), "{list}");
+    let (ok, second, e) =
+        lab_rules(&w, &["add", "no pushes", "--deny", "--message", "ask first", "--pattern", "git push"]);
+    assert!(ok, "{e}");
+    let (_, list) = lab.get("/rules");
+    assert_eq!(list.as_array().unwrap().len(), 2, "the serve has it at once: {list}");
+    let (ok, out, _) = lab_rules(&w, &["list"]);
+    assert!(ok && out.contains("tests") && out.contains("no pushes") && out.contains("pattern=git push"), "{out}");
+    let (ok, _, e) = lab_rules(&w, &["remove", second.trim()]);
+    assert!(ok, "{e}");
+    let (ok, _, e) = lab_rules(&w, &["remove", second.trim()]);
+    assert!(!ok && e.contains("no such rule"), "{e}");
+    let (_, list) = lab.get("/rules");
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let audit = lab.get("/audit").1;
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    assert!(actions.contains(&"rule.add") && actions.contains(&"rule.remove"), "{actions:?}");
+    lab.stop();
+}

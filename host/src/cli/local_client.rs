@@ -19,6 +19,19 @@ pub async fn post_control<T: serde::de::DeserializeOwned>(
     path: &str,
     body: serde_json::Value,
 ) -> anyhow::Result<T> {
+    control(home, token, axum::http::Method::POST, path, body).await
+}
+
+/// [`post_control`] with any method (the body sent as JSON whatever it is: a `DELETE`
+/// too, as the API's guard wants a JSON content type on every change). An answer
+/// without a body (`204`) is read as `null`.
+pub async fn control<T: serde::de::DeserializeOwned>(
+    home: &Home,
+    token: &str,
+    method: axum::http::Method,
+    path: &str,
+    body: serde_json::Value,
+) -> anyhow::Result<T> {
     use http_body_util::BodyExt;
     let socket = home.control_socket();
     let addr = serve_addr(home)?;
@@ -41,7 +54,9 @@ pub async fn post_control<T: serde::de::DeserializeOwned>(
     let exchange = async {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
         tokio::spawn(conn);
-        let req = axum::http::Request::post(path)
+        let req = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
             .header(axum::http::header::HOST, &host)
             .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
             .header(axum::http::header::CONTENT_TYPE, "application/json")
@@ -68,6 +83,9 @@ fn answer<T: serde::de::DeserializeOwned>(
 ) -> anyhow::Result<T> {
     if status.as_u16() == 401 {
         bail!("{who} refused lab's token: {on_401}");
+    }
+    if status.as_u16() == 204 {
+        return serde_json::from_str("null").with_context(|| format!("{who} answered nothing"));
     }
     if !status.is_success() {
         let msg = serde_json::from_str::<serde_json::Value>(&text)

@@ -14,6 +14,7 @@ pub mod check;
 pub mod local_client;
 pub mod pair;
 pub mod push_key;
+pub mod rules;
 pub mod scaffold;
 pub mod serve;
 
@@ -137,6 +138,14 @@ enum Command {
         home: Option<PathBuf>,
         #[command(subcommand)]
         action: Option<ProvidersAction>,
+    },
+    /// The answer rules: what lab answers by itself, and how (docs/rules.md).
+    Rules {
+        /// lab's home, as for every command; also accepted after the action.
+        #[arg(long, global = true)]
+        home: Option<PathBuf>,
+        #[command(subcommand)]
+        action: rules::RulesAction,
     },
     /// The machines whose runners may connect: `add NAME` prints a new credential (once),
     /// `remove NAME` revokes it (a connected runner is cut off), `list`.
@@ -263,6 +272,7 @@ pub fn main() -> i32 {
             crate::cli::check::run(&file, home)
         }
         Command::Hosts { home, action } => hosts(home, action),
+        Command::Rules { home, action } => rules::run(home, action),
         Command::Runner { connect, name, home, credential_file, allow_http } => resolve_home(home)
             .and_then(|home| runner(crate::runner::Options { connect, name, home, credential_file, allow_http })),
         Command::NewProvider { name, dialog_hooker, acp, dir, sdk_path } => {

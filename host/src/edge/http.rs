@@ -217,6 +217,7 @@ pub fn control_router(state: AppState) -> Router {
     Router::new()
         .route("/pair", post(pairing::pair))
         .route("/push/key/rotate", post(push::rotate_push_key))
+        .merge(rules::rule_set())
         .with_state(state)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(audited, audit::record))

@@ -20,11 +20,15 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub(super) fn router() -> Router<AppState> {
+    rule_set().route("/runs/{id}/dialog/rule", post(from_card))
+}
+
+/// The rule set's own routes: on the API, and on the control socket for `lab rules`.
+pub(super) fn rule_set() -> Router<AppState> {
     Router::new()
         .route("/rules", get(list).post(add))
         .route("/rules/test", post(test))
         .route("/rules/{id}", put(replace).delete(remove).get(one))
-        .route("/runs/{id}/dialog/rule", post(from_card))
 }
 
 type RulesState = State<Arc<Rules>>;
