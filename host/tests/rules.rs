@@ -150,6 +150,22 @@ fn a_matching_prompt_is_answered_by_its_rule_and_no_other_is() {
     assert_eq!(got.len(), 1, "only the prompt no rule answered called: {got:?}");
     assert_eq!(got[0]["dialog"]["tool_id"], json!(tool_id));
 
+    // A run the operator turned rules off for: its prompts wait, whatever the rules say.
+    let (s, body) = lab.put(&format!("/runs/{id}/rules"), &json!({"on": false}));
+    assert_eq!((s, &body["answer_rules"]), (200, &json!(false)), "{body}");
+    let (s, _) =
+        lab.post(&format!("/runs/{id}/messages"), &json!({"text": "say:a;say:b;run:touch allowed-off.txt;say:off"}));
+    assert_eq!(s, 202);
+    let v = lab.wait_view(&id, "a permission waiting with rules off", |v| v["pending_dialog"]["kind"] == "permission");
+    let off_tool = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
+    let (s, e) =
+        lab.post(&format!("/runs/{id}/dialog/answer"), &json!({"tool_id": off_tool, "answers": [{"option": 2}]}));
+    assert_eq!(s, 202, "{e}");
+    lab.wait_view(&id, "the rules-off turn's end", |v| v["state"] == "idle" && has_text(v, "off"));
+    assert!(!w.workdir.join("allowed-off.txt").exists(), "no rule answered it; the operator refused it");
+    let (s, body) = lab.put(&format!("/runs/{id}/rules"), &json!({"on": true}));
+    assert_eq!((s, &body["answer_rules"]), (200, &json!(true)), "{body}");
+
     // Rules changed take effect for the next prompt; lab.toml's cannot be changed here.
     let (s, r) = lab.put(
         &format!("/rules/{allow_id}"),

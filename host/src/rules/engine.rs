@@ -80,6 +80,9 @@ async fn consider(runs: &Arc<Runs>, rules: &Rules, on_applied: &OnApplied, mut c
     }
     let Ok(run) = runs.get(change.run_id.as_str()) else { return change };
     let rec = run.record();
+    if rec.rules_off {
+        return change;
+    }
     let facts = match tokio::time::timeout(ANSWER_WITHIN, runs.prompt_facts(&run, dialog)).await {
         Ok(f) => f,
         Err(_) => {

@@ -205,6 +205,8 @@ pub struct RunBody {
     /// A sandboxed run's egress: its allowlist, what it reached and was refused (null
     /// without a sandbox).
     pub egress: Option<crate::sandbox::egress::EgressView>,
+    /// Whether answer rules answer its prompts (`PUT /runs/{id}/rules`).
+    pub answer_rules: bool,
 }
 
 impl RunBody {
@@ -241,6 +243,7 @@ impl RunBody {
             resume_after_limit: r.resume_after_limit.clone(),
             sandbox: r.sandbox,
             egress: None,
+            answer_rules: !r.rules_off,
         }
     }
 }

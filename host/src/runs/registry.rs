@@ -68,6 +68,9 @@ pub struct RunRecord {
     /// The sandbox its agent runs in (`none`: none).
     #[serde(default, skip_serializing_if = "crate::sandbox::Kind::is_none")]
     pub sandbox: crate::sandbox::Kind,
+    /// The operator turned answer rules off for it: every prompt waits for them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rules_off: bool,
 }
 
 /// A run's choice (its record keeps it; the default comes from lab.toml when the run
@@ -107,6 +110,7 @@ impl RunRecord {
             end_reason: None,
             resume_after_limit: None,
             sandbox: crate::sandbox::Kind::None,
+            rules_off: false,
         }
     }
 

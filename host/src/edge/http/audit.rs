@@ -43,6 +43,7 @@ pub fn action_of(method: &str, route: &str) -> Option<&'static str> {
         ("DELETE", "/push/subscriptions/{id}") => "push.unsubscribe",
         ("POST", "/rules") => "rule.add",
         ("POST", "/runs/{id}/dialog/rule") => "rule.from_card",
+        ("PUT", "/runs/{id}/rules") => "run.rules",
         ("PUT", "/rules/{id}") => "rule.change",
         ("DELETE", "/rules/{id}") => "rule.remove",
         _ => return None,
@@ -75,7 +76,7 @@ pub fn detail_of(action: &str, body: &Value) -> Value {
             let comments = body.get("comments").and_then(Value::as_array).map_or(0, Vec::len);
             json!({"comments": comments})
         }
-        "merge" | "discard" | "run.fork" | "run.resume" | "run.auto_resume" => {
+        "merge" | "discard" | "run.fork" | "run.resume" | "run.auto_resume" | "run.rules" => {
             pick(&["strategy", "message", "prompt", "on"])
         }
         "terminal.control" => pick(&["take"]),

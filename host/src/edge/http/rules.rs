@@ -20,7 +20,26 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub(super) fn router() -> Router<AppState> {
-    rule_set().route("/runs/{id}/dialog/rule", post(from_card))
+    rule_set().route("/runs/{id}/dialog/rule", post(from_card)).route("/runs/{id}/rules", put(run_rules))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRules {
+    on: bool,
+}
+
+/// `PUT /runs/{id}/rules` `{"on": bool}` → `200` the run: whether answer rules answer
+/// its prompts (off: every prompt waits for the operator, as without rules).
+async fn run_rules(
+    State(runs): State<Arc<crate::runs::Runs>>,
+    Path(id): Path<String>,
+    body: Result<Json<RunRules>, JsonRejection>,
+) -> ApiResult<Response> {
+    let Json(req) = body?;
+    let run = runs.get(&id)?;
+    runs.set_answer_rules(&run, req.on)?;
+    Ok(Json(runs.body_of(&run)).into_response())
 }
 
 /// The rule set's own routes: on the API, and on the control socket for `lab rules`.

@@ -129,6 +129,19 @@ impl Core {
         Ok(progress)
     }
 
+    /// `PUT /runs/{id}/rules` `{"on"}`: whether answer rules answer the run's prompts
+    /// (off: every one waits for the operator). Recorded, so it holds across restarts.
+    pub fn set_answer_rules(&self, run: &Arc<Run>, on: bool) -> Result<(), RunError> {
+        let rec = {
+            let mut rec = run.record.lock().unwrap();
+            rec.rules_off = !on;
+            rec.clone()
+        };
+        self.registry.put(&rec).map_err(|e| RunError::Internal(format!("recording the run: {e}")))?;
+        run.view.touch();
+        Ok(())
+    }
+
     /// An answer typed into the run's terminal ([`Core::answer`] of a run whose
     /// transport types keys): the provider's plan, played in the background.
     pub(in crate::runs) async fn type_answer(
