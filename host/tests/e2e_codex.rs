@@ -372,6 +372,55 @@ fn no_with_feedback_from_lab_cancels_and_sends_what_to_do_instead() {
     e.assert_network();
 }
 
+/// Answer rules (issue 78): codex's approval prompt a rule matches is answered by lab
+/// itself — an allow runs the command (the answer names the rule, the audit log has
+/// it), a deny refuses it and its message reaches the model as the next message.
+#[test]
+fn answer_rules_allow_and_deny_codex_s_approval_prompts() {
+    let (command, reason) = ("touch ruled.txt", "Stand-in wants to create ruled.txt");
+    let script = Script::new()
+        .turn(Matcher::Contains("TOUCHME".into()), Reply::exec_command_escalated(command, reason))
+        .after_output("Tool finished.")
+        .turn(Matcher::Contains("DELETEME".into()), Reply::exec_command_escalated("rm -f ruled.txt", reason))
+        .turn(Matcher::Contains("Never delete files here".into()), Reply::text("Understood, nothing deleted."));
+    let Some(e) = setup("rules", script) else { return };
+    let workdir = e.w.workdir.display().to_string();
+    let (s, allow) = e.lab().post(
+        "/rules",
+        &json!({"name": "touch here", "action": "allow",
+                "match": {"provider": "codex", "tool": "Bash", "pattern": "touch", "workdir": workdir}}),
+    );
+    assert_eq!(s, 201, "{allow}");
+    let (s, deny) = e.lab().post(
+        "/rules",
+        &json!({"name": "no deleting", "action": "deny", "message": "Never delete files here.", "match": {"pattern": "rm"}}),
+    );
+    assert_eq!(s, 201, "{deny}");
+    let run = e.create("please TOUCHME");
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the allowed command", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Tool finished.")
+    });
+    assert!(e.w.workdir.join("ruled.txt").exists(), "the rule let the command run");
+    assert_eq!(v["answer"]["answered_by"], json!({"rule": allow["id"], "name": "touch here"}), "{}", v["answer"]);
+    let (_, audit) = e.lab().get(&format!("/audit?run={}", run.id));
+    let ruled: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|x| x["action"] == "rule.answer").collect();
+    assert_eq!((ruled.len(), &ruled[0]["outcome"]), (1, &json!("applied")), "{audit}");
+
+    let (s, _) = e.lab().post(&format!("/runs/{}/messages", run.id), &json!({"text": "now DELETEME"}));
+    assert_eq!(s, 202);
+    let v = e.wait_view(&run, STEP_TIMEOUT, "idle after the denied command", |v| {
+        v["state"] == "idle" && texts(v, "assistant").iter().any(|t| t == "Understood, nothing deleted.")
+    });
+    assert!(e.w.workdir.join("ruled.txt").exists(), "the denied command ran");
+    assert_eq!(v["answer"]["answered_by"]["name"], "no deleting", "{}", v["answer"]);
+    assert!(
+        texts(&v, "user").iter().any(|t| t == "Never delete files here."),
+        "the rule's message went as the next message: {v}"
+    );
+    e.assert_network();
+}
+
 /// (5) "Yes, and don't ask again" from lab: `p` runs the command and codex saves a rule.
 #[test]
 fn yes_and_dont_ask_again_from_lab_saves_codex_rule() {
