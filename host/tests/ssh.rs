@@ -560,6 +560,41 @@ fn an_acp_agent_on_a_machine_over_ssh_is_answered_from_lab_and_stopped_there() {
     drop(lab);
 }
 
+/// Answer rules on a machine reached over ssh (issue 78): a rule scoped to that
+/// machine answers its run's prompt (the command runs there); one scoped to this
+/// machine does not, and that prompt waits for the operator.
+#[test]
+fn an_answer_rule_for_a_machine_answers_its_runs_there_and_no_other_does() {
+    use serde_json::json;
+    let Some(s) = SshMachine::new() else { return };
+    let w = common::World::new();
+    let m = &s.m;
+    m.install("fake-acp", &common::workspace_bin("fake-acp", "fake-acp"));
+    m.write(&m.user_home.join(".profile"), format!("PATH=\"{}:$PATH\"; export PATH\n", m.bin.display()).as_bytes());
+    w.write_config("[agents.fake]\nacp = [\"fake-acp\"]\n");
+    let lab = serving_with_m1(&w, &s);
+    for (name, pattern, host) in [("on m1", "touch on-m1*", "m1"), ("here only", "touch here-only*", "local")] {
+        let rule =
+            json!({"name": name, "action": "allow", "match": {"tool": "execute", "pattern": pattern, "host": host}});
+        let (st, r) = lab.post("/rules", &rule);
+        assert_eq!(st, 201, "{r}");
+    }
+    let prompt = "run:touch on-m1.txt;run:touch here-only.txt;hang";
+    let (st, run) =
+        lab.post("/runs", &json!({"provider": "fake", "workdir": m.workdir, "prompt": prompt, "host": "m1"}));
+    assert_eq!(st, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_string();
+    let v = lab.wait_view(&id, "the second permission, waiting", |v| {
+        v["pending_dialog"]["permission"]["summary"] == "touch here-only.txt"
+    });
+    assert_eq!(v["answer"]["answered_by"]["name"], "on m1", "{}", v["answer"]);
+    assert!(m.workdir.join("on-m1.txt").exists(), "the first command ran there");
+    assert!(!m.workdir.join("here-only.txt").exists(), "a rule for this machine answered a prompt there");
+    let (st, b) = lab.post(&format!("/runs/{id}/stop"), &json!({}));
+    assert_eq!((st, &b["state"]), (200, &json!("ended")), "{b}");
+    drop(lab);
+}
+
 /// The real OpenCode on a machine reached over ssh (issue 77), its model the Messages
 /// stand-in on this side of the link: the runner daemon there starts it, lab speaks ACP
 /// to it over the ssh session; the command it asks about is allowed from lab and runs
