@@ -407,7 +407,7 @@ export class RunView {
     const v = this.view;
     const d = this.pendingDialog();
     const rule = this.ruleAnswer();
-    if (d) return JSON.stringify(["d", d, rule]);
+    if (d) return JSON.stringify(["d", d, rule, this.wouldAnswer(d)]);
     if (v.state === "question" || v.state === "needs_input") return JSON.stringify(["g", v.state, v.blocked, rule]);
     if (rule) return JSON.stringify(["r", rule]);
     return null;
@@ -417,6 +417,12 @@ export class RunView {
   ruleAnswer() {
     const a = this.view.answer;
     return a && a.answered_by ? { tool_id: a.tool_id, rule: a.answered_by.rule, name: a.answered_by.name } : null;
+  }
+
+  /** The dry-run rule that would have answered `d`, or null. */
+  wouldAnswer(d) {
+    const w = this.view.would_answer;
+    return d && w && w.tool_id === d.tool_id ? w : null;
   }
 
   /** "Answered by rule …", with a button that removes the rule. */
@@ -513,6 +519,12 @@ export class RunView {
       this.card = { toolId: d.tool_id, el: card.el, qc: card };
       if (rule && rule.tool_id === d.tool_id) card.el.append(this.ruleNote(rule));
       else if (d.kind === "permission") card.el.append(this.alwaysAllow(d));
+      const would = this.wouldAnswer(d);
+      if (would) {
+        const verb = { allow: "allowed", deny: "refused" }[would.action] || "answered";
+        card.el.append(h("p", { class: "rule-note", "data-testid": "rule-would" },
+          "Rule ", h("strong", {}, `“${would.name}”`), ` (a dry run) would have ${verb} this: nothing was answered.`));
+      }
       const attach = attachBox(attachCommand(this.run), { compact: true });
       card.el.append(h("details", { class: "card-terminal" },
         h("summary", {}, "Or answer in the terminal"),

@@ -134,9 +134,14 @@ fn a_matching_prompt_is_answered_by_its_rule_and_no_other_is() {
     // and the webhook is called for it, and for it only.
     let (s, _) = lab.post(&format!("/runs/{id}/messages"), &json!({"text": "run:echo hi;say:three"}));
     assert_eq!(s, 202);
-    let v = lab.wait_view(&id, "a waiting permission", |v| v["pending_dialog"]["kind"] == "permission");
+    // (The dry run's note comes beside the view that shows the prompt, a moment after it.)
+    let v = lab.wait_view(&id, "a waiting permission and the dry run's note", |v| {
+        v["pending_dialog"]["kind"] == "permission" && v["would_answer"]["tool_id"] == v["pending_dialog"]["tool_id"]
+    });
     let tool_id = v["pending_dialog"]["tool_id"].as_str().unwrap().to_string();
     assert!(v["answer"]["tool_id"] != json!(tool_id), "nothing answered it: {}", v["answer"]);
+    assert_eq!(v["would_answer"]["name"], "maybe echo", "the card says what the dry run would do: {v}");
+    assert_eq!((&v["would_answer"]["tool_id"], &v["would_answer"]["action"]), (&json!(tool_id), &json!("allow")));
     let would = audit(&lab, &id, "rule.would_answer");
     assert_eq!((would.len(), &would[0]["detail"]["name"]), (1, &json!("maybe echo")), "{would:?}");
     wait_for(Duration::from_secs(20), "the webhook for the waiting prompt", || {

@@ -9,7 +9,7 @@ use super::rule::{Action, Rule};
 use super::Rules;
 use crate::agents::model::{Answer, Dialog, DialogBody, PromptFacts};
 use crate::runs::AnsweredBy;
-use crate::runs::{Change, Run, Runs};
+use crate::runs::{Change, Run, Runs, WouldAnswer};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -125,6 +125,14 @@ async fn consider(runs: &Arc<Runs>, rules: &Rules, on_applied: &OnApplied, mut c
             Some(pf) => rule_answer(would, dialog, pf).map(|_| ()),
             None => Err(NO_FACTS.into()),
         };
+        if outcome.is_ok() {
+            run.note_would_answer(WouldAnswer {
+                tool_id: dialog.id.clone(),
+                rule: would.id.clone(),
+                name: would.name.clone(),
+                action: would.action.name(),
+            });
+        }
         on_applied(&applied(would, outcome));
     }
     let Some(rule) = verdict.rule else { return change };

@@ -150,6 +150,8 @@ pub struct ViewBody {
     pub terminal_control: Option<super::answer::terminal_control::Holder>,
     /// A sandboxed run's egress (see [`RunBody::egress`]).
     pub egress: Option<crate::sandbox::egress::EgressView>,
+    /// The dry-run rule that would have answered the run's newest prompt, or null.
+    pub would_answer: Option<WouldAnswer>,
     /// Older messages than those sent exist and were left out (a page, `?limit=`).
     pub more_before: bool,
     /// Newer messages than those sent exist and were left out (`?after=…&limit=`).
@@ -333,6 +335,16 @@ pub struct AnswerProgress {
     /// The answer rule that gave this answer (absent: the operator did).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<AnsweredBy>,
+}
+
+/// A dry-run answer rule that would have answered the prompt `tool_id`: `{"tool_id",
+/// "rule", "name", "action"}` (the card says so; nothing was answered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WouldAnswer {
+    pub tool_id: String,
+    pub rule: String,
+    pub name: String,
+    pub action: &'static str,
 }
 
 /// An answer rule that answered a prompt in the operator's place: `{"rule", "name"}`.

@@ -56,7 +56,9 @@ pub mod run_list;
 mod start;
 mod work;
 
-pub use api::{AnswerFailure, AnswerProgress, AnswerState, AnsweredBy, CreateRun, RunBody, RunError, ViewBody};
+pub use api::{
+    AnswerFailure, AnswerProgress, AnswerState, AnsweredBy, CreateRun, RunBody, RunError, ViewBody, WouldAnswer,
+};
 pub use work::WorkError;
 
 pub use self::core::{Core, Parts, Seams};

@@ -36,6 +36,8 @@ pub struct Snapshot {
     pub keyboard: Option<terminal_control::Holder>,
     /// A sandboxed run's egress ([`sandboxing`]).
     pub egress: Option<crate::sandbox::egress::EgressView>,
+    /// The dry-run rule that would have answered its newest prompt ([`Run::note_would_answer`]).
+    pub would_answer: Option<super::api::WouldAnswer>,
 }
 
 /// A change of a run's derived view, as [`Core::changes`] reports it: whoever wants to
@@ -115,6 +117,7 @@ impl Run {
             usage_limit: None,
             keyboard: None,
             egress: None,
+            would_answer: None,
         };
         let view = run_list::ViewCell::new(initial, rec.id.clone(), listed);
         Arc::new(Run {
@@ -196,6 +199,7 @@ impl Run {
             usage_limit: snap.usage_limit,
             terminal_control: snap.keyboard,
             egress: snap.egress,
+            would_answer: snap.would_answer,
             more_before,
             more_after,
             messages,
@@ -273,6 +277,7 @@ impl Run {
                 transcript_stopped: cur.transcript_stopped.clone(),
                 usage_limit,
                 egress: cur.egress.clone(),
+                would_answer: cur.would_answer.clone(),
             };
             if *cur == snap {
                 return false;
@@ -295,6 +300,16 @@ impl Run {
             }
             *cur = snap;
             true
+        });
+    }
+
+    /// Show that a dry-run rule would have answered the prompt it names (beside the
+    /// view as it stands; a newer note replaces it).
+    pub fn note_would_answer(&self, note: super::api::WouldAnswer) {
+        self.view.send_if_modified(|cur| {
+            let changed = cur.would_answer.as_ref() != Some(&note);
+            cur.would_answer = Some(note);
+            changed
         });
     }
 
