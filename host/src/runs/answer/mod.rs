@@ -123,8 +123,11 @@ impl Core {
         answer: Answer,
         by: crate::runs::api::AnsweredBy,
     ) -> Result<AnswerProgress, RunError> {
-        let mut progress = self.answer(run, tool_id, vec![answer]).await?;
-        run.update_answer(tool_id, |p| p.answered_by = Some(by.clone()));
+        *run.rule_answering.lock().unwrap() = Some((tool_id.to_string(), by.clone()));
+        let answered = self.answer(run, tool_id, vec![answer]).await;
+        // Not started (refused): the mark goes with it.
+        run.rule_answering.lock().unwrap().take_if(|(id, _)| id == tool_id);
+        let mut progress = answered?;
         progress.answered_by = Some(by);
         Ok(progress)
     }
