@@ -1,7 +1,7 @@
 // lab operator UI. Talks only to the HTTP API in docs/api.md (served by `lab serve`).
 // No build step: plain ES modules in this folder, no dependencies. This module is the
 // entry point: the home view, routing (`#/runs/<id>`, `#/runs/<id>/at/<seq>`, `#/runs/<id>/terminal`, `#/runs/<id>/diff`,
-// `#/devices`, `#/usage`, `#/audit`), start-up.
+// `#/devices`, `#/usage`, `#/audit`, `#/rules`), start-up.
 import { shareDeviceKey } from "./api.js";
 import { DiffView } from "./diffview.js";
 import { DevicesView } from "./devices.js";
@@ -15,6 +15,7 @@ import { initSearch } from "./search.js";
 import { store } from "./store.js";
 import { TerminalView } from "./terminal.js";
 import { AuditView } from "./audit.js";
+import { RulesView } from "./rules.js";
 import { UsageView, startLimitWindows } from "./usage.js";
 
 class HomeView {
@@ -40,6 +41,8 @@ function parseRoute() {
   if (m) return { name: "diff", id: decodeURIComponent(m[1]) };
   if (/^\/devices\/?$/.test(hash)) return { name: "devices" };
   if (/^\/usage\/?$/.test(hash)) return { name: "usage" };
+  m = hash.match(/^\/rules\/?(?:([^/?]+))?$/);
+  if (m) return { name: "rules", id: m[1] ? decodeURIComponent(m[1]) : "" };
   m = hash.match(/^\/audit\/?(?:\?run=([^&]*))?$/);
   if (m) return { name: "audit", id: m[1] ? decodeURIComponent(m[1]) : "" };
   m = hash.match(/^\/runs\/([^/]+)\/at\/(\d+)\/?$/);
@@ -64,6 +67,7 @@ function route() {
   else if (r.name === "devices") store.currentView = new DevicesView(mainEl);
   else if (r.name === "usage") store.currentView = new UsageView(mainEl);
   else if (r.name === "audit") store.currentView = new AuditView(mainEl, { run: r.id });
+  else if (r.name === "rules") store.currentView = new RulesView(mainEl, { open: r.id });
   else store.currentView = new HomeView(mainEl);
   renderRunList();
 }

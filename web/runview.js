@@ -438,7 +438,8 @@ export class RunView {
       },
     }, "Remove the rule");
     return h("p", { class: "rule-note", "data-testid": "rule-note", "data-rule": rule.rule },
-      "Answered by rule ", h("strong", {}, `“${rule.name}”`), " · ", remove, status);
+      "Answered by rule ", h("strong", {}, `“${rule.name}”`), " · ",
+      h("a", { href: `#/rules/${enc(rule.rule)}`, "data-testid": "rule-edit-link" }, "Edit"), " · ", remove, status);
   }
 
   /** "Always allow this…": the narrowest rule for the prompt, kept, and the prompt answered by it. */

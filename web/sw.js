@@ -12,7 +12,7 @@ const SHELL = "lab-shell-v2";
 const SHELL_FILES = [
   "/app.js", "/api.js", "/cards.js", "/continuation.js", "/devices.js", "/diffparse.js", "/diffview.js", "/dom.js", "/eventstream.js",
   "/highlight.js", "/markdown.js", "/messages.js", "/newrun.js", "/notify.js", "/push.js", "/runlist.js",
-  "/runview.js", "/search.js", "/store.js", "/style.css", "/terminal.js", "/usage.js", "/audit.js", "/egress.js", "/xterm.mjs", "/xterm.css", "/waiting.js", "/manifest.webmanifest",
+  "/runview.js", "/search.js", "/store.js", "/style.css", "/terminal.js", "/usage.js", "/audit.js", "/rules.js", "/egress.js", "/xterm.mjs", "/xterm.css", "/waiting.js", "/manifest.webmanifest",
   "/icon-192.png", "/icon-512.png",
 ];
 const SHELL_SET = new Set(SHELL_FILES);

@@ -102,6 +102,14 @@ test("answer rules: \"Always allow this in this repository\" on a card makes the
   const note = page.locator("[data-testid=dialog-area] [data-testid=rule-note]");
   await note.waitFor();
   assert.match(await note.textContent(), /Answered by rule “Allow execute touch ruled\.txt in /);
-  await note.getByTestId("rule-remove").click();
+  // The rule's page: what it answered today (the card's prompt and this one), its dry
+  // run switched on, then removed.
+  await note.getByTestId("rule-edit-link").click();
+  const row = page.locator(`[data-testid=rules-view] [data-testid=rule][data-rule="${rules[0].id}"]`);
+  await row.waitFor();
+  assert.match(await row.getByTestId("rule-today").textContent(), /2 today/);
+  await row.getByTestId("rule-dry-run").check();
+  await waitFor(async () => (await world.api("GET", "/rules")).body[0].dry_run === true, { what: "the dry run switched on" });
+  await page.locator(`[data-testid=rules-view] [data-testid=rule][data-rule="${rules[0].id}"] [data-testid=rule-delete]`).click();
   await waitFor(async () => (await world.api("GET", "/rules")).body.length === 0, { what: "the rule to be removed" });
 });
