@@ -120,6 +120,35 @@ fn a_shell_command_rejected_from_lab_never_runs() {
     e.stop_run(&id);
 }
 
+/// Answer rules (issue 78) with a real ACP agent: OpenCode's permission request for a
+/// command an allow rule matches is answered by lab (its `allow_once`), the command
+/// runs, and the run's answer names the rule.
+#[test]
+fn an_allow_rule_answers_opencode_s_permission_request() {
+    let script = Script::new()
+        .turn(
+            messages_standin::Matcher::Any,
+            Reply::tool_use_with_text("bash", bash("touch oc-ruled.txt"), "I will write it."),
+        )
+        .after_tool_result("The file is written.");
+    let Some(e) = start(script) else { return };
+    let (s, rule) = e.lab().post(
+        "/rules",
+        &json!({"name": "oc markers", "action": "allow", "match": {"provider": "opencode", "pattern": "touch oc-ruled.txt"}}),
+    );
+    assert_eq!(s, 201, "{rule}");
+    let id = e.run("write the marker file");
+    let v = e.wait(&id, "the reply after the command", |v| v["state"] == "idle" && has_text(v, "The file is written."));
+    assert!(e.w.workdir.join("oc-ruled.txt").exists(), "the rule let the command run: {:#}", v["messages"]);
+    assert_eq!(v["answer"]["answered_by"], json!({"rule": rule["id"], "name": "oc markers"}), "{}", v["answer"]);
+    let (_, audit) = e.lab().get(&format!("/audit?run={id}"));
+    assert!(
+        audit["entries"].as_array().unwrap().iter().any(|x| x["action"] == "rule.answer" && x["outcome"] == "applied"),
+        "{audit}"
+    );
+    e.stop_run(&id);
+}
+
 /// The agent declares `loadSession`: after a restart of lab the run is picked up under
 /// the same id, its chat whole and not replayed twice, and a second prompt reaches the
 /// same session.

@@ -177,7 +177,7 @@ mod tests {
             name: name.into(),
             action: Action::Allow,
             message: None,
-            matches: Match { tool: Some("Bash".into()), pattern: Some(pattern.into()), ..Default::default() },
+            matches: Match { tool: Some("Shell".into()), pattern: Some(pattern.into()), ..Default::default() },
             dry_run: false,
             shared: false,
         }

@@ -213,9 +213,9 @@ mod tests {
         Dialog {
             id: "perm-1".into(),
             call_id: None,
-            tool_name: "Bash".into(),
+            tool_name: "Shell".into(),
             body: DialogBody::Permission {
-                tool: "Bash".into(),
+                tool: "Shell".into(),
                 summary: "ls".into(),
                 reason: None,
                 options: vec![opt("Yes"), opt("Yes, always"), opt("No")],

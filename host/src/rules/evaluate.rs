@@ -185,14 +185,14 @@ mod tests {
     fn rule(id: &str, action: Action, m: Match) -> Rule {
         Rule { id: id.into(), name: id.into(), action, message: None, matches: m, dry_run: false, shared: false }
     }
-    fn bash(pattern: &str) -> Match {
-        Match { tool: Some("Bash".into()), pattern: Some(pattern.into()), ..Default::default() }
+    fn shell(pattern: &str) -> Match {
+        Match { tool: Some("Shell".into()), pattern: Some(pattern.into()), ..Default::default() }
     }
     fn facts(subject: &str) -> Facts<'_> {
         Facts {
-            provider: "claude-code",
+            provider: "agent-a",
             kind: "permission",
-            tool: "Bash",
+            tool: "Shell",
             subject: Some(subject),
             workdirs: vec!["/home/op/repo"],
             host: None,
@@ -249,22 +249,22 @@ mod tests {
     #[test]
     fn deny_beats_ask_beats_allow_and_the_first_of_equals_wins() {
         let rules = vec![
-            rule("allow-cargo", Action::Allow, bash("cargo")),
-            rule("allow-tests", Action::Allow, bash("cargo test")),
-            rule("deny-release", Action::Deny, bash("cargo test --release")),
+            rule("allow-cargo", Action::Allow, shell("cargo")),
+            rule("allow-tests", Action::Allow, shell("cargo test")),
+            rule("deny-release", Action::Deny, shell("cargo test --release")),
         ];
         assert_eq!(winner(&rules, &facts("cargo test")), Some("allow-cargo"));
         assert_eq!(winner(&rules, &facts("cargo test --release")), Some("deny-release"));
         assert_eq!(winner(&rules, &facts("make")), None);
         let mut with_ask = rules.clone();
-        with_ask.push(rule("ask-publish", Action::Ask, bash("cargo publish")));
+        with_ask.push(rule("ask-publish", Action::Ask, shell("cargo publish")));
         assert_eq!(winner(&with_ask, &facts("cargo publish")), None, "an ask keeps the allow off");
         assert_eq!(evaluate(&with_ask, &facts("cargo publish")).would, None);
     }
 
     #[test]
     fn kinds_default_to_permission_prompts() {
-        let everything = Match { tool: Some("Bash".into()), ..Default::default() };
+        let everything = Match { tool: Some("Shell".into()), ..Default::default() };
         let rules = vec![rule("a", Action::Allow, everything.clone())];
         let mut f = facts("ls");
         for kind in ["question", "plan", "generic"] {
@@ -282,14 +282,14 @@ mod tests {
     #[test]
     fn provider_tool_workdir_and_host_narrow_a_rule() {
         let m = |f: fn(&mut Match)| {
-            let mut m = bash("ls");
+            let mut m = shell("ls");
             f(&mut m);
             vec![rule("r", Action::Allow, m)]
         };
         let f = facts("ls -la");
-        assert_eq!(winner(&m(|m| m.provider = Some("codex".into())), &f), None);
-        assert_eq!(winner(&m(|m| m.provider = Some("claude-code".into())), &f), Some("r"));
-        assert_eq!(winner(&m(|m| m.tool = Some("bash".into())), &f), Some("r"), "tool case aside");
+        assert_eq!(winner(&m(|m| m.provider = Some("agent-b".into())), &f), None);
+        assert_eq!(winner(&m(|m| m.provider = Some("agent-a".into())), &f), Some("r"));
+        assert_eq!(winner(&m(|m| m.tool = Some("shell".into())), &f), Some("r"), "tool case aside");
         assert_eq!(winner(&m(|m| m.tool = Some("Edit".into())), &f), None);
         assert_eq!(winner(&m(|m| m.workdir = Some("/home/op".into())), &f), Some("r"));
         assert_eq!(winner(&m(|m| m.workdir = Some("/home/op/repo".into())), &f), Some("r"));
@@ -306,12 +306,12 @@ mod tests {
 
     #[test]
     fn a_dry_run_rule_says_what_it_would_have_answered_and_answers_nothing() {
-        let mut dry = rule("dry", Action::Allow, bash("cargo"));
+        let mut dry = rule("dry", Action::Allow, shell("cargo"));
         dry.dry_run = true;
         let v = evaluate(std::slice::from_ref(&dry), &facts("cargo test"));
         assert_eq!((v.rule, v.would.map(|r| r.id.as_str())), (None, Some("dry")));
         // A live rule decides: the dry one says nothing.
-        let rules = vec![dry, rule("deny", Action::Deny, bash("cargo"))];
+        let rules = vec![dry, rule("deny", Action::Deny, shell("cargo"))];
         let v = evaluate(&rules, &facts("cargo test"));
         assert_eq!((v.rule.map(|r| r.id.as_str()), v.would), (Some("deny"), None));
     }

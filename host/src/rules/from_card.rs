@@ -101,13 +101,13 @@ mod tests {
 
     #[test]
     fn the_rule_from_a_card_matches_its_prompt_and_no_wider_than_asked() {
-        let r = narrowest(Scope::Repository, "claude-code", "Bash", "cargo test", "/home/op/repo", "local");
+        let r = narrowest(Scope::Repository, "agent-a", "Shell", "cargo test", "/home/op/repo", "local");
         assert!(r.check().is_ok(), "{r:?}");
-        assert_eq!(r.name, "Allow Bash cargo test in /home/op/repo");
+        assert_eq!(r.name, "Allow Shell cargo test in /home/op/repo");
         let facts = |subject, workdir, host| Facts {
-            provider: "claude-code",
+            provider: "agent-a",
             kind: "permission",
-            tool: "Bash",
+            tool: "Shell",
             subject: Some(subject),
             workdirs: vec![workdir],
             host,
@@ -118,9 +118,9 @@ mod tests {
         assert!(answers(&facts("cargo test --all", "/home/op/repo/sub", None)), "the same command, more arguments");
         assert!(!answers(&facts("cargo test; rm -rf ~", "/home/op/repo", None)), "never a chained one");
         assert!(!answers(&facts("cargo test", "/home/op/other", None)), "another repository");
-        let machine = narrowest(Scope::Machine, "codex", "Bash", "ls", "/r", "m1");
+        let machine = narrowest(Scope::Machine, "agent-b", "Shell", "ls", "/r", "m1");
         assert_eq!((machine.matches.host.as_deref(), machine.matches.workdir.as_deref()), (Some("m1"), None));
-        let anywhere = narrowest(Scope::Everywhere, "codex", "Bash", &"x".repeat(200), "/r", "m1");
+        let anywhere = narrowest(Scope::Everywhere, "agent-b", "Shell", &"x".repeat(200), "/r", "m1");
         assert_eq!((&anywhere.matches.host, &anywhere.matches.workdir), (&None, &None));
         assert!(anywhere.name.ends_with('…') && anywhere.check().is_ok());
     }

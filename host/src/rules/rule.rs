@@ -171,10 +171,10 @@ mod tests {
     #[test]
     fn a_rule_is_checked_before_lab_keeps_it() {
         let tool = |t: &str| Match { tool: Some(t.into()), ..Default::default() };
-        assert!(rule(Action::Allow, tool("Bash")).check().is_ok());
+        assert!(rule(Action::Allow, tool("Shell")).check().is_ok());
         assert!(rule(Action::Allow, Match::default()).check().unwrap_err().contains("names a tool or a pattern"));
         assert!(rule(Action::Deny, Match::default()).check().is_ok(), "a deny of everything is the operator's call");
-        let mut r = rule(Action::Allow, tool("Bash"));
+        let mut r = rule(Action::Allow, tool("Shell"));
         r.message = Some("no".into());
         assert!(r.check().unwrap_err().contains("only a deny"));
         r.name = " ".into();
@@ -185,11 +185,11 @@ mod tests {
         assert!(rule(Action::Allow, m).check().unwrap_err().contains("absolute"));
         let m = Match { workdir: Some("/repo/../etc".into()), tool: Some("x".into()), ..Default::default() };
         assert!(rule(Action::Allow, m).check().unwrap_err().contains("absolute"));
-        let m = Match { tool: Some(" Bash".into()), ..Default::default() };
+        let m = Match { tool: Some(" Shell".into()), ..Default::default() };
         assert!(rule(Action::Allow, m).check().unwrap_err().contains("spaces"));
         let m = Match { pattern: Some("x".repeat(PATTERN_MAX + 1)), ..Default::default() };
         assert!(rule(Action::Allow, m).check().unwrap_err().contains("longer"));
-        let mut r = rule(Action::Deny, tool("Bash"));
+        let mut r = rule(Action::Deny, tool("Shell"));
         r.name = "a\u{1b}[31m".into();
         assert!(r.check().unwrap_err().contains("control"));
     }
@@ -197,12 +197,12 @@ mod tests {
     #[test]
     fn a_rule_reads_and_writes_as_the_api_shows_it() {
         let r: Rule = serde_json::from_str(
-            r#"{"name": "tests", "action": "allow", "match": {"tool": "Bash", "pattern": "cargo test"}, "dry_run": false}"#,
+            r#"{"name": "tests", "action": "allow", "match": {"tool": "Shell", "pattern": "cargo test"}, "dry_run": false}"#,
         )
         .unwrap();
         assert_eq!(r.kinds(), ["permission"]);
         let v = serde_json::to_value(&r).unwrap();
-        assert_eq!(v["match"], serde_json::json!({"tool": "Bash", "pattern": "cargo test"}));
+        assert_eq!(v["match"], serde_json::json!({"tool": "Shell", "pattern": "cargo test"}));
         assert!(serde_json::from_str::<Rule>(r#"{"name": "x", "action": "always"}"#).is_err());
         assert!(serde_json::from_str::<Rule>(r#"{"name": "x", "action": "ask", "match": {"regex": "."}}"#).is_err());
     }

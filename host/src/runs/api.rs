@@ -332,8 +332,7 @@ pub struct AnswerProgress {
     pub started_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    /// The answer rule that gave this answer (absent: the operator did).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The answer rule that gave this answer (null: the operator did).
     pub answered_by: Option<AnsweredBy>,
 }
 

@@ -75,9 +75,6 @@ pub struct Run {
     /// How lab reaches it, decided once when it is made ([`Run::transport`]).
     pub(in crate::runs) transport: Arc<dyn transport::Transport>,
     pub(in crate::runs) changes: broadcast::Sender<Change>,
-    /// The answer rule whose answer to a prompt (by its tool id) is being given now
-    /// ([`Core::answer_by_rule`]): the progress names it when it starts.
-    pub(in crate::runs) rule_answering: Mutex<Option<(String, super::api::AnsweredBy)>>,
 }
 
 /// What is still owed to a run `lab serve` found at start-up.
@@ -136,7 +133,6 @@ impl Run {
             transport,
             changes,
             found: FoundAtStart::default(),
-            rule_answering: Mutex::new(None),
         })
     }
 
@@ -337,9 +333,8 @@ impl Run {
     /// Show a new answer's progress beside the view as it stands (the state and
     /// messages stay those last published).
     pub(in crate::runs) fn start_answer(&self, mut progress: AnswerProgress) {
-        // An answer rule's: named from its first view on.
-        let by = self.rule_answering.lock().unwrap().take_if(|(id, _)| *id == progress.tool_id);
-        progress.answered_by = by.map(|(_, by)| by);
+        // An answer rule's ([`Core::answer_by_rule`]): named from its first view on.
+        progress.answered_by = super::answer::ANSWERED_BY.try_with(Clone::clone).ok();
         self.view.send_modify(|cur| cur.answer = Some(progress));
     }
 

@@ -282,6 +282,14 @@ fn routes_to_try(w: &World, id: &str) -> Vec<(&'static str, String, Value)> {
         ("GET", "/usage?group=model".into(), Value::Null),
         ("GET", "/search?q=hello".into(), Value::Null),
         ("PUT", format!("/runs/{id}/auto-resume"), json!({"on": false})),
+        ("GET", "/rules".into(), Value::Null),
+        ("POST", "/rules".into(), json!({"name": "t", "action": "allow", "match": {"pattern": "true"}})),
+        ("POST", "/rules/test".into(), json!({"provider": "p", "tool": "t", "subject": "true"})),
+        ("GET", "/rules/r-000000000000".into(), Value::Null),
+        ("PUT", "/rules/r-000000000000".into(), json!({"name": "t", "action": "ask"})),
+        ("DELETE", "/rules/r-000000000000".into(), json!({})),
+        ("POST", format!("/runs/{id}/dialog/rule"), json!({"tool_id": "none", "scope": "repository"})),
+        ("PUT", format!("/runs/{id}/rules"), json!({"on": true})),
         ("PUT", format!("/runs/{id}/egress"), json!({"allow": ["example.com:443"]})),
         ("POST", format!("/runs/{id}/resume"), json!({})),
         ("POST", format!("/runs/{id}/fork"), json!({"prompt": "and then"})),
@@ -379,7 +387,8 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             let r = send(port, method, path, headers, &Value::Null);
             // (`/login` is the login form: a lab that takes no token redirects it to the UI.)
             // (The idle run's workdir is no repository: its diff handler says so.)
-            let expected = if path == "/no-such-thing" {
+            // (No rule has that id: its handler's own 404.)
+            let expected = if path == "/no-such-thing" || path == "/rules/r-000000000000" {
                 404
             } else if path.ends_with("/diff") {
                 409
@@ -392,7 +401,7 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
             assert_eq!(r.status, expected, "{headers:?}: {method} {path}: {}", r.text());
             served += 1;
         }
-        assert_eq!(served, 26, "{headers:?}");
+        assert_eq!(served, 28, "{headers:?}");
     }
     // State-changing routes reach their handlers from lab's own page.
     let own_page = [("Host", own.as_str()), ("Origin", own_origin.as_str())];
@@ -411,6 +420,10 @@ fn foreign_hosts_and_origins_are_refused_on_every_route() {
         ("/pair", 201),
         ("/devices/0123456789abcdef", 404),
         ("/terminal/control", 200),
+        ("/rules", 201),
+        ("/rules/test", 200),
+        ("/rules/r-000000000000", 404),
+        ("/dialog/rule", 409),
         ("/resume", 409),
         ("/fork", 201),
         ("/stop", 200),
@@ -679,7 +692,7 @@ fn off_loopback_nothing_is_served_without_the_token() {
         }
         refused += 1;
     }
-    assert_eq!(refused, 41, "{refused}/41 refused");
+    assert_eq!(refused, 49, "{refused}/49 refused");
     assert_eq!(tmux_sessions(&w), 0, "nothing started");
     let log = wait_for(Duration::from_secs(5), "the refusal in lab.log", || {
         Some(lab_log(&w)).filter(|l| l.contains("wrong token"))

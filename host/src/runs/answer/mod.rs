@@ -26,6 +26,11 @@ use crate::runs::{now_rfc3339, Core, Read, Run};
 use playback::type_text;
 use std::sync::Arc;
 
+tokio::task_local! {
+    /// The answer rule an answer being given in this task is by ([`Core::answer_by_rule`]).
+    pub(in crate::runs) static ANSWERED_BY: crate::runs::api::AnsweredBy;
+}
+
 /// Which answer the guard is for: a new one, or one being played (whose own mark on
 /// its prompt does not count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,11 +128,9 @@ impl Core {
         answer: Answer,
         by: crate::runs::api::AnsweredBy,
     ) -> Result<AnswerProgress, RunError> {
-        *run.rule_answering.lock().unwrap() = Some((tool_id.to_string(), by.clone()));
-        let answered = self.answer(run, tool_id, vec![answer]).await;
-        // Not started (refused): the mark goes with it.
-        run.rule_answering.lock().unwrap().take_if(|(id, _)| id == tool_id);
-        let mut progress = answered?;
+        // The answer's progress names the rule as it starts ([`Run::start_answer`], in
+        // this task).
+        let mut progress = ANSWERED_BY.scope(by.clone(), self.answer(run, tool_id, vec![answer])).await?;
         progress.answered_by = Some(by);
         Ok(progress)
     }
