@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::acp_run::has_text;
 use common::{wait_for, workspace_bin, Lab, World};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -24,17 +25,6 @@ fn configure(w: &World, env: &str, extra: &str) {
 
 fn texts(v: &Value) -> Vec<String> {
     v["messages"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap_or_default().to_string()).collect()
-}
-
-/// Whether the agent or lab said `needle`: the operator's own prompt does not count (a
-/// turn's prompt is in the chat, the run still idle, before its turn starts).
-fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "user")
-        .any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 fn answer(lab: &Lab, id: &str, tool_id: &str, answers: Value) -> (u16, Value) {

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::acp_run::has_text;
 use common::{wait_for, workspace_bin, Lab, World};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -52,17 +53,6 @@ fn serve(w: &World, notify_url: &str) -> Lab {
         fake.display().to_string()
     ));
     w.serve()
-}
-
-/// Whether the agent or lab said `needle`: the operator's own prompt does not count (a
-/// turn's prompt is in the chat, the run still idle, before its turn starts).
-fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "user")
-        .any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
 }
 
 fn audit(lab: &Lab, id: &str, action: &str) -> Vec<Value> {

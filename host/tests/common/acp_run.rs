@@ -101,14 +101,16 @@ pub fn option(d: &Value, kind: &str) -> usize {
 
 /// Whether the agent or lab said `needle` in the run's chat: the operator's own prompt
 /// does not count (a turn's prompt is in the chat, the run still idle, before its turn
-/// starts).
+/// starts). The agent's words count however its stream was cut into messages (a
+/// permission request in the middle of its sentence ends a message: "I will w", then
+/// the prompt, then "rite the file.").
 pub fn has_text(v: &Value, needle: &str) -> bool {
-    v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "user")
-        .any(|m| m["text"].as_str().is_some_and(|t| t.contains(needle)))
+    let msgs = v["messages"].as_array().unwrap();
+    let text = |m: &&Value| m["text"].as_str().unwrap_or_default().to_string();
+    let said = msgs.iter().filter(|m| m["role"] != "user").any(|m| text(&m).contains(needle));
+    let agent: String =
+        msgs.iter().filter(|m| m["role"] == "assistant" && m["kind"] == "text").map(|m| text(&m)).collect();
+    said || agent.contains(needle)
 }
 
 /// The text of the run's first tool result (what the command it ran printed).
