@@ -150,14 +150,7 @@ pub fn run(home: Option<PathBuf>, action: RulesAction) -> anyhow::Result<()> {
         RulesAction::Test { provider, tool, subject, workdir, host, kind } => {
             let workdir = workdir.map(absolute).transpose()?;
             let rules = book(&home)?.rules();
-            let f = Facts {
-                provider: &provider,
-                kind: &kind,
-                tool: &tool,
-                subject: subject.as_deref(),
-                workdirs: workdir.as_deref().into_iter().collect(),
-                host: host.as_deref().filter(|h| *h != "local"),
-            };
+            let f = Facts::asked(&provider, &kind, &tool, subject.as_deref(), workdir.as_deref(), host.as_deref());
             let v = evaluate(&rules, &f);
             match v.rule {
                 Some(r) => println!("{}: rule {} ({})", r.action.name(), r.id, r.name),

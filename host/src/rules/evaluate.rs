@@ -37,6 +37,22 @@ pub struct Facts<'a> {
     pub host: Option<&'a str>,
 }
 
+impl<'a> Facts<'a> {
+    /// A prompt as someone asks about it (`lab rules test`, `POST /rules/test`): at most
+    /// one workdir, the machine by name (`local`, or none: this one).
+    pub fn asked(
+        provider: &'a str,
+        kind: &'a str,
+        tool: &'a str,
+        subject: Option<&'a str>,
+        workdir: Option<&'a str>,
+        host: Option<&'a str>,
+    ) -> Facts<'a> {
+        let workdirs = workdir.into_iter().collect();
+        Facts { provider, kind, tool, subject, workdirs, host: host.filter(|h| *h != "local") }
+    }
+}
+
 /// What the rules say of a prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict<'r> {

@@ -167,14 +167,7 @@ fn permission() -> String {
 async fn test(State(rules): RulesState, body: Result<Json<TestFacts>, JsonRejection>) -> ApiResult<Response> {
     let Json(t) = body?;
     let set = rules.book.rules();
-    let f = Facts {
-        provider: &t.provider,
-        kind: &t.kind,
-        tool: &t.tool,
-        subject: t.subject.as_deref(),
-        workdirs: t.workdir.as_deref().into_iter().collect(),
-        host: t.host.as_deref().filter(|h| *h != "local"),
-    };
+    let f = Facts::asked(&t.provider, &t.kind, &t.tool, t.subject.as_deref(), t.workdir.as_deref(), t.host.as_deref());
     let v = evaluate(&set, &f);
     let action = v.rule.map_or("ask", |r| r.action.name());
     Ok(Json(json!({
