@@ -62,7 +62,9 @@ test("hosts: a run started on a host from the form, its question clicked, its ho
   await openLoginLink(page, world.loginLink);
   await page.goto(world.url);
   const details = page.locator("#new-run");
-  if (!(await details.evaluate((d) => d.open))) await details.locator("summary").click();
+  // Opened by setting it (the page may open it itself as it loads: a click racing that
+  // would close it again).
+  await details.evaluate((d) => { d.open = true; });
   const hostSelect = page.getByTestId("new-run-host");
   await waitFor(async () => (await page.locator("#nr-host option[value=far]").count()) === 1, { what: "the host option" });
   assert.deepEqual(await page.locator("#nr-host option").allTextContents(), ["This machine", "far"]);
