@@ -13,7 +13,7 @@
 //!
 //! | module | what it owns |
 //! |---|---|
-//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key`, `lab audit` |
+//! | [`cli`] | the `lab` command line: one dispatcher for every subcommand; `lab serve` wires the rest; `lab providers check`, `lab new-provider`, `lab pair`, `lab push-key`, `lab audit`, `lab doctor`, `lab service`, `lab completions`, `lab man` |
 //! | [`edge`] | the network edge: the HTTP API and web UI behind the Host/Origin guard, the token, device sessions, pairing a phone, the audit log of every operator action |
 //! | [`runner`] | `lab runner`: lab on another machine, the other end of its link — dialling `lab serve`, or a daemon lab serve reaches over ssh (`lab runner proxy`); answers played next to the agent; ACP agents started there, their stdio carried over the link |
 //! | [`notify`] | telling an operator who is not looking: the `[notify]` webhook and Web Push (`push/`) |

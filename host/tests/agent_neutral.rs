@@ -76,8 +76,14 @@ fn host_src_and_web_name_no_agent_tool_or_timing() {
     let mut hits = Vec::new();
     for f in &all {
         let code = code_only(&std::fs::read_to_string(f).unwrap());
+        // The shell completions name the shell `bash` (not the agents' tool of that name).
+        let shell_code =
+            f.to_string_lossy().contains("src/cli/completions.rs") || f.to_string_lossy().contains("src/cli/service/");
         for (i, line) in code.lines().enumerate() {
             for w in words(line) {
+                if shell_code && w == "bash" {
+                    continue;
+                }
                 if FORBIDDEN.contains(&w.as_str()) || FORBIDDEN.iter().any(|x| w.starts_with(x) && w.contains('_')) {
                     hits.push(format!("{}:{}: `{w}` in {}", f.display(), i + 1, line.trim()));
                 }

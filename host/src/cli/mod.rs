@@ -6,17 +6,21 @@
 //!
 //! Nothing else in lab calls into `cli`. The subcommands with more to them than a call
 //! have their file here: [`check`] (`lab providers check`), [`scaffold`] (`lab
-//! new-provider`), [`pair`], [`push_key`], and [`local_client`] for talking to the
-//! running serve.
+//! new-provider`), [`pair`], [`push_key`], [`doctor`], [`service`] (`lab service`),
+//! [`completions`] (`lab completions`, `lab man`), and [`local_client`] for talking to
+//! the running serve.
 
 pub mod audit;
 pub mod check;
+pub mod completions;
+pub mod doctor;
 pub mod local_client;
 pub mod pair;
 pub mod push_key;
 pub mod rules;
 pub mod scaffold;
 pub mod serve;
+pub mod service;
 
 use crate::agents::components::{ComponentHost, Limits, ProviderSet};
 use crate::store::paths::{resolve_home, Home};
@@ -177,6 +181,26 @@ enum Command {
         #[arg(long)]
         allow_http: bool,
     },
+    /// Check what lab needs — tmux, the agents, the providers, lab's home and files, the
+    /// token, lab serve, the hosts, bubblewrap, the push key — each problem with its fix.
+    /// Exits 1 when a check fails.
+    Doctor {
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// One JSON object: {"ok", "failed", "home", "checks": [{"area", "subject", "status", "detail", "fix"?}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// lab serve as a user service that survives logout and reboot (systemd; launchd on
+    /// macOS), with the completions and the man page.
+    Service {
+        #[command(subcommand)]
+        action: service::ServiceAction,
+    },
+    /// Print the completion script for a shell (`lab completions bash > …`).
+    Completions { shell: completions::Shell },
+    /// Print lab's man page (roff): `lab man | man -l -`.
+    Man,
     /// Write a new provider crate (outside the lab tree) that builds into a component.
     NewProvider {
         /// The provider's name in lab: [a-z0-9-] (the crate is lab-provider-<name>).
@@ -273,6 +297,10 @@ pub fn main() -> i32 {
         }
         Command::Hosts { home, action } => hosts(home, action),
         Command::Rules { home, action } => rules::run(home, action),
+        Command::Doctor { home, json } => doctor::run(home, json),
+        Command::Service { action } => service::main(action),
+        Command::Completions { shell } => print_bytes(&completions::completions(shell)),
+        Command::Man => completions::man_page().map_err(Into::into).and_then(|page| print_bytes(&page)),
         Command::Runner { connect, name, home, credential_file, allow_http } => resolve_home(home)
             .and_then(|home| runner(crate::runner::Options { connect, name, home, credential_file, allow_http })),
         Command::NewProvider { name, dialog_hooker, acp, dir, sdk_path } => {
@@ -292,6 +320,13 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+fn print_bytes(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    Ok(out.flush()?)
 }
 
 fn init_tracing(default: &str) {

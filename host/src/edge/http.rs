@@ -216,6 +216,9 @@ pub fn control_router(state: AppState) -> Router {
     let audited = state.clone();
     Router::new()
         .route("/pair", post(pairing::pair))
+        // What `lab doctor` asks a running serve.
+        .route("/info", get(info))
+        .route("/hosts", get(runners::list))
         .route("/push/key/rotate", post(push::rotate_push_key))
         .merge(rules::rule_set())
         .with_state(state)

@@ -41,21 +41,26 @@ pub struct Vapid {
 impl Vapid {
     /// Load `path`, or make a key pair and keep it there (0600) when there is none.
     pub fn load_or_create(path: &std::path::Path) -> anyhow::Result<Vapid> {
-        use base64::Engine;
-        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        if let Some(bytes) = crate::store::fsutil::read_optional(path)? {
-            let text = String::from_utf8_lossy(&bytes);
-            let raw = e
-                .decode(text.trim())
-                .map_err(|_| anyhow::anyhow!("{}: not a VAPID key (base64url)", path.display()))?;
-            let key = ES256KeyPair::from_bytes(&raw)
-                .map_err(|err| anyhow::anyhow!("{}: not a P-256 private key ({err})", path.display()))?;
+        if let Some(vapid) = Vapid::read(path)? {
             crate::store::fsutil::set_mode(path, 0o600)?;
-            return Ok(Vapid { key });
+            return Ok(vapid);
         }
         let vapid = Vapid::create(path)?;
         tracing::info!(path = %path.display(), "made lab's VAPID key pair for Web Push");
         Ok(vapid)
+    }
+
+    /// The key pair kept at `path`, changing nothing (None: there is none).
+    pub fn read(path: &std::path::Path) -> anyhow::Result<Option<Vapid>> {
+        use base64::Engine;
+        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let Some(bytes) = crate::store::fsutil::read_optional(path)? else { return Ok(None) };
+        let text = String::from_utf8_lossy(&bytes);
+        let raw =
+            e.decode(text.trim()).map_err(|_| anyhow::anyhow!("{}: not a VAPID key (base64url)", path.display()))?;
+        let key = ES256KeyPair::from_bytes(&raw)
+            .map_err(|err| anyhow::anyhow!("{}: not a P-256 private key ({err})", path.display()))?;
+        Ok(Some(Vapid { key }))
     }
 
     /// A new key pair, written to `path` (0600) in place of any older one.
