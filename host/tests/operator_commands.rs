@@ -78,28 +78,30 @@ fn doctor_passes_on_a_healthy_home_with_lab_serve_running() {
 #[test]
 fn doctor_names_each_problem_of_a_broken_home_with_its_fix() {
     let w = plainlog_world();
-    // A component that is not one, lab's home open to everyone, tmux not on PATH, and an
-    // agent lab.toml names that is nowhere.
+    // First: a component that is not one, an agent lab.toml names that is nowhere, and a
+    // table for a provider that does not exist.
     std::fs::write(w.home.join("providers/broken.wasm"), b"not a component").unwrap();
-    let cfg = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
-    w.write_config(&format!("{cfg}[providers.missing-agent]\nprogram = \"/nonexistent/agent\"\n"));
+    w.write_config(
+        "[providers.plainlog]\nprogram = \"/nonexistent/agent\"\n[providers.no-such-provider]\nprogram = \"/bin/true\"\n",
+    );
+    let (code, report) = doctor(&w.home, &system_path(), &w.agent_home);
+    assert_eq!((code, report["ok"].as_bool()), (1, Some(false)), "{report:#}");
+    let refused = check(&report, "provider", "broken.wasm");
+    assert_eq!(refused["status"], "fail", "{refused}");
+    assert!(refused["detail"].as_str().unwrap().starts_with("refused: "), "{refused}");
+    assert!(refused["fix"].as_str().unwrap().contains("lab providers check"), "{refused}");
+    assert_eq!(check(&report, "provider", "plainlog")["status"], "ok", "the good component still loads");
+    let agent = check(&report, "agent", "plainlog");
+    assert_eq!(agent["status"], "fail", "an agent lab.toml names that is nowhere: {agent}");
+    assert!(agent["fix"].as_str().unwrap().contains("[providers.plainlog] program"), "{agent}");
+    assert_eq!(check(&report, "provider", "[providers.no-such-provider]")["status"], "warn");
+    assert_eq!(check(&report, "tmux", "tmux")["status"], "ok");
+
+    // Then: lab's home open to everyone, and tmux not on PATH.
     std::fs::set_permissions(&w.home, std::fs::Permissions::from_mode(0o777)).unwrap();
     let empty_bin = w.dir.path().join("bin");
     std::fs::create_dir_all(&empty_bin).unwrap();
     let (code, report) = doctor(&w.home, &empty_bin.display().to_string(), &w.agent_home);
-    std::fs::set_permissions(&w.home, std::fs::Permissions::from_mode(0o700)).unwrap();
-    assert_eq!((code, report["ok"].as_bool()), (1, Some(false)), "{report:#}");
-    let tmux = check(&report, "tmux", "tmux");
-    assert_eq!(tmux["status"], "fail");
-    assert!(tmux["fix"].as_str().unwrap().contains("install"), "{tmux}");
-    let refused = check(&report, "provider", "broken.wasm");
-    assert_eq!(refused["status"], "fail", "{refused}");
-    assert!(refused["fix"].as_str().unwrap().contains("lab providers check"), "{refused}");
-    let home = check(&report, "home", &w.home.display().to_string());
-    assert_eq!(home["status"], "fail", "{home}");
-    assert!(home["fix"].as_str().unwrap().contains("chmod 700"), "{home}");
-    // The human form names them too, and exits 1.
-    std::fs::set_permissions(&w.home, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = Command::new(LAB)
         .args(["doctor", "--home"])
         .arg(&w.home)
@@ -108,9 +110,18 @@ fn doctor_names_each_problem_of_a_broken_home_with_its_fix() {
         .output()
         .unwrap();
     std::fs::set_permissions(&w.home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(code, 1, "{report:#}");
+    let tmux = check(&report, "tmux", "tmux");
+    assert_eq!(tmux["status"], "fail");
+    assert!(tmux["fix"].as_str().unwrap().contains("install"), "{tmux}");
+    let home = check(&report, "home", &w.home.display().to_string());
+    assert_eq!(home["status"], "fail", "{home}");
+    assert!(home["detail"].as_str().unwrap().contains("mode 0777"), "{home}");
+    assert!(home["fix"].as_str().unwrap().contains("chmod 700"), "{home}");
+    // The human form names them too, and exits 1.
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    for named in ["FAIL  tmux", "FAIL  ", "broken.wasm", "fix: chmod 700"] {
+    for named in ["FAIL  tmux", "mode 0777", "fix: chmod 700", "broken.wasm", "lab doctor: "] {
         assert!(text.contains(named), "{named:?} in:\n{text}");
     }
 }

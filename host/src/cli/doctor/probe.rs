@@ -97,10 +97,6 @@ pub fn providers_and_agents(home: &Home, config: &Config) -> Vec<Finding> {
     let matrix = finding::matrix(include_str!("../../../../docs/compat-matrix.md"));
     let of_matrix = |display: &str| matrix.iter().find(|(t, _, _)| t == display).cloned();
     let path_var = std::env::var_os("PATH");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
-    let version_of = |program: &Path, path: Option<&std::ffi::OsStr>| {
-        rt.as_ref()?.block_on(crate::runs::launch::agent_version::probe(program, path))
-    };
     let mut agents: Vec<(String, String, String, bool, Option<std::ffi::OsString>)> = Vec::new();
     for (f, _) in &set.loaded {
         let p = config.provider(&f.info.name);
@@ -117,12 +113,37 @@ pub fn providers_and_agents(home: &Home, config: &Config) -> Vec<Finding> {
         let configured = config.providers.contains_key(name) || config.agents.contains_key(name);
         agents.push((name.clone(), a.display_name(name), program, configured, path));
     }
+    // lab.toml's tables for providers that are not there (a typo, a removed component).
+    for name in config.providers.keys() {
+        if !agents.iter().any(|(n, ..)| n == name) {
+            out.push(
+                Finding::new(
+                    "provider",
+                    format!("[providers.{name}]"),
+                    finding::Status::Warn,
+                    format!("lab.toml configures `{name}`, but no provider of that name is loaded"),
+                )
+                .fix("check the name against `lab providers`, or remove the table"),
+            );
+        }
+    }
     for line in unused {
         out.push(Finding::new("provider", "lab.toml", finding::Status::Warn, line));
     }
-    for (name, display, program, configured, path) in agents {
-        let found = find_program(Path::new(&program), path.as_deref());
-        let version = found.as_deref().and_then(|p| version_of(p, path.as_deref()));
+    // Every agent's `--version` at once (each at most 5 s).
+    let found: Vec<Option<std::path::PathBuf>> =
+        agents.iter().map(|(_, _, program, _, path)| find_program(Path::new(program), path.as_deref())).collect();
+    let asks = found.iter().zip(&agents).map(|(f, (_, _, _, _, path))| async move {
+        match f {
+            Some(p) => crate::runs::launch::agent_version::probe(p, path.as_deref()).await,
+            None => None,
+        }
+    });
+    let versions: Vec<Option<String>> = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(futures_util::future::join_all(asks)),
+        Err(_) => vec![None; agents.len()],
+    };
+    for (((name, display, program, configured, _), found), version) in agents.into_iter().zip(found).zip(versions) {
         let (pinned, tested) = of_matrix(&display).map(|(_, p, t)| (Some(p), t)).unwrap_or_default();
         out.push(finding::agent(&AgentFacts {
             name,
