@@ -40,6 +40,9 @@ const OLD_COMPONENTS: &[(&str, &str)] = &[
     ("CLAUDE_CODE_V0_7_0", "wit-0.7.0/lab_provider_claude_code.wasm"),
     ("PLAINLOG_V0_7_0", "wit-0.7.0/lab_provider_plainlog.wasm"),
     ("ACP_FIXTURE_V0_7_0", "wit-0.7.0/lab_provider_acp_fixture.wasm"),
+    ("CLAUDE_CODE_V0_8_0", "wit-0.8.0/lab_provider_claude_code.wasm"),
+    ("PLAINLOG_V0_8_0", "wit-0.8.0/lab_provider_plainlog.wasm"),
+    ("ACP_FIXTURE_V0_8_0", "wit-0.8.0/lab_provider_acp_fixture.wasm"),
 ];
 
 fn main() {

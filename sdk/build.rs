@@ -6,10 +6,10 @@ use std::{env, fs, path::PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let wit = manifest.join("../wit/v0.8.0/provider.wit");
+    let wit = manifest.join("../wit/v0.9.0/provider.wit");
     println!("cargo:rerun-if-changed={}", wit.display());
     println!("cargo:rerun-if-changed=src/export.rs.in");
-    let wit_text = fs::read_to_string(&wit).expect("read wit/v0.8.0/provider.wit");
+    let wit_text = fs::read_to_string(&wit).expect("read wit/v0.9.0/provider.wit");
     let template = fs::read_to_string(manifest.join("src/export.rs.in")).expect("read export.rs.in");
     let out = template.replace("@WIT@", &format!("{wit_text:?}"));
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());

@@ -409,7 +409,7 @@ fn an_acp_agent_declared_by_a_component_runs_like_one_in_lab_toml() {
     let p = providers.as_array().unwrap().iter().find(|p| p["name"] == "fake-acp").expect("listed");
     assert_eq!(p["transport"], "acp", "{p}");
     assert_eq!(p["display_name"], "Fake ACP (declared)");
-    assert_eq!(p["wit"], "lab:provider@0.8.0");
+    assert_eq!(p["wit"], "lab:provider@0.9.0");
     assert_eq!(p["version"], "0.1.0");
     assert_eq!(p["permission_modes"], json!(["ask", "yolo"]));
     assert!(p["description"].as_str().unwrap().contains("declared by a component"), "{p}");

@@ -19,7 +19,7 @@ fn capability_is_detected_both_ways() {
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
     assert_eq!(plain.info.name, "plainlog");
     assert!(!plain.dialog_hooker && !p.dialog_hooker());
-    assert_eq!(plain.wit_packages, vec!["lab:provider@0.8.0".to_string()]);
+    assert_eq!(plain.wit_packages, vec!["lab:provider@0.9.0".to_string()]);
 
     let (cc, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     assert_eq!(cc.info.name, "claude-code");
@@ -70,13 +70,13 @@ fn components_built_against_0_1_0_load_next_to_0_2_0_ones() {
     assert!(err.refusal().is_some(), "{err}");
 }
 
-/// The SDK builds 0.8.0; what was built against 0.2.0 (the bundled claude-code and the
+/// The SDK builds 0.9.0; what was built against 0.2.0 (the bundled claude-code and the
 /// plainlog fixture, as main built them before the move) loads and runs as before.
 #[test]
-fn components_built_against_0_2_0_load_next_to_0_8_0_ones() {
+fn components_built_against_0_2_0_load_next_to_0_9_0_ones() {
     let h = host(None);
     let (now, _) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
-    assert_eq!(now.capabilities.version, Version::V0_8_0);
+    assert_eq!(now.capabilities.version, Version::V0_9_0);
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG_V0_2_0)).unwrap();
     assert_eq!(plain.wit_packages, vec!["lab:provider@0.2.0".to_string()]);
     assert_eq!((plain.capabilities.version, plain.capabilities.acp), (Version::V0_2_0, false));
@@ -89,7 +89,7 @@ fn components_built_against_0_2_0_load_next_to_0_8_0_ones() {
     assert_eq!((d.id.as_str(), d.kind()), ("toolu_1", "question"));
     let plan = c.plan_answer(d.clone(), vec![Answer::Option(1)]).blocking().unwrap();
     assert_eq!(plan.steps.last(), Some(&KeyOp::Key("Enter".into())));
-    // The same calls give the same answers from the 0.8.0 build.
+    // The same calls give the same answers from the 0.9.0 build.
     let (_, c3) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
     let d3 = c3.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
     assert_eq!(d3, d);
@@ -137,9 +137,9 @@ fn components_built_against_0_3_0_load_and_can_neither_resume_nor_fork() {
         &spec.argv[1..5],
         ["--resume", "11111111-2222-4333-8444-555555555555", "--fork-session", "--session-id"]
     );
-    // A 0.8.0 provider that keeps the SDK's default bodies: nothing.
+    // A 0.9.0 provider that keeps the SDK's default bodies: nothing.
     let (plain, p) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
-    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_8_0, Abilities::default()));
+    assert_eq!((plain.capabilities.version, plain.capabilities.abilities), (Version::V0_9_0, Abilities::default()));
     let msg = lab::agents::model::Message::text(lab::agents::model::Role::Assistant, "limit", "");
     assert_eq!(p.usage_limit(msg).blocking().unwrap(), None);
 }
@@ -211,7 +211,7 @@ fn prompt_facts_are_0_8_0_s_and_0_7_0_components_load_without_them() {
     let h = host(None);
     let spool = br#"{"session_id":"s","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"cargo test","description":"Run the tests"},"permission_suggestions":[]}"#;
     let (now, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
-    assert_eq!(now.capabilities.version, Version::V0_8_0);
+    assert_eq!(now.capabilities.version, Version::V0_9_0);
     let d = c.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
     let facts = c.prompt_facts(d.clone()).blocking().unwrap().expect("facts");
     assert_eq!(facts.subject.as_deref(), Some("cargo test"));
@@ -234,6 +234,47 @@ fn prompt_facts_are_0_8_0_s_and_0_7_0_components_load_without_them() {
     let (_, old) = h.load_file(Path::new(fixtures::CLAUDE_CODE_V0_7_0)).unwrap();
     let d7 = old.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
     assert_eq!(d7.id, d.id, "the same prompt, the same guard token");
+}
+
+/// 0.9.0: every provider may say where its agent keeps a login (`setup`), a tmux one
+/// and an ACP one alike; one keeping the SDK's default says nothing; the same providers
+/// built against 0.8.0 load and run, and cannot be asked.
+#[test]
+fn login_hints_are_0_9_0_s_and_0_8_0_components_load_without_them() {
+    let h = host(None);
+    let (_, c) = h.load_file(Path::new(fixtures::CLAUDE_CODE)).unwrap();
+    let hints = c.login_hints(vec![]).blocking().unwrap().expect("hints");
+    assert!(hints.files.iter().any(|f| f.starts_with("~/")), "{hints:?}");
+    assert!(!hints.env.is_empty() && !hints.how.is_empty(), "{hints:?}");
+    let moved = c.login_hints(vec![("CLAUDE_CONFIG_DIR".into(), "/srv/c".into())]).blocking().unwrap().unwrap();
+    assert_eq!(moved.files, ["/srv/c/.credentials.json"], "the environment it starts with counts");
+    for acp in [fixtures::GEMINI_CLI, fixtures::OPENCODE] {
+        let (facts, a) = h.load_file(Path::new(acp)).unwrap();
+        assert!(facts.capabilities.acp, "{acp}");
+        assert!(a.login_hints(vec![]).blocking().unwrap().is_some(), "{acp}");
+    }
+    let (_, plain) = h.load_file(Path::new(fixtures::PLAINLOG)).unwrap();
+    assert_eq!(plain.login_hints(vec![]).blocking().unwrap(), None, "the SDK's default");
+    let (_, fake) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
+    assert_eq!(fake.login_hints(vec![]).blocking().unwrap(), None, "the SDK's default");
+    for (file, acp) in [
+        (fixtures::CLAUDE_CODE_V0_8_0, false),
+        (fixtures::PLAINLOG_V0_8_0, false),
+        (fixtures::ACP_FIXTURE_V0_8_0, true),
+    ] {
+        let (old, o) = h.load_file(Path::new(file)).unwrap();
+        assert_eq!(old.wit_packages, vec!["lab:provider@0.8.0".to_string()], "{file}");
+        assert_eq!((old.capabilities.version, old.capabilities.acp), (Version::V0_8_0, acp), "{file}");
+        assert_eq!(o.login_hints(vec![]).blocking().unwrap_err().kind, CallErrorKind::Unsupported, "{file}");
+        if !acp {
+            assert!(o.read_usage(Vec::new()).blocking().is_ok(), "{file}");
+        }
+    }
+    let spool = br#"{"session_id":"s","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"cargo test","description":"Run the tests"},"permission_suggestions":[]}"#;
+    let (_, old) = h.load_file(Path::new(fixtures::CLAUDE_CODE_V0_8_0)).unwrap();
+    let d8 = old.pending_dialog(spool.to_vec(), Vec::new()).blocking().unwrap().expect("a dialog");
+    let facts = old.prompt_facts(d8).blocking().unwrap().expect("0.8.0's answer-rules still asked");
+    assert_eq!(facts.subject.as_deref(), Some("cargo test"));
 }
 
 /// 0.7.0: an ACP provider reads what a turn used from its agent's own words
@@ -273,13 +314,13 @@ fn turn_usage_is_0_7_0_s_and_0_6_0_components_load_without_it() {
     }
 }
 
-/// A 0.8.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
+/// A 0.9.0 ACP provider: loaded, its declaration read, and nothing of a tmux provider
 /// asked of it; in a provider set it is an ACP agent, not a tmux provider.
 #[test]
 fn an_acp_provider_declares_its_agent() {
     let h = host(None);
     let (facts, p) = h.load_file(Path::new(fixtures::ACP_FIXTURE)).unwrap();
-    assert_eq!(facts.wit_packages, vec!["lab:provider@0.8.0".to_string()]);
+    assert_eq!(facts.wit_packages, vec!["lab:provider@0.9.0".to_string()]);
     assert!(facts.capabilities.acp && !facts.dialog_hooker && !p.screen_reader());
     assert_eq!((facts.info.name.as_str(), facts.info.default_program.as_str()), ("fake-acp", "fake-acp"));
     assert_eq!(facts.info.permission_modes, ["ask", "yolo"]);
@@ -488,7 +529,7 @@ fn a_reload_swaps_builds_and_keeps_the_old_ones_working() {
     std::fs::copy(fixtures::PLAINLOG, &file).unwrap();
     let two = one.reload(&h, &dir);
     let (new_facts, _) = two.get("plainlog").unwrap();
-    assert_eq!(new_facts.capabilities.version, Version::V0_8_0);
+    assert_eq!(new_facts.capabilities.version, Version::V0_9_0);
     assert_ne!(new_facts.digest, old_facts.digest);
     assert!(two.failed.is_empty(), "{:?}", two.failed);
     drop(one);

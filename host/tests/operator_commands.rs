@@ -18,6 +18,9 @@ fn doctor(home: &Path, path: &str, agent_home: &Path) -> (i32, Value) {
         .arg(home)
         .env("PATH", path)
         .env("HOME", agent_home)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("CLAUDE_CODE_OAUTH_TOKEN")
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -124,6 +127,42 @@ fn doctor_names_each_problem_of_a_broken_home_with_its_fix() {
     for named in ["FAIL  tmux", "mode 0777", "fix: chmod 700", "broken.wasm", "lab doctor: "] {
         assert!(text.contains(named), "{named:?} in:\n{text}");
     }
+}
+
+/// Logged in or not, from where the provider says a login is: a key in the agent's
+/// environment (lab.toml's env), or the credentials file in its HOME; a provider that
+/// does not say (the SDK's default) gets "cannot tell".
+#[test]
+fn doctor_says_whether_each_agent_is_logged_in() {
+    let w = plainlog_world();
+    let agent = w.dir.path().join("claude");
+    std::fs::write(&agent, "#!/bin/sh\necho '2.1.332 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plain = std::fs::read_to_string(w.home.join("lab.toml")).unwrap();
+    let config = |extra: &str| {
+        w.write_config(&format!("{plain}[providers.claude-code]\nprogram = {:?}\n{extra}", agent.display().to_string()))
+    };
+    let login = |report: &Value| check(report, "agent", "claude-code login").clone();
+    // Nothing: not logged in, with the provider's how-to.
+    config("");
+    let (_, report) = doctor(&w.home, &system_path(), &w.agent_home);
+    let l = login(&report);
+    assert_eq!(l["status"], "warn", "{l}");
+    assert!(l["detail"].as_str().unwrap().contains("not logged in"), "{l}");
+    assert!(l["fix"].as_str().unwrap().contains("ANTHROPIC_API_KEY"), "{l}");
+    assert_eq!(check(&report, "agent", "plainlog login")["status"], "info", "the SDK's default: cannot tell");
+    // A key in lab.toml's env for it.
+    config("env = { ANTHROPIC_API_KEY = \"sk-test\" }\n");
+    let (_, report) = doctor(&w.home, &system_path(), &w.agent_home);
+    assert_eq!(login(&report)["detail"], "logged in (ANTHROPIC_API_KEY)");
+    // The credentials file a login leaves in the agent's HOME.
+    config("");
+    std::fs::create_dir_all(w.agent_home.join(".claude")).unwrap();
+    std::fs::write(w.agent_home.join(".claude/.credentials.json"), "{\"claudeAiOauth\":{}}").unwrap();
+    let (code, report) = doctor(&w.home, &system_path(), &w.agent_home);
+    assert_eq!(login(&report)["detail"], "logged in (~/.claude/.credentials.json)");
+    assert_eq!(check(&report, "agent", "claude-code")["status"], "ok", "2.1.332 is the pinned release");
+    assert_eq!(code, 0, "{report:#}");
 }
 
 #[test]

@@ -119,7 +119,7 @@ fn a_new_provider_builds_checks_installs_and_runs_in_lab_serve() {
     assert!(ok, "{stdout}\n{stderr}");
     for want in [
         "exports      base (no dialog-hooker)",
-        "WIT package  lab:provider@0.8.0 (this lab loads lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)",
+        "WIT package  lab:provider@0.9.0 (this lab loads lab:provider@0.9.0, lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)",
         "loadable     yes",
         "provider     echo-kit 0.1.0",
         "map-dialog(ask_user): question dialog, 1 question, 2 options, not answerable",
@@ -400,12 +400,12 @@ fn check_accepts_the_plainlog_fixture() {
 fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     let d = outside_dir();
     let plainlog = std::fs::read(lab::agents::components::fixtures::PLAINLOG).unwrap();
-    // The same component, as if built against lab:provider@0.9.0 (same-length rename
+    // The same component, as if built against lab:provider@1.0.0 (same-length rename
     // of every interface name, so the binary stays valid).
     let mut other_version = plainlog.clone();
-    for iface in ["base", "types", "sessions", "usage", "sandbox"] {
-        let from = format!("lab:provider/{iface}@0.8.0");
-        let to = format!("lab:provider/{iface}@0.9.0");
+    for iface in ["base", "types", "sessions", "usage", "sandbox", "setup"] {
+        let from = format!("lab:provider/{iface}@0.9.0");
+        let to = format!("lab:provider/{iface}@1.0.0");
         other_version = replace_all(&other_version, from.as_bytes(), to.as_bytes());
     }
     let cases: [(&str, Vec<u8>, &str); 4] = [
@@ -415,7 +415,7 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
         (
             "v09.wasm",
             other_version,
-            "it was built against lab:provider@0.9.0; this lab loads lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0",
+            "it was built against lab:provider@1.0.0; this lab loads lab:provider@0.9.0, lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0",
         ),
     ];
     for (name, bytes, why) in cases {
@@ -429,9 +429,9 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
     }
     let (ok, _, stderr) = check(&d.path().join("missing.wasm"));
     assert!(!ok && stderr.contains("cannot read"), "{stderr}");
-    let (_, stdout, _) = check(&d.path().join("v09.wasm"));
+    let (_, stdout, _) = check(&d.path().join("v100.wasm"));
     assert!(
-        stdout.contains("WIT package  lab:provider@0.9.0 (this lab loads lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"),
+        stdout.contains("WIT package  lab:provider@1.0.0 (this lab loads lab:provider@0.9.0, lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"),
         "{stdout}"
     );
 

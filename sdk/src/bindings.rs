@@ -1,4 +1,4 @@
-//! The boundary types, generated once from `wit/v0.8.0/` (world `screen-provider`,
+//! The boundary types, generated once from `wit/v0.9.0/` (world `screen-provider`,
 //! which uses every type). Only the types are used from here: a provider's export
 //! macro generates its own world's glue in the provider's crate and maps `types` to
 //! this module with `with:`, so every provider speaks these very Rust types.
@@ -6,7 +6,7 @@
 #![allow(missing_docs, clippy::all)]
 
 wit_bindgen::generate!({
-    path: "../wit/v0.8.0",
+    path: "../wit/v0.9.0",
     world: "screen-provider",
     pub_export_macro: true,
     export_macro_name: "__lab_unused_export",

@@ -3,7 +3,7 @@
 //! Everything a provider author needs to write a lab provider component in Rust:
 //!
 //! - the boundary types ([`Dialog`], [`Message`], [`AnswerPlan`], [`HookBinding`], …),
-//!   generated from the WIT package `lab:provider@0.8.0` and re-exported as they are:
+//!   generated from the WIT package `lab:provider@0.9.0` and re-exported as they are:
 //!   there is one definition of each, the WIT's;
 //! - the traits a provider implements: [`Provider`] (every tmux provider),
 //!   [`DialogHooker`] (live capture through the agent's hooks, keystroke answers) and
@@ -36,10 +36,10 @@ pub mod bindings;
 pub use bindings::lab::provider::types;
 
 /// The WIT package version this SDK builds components against.
-pub const WIT_VERSION: &str = "0.8.0";
+pub const WIT_VERSION: &str = "0.9.0";
 
 /// The WIT package text this SDK was built with.
-pub const WIT: &str = include_str!("../../wit/v0.8.0/provider.wit");
+pub const WIT: &str = include_str!("../../wit/v0.9.0/provider.wit");
 
 pub use bindings::lab::provider::types::{
     Answer, AnswerPlan, Blocked, Channel, Content, Diagnostic, Dialog, DialogBody, DialogOption, GenericBody,
@@ -106,6 +106,26 @@ pub trait Provider {
         let _ = env;
         SandboxNeeds::default()
     }
+
+    /// Where your agent keeps a login (WIT 0.9.0 `setup`), given the environment it
+    /// starts with: the variables that carry an API key, the files a login leaves, and
+    /// how to log in. `lab doctor` says from it whether the agent is logged in. The
+    /// default: none (lab says it cannot tell).
+    fn login_hints(env: &[(String, String)]) -> Option<LoginHints> {
+        let _ = env;
+        None
+    }
+}
+
+/// Where an agent keeps a login ([`Provider::login_hints`], [`AcpAgent::login_hints`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoginHints {
+    /// Variables any one of which, set and not empty, is a login.
+    pub env: Vec<String>,
+    /// Files any one of which, present and not empty, holds a login (`~/` for its HOME).
+    pub files: Vec<String>,
+    /// How to log in, in one line.
+    pub how: String,
 }
 
 /// What an agent needs inside a sandbox (WIT `sandbox.sandbox-needs`).
@@ -318,6 +338,11 @@ pub trait AcpAgent {
     fn turn_usage(response: &str) -> Vec<ModelTokens> {
         let _ = response;
         Vec::new()
+    }
+    /// Where the agent keeps a login, as [`Provider::login_hints`]. The default: none.
+    fn login_hints(env: &[(String, String)]) -> Option<LoginHints> {
+        let _ = env;
+        None
     }
 }
 

@@ -413,6 +413,16 @@ pub struct PromptFacts {
     pub refuse: Option<u32>,
 }
 
+/// Where an agent keeps a login (a provider's `setup.login`): variables any one of which
+/// set is a login, files any one of which present holds one (`~/` for its HOME), and
+/// how to log in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoginHints {
+    pub env: Vec<String>,
+    pub files: Vec<String>,
+    pub how: String,
+}
+
 /// The operator's answer to one question (or to a plan, permission or generic prompt).
 /// JSON: `{"option": i}`, `{"options": [i, …]}`, `{"other": "text"}`,
 /// `{"feedback": {"option": i, "text": "…"}}`.

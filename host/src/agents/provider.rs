@@ -94,6 +94,12 @@ pub trait Provider: Send + Sync {
     fn prompt_facts(&self, _dialog: model::Dialog) -> Reply<Option<model::PromptFacts>> {
         unsupported("prompt-facts")
     }
+    /// Where its agent keeps a login (WIT 0.9.0 `setup`), given the environment it
+    /// starts with; unsupported for a component built before (`lab doctor` then cannot
+    /// tell whether the agent is logged in).
+    fn login_hints(&self, _env: Vec<(String, String)>) -> Reply<Option<model::LoginHints>> {
+        unsupported("login")
+    }
     /// What its agent needs inside a sandbox (WIT 0.6.0 `sandbox`), given the
     /// environment it starts with; unsupported for a component built before.
     fn sandbox_needs(&self, _env: Vec<(String, String)>) -> Reply<crate::sandbox::Needs> {

@@ -678,7 +678,7 @@ mod tests {
         assert!(text.contains("sandbox      writes nothing; reads nothing; reaches nothing"), "{text}");
         assert!(
             text.contains(
-                "lab:provider@0.8.0 (this lab loads lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
+                "lab:provider@0.9.0 (this lab loads lab:provider@0.9.0, lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0)"
             ),
             "{text}"
         );

@@ -105,6 +105,10 @@ impl Provider for ClaudeCode {
     fn sandbox_needs(env: &[(String, String)]) -> lab_provider_sdk::SandboxNeeds {
         sandbox::needs(env)
     }
+
+    fn login_hints(env: &[(String, String)]) -> Option<lab_provider_sdk::LoginHints> {
+        Some(sandbox::login(env))
+    }
 }
 
 impl DialogHooker for ClaudeCode {

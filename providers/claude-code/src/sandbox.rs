@@ -24,9 +24,35 @@ pub fn needs(env: &[(String, String)]) -> SandboxNeeds {
     SandboxNeeds { writable, readable, hosts: vec![api] }
 }
 
+/// Where Claude Code keeps a login: an API key or token in its environment, or the
+/// credentials `/login` leaves in its config directory (on Linux; macOS keeps them in
+/// the Keychain, which lab cannot see).
+pub fn login(env: &[(String, String)]) -> lab_provider_sdk::LoginHints {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty());
+    let file = match var("CLAUDE_CONFIG_DIR") {
+        Some(dir) => format!("{}/.credentials.json", dir.trim_end_matches('/')),
+        None => "~/.claude/.credentials.json".to_string(),
+    };
+    lab_provider_sdk::LoginHints {
+        env: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"].map(String::from).to_vec(),
+        files: vec![file],
+        how: "run `claude` once and log in (/login), or set ANTHROPIC_API_KEY (lab.toml [providers.claude-code] env)"
+            .into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_login_is_a_key_or_the_credentials_file_of_its_config_dir() {
+        let h = login(&[]);
+        assert!(h.env.contains(&"ANTHROPIC_API_KEY".to_string()));
+        assert_eq!(h.files, ["~/.claude/.credentials.json"]);
+        let moved = login(&[("CLAUDE_CONFIG_DIR".into(), "/srv/claude/".into())]);
+        assert_eq!(moved.files, ["/srv/claude/.credentials.json"]);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

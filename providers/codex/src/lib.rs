@@ -81,6 +81,10 @@ impl Provider for Codex {
         sandbox::needs(env)
     }
 
+    fn login_hints(env: &[(String, String)]) -> Option<lab_provider_sdk::LoginHints> {
+        Some(sandbox::login(env))
+    }
+
     fn abilities() -> lab_provider_sdk::Abilities {
         lab_provider_sdk::Abilities { resume: true, fork: true }
     }

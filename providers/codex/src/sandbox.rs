@@ -25,9 +25,31 @@ pub fn needs(env: &[(String, String)]) -> SandboxNeeds {
     SandboxNeeds { writable, readable, hosts }
 }
 
+/// Where Codex keeps a login: `auth.json` in its home (what `codex login` writes, a
+/// ChatGPT login or an API key), or an API key in its environment.
+pub fn login(env: &[(String, String)]) -> lab_provider_sdk::LoginHints {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty());
+    let file = match var("CODEX_HOME") {
+        Some(d) => format!("{}/auth.json", d.trim_end_matches('/')),
+        None => "~/.codex/auth.json".to_string(),
+    };
+    lab_provider_sdk::LoginHints {
+        env: ["OPENAI_API_KEY", "CODEX_API_KEY"].map(String::from).to_vec(),
+        files: vec![file],
+        how: "run `codex login`, or set OPENAI_API_KEY (lab.toml [providers.codex] env)".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_login_is_auth_json_in_its_home_or_a_key() {
+        assert_eq!(login(&[]).files, ["~/.codex/auth.json"]);
+        assert_eq!(login(&[("CODEX_HOME".into(), "/w/codex".into())]).files, ["/w/codex/auth.json"]);
+        assert!(login(&[]).env.contains(&"OPENAI_API_KEY".to_string()));
+    }
 
     #[test]
     fn its_home_and_its_model_api() {

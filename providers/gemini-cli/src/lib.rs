@@ -54,6 +54,17 @@ impl AcpAgent for GeminiCli {
         }
     }
 
+    /// A Google sign-in leaves `~/.gemini/oauth_creds.json`; an API key (Gemini API,
+    /// or Vertex AI's) or a service account's credentials are variables.
+    fn login_hints(env: &[(String, String)]) -> Option<lab_provider_sdk::LoginHints> {
+        let _ = env;
+        Some(lab_provider_sdk::LoginHints {
+            env: ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"].map(String::from).to_vec(),
+            files: vec!["~/.gemini/oauth_creds.json".into()],
+            how: "run `gemini` once and sign in, or set GEMINI_API_KEY (lab.toml [providers.gemini-cli] env)".into(),
+        })
+    }
+
     fn turn_usage(response: &str) -> Vec<ModelTokens> {
         let Ok(v) = serde_json::from_str::<Value>(response) else { return Vec::new() };
         let Some(models) = v.pointer("/_meta/quota/model_usage").and_then(Value::as_array) else { return Vec::new() };

@@ -46,6 +46,25 @@ impl AcpAgent for OpenCode {
             start_timeout_secs: 120,
         }
     }
+
+    /// `opencode auth login` keeps its logins in `auth.json` under its data folder
+    /// (`$XDG_DATA_HOME/opencode/`, else `~/.local/share/opencode/`); a model
+    /// provider's API key in the environment does as well.
+    fn login_hints(env: &[(String, String)]) -> Option<lab_provider_sdk::LoginHints> {
+        let data = env.iter().find(|(k, v)| k == "XDG_DATA_HOME" && v.starts_with('/')).map(|(_, v)| v.as_str());
+        let file = match data {
+            Some(d) => format!("{}/opencode/auth.json", d.trim_end_matches('/')),
+            None => "~/.local/share/opencode/auth.json".into(),
+        };
+        Some(lab_provider_sdk::LoginHints {
+            env: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY"]
+                .map(String::from)
+                .to_vec(),
+            files: vec![file],
+            how: "run `opencode auth login`, or set a model provider's API key (lab.toml [providers.opencode] env)"
+                .into(),
+        })
+    }
 }
 
 lab_provider_sdk::export_acp_agent!(OpenCode);

@@ -11,14 +11,14 @@
 //! through that version's module ([`super::v0_1_0`], [`super::v0_2_0`]; 0.3.0's types
 //! are 0.2.0's, so [`per_version!`] gives both versions one body).
 
-pub(super) use super::exports::Indices;
 pub use super::exports::{Capabilities, Version};
+pub(super) use super::exports::{Guests, Indices};
 pub use super::queue::Lane;
 use super::queue::{Queue, Stopped};
 use super::v0_3_0 as v3;
 use super::{
-    v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, v0_8_0 as v8, ComponentHost,
-    StoreState,
+    v0_1_0 as v1, v0_2_0 as v2, v0_4_0 as v4, v0_5_0 as v5, v0_6_0 as v6, v0_7_0 as v7, v0_8_0 as v8, v0_9_0 as v9,
+    ComponentHost, StoreState,
 };
 use crate::agents::model as m;
 use crate::agents::provider::{CallError, CallErrorKind};
@@ -28,80 +28,6 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use wasmtime::component::InstancePre;
 use wasmtime::{Store, Trap};
-
-/// The loaded exports of one instance.
-pub(super) enum Guests {
-    V1 {
-        base: v1::base::Guest,
-        hooker: Option<v1::dialog_hooker::Guest>,
-    },
-    V2 {
-        base: v2::base::Guest,
-        hooker: Option<v2::dialog_hooker::Guest>,
-        screen: Option<v2::screen_reader::Guest>,
-    },
-    V3 {
-        base: v3::base::Guest,
-        hooker: Option<v3::dialog_hooker::Guest>,
-        screen: Option<v3::screen_reader::Guest>,
-    },
-    V4 {
-        base: v4::base::Guest,
-        hooker: Option<v4::dialog_hooker::Guest>,
-        screen: Option<v4::screen_reader::Guest>,
-        sessions: v4::sessions::Guest,
-    },
-    Acp {
-        agent: v3::acp_agent::Guest,
-    },
-    Acp4 {
-        agent: v4::acp_agent::Guest,
-    },
-    V5 {
-        base: v5::base::Guest,
-        hooker: Option<v5::dialog_hooker::Guest>,
-        screen: Option<v5::screen_reader::Guest>,
-        sessions: v5::sessions::Guest,
-        usage: v5::usage::Guest,
-    },
-    Acp5 {
-        agent: v5::acp_agent::Guest,
-    },
-    V6 {
-        base: v6::base::Guest,
-        hooker: Option<v6::dialog_hooker::Guest>,
-        screen: Option<v6::screen_reader::Guest>,
-        sessions: v6::sessions::Guest,
-        usage: v6::usage::Guest,
-        sandbox: v6::sandbox::Guest,
-    },
-    Acp6 {
-        agent: v6::acp_agent::Guest,
-    },
-    V7 {
-        base: v7::base::Guest,
-        hooker: Option<v7::dialog_hooker::Guest>,
-        screen: Option<v7::screen_reader::Guest>,
-        sessions: v7::sessions::Guest,
-        usage: v7::usage::Guest,
-        sandbox: v7::sandbox::Guest,
-    },
-    Acp7 {
-        agent: v7::acp_agent::Guest,
-    },
-    V8 {
-        base: v8::base::Guest,
-        hooker: Option<v8::dialog_hooker::Guest>,
-        screen: Option<v8::screen_reader::Guest>,
-        sessions: v8::sessions::Guest,
-        usage: v8::usage::Guest,
-        sandbox: v8::sandbox::Guest,
-        rules: Option<v8::answer_rules::Guest>,
-    },
-    Acp8 {
-        agent: v8::acp_agent::Guest,
-    },
-}
 
 /// One body for the 0.2.0, 0.3.0 and 0.4.0 exports (their types are the same Rust types),
 /// the 0.1.0 arm given apart; an ACP provider has none of these functions.
@@ -116,12 +42,14 @@ macro_rules! per_version {
             Guests::V6 { $($field,)* .. } => $e,
             Guests::V7 { $($field,)* .. } => $e,
             Guests::V8 { $($field,)* .. } => $e,
+            Guests::V9 { $($field,)* .. } => $e,
             Guests::Acp { .. }
             | Guests::Acp4 { .. }
             | Guests::Acp5 { .. }
             | Guests::Acp6 { .. }
             | Guests::Acp7 { .. }
-            | Guests::Acp8 { .. } => None,
+            | Guests::Acp8 { .. }
+            | Guests::Acp9 { .. } => None,
         }
     };
 }
@@ -231,6 +159,20 @@ impl Worker {
                 rules: rules.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
             },
             Indices::Acp8 { agent } => Guests::Acp8 { agent: agent.load(&mut store, &instance).map_err(wasm_string)? },
+            Indices::V9 { base, hooker, screen, sessions, usage, sandbox, rules, setup } => Guests::V9 {
+                base: base.load(&mut store, &instance).map_err(wasm_string)?,
+                hooker: hooker.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                screen: screen.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                sessions: sessions.load(&mut store, &instance).map_err(wasm_string)?,
+                usage: usage.load(&mut store, &instance).map_err(wasm_string)?,
+                sandbox: sandbox.load(&mut store, &instance).map_err(wasm_string)?,
+                rules: rules.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+                setup: setup.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
+            Indices::Acp9 { agent, setup } => Guests::Acp9 {
+                agent: agent.load(&mut store, &instance).map_err(wasm_string)?,
+                setup: setup.as_ref().map(|i| i.load(&mut store, &instance)).transpose().map_err(wasm_string)?,
+            },
         };
         Ok(Live { store, guests })
     }
@@ -412,7 +354,9 @@ impl ProviderHandle {
             Guests::V7 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp7 { agent } => ok(agent.call_info(s).map(v2::info)),
             Guests::V8 { base, .. } => ok(base.call_info(s).map(v2::info)),
+            Guests::V9 { base, .. } => ok(base.call_info(s).map(v2::info)),
             Guests::Acp8 { agent } => ok(agent.call_info(s).map(v2::info)),
+            Guests::Acp9 { agent, .. } => ok(agent.call_info(s).map(v2::info)),
         })
     }
 
@@ -425,6 +369,7 @@ impl ProviderHandle {
             Guests::Acp6 { agent } => ok(agent.call_launch(s).map(v6::acp_launch)),
             Guests::Acp7 { agent } => ok(agent.call_launch(s).map(v7::acp_launch)),
             Guests::Acp8 { agent } => ok(agent.call_launch(s).map(v8::acp_launch)),
+            Guests::Acp9 { agent, .. } => ok(agent.call_launch(s).map(v9::acp_launch)),
             _ => None,
         })
     }
@@ -435,6 +380,7 @@ impl ProviderHandle {
         self.call("turn-usage", move |s, g| match g {
             Guests::Acp7 { agent } => ok(agent.call_turn_usage(s, &response).map(v7::turn_usage)),
             Guests::Acp8 { agent } => ok(agent.call_turn_usage(s, &response).map(v8::turn_usage)),
+            Guests::Acp9 { agent, .. } => ok(agent.call_turn_usage(s, &response).map(v9::turn_usage)),
             _ => None,
         })
     }
@@ -558,7 +504,7 @@ impl ProviderHandle {
     pub(super) fn ask_abilities(&mut self) -> Result<(), CallError> {
         if !matches!(
             self.caps.version,
-            Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0 | Version::V0_8_0
+            Version::V0_4_0 | Version::V0_5_0 | Version::V0_6_0 | Version::V0_7_0 | Version::V0_8_0 | Version::V0_9_0
         ) || self.caps.acp
         {
             return Ok(());
@@ -569,6 +515,7 @@ impl ProviderHandle {
             Guests::V6 { sessions, .. } => ok(sessions.call_abilities(s).map(v6::abilities)),
             Guests::V7 { sessions, .. } => ok(sessions.call_abilities(s).map(v7::abilities)),
             Guests::V8 { sessions, .. } => ok(sessions.call_abilities(s).map(v8::abilities)),
+            Guests::V9 { sessions, .. } => ok(sessions.call_abilities(s).map(v9::abilities)),
             _ => None,
         });
         self.caps.abilities = call.blocking()?;
@@ -597,6 +544,9 @@ impl ProviderHandle {
             Guests::V8 { sessions, .. } => res(sessions
                 .call_continue_session(s, &v2::launch_request(req), v8::continuation(how), &v8::earlier_run(earlier))
                 .map(|r| r.map(v2::launch_spec))),
+            Guests::V9 { sessions, .. } => res(sessions
+                .call_continue_session(s, &v2::launch_request(req), v9::continuation(how), &v9::earlier_run(earlier))
+                .map(|r| r.map(v2::launch_spec))),
             _ => None,
         })
     }
@@ -618,6 +568,9 @@ impl ProviderHandle {
             Guests::V8 { sessions, .. } => {
                 ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v8::usage_limit)))
             }
+            Guests::V9 { sessions, .. } => {
+                ok(sessions.call_usage_limit(s, &v4::message_out(&msg)).map(|l| l.map(v9::usage_limit)))
+            }
             _ => None,
         })
     }
@@ -629,6 +582,7 @@ impl ProviderHandle {
             Guests::V6 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v6::usage_report)),
             Guests::V7 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v7::usage_report)),
             Guests::V8 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v8::usage_report)),
+            Guests::V9 { usage, .. } => ok(usage.call_read_usage(s, &chunk).map(v9::usage_report)),
             _ => None,
         })
     }
@@ -639,6 +593,7 @@ impl ProviderHandle {
             Guests::V6 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v6::needs)),
             Guests::V7 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v7::needs)),
             Guests::V8 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v8::needs)),
+            Guests::V9 { sandbox, .. } => ok(sandbox.call_needs(s, &env).map(v9::needs)),
             _ => None,
         })
     }
@@ -648,6 +603,19 @@ impl ProviderHandle {
         self.call("prompt-facts", move |s, g| match g {
             Guests::V8 { rules: Some(r), .. } => {
                 ok(r.call_facts(s, &v2::dialog_out(&dialog)).map(|f| f.map(v8::prompt_facts)))
+            }
+            Guests::V9 { rules: Some(r), .. } => {
+                ok(r.call_facts(s, &v2::dialog_out(&dialog)).map(|f| f.map(v9::prompt_facts)))
+            }
+            _ => None,
+        })
+    }
+
+    /// Where the agent keeps a login (0.9.0 `setup.login`).
+    pub fn login_hints(&self, env: Vec<(String, String)>) -> Call<Option<m::LoginHints>> {
+        self.call("login", move |s, g| match g {
+            Guests::V9 { setup: Some(x), .. } | Guests::Acp9 { setup: Some(x), .. } => {
+                ok(x.call_login(s, &env).map(|h| h.map(v9::login_hints)))
             }
             _ => None,
         })

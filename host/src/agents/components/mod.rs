@@ -21,6 +21,7 @@ pub mod v0_5_0;
 pub mod v0_6_0;
 pub mod v0_7_0;
 pub mod v0_8_0;
+pub mod v0_9_0;
 
 pub use cache::CompileCache;
 pub use handle::{Call, Capabilities, ProviderHandle, Version};
@@ -82,6 +83,9 @@ impl Provider for ProviderHandle {
     fn prompt_facts(&self, dialog: model::Dialog) -> Reply<Option<model::PromptFacts>> {
         ProviderHandle::prompt_facts(self, dialog).into_future()
     }
+    fn login_hints(&self, env: Vec<(String, String)>) -> Reply<Option<model::LoginHints>> {
+        ProviderHandle::login_hints(self, env).into_future()
+    }
     fn hook_wiring(&self) -> Reply<Vec<model::HookBinding>> {
         ProviderHandle::hook_wiring(self).into_future()
     }
@@ -118,6 +122,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The WIT package versions this lab loads, newest first.
 pub const WIT_PACKAGES: &[&str] = &[
+    v0_9_0::PACKAGE,
     v0_8_0::PACKAGE,
     v0_7_0::PACKAGE,
     v0_6_0::PACKAGE,
@@ -452,7 +457,32 @@ impl ComponentHost {
             .context("the component imports something lab does not provide (only WASI 0.2 is linked)")?;
         let base_missing = || format!("the component does not export {version}/base as this lab expects");
         // Capability detection: try the generated export indices of each interface.
-        let indices = if *version == v0_8_0::PACKAGE {
+        let indices = if *version == v0_9_0::PACKAGE {
+            let setup = v0_9_0::setup::GuestIndices::new(&pre).ok();
+            match v0_9_0::acp_agent::GuestIndices::new(&pre) {
+                Ok(agent) => handle::Indices::Acp9 { agent, setup },
+                Err(_) => handle::Indices::V9 {
+                    base: v0_9_0::base::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!(
+                            "the component exports neither {version}/base nor {version}/acp-agent as this lab expects"
+                        )
+                    })?,
+                    hooker: v0_9_0::dialog_hooker::GuestIndices::new(&pre).ok(),
+                    screen: v0_9_0::screen_reader::GuestIndices::new(&pre).ok(),
+                    sessions: v0_9_0::sessions::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sessions as this lab expects")
+                    })?,
+                    usage: v0_9_0::usage::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/usage as this lab expects")
+                    })?,
+                    sandbox: v0_9_0::sandbox::GuestIndices::new(&pre).map_err(wasm_err).with_context(|| {
+                        format!("the component does not export {version}/sandbox as this lab expects")
+                    })?,
+                    rules: v0_9_0::answer_rules::GuestIndices::new(&pre).ok(),
+                    setup,
+                },
+            }
+        } else if *version == v0_8_0::PACKAGE {
             match v0_8_0::acp_agent::GuestIndices::new(&pre) {
                 Ok(agent) => handle::Indices::Acp8 { agent },
                 Err(_) => handle::Indices::V8 {

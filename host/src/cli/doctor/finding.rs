@@ -173,6 +173,32 @@ pub fn agent(a: &AgentFacts) -> Finding {
     }
 }
 
+/// Whether an agent is logged in: `None` when its provider does not say where a login
+/// is; else its hints and the one found (a variable's name, a file).
+pub fn login(name: &str, seen: Option<(&crate::agents::model::LoginHints, Option<String>)>) -> Finding {
+    let subject = format!("{name} login");
+    match seen {
+        None => Finding::new(
+            "agent",
+            subject,
+            Status::Info,
+            "cannot tell whether it is logged in: its provider does not say",
+        ),
+        Some((_, Some(found))) => Finding::new("agent", subject, Status::Ok, format!("logged in ({found})")),
+        Some((hints, None)) => {
+            let mut looked = Vec::new();
+            if !hints.env.is_empty() {
+                looked.push(format!("none of {} is set", hints.env.join(", ")));
+            }
+            if !hints.files.is_empty() {
+                looked.push(format!("no {}", hints.files.join(", no ")));
+            }
+            Finding::new("agent", subject, Status::Warn, format!("not logged in: {}", looked.join("; ")))
+                .fix(if hints.how.is_empty() { "log the agent in".to_string() } else { hints.how.clone() })
+        }
+    }
+}
+
 /// The pinned release and the tested columns per agent, from the compatibility matrix's
 /// text (docs/compat-matrix.md): its "Pinned" list (`- <Title> (<how>): <version>
 /// (…)`) and each section's table header. Keyed by the title without its parenthesis
@@ -203,6 +229,15 @@ pub fn matrix(text: &str) -> Vec<(String, String, Vec<String>)> {
 pub fn home(root: &str, ownership: Result<(), String>, mode: Option<u32>, free_bytes: Option<u64>) -> Vec<Finding> {
     let mut out = Vec::new();
     match (ownership, mode) {
+        (Ok(()), Some(m)) if m & 0o022 == 0 && m & 0o077 != 0 => out.push(
+            Finding::new(
+                "home",
+                root,
+                Status::Warn,
+                format!("mode {m:04o}: other users can read lab's state until lab serve makes it 0700"),
+            )
+            .fix(format!("chmod 700 {root}")),
+        ),
         (Ok(()), Some(m)) if m & 0o077 != 0 => out.push(
             Finding::new(
                 "home",
@@ -438,6 +473,22 @@ mod tests {
     }
 
     #[test]
+    fn a_login_is_found_or_the_fix_says_how() {
+        let hints = crate::agents::model::LoginHints {
+            env: vec!["AGENT_KEY".into()],
+            files: vec!["~/.agent/auth.json".into()],
+            how: "run `agent login`".into(),
+        };
+        assert_eq!(login("a", None).status, Status::Info);
+        let ok = login("a", Some((&hints, Some("AGENT_KEY".into()))));
+        assert_eq!((ok.status, ok.detail.as_str()), (Status::Ok, "logged in (AGENT_KEY)"));
+        let out = login("a", Some((&hints, None)));
+        assert_eq!(out.status, Status::Warn);
+        assert_eq!(out.detail, "not logged in: none of AGENT_KEY is set; no ~/.agent/auth.json");
+        assert_eq!(out.fix.as_deref(), Some("run `agent login`"));
+    }
+
+    #[test]
     fn the_compatibility_matrix_gives_each_agents_pin_and_tested_releases() {
         let text = "# m\n- Agent X (tmux): 1.2.0 (`@x/agent`)\n- Agent Y (ACP, BYOK): 0.5.1 (`y`)\n\n\
                     ## Agent X (tmux)\n\n| scenario | 1.1.0 | 1.2.0 |\n| --- | --- | --- |\n| `a` | ok | ok |\n";
@@ -462,6 +513,7 @@ mod tests {
         let open = &home("/h", Ok(()), Some(0o777), None)[0];
         assert_eq!(open.status, Status::Fail);
         assert!(open.detail.contains("mode 0777") && open.fix.as_deref() == Some("chmod 700 /h"), "{open:?}");
+        assert_eq!(home("/h", Ok(()), Some(0o755), None)[0].status, Status::Warn, "readable, not writable");
         assert_eq!(token("/h/token", Some(0o644)).status, Status::Fail);
         assert_eq!(token("/h/token", Some(0o600)).status, Status::Ok);
         assert_eq!(token("/h/token", None).status, Status::Info);

@@ -2,7 +2,8 @@
 //! running serve (through its control socket), the components. Each function gathers
 //! facts and hands them to a pure verdict in [`super::finding`].
 //!
-//! Nothing here changes anything: no file is made or re-moded, no store is opened for
+//! Nothing here changes anything: no file is made or re-moded (but a compiled component
+//! added to lab serve's compile cache, when that cache exists), no store is opened for
 //! writing (the registry, which a running serve holds locked, is not opened at all), and
 //! the only programs run are `tmux -V`, each agent's `--version` (in a scratch
 //! directory, as lab serve asks it) and a bubblewrap jail running `true`.
@@ -72,7 +73,9 @@ pub fn tmux() -> Finding {
 /// and the agents they (and lab.toml's `[agents]`) run.
 pub fn providers_and_agents(home: &Home, config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
-    let host = match ComponentHost::new(Some(home.component_cache()), Limits::default()) {
+    // The compile cache lab serve keeps, when there is one (doctor makes no folder).
+    let cache = Some(home.component_cache()).filter(|c| c.is_dir());
+    let host = match ComponentHost::new(cache, Limits::default()) {
         Ok(h) => h,
         Err(e) => {
             out.push(Finding::new(
@@ -97,25 +100,38 @@ pub fn providers_and_agents(home: &Home, config: &Config) -> Vec<Finding> {
     let matrix = finding::matrix(include_str!("../../../../docs/compat-matrix.md"));
     let of_matrix = |display: &str| matrix.iter().find(|(t, _, _)| t == display).cloned();
     let path_var = std::env::var_os("PATH");
-    let mut agents: Vec<(String, String, String, bool, Option<std::ffi::OsString>)> = Vec::new();
-    for (f, _) in &set.loaded {
+    let env_of = |pass_env: Option<&[String]>, explicit: &std::collections::BTreeMap<String, String>| {
+        crate::runs::launch::agent_env::decide(std::env::vars_os(), pass_env, explicit).env
+    };
+    let mut agents: Vec<Agent> = Vec::new();
+    for (f, handle) in &set.loaded {
         let p = config.provider(&f.info.name);
         let program = p.program.clone().map_or_else(|| f.info.default_program.clone(), |p| p.display().to_string());
-        let path = p.env.get("PATH").map(std::ffi::OsString::from).or_else(|| path_var.clone());
-        let configured = config.providers.contains_key(&f.info.name);
-        agents.push((f.info.name.clone(), f.info.display_name.clone(), program, configured, path));
+        agents.push(Agent {
+            name: f.info.name.clone(),
+            display: f.info.display_name.clone(),
+            program,
+            configured: config.providers.contains_key(&f.info.name),
+            env: env_of(p.pass_env.as_deref(), &p.env),
+            handle: Some(handle.clone()),
+        });
     }
     let tmux_names: Vec<&str> = set.loaded.iter().map(|(f, _)| f.info.name.as_str()).collect();
     let (acp, unused) = crate::agents::acp::agents::resolve(config, &tmux_names, &set.acp);
     for (name, a) in &acp {
         let Some(program) = a.config.acp.first().cloned() else { continue };
-        let path = a.config.env.get("PATH").map(std::ffi::OsString::from).or_else(|| path_var.clone());
-        let configured = config.providers.contains_key(name) || config.agents.contains_key(name);
-        agents.push((name.clone(), a.display_name(name), program, configured, path));
+        agents.push(Agent {
+            name: name.clone(),
+            display: a.display_name(name),
+            program,
+            configured: config.providers.contains_key(name) || config.agents.contains_key(name),
+            env: env_of(a.config.pass_env.as_deref(), &a.config.env),
+            handle: set.acp_handle(name).cloned(),
+        });
     }
     // lab.toml's tables for providers that are not there (a typo, a removed component).
     for name in config.providers.keys() {
-        if !agents.iter().any(|(n, ..)| n == name) {
+        if !agents.iter().any(|a| &a.name == name) {
             out.push(
                 Finding::new(
                     "provider",
@@ -131,31 +147,72 @@ pub fn providers_and_agents(home: &Home, config: &Config) -> Vec<Finding> {
         out.push(Finding::new("provider", "lab.toml", finding::Status::Warn, line));
     }
     // Every agent's `--version` at once (each at most 5 s).
+    let path_of = |a: &Agent| a.env.get("PATH").map(std::ffi::OsString::from).or_else(|| path_var.clone());
     let found: Vec<Option<std::path::PathBuf>> =
-        agents.iter().map(|(_, _, program, _, path)| find_program(Path::new(program), path.as_deref())).collect();
-    let asks = found.iter().zip(&agents).map(|(f, (_, _, _, _, path))| async move {
-        match f {
-            Some(p) => crate::runs::launch::agent_version::probe(p, path.as_deref()).await,
-            None => None,
+        agents.iter().map(|a| find_program(Path::new(&a.program), path_of(a).as_deref())).collect();
+    let asks = found.iter().zip(&agents).map(|(f, a)| {
+        let path = path_of(a);
+        async move {
+            match f {
+                Some(p) => crate::runs::launch::agent_version::probe(p, path.as_deref()).await,
+                None => None,
+            }
         }
     });
     let versions: Vec<Option<String>> = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt.block_on(futures_util::future::join_all(asks)),
         Err(_) => vec![None; agents.len()],
     };
-    for (((name, display, program, configured, _), found), version) in agents.into_iter().zip(found).zip(versions) {
-        let (pinned, tested) = of_matrix(&display).map(|(_, p, t)| (Some(p), t)).unwrap_or_default();
+    for ((a, found), version) in agents.into_iter().zip(found).zip(versions) {
+        let (pinned, tested) = of_matrix(&a.display).map(|(_, p, t)| (Some(p), t)).unwrap_or_default();
+        let present = found.is_some();
         out.push(finding::agent(&AgentFacts {
-            name,
-            program,
-            configured,
+            name: a.name.clone(),
+            program: a.program.clone(),
+            configured: a.configured,
             path: found.map(|p| p.display().to_string()),
             version,
             pinned,
             tested,
         }));
+        if present {
+            out.push(login(&a));
+        }
     }
     out
+}
+
+/// One agent lab can run, as doctor looks at it.
+struct Agent {
+    name: String,
+    display: String,
+    program: String,
+    configured: bool,
+    /// The environment it starts with (lab.toml's `pass_env` and `env` over this one).
+    env: std::collections::BTreeMap<String, String>,
+    handle: Option<crate::agents::components::ProviderHandle>,
+}
+
+/// Whether the agent is logged in: its provider says where a login is (a variable, a
+/// file), and doctor looks there.
+fn login(a: &Agent) -> Finding {
+    let env: Vec<(String, String)> = a.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let hints = a.handle.as_ref().and_then(|h| h.login_hints(env).blocking().ok().flatten());
+    let Some(hints) = hints else { return finding::login(&a.name, None) };
+    let home = a.env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok()).unwrap_or_default();
+    let set_var = hints.env.iter().find(|k| a.env.get(*k).is_some_and(|v| !v.is_empty())).cloned();
+    let file = hints
+        .files
+        .iter()
+        .find(|f| {
+            let path = match f.strip_prefix("~/") {
+                Some(rest) => Path::new(&home).join(rest),
+                None => Path::new(f.as_str()).to_path_buf(),
+            };
+            path.is_absolute() && std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0)
+        })
+        .cloned();
+    finding::login(&a.name, Some((&hints, set_var.or(file))))
 }
 
 /// lab's home, its files, the token and the push key.
