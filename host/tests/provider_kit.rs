@@ -413,7 +413,7 @@ fn check_refuses_bad_files_with_a_reason_and_a_failing_exit_code() {
         ("core.wasm", b"\0asm\x01\0\0\0".to_vec(), "a core WebAssembly module, not a component"),
         ("empty.wasm", b"\0asm\x0d\0\x01\0".to_vec(), "it exports no lab:provider interface"),
         (
-            "v09.wasm",
+            "v100.wasm",
             other_version,
             "it was built against lab:provider@1.0.0; this lab loads lab:provider@0.9.0, lab:provider@0.8.0, lab:provider@0.7.0, lab:provider@0.6.0, lab:provider@0.5.0, lab:provider@0.4.0, lab:provider@0.3.0, lab:provider@0.2.0, lab:provider@0.1.0",
         ),
