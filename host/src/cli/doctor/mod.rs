@@ -1,6 +1,6 @@
 //! `lab doctor [--json]`: checks what lab needs and explains each problem with the
 //! one line that fixes it — tmux, each agent (found, version against the release lab's
-//! tests pin), the provider components (loaded, or refused and why), lab's home
+//! tests pin, logged in or not), the provider components (loaded, or refused and why), lab's home
 //! (ownership, free space, its files intact), the token, lab serve (running, or its
 //! address free), each host (through the running serve), bubblewrap, the push key.
 //!
