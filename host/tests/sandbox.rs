@@ -258,7 +258,16 @@ fn a_real_claude_in_bwrap_reaches_only_its_allowlist_and_its_workdir() {
     wait_for(STEP, "the retry to reach the refused server", || {
         (refused.hits.load(Ordering::SeqCst) == 1).then_some(())
     });
-    lab.wait_view(&id, "the agent's last word", |v| {
+    // The agent's round trip first, at the model stand-in (it answers the retry's result
+    // with the last word): one agent step, bounded as every other (a clean clone's busy
+    // CI once took more than the 20 s a view wait allows, and said nothing of which side
+    // was slow) ...
+    let retry_use = wait_for(STEP, "the retry's command at the stand-in", || {
+        standin.emitted_tool_uses().into_iter().filter(|u| u.name == "Bash").nth(1)
+    });
+    assert!(standin.wait_for_tool_result(&retry_use.id, STEP).is_some(), "the retry's result never reached the model");
+    // ... then lab showing it, with the view and the pane if it does not.
+    wait_or_show(&lab, &w, &id, "the agent's last word", |v| {
         v["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["text"] == "Reached it now."))
     });
     let reached = |v: &serde_json::Value, port: u16| {
